@@ -1,0 +1,248 @@
+"""``layer.json``: the one place that parses and validates a version's manifest.
+
+Each supported ``(format, format_version)`` pair has one registered parser, so a
+new manifest version is one decorated function, and an unknown one is refused
+with the list of what this reader understands.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sds_jupyter.errors import ManifestError, StackError
+from sds_jupyter.stack.paths import check_relative_path, check_whiteout
+
+__all__ = [
+    "FORMAT",
+    "MANIFEST_NAME",
+    "FileEntry",
+    "LayerFormat",
+    "Manifest",
+    "parse_manifest",
+    "read_manifest",
+    "supported_formats",
+]
+
+FORMAT = "spatial-data-studio.layer"
+MANIFEST_NAME = "layer.json"
+#: Manifests are small; a larger file is refused before parsing.
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LayerFormat:
+    """A manifest encoding, as ``format`` and ``format_version`` name it."""
+
+    format: str
+    version: int
+
+    def __str__(self) -> str:
+        return f"{self.format} v{self.version}"
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One object in a version's overlay, at its store key."""
+
+    key: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A parsed, checked ``layer.json``. Paths in it are safe to join."""
+
+    format: LayerFormat
+    parent: str
+    base: str | None
+    depth: int | None
+    title: str | None
+    message: str | None
+    created_at: str | None
+    created_by: str | None
+    app: dict[str, Any] | None
+    overlay: str
+    files: tuple[FileEntry, ...]
+    deleted: tuple[str, ...]
+    changes: tuple[dict[str, Any], ...]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest as ``layer.json`` holds it (known fields first)."""
+        doc: dict[str, Any] = {
+            "format": self.format.format,
+            "format_version": self.format.version,
+            "parent": self.parent,
+        }
+        if self.base is not None:
+            doc["base"] = self.base
+        if self.depth is not None:
+            doc["depth"] = self.depth
+        for name in ("title", "message", "created_at", "created_by", "app"):
+            value = getattr(self, name)
+            if value is not None:
+                doc[name] = value
+        doc["overlay"] = self.overlay
+        doc["files"] = [{"key": f.key, "size": f.size} for f in self.files]
+        doc["deleted"] = list(self.deleted)
+        doc["changes"] = [dict(c) for c in self.changes]
+        doc.update(self.extra)
+        return doc
+
+
+_Parser = Callable[[Mapping[str, Any], str], Manifest]
+_PARSERS: dict[LayerFormat, _Parser] = {}
+
+
+def register(fmt: LayerFormat) -> Callable[[_Parser], _Parser]:
+    """Register the parser for one manifest format version."""
+
+    def decorate(parser: _Parser) -> _Parser:
+        if fmt in _PARSERS:
+            raise RuntimeError(f"a parser for {fmt} is registered already")
+        _PARSERS[fmt] = parser
+        return parser
+
+    return decorate
+
+
+def supported_formats() -> list[LayerFormat]:
+    return sorted(_PARSERS, key=lambda f: (f.format, f.version))
+
+
+def read_manifest(path: Path) -> Manifest:
+    """Read and parse the ``layer.json`` at ``path``."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_MANIFEST_BYTES + 1)
+    except OSError as exc:
+        raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
+    try:
+        doc = json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ManifestError(f"{path} is not valid JSON ({_short(exc)}); re-download the version") from None
+    return parse_manifest(doc, str(path))
+
+
+def parse_manifest(doc: object, where: str = "layer.json") -> Manifest:
+    """Check a decoded ``layer.json`` document and return its :class:`Manifest`."""
+    if not isinstance(doc, dict):
+        raise ManifestError(f"{where}: a manifest must be a JSON object")
+    fmt_name = doc.get("format")
+    fmt_version = doc.get("format_version")
+    if fmt_name != FORMAT:
+        raise ManifestError(
+            f"{where}: format {fmt_name!r} is not a version layer (expected {FORMAT!r})"
+        )
+    if not isinstance(fmt_version, int) or isinstance(fmt_version, bool):
+        raise ManifestError(f"{where}: format_version must be an integer, got {fmt_version!r}")
+    parser = _PARSERS.get(LayerFormat(fmt_name, fmt_version))
+    if parser is None:
+        known = ", ".join(str(f.version) for f in supported_formats() if f.format == FORMAT)
+        raise ManifestError(
+            f"{where}: format_version {fmt_version} is not supported by this reader "
+            f"(it reads {known}); upgrade sds-jupyter"
+        )
+    return parser(doc, where)
+
+
+@register(LayerFormat(FORMAT, 1))
+def _parse_v1(doc: Mapping[str, Any], where: str) -> Manifest:
+    try:
+        known = {
+            "format", "format_version", "parent", "base", "depth", "title", "message",
+            "created_at", "created_by", "app", "overlay", "files", "deleted", "changes",
+        }
+        return Manifest(
+            format=LayerFormat(FORMAT, 1),
+            parent=_required_str(doc, "parent"),
+            base=_optional_str(doc, "base"),
+            depth=_optional_depth(doc),
+            title=_optional_str(doc, "title"),
+            message=_optional_str(doc, "message"),
+            created_at=_optional_str(doc, "created_at"),
+            created_by=_optional_str(doc, "created_by"),
+            app=_optional_object(doc, "app"),
+            overlay=check_relative_path(doc.get("overlay", "overlay"), "overlay folder"),
+            files=_files(doc.get("files", [])),
+            deleted=tuple(check_whiteout(e) for e in _list(doc, "deleted")),
+            changes=tuple(_change(c) for c in _list(doc, "changes")),
+            extra={k: v for k, v in doc.items() if k not in known},
+        )
+    except StackError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
+
+
+def _files(value: object) -> tuple[FileEntry, ...]:
+    if not isinstance(value, list):
+        raise ManifestError("files must be a list of {key, size} objects")
+    entries = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise ManifestError("each files entry must be an object with key and size")
+        key = check_relative_path(item.get("key"), "file key")
+        size = item.get("size", 0)
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ManifestError(f"file {key!r} has size {size!r}; sizes are non-negative integers")
+        entries.append(FileEntry(key, size))
+    return tuple(entries)
+
+
+def _change(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict) or not isinstance(value.get("op"), str):
+        raise ManifestError("each changes entry must be an object with a string op")
+    return dict(value)
+
+
+def _list(doc: Mapping[str, Any], name: str) -> list[Any]:
+    value = doc.get(name, [])
+    if not isinstance(value, list):
+        raise ManifestError(f"{name} must be a list")
+    return value
+
+
+def _required_str(doc: Mapping[str, Any], name: str) -> str:
+    value = doc.get(name)
+    if not isinstance(value, str) or not value:
+        raise ManifestError(f"{name} is missing or not a string")
+    return value
+
+
+def _optional_str(doc: Mapping[str, Any], name: str) -> str | None:
+    value = doc.get(name)
+    if value is not None and not isinstance(value, str):
+        raise ManifestError(f"{name} must be a string")
+    return value
+
+
+def _optional_object(doc: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    value = doc.get(name)
+    if value is not None and not isinstance(value, dict):
+        raise ManifestError(f"{name} must be an object")
+    return value
+
+
+def _optional_depth(doc: Mapping[str, Any]) -> int | None:
+    value = doc.get("depth")
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ManifestError(f"depth must be a positive integer, got {value!r}")
+    return value
+
+
+def _reject_constant(name: str) -> float:
+    # NaN and Infinity are not JSON; a manifest holding them was not written by a writer.
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) < 120 else text[:117] + "..."
+

@@ -1,0 +1,108 @@
+"""Open a version as the objects analysts work with: AnnData and SpatialData."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sds_jupyter.errors import StackError
+from sds_jupyter.stack.flatten import flatten
+from sds_jupyter.stack.stack import Stack
+from sds_jupyter.stack.store import StackStore
+
+if TYPE_CHECKING:
+    import anndata
+    import spatialdata
+
+__all__ = ["default_cache_dir", "open_anndata", "open_spatialdata", "open_table_group"]
+
+Folders = str | Mapping[str, str] | None
+
+
+def _as_stack(path: str | os.PathLike[str] | Stack, folders: Folders) -> Stack:
+    return path if isinstance(path, Stack) else Stack.resolve(path, folders=folders)
+
+
+def open_table_group(store: StackStore, table: str = "table") -> Any:
+    """The zarr group of an AnnData table in the stack, refusing a missing one clearly."""
+    import zarr
+
+    root = zarr.open_group(store, mode="r")
+    for path in (f"tables/{table}", f"table/{table}"):
+        try:
+            return root[path]
+        except KeyError:
+            continue
+    tables = sorted(root["tables"].group_keys()) if "tables" in root else []
+    raise StackError(
+        f"this version has no table {table!r}; its tables are: {', '.join(tables) or 'none'}"
+    )
+
+
+def open_anndata(
+    path: str | os.PathLike[str] | Stack,
+    table: str = "table",
+    folders: Folders = None,
+    lazy: bool = False,
+) -> anndata.AnnData:
+    """Read one table of a version as AnnData, straight from the stack (no copy).
+
+    With ``lazy=True`` the arrays are dask-backed (anndata's lazy reader).
+    """
+    import anndata
+
+    group = open_table_group(StackStore(_as_stack(path, folders)), table)
+    if lazy:
+        from anndata.experimental import read_lazy
+
+        return read_lazy(group)
+    return anndata.read_zarr(group)
+
+
+def default_cache_dir() -> Path:
+    """Where flattened copies are kept: ``$SDS_WORK_DIR/.sds-cache`` or the user cache."""
+    work = os.environ.get("SDS_WORK_DIR")
+    if work:
+        return Path(work) / ".sds-cache"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "sds-jupyter"
+
+
+def _cache_key(stack: Stack) -> str:
+    """Changes whenever any manifest or the base changes, so a stale copy is never reused."""
+    digest = hashlib.sha256()
+    for version in stack.versions:
+        stat = version.manifest_path.stat()
+        digest.update(f"{version.manifest_path}|{stat.st_mtime_ns}|{stat.st_size}\n".encode())
+    base = stack.base.path.stat()
+    digest.update(f"{stack.base.path}|{base.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:20]
+
+
+def open_spatialdata(
+    path: str | os.PathLike[str] | Stack,
+    folders: Folders = None,
+    cache: str | os.PathLike[str] | None = None,
+) -> spatialdata.SpatialData:
+    """Read a version with spatialdata, through a flattened copy kept in ``cache``.
+
+    spatialdata reads only local folders, so the stack is flattened once (links
+    to the base, cheap) and the copy is reused while the stack is unchanged.
+    """
+    import spatialdata
+
+    stack = _as_stack(path, folders)
+    cache_dir = Path(cache) if cache is not None else default_cache_dir()
+    target = cache_dir / f"{_cache_key(stack)}.zarr"
+    if not target.exists():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            flatten(stack, target, progress=False)
+        except (OSError, StackError):
+            if not target.exists():
+                raise
+            # another process finished the same copy first
+    return spatialdata.read_zarr(target)

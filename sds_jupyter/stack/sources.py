@@ -1,0 +1,275 @@
+"""Raw, read-only access to the objects of one folder or one zip file.
+
+A stack reads its base through one of these, and each version's overlay through
+a :class:`FolderSource`. Every read is confined to the source's root on the real
+path, so a symbolic link inside a download cannot lead a read elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
+
+from sds_jupyter.errors import BaseStoreError, UnsafePathError
+from sds_jupyter.stack.paths import check_relative_path, is_within
+
+__all__ = ["FolderSource", "Source", "ZipSource", "open_source", "slice_range"]
+
+
+class Source(Protocol):
+    """What the stack store needs of a base: bytes, sizes and listings by key."""
+
+    def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None: ...
+    def size(self, key: str) -> int | None: ...
+    def exists(self, key: str) -> bool: ...
+    def keys(self, prefix: str = "") -> Iterator[str]: ...
+    def children(self, prefix: str) -> Iterator[tuple[str, bool]]: ...
+    def close(self) -> None: ...
+
+
+def slice_range(data: bytes, byte_range: ByteRequest | None) -> bytes:
+    """Apply a zarr byte request to bytes already in memory."""
+    if byte_range is None:
+        return data
+    if isinstance(byte_range, RangeByteRequest):
+        return data[byte_range.start : byte_range.end]
+    if isinstance(byte_range, OffsetByteRequest):
+        return data[byte_range.offset :]
+    if isinstance(byte_range, SuffixByteRequest):
+        return data[max(0, len(data) - byte_range.suffix) :]
+    raise TypeError(f"unexpected byte_range, got {byte_range!r}")
+
+
+def _read_file(path: Path, byte_range: ByteRequest | None) -> bytes:
+    with open(path, "rb") as handle:
+        if byte_range is None:
+            return handle.read()
+        if isinstance(byte_range, RangeByteRequest):
+            handle.seek(byte_range.start)
+            return handle.read(max(0, byte_range.end - byte_range.start))
+        if isinstance(byte_range, OffsetByteRequest):
+            handle.seek(byte_range.offset)
+            return handle.read()
+        if isinstance(byte_range, SuffixByteRequest):
+            end = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, end - byte_range.suffix))
+            return handle.read()
+    raise TypeError(f"unexpected byte_range, got {byte_range!r}")
+
+
+class FolderSource:
+    """Objects in a folder, keyed by their path relative to it."""
+
+    def __init__(self, root: Path, *, what: str = "folder") -> None:
+        self.root = Path(os.path.realpath(root))
+        self.what = what
+        self._root_prefix = str(self.root) + os.sep
+
+    def __repr__(self) -> str:
+        return f"FolderSource({str(self.root)!r})"
+
+    def path_of(self, key: str) -> Path | None:
+        """The real file behind ``key``, or None if it is missing or escapes the root."""
+        joined = os.path.join(self._root_prefix, key)
+        real = os.path.realpath(joined)
+        if not real.startswith(self._root_prefix):
+            if os.path.lexists(joined):
+                raise UnsafePathError(
+                    f"{self.what} object {key!r} leads outside {self.root} "
+                    "through a symbolic link; refusing to read it"
+                )
+            return None
+        return Path(real)
+
+    def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        path = self.path_of(key)
+        if path is None:
+            return None
+        try:
+            return _read_file(path, byte_range)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def size(self, key: str) -> int | None:
+        path = self.path_of(key)
+        if path is None or not path.is_file():
+            return None
+        return path.stat().st_size
+
+    def exists(self, key: str) -> bool:
+        path = self.path_of(key)
+        return path is not None and path.is_file()
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        """Every object key starting with ``prefix``, links followed only inside the root."""
+        start_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        for key in self._walk(start_dir):
+            if key.startswith(prefix):
+                yield key
+
+    def children(self, prefix: str) -> Iterator[tuple[str, bool]]:
+        """Immediate children of ``prefix``: ``(name, is_folder)``."""
+        folder = self.path_of(prefix) if prefix else self.root
+        if folder is None or not folder.is_dir():
+            return
+        for entry in os.scandir(folder):
+            real = os.path.realpath(entry.path)
+            if not is_within(real, self.root):
+                continue
+            yield entry.name, os.path.isdir(real)
+
+    def _walk(self, start: str) -> Iterator[str]:
+        top = self.path_of(start) if start else self.root
+        if top is None or not top.is_dir():
+            return
+        seen: set[str] = set()
+        stack: list[tuple[str, str]] = [(str(top), start)]
+        while stack:
+            folder, key_prefix = stack.pop()
+            if folder in seen:
+                continue
+            seen.add(folder)
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in reversed(entries):
+                key = f"{key_prefix}/{entry.name}" if key_prefix else entry.name
+                real = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+                if not is_within(real, self.root):
+                    continue
+                if os.path.isdir(real):
+                    stack.append((real, key))
+                else:
+                    yield key
+
+    def close(self) -> None:
+        pass
+
+
+class ZipSource:
+    """Objects in a ``.zarr.zip``, read in place; directory entries are not keys."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(os.path.realpath(path))
+        try:
+            self._zip = zipfile.ZipFile(self.path, "r")
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise BaseStoreError(f"{path} is not a readable zip file ({exc}); re-download it") from None
+        self._lock = threading.Lock()
+        self._members: dict[str, zipfile.ZipInfo] = {}
+        self._folders: dict[str, dict[str, bool]] = {}
+        members = {}
+        for info in self._zip.infolist():
+            name = info.filename
+            if name.endswith("/"):
+                check_relative_path(name[:-1], f"zip member name in {self.path.name}")
+                continue
+            members[check_relative_path(name, f"zip member name in {self.path.name}")] = info
+        root = _zip_root(members)
+        for name, info in members.items():
+            if name.startswith(root):
+                self._members[name[len(root):]] = info
+        self._sorted = sorted(self._members)
+        self._index_folders()
+
+    def __repr__(self) -> str:
+        return f"ZipSource({str(self.path)!r})"
+
+    def _index_folders(self) -> None:
+        for key in self._sorted:
+            parent = ""
+            parts = key.split("/")
+            for depth, part in enumerate(parts):
+                is_folder = depth < len(parts) - 1
+                self._folders.setdefault(parent, {})
+                self._folders[parent][part] = self._folders[parent].get(part, False) or is_folder
+                parent = f"{parent}/{part}" if parent else part
+
+    def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        info = self._members.get(key)
+        if info is None:
+            return None
+        with self._lock, self._zip.open(info) as handle:
+            if info.compress_type == zipfile.ZIP_STORED and byte_range is not None:
+                return _read_seekable(handle, info.file_size, byte_range)
+            return slice_range(handle.read(), byte_range)
+
+    def size(self, key: str) -> int | None:
+        info = self._members.get(key)
+        return None if info is None else info.file_size
+
+    def exists(self, key: str) -> bool:
+        return key in self._members
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        import bisect
+
+        start = bisect.bisect_left(self._sorted, prefix)
+        for key in self._sorted[start:]:
+            if not key.startswith(prefix):
+                break
+            yield key
+
+    def children(self, prefix: str) -> Iterator[tuple[str, bool]]:
+        yield from self._folders.get(prefix, {}).items()
+
+    def close(self) -> None:
+        self._zip.close()
+
+
+def _read_seekable(handle: zipfile.ZipExtFile, size: int, byte_range: ByteRequest) -> bytes:
+    if isinstance(byte_range, RangeByteRequest):
+        handle.seek(byte_range.start)
+        return handle.read(max(0, byte_range.end - byte_range.start))
+    if isinstance(byte_range, OffsetByteRequest):
+        handle.seek(byte_range.offset)
+        return handle.read()
+    if isinstance(byte_range, SuffixByteRequest):
+        handle.seek(max(0, size - byte_range.suffix))
+        return handle.read()
+    raise TypeError(f"unexpected byte_range, got {byte_range!r}")
+
+
+_ROOT_DOCS = ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")
+
+
+def _zip_root(members: dict[str, zipfile.ZipInfo]) -> str:
+    """The folder inside the zip that is the store's root: usually the zip's own root.
+
+    Some tools zip the ``.zarr`` folder itself, so the store sits one level down.
+    """
+    if any(doc in members for doc in _ROOT_DOCS):
+        return ""
+    tops = {name.split("/", 1)[0] for name in members}
+    if len(tops) == 1:
+        (top,) = tops
+        if any(f"{top}/{doc}" in members for doc in _ROOT_DOCS):
+            return f"{top}/"
+    return ""
+
+
+def open_source(path: Path) -> FolderSource | ZipSource:
+    """Open a store at the bottom of a stack: a folder, or a zip file."""
+    if path.is_dir():
+        return FolderSource(path, what="base store")
+    if path.is_file():
+        return ZipSource(path)
+    raise BaseStoreError(f"{path} is neither a store folder nor a .zarr.zip file")
+
+
+def zarr_format_of(source: FolderSource | ZipSource, where: str) -> int:
+    """2 or 3, from the root documents; refuse anything that is not a Zarr store."""
+    if source.exists("zarr.json"):
+        return 3
+    if any(source.exists(doc) for doc in (".zgroup", ".zmetadata", ".zattrs")):
+        return 2
+    raise BaseStoreError(
+        f"{where} is not a Zarr store (no zarr.json or .zgroup at its root)"
+    )

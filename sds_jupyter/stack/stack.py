@@ -1,0 +1,255 @@
+"""A stack: the chain of versions from an opened one down to its base store.
+
+:meth:`Stack.resolve` is the one place that walks ``parent`` references. It reads
+each manifest once, checks it, and records where every version's overlay and the
+base store are, so that readers never follow a reference again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sds_jupyter.errors import StackCycleError, StackError, StackTooDeepError
+from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest, read_manifest
+from sds_jupyter.stack.paths import contained_path
+from sds_jupyter.stack.refs import CirroRef, DatasetLocator, FolderMap, parse_folder_map
+from sds_jupyter.stack.sources import open_source, zarr_format_of
+
+__all__ = ["MAX_DEPTH", "BaseInfo", "Stack", "Version"]
+
+#: The longest chain of versions a reader follows.
+MAX_DEPTH = 500
+
+
+@dataclass(frozen=True)
+class Version:
+    """One version of the stack: its manifest and where its objects are."""
+
+    dataset_id: str
+    folder: Path
+    """The dataset's folder (what a download names by the dataset ID)."""
+    data_dir: Path
+    """The folder holding ``layer.json``: the dataset folder or its ``data/``."""
+    overlay_dir: Path
+    manifest: Manifest
+    depth: int
+    """1 for the version directly on the base, counting up to the top."""
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.data_dir / MANIFEST_NAME
+
+    @property
+    def title(self) -> str | None:
+        return self.manifest.title
+
+    @property
+    def label(self) -> str:
+        """What a person calls this version: its title, else its dataset ID."""
+        return self.manifest.title or self.dataset_id
+
+
+@dataclass(frozen=True)
+class BaseInfo:
+    """The store at the bottom of the stack."""
+
+    dataset_id: str | None
+    path: Path
+    reference: str | None
+    kind: str
+    """``"folder"`` or ``"zip"``."""
+    zarr_format: int
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Versions top first, then the base they all sit on."""
+
+    versions: tuple[Version, ...]
+    base: BaseInfo
+    datasets_dir: Path
+    folders: FolderMap = field(default_factory=FolderMap)
+
+    @classmethod
+    def resolve(
+        cls,
+        path: str | os.PathLike[str],
+        folders: str | Mapping[str, str] | None = None,
+    ) -> Stack:
+        """Open the stack whose top is the version at ``path``.
+
+        ``path`` is a version's folder (``layer.json`` at its top or under
+        ``data/``), its ``layer.json``, or a store (a stack of no versions).
+        Parents are looked up in the folder holding the version's folder, by the
+        folder map ``folders`` (``{dataset id: folder}``, a mapping or JSON text;
+        when ``None``, the ``SDS_CIRRO_DATASETS`` variable) or else by their ID.
+
+        Raises
+        ------
+        StackError
+            For anything that cannot be followed safely: the message says what.
+        """
+        folder_map = parse_folder_map(folders)
+        top = Path(os.path.abspath(os.fspath(path)))
+        located = _locate_version(top)
+        if located is None:
+            return cls._store_only(top, folder_map)
+        dataset_folder, data_dir = located
+        datasets_dir = dataset_folder.parent
+        locator = DatasetLocator(datasets_dir, folder_map)
+        top_id = folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name
+        return _walk(top_id, dataset_folder, data_dir, locator, folder_map)
+
+    @classmethod
+    def _store_only(cls, path: Path, folder_map: FolderMap) -> Stack:
+        if not path.exists():
+            raise StackError(
+                f"{path} does not exist; give a version folder (with layer.json) or a store"
+            )
+        source = open_source(path)
+        try:
+            zarr_format = zarr_format_of(source, str(path))
+        except StackError:
+            raise StackError(
+                f"{path} holds no layer.json and is not a Zarr store; "
+                "give a version folder, its layer.json, or a store"
+            ) from None
+        finally:
+            source.close()
+        dataset_folder = path.parent
+        base = BaseInfo(
+            dataset_id=folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name,
+            path=Path(os.path.realpath(path)),
+            reference=None,
+            kind="folder" if path.is_dir() else "zip",
+            zarr_format=zarr_format,
+        )
+        return cls(versions=(), base=base, datasets_dir=dataset_folder.parent, folders=folder_map)
+
+    # -- views --------------------------------------------------------------------------
+
+    @property
+    def depth(self) -> int:
+        """How many versions sit on the base (0 for a store alone)."""
+        return len(self.versions)
+
+    @property
+    def top(self) -> Version | None:
+        return self.versions[0] if self.versions else None
+
+    def at(self, selector: int | str) -> Stack:
+        """The stack whose top is one of this stack's versions.
+
+        ``selector`` is a depth (0 is the base alone), a dataset ID or a title.
+        """
+        depth = self.depth_of(selector)
+        return Stack(
+            versions=self.versions[self.depth - depth :],
+            base=self.base,
+            datasets_dir=self.datasets_dir,
+            folders=self.folders,
+        )
+
+    def depth_of(self, selector: int | str) -> int:
+        """The depth a selector names; refuses one that names nothing here."""
+        if isinstance(selector, bool):
+            raise StackError(f"no version {selector!r} in this stack")
+        if isinstance(selector, int):
+            if 0 <= selector <= self.depth:
+                return selector
+            raise StackError(
+                f"no version at depth {selector}: this stack has depths 0 (the base) to {self.depth}"
+            )
+        if isinstance(selector, str):
+            if selector.isdigit():
+                return self.depth_of(int(selector))
+            for version in self.versions:
+                if selector in (version.dataset_id, version.manifest.title):
+                    return version.depth
+            if selector in ("base", self.base.dataset_id):
+                return 0
+        raise StackError(
+            f"no version {selector!r} in this stack; give a depth, a dataset ID or a title"
+        )
+
+
+def _locate_version(path: Path) -> tuple[Path, Path] | None:
+    """``(dataset folder, data dir)`` of the version at ``path``, or None for a store."""
+    if path.name == MANIFEST_NAME and path.is_file():
+        data_dir = path.parent
+        folder = data_dir.parent if data_dir.name == "data" else data_dir
+        return folder, data_dir
+    if path.is_dir():
+        if (path / MANIFEST_NAME).is_file():
+            return path, path
+        if (path / "data" / MANIFEST_NAME).is_file():
+            return path, path / "data"
+    return None
+
+
+def _walk(
+    top_id: str,
+    dataset_folder: Path,
+    data_dir: Path,
+    locator: DatasetLocator,
+    folder_map: FolderMap,
+) -> Stack:
+    chain: list[tuple[str, Path, Path, Path, Manifest]] = []
+    seen: set[str] = set()
+    dataset_id = top_id
+    while True:
+        manifest_path = Path(os.path.realpath(data_dir / MANIFEST_NAME))
+        if str(manifest_path) in seen:
+            raise StackCycleError(
+                f"the parent chain comes back to {dataset_id} ({manifest_path}); "
+                "the versions' parent references form a loop"
+            )
+        if len(chain) == MAX_DEPTH:
+            raise StackTooDeepError(
+                f"the parent chain runs more than {MAX_DEPTH} versions deep; "
+                "flatten a lower version and build on that"
+            )
+        seen.add(str(manifest_path))
+        manifest = read_manifest(manifest_path)
+        real_data_dir = manifest_path.parent
+        overlay_dir = contained_path(real_data_dir, manifest.overlay, f"overlay folder of {dataset_id}")
+        chain.append((dataset_id, dataset_folder, real_data_dir, overlay_dir, manifest))
+        ref = CirroRef.parse(manifest.parent)
+        target = locator.resolve(ref)
+        if not ref.names_manifest:
+            base = _base_info(ref, target)
+            break
+        dataset_id = ref.dataset_id
+        dataset_folder = locator.dataset_folder(ref.dataset_id)
+        data_dir = target.parent
+    depth = len(chain)
+    versions = tuple(
+        Version(
+            dataset_id=dataset_id,
+            folder=folder,
+            data_dir=data,
+            overlay_dir=overlay,
+            manifest=manifest,
+            depth=depth - index,
+        )
+        for index, (dataset_id, folder, data, overlay, manifest) in enumerate(chain)
+    )
+    return Stack(versions=versions, base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
+
+
+def _base_info(ref: CirroRef, target: Path) -> BaseInfo:
+    source = open_source(target)
+    try:
+        zarr_format = zarr_format_of(source, f"the base store {ref}")
+    finally:
+        source.close()
+    return BaseInfo(
+        dataset_id=ref.dataset_id,
+        path=target,
+        reference=str(ref),
+        kind="folder" if target.is_dir() else "zip",
+        zarr_format=zarr_format,
+    )

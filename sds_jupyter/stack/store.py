@@ -1,0 +1,324 @@
+"""A read-only zarr-python 3 store over a stack.
+
+The whole reader of the format is :meth:`LayerIndex.locate`: a key is answered
+by the topmost version whose ``files`` hold it, unless a whiteout in a version
+above that one covers it; with no version answering, the base answers. The index
+is built once when the store opens, so answering a key costs a few dictionary
+look-ups however deep the stack is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import os
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from zarr.abc.store import ByteRequest, Store
+from zarr.core.buffer import Buffer, default_buffer_prototype
+
+from sds_jupyter.errors import BaseStoreError
+from sds_jupyter.stack.sources import FolderSource, Source, open_source
+from sds_jupyter.stack.stack import Stack, Version
+
+if TYPE_CHECKING:
+    from zarr.core.buffer import BufferPrototype
+
+__all__ = ["BASE", "HIDDEN", "LayerIndex", "StackStore", "open_stack"]
+
+#: :meth:`LayerIndex.locate` answers for a key the base holds, or one hidden by a whiteout.
+BASE: Final = -1
+HIDDEN: Final = -2
+_NEVER: Final = 1 << 30
+
+
+def _ancestors(key: str) -> Iterator[str]:
+    """``a``, ``a/b`` for ``a/b/c``: the nodes a key sits in."""
+    index = key.find("/")
+    while index != -1:
+        yield key[:index]
+        index = key.find("/", index + 1)
+
+
+@dataclass
+class LayerIndex:
+    """Where each key of a stack lives, from the versions' ``files`` and ``deleted``.
+
+    Versions are numbered from the top, 0 being the top version.
+    """
+
+    owner: dict[str, int]
+    """The topmost version whose ``files`` hold each key."""
+    hidden_keys: dict[str, int]
+    """The topmost version whose whiteouts name each single key."""
+    hidden_nodes: dict[str, int]
+    """The topmost version whose whiteouts remove each node (path without the slash)."""
+    whiteouts: list[str]
+    """Every whiteout as a node path plus ``/`` or a key, sorted, for prefix scans."""
+
+    @classmethod
+    def build(cls, versions: Iterable[Version]) -> LayerIndex:
+        owner: dict[str, int] = {}
+        hidden_keys: dict[str, int] = {}
+        hidden_nodes: dict[str, int] = {}
+        for number, version in enumerate(versions):
+            for entry in version.manifest.files:
+                owner.setdefault(entry.key, number)
+            for whiteout in version.manifest.deleted:
+                if whiteout.endswith("/"):
+                    hidden_nodes.setdefault(whiteout[:-1], number)
+                else:
+                    hidden_keys.setdefault(whiteout, number)
+        whiteouts = sorted([f"{n}/" for n in hidden_nodes] + list(hidden_keys))
+        return cls(owner, hidden_keys, hidden_nodes, whiteouts)
+
+    def hidden_from(self, key: str) -> int:
+        """The topmost version whose whiteouts cover ``key`` (a large number if none)."""
+        level = self.hidden_keys.get(key, _NEVER)
+        if self.hidden_nodes:
+            for node in _ancestors(key):
+                level = min(level, self.hidden_nodes.get(node, _NEVER))
+        return level
+
+    def locate(self, key: str) -> int:
+        """The version number that answers ``key``, or :data:`BASE` or :data:`HIDDEN`."""
+        number = self.owner.get(key)
+        hidden = self.hidden_from(key) if (self.hidden_keys or self.hidden_nodes) else _NEVER
+        if number is not None and number <= hidden:
+            return number
+        return HIDDEN if hidden != _NEVER else BASE
+
+    def node_hidden_in_base(self, node: str) -> bool:
+        """Whether a whiteout removes ``node`` and everything under it from the base."""
+        return node in self.hidden_nodes or any(a in self.hidden_nodes for a in _ancestors(node))
+
+    def has_whiteouts_under(self, node: str) -> bool:
+        prefix = f"{node}/"
+        position = bisect.bisect_left(self.whiteouts, prefix)
+        return position < len(self.whiteouts) and self.whiteouts[position].startswith(prefix)
+
+
+class StackStore(Store):
+    """A read-only zarr store that reads a stack as one store.
+
+    Parameters
+    ----------
+    stack
+        The resolved stack; its top version is the store's top.
+    """
+
+    supports_writes: bool = False
+    supports_deletes: bool = False
+    supports_partial_writes: bool = False  # type: ignore[assignment]
+    supports_listing: bool = True
+
+    def __init__(self, stack: Stack) -> None:
+        super().__init__(read_only=True)
+        self.stack = stack
+        self.index = LayerIndex.build(stack.versions)
+        self._overlays: list[FolderSource] = [
+            FolderSource(v.overlay_dir, what=f"overlay of {v.dataset_id}") for v in stack.versions
+        ]
+        self._base: Source = open_source(stack.base.path)
+        self._visible_overlay: list[str] = sorted(
+            key for key, number in self.index.owner.items() if self.index.locate(key) == number
+        )
+        self._is_open = True
+
+    # -- identity -------------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, StackStore)
+            and other.stack.base.path == self.stack.base.path
+            and [v.manifest_path for v in other.stack.versions]
+            == [v.manifest_path for v in self.stack.versions]
+        )
+
+    def __hash__(self) -> int:
+        return hash((StackStore, self.stack.base.path, self.stack.depth))
+
+    def __str__(self) -> str:
+        top = self.stack.top
+        return f"stack://{top.data_dir if top else self.stack.base.path}"
+
+    def __repr__(self) -> str:
+        return f"StackStore('{self}', depth={self.stack.depth})"
+
+    def with_read_only(self, read_only: bool = False) -> StackStore:
+        # docstring inherited
+        if not read_only:
+            raise ValueError("a StackStore is read-only; save changes with VersionWriter")
+        return StackStore(self.stack)
+
+    def close(self) -> None:
+        self._base.close()
+        super().close()
+
+    # -- raw reads, synchronous: also what flatten and the writer use -------------------------
+
+    def read_raw(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """The bytes of ``key`` as the stack composes it, or None if absent."""
+        number = self.index.locate(key)
+        if number == HIDDEN:
+            return None
+        if number == BASE:
+            return self._base.read(key, byte_range)
+        data = self._overlays[number].read(key, byte_range)
+        if data is None:
+            version = self.stack.versions[number]
+            raise BaseStoreError(
+                f"version {version.dataset_id} lists {key!r} but its overlay folder has no such "
+                "file; re-download that version"
+            )
+        return data
+
+    def source_path(self, key: str) -> tuple[Path | None, int]:
+        """The real file behind ``key`` (None inside a zip) and the version number or BASE."""
+        number = self.index.locate(key)
+        if number == HIDDEN:
+            raise KeyError(key)
+        if number == BASE:
+            if isinstance(self._base, FolderSource):
+                return self._base.path_of(key), BASE
+            return None, BASE
+        return self._overlays[number].path_of(key), number
+
+    def exists_raw(self, key: str) -> bool:
+        number = self.index.locate(key)
+        if number == HIDDEN:
+            return False
+        if number == BASE:
+            return self._base.exists(key)
+        return True
+
+    def size_raw(self, key: str) -> int | None:
+        number = self.index.locate(key)
+        if number == HIDDEN:
+            return None
+        if number == BASE:
+            return self._base.size(key)
+        return self._overlays[number].size(key)
+
+    def keys_raw(self, prefix: str = "") -> Iterator[str]:
+        """Every visible key starting with ``prefix``: the overlays', then the base's."""
+        start = bisect.bisect_left(self._visible_overlay, prefix)
+        for key in self._visible_overlay[start:]:
+            if not key.startswith(prefix):
+                break
+            yield key
+        for key in self._base.keys(prefix):
+            if self.index.locate(key) == BASE:
+                yield key
+
+    def children_raw(self, prefix: str) -> list[str]:
+        """Immediate child names of ``prefix`` (no trailing slash), sorted."""
+        prefix = prefix.rstrip("/")
+        lead = f"{prefix}/" if prefix else ""
+        names: set[str] = set()
+        start = bisect.bisect_left(self._visible_overlay, lead)
+        for key in self._visible_overlay[start:]:
+            if not key.startswith(lead):
+                break
+            names.add(key[len(lead):].split("/", 1)[0])
+        if prefix and self.index.node_hidden_in_base(prefix):
+            return sorted(names)
+        for name, is_folder in self._base.children(prefix):
+            if name in names:
+                continue
+            full = f"{lead}{name}"
+            if not is_folder:
+                if self.index.locate(full) == BASE:
+                    names.add(name)
+            elif full in self.index.hidden_nodes:
+                continue
+            elif not self.index.has_whiteouts_under(full):
+                names.add(name)
+            elif any(True for _ in self._visible_base_keys(f"{full}/")):
+                names.add(name)
+        return sorted(names)
+
+    def _visible_base_keys(self, prefix: str) -> Iterator[str]:
+        for key in self._base.keys(prefix):
+            if self.index.locate(key) == BASE:
+                yield key
+
+    # -- the zarr Store API ----------------------------------------------------------------
+
+    async def get(
+        self,
+        key: str,
+        prototype: BufferPrototype | None = None,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        # docstring inherited
+        if prototype is None:
+            prototype = default_buffer_prototype()
+        data = await asyncio.to_thread(self.read_raw, key, byte_range)
+        return None if data is None else prototype.buffer.from_bytes(data)
+
+    async def get_partial_values(
+        self,
+        prototype: BufferPrototype,
+        key_ranges: Iterable[tuple[str, ByteRequest | None]],
+    ) -> list[Buffer | None]:
+        # docstring inherited
+        return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
+
+    async def exists(self, key: str) -> bool:
+        # docstring inherited
+        return self.exists_raw(key)
+
+    async def getsize(self, key: str) -> int:
+        # docstring inherited
+        size = self.size_raw(key)
+        if size is None:
+            raise FileNotFoundError(key)
+        return size
+
+    async def set(self, key: str, value: Buffer) -> None:
+        # docstring inherited
+        self._check_writable()
+
+    async def set_if_not_exists(self, key: str, value: Buffer) -> None:
+        # docstring inherited
+        self._check_writable()
+
+    async def delete(self, key: str) -> None:
+        # docstring inherited
+        self._check_writable()
+
+    async def delete_dir(self, prefix: str) -> None:
+        # docstring inherited
+        self._check_writable()
+
+    async def list(self) -> AsyncIterator[str]:
+        # docstring inherited
+        for key in self.keys_raw(""):
+            yield key
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        # docstring inherited
+        for key in self.keys_raw(prefix):
+            yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        # docstring inherited
+        for name in self.children_raw(prefix):
+            yield name
+
+
+def open_stack(
+    path: str | os.PathLike[str] | Stack,
+    folders: str | dict[str, str] | None = None,
+) -> StackStore:
+    """A read-only zarr store over the stack whose top is the version at ``path``.
+
+    ``path`` and ``folders`` are as for :meth:`Stack.resolve`; a resolved
+    :class:`Stack` is taken as it is.
+    """
+    stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders)
+    return StackStore(stack)

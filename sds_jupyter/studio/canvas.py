@@ -1,0 +1,290 @@
+"""Canvas figures: cells, their colors and an image, ready for the front end.
+
+:func:`build_canvas` turns a validated canvas spec into the ``CanvasPayload``
+of the protocol plus its binary buffers (x, y, value, RGBA image). Cells sit at
+``obsm["spatial"]`` when the table has it, else at the centroids of the shapes
+or labels the table annotates. The image is the coarsest pyramid level,
+composited here so the browser receives one RGBA picture instead of raw
+channels of unknown dtype.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import zarr
+
+from sds_jupyter.studio.elements import Level, coarsest_level, label_centroids, shape_centroids
+from sds_jupyter.studio.errors import ElementError, FigureError
+
+if TYPE_CHECKING:
+    from anndata import AnnData
+
+    from sds_jupyter.service.types import CanvasPayload
+
+__all__ = ["CanvasData", "build_canvas", "cell_coordinates", "colormap_lut", "region_attrs"]
+
+DEFAULT_POINT_SIZE = 4.0
+DEFAULT_COLORMAP = "viridis"
+MISSING_CATEGORY = "NA"
+MISSING_COLOR = "#cccccc"
+MAX_IMAGE_SIDE = 2048
+LUT_SIZE = 256
+DEFAULT_CHANNEL_COLORS = ("#ff0000", "#00ff00", "#0000ff", "#ff00ff", "#00ffff", "#ffff00")
+
+
+@dataclass
+class CanvasData:
+    """A canvas payload and the buffers that go with it, in protocol order."""
+
+    payload: CanvasPayload
+    buffers: list[np.ndarray]
+
+
+# ----------------------------------------------------------------- positions
+
+
+def region_attrs(adata: AnnData, table_attrs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """region / region_key / instance_key of a table, from uns or the table group's attrs."""
+    found: dict[str, Any] = {}
+    for source in (table_attrs or {}, adata.uns.get("spatialdata_attrs") or {}):
+        for key in ("region", "region_key", "instance_key"):
+            if key in source and key not in found:
+                value = source[key]
+                found[key] = value.tolist() if isinstance(value, np.ndarray) else value
+    return found
+
+
+def _element_centroids(root: zarr.Group, name: str) -> pd.DataFrame:
+    if name in _children(root, "shapes"):
+        return shape_centroids(root, name)
+    if name in _children(root, "labels"):
+        return label_centroids(root, name)
+    raise ElementError(f"The table annotates {name!r}, which is neither a shapes nor a labels element here.")
+
+
+def _children(root: zarr.Group, kind: str) -> set[str]:
+    try:
+        group = root[kind]
+    except KeyError:
+        return set()
+    return set(group.group_keys()) if isinstance(group, zarr.Group) else set()
+
+
+def cell_coordinates(
+    adata: AnnData, root: zarr.Group | None, table_attrs: Mapping[str, Any] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """x and y of every cell (float32, NaN where a cell has no position)."""
+    if "spatial" in adata.obsm:
+        spatial = np.asarray(adata.obsm["spatial"], dtype=np.float64)
+        return spatial[:, 0].astype(np.float32), spatial[:, 1].astype(np.float32)
+    attrs = region_attrs(adata, table_attrs)
+    if root is None or not {"region", "instance_key"} <= attrs.keys():
+        raise FigureError("The table has no obsm['spatial'] and does not say which shapes or labels it annotates.")
+    regions = [attrs["region"]] if isinstance(attrs["region"], str) else list(attrs["region"])
+    instance = adata.obs[attrs["instance_key"]].astype(str).to_numpy()
+    if attrs.get("region_key") in adata.obs:
+        cell_region = adata.obs[attrs["region_key"]].astype(str).to_numpy()
+    else:
+        cell_region = np.full(adata.n_obs, regions[0], dtype=object)
+    x = np.full(adata.n_obs, np.nan, dtype=np.float32)
+    y = np.full(adata.n_obs, np.nan, dtype=np.float32)
+    for region in regions:
+        mask = cell_region == region
+        if not mask.any():
+            continue
+        centroids = _element_centroids(root, region).reindex(instance[mask])
+        x[mask] = centroids["x"].to_numpy(dtype=np.float32)
+        y[mask] = centroids["y"].to_numpy(dtype=np.float32)
+    return x, y
+
+
+# -------------------------------------------------------------------- colors
+
+
+def _hex(rgba: Sequence[float]) -> str:
+    return "#" + "".join(f"{round(float(v) * 255):02x}" for v in rgba[:3])
+
+
+def colormap_lut(name: str, size: int = LUT_SIZE) -> list[str]:
+    """``size`` hex colors sampled evenly from matplotlib colormap ``name``."""
+    import matplotlib
+
+    try:
+        cmap = matplotlib.colormaps[name]
+    except KeyError:
+        raise FigureError(f"Unknown colormap {name!r}.") from None
+    return [_hex(cmap(i / (size - 1))) for i in range(size)]
+
+
+def _palette(n: int) -> list[str]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab20" if n > 10 else "tab10"]
+    return [_hex(cmap(i % cmap.N)) for i in range(n)]
+
+
+def _stored_colors(adata: AnnData, column: str, n: int) -> list[str] | None:
+    colors = adata.uns.get(f"{column}_colors")
+    if colors is None or len(colors) != n:
+        return None
+    return [str(color)[:7] for color in colors]
+
+
+def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
+    series = adata.obs[column]
+    categorical = series.astype("category") if not isinstance(series.dtype, pd.CategoricalDtype) else series
+    categories = [str(c) for c in categorical.cat.categories]
+    codes = categorical.cat.codes.to_numpy().astype(np.int64)
+    colors = _stored_colors(adata, column, len(categories)) or _palette(len(categories))
+    chosen = spec.get("category_colors") or {}
+    colors = [chosen.get(category, color) for category, color in zip(categories, colors, strict=True)]
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(categories), codes)
+        categories, colors = categories + [MISSING_CATEGORY], colors + [MISSING_COLOR]
+    if len(categories) > np.iinfo(np.uint16).max:
+        raise FigureError(f"Column {column!r} has too many categories ({len(categories)}) to color by.")
+    info = {"mode": "categorical", "column": column, "categories": categories, "colors": colors}
+    return info, codes.astype(np.uint16)
+
+
+def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
+    values = pd.to_numeric(adata.obs[column], errors="coerce").to_numpy(dtype=np.float32)
+    finite = values[np.isfinite(values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    name = spec.get("colormap") or DEFAULT_COLORMAP
+    info = {"mode": "continuous", "column": column, "colormap": name, "min": low, "max": high, "lut": colormap_lut(name)}
+    return info, values
+
+
+def cell_colors(adata: AnnData, spec: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray | None]:
+    """The color description and the per-cell value buffer for ``spec["color_by"]``."""
+    column = spec.get("color_by")
+    if not column:
+        return {"mode": "none"}, None
+    if column not in adata.obs.columns:
+        raise FigureError(f"The figure colors by {column!r}, which is not an obs column of this version.")
+    series = adata.obs[column]
+    numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+    return (_continuous_color if numeric else _categorical_color)(adata, column, spec)
+
+
+# --------------------------------------------------------------------- image
+
+
+def _rgb(color: str) -> np.ndarray:
+    text = color.lstrip("#")
+    if len(text) == 3:
+        text = "".join(ch * 2 for ch in text)
+    return np.array([int(text[i : i + 2], 16) / 255 for i in (0, 2, 4)], dtype=np.float32)
+
+
+def _channel_planes(level: Level) -> np.ndarray:
+    """The level as (channel, y, x), other axes at their first entry, strided to MAX_IMAGE_SIDE."""
+    order = [axis for axis in ("c", "y", "x") if axis in level.axes]
+    index = tuple(slice(None) if axis in order else 0 for axis in level.axes)
+    kept = [axis for axis in level.axes if axis in order]
+    planes = np.transpose(level.data[index], [kept.index(axis) for axis in order])
+    if "c" not in order:
+        planes = planes[np.newaxis]
+    step = max(1, int(np.ceil(max(planes.shape[1:]) / MAX_IMAGE_SIDE)))
+    return planes[:, ::step, ::step]
+
+
+def _visible_channels(spec: Mapping[str, Any], names: Sequence[str]) -> list[tuple[int, str, str, tuple[float, float] | None]]:
+    """(index, name, color, contrast limits) of each visible channel the spec draws."""
+    chosen = spec.get("channels")
+    if not chosen:
+        count = min(len(names), 3) if len(names) > 1 else 1
+        colors = DEFAULT_CHANNEL_COLORS if count > 1 else ("#ffffff",)
+        return [(i, names[i] if names else "0", colors[i], None) for i in range(count)]
+    drawn = []
+    for position, channel in enumerate(chosen):
+        if not channel.get("visible", True):
+            continue
+        name = str(channel.get("name", position))
+        index = names.index(name) if name in names else position
+        if index >= max(len(names), 1):
+            raise FigureError(f"The figure shows channel {name!r}, which the image does not have.")
+        limits = channel.get("contrast_limits")
+        color = channel.get("color") or DEFAULT_CHANNEL_COLORS[position % len(DEFAULT_CHANNEL_COLORS)]
+        drawn.append((index, name, color, tuple(limits) if limits else None))
+    return drawn
+
+
+def composite_image(level: Level, spec: Mapping[str, Any]) -> tuple[np.ndarray, list[dict[str, str]]]:
+    """The visible channels blended additively into one RGBA uint8 image."""
+    planes = _channel_planes(level)
+    rgb = np.zeros((*planes.shape[1:], 3), dtype=np.float32)
+    drawn = []
+    for index, name, color, limits in _visible_channels(spec, list(level.channel_names)):
+        plane = planes[index].astype(np.float32)
+        low, high = limits if limits else (float(np.nanmin(plane)), float(np.nanmax(plane)))
+        scaled = np.clip((plane - low) / (high - low if high > low else 1.0), 0.0, 1.0)
+        rgb += scaled[..., np.newaxis] * _rgb(color)
+        drawn.append({"name": name, "color": color})
+    rgba = np.empty((*rgb.shape[:2], 4), dtype=np.uint8)
+    rgba[..., :3] = np.round(np.clip(rgb, 0.0, 1.0) * 255)
+    rgba[..., 3] = 255
+    return rgba, drawn
+
+
+# ------------------------------------------------------------------- payload
+
+
+def _bounds(x: np.ndarray, y: np.ndarray, image_bounds: list[float] | None) -> list[float]:
+    boxes = []
+    finite = np.isfinite(x) & np.isfinite(y)
+    if finite.any():
+        boxes.append([float(x[finite].min()), float(y[finite].min()), float(x[finite].max()), float(y[finite].max())])
+    if image_bounds:
+        boxes.append(image_bounds)
+    if not boxes:
+        return [0.0, 0.0, 1.0, 1.0]
+    return [min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)]
+
+
+def _viewport(spec: Mapping[str, Any], bounds: list[float]) -> dict[str, Any]:
+    stored = spec.get("viewport") or {}
+    target = stored.get("target") or [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2]
+    return {
+        "target": [float(target[0]), float(target[1])],
+        "zoom": float(stored.get("zoom", 0)),
+        "rotation": float(stored.get("rotation", 0)),
+    }
+
+
+def build_canvas(
+    spec: Mapping[str, Any],
+    adata: AnnData,
+    root: zarr.Group | None,
+    table_attrs: Mapping[str, Any] | None = None,
+) -> CanvasData:
+    """The protocol's CanvasPayload and buffers for a validated canvas ``spec``."""
+    x, y = cell_coordinates(adata, root, table_attrs)
+    color, values = cell_colors(adata, spec)
+    buffers: list[np.ndarray] = [x, y] + ([values] if values is not None else [])
+    image_info = None
+    if spec.get("image"):
+        if root is None:
+            raise ElementError("This figure shows an image, but no store was given to read it from.")
+        level = coarsest_level(root, "images", str(spec["image"]))
+        rgba, channels = composite_image(level, spec)
+        scale_y, scale_x = level.scale_yx
+        bounds = [0.0, 0.0, level.width * scale_x, level.height * scale_y]
+        image_info = {"width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "bounds": bounds, "channels": channels}
+        buffers.append(rgba)
+    bounds = _bounds(x, y, image_info["bounds"] if image_info else None)
+    payload: CanvasPayload = {  # type: ignore[typeddict-item]
+        "n_cells": int(adata.n_obs),
+        "bounds": bounds,
+        "viewport": _viewport(spec, bounds),
+        "color": color,
+        "point_size": float(spec.get("point_size") or DEFAULT_POINT_SIZE),
+        "image": image_info,
+    }
+    return CanvasData(payload, [np.ascontiguousarray(buffer) for buffer in buffers])

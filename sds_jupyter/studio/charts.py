@@ -1,0 +1,353 @@
+"""Vega-Lite specs: the one place charts are built.
+
+Two entry points: :func:`chart_for_figure` draws a chart figure over one of a
+result's tables, and :func:`default_chart` picks the usual chart for a result
+kind (markers, comparison, morans_i, nhood_enrichment, niches, clusters).
+Specs carry their data inline, trimmed to the columns and rows they draw, so
+the front end and ``vl-convert`` render them without another request.
+
+Result tables come from different tools (scanpy, squidpy, the app), so
+columns are found by a short list of usual names rather than one fixed name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sds_jupyter.studio.errors import FigureError
+from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry
+
+__all__ = [
+    "DEFAULT_CHARTS",
+    "VEGA_LITE_SCHEMA",
+    "chart_for_figure",
+    "chart_spec",
+    "default_chart",
+    "field_type",
+    "inline_values",
+]
+
+VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+TOP_PER_GROUP = 10
+TOP_FEATURES = 20
+MAX_INLINE_ROWS = 20_000
+
+GROUP_NAMES = ("group", "groups", "cluster", "clusters", "leiden", "louvain")
+FEATURE_NAMES = ("names", "name", "gene", "genes", "gene_symbols", "feature", "features", "var_names", "index")
+SCORE_NAMES = ("scores", "score", "logfoldchanges", "log2fc", "lfc")
+LOGFC_NAMES = ("logfoldchanges", "log2fc", "logfc", "lfc", "log2_fold_change", "fold_change")
+PVALUE_NAMES = ("pvals_adj", "padj", "pval_adj", "fdr", "qval", "pvals", "pval", "p_value")
+MORAN_NAMES = ("I", "morans_i", "moran_i", "moransi", "i")
+NICHE_NAMES = ("niche", "niches", "niche_id")
+CATEGORY_NAMES = ("cell_type", "celltype", "category", "label", "cluster", "group")
+AMOUNT_NAMES = ("fraction", "proportion", "frequency", "share", "count", "counts", "n_cells", "n", "size")
+COUNT_NAMES = ("n_cells", "count", "counts", "size", "n")
+PAIR_NAMES = (("cluster_a", "cluster_b"), ("source", "target"), ("group_a", "group_b"), ("a", "b"), ("from", "to"))
+ZSCORE_NAMES = ("zscore", "z_score", "z", "enrichment", "score")
+
+
+# --------------------------------------------------------------------- basics
+
+
+def field_type(series: pd.Series) -> str:
+    """The Vega-Lite type of a column: quantitative for numbers, nominal otherwise."""
+    if pd.api.types.is_bool_dtype(series):
+        return "nominal"
+    if pd.api.types.is_numeric_dtype(series):
+        return "quantitative"
+    if pd.api.types.is_datetime64_any_dtype(series):
+        return "temporal"
+    return "nominal"
+
+
+def _json_scalar(value: Any) -> Any:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer, int)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        number = float(value)
+        return None if math.isnan(number) or math.isinf(number) else number
+    if isinstance(value, (pd.Timestamp, np.datetime64)):
+        return pd.Timestamp(value).isoformat()
+    return str(value)
+
+
+def inline_values(frame: pd.DataFrame, columns: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Rows of ``frame`` (only ``columns``) as JSON-safe dicts; NaN and inf become null."""
+    chosen = list(columns) if columns is not None else list(frame.columns)
+    chosen = list(dict.fromkeys(chosen))
+    part = frame.loc[:, chosen].head(MAX_INLINE_ROWS)
+    return [
+        {str(name): _json_scalar(value) for name, value in zip(chosen, row, strict=True)}
+        for row in part.itertuples(index=False, name=None)
+    ]
+
+
+def with_index_column(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a meaningful index (gene names, cluster labels) as a column."""
+    if isinstance(frame.index, pd.RangeIndex):
+        return frame
+    name = frame.index.name or "index"
+    if name in frame.columns:
+        return frame.reset_index(drop=True)
+    return frame.rename_axis(name).reset_index()
+
+
+def _find(frame: pd.DataFrame, names: Sequence[str], *, numeric: bool | None = None) -> str | None:
+    """The first column of ``frame`` named like one of ``names`` (case-insensitive)."""
+    by_lower: dict[str, str] = {}
+    for column in frame.columns:
+        by_lower.setdefault(str(column).lower(), str(column))
+    for name in names:
+        column = str(name) if str(name) in frame.columns else by_lower.get(str(name).lower())
+        if column is None:
+            continue
+        is_number = pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])
+        if numeric is None or numeric == is_number:
+            return column
+    return None
+
+
+def _base(title: str | None, data: list[dict[str, Any]]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"$schema": VEGA_LITE_SCHEMA, "data": {"values": data}}
+    if title:
+        spec["title"] = title
+    return spec
+
+
+def _channel(frame: pd.DataFrame, column: str, **extra: Any) -> dict[str, Any]:
+    return {"field": column, "type": field_type(frame[column]), **extra}
+
+
+# ------------------------------------------------------------ chart figures
+
+
+def chart_spec(
+    frame: pd.DataFrame,
+    *,
+    mark: str,
+    x: str,
+    y: str,
+    color: str | None = None,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """A Vega-Lite spec drawing ``mark`` with x/y/color from columns of ``frame``."""
+    frame = with_index_column(frame)
+    used = [x, y] + ([color] if color else [])
+    missing = [column for column in used if column not in frame.columns]
+    if missing:
+        have = ", ".join(map(str, frame.columns))
+        raise FigureError(f"Column {missing[0]!r} is not in the result table (columns: {have}).")
+    encoding: dict[str, Any] = {"x": _channel(frame, x), "y": _channel(frame, y)}
+    if mark == "bar" and field_type(frame[y]) == "nominal" and field_type(frame[x]) == "quantitative":
+        encoding["y"]["sort"] = "-x"
+    if mark == "rect":
+        encoding["x"]["type"] = encoding["y"]["type"] = "nominal"
+    if color:
+        encoding["color"] = _channel(frame, color)
+        if mark == "rect" and field_type(frame[color]) == "quantitative":
+            encoding["color"]["scale"] = {"scheme": "redblue", "reverse": True, "domainMid": 0}
+    encoding["tooltip"] = [_channel(frame, column) for column in dict.fromkeys(used)]
+    spec = _base(title, inline_values(frame, used))
+    spec["mark"] = {"type": mark, "tooltip": True} if mark != "rect" else {"type": "rect"}
+    spec["encoding"] = encoding
+    return spec
+
+
+def chart_for_figure(spec: Mapping[str, Any], result: ResultEntry) -> dict[str, Any]:
+    """The Vega-Lite spec of a validated chart figure over ``result``."""
+    frame = result.table(str(spec.get("table") or MAIN_TABLE))
+    return chart_spec(
+        frame,
+        mark=str(spec["mark"]),
+        x=str(spec["x"]),
+        y=str(spec["y"]),
+        color=spec.get("color") or None,
+        title=spec.get("title") or result.title,
+    )
+
+
+# ------------------------------------------------------ default result charts
+
+
+def _top_rows(frame: pd.DataFrame, score: str, n: int, group: str | None) -> pd.DataFrame:
+    ordered = frame.sort_values(score, ascending=False, na_position="last")
+    return ordered.groupby(group, sort=False, observed=True).head(n) if group else ordered.head(n)
+
+
+def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None, n: int, title: str | None) -> dict[str, Any]:
+    top = _top_rows(frame, score, n, group)
+    used = [feature, score] + ([group] if group else [])
+    bar = {
+        "mark": {"type": "bar", "tooltip": True},
+        "encoding": {
+            "x": _channel(top, score),
+            "y": {"field": feature, "type": "nominal", "sort": "-x", "title": None},
+        },
+    }
+    spec = _base(title, inline_values(top, used))
+    if group:
+        bar["encoding"]["color"] = {"field": group, "type": "nominal", "legend": None}
+        spec.update({"facet": {"field": group, "type": "nominal", "columns": 4}, "spec": bar,
+                     "resolve": {"scale": {"y": "independent"}}})
+    else:
+        spec.update(bar)
+    return spec
+
+
+def markers_chart(result: ResultEntry) -> dict[str, Any] | None:
+    """Top markers per group as bars of their score."""
+    frame = with_index_column(result.table())
+    feature = _find(frame, FEATURE_NAMES, numeric=False)
+    score = _find(frame, SCORE_NAMES, numeric=True)
+    if feature is None or score is None:
+        return None
+    group = _find(frame, GROUP_NAMES)
+    return _ranked_bar(frame, feature, score, group, TOP_PER_GROUP, result.title)
+
+
+def _cutoff(result: ResultEntry, names: Sequence[str], default: float) -> float:
+    sources = [(result.meta or {}).get("summary"), (result.meta or {}).get("parameters")]
+    for source in sources:
+        if isinstance(source, Mapping):
+            for name in names:
+                value = source.get(name)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    return float(value)
+    return default
+
+
+def comparison_chart(result: ResultEntry) -> dict[str, Any] | None:
+    """A volcano plot: fold change against -log10 adjusted p-value."""
+    frame = with_index_column(result.table())
+    logfc = _find(frame, LOGFC_NAMES, numeric=True)
+    pvalue = _find(frame, PVALUE_NAMES, numeric=True)
+    if logfc is None or pvalue is None:
+        return None
+    feature = _find(frame, FEATURE_NAMES, numeric=False)
+    p_cut = _cutoff(result, ("pval_cutoff", "pvalue_cutoff", "alpha", "fdr"), 0.05)
+    fc_cut = _cutoff(result, ("logfc_cutoff", "lfc_cutoff", "fold_change_cutoff"), 1.0)
+    volcano = pd.DataFrame({logfc: frame[logfc].astype(float)})
+    volcano["neg_log10_p"] = -np.log10(frame[pvalue].astype(float).clip(lower=1e-300))
+    volcano["significant"] = (frame[pvalue] < p_cut) & (frame[logfc].abs() >= fc_cut)
+    if feature:
+        volcano[feature] = frame[feature].astype(str)
+    tooltip = [{"field": c, "type": field_type(volcano[c])} for c in ([feature] if feature else []) + [logfc, "neg_log10_p"]]
+    spec = _base(result.title, inline_values(volcano))
+    spec["mark"] = {"type": "point", "filled": True, "size": 20}
+    spec["encoding"] = {
+        "x": {"field": logfc, "type": "quantitative"},
+        "y": {"field": "neg_log10_p", "type": "quantitative", "title": f"-log10 {pvalue}"},
+        "color": {"field": "significant", "type": "nominal",
+                  "scale": {"domain": [False, True], "range": ["#bbbbbb", "#d62728"]}},
+        "tooltip": tooltip,
+    }
+    return spec
+
+
+def morans_i_chart(result: ResultEntry) -> dict[str, Any] | None:
+    """The most spatially autocorrelated features by Moran's I."""
+    frame = with_index_column(result.table())
+    feature = _find(frame, FEATURE_NAMES, numeric=False)
+    score = _find(frame, MORAN_NAMES, numeric=True)
+    if feature is None or score is None:
+        return None
+    return _ranked_bar(frame, feature, score, None, TOP_FEATURES, result.title)
+
+
+def _pairs_long(frame: pd.DataFrame) -> tuple[pd.DataFrame, str, str, str] | None:
+    """Neighborhood enrichment as (a, b, value) rows, from long or square form."""
+    for first, second in PAIR_NAMES:
+        a, b = _find(frame, (first,)), _find(frame, (second,))
+        value = _find(frame, ZSCORE_NAMES, numeric=True)
+        if a and b and value:
+            return frame, a, b, value
+    numeric = frame.select_dtypes("number")
+    if numeric.shape[1] >= 1 and numeric.shape[0] == numeric.shape[1]:
+        square = numeric.copy()
+        square.index = [str(label) for label in frame.index]
+        square.columns = [str(label) for label in square.columns]
+        long = square.rename_axis("cluster_a").reset_index().melt(
+            id_vars="cluster_a", var_name="cluster_b", value_name="zscore"
+        )
+        return long, "cluster_a", "cluster_b", "zscore"
+    return None
+
+
+def nhood_enrichment_chart(result: ResultEntry) -> dict[str, Any] | None:
+    """A heatmap of enrichment z-scores between cluster pairs."""
+    found = _pairs_long(result.table())
+    if found is None:
+        return None
+    frame, a, b, value = found
+    return chart_spec(frame, mark="rect", x=a, y=b, color=value, title=result.title)
+
+
+def niches_chart(result: ResultEntry) -> dict[str, Any] | None:
+    """Niche composition as stacked bars (or niche sizes when there is no composition)."""
+    frame = with_index_column(result.table())
+    niche = _find(frame, NICHE_NAMES)
+    if niche is None:
+        return None
+    category = _find(frame.drop(columns=[niche]), CATEGORY_NAMES, numeric=False)
+    amount = _find(frame, AMOUNT_NAMES, numeric=True)
+    if category is None:
+        numeric = [c for c in frame.select_dtypes("number").columns if c != niche]
+        if amount is not None or not numeric:
+            if amount is None:
+                return None
+            return chart_spec(frame.astype({niche: str}), mark="bar", x=niche, y=amount, title=result.title)
+        frame = frame.astype({niche: str}).melt(id_vars=niche, value_vars=numeric, var_name="category", value_name="fraction")
+        category, amount = "category", "fraction"
+    if amount is None:
+        return None
+    frame = frame.astype({niche: str})
+    spec = chart_spec(frame, mark="bar", x=niche, y=amount, color=category, title=result.title)
+    spec["encoding"]["x"]["type"] = "nominal"
+    spec["encoding"]["y"]["stack"] = "normalize" if amount in ("fraction", "proportion", "share", "frequency") else True
+    return spec
+
+
+def clusters_chart(result: ResultEntry) -> dict[str, Any] | None:
+    """Cluster sizes as bars (counted here when the table lists cells)."""
+    frame = with_index_column(result.table())
+    cluster = _find(frame, ("cluster", "clusters", "leiden", "louvain", "label", "group"))
+    if cluster is None:
+        return None
+    size = _find(frame, COUNT_NAMES, numeric=True)
+    if size is None or frame[cluster].duplicated().any():
+        counts = frame[cluster].astype(str).value_counts(sort=False).rename("n_cells")
+        frame, size = counts.rename_axis(cluster).reset_index(), "n_cells"
+    frame = frame.astype({cluster: str})
+    spec = chart_spec(frame, mark="bar", x=cluster, y=size, title=result.title)
+    spec["encoding"]["x"]["sort"] = None
+    return spec
+
+
+DEFAULT_CHARTS: dict[str, Callable[[ResultEntry], dict[str, Any] | None]] = {
+    "markers": markers_chart,
+    "comparison": comparison_chart,
+    "morans_i": morans_i_chart,
+    "nhood_enrichment": nhood_enrichment_chart,
+    "niches": niches_chart,
+    "clusters": clusters_chart,
+}
+
+
+def default_chart(result: ResultEntry) -> dict[str, Any] | None:
+    """The usual chart for the result's kind; None when the kind or its columns are unknown."""
+    builder = DEFAULT_CHARTS.get(result.kind or "")
+    if builder is None or MAIN_TABLE not in result.tables:
+        return None
+    try:
+        return builder(result)
+    except (KeyError, ValueError, TypeError):
+        return None

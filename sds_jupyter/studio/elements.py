@@ -1,0 +1,157 @@
+"""Reading SpatialData elements (images, labels, shapes) straight from a zarr group.
+
+The stack store is read-only and not a local folder, so ``spatialdata.read_zarr``
+cannot open it; these helpers read only what a canvas needs: the coarsest
+level of a multiscale image or label element, and shape centroids from the
+element's parquet object, all through the group's store.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import zarr
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+from sds_jupyter.studio.errors import ElementError
+
+__all__ = ["Level", "coarsest_level", "label_centroids", "read_store_bytes", "shape_centroids"]
+
+
+@dataclass(frozen=True)
+class Level:
+    """One pyramid level: its pixels, axis names, and the scale from its pixels to level 0."""
+
+    data: np.ndarray
+    axes: tuple[str, ...]
+    scale_yx: tuple[float, float]
+    channel_names: tuple[str, ...]
+
+    @property
+    def height(self) -> int:
+        return int(self.data.shape[self.axes.index("y")])
+
+    @property
+    def width(self) -> int:
+        return int(self.data.shape[self.axes.index("x")])
+
+
+def _node_path(root: zarr.Group) -> str:
+    path = root.path
+    return f"{path}/" if path else ""
+
+
+def read_store_bytes(root: zarr.Group, key: str) -> bytes | None:
+    """The raw object at ``key`` (relative to ``root``), or None when it is absent."""
+    buffer = sync(root.store.get(_node_path(root) + key, prototype=default_buffer_prototype()))
+    return None if buffer is None else buffer.to_bytes()
+
+
+def _list_prefix(root: zarr.Group, prefix: str) -> list[str]:
+    async def collect() -> list[str]:
+        return [key async for key in root.store.list_prefix(_node_path(root) + prefix)]
+
+    return sorted(sync(collect()))
+
+
+def _element(root: zarr.Group, kind: str, name: str) -> zarr.Group:
+    try:
+        node = root[f"{kind}/{name}"]
+    except KeyError:
+        raise ElementError(f"No {kind[:-1]} element {name!r} in this store.") from None
+    if not isinstance(node, zarr.Group):
+        raise ElementError(f"The {kind[:-1]} element {name!r} is not a group.")
+    return node
+
+
+def _multiscales(element: zarr.Group) -> Mapping[str, Any]:
+    attrs = element.attrs.asdict()
+    ome = attrs.get("ome", attrs)
+    scales = ome.get("multiscales") if isinstance(ome, Mapping) else None
+    if not scales:
+        raise ElementError(f"Element {element.path!r} has no multiscales metadata.")
+    channels = ome.get("omero", {}).get("channels", []) if isinstance(ome.get("omero"), Mapping) else []
+    return {**scales[0], "_channels": [str(c.get("label", i)) for i, c in enumerate(channels)]}
+
+
+def _scale_yx(dataset: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[float, float]:
+    for transform in dataset.get("coordinateTransformations", []):
+        if transform.get("type") == "scale":
+            scale = dict(zip(axes, transform["scale"], strict=False))
+            return float(scale.get("y", 1.0)), float(scale.get("x", 1.0))
+    return 1.0, 1.0
+
+
+def coarsest_level(root: zarr.Group, kind: str, name: str) -> Level:
+    """The smallest level of image or label element ``name`` (``kind`` "images"/"labels")."""
+    element = _element(root, kind, name)
+    scales = _multiscales(element)
+    axes = tuple(str(a["name"] if isinstance(a, Mapping) else a) for a in scales.get("axes", []))
+    dataset = scales["datasets"][-1]
+    try:
+        array = element[dataset["path"]]
+    except KeyError:
+        raise ElementError(f"Element {name!r} lists a level {dataset['path']!r} it does not hold.") from None
+    if not axes or "x" not in axes or "y" not in axes:
+        raise ElementError(f"Element {name!r} has no x and y axes.")
+    data = np.asarray(array[...])
+    channels: tuple[str, ...] = ()
+    if "c" in axes:
+        channels = tuple(scales["_channels"]) or tuple(str(i) for i in range(data.shape[axes.index("c")]))
+    return Level(data, axes, _scale_yx(dataset, axes), channels)
+
+
+def _as_2d(level: Level) -> np.ndarray:
+    """The label level as a (y, x) array: other axes are collapsed to their first entry."""
+    data = level.data
+    index = tuple(slice(None) if axis in ("y", "x") else 0 for axis in level.axes)
+    data = data[index]
+    yx = [axis for axis in level.axes if axis in ("y", "x")]
+    return data if yx == ["y", "x"] else data.T
+
+
+def label_centroids(root: zarr.Group, name: str) -> pd.DataFrame:
+    """Centroids (x, y in level-0 pixels) of each label id of label element ``name``."""
+    level = coarsest_level(root, "labels", name)
+    labels = _as_2d(level)
+    rows, cols = np.nonzero(labels)
+    ids, inverse, counts = np.unique(labels[rows, cols], return_inverse=True, return_counts=True)
+    scale_y, scale_x = level.scale_yx
+    x = np.bincount(inverse, weights=cols + 0.5) / counts * scale_x
+    y = np.bincount(inverse, weights=rows + 0.5) / counts * scale_y
+    return pd.DataFrame({"x": x, "y": y}, index=pd.Index(ids.astype(str), name="instance"))
+
+
+def _read_parquet(root: zarr.Group, prefix: str) -> pd.DataFrame:
+    import pyarrow.parquet as pq
+
+    whole = read_store_bytes(root, prefix)
+    if whole is not None:
+        return pq.read_table(io.BytesIO(whole)).to_pandas()
+    parts = [key for key in _list_prefix(root, prefix + "/") if key.endswith(".parquet")]
+    if not parts:
+        raise ElementError(f"No parquet object at {prefix!r}.")
+    frames = [pq.read_table(io.BytesIO(read_store_bytes(root, key.removeprefix(_node_path(root))) or b"")).to_pandas() for key in parts]
+    return pd.concat(frames)
+
+
+def shape_centroids(root: zarr.Group, name: str) -> pd.DataFrame:
+    """Centroids (x, y) of each shape of shapes element ``name``, indexed by instance id."""
+    import shapely
+
+    _element(root, "shapes", name)
+    frame = _read_parquet(root, f"shapes/{name}/shapes.parquet")
+    if "geometry" not in frame.columns:
+        raise ElementError(f"Shapes element {name!r} has no geometry column.")
+    geometry = shapely.from_wkb(frame["geometry"].to_numpy())
+    centroids = shapely.centroid(geometry)
+    return pd.DataFrame(
+        {"x": shapely.get_x(centroids), "y": shapely.get_y(centroids)},
+        index=pd.Index(frame.index.astype(str), name="instance"),
+    )

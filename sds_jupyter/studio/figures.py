@@ -1,0 +1,124 @@
+"""Figure specs kept as JSON strings in ``uns["spatial_data_studio"]["figures"]``.
+
+A figure is a description, not a picture: it has to be parsed and checked
+before anything draws it. Parsing never raises for bad input, because a broken
+figure must show in place with a one-line reason instead of hiding the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import jsonschema
+
+from sds_jupyter.studio.errors import FigureError
+from sds_jupyter.studio.uns import FIGURES_KEY, as_text, studio_part
+
+__all__ = ["FigureKind", "ParsedFigure", "figure_schema", "parse_figure", "read_figure", "read_figures"]
+
+FigureKind = Literal["chart", "canvas", "unsupported"]
+MAX_REASON = 240
+
+
+@cache
+def figure_schema() -> dict[str, Any]:
+    """The JSON Schema shipped beside this module (figure.schema.json)."""
+    text = resources.files("sds_jupyter.studio").joinpath("figure.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@cache
+def _validator() -> jsonschema.protocols.Validator:
+    schema = figure_schema()
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+@dataclass(frozen=True)
+class ParsedFigure:
+    """One stored figure: its parsed spec and whether (and how) it can be drawn."""
+
+    id: str
+    kind: FigureKind
+    spec: Any
+    reason: str | None = None
+
+    def _field(self, name: str) -> Any:
+        return self.spec.get(name) if isinstance(self.spec, dict) else None
+
+    @property
+    def title(self) -> str | None:
+        value = self._field("title")
+        return value if isinstance(value, str) else None
+
+    @property
+    def caption(self) -> str | None:
+        value = self._field("caption")
+        return value if isinstance(value, str) else None
+
+    @property
+    def print_width(self) -> float | int | str | None:
+        value = self._field("print_width")
+        return value if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
+
+    def require(self, kind: Literal["chart", "canvas"]) -> dict[str, Any]:
+        """The spec, if this figure is drawable as ``kind``; FigureError otherwise."""
+        if self.kind == "unsupported":
+            raise FigureError(f"Figure {self.id!r} cannot be drawn: {self.reason}")
+        if self.kind != kind:
+            raise FigureError(f"Figure {self.id!r} is a {self.kind} figure, not a {kind} figure.")
+        return self.spec
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_REASON else line[: MAX_REASON - 1] + "…"
+
+
+def _schema_problem(spec: Any) -> str | None:
+    """The most relevant schema violation of ``spec`` as one line, or None if valid."""
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(spec))
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path)
+    return _one_line(f"{where}: {error.message}" if where else error.message)
+
+
+def parse_figure(figure_id: str, raw: Any) -> ParsedFigure:
+    """Parse one stored figure; bad input becomes ``kind="unsupported"`` with a reason."""
+    text = as_text(raw)
+    if text is None:
+        if isinstance(raw, Mapping):
+            text = json.dumps(dict(raw), default=str)
+        else:
+            return ParsedFigure(figure_id, "unsupported", repr(raw), f"not a JSON string but {type(raw).__name__}")
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return ParsedFigure(figure_id, "unsupported", text, _one_line(f"not JSON: {exc}"))
+    if not isinstance(spec, dict):
+        return ParsedFigure(figure_id, "unsupported", spec, f"not a JSON object but a {type(spec).__name__}")
+    if spec.get("kind") not in ("chart", "canvas"):
+        return ParsedFigure(figure_id, "unsupported", spec, _one_line(f"unknown figure kind {spec.get('kind')!r}"))
+    problem = _schema_problem(spec)
+    if problem is not None:
+        return ParsedFigure(figure_id, "unsupported", spec, problem)
+    return ParsedFigure(figure_id, spec["kind"], spec)
+
+
+def read_figures(uns: Mapping[str, Any]) -> list[ParsedFigure]:
+    """Every figure in ``uns``, in stored order (none when the table has no studio section)."""
+    return [parse_figure(str(key), value) for key, value in studio_part(uns, FIGURES_KEY).items()]
+
+
+def read_figure(uns: Mapping[str, Any], figure_id: str) -> ParsedFigure:
+    """One figure by id; FigureError when there is no such figure."""
+    figures = studio_part(uns, FIGURES_KEY)
+    if figure_id not in figures:
+        raise FigureError(f"No figure {figure_id!r} in this version.")
+    return parse_figure(figure_id, figures[figure_id])
