@@ -1,0 +1,72 @@
+/** Tiny DOM helpers: the app is plain DOM, no framework. */
+
+type Attrs = { [name: string]: string | number | boolean | null | undefined | EventListener };
+type Child = Node | string | number | null | undefined | false;
+
+/** Create an element: `h('div', {class: 'x', onclick: fn}, 'text', child)`. */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) {
+      continue;
+    }
+    if (name.startsWith('on') && typeof value === 'function') {
+      el.addEventListener(name.slice(2), value as EventListener);
+    } else if (value === true) {
+      el.setAttribute(name, '');
+    } else {
+      el.setAttribute(name, String(value));
+    }
+  }
+  append(el, ...children);
+  return el;
+}
+
+export function append(el: Element, ...children: (Child | Child[])[]): void {
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) {
+      continue;
+    }
+    el.append(child instanceof Node ? child : String(child));
+  }
+}
+
+/** Replace the children of `el`. */
+export function fill(el: Element, ...children: (Child | Child[])[]): void {
+  el.replaceChildren();
+  append(el, ...children);
+}
+
+/** An in-place error message for a failed request. */
+export function errorBox(message: string, kind?: string): HTMLElement {
+  return h(
+    'div',
+    { class: 'sds-error', role: 'alert' },
+    kind ? h('span', { class: 'sds-error-kind' }, kind) : null,
+    h('span', { class: 'sds-error-message' }, message)
+  );
+}
+
+export function loading(what = 'Loading…'): HTMLElement {
+  return h('div', { class: 'sds-loading' }, what);
+}
+
+export function empty(what: string): HTMLElement {
+  return h('div', { class: 'sds-empty' }, what);
+}
+
+/** Save a Blob or data URL under `filename` through a temporary link. */
+export function download(what: Blob | string, filename: string): void {
+  const url = typeof what === 'string' ? what : URL.createObjectURL(what);
+  const a = h('a', { href: url, download: filename, style: 'display:none' });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  if (typeof what !== 'string') {
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  }
+}

@@ -1,0 +1,395 @@
+/** Figures of the selected version: charts (Vega-Lite), canvas views, and the rest as JSON. */
+
+import type { ChartHandle, ChartRenderer } from './chart';
+import { download, empty, errorBox, fill, h, loading } from './dom';
+import { printWidth } from './format';
+import {
+  decodeCanvas,
+  fitView,
+  packColor,
+  rasterizePoints,
+  savedView,
+  affine,
+  type CanvasData,
+  type View
+} from './raster';
+import { TransportError, type Transport } from './transport';
+import type { CanvasPayload, Figure } from './types';
+
+export class FiguresView {
+  readonly node: HTMLElement;
+  private token = 0;
+  private disposers: (() => void)[] = [];
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly renderChart: ChartRenderer
+  ) {
+    this.node = h('div', { class: 'sds-figures' });
+  }
+
+  dispose(): void {
+    this.clear();
+  }
+
+  private clear(): void {
+    for (const d of this.disposers.splice(0)) {
+      try {
+        d();
+      } catch {
+        // a chart that failed to finish is already gone
+      }
+    }
+  }
+
+  async show(version: number): Promise<void> {
+    const token = ++this.token;
+    this.clear();
+    fill(this.node, loading());
+    let figures: Figure[];
+    let error: TransportError | null = null;
+    try {
+      const { data } = await this.transport.request('figures', { version });
+      if (token !== this.token) {
+        return;
+      }
+      figures = data.figures ?? [];
+      if (data.error) {
+        error = new TransportError(data.error.kind, data.error.message);
+      }
+    } catch (err) {
+      if (token === this.token) {
+        const e = TransportError.from(err);
+        fill(this.node, errorBox(e.message, e.kind));
+      }
+      return;
+    }
+    fill(
+      this.node,
+      error ? errorBox(error.message, error.kind) : null,
+      figures.length ? null : empty('This version has no figures.')
+    );
+    for (const fig of figures) {
+      this.node.append(this.figure(version, fig, token));
+    }
+  }
+
+  private figure(version: number, fig: Figure, token: number): HTMLElement {
+    const body = h('div', { class: 'sds-figure-body' });
+    const tools = h('div', { class: 'sds-figure-tools' });
+    const width = printWidth(fig.print_width);
+    const node = h(
+      'figure',
+      { class: `sds-figure sds-figure-${fig.kind}`, 'data-figure': fig.id },
+      h(
+        'header',
+        { class: 'sds-figure-head' },
+        h('span', { class: 'sds-figure-title' }, fig.title || fig.id),
+        width ? h('span', { class: 'sds-chip', title: 'print width' }, width) : null,
+        tools
+      ),
+      body,
+      fig.caption ? h('figcaption', { class: 'sds-caption' }, fig.caption) : null
+    );
+    const name = (fig.id || 'figure').replace(/[^\w.-]+/g, '_');
+    try {
+      if (fig.kind === 'chart' && fig.vega_lite) {
+        this.chart(body, tools, fig.vega_lite, name, token);
+      } else if (fig.kind === 'canvas') {
+        this.canvas(body, tools, version, fig, name, token);
+      } else {
+        unsupported(body, fig.reason ?? `figures of kind "${fig.kind}" are not drawn here`, fig.spec);
+      }
+    } catch (err) {
+      unsupported(body, `could not draw: ${TransportError.from(err).message}`, fig.spec);
+    }
+    return node;
+  }
+
+  private chart(body: HTMLElement, tools: HTMLElement, spec: object, name: string, token: number): void {
+    const target = h('div', { class: 'sds-chart' });
+    fill(body, target);
+    let handle: ChartHandle | null = null;
+    this.disposers.push(() => handle?.dispose());
+    this.renderChart(target, spec).then(
+      hd => {
+        if (token !== this.token) {
+          hd.dispose();
+          return;
+        }
+        handle = hd;
+        fill(
+          tools,
+          button('SVG', 'Export as SVG', async () => {
+            download(new Blob([await hd.toSVG()], { type: 'image/svg+xml' }), `${name}.svg`);
+          }),
+          button('PNG', 'Export as PNG', async () => download(await hd.toPNG(), `${name}.png`))
+        );
+      },
+      err => {
+        if (token === this.token) {
+          body.append(errorBox(`chart failed: ${TransportError.from(err).message}`, 'chart'));
+        }
+      }
+    );
+  }
+
+  private async canvas(
+    body: HTMLElement,
+    tools: HTMLElement,
+    version: number,
+    fig: Figure,
+    name: string,
+    token: number
+  ): Promise<void> {
+    fill(body, loading('Loading cells…'));
+    let payload: CanvasPayload;
+    let data: CanvasData;
+    try {
+      const reply = await this.transport.request('canvas', { version, figure: fig.id });
+      payload = reply.data;
+      data = decodeCanvas(payload, reply.buffers);
+    } catch (err) {
+      if (token === this.token) {
+        const e = TransportError.from(err);
+        fill(body, errorBox(e.message, e.kind));
+      }
+      return;
+    }
+    if (token !== this.token) {
+      return;
+    }
+    const plot = new CanvasPlot(payload, data);
+    fill(body, plot.node);
+    plot.draw();
+    const resize = () => plot.draw();
+    window.addEventListener('resize', resize);
+    this.disposers.push(() => window.removeEventListener('resize', resize));
+    fill(
+      tools,
+      button(
+        'Fit',
+        'Toggle between the saved viewport and all cells',
+        async ev => {
+          plot.fit = !plot.fit;
+          (ev.currentTarget as HTMLElement).textContent = plot.fit ? 'Saved view' : 'Fit';
+          plot.draw();
+        }
+      ),
+      button('SVG', 'Export as SVG (the drawing embedded as PNG)', async () => {
+        download(new Blob([await plot.toSVG()], { type: 'image/svg+xml' }), `${name}.svg`);
+      }),
+      button('PNG', 'Export as PNG', async () => download(await plot.toBlob(), `${name}.png`))
+    );
+  }
+}
+
+/** A figure that cannot be drawn: the reason, and the spec as readable JSON. */
+function unsupported(body: HTMLElement, reason: string, spec: unknown): void {
+  let text: string;
+  if (typeof spec === 'string') {
+    try {
+      text = JSON.stringify(JSON.parse(spec), null, 2);
+    } catch {
+      text = spec;
+    }
+  } else {
+    text = JSON.stringify(spec ?? null, null, 2) ?? String(spec);
+  }
+  fill(
+    body,
+    h('p', { class: 'sds-reason' }, reason),
+    h('pre', { class: 'sds-json' }, text)
+  );
+}
+
+function button(
+  label: string,
+  title: string,
+  run: (ev: MouseEvent) => Promise<void>
+): HTMLButtonElement {
+  const b = h('button', { class: 'sds-button', type: 'button', title }, label);
+  b.addEventListener('click', ev => {
+    run(ev).catch(err => {
+      b.title = `${title}: failed (${TransportError.from(err).message})`;
+      b.classList.add('sds-failed');
+    });
+  });
+  return b;
+}
+
+/** A canvas view: the composited image underneath, the cells on top, a legend. */
+export class CanvasPlot {
+  readonly node: HTMLElement;
+  readonly canvas: HTMLCanvasElement;
+  fit = false;
+  lastDrawn = 0;
+
+  constructor(
+    readonly payload: CanvasPayload,
+    readonly data: CanvasData
+  ) {
+    this.canvas = h('canvas', { class: 'sds-canvas' });
+    this.node = h(
+      'div',
+      { class: 'sds-canvas-wrap' },
+      this.canvas,
+      legend(payload),
+      h('div', { class: 'sds-canvas-note' }, `${payload.n_cells.toLocaleString()} cells`)
+    );
+  }
+
+  /** Logical size: the available width, the data's aspect ratio (clamped). */
+  size(): [number, number] {
+    const avail = this.node.clientWidth || 480;
+    const width = Math.max(160, Math.min(avail, 1200));
+    const [x0, y0, x1, y1] = this.payload.bounds;
+    const aspect = Math.max(0.4, Math.min(1.5, (y1 - y0) / Math.max(x1 - x0, 1e-9) || 1));
+    return [Math.round(width), Math.round(width * aspect)];
+  }
+
+  view(width: number, height: number, ratio: number): View {
+    const v = this.fit
+      ? fitView(this.payload.bounds, width, height)
+      : savedView(this.payload, width, height);
+    return { ...v, width: width * ratio, height: height * ratio, scale: v.scale * ratio };
+  }
+
+  draw(): void {
+    const [width, height] = this.size();
+    const ratio = Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1);
+    const view = this.view(width, height, ratio);
+    this.canvas.width = view.width;
+    this.canvas.height = view.height;
+    this.canvas.style.width = `${width}px`;
+    this.canvas.style.aspectRatio = `${width} / ${height}`;
+    let ctx: CanvasRenderingContext2D | null = null;
+    try {
+      ctx = this.canvas.getContext('2d');
+    } catch {
+      ctx = null;
+    }
+    if (!ctx) {
+      this.node.dataset.nocontext = 'true';
+      return;
+    }
+    ctx.clearRect(0, 0, view.width, view.height);
+    const img = this.payload.image;
+    if (img && this.data.image) {
+      const src = document.createElement('canvas');
+      src.width = img.width;
+      src.height = img.height;
+      const sctx = src.getContext('2d');
+      if (sctx) {
+        sctx.putImageData(new ImageData(this.data.image as never, img.width, img.height), 0, 0);
+        ctx.save();
+        ctx.setTransform(...affine(view));
+        ctx.imageSmoothingEnabled = false;
+        const [bx0, by0, bx1, by1] = img.bounds;
+        ctx.drawImage(src, bx0, by0, bx1 - bx0, by1 - by0);
+        ctx.restore();
+      }
+    }
+    const pixels = ctx.getImageData(0, 0, view.width, view.height);
+    const noneColor =
+      getComputedStyle(this.node).getPropertyValue('--jp-brand-color1').trim() || '#1f77b4';
+    this.lastDrawn = rasterizePoints(
+      pixels.data,
+      this.data,
+      this.payload.color,
+      view,
+      (this.payload.point_size || 2) * ratio,
+      noneColor
+    );
+    ctx.putImageData(pixels, 0, 0);
+  }
+
+  toBlob(): Promise<Blob> {
+    return new Promise((resolve, reject) =>
+      this.canvas.toBlob(b => (b ? resolve(b) : reject(new Error('the canvas gave no PNG'))), 'image/png')
+    );
+  }
+
+  /** An SVG wrapping the drawing as an embedded PNG, sized in CSS pixels. */
+  async toSVG(): Promise<string> {
+    const url = this.canvas.toDataURL('image/png');
+    const w = parseFloat(this.canvas.style.width) || this.canvas.width;
+    const hgt = Math.round((w * this.canvas.height) / Math.max(1, this.canvas.width));
+    return (
+      `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ` +
+      `width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}">` +
+      `<image width="${w}" height="${hgt}" xlink:href="${url}" href="${url}"/></svg>`
+    );
+  }
+}
+
+/** Legend: categories with their colours, or the colormap as a gradient, and image channels. */
+export function legend(payload: CanvasPayload): HTMLElement {
+  const node = h('div', { class: 'sds-legend' });
+  const c = payload.color;
+  if (c.mode === 'categorical') {
+    const shown = 60;
+    node.append(
+      h('div', { class: 'sds-legend-title' }, c.column),
+      h(
+        'ul',
+        { class: 'sds-legend-cats' },
+        c.categories.slice(0, shown).map((cat, i) =>
+          h(
+            'li',
+            {},
+            h('span', { class: 'sds-swatch', style: `background:${cssColor(c.colors[i])}` }),
+            h('span', { class: 'sds-legend-label' }, cat)
+          )
+        ),
+        c.categories.length > shown
+          ? h('li', { class: 'sds-muted' }, `… ${c.categories.length - shown} more`)
+          : null
+      )
+    );
+  } else if (c.mode === 'continuous') {
+    const lut = c.lut?.length ? c.lut : ['#440154', '#fde725'];
+    const step = Math.max(1, Math.floor(lut.length / 16));
+    const stops = lut.filter((_, i) => i % step === 0 || i === lut.length - 1).map(cssColor);
+    node.append(
+      h('div', { class: 'sds-legend-title' }, `${c.column} (${c.colormap})`),
+      h('div', {
+        class: 'sds-gradient',
+        style: `background:linear-gradient(to right, ${stops.join(', ')})`
+      }),
+      h(
+        'div',
+        { class: 'sds-gradient-range' },
+        h('span', {}, fmt(c.min)),
+        h('span', {}, fmt(c.max))
+      )
+    );
+  }
+  if (payload.image?.channels?.length) {
+    node.append(
+      h('div', { class: 'sds-legend-title' }, 'Channels'),
+      h(
+        'ul',
+        { class: 'sds-legend-cats' },
+        payload.image.channels.map(ch =>
+          h(
+            'li',
+            {},
+            h('span', { class: 'sds-swatch', style: `background:${cssColor(ch.color)}` }),
+            h('span', { class: 'sds-legend-label' }, ch.name)
+          )
+        )
+      )
+    );
+  }
+  return node;
+}
+
+function cssColor(hex: string | undefined): string {
+  const v = packColor(hex ?? '', 0xff808080);
+  return `rgb(${v & 255}, ${(v >>> 8) & 255}, ${(v >>> 16) & 255})`;
+}
+
+function fmt(v: number): string {
+  return Number.isFinite(v) ? String(+v.toPrecision(4)) : String(v);
+}

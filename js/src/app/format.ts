@@ -1,0 +1,157 @@
+/** Formatting of times, sizes and change ops for display. */
+
+import type { Change } from './types';
+
+const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['year', 365 * 24 * 3600],
+  ['month', 30 * 24 * 3600],
+  ['week', 7 * 24 * 3600],
+  ['day', 24 * 3600],
+  ['hour', 3600],
+  ['minute', 60],
+  ['second', 1]
+];
+
+/** "3 minutes ago", "yesterday", "in 2 hours"; `now` for tests. */
+export function relativeTime(iso: string | null | undefined, now: number = Date.now()): string {
+  if (!iso) {
+    return '';
+  }
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) {
+    return iso;
+  }
+  const seconds = Math.round((t - now) / 1000);
+  if (Math.abs(seconds) < 45) {
+    return 'just now';
+  }
+  const rtf = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+  for (const [unit, size] of UNITS) {
+    if (Math.abs(seconds) >= size || unit === 'second') {
+      return rtf.format(Math.round(seconds / size), unit);
+    }
+  }
+  return iso;
+}
+
+/** The exact time for a tooltip: local time plus the stored ISO text. */
+export function exactTime(iso: string | null | undefined): string {
+  if (!iso) {
+    return '';
+  }
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) {
+    return iso;
+  }
+  return `${new Date(t).toLocaleString()} (${iso})`;
+}
+
+export function formatBytes(n: number | null | undefined): string {
+  if (n === null || n === undefined || !Number.isFinite(n)) {
+    return '';
+  }
+  if (n < 1024) {
+    return `${n} B`;
+  }
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}
+
+/** Fields that name what an op acts on, in order of preference. */
+const NAME_FIELDS = [
+  'column',
+  'key',
+  'name',
+  'id',
+  'figure',
+  'result',
+  'element',
+  'table',
+  'path'
+];
+/** Fields that qualify it, shown in parentheses. */
+const KIND_FIELDS = ['dtype', 'kind', 'encoding', 'type'];
+
+/** A readable one-liner for a change op: "set-obs regions (categorical)". */
+export function changeLabel(change: Change): string {
+  const parts: string[] = [String(change.op ?? '?')];
+  const name = NAME_FIELDS.map(f => change[f]).find(v => typeof v === 'string' || typeof v === 'number');
+  if (name !== undefined) {
+    parts.push(String(name));
+  }
+  const kind = KIND_FIELDS.map(f => change[f]).find(v => typeof v === 'string');
+  if (kind !== undefined) {
+    parts.push(`(${kind})`);
+  }
+  if (name === undefined && kind === undefined) {
+    const rest = Object.entries(change).filter(([k]) => k !== 'op');
+    if (rest.length) {
+      parts.push(
+        rest
+          .slice(0, 3)
+          .map(([k, v]) => `${k}=${short(v)}`)
+          .join(' ')
+      );
+    }
+  }
+  return parts.join(' ');
+}
+
+/** The op family for styling: "set", "delete", "add", ... */
+export function changeFamily(change: Change): string {
+  const op = String(change.op ?? '');
+  const family = op.split(/[-_]/)[0];
+  return /^[a-z]+$/.test(family) ? family : 'other';
+}
+
+export function short(v: unknown, max = 40): string {
+  let s: string;
+  if (typeof v === 'string') {
+    s = v;
+  } else {
+    try {
+      s = JSON.stringify(v) ?? String(v);
+    } catch {
+      s = String(v);
+    }
+  }
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+/** A value in a table cell or report. */
+export function cell(v: unknown): string {
+  if (v === null || v === undefined) {
+    return '';
+  }
+  if (typeof v === 'number') {
+    if (Number.isInteger(v)) {
+      return String(v);
+    }
+    const a = Math.abs(v);
+    return a !== 0 && (a < 1e-3 || a >= 1e6) ? v.toExponential(3) : String(+v.toPrecision(6));
+  }
+  if (typeof v === 'string') {
+    return v;
+  }
+  return short(v, 200);
+}
+
+/** Print width as stored: millimetres, or "single"/"double" column. */
+export function printWidth(w: number | string | null | undefined): string {
+  if (w === null || w === undefined || w === '') {
+    return '';
+  }
+  if (typeof w === 'number') {
+    return `${w} mm`;
+  }
+  if (w === 'single' || w === 'double') {
+    return `${w} column`;
+  }
+  return w;
+}

@@ -1,0 +1,187 @@
+/** History: one row per version, top first, then the base. */
+
+import { h } from './dom';
+import { changeFamily, changeLabel, exactTime, relativeTime } from './format';
+import type { BaseSummary, History, VersionSummary } from './types';
+import { VirtualList } from './vlist';
+
+export const ROW_HEIGHT = 72;
+
+type Entry = { kind: 'version'; v: VersionSummary } | { kind: 'base'; b: BaseSummary };
+
+export class HistoryView {
+  readonly node: HTMLElement;
+  private readonly list: VirtualList;
+  private entries: Entry[] = [];
+  private selected = -1;
+  private readonly onSelect: (depth: number) => void;
+  private readonly now: () => number;
+
+  constructor(onSelect: (depth: number) => void, now: () => number = Date.now) {
+    this.onSelect = onSelect;
+    this.now = now;
+    this.node = h('div', {
+      class: 'sds-history',
+      role: 'listbox',
+      tabindex: 0,
+      'aria-label': 'Versions'
+    });
+    this.list = new VirtualList(this.node, {
+      rowHeight: ROW_HEIGHT,
+      renderRow: i => this.renderRow(i)
+    });
+    this.node.addEventListener('click', this.onClick);
+    this.node.addEventListener('keydown', this.onKey);
+  }
+
+  dispose(): void {
+    this.list.dispose();
+    this.node.removeEventListener('click', this.onClick);
+    this.node.removeEventListener('keydown', this.onKey);
+  }
+
+  setHistory(history: History): void {
+    const versions = [...(history.versions ?? [])].sort((a, b) => b.depth - a.depth);
+    this.entries = versions.map(v => ({ kind: 'version', v }) as Entry);
+    if (history.base) {
+      this.entries.push({ kind: 'base', b: history.base });
+    }
+    this.selected = -1;
+    this.list.setCount(this.entries.length);
+  }
+
+  /** Depths in display order (top first, base last). */
+  depths(): number[] {
+    return this.entries.map(e => (e.kind === 'version' ? e.v.depth : 0));
+  }
+
+  selectedDepth(): number | null {
+    const e = this.entries[this.selected];
+    return e ? (e.kind === 'version' ? e.v.depth : 0) : null;
+  }
+
+  /** Select by depth without moving focus; notifies when it changed. */
+  selectDepth(depth: number): void {
+    const index = this.depths().indexOf(depth);
+    if (index >= 0) {
+      this.selectIndex(index);
+    }
+  }
+
+  private selectIndex(index: number): void {
+    if (!this.entries.length) {
+      return;
+    }
+    index = Math.max(0, Math.min(this.entries.length - 1, index));
+    const changed = index !== this.selected;
+    this.selected = index;
+    this.list.scrollToIndex(index);
+    this.list.refresh();
+    const row = this.node.querySelector(`[data-index="${index}"]`);
+    if (row) {
+      this.node.setAttribute('aria-activedescendant', row.id);
+    }
+    if (changed) {
+      this.onSelect(this.selectedDepth()!);
+    }
+  }
+
+  private onClick = (event: MouseEvent): void => {
+    const row = (event.target as Element).closest<HTMLElement>('.sds-history-row');
+    if (row && this.node.contains(row)) {
+      this.node.focus({ preventScroll: true });
+      this.selectIndex(Number(row.dataset.index));
+    }
+  };
+
+  private onKey = (event: KeyboardEvent): void => {
+    const step: Record<string, number> = {
+      ArrowDown: 1,
+      ArrowUp: -1,
+      PageDown: this.list.pageSize(),
+      PageUp: -this.list.pageSize()
+    };
+    let target: number | null = null;
+    if (event.key in step) {
+      target = (this.selected < 0 ? 0 : this.selected + step[event.key]);
+    } else if (event.key === 'Home') {
+      target = 0;
+    } else if (event.key === 'End') {
+      target = this.entries.length - 1;
+    }
+    if (target !== null) {
+      event.preventDefault();
+      event.stopPropagation();
+      this.selectIndex(target);
+    }
+  };
+
+  private renderRow(i: number): HTMLElement {
+    const entry = this.entries[i];
+    const selected = i === this.selected;
+    const row =
+      entry.kind === 'version' ? this.versionRow(entry.v) : this.baseRow(entry.b);
+    row.id = `sds-history-${i}-${Math.random().toString(36).slice(2, 8)}`;
+    row.setAttribute('role', 'option');
+    row.setAttribute('aria-selected', String(selected));
+    row.classList.toggle('sds-selected', selected);
+    return row;
+  }
+
+  private versionRow(v: VersionSummary): HTMLElement {
+    const app = v.app ? [v.app.id, v.app.version].filter(Boolean).join(' ') : '';
+    return h(
+      'div',
+      { class: 'sds-history-row', 'data-depth': v.depth },
+      h(
+        'div',
+        { class: 'sds-row-line sds-row-head' },
+        h('span', { class: 'sds-depth', title: `depth ${v.depth}` }, `v${v.depth}`),
+        h('span', { class: 'sds-row-title', title: v.title ?? v.dataset_id }, v.title || v.dataset_id),
+        v.created_at
+          ? h(
+              'time',
+              { class: 'sds-row-when', datetime: v.created_at, title: exactTime(v.created_at) },
+              relativeTime(v.created_at, this.now())
+            )
+          : null
+      ),
+      h(
+        'div',
+        { class: 'sds-row-line sds-row-message', title: v.message ?? '' },
+        v.message || h('span', { class: 'sds-muted' }, 'no message')
+      ),
+      h(
+        'div',
+        { class: 'sds-row-line sds-row-meta' },
+        v.created_by ? h('span', { class: 'sds-row-who' }, v.created_by) : null,
+        app ? h('span', { class: 'sds-row-app', title: 'app' }, app) : null,
+        ...(v.changes ?? []).map(c => badge(changeLabel(c), changeFamily(c)))
+      )
+    );
+  }
+
+  private baseRow(b: BaseSummary): HTMLElement {
+    return h(
+      'div',
+      { class: 'sds-history-row sds-base-row', 'data-depth': 0 },
+      h(
+        'div',
+        { class: 'sds-row-line sds-row-head' },
+        h('span', { class: 'sds-depth', title: 'the base store' }, 'base'),
+        h('span', { class: 'sds-row-title', title: b.dataset_id }, b.dataset_id)
+      ),
+      h('div', { class: 'sds-row-line sds-row-message', title: b.path }, b.path),
+      h(
+        'div',
+        { class: 'sds-row-line sds-row-meta' },
+        badge(b.kind === 'zip' ? 'zip store' : 'folder store', 'base'),
+        badge(`Zarr v${b.zarr_format}`, 'base')
+      )
+    );
+  }
+}
+
+export function badge(text: string, family = 'other'): HTMLElement {
+  return h('span', { class: `sds-badge sds-badge-${family}`, title: text }, text);
+}

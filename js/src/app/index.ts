@@ -1,0 +1,246 @@
+/**
+ * The version browser: history on one side, the selected version's changes,
+ * figures and results (and a comparison of two versions) on the other.
+ * It talks only to a `Transport`; the widget and the JupyterLab panel each bring one.
+ */
+
+import { ChangesView } from './changes';
+import { vegaRenderer, type ChartRenderer } from './chart';
+import { CompareView } from './compare';
+import { errorBox, fill, h, loading } from './dom';
+import { FiguresView } from './figures';
+import { HistoryView } from './history';
+import { ResultsView } from './results';
+import { TransportError, type Transport } from './transport';
+import type { History } from './types';
+
+export * from './types';
+export { TransportError, decodeFrame, encodeFrame } from './transport';
+export type { Transport, Reply, Buffer } from './transport';
+export type { ChartRenderer, ChartHandle } from './chart';
+
+export type TabName = 'changes' | 'figures' | 'results' | 'compare';
+const TABS: [TabName, string][] = [
+  ['changes', 'Changes'],
+  ['figures', 'Figures'],
+  ['results', 'Results'],
+  ['compare', 'Compare']
+];
+
+/** A button in the app's toolbar that acts on the selected version. */
+export type AppAction = {
+  id: string;
+  label: string;
+  title?: string;
+  /** Resolves with a message to show next to the button. */
+  run(version: number): Promise<string | void>;
+};
+
+export type AppOptions = {
+  actions?: AppAction[];
+  /** Called with every history reply (e.g. to title a panel). */
+  onHistory?: (history: History) => void;
+  /** Draws Vega-Lite specs; vega-embed by default. */
+  renderChart?: ChartRenderer;
+  /** The clock for relative times (tests). */
+  now?: () => number;
+  initialTab?: TabName;
+};
+
+export type AppHandle = {
+  dispose(): void;
+  /** Reload the history (keeps the selection when it still exists). */
+  refresh(): Promise<void>;
+  /** Select a version by depth. */
+  select(depth: number): void;
+  showTab(tab: TabName): void;
+  readonly root: HTMLElement;
+};
+
+export function mountApp(el: HTMLElement, transport: Transport, options: AppOptions = {}): AppHandle {
+  const now = options.now ?? Date.now;
+  const renderChart = options.renderChart ?? vegaRenderer;
+  let history: History | null = null;
+  let selected: number | null = null;
+  let tab: TabName = options.initialTab ?? 'changes';
+  const loaded: Partial<Record<TabName, number>> = {};
+
+  const changes = new ChangesView(transport);
+  const figures = new FiguresView(transport, renderChart);
+  const results = new ResultsView(transport, renderChart, now);
+  const compare = new CompareView(transport);
+  const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare };
+  const historyView = new HistoryView(depth => onSelect(depth), now);
+
+  const title = h('div', { class: 'sds-title' });
+  const banner = h('div', { class: 'sds-banner' });
+  const actionMsg = h('span', { class: 'sds-action-msg', role: 'status' });
+  const actionBar = h(
+    'div',
+    { class: 'sds-actions' },
+    (options.actions ?? []).map(a =>
+      h(
+        'button',
+        {
+          class: 'sds-button sds-action',
+          type: 'button',
+          title: a.title ?? a.label,
+          'data-action': a.id,
+          onclick: () => void runAction(a)
+        },
+        a.label
+      )
+    ),
+    actionMsg
+  );
+  const tabButtons = TABS.map(([name, label]) =>
+    h(
+      'button',
+      {
+        class: 'sds-tab',
+        type: 'button',
+        role: 'tab',
+        'data-tab': name,
+        onclick: () => showTab(name)
+      },
+      label
+    )
+  );
+  const panels = h('div', { class: 'sds-panels' });
+  const sideStatus = h('div', { class: 'sds-side-status' });
+  const root = h(
+    'div',
+    { class: 'sds-app' },
+    h('div', { class: 'sds-header' }, title, actionBar),
+    banner,
+    h(
+      'div',
+      { class: 'sds-main' },
+      h('div', { class: 'sds-side' }, sideStatus, historyView.node),
+      h(
+        'div',
+        { class: 'sds-detail' },
+        h('div', { class: 'sds-tabs', role: 'tablist' }, tabButtons),
+        panels
+      )
+    )
+  );
+  el.append(root);
+
+  async function runAction(a: AppAction): Promise<void> {
+    if (selected === null) {
+      actionMsg.textContent = 'Select a version first.';
+      return;
+    }
+    actionMsg.classList.remove('sds-action-error');
+    actionMsg.textContent = `${a.label}…`;
+    try {
+      const msg = await a.run(selected);
+      actionMsg.textContent = msg || `${a.label}: done`;
+    } catch (err) {
+      actionMsg.classList.add('sds-action-error');
+      actionMsg.textContent = TransportError.from(err).message;
+    }
+  }
+
+  function showTab(name: TabName): void {
+    tab = name;
+    for (const b of tabButtons) {
+      const on = b.dataset.tab === name;
+      b.classList.toggle('sds-active', on);
+      b.setAttribute('aria-selected', String(on));
+    }
+    fill(panels, views[name].node);
+    loadTab();
+  }
+
+  function loadTab(): void {
+    if (selected === null || !history || tab === 'compare') {
+      return;
+    }
+    if (loaded[tab] === selected) {
+      return;
+    }
+    loaded[tab] = selected;
+    if (tab === 'changes') {
+      if (selected === 0) {
+        changes.showBase(history.base);
+      } else {
+        void changes.show(selected);
+      }
+    } else if (tab === 'figures') {
+      void figures.show(selected);
+    } else if (tab === 'results') {
+      void results.show(selected);
+    }
+  }
+
+  function onSelect(depth: number): void {
+    selected = depth;
+    root.dataset.selected = String(depth);
+    loadTab();
+  }
+
+  async function refresh(): Promise<void> {
+    fill(sideStatus, loading('Loading history…'));
+    try {
+      const { data } = await transport.request('history', {});
+      history = data;
+      fill(sideStatus);
+      const top = [...(data.versions ?? [])].sort((a, b) => b.depth - a.depth)[0];
+      fill(
+        title,
+        h('span', { class: 'sds-title-text' }, top?.title || top?.dataset_id || data.base?.dataset_id || 'Version stack'),
+        h(
+          'span',
+          { class: 'sds-title-sub' },
+          `${(data.versions ?? []).length} version${(data.versions ?? []).length === 1 ? '' : 's'} over ${data.base?.dataset_id ?? 'the base'}`
+        )
+      );
+      fill(banner, data.error ? errorBox(data.error.message, data.error.kind) : null);
+      const keep = selected;
+      for (const k of Object.keys(loaded) as TabName[]) {
+        delete loaded[k];
+      }
+      historyView.setHistory(data);
+      compare.setChoices(
+        historyView.depths().map(d => ({
+          depth: d,
+          label: d === 0 ? `base (${data.base?.dataset_id ?? ''})` : labelOf(data, d)
+        }))
+      );
+      const depths = historyView.depths();
+      selected = null;
+      const target = keep !== null && depths.includes(keep) ? keep : depths[0];
+      if (target !== undefined) {
+        historyView.selectDepth(target);
+      }
+      options.onHistory?.(data);
+    } catch (err) {
+      const e = TransportError.from(err);
+      fill(sideStatus, errorBox(e.message, e.kind));
+      fill(banner, errorBox(`Could not read the history: ${e.message}`, e.kind));
+    }
+  }
+
+  showTab(tab);
+  void refresh();
+
+  return {
+    root,
+    refresh,
+    showTab,
+    select: depth => historyView.selectDepth(depth),
+    dispose() {
+      historyView.dispose();
+      figures.dispose();
+      results.dispose();
+      root.remove();
+    }
+  };
+}
+
+function labelOf(history: History, depth: number): string {
+  const v = history.versions.find(x => x.depth === depth);
+  return `v${depth}${v?.title ? ` ${v.title}` : ''}`;
+}

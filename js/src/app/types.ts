@@ -1,0 +1,188 @@
+/**
+ * Payload types of the version-browser protocol.
+ *
+ * Mirrors docs/service-protocol.md and `sds_jupyter.service.REQUESTS`: a new
+ * request is one line in `REQUESTS` below and one payload type.
+ */
+
+export type ErrorInfo = { kind: string; message: string };
+
+/** One `changes` entry as stored in layer.json: `op` plus op-specific fields. */
+export type Change = { op: string; [field: string]: unknown };
+
+export type AppInfo = { id?: string; version?: string };
+
+export type VersionSummary = {
+  depth: number;
+  dataset_id: string;
+  title: string | null;
+  message: string | null;
+  created_at: string | null;
+  created_by: string | null;
+  app: AppInfo | null;
+  changes: Change[];
+  n_files: number;
+  n_deleted: number;
+  folder: string;
+};
+
+export type BaseSummary = {
+  depth: 0;
+  dataset_id: string;
+  path: string;
+  kind: 'folder' | 'zip';
+  zarr_format: 2 | 3;
+};
+
+export type History = {
+  top_depth: number;
+  versions: VersionSummary[];
+  base: BaseSummary;
+  error?: ErrorInfo;
+};
+
+export type KeySize = { key: string; size: number };
+export type Whiteout = { entry: string; node: boolean };
+
+export type Changes = {
+  ops: Change[];
+  added: KeySize[];
+  replaced: KeySize[];
+  deleted: Whiteout[];
+};
+
+export type CanvasSummary = { [field: string]: unknown };
+
+export type Figure = {
+  id: string;
+  title: string | null;
+  caption: string | null;
+  print_width: number | string | null;
+  kind: 'chart' | 'canvas' | 'unsupported';
+  vega_lite?: object;
+  canvas?: CanvasSummary;
+  reason?: string;
+  spec: unknown;
+};
+
+export type Figures = { figures: Figure[]; error?: ErrorInfo };
+
+export type Column = { name: string; dtype: string };
+
+export type ResultTable = { name: string; n_rows: number; columns: Column[] };
+
+export type ResultMeta = {
+  kind?: string;
+  title?: string;
+  method?: string;
+  parameters?: Record<string, unknown>;
+  summary?: Record<string, unknown>;
+  created_by?: string;
+  created_at?: string;
+  app_version?: string;
+  [field: string]: unknown;
+};
+
+export type Result = {
+  id: string;
+  kind: string | null;
+  title: string | null;
+  meta: ResultMeta | null;
+  tables: ResultTable[];
+  chart?: object;
+  error?: ErrorInfo;
+};
+
+export type Results = { results: Result[]; error?: ErrorInfo };
+
+export type ResultPage = {
+  columns: Column[];
+  rows: unknown[][];
+  total: number;
+  offset: number;
+};
+
+export type Delta = { added: string[]; removed: string[]; changed: string[] };
+
+export type ObsChange = {
+  column: string;
+  counts_a?: Record<string, number>;
+  counts_b?: Record<string, number>;
+};
+
+export type Comparison = {
+  a: number;
+  b: number;
+  obs: { added: string[]; removed: string[]; changed: ObsChange[] };
+  obsm: Delta;
+  uns: Delta;
+  figures: Delta;
+  results: Delta;
+};
+
+export type Bounds = [number, number, number, number];
+
+export type CanvasColor =
+  | { mode: 'categorical'; column: string; categories: string[]; colors: string[] }
+  | {
+      mode: 'continuous';
+      column: string;
+      colormap: string;
+      min: number;
+      max: number;
+      lut: string[];
+    }
+  | { mode: 'none' };
+
+export type CanvasImage = {
+  width: number;
+  height: number;
+  bounds: Bounds;
+  channels: { name: string; color: string }[];
+};
+
+export type CanvasPayload = {
+  n_cells: number;
+  bounds: Bounds;
+  viewport: { target: [number, number]; zoom: number; rotation: number };
+  color: CanvasColor;
+  point_size: number;
+  image: CanvasImage | null;
+};
+
+/** Request name → [params, data]. */
+export interface Requests {
+  history: [Record<string, never>, History];
+  changes: [{ version: number }, Changes];
+  figures: [{ version: number }, Figures];
+  canvas: [{ version: number; figure: string }, CanvasPayload];
+  results: [{ version: number }, Results];
+  result_page: [
+    {
+      version: number;
+      result: string;
+      table?: string;
+      offset: number;
+      limit: number;
+      sort?: string;
+      descending?: boolean;
+    },
+    ResultPage
+  ];
+  compare: [{ a: number; b: number }, Comparison];
+}
+
+export type RequestName = keyof Requests;
+export type Params<N extends RequestName> = Requests[N][0];
+export type Data<N extends RequestName> = Requests[N][1];
+
+/** The request names, in the order of the protocol table. */
+export const REQUESTS: readonly RequestName[] = [
+  'history',
+  'changes',
+  'figures',
+  'canvas',
+  'results',
+  'result_page',
+  'compare'
+];
