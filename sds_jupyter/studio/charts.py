@@ -12,7 +12,6 @@ columns are found by a short list of usual names rather than one fixed name.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sds_jupyter.studio.errors import FigureError
+from sds_jupyter.studio.jsonable import json_scalar
 from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry
 
 __all__ = [
@@ -65,28 +65,13 @@ def field_type(series: pd.Series) -> str:
     return "nominal"
 
 
-def _json_scalar(value: Any) -> Any:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer, int)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        number = float(value)
-        return None if math.isnan(number) or math.isinf(number) else number
-    if isinstance(value, (pd.Timestamp, np.datetime64)):
-        return pd.Timestamp(value).isoformat()
-    return str(value)
-
-
 def inline_values(frame: pd.DataFrame, columns: Iterable[str] | None = None) -> list[dict[str, Any]]:
     """Rows of ``frame`` (only ``columns``) as JSON-safe dicts; NaN and inf become null."""
     chosen = list(columns) if columns is not None else list(frame.columns)
     chosen = list(dict.fromkeys(chosen))
     part = frame.loc[:, chosen].head(MAX_INLINE_ROWS)
     return [
-        {str(name): _json_scalar(value) for name, value in zip(chosen, row, strict=True)}
+        {str(name): json_scalar(value) for name, value in zip(chosen, row, strict=True)}
         for row in part.itertuples(index=False, name=None)
     ]
 

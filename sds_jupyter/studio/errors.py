@@ -6,14 +6,15 @@ maps them with the same ``kind``/message rule as any other refusal::
     StackError
     ├── FigureError     kind "figure"   a figure spec cannot be drawn
     ├── ResultError     kind "result"   a result entry is missing or unreadable
-    └── ElementError    kind "element"  a spatial element a figure names is missing or unreadable
+    ├── ElementError    kind "element"  a spatial element a figure names is missing or unreadable
+    └── NoStudioDataError  kind "no-studio-data"  the table keeps no spatial_data_studio section
 """
 
 from __future__ import annotations
 
 from sds_jupyter.errors import StackError
 
-__all__ = ["ElementError", "FigureError", "ResultError"]
+__all__ = ["ElementError", "FigureError", "NoStudioDataError", "ResultError"]
 
 
 class FigureError(StackError):
@@ -26,3 +27,9 @@ class ResultError(StackError):
 
 class ElementError(StackError):
     kind = "element"
+
+
+class NoStudioDataError(StackError):
+    """The table was never saved by the app, so it has no figures or results to show."""
+
+    kind = "no-studio-data"

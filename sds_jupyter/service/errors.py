@@ -1,0 +1,27 @@
+"""Errors of the service, and the one mapping from any exception to ``{kind, message}``."""
+
+from __future__ import annotations
+
+from sds_jupyter.errors import StackError
+from sds_jupyter.service.types import ErrorInfo
+
+__all__ = ["RequestError", "error_payload"]
+
+
+class RequestError(StackError):
+    """A request the service does not know, or a parameter it cannot use."""
+
+    kind = "bad-request"
+
+
+def error_payload(exc: BaseException) -> ErrorInfo:
+    """What a transport shows for ``exc``: the stable kind and the one-line message.
+
+    Refusals (StackError) keep their own kind; anything else is a bug or an
+    unreadable store and is reported as ``internal`` with its type, so the
+    browser shows it in place instead of failing silently.
+    """
+    if isinstance(exc, StackError):
+        return {"kind": exc.kind, "message": str(exc)}
+    message = str(exc) or type(exc).__name__
+    return {"kind": "internal", "message": f"{type(exc).__name__}: {message}"}

@@ -1,0 +1,95 @@
+"""The request table: protocol name → service method, and the one dispatcher.
+
+Both transports call :func:`dispatch`. Parameters arrive as JSON values (the
+widget) or strings (a query string); they are coerced here from each method's
+annotations, so a new request is one line in :data:`REQUESTS`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sds_jupyter.service.errors import RequestError
+from sds_jupyter.service.service import Reply, StackService
+
+__all__ = ["BINARY_REQUESTS", "REQUESTS", "dispatch"]
+
+REQUESTS: dict[str, Callable[..., Any]] = {
+    "history": StackService.history,
+    "changes": StackService.changes,
+    "figures": StackService.figures,
+    "canvas": StackService.canvas,
+    "results": StackService.results,
+    "result_page": StackService.result_page,
+    "compare": StackService.compare,
+}
+
+#: Requests whose answers carry buffers (framed as octet-stream over REST).
+BINARY_REQUESTS = frozenset({"canvas"})
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _coerce_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise RequestError(f"Parameter {name!r} must be true or false, not {value!r}.")
+
+
+def _coerce_int(name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise RequestError(f"Parameter {name!r} must be an integer, not {value!r}.")
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise RequestError(f"Parameter {name!r} must be an integer, not {value!r}.") from None
+
+
+def _coerce(name: str, value: Any, hint: Any) -> Any:
+    """``value`` as the annotated type: ints, bools, strings, or (for versions) int | str."""
+    if value is None:
+        return None
+    args = set(typing.get_args(hint)) or {hint}
+    args.discard(type(None))
+    if args == {bool}:
+        return _coerce_bool(name, value)
+    if args == {int}:
+        return _coerce_int(name, value)
+    if args == {int, str}:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = str(value)
+        return int(text) if text.lstrip("-").isdigit() else text
+    if isinstance(value, (dict, list)):
+        raise RequestError(f"Parameter {name!r} must be a single value.")
+    return str(value)
+
+
+def dispatch(service: StackService, name: str, params: Mapping[str, Any] | None = None) -> Reply:
+    """Run request ``name`` on ``service`` with ``params``; unknown names or params are refused."""
+    method = REQUESTS.get(name)
+    if method is None:
+        raise RequestError(f"Unknown request {name!r}; known: {', '.join(REQUESTS)}.")
+    hints = typing.get_type_hints(method)
+    accepted = [p for p in inspect.signature(method).parameters if p != "self"]
+    given = dict(params or {})
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise RequestError(f"Request {name!r} takes no parameter {unknown[0]!r}; it takes: {', '.join(accepted) or 'none'}.")
+    kwargs = {key: _coerce(key, value, hints.get(key, str)) for key, value in given.items()}
+    try:
+        answer = method(service, **kwargs)
+    except TypeError as exc:
+        if "required positional argument" in str(exc):
+            raise RequestError(f"Request {name!r} is missing a parameter: {exc}.") from None
+        raise
+    return answer if isinstance(answer, Reply) else Reply(answer)

@@ -1,0 +1,402 @@
+"""Everything the version browser asks of a stack, answered from Python.
+
+One method per request of docs/service-protocol.md. Methods return JSON-able
+payloads (typed in :mod:`sds_jupyter.service.types`); ``canvas`` also returns
+binary buffers. Problems with what a version holds (a figure that is not JSON,
+a result without meta, a table the app never saved) come back *inside* the
+payload so the rest still shows; problems with the request itself raise
+StackError subclasses, which transports map with :func:`error_payload`.
+Nothing here writes: browsing never changes a version.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import zarr
+
+from sds_jupyter.errors import StackError
+from sds_jupyter.service.errors import RequestError, error_payload
+from sds_jupyter.service.tables import TableView
+from sds_jupyter.service.types import (
+    BaseSummary,
+    ChangesData,
+    Column,
+    Comparison,
+    Delta,
+    FiguresData,
+    FigureSummary,
+    HistoryData,
+    KeySize,
+    ObsChange,
+    ResultPage,
+    ResultsData,
+    ResultSummary,
+    VersionSummary,
+    Whiteout,
+)
+from sds_jupyter.stack import Stack, StackStore
+from sds_jupyter.stack.open import open_anndata, open_table_group
+from sds_jupyter.studio.canvas import build_canvas
+from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
+from sds_jupyter.studio.errors import NoStudioDataError, ResultError
+from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
+from sds_jupyter.studio.jsonable import json_scalar, jsonable
+from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry, read_result, read_results
+from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part, studio_section
+
+__all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
+
+DEFAULT_PAGE_SIZE = 100
+MAX_PAGE_SIZE = 1000
+Folders = str | Mapping[str, str] | None
+
+
+@dataclass
+class Reply:
+    """A payload and its binary buffers (numpy-backed bytes, in protocol order)."""
+
+    data: Any
+    buffers: list[memoryview] = field(default_factory=list)
+
+
+def as_buffer(array: np.ndarray) -> memoryview:
+    """A numpy array's bytes without a copy (little-endian, as the browser reads them)."""
+    contiguous = np.ascontiguousarray(array)
+    if contiguous.dtype.byteorder == ">":
+        contiguous = contiguous.astype(contiguous.dtype.newbyteorder("<"))
+    return memoryview(contiguous).cast("B")
+
+
+class StackService:
+    """Answers the browser's requests about one stack; one instance per opened version.
+
+    ``path_or_stack`` is anything :meth:`Stack.resolve` takes, or a Stack. A stack
+    that cannot be resolved (a missing parent, say) does not raise here: ``history``
+    reports it in place and every other request raises it.
+    """
+
+    def __init__(
+        self,
+        path_or_stack: str | os.PathLike[str] | Stack,
+        folders: Folders = None,
+        *,
+        table: str = "table",
+        relative_to: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.table_name = table
+        self._relative_to = Path(relative_to) if relative_to is not None else None
+        self._stack: Stack | None = None
+        self._stack_error: StackError | None = None
+        self._tables: dict[int, TableView] = {}
+        self._adatas: dict[int, Any] = {}
+        if isinstance(path_or_stack, Stack):
+            self._stack = path_or_stack
+        else:
+            try:
+                self._stack = Stack.resolve(path_or_stack, folders=folders)
+            except StackError as exc:
+                self._stack_error = exc
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def stack(self) -> Stack:
+        """The resolved stack; raises the resolution error when there is none."""
+        if self._stack is None:
+            assert self._stack_error is not None
+            raise self._stack_error
+        return self._stack
+
+    def depth(self, version: int | str | None) -> int:
+        """The depth ``version`` names (None: the top)."""
+        return self.stack.depth if version is None else self.stack.depth_of(version)
+
+    def table_view(self, version: int | str | None = None) -> TableView:
+        """The cached element reader of this service's table at ``version``."""
+        depth = self.depth(version)
+        if depth not in self._tables:
+            store = StackStore(self.stack.at(depth))
+            group = open_table_group(store, self.table_name)
+            self._tables[depth] = TableView(zarr.open_group(store, mode="r"), group, self.table_name)
+        return self._tables[depth]
+
+    def adata(self, version: int | str | None = None) -> Any:
+        """The whole AnnData of the table at ``version`` (read once, for notebooks)."""
+        depth = self.depth(version)
+        if depth not in self._adatas:
+            self._adatas[depth] = open_anndata(self.stack.at(depth), table=self.table_name)
+        return self._adatas[depth]
+
+    def _studio_uns(self, version: int | str | None) -> dict[str, Any]:
+        """The table's uns, refusing one the app never saved into."""
+        view = self.table_view(version)
+        if studio_section(view.uns) is None:
+            raise NoStudioDataError(
+                f"Table {self.table_name!r} of this version keeps no {STUDIO_KEY!r} section in uns: "
+                "it holds no saved figures or results."
+            )
+        return view.uns
+
+    def _folder_text(self, folder: Path) -> str:
+        if self._relative_to is not None:
+            try:
+                return Path(os.path.relpath(folder, self._relative_to)).as_posix()
+            except ValueError:
+                pass
+        return str(folder)
+
+    # ------------------------------------------------------------------ history
+
+    def _version_summary(self, version: Any) -> VersionSummary:
+        manifest = version.manifest
+        return {
+            "depth": version.depth,
+            "dataset_id": version.dataset_id,
+            "title": manifest.title,
+            "message": manifest.message,
+            "created_at": manifest.created_at,
+            "created_by": manifest.created_by,
+            "app": jsonable(manifest.app) if manifest.app is not None else None,
+            "changes": [jsonable(change) for change in manifest.changes],
+            "n_files": len(manifest.files),
+            "n_deleted": len(manifest.deleted),
+            "folder": self._folder_text(version.folder),
+        }
+
+    def _base_summary(self) -> BaseSummary:
+        base = self.stack.base
+        return {
+            "depth": 0,
+            "dataset_id": base.dataset_id,
+            "path": self._folder_text(base.path),
+            "kind": base.kind,
+            "zarr_format": base.zarr_format,
+        }
+
+    def history(self) -> HistoryData:
+        """The versions top first and the base, or the reason the stack cannot be followed."""
+        if self._stack is None:
+            return {"top_depth": 0, "versions": [], "base": None, "error": error_payload(self._stack_error)}
+        return {
+            "top_depth": self.stack.depth,
+            "versions": [self._version_summary(version) for version in self.stack.versions],
+            "base": self._base_summary(),
+        }
+
+    # ------------------------------------------------------------------ changes
+
+    def changes(self, version: int | str | None = None) -> ChangesData:
+        """What one version wrote: its ops, the keys it added or replaced, its whiteouts."""
+        depth = self.depth(version)
+        if depth == 0:
+            return {"ops": [], "added": [], "replaced": [], "deleted": []}
+        entry = self.stack.versions[self.stack.depth - depth]
+        below = StackStore(self.stack.at(depth - 1))
+        added: list[KeySize] = []
+        replaced: list[KeySize] = []
+        for file in entry.manifest.files:
+            (replaced if below.exists_raw(file.key) else added).append({"key": file.key, "size": file.size})
+        deleted: list[Whiteout] = [{"entry": item, "node": item.endswith("/")} for item in entry.manifest.deleted]
+        return {
+            "ops": [jsonable(change) for change in entry.manifest.changes],
+            "added": added,
+            "replaced": replaced,
+            "deleted": deleted,
+        }
+
+    # ------------------------------------------------------------------ figures
+
+    def _figure_summary(self, figure: ParsedFigure, uns: Mapping[str, Any]) -> FigureSummary:
+        summary: FigureSummary = {
+            "id": figure.id,
+            "title": figure.title,
+            "caption": figure.caption,
+            "print_width": figure.print_width,
+            "kind": figure.kind,
+            "spec": jsonable(figure.spec),
+        }
+        if figure.kind == "chart":
+            try:
+                result = read_result(uns, str(figure.spec["result"]))
+                summary["vega_lite"] = chart_for_figure(figure.spec, result)
+            except StackError as exc:
+                summary.update(kind="unsupported", reason=str(exc))
+        elif figure.kind == "canvas":
+            summary["canvas"] = {
+                "table": str(figure.spec.get("table") or self.table_name),
+                "color_by": figure.spec.get("color_by"),
+                "image": figure.spec.get("image"),
+            }
+        else:
+            summary["reason"] = figure.reason or "cannot be drawn"
+        return summary
+
+    def figures(self, version: int | str | None = None) -> FiguresData:
+        """Every saved figure, drawable or with the reason it is not."""
+        try:
+            uns = self._studio_uns(version)
+        except StackError as exc:
+            return {"figures": [], "error": error_payload(exc)}
+        return {"figures": [self._figure_summary(figure, uns) for figure in read_figures(uns)]}
+
+    def canvas(self, version: int | str | None = None, figure: str = "") -> Reply:
+        """A canvas figure's payload and buffers (x, y, value?, image?)."""
+        if not figure:
+            raise RequestError("The canvas request needs a figure id.")
+        view = self.table_view(version)
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        drawn = build_canvas(spec, view.as_anndata(), view.root, view.attrs)
+        return Reply(drawn.payload, [as_buffer(buffer) for buffer in drawn.buffers])
+
+    def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
+        """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""
+        uns = self._studio_uns(version)
+        parsed = read_figure(uns, figure)
+        if parsed.kind == "chart":
+            spec = parsed.require("chart")
+            return parsed, chart_for_figure(spec, read_result(uns, str(spec["result"])))
+        spec = parsed.require("canvas")
+        view = self.table_view(version)
+        return parsed, build_canvas(spec, view.as_anndata(), view.root, view.attrs)
+
+    # ------------------------------------------------------------------ results
+
+    @staticmethod
+    def _columns(frame: pd.DataFrame) -> list[Column]:
+        return [{"name": str(name), "dtype": str(dtype)} for name, dtype in frame.dtypes.items()]
+
+    def _result_summary(self, result: ResultEntry) -> ResultSummary:
+        tables = [
+            {"name": name, "n_rows": int(len(frame)), "columns": self._columns(with_index_column(frame))}
+            for name, frame in result.tables.items()
+        ]
+        summary: ResultSummary = {
+            "id": result.id,
+            "kind": result.kind,
+            "title": result.title,
+            "meta": jsonable(result.meta) if result.meta is not None else None,
+            "tables": tables,
+        }
+        if result.error:
+            summary["error"] = error_payload(ResultError(result.error))
+        chart = default_chart(result)
+        if chart is not None:
+            summary["chart"] = chart
+        return summary
+
+    def results(self, version: int | str | None = None) -> ResultsData:
+        """Every saved result with its tables' shapes and a default chart for its kind."""
+        try:
+            uns = self._studio_uns(version)
+        except StackError as exc:
+            return {"results": [], "error": error_payload(exc)}
+        return {"results": [self._result_summary(result) for result in read_results(uns)]}
+
+    def result_page(
+        self,
+        version: int | str | None = None,
+        result: str = "",
+        table: str = MAIN_TABLE,
+        offset: int = 0,
+        limit: int = DEFAULT_PAGE_SIZE,
+        sort: str | None = None,
+        descending: bool = False,
+    ) -> ResultPage:
+        """One page of one result table, sorted here so the browser never holds the whole table."""
+        if not result:
+            raise RequestError("The result_page request needs a result id.")
+        if offset < 0 or not 0 < limit <= MAX_PAGE_SIZE:
+            raise RequestError(f"offset must be >= 0 and limit between 1 and {MAX_PAGE_SIZE}.")
+        frame = with_index_column(read_result(self._studio_uns(version), result).table(table))
+        if sort:
+            if sort not in frame.columns:
+                raise RequestError(f"Cannot sort by {sort!r}: the table has no such column.")
+            frame = frame.sort_values(sort, ascending=not descending, na_position="last", kind="stable")
+        page = frame.iloc[offset : offset + limit]
+        rows = [[json_scalar(value) for value in row] for row in page.itertuples(index=False, name=None)]
+        return {"columns": self._columns(frame), "rows": rows, "total": int(len(frame)), "offset": offset}
+
+    # ------------------------------------------------------------------ compare
+
+    def compare(self, a: int | str, b: int | str) -> Comparison:
+        """What differs in the table between versions ``a`` and ``b`` (b relative to a)."""
+        depth_a, depth_b = self.depth(a), self.depth(b)
+        view_a, view_b = self.table_view(depth_a), self.table_view(depth_b)
+        return {
+            "a": depth_a,
+            "b": depth_b,
+            "obs": _obs_delta(view_a, view_b),
+            "obsm": _delta(
+                view_a.obsm_keys, view_b.obsm_keys, lambda key: not _same_array(view_a.obsm(key), view_b.obsm(key))
+            ),
+            "uns": _delta(
+                list(view_a.uns), list(view_b.uns), lambda key: not _same_value(view_a.uns[key], view_b.uns[key])
+            ),
+            "figures": _part_delta(view_a.uns, view_b.uns, FIGURES_KEY),
+            "results": _part_delta(view_a.uns, view_b.uns, RESULTS_KEY),
+        }
+
+
+# ---------------------------------------------------------------------- comparing
+
+
+def _delta(keys_a: list[str], keys_b: list[str], differs: Any) -> Delta:
+    set_a, set_b = set(keys_a), set(keys_b)
+    return {
+        "added": [key for key in keys_b if key not in set_a],
+        "removed": [key for key in keys_a if key not in set_b],
+        "changed": [key for key in keys_b if key in set_a and differs(key)],
+    }
+
+
+def _same_array(a: Any, b: Any) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    try:
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc"))
+    except TypeError:
+        return bool(np.array_equal(a.astype(str), b.astype(str)))
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Deep equality for uns values: dicts, dataframes, arrays, scalars."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
+    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
+        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and a.equals(b)
+    if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
+        return _same_array(a, b)
+    return bool(a == b) if type(a) is type(b) else jsonable(a) == jsonable(b)
+
+
+def _part_delta(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any], part: str) -> Delta:
+    items_a, items_b = studio_part(uns_a, part), studio_part(uns_b, part)
+    return _delta(list(items_a), list(items_b), lambda key: not _same_value(items_a[key], items_b[key]))
+
+
+def _obs_delta(view_a: TableView, view_b: TableView) -> dict[str, Any]:
+    cols_a, cols_b = list(view_a.obs.columns), list(view_b.obs.columns)
+    delta = _delta(cols_a, cols_b, lambda c: not _same_series(view_a.obs[c], view_b.obs[c]))
+    changed: list[ObsChange] = []
+    for column in delta["changed"]:
+        change: ObsChange = {"column": column}
+        counts_a, counts_b = view_a.obs_counts(column), view_b.obs_counts(column)
+        if counts_a is not None and counts_b is not None:
+            change.update(counts_a=dict(counts_a), counts_b=dict(counts_b))
+        changed.append(change)
+    return {"added": delta["added"], "removed": delta["removed"], "changed": changed}
+
+
+def _same_series(a: pd.Series, b: pd.Series) -> bool:
+    """Same values in the same order (NaN equals NaN; categories compared by value)."""
+    if len(a) != len(b):
+        return False
+    return a.astype(object).reset_index(drop=True).equals(b.astype(object).reset_index(drop=True))

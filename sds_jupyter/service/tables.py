@@ -1,0 +1,67 @@
+"""One AnnData table of one version, read element by element.
+
+Browsing asks for uns (figures, results), a few obs columns and obsm keys,
+never X. Reading the whole AnnData for that would pull the largest arrays of
+the store for nothing, so this view reads each element on first use through
+anndata's element reader and keeps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import zarr
+from anndata import AnnData
+from anndata.io import read_elem
+
+__all__ = ["TableView"]
+
+
+class TableView:
+    """Lazy, cached access to the parts of an AnnData group the browser reads."""
+
+    def __init__(self, root: zarr.Group, group: zarr.Group, name: str) -> None:
+        self.root = root
+        self.group = group
+        self.name = name
+        self._obsm: dict[str, np.ndarray] = {}
+
+    @cached_property
+    def attrs(self) -> dict[str, Any]:
+        return self.group.attrs.asdict()
+
+    @cached_property
+    def uns(self) -> dict[str, Any]:
+        return read_elem(self.group["uns"]) if "uns" in self.group else {}
+
+    @cached_property
+    def obs(self) -> pd.DataFrame:
+        return read_elem(self.group["obs"])
+
+    @cached_property
+    def obsm_keys(self) -> list[str]:
+        return sorted(self.group["obsm"].keys()) if "obsm" in self.group else []
+
+    def obsm(self, key: str) -> np.ndarray:
+        """One obsm entry as an array (dataframe entries become their values)."""
+        if key not in self._obsm:
+            value = read_elem(self.group[f"obsm/{key}"])
+            self._obsm[key] = value.to_numpy() if isinstance(value, pd.DataFrame) else np.asarray(value)
+        return self._obsm[key]
+
+    def as_anndata(self, obsm_keys: tuple[str, ...] = ("spatial",)) -> AnnData:
+        """An X-less AnnData of obs, uns and the named obsm entries, for the studio builders."""
+        obsm = {key: self.obsm(key) for key in obsm_keys if key in self.obsm_keys}
+        return AnnData(obs=self.obs, obsm=obsm, uns=dict(self.uns))
+
+    def obs_counts(self, column: str) -> Mapping[str, int] | None:
+        """Value counts of a categorical-like obs column; None for numeric columns."""
+        series = self.obs[column]
+        if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+            return None
+        counts = series.astype(str).value_counts(sort=False)
+        return {str(k): int(v) for k, v in counts.items()}
