@@ -1,0 +1,251 @@
+"""The studio layer: figure parsing, result reading, chart and canvas builders."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import numpy as np
+import pandas as pd
+import pytest
+
+from sds_jupyter.studio import FigureError, ResultError, parse_figure, read_figure, read_figures, read_result, read_results
+from sds_jupyter.studio.canvas import build_canvas, cell_coordinates, colormap_lut
+from sds_jupyter.studio.charts import DEFAULT_CHARTS, chart_for_figure, chart_spec, default_chart
+from sds_jupyter.studio.elements import coarsest_level, label_centroids, shape_centroids
+from sds_jupyter.studio.errors import ElementError
+from sds_jupyter.studio.figures import figure_schema
+
+pytest_plugins = ["fixtures_service"]
+
+
+# ------------------------------------------------------------------ figures
+
+
+def test_schema_is_valid_json_schema() -> None:
+    jsonschema.validators.validator_for(figure_schema()).check_schema(figure_schema())
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ("{this is not json", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        (json.dumps({"kind": "map"}), "unknown figure kind 'map'"),
+        (json.dumps({"kind": "chart", "result": "r", "mark": "line", "x": "a", "y": "b"}), "mark: 'line'"),
+        (json.dumps({"kind": "chart", "result": "r", "mark": "bar", "x": "a"}), "'y' is a required property"),
+        (json.dumps({"kind": "canvas", "print_width": "triple"}), "print_width"),
+        (json.dumps({"kind": "canvas", "channels": [{"color": "red"}]}), "channels/0/color"),
+        (42, "not a JSON string but int"),
+    ],
+)
+def test_bad_figures_are_unsupported_with_one_line_reason(raw: object, reason: str) -> None:
+    figure = parse_figure("f", raw)
+    assert figure.kind == "unsupported"
+    assert reason in figure.reason
+    assert "\n" not in figure.reason
+    with pytest.raises(FigureError, match="cannot be drawn"):
+        figure.require("canvas")
+
+
+def test_unknown_fields_are_accepted() -> None:
+    figure = parse_figure("f", json.dumps({"kind": "canvas", "title": "T", "future_field": {"x": 1}}))
+    assert figure.kind == "canvas"
+    assert figure.title == "T"
+    assert figure.require("canvas")["future_field"] == {"x": 1}
+    with pytest.raises(FigureError, match="not a chart figure"):
+        figure.require("chart")
+
+
+def test_read_figures_keeps_stored_order(studio_adata) -> None:
+    figures = read_figures(studio_adata.uns)
+    assert [f.id for f in figures][:3] == ["fig_canvas", "fig_continuous", "fig_chart"]
+    kinds = {f.id: f.kind for f in figures}
+    assert kinds["fig_canvas"] == "canvas" and kinds["fig_chart"] == "chart"
+    assert kinds["fig_not_json"] == kinds["fig_unknown_kind"] == kinds["fig_bad_mark"] == "unsupported"
+    assert read_figure(studio_adata.uns, "fig_chart").print_width == "double"
+    with pytest.raises(FigureError, match="No figure 'nope'"):
+        read_figure(studio_adata.uns, "nope")
+
+
+def test_no_studio_section_means_no_figures_or_results() -> None:
+    assert read_figures({}) == [] and read_results({"spatial_data_studio": "junk"}) == []
+
+
+# ------------------------------------------------------------------ results
+
+
+def test_results_parse_meta_and_tables(studio_adata) -> None:
+    results = {r.id: r for r in read_results(studio_adata.uns)}
+    comparison = results["res_comparison"]
+    assert comparison.kind == "comparison" and comparison.title == "a vs b"
+    assert list(comparison.tables) == ["table", "cells"]
+    assert comparison.error is None
+    nometa = results["res_nometa"]
+    assert nometa.meta is None and nometa.kind is None
+    assert "has no meta" in nometa.error
+    assert list(nometa.tables) == ["table"]
+
+
+def test_result_meta_that_is_not_json_is_reported() -> None:
+    uns = {"spatial_data_studio": {"results": {"r": {"table": pd.DataFrame({"a": [1]}), "meta": "{oops"}}}}
+    entry = read_result(uns, "r")
+    assert entry.meta is None and "not JSON" in entry.error
+    with pytest.raises(ResultError, match="no table 'other'"):
+        entry.table("other")
+    with pytest.raises(ResultError, match="No result 'x'"):
+        read_result(uns, "x")
+
+
+# ------------------------------------------------------------------ charts
+
+
+def test_chart_figure_builds_inline_vega_lite(studio_adata) -> None:
+    spec = read_figure(studio_adata.uns, "fig_chart").require("chart")
+    chart = chart_for_figure(spec, read_result(studio_adata.uns, "res_markers"))
+    assert chart["mark"]["type"] == "bar"
+    assert chart["encoding"]["x"] == {"field": "scores", "type": "quantitative"}
+    assert chart["encoding"]["y"]["type"] == "nominal"
+    assert chart["encoding"]["color"]["field"] == "group"
+    assert len(chart["data"]["values"]) == 30
+    assert set(chart["data"]["values"][0]) == {"scores", "names", "group"}
+
+
+def test_chart_over_missing_column_is_refused() -> None:
+    with pytest.raises(FigureError, match="Column 'nope' is not in the result table"):
+        chart_spec(pd.DataFrame({"a": [1]}), mark="point", x="a", y="nope")
+
+
+def test_chart_values_are_json_safe() -> None:
+    frame = pd.DataFrame({"x": [1.0, np.nan, np.inf], "y": ["a", None, "c"]})
+    chart = chart_spec(frame, mark="point", x="x", y="y")
+    json.dumps(chart, allow_nan=False)
+    assert chart["data"]["values"][1] == {"x": None, "y": None}
+
+
+@pytest.mark.parametrize("kind", sorted(DEFAULT_CHARTS))
+def test_every_result_kind_has_a_default_chart(studio_adata, kind: str) -> None:
+    result = next(r for r in read_results(studio_adata.uns) if r.kind == kind)
+    chart = default_chart(result)
+    assert chart is not None, kind
+    assert chart["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+    assert chart["data"]["values"]
+    json.dumps(chart, allow_nan=False)
+
+
+def test_default_charts_render_with_vl_convert(studio_adata) -> None:
+    import vl_convert
+
+    for result in read_results(studio_adata.uns):
+        chart = default_chart(result)
+        if chart is not None:
+            assert vl_convert.vegalite_to_svg(chart).startswith("<svg")
+
+
+def test_markers_chart_keeps_top_ten_per_group(studio_adata) -> None:
+    chart = default_chart(read_result(studio_adata.uns, "res_markers"))
+    groups = pd.DataFrame(chart["data"]["values"]).groupby("group").size()
+    assert groups.to_dict() == {"a": 10, "b": 10}
+    assert chart["facet"]["field"] == "group"
+
+
+def test_nhood_square_matrix_becomes_a_heatmap(studio_adata) -> None:
+    chart = default_chart(read_result(studio_adata.uns, "res_nhood"))
+    assert chart["mark"]["type"] == "rect"
+    assert len(chart["data"]["values"]) == 9
+
+
+def test_unknown_kind_or_columns_have_no_default_chart(studio_adata) -> None:
+    assert default_chart(read_result(studio_adata.uns, "res_nometa")) is None
+    uns = {"spatial_data_studio": {"results": {"r": {"table": pd.DataFrame({"zzz": [1]}), "meta": '{"kind": "markers"}'}}}}
+    assert default_chart(read_result(uns, "r")) is None
+
+
+# ------------------------------------------------------------------ canvas
+
+
+def test_cells_sit_at_label_centroids(studio_adata, blobs_root) -> None:
+    x, y = cell_coordinates(studio_adata, blobs_root, dict(blobs_root["tables/table"].attrs))
+    centroids = label_centroids(blobs_root, "blobs_labels")
+    first = str(studio_adata.obs["instance_id"].iloc[0])
+    assert x[0] == pytest.approx(centroids.loc[first, "x"])
+    assert y[0] == pytest.approx(centroids.loc[first, "y"])
+    assert np.isfinite(x).all() and (0 <= x).all() and (x <= 512).all()
+
+
+def test_obsm_spatial_wins_over_centroids(studio_adata, blobs_root) -> None:
+    studio_adata.obsm["spatial"] = np.column_stack([np.arange(26), np.arange(26) * 2.0])
+    x, y = cell_coordinates(studio_adata, blobs_root)
+    assert x.dtype == np.float32 and y[3] == 6.0
+
+
+def test_shape_centroids_read_parquet_through_the_store(blobs_root) -> None:
+    centroids = shape_centroids(blobs_root, "blobs_circles")
+    assert len(centroids) == 5 and np.isfinite(centroids.to_numpy()).all()
+
+
+def test_canvas_payload_categorical_with_image(studio_adata, blobs_root) -> None:
+    spec = read_figure(studio_adata.uns, "fig_canvas").require("canvas")
+    drawn = build_canvas(spec, studio_adata, blobs_root, dict(blobs_root["tables/table"].attrs))
+    payload = drawn.payload
+    assert payload["n_cells"] == 26
+    assert payload["color"]["mode"] == "categorical"
+    categories = payload["color"]["categories"]
+    assert payload["color"]["colors"][categories.index("tumor")] == "#d62728"
+    assert payload["point_size"] == 6 and payload["viewport"]["target"] == [256.0, 256.0]
+    image = payload["image"]
+    assert image["bounds"] == [0.0, 0.0, 512.0, 512.0]
+    assert image["channels"] == [{"name": "0", "color": "#ff0000"}]
+    x, y, codes, rgba = drawn.buffers
+    assert x.dtype == y.dtype == np.float32 and codes.dtype == np.uint16
+    assert rgba.dtype == np.uint8 and rgba.shape == (image["height"], image["width"], 4)
+    assert (rgba[..., 1] == 0).all() and (rgba[..., 3] == 255).all() and rgba[..., 0].max() > 0
+    json.dumps(payload, allow_nan=False)
+
+
+def test_canvas_payload_continuous(studio_adata, blobs_root) -> None:
+    spec = read_figure(studio_adata.uns, "fig_continuous").require("canvas")
+    drawn = build_canvas(spec, studio_adata, blobs_root, dict(blobs_root["tables/table"].attrs))
+    color = drawn.payload["color"]
+    assert color["mode"] == "continuous" and color["colormap"] == "magma"
+    assert (color["min"], color["max"]) == (0.0, 1.0) and len(color["lut"]) == 256
+    assert drawn.payload["image"] is None and len(drawn.buffers) == 3
+    assert drawn.buffers[2].dtype == np.float32
+
+
+def test_canvas_without_color_has_two_buffers(studio_adata, blobs_root) -> None:
+    drawn = build_canvas({"kind": "canvas"}, studio_adata, blobs_root, dict(blobs_root["tables/table"].attrs))
+    assert drawn.payload["color"] == {"mode": "none"} and len(drawn.buffers) == 2
+
+
+def test_missing_category_values_get_a_gray_na(studio_adata, blobs_root) -> None:
+    studio_adata.obs["partial"] = pd.Categorical(["a", None] * 13)
+    drawn = build_canvas({"kind": "canvas", "color_by": "partial"}, studio_adata, blobs_root, dict(blobs_root["tables/table"].attrs))
+    assert drawn.payload["color"]["categories"] == ["a", "NA"]
+    assert drawn.buffers[2][1] == 1
+
+
+@pytest.mark.parametrize(
+    ("spec", "error", "message"),
+    [
+        ({"kind": "canvas", "color_by": "nope"}, FigureError, "not an obs column"),
+        ({"kind": "canvas", "color_by": "score", "colormap": "nope"}, FigureError, "Unknown colormap"),
+        ({"kind": "canvas", "image": "nope"}, ElementError, "No image element 'nope'"),
+        ({"kind": "canvas", "image": "blobs_image", "channels": [{"name": "9"}] * 5}, FigureError, "does not have"),
+    ],
+)
+def test_canvas_refusals(studio_adata, blobs_root, spec, error, message) -> None:
+    with pytest.raises(error, match=message):
+        build_canvas(spec, studio_adata, blobs_root, dict(blobs_root["tables/table"].attrs))
+
+
+def test_coarsest_level_of_multiscale_image(blobs_root) -> None:
+    level = coarsest_level(blobs_root, "images", "blobs_multiscale_image")
+    assert (level.width, level.height) == (128, 128)
+    assert level.scale_yx == (4.0, 4.0)
+    assert level.channel_names == ("0", "1", "2")
+
+
+def test_colormap_lut_endpoints() -> None:
+    lut = colormap_lut("gray")
+    assert lut[0] == "#000000" and lut[-1] == "#ffffff"
