@@ -1,0 +1,35 @@
+# The two entry points the README names:
+#   make demo  - set everything up, build the demo stack and show it
+#   make test  - set everything up and run the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEMO_DIR ?= demo-data
+
+.PHONY: setup demo test test-python test-js bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+	$(PY) -m pip install -e ".[test]"
+	touch $@
+
+setup: $(VENV)/.installed
+
+$(DEMO_DIR)/.built: $(VENV)/.installed
+	rm -rf $(DEMO_DIR)
+	$(PY) -m sds_jupyter demo $(DEMO_DIR) > $(DEMO_DIR).top
+	mv $(DEMO_DIR).top $(DEMO_DIR)/top-version.txt
+	touch $@
+
+demo: $(DEMO_DIR)/.built
+	$(PY) -m sds_jupyter describe "$$(cat $(DEMO_DIR)/top-version.txt)"
+
+test: setup
+	$(PY) -m pytest
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) $(DEMO_DIR) build dist
