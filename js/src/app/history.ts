@@ -6,6 +6,8 @@ import type { BaseSummary, History, VersionSummary } from './types';
 import { VirtualList } from './vlist';
 
 export const ROW_HEIGHT = 72;
+/** Milliseconds a key-driven selection rests before the details load. */
+export const KEY_DELAY = 120;
 
 type Entry = { kind: 'version'; v: VersionSummary } | { kind: 'base'; b: BaseSummary };
 
@@ -14,6 +16,7 @@ export class HistoryView {
   private readonly list: VirtualList;
   private entries: Entry[] = [];
   private selected = -1;
+  private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly onSelect: (depth: number) => void;
   private readonly now: () => number;
 
@@ -35,6 +38,7 @@ export class HistoryView {
   }
 
   dispose(): void {
+    clearTimeout(this.timer);
     this.list.dispose();
     this.node.removeEventListener('click', this.onClick);
     this.node.removeEventListener('keydown', this.onKey);
@@ -68,7 +72,7 @@ export class HistoryView {
     }
   }
 
-  private selectIndex(index: number): void {
+  private selectIndex(index: number, debounce = false): void {
     if (!this.entries.length) {
       return;
     }
@@ -76,12 +80,24 @@ export class HistoryView {
     const changed = index !== this.selected;
     this.selected = index;
     this.list.scrollToIndex(index);
-    this.list.refresh();
-    const row = this.node.querySelector(`[data-index="${index}"]`);
-    if (row) {
-      this.node.setAttribute('aria-activedescendant', row.id);
+    // restyle the rendered rows in place: no re-render on a selection change
+    for (const row of this.node.querySelectorAll<HTMLElement>('.sds-history-row')) {
+      const on = Number(row.dataset.index) === index;
+      row.classList.toggle('sds-selected', on);
+      row.setAttribute('aria-selected', String(on));
+      if (on) {
+        this.node.setAttribute('aria-activedescendant', row.id);
+      }
     }
-    if (changed) {
+    if (!changed) {
+      return;
+    }
+    // holding an arrow key moves the selection at once, but asks for the
+    // details only once the key rests
+    clearTimeout(this.timer);
+    if (debounce) {
+      this.timer = setTimeout(() => this.onSelect(this.selectedDepth()!), KEY_DELAY);
+    } else {
       this.onSelect(this.selectedDepth()!);
     }
   }
@@ -112,7 +128,7 @@ export class HistoryView {
     if (target !== null) {
       event.preventDefault();
       event.stopPropagation();
-      this.selectIndex(target);
+      this.selectIndex(target, true);
     }
   };
 

@@ -20,6 +20,7 @@ export class VirtualList {
   private first = -1;
   private last = -1;
   private raf = 0;
+  private readonly rows = new Map<number, HTMLElement>();
 
   constructor(node: HTMLElement, opts: VirtualListOptions) {
     this.node = node;
@@ -46,6 +47,10 @@ export class VirtualList {
 
   /** Re-render the rows in view (e.g. after the selection changed). */
   refresh(): void {
+    for (const row of this.rows.values()) {
+      row.remove();
+    }
+    this.rows.clear();
     this.first = this.last = -1;
     this.update();
   }
@@ -101,8 +106,17 @@ export class VirtualList {
     }
     this.first = first;
     this.last = last;
-    const rows: HTMLElement[] = [];
+    // keep the rows still in view, drop the rest, render only the newcomers
+    for (const [i, row] of this.rows) {
+      if (i < first || i > last) {
+        row.remove();
+        this.rows.delete(i);
+      }
+    }
     for (let i = first; i <= last; i++) {
+      if (this.rows.has(i)) {
+        continue;
+      }
       const row = this.opts.renderRow(i);
       row.style.position = 'absolute';
       row.style.top = `${i * rh}px`;
@@ -110,8 +124,8 @@ export class VirtualList {
       row.style.left = '0';
       row.style.right = '0';
       row.dataset.index = String(i);
-      rows.push(row);
+      this.rows.set(i, row);
+      this.node.append(row);
     }
-    this.node.replaceChildren(this.spacer, ...rows);
   }
 }

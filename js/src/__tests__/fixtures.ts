@@ -1,0 +1,94 @@
+/** A fake Transport and small payloads shaped as docs/service-protocol.md says. */
+
+import type { ChartHandle, ChartRenderer } from '../app/chart';
+import { TransportError, type Buffer, type Reply, type Transport } from '../app/transport';
+import type { Data, History, Params, RequestName, VersionSummary } from '../app/types';
+
+export const NOW = Date.parse('2026-12-01T12:00:00Z');
+
+type Handler<N extends RequestName> = (params: Params<N>) => Data<N> | Reply<Data<N>> | Promise<Data<N> | Reply<Data<N>>>;
+
+export class FakeTransport implements Transport {
+  calls: { name: RequestName; params: unknown }[] = [];
+  handlers: { [N in RequestName]?: Handler<N> } = {};
+
+  on<N extends RequestName>(name: N, handler: Handler<N>): this {
+    (this.handlers as Record<string, unknown>)[name] = handler;
+    return this;
+  }
+
+  async request<N extends RequestName>(name: N, params: Params<N>): Promise<Reply<Data<N>>> {
+    this.calls.push({ name, params });
+    const handler = this.handlers[name] as Handler<N> | undefined;
+    if (!handler) {
+      throw new TransportError('not_found', `no handler for ${name}`);
+    }
+    const out = await handler(params);
+    if (out && typeof out === 'object' && 'buffers' in out && 'data' in out) {
+      return out as Reply<Data<N>>;
+    }
+    return { data: out as Data<N>, buffers: [] as Buffer[] };
+  }
+
+  callsOf(name: RequestName): unknown[] {
+    return this.calls.filter(c => c.name === name).map(c => c.params);
+  }
+}
+
+export function version(depth: number, extra: Partial<VersionSummary> = {}): VersionSummary {
+  return {
+    depth,
+    dataset_id: `ds-${depth}`,
+    title: `Version ${depth}`,
+    message: `message ${depth}`,
+    created_at: new Date(NOW - depth * 3600 * 1000).toISOString(),
+    created_by: 'ana',
+    app: { id: 'spatial-data-studio', version: '1.2.0' },
+    changes: [],
+    n_files: 3,
+    n_deleted: 0,
+    folder: `v${depth}`,
+    ...extra
+  };
+}
+
+export function history(n: number, extra: Partial<History> = {}): History {
+  const versions: VersionSummary[] = [];
+  for (let d = n; d >= 1; d--) {
+    versions.push(version(d));
+  }
+  return {
+    top_depth: n,
+    versions,
+    base: { depth: 0, dataset_id: 'base-ds', path: '/data/base.zarr', kind: 'folder', zarr_format: 3 },
+    ...extra
+  };
+}
+
+/** A chart renderer that records what it was asked to draw. */
+export function fakeCharts(): { render: ChartRenderer; specs: object[] } {
+  const specs: object[] = [];
+  const render: ChartRenderer = async (el, spec) => {
+    specs.push(spec);
+    el.dataset.drawn = 'true';
+    el.textContent = 'chart';
+    const handle: ChartHandle = {
+      toSVG: async () => '<svg/>',
+      toPNG: async () => 'data:image/png;base64,',
+      dispose: () => undefined
+    };
+    return handle;
+  };
+  return { render, specs };
+}
+
+/** Let pending promises and timers settle. */
+export async function settle(rounds = 5): Promise<void> {
+  for (let i = 0; i < rounds; i++) {
+    await new Promise(r => setTimeout(r, 0));
+  }
+}
+
+export function text(el: Element | null | undefined): string {
+  return (el?.textContent ?? '').replace(/\s+/g, ' ').trim();
+}
