@@ -1,0 +1,32 @@
+"""Shared fixtures: the demo stack (built once per run) and empty datasets folders."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def demo_top(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo stack's top version folder, built by spatialdata and our writer."""
+    from sds_jupyter.demo import build_demo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_demo(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture
+def datasets(tmp_path: Path) -> Path:
+    """An empty datasets folder, as a download of several Cirro datasets lays out."""
+    folder = tmp_path / "datasets"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _no_folder_map_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests set SDS_CIRRO_DATASETS themselves when they mean to."""
+    monkeypatch.delenv("SDS_CIRRO_DATASETS", raising=False)
