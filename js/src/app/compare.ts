@@ -13,6 +13,7 @@ export class CompareView {
   readonly selectB: HTMLSelectElement;
   private readonly out: HTMLElement;
   private token = 0;
+  private ran = false;
 
   constructor(private readonly transport: Transport) {
     this.selectA = h('select', { class: 'sds-select', 'aria-label': 'Version A' });
@@ -47,6 +48,14 @@ export class CompareView {
       this.selectA.value = String(choices[Math.min(1, choices.length - 1)].depth);
     }
     fill(this.out, choices.length < 2 ? empty('Only one version: nothing to compare.') : null);
+    this.ran = choices.length < 2;
+  }
+
+  /** Compare the current picks unless done already (when the tab is first shown). */
+  ensure(): void {
+    if (!this.ran) {
+      void this.run();
+    }
   }
 
   /** Pick both sides and compare. */
@@ -63,6 +72,7 @@ export class CompareView {
       return;
     }
     const token = ++this.token;
+    this.ran = true;
     if (a === b) {
       fill(this.out, empty('Pick two different versions.'));
       return;
@@ -123,7 +133,7 @@ function deltaLists(d: Delta): HTMLElement {
       h(
         'div',
         { class: `sds-delta-${k}` },
-        h('span', { class: 'sds-delta-label' }, `${k}:`),
+        h('span', { class: 'sds-delta-label' }, `${k}: `),
         d[k].map(name => badge(name, family))
       )
     );
@@ -153,8 +163,8 @@ function counts(ch: ObsChange, a: number, b: number): HTMLElement {
               'tr',
               {},
               h('th', {}, 'value'),
-              h('th', { class: 'sds-num' }, `v${a}`),
-              h('th', { class: 'sds-num' }, `v${b}`),
+              h('th', { class: 'sds-num' }, label(a)),
+              h('th', { class: 'sds-num' }, label(b)),
               h('th', { class: 'sds-num' }, 'Δ')
             )
           ),
@@ -179,4 +189,8 @@ function counts(ch: ObsChange, a: number, b: number): HTMLElement {
         )
       : null
   );
+}
+
+function label(depth: number): string {
+  return depth === 0 ? 'base' : `v${depth}`;
 }

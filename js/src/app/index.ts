@@ -155,7 +155,13 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   }
 
   function loadTab(): void {
-    if (selected === null || !history || tab === 'compare') {
+    if (tab === 'compare') {
+      if (history) {
+        compare.ensure();
+      }
+      return;
+    }
+    if (selected === null || !history) {
       return;
     }
     if (loaded[tab] === selected) {
@@ -214,6 +220,9 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       const target = keep !== null && depths.includes(keep) ? keep : depths[0];
       if (target !== undefined) {
         historyView.selectDepth(target);
+      }
+      if (tab === 'compare') {
+        compare.ensure();
       }
       options.onHistory?.(data);
     } catch (err) {

@@ -1,0 +1,239 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mountApp, type AppHandle } from '../app';
+import { decodeCanvas, fitView, packColor, rasterizePoints, savedView } from '../app/raster';
+import { TransportError, decodeFrame, encodeFrame } from '../app/transport';
+import type { CanvasPayload, Figure } from '../app/types';
+import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
+
+let app: AppHandle | null = null;
+afterEach(() => {
+  app?.dispose();
+  app = null;
+  document.body.replaceChildren();
+});
+
+const CHART: Figure = {
+  id: 'markers_bar',
+  title: 'Top markers',
+  caption: 'Mean expression per cluster',
+  print_width: 89,
+  kind: 'chart',
+  vega_lite: { mark: 'bar', data: { values: [{ a: 1, b: 2 }] } },
+  spec: { kind: 'chart', mark: 'bar' }
+};
+
+const CANVAS: Figure = {
+  id: 'tissue',
+  title: 'Tissue',
+  caption: null,
+  print_width: 'double',
+  kind: 'canvas',
+  canvas: { table: 'table' },
+  spec: { kind: 'canvas', color_by: 'regions' }
+};
+
+const ODD: Figure = {
+  id: 'odd',
+  title: 'A 3D view',
+  caption: null,
+  print_width: null,
+  kind: 'unsupported',
+  reason: 'kind "volume" is not drawn by this viewer',
+  spec: '{"kind": "volume", "depth": 3}'
+};
+
+function canvasPayload(n: number): CanvasPayload {
+  return {
+    n_cells: n,
+    bounds: [0, 0, 100, 100],
+    viewport: { target: [50, 50], zoom: 0, rotation: 0 },
+    color: { mode: 'categorical', column: 'regions', categories: ['tumor', 'stroma'], colors: ['#ff0000', '#00ff00'] },
+    point_size: 1,
+    image: null
+  };
+}
+
+function mount(t: FakeTransport, charts = fakeCharts()): HTMLElement {
+  const el = document.createElement('div');
+  document.body.append(el);
+  app = mountApp(el, t, { now: () => NOW, renderChart: charts.render, initialTab: 'figures' });
+  return el;
+}
+
+describe('figures view', () => {
+  it('draws charts, canvases and unsupported figures, each with its header', async () => {
+    const x = new Float32Array([10, 20, 30]);
+    const y = new Float32Array([10, 20, 30]);
+    const codes = new Uint16Array([0, 1, 0]);
+    const charts = fakeCharts();
+    const t = new FakeTransport()
+      .on('history', () => history(1))
+      .on('figures', () => ({ figures: [CHART, CANVAS, ODD] }))
+      // as the widget hands them: DataViews
+      .on('canvas', () => ({
+        data: canvasPayload(3),
+        buffers: [new DataView(x.buffer), new DataView(y.buffer), new DataView(codes.buffer)]
+      }));
+    const el = mount(t, charts);
+    await settle(10);
+    const figs = [...el.querySelectorAll<HTMLElement>('.sds-figure')];
+    expect(figs.map(f => f.dataset.figure)).toEqual(['markers_bar', 'tissue', 'odd']);
+
+    // chart: the Vega-Lite spec went to the renderer, export buttons appear
+    expect(text(figs[0].querySelector('.sds-figure-title'))).toBe('Top markers');
+    expect(text(figs[0].querySelector('.sds-chip'))).toBe('89 mm');
+    expect(text(figs[0].querySelector('figcaption'))).toBe('Mean expression per cluster');
+    expect(charts.specs).toEqual([CHART.vega_lite]);
+    expect(figs[0].querySelector<HTMLElement>('.sds-chart')!.dataset.drawn).toBe('true');
+    expect([...figs[0].querySelectorAll('.sds-figure-tools button')].map(b => text(b))).toEqual(['SVG', 'PNG']);
+
+    // canvas: requested with version and figure id, legend from the payload
+    expect(t.callsOf('canvas')).toEqual([{ version: 1, figure: 'tissue' }]);
+    expect(text(figs[1].querySelector('.sds-chip'))).toBe('double column');
+    expect(figs[1].querySelector('canvas')).not.toBeNull();
+    const legend = figs[1].querySelector('.sds-legend')!;
+    expect(text(legend.querySelector('.sds-legend-title'))).toBe('regions');
+    expect([...legend.querySelectorAll('.sds-legend-label')].map(l => text(l))).toEqual(['tumor', 'stroma']);
+    expect(legend.querySelector<HTMLElement>('.sds-swatch')!.getAttribute('style')).toContain('rgb(255, 0, 0)');
+    expect(text(figs[1].querySelector('.sds-canvas-note'))).toBe('3 cells');
+
+    // unsupported: the reason and the spec as pretty JSON
+    expect(text(figs[2].querySelector('.sds-reason'))).toBe('kind "volume" is not drawn by this viewer');
+    expect(figs[2].querySelector('pre')!.textContent).toBe(JSON.stringify({ kind: 'volume', depth: 3 }, null, 2));
+  });
+
+  it('shows a canvas with missing buffers as an in-place error', async () => {
+    const t = new FakeTransport()
+      .on('history', () => history(1))
+      .on('figures', () => ({ figures: [CANVAS] }))
+      .on('canvas', () => ({ data: canvasPayload(3), buffers: [new Float32Array(3).buffer] }));
+    const el = mount(t);
+    await settle(10);
+    expect(text(el.querySelector('.sds-figure .sds-error'))).toContain('missing the y buffer');
+  });
+
+  it('keeps other figures when one chart fails, and shows a figures error in place', async () => {
+    const failing = {
+      specs: [] as object[],
+      render: async () => {
+        throw new Error('bad spec');
+      }
+    };
+    const t = new FakeTransport()
+      .on('history', () => history(1))
+      .on('figures', () => ({ figures: [CHART, ODD], error: { kind: 'bad_figure', message: 'figure x is not JSON' } }));
+    const el = mount(t, failing);
+    await settle(10);
+    expect(text(el.querySelector('.sds-figures > .sds-error'))).toContain('figure x is not JSON');
+    expect(text(el.querySelector('[data-figure="markers_bar"] .sds-error'))).toContain('bad spec');
+    expect(text(el.querySelector('[data-figure="odd"] .sds-reason'))).toContain('volume');
+  });
+
+  it('shows a failed figures request in place', async () => {
+    const t = new FakeTransport()
+      .on('history', () => history(1))
+      .on('figures', () => {
+        throw new TransportError('refused', 'stack refused: cycle');
+      });
+    const el = mount(t);
+    await settle(10);
+    expect(text(el.querySelector('.sds-figures .sds-error'))).toContain('stack refused: cycle');
+    expect(el.querySelectorAll('.sds-history-row').length).toBe(2);
+  });
+
+  it('says so when a version has no figures', async () => {
+    const t = new FakeTransport().on('history', () => history(1)).on('figures', () => ({ figures: [] }));
+    const el = mount(t);
+    await settle(10);
+    expect(text(el.querySelector('.sds-figures'))).toBe('This version has no figures.');
+  });
+});
+
+describe('canvas decoding and rasterising', () => {
+  it('decodes buffers in protocol order, including an RGBA image', () => {
+    const payload: CanvasPayload = {
+      ...canvasPayload(2),
+      color: { mode: 'continuous', column: 'score', colormap: 'viridis', min: 0, max: 1, lut: ['#000000', '#ffffff'] },
+      image: { width: 2, height: 1, bounds: [0, 0, 100, 100], channels: [{ name: 'DAPI', color: '#0000ff' }] }
+    };
+    const frame = encodeFrame(payload, [
+      new Float32Array([1, 2]),
+      new Float32Array([3, 4]),
+      new Float32Array([0.25, 0.75]),
+      new Uint8ClampedArray([1, 2, 3, 4, 5, 6, 7, 8])
+    ]);
+    const reply = decodeFrame<CanvasPayload>(frame);
+    expect(reply.data).toEqual(payload);
+    const d = decodeCanvas(reply.data, reply.buffers);
+    expect([...d.x]).toEqual([1, 2]);
+    expect([...d.y]).toEqual([3, 4]);
+    expect([...(d.value as Float32Array)]).toEqual([0.25, 0.75]);
+    expect([...d.image!]).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
+  it('decodes misaligned DataViews by copying', () => {
+    const raw = new Uint8Array(1 + 8);
+    raw.set(new Uint8Array(new Float32Array([5, 6]).buffer), 1);
+    const view = new DataView(raw.buffer, 1, 8);
+    const payload = { ...canvasPayload(2), color: { mode: 'none' as const } };
+    const d = decodeCanvas(payload, [view, view]);
+    expect([...d.x]).toEqual([5, 6]);
+    expect(d.value).toBeNull();
+  });
+
+  it('puts points where the view says, in their category colours', () => {
+    const w = 10;
+    const hgt = 10;
+    const pixels = new Uint8ClampedArray(w * hgt * 4);
+    const data = {
+      x: new Float32Array([0, 9, 5, 500]),
+      y: new Float32Array([0, 9, 2, 500]),
+      value: new Uint16Array([0, 1, 7, 0]),
+      image: null
+    };
+    const color = { mode: 'categorical' as const, column: 'c', categories: ['a', 'b'], colors: ['#ff0000', '#0000ff'] };
+    // identity view: target at the centre, one pixel per unit
+    const drawn = rasterizePoints(pixels, data, color, { width: w, height: hgt, target: [5, 5], scale: 1, rotation: 0 }, 1);
+    expect(drawn).toBe(3); // the point at 500,500 is out of view
+    const at = (px: number, py: number) => [...pixels.slice((py * w + px) * 4, (py * w + px) * 4 + 4)];
+    expect(at(0, 0)).toEqual([255, 0, 0, 255]);
+    expect(at(9, 9)).toEqual([0, 0, 255, 255]);
+    expect(at(5, 2)).toEqual([128, 128, 128, 128]); // code 7: no such category
+    expect(at(1, 1)).toEqual([0, 0, 0, 0]);
+  });
+
+  it('rasterises a million points quickly', () => {
+    const n = 1_000_000;
+    const x = new Float32Array(n);
+    const y = new Float32Array(n);
+    const v = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      x[i] = (i % 1000) / 10;
+      y[i] = Math.floor(i / 1000) / 10;
+      v[i] = i / n;
+    }
+    const payload: CanvasPayload = {
+      ...canvasPayload(n),
+      color: { mode: 'continuous', column: 's', colormap: 'gray', min: 0, max: 1, lut: ['#000000', '#808080', '#ffffff'] }
+    };
+    const view = fitView(payload.bounds, 800, 800);
+    const pixels = new Uint8ClampedArray(800 * 800 * 4);
+    const t0 = performance.now();
+    const drawn = rasterizePoints(pixels, { x, y, value: v, image: null }, payload.color, view, 2);
+    const ms = performance.now() - t0;
+    expect(drawn).toBe(n);
+    expect(ms).toBeLessThan(1500);
+    // the first rows are dark, the last rows light
+    const lum = (py: number) => pixels[(py * 800 + 400) * 4];
+    expect(lum(25)).toBe(0);
+    expect(lum(775)).toBe(255);
+  });
+
+  it('frames the saved viewport with 2^zoom pixels per unit', () => {
+    const view = savedView({ ...canvasPayload(1), viewport: { target: [10, 20], zoom: 1, rotation: 0 } }, 100, 50);
+    expect(view.scale).toBe(2);
+    expect(view.target).toEqual([10, 20]);
+    expect(packColor('#102030')).toBe(((255 << 24) | (0x30 << 16) | (0x20 << 8) | 0x10) >>> 0);
+    expect(packColor('#abc')).toBe(packColor('#aabbcc'));
+  });
+});

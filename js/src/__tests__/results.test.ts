@@ -1,0 +1,213 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mountApp, type AppHandle } from '../app';
+import { TransportError } from '../app/transport';
+import type { Comparison, Result, ResultPage } from '../app/types';
+import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
+
+let app: AppHandle | null = null;
+afterEach(() => {
+  app?.dispose();
+  app = null;
+  document.body.replaceChildren();
+});
+
+const MARKERS: Result = {
+  id: 'markers_leiden',
+  kind: 'markers',
+  title: 'Markers of leiden',
+  meta: {
+    kind: 'markers',
+    title: 'Markers of leiden',
+    method: 'wilcoxon',
+    parameters: { groupby: 'leiden', n_genes: 25 },
+    summary: { n_groups: 7 },
+    created_by: 'ana',
+    created_at: new Date(NOW - 2 * 86400_000).toISOString(),
+    app_version: '1.2.0'
+  },
+  tables: [
+    { name: 'per_group', n_rows: 7, columns: [{ name: 'group', dtype: 'str' }] },
+    {
+      name: 'table',
+      n_rows: 120,
+      columns: [
+        { name: 'gene', dtype: 'str' },
+        { name: 'score', dtype: 'float32' }
+      ]
+    }
+  ],
+  chart: { mark: 'point' }
+};
+
+const BROKEN: Result = {
+  id: 'orphan',
+  kind: null,
+  title: null,
+  meta: null,
+  tables: [],
+  error: { kind: 'missing_meta', message: 'result orphan has no meta' }
+};
+
+/** A server that pages and sorts 120 rows of (gene_i, i). */
+function pageOf(p: { offset: number; limit: number; sort?: string; descending?: boolean; table?: string }): ResultPage {
+  let rows: unknown[][] = Array.from({ length: 120 }, (_, i) => [`gene_${i}`, i / 2]);
+  if (p.sort === 'score' && p.descending) {
+    rows = rows.reverse();
+  }
+  return {
+    columns: [
+      { name: 'gene', dtype: 'str' },
+      { name: 'score', dtype: 'float32' }
+    ],
+    rows: rows.slice(p.offset, p.offset + p.limit),
+    total: 120,
+    offset: p.offset
+  };
+}
+
+function mount(t: FakeTransport, tab: 'results' | 'compare', charts = fakeCharts()): HTMLElement {
+  const el = document.createElement('div');
+  document.body.append(el);
+  app = mountApp(el, t, { now: () => NOW, renderChart: charts.render, initialTab: tab });
+  return el;
+}
+
+describe('results view', () => {
+  it('reports the meta, draws the default chart, and pages the main table from the server', async () => {
+    const charts = fakeCharts();
+    const t = new FakeTransport()
+      .on('history', () => history(2))
+      .on('results', () => ({ results: [MARKERS, BROKEN] }))
+      .on('result_page', p => pageOf(p));
+    const el = mount(t, 'results', charts);
+    await settle(10);
+    const r = el.querySelector<HTMLElement>('[data-result="markers_leiden"]')!;
+    const report = text(r.querySelector('.sds-report'));
+    for (const s of ['markers', 'wilcoxon', 'groupby', 'leiden', 'n_genes', '25', 'n_groups', '7', 'ana', '2 days ago', '1.2.0']) {
+      expect(report).toContain(s);
+    }
+    expect(charts.specs).toEqual([{ mark: 'point' }]);
+
+    // the default table ("table") first, one page, never the whole table
+    expect(t.callsOf('result_page')).toEqual([
+      { version: 2, result: 'markers_leiden', table: 'table', offset: 0, limit: 50 }
+    ]);
+    const grid = r.querySelector<HTMLElement>('.sds-table-view[data-table="table"]')!;
+    expect(grid.querySelectorAll('tbody tr').length).toBe(50);
+    expect(text(grid.querySelector('.sds-page-status'))).toBe('rows 1–50 of 120');
+    expect(grid.querySelector<HTMLButtonElement>('.sds-prev')!.disabled).toBe(true);
+
+    grid.querySelector<HTMLButtonElement>('.sds-next')!.click();
+    await settle();
+    expect(text(grid.querySelector('.sds-page-status'))).toBe('rows 51–100 of 120');
+    expect(text(grid.querySelector('tbody tr td'))).toBe('gene_50');
+
+    // sorting asks the server, from the first page
+    const sortButton = () => grid.querySelector<HTMLButtonElement>('th[data-column="score"] button')!;
+    sortButton().click();
+    await settle();
+    sortButton().click();
+    await settle();
+    expect(t.callsOf('result_page').slice(-2)).toEqual([
+      { version: 2, result: 'markers_leiden', table: 'table', offset: 0, limit: 50, sort: 'score', descending: false },
+      { version: 2, result: 'markers_leiden', table: 'table', offset: 0, limit: 50, sort: 'score', descending: true }
+    ]);
+    expect(grid.querySelector('th[data-column="score"]')!.getAttribute('aria-sort')).toBe('descending');
+    expect(text(grid.querySelector('tbody tr td'))).toBe('gene_119');
+    expect(text(grid.querySelectorAll('tbody tr td')[1])).toBe('59.5');
+
+    // further tables load when opened
+    const more = r.querySelector<HTMLDetailsElement>('details.sds-more-table')!;
+    expect(text(more.querySelector('summary'))).toBe('per_group 7 rows');
+    more.open = true;
+    more.dispatchEvent(new Event('toggle'));
+    await settle();
+    expect(t.callsOf('result_page').slice(-1)[0]).toEqual({
+      version: 2,
+      result: 'markers_leiden',
+      table: 'per_group',
+      offset: 0,
+      limit: 50
+    });
+
+    // a result with an error shows it in place
+    expect(text(el.querySelector('[data-result="orphan"] .sds-error'))).toContain('result orphan has no meta');
+  });
+
+  it('shows a failed page in place and keeps the rest', async () => {
+    const t = new FakeTransport()
+      .on('history', () => history(1))
+      .on('results', () => ({ results: [MARKERS] }))
+      .on('result_page', () => {
+        throw new TransportError('bad_request', 'unknown column');
+      });
+    const el = mount(t, 'results');
+    await settle(10);
+    expect(text(el.querySelector('.sds-table-view .sds-error'))).toContain('unknown column');
+    expect(text(el.querySelector('.sds-report'))).toContain('wilcoxon');
+  });
+});
+
+describe('compare view', () => {
+  const COMPARISON: Comparison = {
+    a: 1,
+    b: 3,
+    obs: {
+      added: ['leiden'],
+      removed: ['old_col'],
+      changed: [{ column: 'regions', counts_a: { tumor: 10, stroma: 5 }, counts_b: { tumor: 12, stroma: 3, edge: 1 } }]
+    },
+    obsm: { added: ['X_umap'], removed: [], changed: [] },
+    uns: { added: [], removed: ['foo'], changed: ['spatial_data_studio'] },
+    figures: { added: ['tissue'], removed: [], changed: [] },
+    results: { added: [], removed: [], changed: [] }
+  };
+
+  it('compares the top with its parent by default, then any two picked', async () => {
+    const t = new FakeTransport().on('history', () => history(3)).on('compare', () => COMPARISON);
+    const el = mount(t, 'compare');
+    await settle(10);
+    const selects = el.querySelectorAll('select');
+    expect([...selects[0].options].map(o => o.value)).toEqual(['3', '2', '1', '0']);
+    expect(text(selects[0].options[3])).toBe('base (base-ds)');
+    expect(selects[0].value).toBe('2');
+    expect(selects[1].value).toBe('3');
+    // shown: compared at once
+    expect(t.callsOf('compare')).toEqual([{ a: 2, b: 3 }]);
+    selects[0].value = '1';
+    selects[0].dispatchEvent(new Event('change'));
+    await settle();
+    expect(t.callsOf('compare')).toEqual([{ a: 2, b: 3 }, { a: 1, b: 3 }]);
+    const obs = el.querySelector('.sds-delta-obs')!;
+    expect(text(obs.querySelector('.sds-delta-added'))).toBe('added: leiden');
+    expect(text(obs.querySelector('.sds-delta-removed'))).toBe('removed: old_col');
+    const rows = [...obs.querySelectorAll('.sds-obs-change tbody tr')].map(r =>
+      [...r.querySelectorAll('td')].map(td => text(td)).join(' ')
+    );
+    expect(rows).toEqual(['tumor 10 12 +2', 'stroma 5 3 -2', 'edge – 1 +1']);
+    expect(text(el.querySelector('.sds-delta-obsm'))).toContain('X_umap');
+    expect(text(el.querySelector('.sds-delta-uns .sds-delta-removed'))).toBe('removed: foo');
+    expect(text(el.querySelector('.sds-delta-uns .sds-delta-changed'))).toBe('changed: spatial_data_studio');
+    expect(text(el.querySelector('.sds-delta-results'))).toContain('no difference');
+
+    // the same version on both sides: nothing asked
+    selects[1].value = '1';
+    selects[1].dispatchEvent(new Event('change'));
+    await settle();
+    expect(t.callsOf('compare').length).toBe(2);
+    expect(text(el.querySelector('.sds-compare-out'))).toBe('Pick two different versions.');
+  });
+
+  it('shows a failed comparison in place', async () => {
+    const t = new FakeTransport()
+      .on('history', () => history(2))
+      .on('compare', () => {
+        throw new TransportError('refused', 'cannot read obs of v1');
+      });
+    const el = mount(t, 'compare');
+    await settle(10);
+    expect(text(el.querySelector('.sds-compare .sds-error'))).toContain('cannot read obs of v1');
+    // the pickers still work after a failure
+    expect(el.querySelectorAll('.sds-compare select').length).toBe(2);
+  });
+});
