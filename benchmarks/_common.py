@@ -1,0 +1,201 @@
+"""Shared helpers for the benchmarks: side-by-side timing and one result line.
+
+Every benchmark measures two things, A (the stack) and B (the reference), in the
+same process, alternating A, B, A, B ... so that drift (CPU frequency, page cache,
+other load) hits both alike. It reports the medians and the ratio A / B and
+never fails on timing: a missed goal is printed, not raised.
+
+The last line a benchmark prints is ``RESULT <json>``; ``run_all.py`` collects
+those lines into its summary table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+# Run from a checkout without installing: make the package importable.
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+RESULT_PREFIX = "RESULT "
+
+
+def quiet_warnings() -> None:
+    """anndata/zarr/spatialdata warn about things a benchmark does not care about."""
+    warnings.filterwarnings("ignore")
+    import logging
+
+    logging.getLogger("spatialdata").setLevel(logging.ERROR)
+    logging.getLogger("ome_zarr").setLevel(logging.ERROR)
+
+
+def parse_args(description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smaller data and fewer rounds: checks that the benchmark runs, figures mean little",
+    )
+    parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (A then B)")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
+    return parser.parse_args()
+
+
+@contextmanager
+def workdir(keep: bool = False) -> Iterator[Path]:
+    """A temporary folder for one benchmark's data, removed at the end."""
+    path = Path(tempfile.mkdtemp(prefix="sds-bench-"))
+    try:
+        yield path
+    finally:
+        if keep:
+            print(f"(data kept in {path})")
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def alternate(
+    a: Callable[[], Any],
+    b: Callable[[], Any],
+    rounds: int,
+    *,
+    warmup: int = 1,
+    before_a: Callable[[], Any] | None = None,
+    before_b: Callable[[], Any] | None = None,
+    after_a: Callable[[], Any] | None = None,
+    after_b: Callable[[], Any] | None = None,
+) -> tuple[list[float], list[float]]:
+    """Time ``a`` and ``b`` alternately, ``rounds`` times each, after ``warmup`` untimed pairs.
+
+    ``before_*`` / ``after_*`` run outside the timed region (set-up and clean-up of
+    one run, such as removing a flatten's output). The garbage collector is run
+    before, and disabled during, each timed call so that a collection one run
+    triggered is not billed to the other.
+    """
+    times_a: list[float] = []
+    times_b: list[float] = []
+    for index in range(warmup + rounds):
+        for fn, before, after, sink in (
+            (a, before_a, after_a, times_a),
+            (b, before_b, after_b, times_b),
+        ):
+            if before is not None:
+                before()
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                fn()
+                elapsed = time.perf_counter() - start
+            finally:
+                gc.enable()
+            if after is not None:
+                after()
+            if index >= warmup:
+                sink.append(elapsed)
+    return times_a, times_b
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def fmt_time(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.2f} µs"
+
+
+def comparison(
+    name: str,
+    label_a: str,
+    label_b: str,
+    times_a: list[float],
+    times_b: list[float],
+    *,
+    goal: float | None,
+    per: int = 1,
+    unit: str = "run",
+) -> dict[str, Any]:
+    """Print medians and the ratio of one A/B pair; return it as a dict.
+
+    ``per`` divides each timed run into that many operations (a timed batch of
+    ``per`` calls), so the printed times are per ``unit``.
+    """
+    med_a = median(times_a) / per
+    med_b = median(times_b) / per
+    ratio = med_a / med_b if med_b > 0 else float("inf")
+    # The spread of the ratio across rounds (pairwise), to show how steady it is.
+    pair_ratios = sorted(x / y for x, y in zip(times_a, times_b) if y > 0)
+    low = pair_ratios[len(pair_ratios) // 4] if pair_ratios else ratio
+    high = pair_ratios[(3 * len(pair_ratios)) // 4] if pair_ratios else ratio
+    met = None if goal is None else ratio <= goal
+    print(f"  {label_a:<44} median {fmt_time(med_a):>10} per {unit}")
+    print(f"  {label_b:<44} median {fmt_time(med_b):>10} per {unit}")
+    verdict = "" if goal is None else (f"  goal <= {goal:g}: " + ("met" if met else "MISSED"))
+    print(
+        f"  ratio {ratio:.3f}  (pairwise quartiles {low:.3f}..{high:.3f}, "
+        f"{len(times_a)} rounds){verdict}"
+    )
+    return {
+        "name": name,
+        "a": label_a,
+        "b": label_b,
+        "median_a_s": med_a,
+        "median_b_s": med_b,
+        "ratio": ratio,
+        "ratio_q1": low,
+        "ratio_q3": high,
+        "rounds": len(times_a),
+        "unit": unit,
+        "goal": goal,
+        "met": met,
+    }
+
+
+def emit(benchmark: str, comparisons: list[dict[str, Any]], **extra: Any) -> None:
+    """The machine-readable line ``run_all.py`` reads."""
+    print(RESULT_PREFIX + json.dumps({"benchmark": benchmark, "comparisons": comparisons, **extra}))
+    sys.stdout.flush()
+
+
+def machine() -> str:
+    cpus = os.cpu_count()
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        pass
+    return (
+        f"{cpus} cores, {platform.machine()}, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
+
+
+def versions() -> str:
+    import anndata
+    import zarr
+
+    try:
+        import spatialdata
+
+        sd = f", spatialdata {spatialdata.__version__}"
+    except Exception:  # pragma: no cover - only the table benchmark needs it
+        sd = ""
+    return f"zarr {zarr.__version__}, anndata {anndata.__version__}{sd}"
