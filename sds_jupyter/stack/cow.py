@@ -47,7 +47,6 @@ class CopyOnWriteStore(Store):
         self.staged: dict[str, bytes] = {}
         self.deleted_keys: set[str] = set()
         self.deleted_nodes: set[str] = set()
-        self._is_open = True
 
     # -- identity -------------------------------------------------------------------------
 
@@ -161,6 +160,24 @@ class CopyOnWriteStore(Store):
     def whiteouts(self) -> list[str]:
         """The new version's ``deleted`` list, sorted."""
         return sorted(self.deleted_keys | {f"{n}/" for n in self.deleted_nodes})
+
+    # -- zarr's synchronous protocols -------------------------------------------------------
+
+    def get_sync(
+        self,
+        key: str,
+        *,
+        prototype: BufferPrototype | None = None,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        data = self.read_raw(key, byte_range)
+        return None if data is None else (prototype or default_buffer_prototype()).buffer.from_bytes(data)
+
+    def set_sync(self, key: str, value: Buffer) -> None:
+        self.write_raw(key, value.to_bytes())
+
+    def delete_sync(self, key: str) -> None:
+        self.delete_raw(key)
 
     # -- the zarr Store API ----------------------------------------------------------------
 

@@ -43,7 +43,7 @@ def slice_range(data: bytes, byte_range: ByteRequest | None) -> bytes:
         return data[byte_range.offset :]
     if isinstance(byte_range, SuffixByteRequest):
         return data[max(0, len(data) - byte_range.suffix) :]
-    raise TypeError(f"unexpected byte_range, got {byte_range!r}")
+    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
 def _read_file(path: Path, byte_range: ByteRequest | None) -> bytes:
@@ -60,7 +60,7 @@ def _read_file(path: Path, byte_range: ByteRequest | None) -> bytes:
             end = handle.seek(0, os.SEEK_END)
             handle.seek(max(0, end - byte_range.suffix))
             return handle.read()
-    raise TypeError(f"unexpected byte_range, got {byte_range!r}")
+    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
 class FolderSource:
@@ -182,6 +182,13 @@ class ZipSource:
     def __repr__(self) -> str:
         return f"ZipSource({str(self.path)!r})"
 
+    def __getstate__(self) -> dict[str, object]:
+        # Stores travel to dask workers by pickle: reopen the zip there.
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__init__(state["path"])  # type: ignore[misc]
+
     def _index_folders(self) -> None:
         for key in self._sorted:
             parent = ""
@@ -234,7 +241,7 @@ def _read_seekable(handle: zipfile.ZipExtFile, size: int, byte_range: ByteReques
     if isinstance(byte_range, SuffixByteRequest):
         handle.seek(max(0, size - byte_range.suffix))
         return handle.read()
-    raise TypeError(f"unexpected byte_range, got {byte_range!r}")
+    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
 _ROOT_DOCS = ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")

@@ -246,6 +246,17 @@ class StackStore(Store):
             if self.index.locate(key) == BASE:
                 yield key
 
+    def get_sync(
+        self,
+        key: str,
+        *,
+        prototype: BufferPrototype | None = None,
+        byte_range: ByteRequest | None = None,
+    ) -> Buffer | None:
+        """zarr's synchronous read protocol, without a trip through the event loop."""
+        data = self.read_raw(key, byte_range)
+        return None if data is None else (prototype or default_buffer_prototype()).buffer.from_bytes(data)
+
     # -- the zarr Store API ----------------------------------------------------------------
 
     async def get(
