@@ -23,7 +23,7 @@ export class ChangesView {
         'dl',
         { class: 'sds-report' },
         h('dt', {}, 'Dataset'),
-        h('dd', {}, base.dataset_id),
+        h('dd', {}, base.dataset_id ?? '–'),
         h('dt', {}, 'Path'),
         h('dd', {}, base.path),
         h('dt', {}, 'Kind'),

@@ -185,7 +185,7 @@ export class HistoryView {
         'div',
         { class: 'sds-row-line sds-row-head' },
         h('span', { class: 'sds-depth', title: 'the base store' }, 'base'),
-        h('span', { class: 'sds-row-title', title: b.dataset_id }, b.dataset_id)
+        h('span', { class: 'sds-row-title', title: b.dataset_id ?? '' }, b.dataset_id ?? 'base store')
       ),
       h('div', { class: 'sds-row-line sds-row-message', title: b.path }, b.path),
       h(

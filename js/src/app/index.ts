@@ -169,7 +169,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     }
     loaded[tab] = selected;
     if (tab === 'changes') {
-      if (selected === 0) {
+      if (selected === 0 && history.base) {
         changes.showBase(history.base);
       } else {
         void changes.show(selected);

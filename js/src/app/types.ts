@@ -28,7 +28,7 @@ export type VersionSummary = {
 
 export type BaseSummary = {
   depth: 0;
-  dataset_id: string;
+  dataset_id: string | null;
   path: string;
   kind: 'folder' | 'zip';
   zarr_format: 2 | 3;
@@ -37,7 +37,7 @@ export type BaseSummary = {
 export type History = {
   top_depth: number;
   versions: VersionSummary[];
-  base: BaseSummary;
+  base: BaseSummary | null;
   error?: ErrorInfo;
 };
 

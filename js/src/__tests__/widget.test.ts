@@ -1,0 +1,101 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import widget, { CommTransport } from '../widget';
+import { TransportError } from '../app/transport';
+import { history, settle, text } from './fixtures';
+
+type Handler = (msg: unknown, buffers: DataView[]) => void;
+
+/** An anywidget model whose "kernel" answers with `answer`. */
+class FakeModel {
+  sent: Record<string, unknown>[] = [];
+  handlers: Handler[] = [];
+  answer: (msg: Record<string, unknown>) => [unknown, DataView[]] | null = () => null;
+
+  on(_event: string, cb: Handler): void {
+    this.handlers.push(cb);
+  }
+  off(_event: string, cb: Handler): void {
+    this.handlers = this.handlers.filter(h => h !== cb);
+  }
+  get(): undefined {
+    return undefined;
+  }
+  set(): void {}
+  save_changes(): void {}
+  send(content: Record<string, unknown>): void {
+    this.sent.push(content);
+    const reply = this.answer(content);
+    if (reply) {
+      setTimeout(() => this.handlers.forEach(h => h(reply[0], reply[1])), 0);
+    }
+  }
+}
+
+afterEach(() => document.body.replaceChildren());
+
+describe('CommTransport', () => {
+  it('sends requests with ids and resolves each with its own response and buffers', async () => {
+    const model = new FakeModel();
+    model.answer = m => {
+      const id = m.id as number;
+      if (m.name === 'canvas') {
+        return [{ type: 'response', id, ok: true, data: { n: 1 } }, [new DataView(new Float32Array([7]).buffer)]];
+      }
+      return [{ type: 'response', id, ok: false, error: { kind: 'not_found', message: 'no figure x' } }, []];
+    };
+    const t = new CommTransport(model as never);
+    const [ok, bad] = await Promise.allSettled([
+      t.request('canvas', { version: 2, figure: 'f' }),
+      t.request('figures', { version: 2 })
+    ]);
+    expect(model.sent[0]).toMatchObject({ type: 'request', name: 'canvas', params: { version: 2, figure: 'f' } });
+    expect(model.sent[0].id).not.toBe(model.sent[1].id);
+    expect(ok.status).toBe('fulfilled');
+    const reply = (ok as PromiseFulfilledResult<{ data: unknown; buffers: DataView[] }>).value;
+    expect(reply.data).toEqual({ n: 1 });
+    expect(new Float32Array(reply.buffers[0].buffer)[0]).toBe(7);
+    expect(bad.status).toBe('rejected');
+    const err = (bad as PromiseRejectedResult).reason as TransportError;
+    expect(err).toBeInstanceOf(TransportError);
+    expect([err.kind, err.message]).toEqual(['not_found', 'no figure x']);
+  });
+
+  it('ignores other messages and times out unanswered requests', async () => {
+    const model = new FakeModel();
+    const t = new CommTransport(model as never, 30);
+    const p = t.request('history', {});
+    model.handlers.forEach(h => h({ type: 'response', id: -1, ok: true, data: {} }, []));
+    model.handlers.forEach(h => h({ type: 'something-else' }, []));
+    await expect(p).rejects.toMatchObject({ kind: 'timeout' });
+    t.dispose();
+    expect(model.handlers.length).toBe(0);
+  });
+});
+
+describe('widget render', () => {
+  it('draws the app over the comm and opens AnnData for the selected version', async () => {
+    const model = new FakeModel();
+    model.answer = m => {
+      const id = m.id as number;
+      if (m.type === 'open_adata') {
+        return [{ type: 'response', id, ok: true, data: { message: `adata = v${m.version} (120 × 40)` } }, []];
+      }
+      if (m.name === 'history') {
+        return [{ type: 'response', id, ok: true, data: history(2) }, []];
+      }
+      return [{ type: 'response', id, ok: true, data: { ops: [], added: [], replaced: [], deleted: [] } }, []];
+    };
+    const el = document.createElement('div');
+    document.body.append(el);
+    const cleanup = widget.render({ model: model as never, el } as never);
+    await settle(10);
+    expect(el.querySelectorAll('.sds-history-row').length).toBe(3);
+    el.querySelector<HTMLButtonElement>('[data-action="open-adata"]')!.click();
+    await settle(10);
+    expect(model.sent.find(m => m.type === 'open_adata')).toMatchObject({ version: 2 });
+    expect(text(el.querySelector('.sds-action-msg'))).toBe('adata = v2 (120 × 40)');
+    cleanup();
+    expect(el.querySelector('.sds-app')).toBeNull();
+    expect(model.handlers.length).toBe(0);
+  });
+});

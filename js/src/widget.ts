@@ -1,0 +1,124 @@
+/**
+ * anywidget entry: the version browser over the widget's comm.
+ *
+ * Requests go out as `{type: "request", id, name, params}` custom messages and
+ * come back as `{type: "response", id, ok, data | error}` with buffers
+ * (docs/service-protocol.md). "Open AnnData" sends `{type: "open_adata", id,
+ * version}` and is answered the same way with `data: {message}`.
+ */
+
+import type { AnyModel, RenderProps } from '@anywidget/types';
+import { mountApp } from './app';
+import { TransportError, type Buffer, type Reply, type Transport } from './app/transport';
+import type { Data, Params, RequestName } from './app/types';
+
+/** Milliseconds before an unanswered request fails. */
+export const REQUEST_TIMEOUT = 120_000;
+
+type Pending = {
+  resolve: (reply: Reply<unknown>) => void;
+  reject: (err: TransportError) => void;
+  timer: ReturnType<typeof setTimeout>;
+};
+
+type Response = {
+  type: 'response';
+  id: number;
+  ok: boolean;
+  data?: unknown;
+  error?: { kind?: string; message?: string };
+};
+
+/** A Transport over anywidget custom messages, matching replies by id. */
+export class CommTransport implements Transport {
+  private readonly pending = new Map<number, Pending>();
+  // several views of one model share the comm: start ids apart
+  private next = Math.floor(Math.random() * 2 ** 30);
+
+  constructor(
+    private readonly model: AnyModel,
+    private readonly timeout = REQUEST_TIMEOUT
+  ) {
+    model.on('msg:custom', this.onMessage);
+  }
+
+  dispose(): void {
+    this.model.off('msg:custom', this.onMessage);
+    for (const [id, p] of this.pending) {
+      clearTimeout(p.timer);
+      p.reject(new TransportError('closed', 'the widget was closed'));
+      this.pending.delete(id);
+    }
+  }
+
+  request<N extends RequestName>(name: N, params: Params<N>): Promise<Reply<Data<N>>> {
+    return this.send({ type: 'request', name, params }) as Promise<Reply<Data<N>>>;
+  }
+
+  /** Send any message that the Python side answers with a `response`. */
+  send(message: Record<string, unknown>): Promise<Reply<unknown>> {
+    const id = ++this.next;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new TransportError('timeout', `no answer from the kernel after ${this.timeout / 1000} s`));
+      }, this.timeout);
+      this.pending.set(id, { resolve, reject, timer });
+      try {
+        this.model.send({ ...message, id });
+      } catch (err) {
+        clearTimeout(timer);
+        this.pending.delete(id);
+        reject(new TransportError('closed', `could not reach the kernel: ${TransportError.from(err).message}`));
+      }
+    });
+  }
+
+  private onMessage = (msg: unknown, buffers: DataView[] = []): void => {
+    const m = msg as Partial<Response> | null;
+    if (!m || m.type !== 'response' || typeof m.id !== 'number') {
+      return;
+    }
+    const p = this.pending.get(m.id);
+    if (!p) {
+      return; // another view's request, or one that timed out
+    }
+    this.pending.delete(m.id);
+    clearTimeout(p.timer);
+    if (m.ok) {
+      p.resolve({ data: m.data, buffers: buffers as Buffer[] });
+    } else {
+      p.reject(
+        new TransportError(m.error?.kind ?? 'error', m.error?.message ?? 'the request failed')
+      );
+    }
+  };
+}
+
+function render({ model, el }: RenderProps): () => void {
+  const transport = new CommTransport(model);
+  const host = document.createElement('div');
+  host.className = 'sds-widget';
+  el.append(host);
+  const app = mountApp(host, transport, {
+    actions: [
+      {
+        id: 'open-adata',
+        label: 'Open AnnData',
+        title: 'Bind this version’s table as an AnnData in the notebook',
+        run: async version => {
+          const { data } = await transport.send({ type: 'open_adata', version });
+          const message = (data as { message?: string } | null)?.message;
+          return message ?? `AnnData of v${version} opened`;
+        }
+      }
+    ]
+  });
+  return () => {
+    app.dispose();
+    transport.dispose();
+    host.remove();
+  };
+}
+
+export default { render };
