@@ -9,7 +9,9 @@ library's VersionWriter carrying figures and results like the app saves.
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +126,82 @@ def blobs_root(blobs_store: Path) -> Any:
     import zarr
 
     return zarr.open_group(blobs_store, mode="r")
+
+
+# ---------------------------------------------------------------- stacks on disk
+
+BASE_ID = "base-0000"
+STUDIO_ID = "studio-1111"
+EDIT_ID = "edit-2222"
+
+
+@dataclass(frozen=True)
+class StudioStack:
+    """A base and two versions: v1 saves a studio section, v2 edits it."""
+
+    datasets: Path
+    base: Path
+    v1: Path
+    v2: Path
+
+
+def _build_studio_stack(datasets: Path, blobs: Path) -> StudioStack:
+    from sds_jupyter.stack import Stack
+    from sds_jupyter.stack.writer import VersionWriter
+
+    base_folder = datasets / BASE_ID
+    base_folder.mkdir(parents=True)
+    shutil.copytree(blobs, base_folder / "blobs.zarr")
+
+    writer = VersionWriter(Stack.resolve(base_folder / "blobs.zarr"))
+    n_obs = writer.n_obs("table")
+    writer.set_obs("table", "region_class", pd.Categorical(["tumor" if i % 2 else "stroma" for i in range(n_obs)]))
+    writer.set_obs("table", "score", np.linspace(0, 1, n_obs))
+    writer.set_uns("table", "spatial_data_studio", studio_section())
+    v1 = writer.commit(datasets / STUDIO_ID, title="Studio section", message="figures and results", created_by="a@example.org")
+
+    writer = VersionWriter(Stack.resolve(v1))
+    writer.set_obs("table", "region_class", pd.Categorical(["tumor"] * n_obs))
+    writer.set_obs("table", "added_col", np.arange(n_obs, dtype=float))
+    writer.delete_obs("table", "score")
+    writer.set_obsm("table", "spatial", np.column_stack([np.arange(n_obs), np.arange(n_obs)]).astype(float))
+    writer.delete_figure("table", "fig_not_json")
+    writer.set_figure("table", "fig_new", {"kind": "canvas", "title": "New", "color_by": "added_col"})
+    tables, meta = result_tables()["res_clusters"]
+    writer.set_result("table", "res_clusters", {"table": tables["table"].assign(n_cells=[1, 2, 3])}, meta)
+    writer.set_uns("table", "notes", "edited")
+    v2 = writer.commit(datasets / EDIT_ID, title="Edit", message="edits", created_by="b@example.org")
+    return StudioStack(datasets, base_folder / "blobs.zarr", v1, v2)
+
+
+@pytest.fixture(scope="session")
+def studio_stack(tmp_path_factory: pytest.TempPathFactory, blobs_store: Path) -> StudioStack:
+    """Base (blobs) → v1 (studio section with good and bad entries) → v2 (edits). Do not modify."""
+    return _build_studio_stack(tmp_path_factory.mktemp("studio") / "datasets", blobs_store)
+
+
+@pytest.fixture(scope="session")
+def demo_top(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package's demo stack (four versions on blobs); its top version's folder."""
+    from sds_jupyter.demo import build_demo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_demo(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(scope="session")
+def orphan_version(tmp_path_factory: pytest.TempPathFactory, studio_stack: StudioStack) -> Path:
+    """The studio stack's top version copied alone: its parent dataset is missing."""
+    datasets = tmp_path_factory.mktemp("orphan") / "datasets"
+    return Path(shutil.copytree(studio_stack.v2, datasets / EDIT_ID))
+
+
+@pytest.fixture(scope="session")
+def named_datasets(tmp_path_factory: pytest.TempPathFactory, studio_stack: StudioStack) -> tuple[Path, dict[str, str]]:
+    """The studio stack with folders named for people, not IDs, and its folder map."""
+    datasets = tmp_path_factory.mktemp("named") / "datasets"
+    folders = {BASE_ID: "Blobs base", STUDIO_ID: "Studio section", EDIT_ID: "Edit"}
+    for dataset_id, name in folders.items():
+        shutil.copytree(studio_stack.datasets / dataset_id, datasets / name, symlinks=True)
+    return datasets, folders

@@ -39,8 +39,8 @@ MAX_INLINE_ROWS = 20_000
 
 GROUP_NAMES = ("group", "groups", "cluster", "clusters", "leiden", "louvain")
 FEATURE_NAMES = ("names", "name", "gene", "genes", "gene_symbols", "feature", "features", "var_names", "index")
-SCORE_NAMES = ("scores", "score", "logfoldchanges", "log2fc", "lfc")
-LOGFC_NAMES = ("logfoldchanges", "log2fc", "logfc", "lfc", "log2_fold_change", "fold_change")
+SCORE_NAMES = ("scores", "score", "logfoldchanges", "logfoldchange", "log2fc", "lfc")
+LOGFC_NAMES = ("logfoldchanges", "logfoldchange", "log2fc", "logfc", "lfc", "log2_fold_change", "fold_change")
 PVALUE_NAMES = ("pvals_adj", "padj", "pval_adj", "fdr", "qval", "pvals", "pval", "p_value")
 MORAN_NAMES = ("I", "morans_i", "moran_i", "moransi", "i")
 NICHE_NAMES = ("niche", "niches", "niche_id")
@@ -77,13 +77,25 @@ def inline_values(frame: pd.DataFrame, columns: Iterable[str] | None = None) -> 
 
 
 def with_index_column(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with a meaningful index (gene names, cluster labels) as a column."""
-    if isinstance(frame.index, pd.RangeIndex):
-        return frame
+    """``frame`` with a meaningful index (gene names, cluster labels) as a column.
+
+    A default 0..n-1 index (which anndata stores and reads back as strings) is
+    dropped rather than shown as a column of row numbers.
+    """
+    if _is_row_numbers(frame.index):
+        return frame.reset_index(drop=True)
     name = frame.index.name or "index"
     if name in frame.columns:
         return frame.reset_index(drop=True)
     return frame.rename_axis(name).reset_index()
+
+
+def _is_row_numbers(index: pd.Index) -> bool:
+    if isinstance(index, pd.RangeIndex):
+        return index.start == 0 and index.step == 1
+    if index.name is not None or len(index) > 1_000_000:
+        return False
+    return list(map(str, index)) == [str(i) for i in range(len(index))]
 
 
 def _find(frame: pd.DataFrame, names: Sequence[str], *, numeric: bool | None = None) -> str | None:

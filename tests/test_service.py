@@ -1,0 +1,280 @@
+"""StackService: every request of the protocol, on real stacks, and every error state."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sds_jupyter.errors import MissingDatasetError, StackError
+from sds_jupyter.service import REQUESTS, RequestError, StackService, dispatch, error_payload, frame_reply, unframe_reply
+from sds_jupyter.studio.errors import FigureError, ResultError
+
+pytest_plugins = ["fixtures_service"]
+
+
+def _json(data: object) -> object:
+    """Everything the service answers must survive strict JSON."""
+    return json.loads(json.dumps(data, allow_nan=False))
+
+
+@pytest.fixture
+def service(studio_stack) -> StackService:
+    return StackService(studio_stack.v2)
+
+
+def _mtimes(folder: Path) -> dict[str, int]:
+    return {str(p): p.stat().st_mtime_ns for p in folder.rglob("*")}
+
+
+# ------------------------------------------------------------------ history / changes
+
+
+def test_history_lists_versions_top_first_and_the_base(service, studio_stack) -> None:
+    history = _json(dispatch(service, "history").data)
+    assert history["top_depth"] == 2
+    assert [v["depth"] for v in history["versions"]] == [2, 1]
+    top = history["versions"][0]
+    assert top["dataset_id"] == "edit-2222" and top["title"] == "Edit" and top["created_by"] == "b@example.org"
+    assert {c["op"] for c in top["changes"]} >= {"set-obs", "delete-obs", "set-obsm", "set-figure", "delete-figure"}
+    assert top["n_files"] > 0 and top["n_deleted"] >= 2
+    assert history["base"] == {
+        "depth": 0, "dataset_id": "base-0000", "path": str(studio_stack.base.resolve()), "kind": "folder", "zarr_format": 3
+    }
+    assert "error" not in history
+
+
+def test_history_of_a_store_alone(studio_stack) -> None:
+    history = StackService(studio_stack.base).history()
+    assert history["top_depth"] == 0 and history["versions"] == [] and history["base"]["kind"] == "folder"
+
+
+def test_history_reports_a_missing_parent_in_place(orphan_version) -> None:
+    service = StackService(orphan_version)
+    history = _json(dispatch(service, "history").data)
+    assert history["versions"] == [] and history["base"] is None
+    assert history["error"]["kind"] == "missing-dataset"
+    assert "studio-1111" in history["error"]["message"]
+    assert dispatch(service, "figures").data["error"]["kind"] == "missing-dataset"
+    with pytest.raises(MissingDatasetError, match="studio-1111"):
+        dispatch(service, "canvas", {"figure": "fig_canvas"})
+
+
+def test_folder_map_from_environment(named_datasets, monkeypatch) -> None:
+    datasets, folders = named_datasets
+    monkeypatch.setenv("SDS_CIRRO_DATASETS", json.dumps(folders))
+    history = StackService(datasets / "Edit").history()
+    assert [v["dataset_id"] for v in history["versions"]] == ["edit-2222", "studio-1111"]
+    assert history["base"]["dataset_id"] == "base-0000"
+
+
+def test_changes_split_added_and_replaced_keys(service) -> None:
+    changes = _json(dispatch(service, "changes", {"version": 2}).data)
+    added = {item["key"] for item in changes["added"]}
+    replaced = {item["key"] for item in changes["replaced"]}
+    assert "zarr.json" in replaced and "tables/table/obs/zarr.json" in replaced
+    assert any(key.startswith("tables/table/obs/added_col/") for key in added)
+    assert any(key.startswith("tables/table/obsm/spatial/") for key in added)
+    assert {"entry": "tables/table/obs/score/", "node": True} in changes["deleted"]
+    assert [op["op"] for op in changes["ops"]][:2] == ["set-obs", "set-obs"]
+    assert dispatch(service, "changes", {"version": 0}).data == {"ops": [], "added": [], "replaced": [], "deleted": []}
+
+
+# ------------------------------------------------------------------ figures / canvas
+
+
+def test_figures_are_drawable_or_say_why_not(service) -> None:
+    figures = {f["id"]: f for f in _json(dispatch(service, "figures", {"version": 1}).data)["figures"]}
+    assert figures["fig_canvas"]["kind"] == "canvas"
+    assert figures["fig_canvas"]["canvas"] == {"table": "table", "color_by": "region_class", "image": "blobs_image"}
+    assert figures["fig_canvas"]["print_width"] == 89 and figures["fig_canvas"]["caption"] == "Blobs by region"
+    chart = figures["fig_chart"]
+    assert chart["kind"] == "chart" and chart["vega_lite"]["mark"]["type"] == "bar"
+    assert chart["spec"]["result"] == "res_markers"
+    not_json = figures["fig_not_json"]
+    assert not_json["kind"] == "unsupported" and not_json["reason"].startswith("not JSON")
+    assert not_json["spec"] == "{this is not json"
+    assert "unknown figure kind" in figures["fig_unknown_kind"]["reason"]
+    assert "No result 'res_gone'" in figures["fig_missing_result"]["reason"]
+
+
+def test_figures_follow_the_selected_version(service) -> None:
+    top = {f["id"] for f in dispatch(service, "figures").data["figures"]}
+    v1 = {f["id"] for f in dispatch(service, "figures", {"version": "1"}).data["figures"]}
+    assert "fig_new" in top and "fig_not_json" not in top
+    assert "fig_not_json" in v1 and "fig_new" not in v1
+
+
+def test_table_without_studio_section_is_shown_in_place(service) -> None:
+    for name, key in (("figures", "figures"), ("results", "results")):
+        data = dispatch(service, name, {"version": 0}).data
+        assert data[key] == []
+        assert data["error"]["kind"] == "no-studio-data"
+
+
+def test_canvas_payload_and_buffers(service) -> None:
+    reply = dispatch(service, "canvas", {"version": 1, "figure": "fig_canvas"})
+    payload = _json(reply.data)
+    assert payload["n_cells"] == 26 and payload["color"]["mode"] == "categorical"
+    image = payload["image"]
+    assert [b.nbytes for b in reply.buffers] == [26 * 4, 26 * 4, 26 * 2, image["width"] * image["height"] * 4]
+    x = np.frombuffer(reply.buffers[0], dtype="<f4")
+    assert np.isfinite(x).all()
+
+
+def test_canvas_uses_obsm_spatial_when_a_version_adds_it(service) -> None:
+    reply = dispatch(service, "canvas", {"figure": "fig_new"})
+    x = np.frombuffer(reply.buffers[0], dtype="<f4")
+    assert x.tolist() == list(range(26))
+    assert reply.data["color"]["mode"] == "continuous"
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "message"),
+    [
+        ({"version": 1, "figure": "fig_chart"}, FigureError, "not a canvas figure"),
+        ({"version": 1, "figure": "fig_not_json"}, FigureError, "cannot be drawn: not JSON"),
+        ({"version": 1, "figure": "nope"}, FigureError, "No figure 'nope'"),
+        ({"version": 1}, RequestError, "needs a figure id"),
+        ({"version": 9, "figure": "fig_canvas"}, StackError, "no version at depth 9"),
+    ],
+)
+def test_canvas_refusals(service, params, error, message) -> None:
+    with pytest.raises(error, match=message):
+        dispatch(service, "canvas", params)
+
+
+# ------------------------------------------------------------------ results
+
+
+def test_results_with_default_charts_and_missing_meta(service) -> None:
+    results = {r["id"]: r for r in _json(dispatch(service, "results", {"version": 1}).data)["results"]}
+    assert set(results) == {"res_markers", "res_comparison", "res_morans", "res_nhood", "res_niches", "res_clusters", "res_nometa"}
+    for result_id, result in results.items():
+        if result_id != "res_nometa":
+            assert "chart" in result and "error" not in result, result_id
+    comparison = results["res_comparison"]
+    assert [t["name"] for t in comparison["tables"]] == ["table", "cells"]
+    assert comparison["tables"][0]["n_rows"] == 30 and comparison["meta"]["kind"] == "comparison"
+    morans_columns = [c["name"] for c in results["res_morans"]["tables"][0]["columns"]]
+    assert morans_columns[0] == "gene"
+    nometa = results["res_nometa"]
+    assert nometa["meta"] is None and nometa["kind"] is None
+    assert nometa["error"] == {"kind": "result", "message": "Result 'res_nometa' has no meta, so its kind and title are unknown."}
+    assert nometa["tables"][0]["n_rows"] == 3
+
+
+def test_result_page_slices_and_sorts_in_python(service) -> None:
+    page = _json(dispatch(service, "result_page", {"version": 1, "result": "res_markers", "offset": "5", "limit": "4"}).data)
+    assert page["total"] == 30 and page["offset"] == 5 and len(page["rows"]) == 4
+    names = [c["name"] for c in page["columns"]]
+    assert names == ["group", "names", "scores", "logfoldchanges", "pvals_adj"]
+    assert page["rows"][0][1] == "gene5"
+    ranked = dispatch(service, "result_page", {"version": 1, "result": "res_markers", "sort": "scores", "descending": True, "limit": 30}).data
+    scores = [row[2] for row in ranked["rows"]]
+    assert scores == sorted(scores, reverse=True)
+    cells = dispatch(service, "result_page", {"version": 1, "result": "res_comparison", "table": "cells"}).data
+    assert cells["total"] == 2
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "message"),
+    [
+        ({"result": "nope"}, ResultError, "No result 'nope'"),
+        ({"result": "res_markers", "table": "nope"}, ResultError, "no table 'nope'"),
+        ({"result": "res_markers", "sort": "nope"}, RequestError, "Cannot sort by 'nope'"),
+        ({"result": "res_markers", "limit": 0}, RequestError, "limit between"),
+        ({"result": "res_markers", "limit": "many"}, RequestError, "must be an integer"),
+        ({"result": "res_markers", "descending": "maybe"}, RequestError, "true or false"),
+        ({}, RequestError, "needs a result id"),
+    ],
+)
+def test_result_page_refusals(service, params, error, message) -> None:
+    with pytest.raises(error, match=message):
+        dispatch(service, "result_page", {"version": 1, **params})
+
+
+# ------------------------------------------------------------------ compare
+
+
+def test_compare_versions(service) -> None:
+    comparison = _json(dispatch(service, "compare", {"a": "1", "b": "2"}).data)
+    assert comparison["a"] == 1 and comparison["b"] == 2
+    assert comparison["obs"]["added"] == ["added_col"] and comparison["obs"]["removed"] == ["score"]
+    (changed,) = comparison["obs"]["changed"]
+    assert changed == {"column": "region_class", "counts_a": {"stroma": 13, "tumor": 13}, "counts_b": {"tumor": 26}}
+    assert comparison["obsm"] == {"added": ["spatial"], "removed": [], "changed": []}
+    assert comparison["uns"]["added"] == ["notes"] and comparison["uns"]["changed"] == ["spatial_data_studio"]
+    assert comparison["figures"] == {"added": ["fig_new"], "removed": ["fig_not_json"], "changed": []}
+    assert comparison["results"] == {"added": [], "removed": [], "changed": ["res_clusters"]}
+
+
+def test_compare_with_itself_is_empty(service) -> None:
+    comparison = dispatch(service, "compare", {"a": 2, "b": 2}).data
+    for part in ("obs", "obsm", "uns", "figures", "results"):
+        assert not any(comparison[part].values()), part
+
+
+# ------------------------------------------------------------------ dispatch, errors, framing
+
+
+def test_request_table_matches_the_protocol() -> None:
+    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare"]
+
+
+def test_unknown_request_and_parameter_are_refused(service) -> None:
+    with pytest.raises(RequestError, match="Unknown request 'drop'"):
+        dispatch(service, "drop")
+    with pytest.raises(RequestError, match="takes no parameter 'bogus'"):
+        dispatch(service, "history", {"bogus": 1})
+    with pytest.raises(RequestError, match="missing a parameter"):
+        dispatch(service, "compare", {"a": 1})
+
+
+def test_versions_by_dataset_id_and_title(service) -> None:
+    assert dispatch(service, "changes", {"version": "studio-1111"}).data == dispatch(service, "changes", {"version": 1}).data
+    assert dispatch(service, "changes", {"version": "Edit"}).data["ops"]
+
+
+def test_error_payload_maps_once() -> None:
+    assert error_payload(MissingDatasetError("gone", dataset_id="x")) == {"kind": "missing-dataset", "message": "gone"}
+    assert error_payload(RequestError("bad")) == {"kind": "bad-request", "message": "bad"}
+    assert error_payload(KeyError("k")) == {"kind": "internal", "message": "KeyError: 'k'"}
+
+
+def test_framing_round_trips(service) -> None:
+    reply = dispatch(service, "canvas", {"version": 1, "figure": "fig_canvas"})
+    data, buffers = unframe_reply(frame_reply(reply))
+    assert data == _json(reply.data)
+    assert [bytes(b) for b in reply.buffers] == buffers
+
+
+def test_browsing_writes_nothing(studio_stack) -> None:
+    before = _mtimes(studio_stack.datasets)
+    service = StackService(studio_stack.v2)
+    for name, params in [
+        ("history", {}), ("changes", {}), ("figures", {}), ("results", {}), ("compare", {"a": 0, "b": 2}),
+        ("canvas", {"version": 1, "figure": "fig_canvas"}), ("result_page", {"version": 1, "result": "res_markers"}),
+    ]:
+        dispatch(service, name, params)
+    assert _mtimes(studio_stack.datasets) == before
+
+
+def test_demo_stack_answers_every_request(demo_top) -> None:
+    service = StackService(demo_top)
+    history = dispatch(service, "history").data
+    assert history["top_depth"] == 4
+    figures = dispatch(service, "figures").data["figures"]
+    assert {f["kind"] for f in figures} <= {"chart", "canvas"}
+    for figure in figures:
+        if figure["kind"] == "canvas":
+            assert dispatch(service, "canvas", {"figure": figure["id"]}).buffers
+    results = dispatch(service, "results").data["results"]
+    assert results and all("chart" in r for r in results)
+    first = results[0]
+    assert dispatch(service, "result_page", {"result": first["id"]}).data["total"] == first["tables"][0]["n_rows"]
+    assert dispatch(service, "compare", {"a": 0, "b": 4}).data["obs"]["added"]
+    assert os.fspath(demo_top)
