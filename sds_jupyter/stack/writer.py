@@ -253,6 +253,12 @@ class VersionWriter:
         columns = self.obs_columns(table)
         if column not in columns:
             raise StackError(f"table {table!r} has no obs column {column!r}; its columns are: {', '.join(columns)}")
+        keys = self._doc(f"{self._table(table)}/zarr.json").get("attributes", {})
+        if column in (keys.get("region_key"), keys.get("instance_key")):
+            raise StackError(
+                f"obs column {column!r} is the table's region or instance key, which ties it to "
+                "its spatial elements; keep it (replace its values with set_obs instead)"
+            )
         obs = f"{self._table(table)}/obs"
         self.store.delete_node(f"{obs}/{column}")
         self._set_column_order(obs, [c for c in columns if c != column])
