@@ -1,0 +1,98 @@
+/** The app's Transport over the server extension's REST API. */
+
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+import { TransportError, decodeFrame, type Reply, type Transport } from '../app/transport';
+import type { Data, Params, RequestName } from '../app/types';
+
+/** Where the API lives under the server's base URL. */
+export const NAMESPACE = 'sds-jupyter/api';
+
+type Query = Record<string, string | number | boolean | undefined | null>;
+
+/**
+ * Call the server extension: `GET {base_url}sds-jupyter/api/<name>?<query>`, or a
+ * POST with a JSON body. JSON replies come back as `{data, buffers: []}`,
+ * octet-stream replies are unframed. Failures are TransportErrors carrying the
+ * server's `{kind, message}`.
+ */
+export async function requestAPI<T = unknown>(
+  name: string,
+  query: Query = {},
+  init: RequestInit = {},
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<Reply<T>> {
+  const search = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) {
+    if (v !== undefined && v !== null) {
+      search.set(k, String(v));
+    }
+  }
+  const qs = search.toString();
+  const url = URLExt.join(settings.baseUrl, NAMESPACE, name) + (qs ? `?${qs}` : '');
+  let response: Response;
+  try {
+    response = await ServerConnection.makeRequest(url, init, settings);
+  } catch (err) {
+    throw new TransportError('network', `could not reach the server: ${TransportError.from(err).message}`);
+  }
+  const type = response.headers.get('Content-Type') ?? '';
+  if (!response.ok) {
+    let kind = `http_${response.status}`;
+    let message = response.statusText || `HTTP ${response.status}`;
+    try {
+      const body = await response.json();
+      kind = body.kind ?? kind;
+      message = body.message ?? message;
+    } catch {
+      // not JSON: keep the status line
+    }
+    if (response.status === 404 && kind === 'http_404' && !type.includes('json')) {
+      message = `${message}: is the sds-jupyter server extension enabled?`;
+    }
+    throw new TransportError(kind, message);
+  }
+  if (type.includes('application/octet-stream')) {
+    return decodeFrame<T>(await response.arrayBuffer());
+  }
+  const text = await response.text();
+  try {
+    return { data: (text ? JSON.parse(text) : null) as T, buffers: [] };
+  } catch {
+    throw new TransportError('protocol', `the server sent no JSON for ${name}`);
+  }
+}
+
+/** The Transport for one version folder (`path` relative to the server root). */
+export class RestTransport implements Transport {
+  constructor(
+    readonly path: string,
+    private readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
+
+  request<N extends RequestName>(name: N, params: Params<N>): Promise<Reply<Data<N>>> {
+    return requestAPI<Data<N>>(
+      name,
+      { path: this.path, ...(params as Query) },
+      { method: 'GET' },
+      this.settings
+    );
+  }
+}
+
+/** Ask the server for a notebook that opens `path`; answers its path. */
+export async function createNotebook(
+  path: string,
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<string> {
+  const { data } = await requestAPI<{ notebook_path: string }>(
+    'notebook',
+    {},
+    { method: 'POST', body: JSON.stringify({ path }), headers: { 'Content-Type': 'application/json' } },
+    settings
+  );
+  if (!data?.notebook_path) {
+    throw new TransportError('protocol', 'the server named no notebook');
+  }
+  return data.notebook_path;
+}
