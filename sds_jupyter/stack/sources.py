@@ -76,6 +76,8 @@ class FolderSource:
 
     def path_of(self, key: str) -> Path | None:
         """The real file behind ``key``, or None if it is missing or escapes the root."""
+        if "\x00" in key:
+            return None
         joined = os.path.join(self._root_prefix, key)
         real = os.path.realpath(joined)
         if not real.startswith(self._root_prefix):

@@ -1,0 +1,109 @@
+"""The command line: output people read, and one-line refusals with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from stackkit import write_base, write_version
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(
+        [sys.executable, "-m", "sds_jupyter", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
+        check=False,
+    )
+
+
+def test_describe_lists_versions_top_first_then_the_base(demo_top: Path) -> None:
+    result = cli("describe", str(demo_top))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "4 version(s), top first:"
+    titles = [line for line in lines if line.startswith("  [")]
+    assert titles[0].startswith("  [4] Neighborhood enrichment  dataset ")
+    assert titles[-1].startswith("  [0] base: ")
+    assert "      - set-obs regions (categorical)" in lines
+    assert "      - delete-obs regions" in lines
+    assert any("by ben@example.org at 20" in line for line in lines)
+
+
+def test_describe_json(demo_top: Path) -> None:
+    result = cli("describe", "--json", str(demo_top))
+    info = json.loads(result.stdout)
+    assert [v["depth"] for v in info["versions"]] == [4, 3, 2, 1]
+    assert info["versions"][0]["dataset_id"] == demo_top.name
+    assert info["base"]["kind"] == "folder" and info["base"]["zarr_format"] == 3
+
+
+def test_check_passes_on_the_demo(demo_top: Path) -> None:
+    result = cli("check", str(demo_top))
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok")
+
+
+def test_check_finds_an_inconsistent_stack(datasets: Path) -> None:
+    base = write_base(datasets, "base", {"t/zarr.json": b'{"zarr_format":3,"node_type":"group","attributes":{}}'})
+    write_version(datasets, "v1", base, {"t/x": b"1"}, manifest={"files": [{"key": "t/x", "size": 99}], "depth": 4})
+    result = cli("check", str(datasets / "v1"))
+    assert result.returncode == 1
+    assert "t/x is 1 bytes, listed as 99" in result.stdout
+    assert "says depth 4" in result.stdout
+    assert "no consolidated index" in result.stdout
+
+
+def test_flatten_writes_the_store(demo_top: Path, tmp_path: Path) -> None:
+    result = cli("flatten", str(demo_top), str(tmp_path / "out.zarr"))
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out.zarr" / "zarr.json").is_file()
+
+
+def test_folders_option_takes_the_folder_map(datasets: Path, tmp_path: Path) -> None:
+    write_base(datasets, "0d13", {}, name="s.zarr")
+    (datasets / "0d13").rename(datasets / "Pancreas")
+    write_version(datasets, "v1", "cirro:::dataset:0d13/s.zarr", {"k": b"1"})
+    assert cli("describe", str(datasets / "v1")).returncode == 2
+    result = cli("describe", "--folders", '{"0d13": "Pancreas"}', str(datasets / "v1"))
+    assert result.returncode == 0, result.stderr
+    env_result = cli("describe", str(datasets / "v1"), env={"SDS_CIRRO_DATASETS": '{"0d13": "Pancreas"}'})
+    assert env_result.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("make", "words"),
+    [
+        (lambda d: write_version(d, "v1", "cirro:::dataset:gone-1234/layer.json", {"k": b"1"}), "gone-1234"),
+        (lambda d: write_version(d, "v1", "cirro:::dataset:a/../x/layer.json", {"k": b"1"}), "not a plain relative path"),
+        (lambda d: write_version(d, "v1", "nope", {"k": b"1"}), "not a Cirro reference"),
+        (lambda d: write_version(d, "v1", "cirro:::dataset:x/layer.json", {"k": b"1"}, manifest={"format_version": 3}), "not supported"),
+    ],
+)
+def test_refusals_are_one_line_and_exit_2(datasets: Path, make, words: str) -> None:  # noqa: ANN001
+    make(datasets)
+    for command in (["describe"], ["check"], ["flatten"]):
+        args = [*command, str(datasets / "v1")] + ([str(datasets.parent / "out")] if command == ["flatten"] else [])
+        result = cli(*args)
+        assert result.returncode == 2
+        assert result.stdout == ""
+        assert result.stderr.count("\n") == 1 and words in result.stderr
+        assert result.stderr.startswith("sds-jupyter: error: ") and "Traceback" not in result.stderr
+
+
+def test_bad_folder_map_json_is_one_line(demo_top: Path) -> None:
+    result = cli("describe", "--folders", "{oops", str(demo_top))
+    assert result.returncode == 2 and "not valid JSON" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_demo_builds_a_stack(tmp_path: Path) -> None:
+    result = cli("demo", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    top = Path(result.stdout.strip())
+    assert (top / "layer.json").is_file()
+    assert cli("check", str(top)).returncode == 0
