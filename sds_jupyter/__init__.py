@@ -6,9 +6,18 @@ widget, the ``%sds_open`` magic and the JupyterLab extension sit on top of it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from sds_jupyter.errors import MissingDatasetError, StackError
 from sds_jupyter.stack import Stack, StackStore, open_stack
+from sds_jupyter.stack.flatten import flatten
+from sds_jupyter.stack.inspect import check, describe
 from sds_jupyter.stack.open import open_anndata, open_spatialdata
+from sds_jupyter.stack.writer import VersionWriter
+
+if TYPE_CHECKING:
+    from sds_jupyter.studio.export import export_figure
+    from sds_jupyter.widget import VersionBrowser
 
 __version__ = "0.1.0"
 
@@ -17,8 +26,34 @@ __all__ = [
     "Stack",
     "StackError",
     "StackStore",
+    "VersionBrowser",
+    "VersionWriter",
     "__version__",
+    "check",
+    "describe",
+    "export_figure",
+    "flatten",
     "open_anndata",
     "open_spatialdata",
     "open_stack",
 ]
+
+# Jupyter-side names load on first use, so the stack library imports no Jupyter.
+_LAZY = {
+    "VersionBrowser": "sds_jupyter.widget",
+    "export_figure": "sds_jupyter.studio.export",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'sds_jupyter' has no attribute {name!r}")
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext sds_jupyter``: register ``%sds_open`` (IPython is imported only now)."""
+    from sds_jupyter.magics import load_ipython_extension as load_magics
+
+    load_magics(ipython)

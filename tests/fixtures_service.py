@@ -205,3 +205,36 @@ def named_datasets(tmp_path_factory: pytest.TempPathFactory, studio_stack: Studi
     for dataset_id, name in folders.items():
         shutil.copytree(studio_stack.datasets / dataset_id, datasets / name, symlinks=True)
     return datasets, folders
+
+
+# ---------------------------------------------------------------- widget comms
+
+
+class RecordingComm:
+    """Stands in for a kernel's comm via comm's own hook: keeps what the widget publishes."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        from comm.base_comm import BaseComm
+
+        class _Comm(BaseComm):
+            def publish_msg(inner, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:  # noqa: N805
+                self.messages.append({"msg_type": msg_type, "data": data, "buffers": list(buffers or [])})
+
+        self.messages: list[dict[str, Any]] = []
+        self.comm = _Comm(**kwargs)
+
+
+@pytest.fixture
+def recorded_messages(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Every message widgets created in the test publish, in order."""
+    import comm
+
+    messages: list[dict[str, Any]] = []
+
+    def create_comm(**kwargs: Any) -> Any:
+        recorder = RecordingComm(**kwargs)
+        recorder.messages = messages
+        return recorder.comm
+
+    monkeypatch.setattr(comm, "create_comm", create_comm)
+    return messages

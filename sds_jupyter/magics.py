@@ -1,0 +1,83 @@
+"""``%sds_open``: open a version in a notebook.
+
+``%load_ext sds_jupyter`` registers it. ``%sds_open PATH [--folders JSON] [--as NAME]``
+shows the version browser and binds the top version's AnnData to ``adata``
+(or NAME) in the user namespace. Bad input is one line (a UsageError), never
+a traceback, because the path usually comes from a generated notebook cell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from sds_jupyter.errors import StackError
+
+__all__ = ["StackMagics", "load_ipython_extension"]
+
+
+def _unquote(text: str) -> str:
+    """IPython splits magic arguments without removing quotes (posix=False): do it here."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _folder_map(text: str | None) -> dict[str, str] | None:
+    if text is None:
+        return None
+    text = _unquote(text)
+    try:
+        folders = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"sds_open: --folders is not JSON ({exc.msg}); give an object like '{{\"<id>\": \"<folder>\"}}'") from None
+    if not isinstance(folders, dict) or not all(isinstance(v, str) for v in folders.values()):
+        raise UsageError("sds_open: --folders must be a JSON object mapping dataset IDs to folder names")
+    return folders
+
+
+@magics_class
+class StackMagics(Magics):
+    """Magics of sds_jupyter."""
+
+    @magic_arguments()
+    @argument("path", help="a version folder, its layer.json, or a base store")
+    @argument("--folders", default=None, help="JSON object {dataset id: folder}; default: $SDS_CIRRO_DATASETS")
+    @argument("--as", dest="name", default="adata", help="the variable to bind the AnnData to (default: adata)")
+    @line_magic
+    def sds_open(self, line: str) -> None:
+        """Show the version browser for PATH and bind its top version's AnnData."""
+        from IPython.display import display
+
+        from sds_jupyter.widget import VersionBrowser
+
+        try:
+            args = parse_argstring(self.sds_open, line)
+        except UsageError as exc:
+            raise UsageError(f"sds_open: {exc}") from None
+        args.name = _unquote(args.name)
+        if not args.name.isidentifier():
+            raise UsageError(f"sds_open: --as needs a Python name, not {args.name!r}")
+        path = Path(os.path.expanduser(_unquote(args.path)))
+        if not path.exists():
+            raise UsageError(f"sds_open: {path} does not exist; give a version folder, its layer.json or a store")
+        folders = _folder_map(args.folders)
+        try:
+            browser = VersionBrowser(path, folders=folders, name=args.name, namespace=self.shell.user_ns)
+            browser.service.stack  # noqa: B018 - surfaces a stack that cannot be followed
+            adata = browser.adata
+        except StackError as exc:
+            raise UsageError(f"sds_open: {exc}") from None
+        self.shell.user_ns[args.name] = adata
+        display(browser)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics on ``ipython`` (what ``%load_ext sds_jupyter`` calls)."""
+    ipython.register_magics(StackMagics)

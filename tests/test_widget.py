@@ -1,0 +1,106 @@
+"""VersionBrowser, Python side: messages in through ipywidgets, replies out through a comm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from sds_jupyter import widget as widget_module
+from sds_jupyter.widget import VersionBrowser
+
+pytest_plugins = ["fixtures_service"]
+
+
+def _deliver(browser: VersionBrowser, content: dict[str, Any]) -> None:
+    """Hand a custom message to the widget the way ipywidgets does for a kernel."""
+    browser._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+def _responses(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {**m["data"]["content"], "buffers": m["buffers"]}
+        for m in messages
+        if m["msg_type"] == "comm_msg" and m["data"].get("method") == "custom"
+    ]
+
+
+@pytest.fixture
+def browser(studio_stack, recorded_messages) -> VersionBrowser:
+    return VersionBrowser(studio_stack.v2, namespace={})
+
+
+def test_widget_starts_on_the_top_version(browser, studio_stack) -> None:
+    assert browser.selected == 2
+    assert browser.path == str(studio_stack.v2)
+    assert browser._esm and browser._css
+
+
+def test_request_is_answered_with_the_same_id(browser, recorded_messages) -> None:
+    _deliver(browser, {"type": "request", "id": 7, "name": "history", "params": {}})
+    (reply,) = _responses(recorded_messages)
+    assert reply["type"] == "response" and reply["id"] == 7 and reply["ok"] is True
+    assert reply["data"]["top_depth"] == 2 and reply["buffers"] == []
+
+
+def test_canvas_reply_carries_buffers(browser, recorded_messages) -> None:
+    _deliver(browser, {"type": "request", "id": 1, "name": "canvas", "params": {"version": 1, "figure": "fig_canvas"}})
+    (reply,) = _responses(recorded_messages)
+    assert reply["ok"] and len(reply["buffers"]) == 4
+    x = np.frombuffer(reply["buffers"][0], dtype="<f4")
+    assert x.shape == (reply["data"]["n_cells"],)
+
+
+@pytest.mark.parametrize(
+    ("content", "kind"),
+    [
+        ({"type": "request", "id": 2, "name": "nope", "params": {}}, "bad-request"),
+        ({"type": "request", "id": 2, "name": "canvas", "params": {"figure": "missing"}}, "figure"),
+        ({"type": "request", "id": 2, "name": "result_page", "params": {"result": "res_markers", "limit": "x"}}, "bad-request"),
+        ({"type": "request", "id": 2, "name": "history", "params": [1]}, "bad-request"),
+    ],
+)
+def test_errors_come_back_as_kind_and_message(browser, recorded_messages, content, kind) -> None:
+    _deliver(browser, content)
+    (reply,) = _responses(recorded_messages)
+    assert reply["ok"] is False and reply["id"] == 2
+    assert reply["error"]["kind"] == kind and reply["error"]["message"]
+
+
+def test_open_adata_binds_the_version(studio_stack, recorded_messages) -> None:
+    namespace: dict[str, Any] = {}
+    browser = VersionBrowser(studio_stack.v2, name="tbl", namespace=namespace)
+    _deliver(browser, {"type": "open_adata", "id": 5, "version": 1})
+    (reply,) = _responses(recorded_messages)
+    assert reply["ok"] and "`tbl` is the AnnData of v1 “Studio section”" in reply["data"]["message"]
+    assert browser.selected == 1
+    assert "score" in namespace["tbl"].obs and "added_col" not in namespace["tbl"].obs
+    assert browser.adata is namespace["tbl"]
+
+
+def test_open_by_title_dataset_id_or_depth(browser) -> None:
+    assert "added_col" in browser.adata.obs
+    assert browser.open("Studio section") is browser.adata and browser.selected == 1
+    browser.open("edit-2222")
+    assert browser.selected == 2
+    browser.open(0)
+    assert "region_class" not in browser.adata.obs
+
+
+def test_other_messages_are_ignored(browser, recorded_messages) -> None:
+    _deliver(browser, {"type": "something-else"})
+    assert _responses(recorded_messages) == []
+
+
+def test_missing_parent_still_shows_history(orphan_version, recorded_messages) -> None:
+    browser = VersionBrowser(orphan_version, namespace={})
+    _deliver(browser, {"type": "request", "id": 1, "name": "history", "params": {}})
+    (reply,) = _responses(recorded_messages)
+    assert reply["ok"] and reply["data"]["error"]["kind"] == "missing-dataset"
+
+
+def test_unbuilt_front_end_is_a_clear_error(studio_stack, monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(widget_module, "_ESM_PATH", tmp_path / "widget.js")
+    with pytest.raises(RuntimeError, match="front end is not built.*build the package"):
+        VersionBrowser(studio_stack.v2)
