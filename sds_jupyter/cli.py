@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
 
     flatten = commands.add_parser("flatten", help="write a stack out as one store")
     with_folders(flatten)
+    flatten.add_argument(
+        "--copy", action="store_true", help="copy the base's objects instead of linking to them"
+    )
     flatten.add_argument("path", help="a version folder or its layer.json")
     flatten.add_argument("out", help="the new store's folder (must not exist, or be empty)")
 
@@ -79,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=2) if args.json else _describe_text(info))
         return 0
     if args.command == "flatten":
-        out = flatten(args.path, args.out, folders=args.folders)
+        out = flatten(args.path, args.out, folders=args.folders, link=not args.copy)
         print(f"wrote {out}")
         return 0
     if args.command == "check":

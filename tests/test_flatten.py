@@ -41,6 +41,13 @@ def test_base_data_is_linked_and_metadata_and_versions_are_copied(demo_top: Path
     assert not (out / "tables/table/obs/regions/codes/c/0").is_symlink()
 
 
+def test_copy_mode_stands_on_its_own(demo_top: Path, tmp_path: Path) -> None:
+    out = flatten(demo_top, tmp_path / "copy.zarr", link=False)
+    assert not any(p.is_symlink() for p in out.rglob("*"))
+    linked = flatten(demo_top, tmp_path / "linked.zarr")
+    assert files_of(out) == files_of(linked)
+
+
 def test_spatialdata_reads_the_flat_store_and_open_spatialdata_caches_it(demo_top: Path, tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -39,12 +39,14 @@ def flatten(
     out: str | os.PathLike[str],
     folders: str | Mapping[str, str] | None = None,
     *,
+    link: bool = True,
     progress: Progress | bool | None = None,
 ) -> Path:
     """Write the stack whose top is the version at ``path`` as one store at ``out``.
 
     ``out`` must not exist, or be an empty folder, and must not lie inside any
-    folder of the stack. ``progress`` is a callback ``(done, total)``; ``True``
+    folder of the stack. With ``link=False`` the base's objects are copied too,
+    for a store that stands on its own. ``progress`` is a callback ``(done, total)``; ``True``
     prints progress to standard error, ``None`` does so only on a terminal.
     Returns the path of the new store.
     """
@@ -58,7 +60,7 @@ def flatten(
         keys = list(store.keys_raw(""))
         tmp.mkdir(parents=True)
         for done, key in enumerate(keys, 1):
-            _write_one(store, key, tmp)
+            _write_one(store, key, tmp, link)
             if report and (done == len(keys) or done % 200 == 0):
                 report(done, len(keys))
         if out_path.is_dir():
@@ -72,14 +74,14 @@ def flatten(
     return out_path
 
 
-def _write_one(store: StackStore, key: str, root: Path) -> None:
+def _write_one(store: StackStore, key: str, root: Path, link: bool) -> None:
     dest = root / key
     if not is_within(os.path.realpath(dest.parent), os.path.realpath(root)):
         raise WriteRefusedError(f"key {key!r} would be written outside the output folder; refusing")
     dest.parent.mkdir(parents=True, exist_ok=True)
     source, number = store.source_path(key)
     basename = key.rsplit("/", 1)[-1]
-    if number == BASE and source is not None and basename not in METADATA_DOCUMENTS:
+    if link and number == BASE and source is not None and basename not in METADATA_DOCUMENTS:
         os.symlink(source, dest)
         return
     data = store.read_raw(key)
