@@ -1,0 +1,73 @@
+"""Opening a 500-deep stack vs only reading and parsing its 500 manifests.
+
+Data: see ``_deepstack.py``.
+
+A: ``open_stack(top)``: walk the parent references, read and check every
+   manifest, resolve every folder, open the base, build the layer index.
+B: for each of the 500 ``layer.json`` (paths known in advance): open, read,
+   ``json.loads``. The least any reader must do.
+
+Goal: A / B <= 2. Two more lines break A down (not goals): ``Stack.resolve``
+alone, and ``StackStore(stack)`` on an already resolved stack, each against B.
+"""
+
+from __future__ import annotations
+
+import json
+
+from _common import alternate, comparison, emit, parse_args, quiet_warnings, workdir
+from _deepstack import build
+
+GOAL = 2.0
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+    quiet_warnings()
+    from sds_jupyter.stack import Stack, StackStore, open_stack
+
+    depth = 500
+    rounds = args.rounds or (5 if args.quick else 21)
+    print(f"bench_open: open_stack on a {depth}-deep stack vs reading its {depth} manifests")
+    with workdir(args.keep) as root:
+        stacks = build(root, depth)
+        manifests = [str(p) for p in stacks.deep_manifests]
+        top = stacks.deep_top
+
+        def open_it() -> None:
+            store = open_stack(top)
+            store.close()
+
+        def read_manifests() -> None:
+            for path in manifests:
+                with open(path, "rb") as handle:
+                    json.loads(handle.read())
+
+        store = open_stack(top)
+        assert store.stack.depth == depth
+        store.close()
+
+        results = []
+        ta, tb = alternate(open_it, read_manifests, rounds)
+        results.append(
+            comparison("open 500-deep", "open_stack(top)", f"read + json.loads {depth} manifests",
+                       ta, tb, goal=GOAL, unit="open")
+        )
+
+        print(" breakdown (not goals):")
+        ta, tb = alternate(lambda: Stack.resolve(top), read_manifests, rounds)
+        results.append(
+            comparison("  Stack.resolve only", "Stack.resolve(top)", f"read + json.loads {depth} manifests",
+                       ta, tb, goal=None, unit="open")
+        )
+        resolved = Stack.resolve(top)
+        ta, tb = alternate(lambda: StackStore(resolved).close(), read_manifests, rounds)
+        results.append(
+            comparison("  StackStore only", "StackStore(resolved stack)", f"read + json.loads {depth} manifests",
+                       ta, tb, goal=None, unit="open")
+        )
+    emit("bench_open", results, depth=depth)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Run every benchmark, each in its own process, and print a summary table.
+
+    .venv/bin/python benchmarks/run_all.py            # or: make bench
+    .venv/bin/python benchmarks/run_all.py --quick    # smoke run, small data
+
+Timing never fails the run: a missed goal is reported in the table. The exit
+status is non-zero only when a benchmark crashes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _common import RESULT_PREFIX, machine  # noqa: E402
+
+BENCHMARKS = [
+    "bench_table_read.py",
+    "bench_deep_get.py",
+    "bench_open.py",
+    "bench_flatten.py",
+]
+
+
+def run_one(script: str, extra: list[str]) -> tuple[dict[str, Any] | None, float, int]:
+    print(f"\n=== {script} ===", flush=True)
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / script), *extra],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=HERE.parent,
+    )
+    result = None
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith(RESULT_PREFIX):
+            result = json.loads(line[len(RESULT_PREFIX):])
+        else:
+            print(line, end="", flush=True)
+    code = process.wait()
+    return result, time.perf_counter() - start, code
+
+
+def fmt(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small data, few rounds")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("only", nargs="*", help="run only these benchmarks (e.g. bench_open)")
+    args = parser.parse_args()
+
+    scripts = BENCHMARKS
+    if args.only:
+        wanted = {name.removesuffix(".py") for name in args.only}
+        scripts = [s for s in BENCHMARKS if s.removesuffix(".py") in wanted]
+    extra = ["--quick"] if args.quick else []
+
+    print(f"machine: {machine()}")
+    total_start = time.perf_counter()
+    results: list[dict[str, Any]] = []
+    crashed: list[str] = []
+    for script in scripts:
+        result, elapsed, code = run_one(script, extra)
+        if code != 0 or result is None:
+            crashed.append(script)
+            print(f"!!! {script} exited with status {code}", flush=True)
+            continue
+        result["elapsed_s"] = elapsed
+        results.append(result)
+    total = time.perf_counter() - total_start
+
+    rows = [("benchmark", "A", "B", "median A", "median B", "A/B", "goal", "")]
+    for result in results:
+        for c in result["comparisons"]:
+            goal = "" if c["goal"] is None else f"<= {c['goal']:g}"
+            verdict = "" if c["met"] is None else ("met" if c["met"] else "MISSED")
+            rows.append(
+                (
+                    c["name"],
+                    c["a"],
+                    c["b"],
+                    fmt(c["median_a_s"]) + f"/{c['unit']}",
+                    fmt(c["median_b_s"]) + f"/{c['unit']}",
+                    f"{c['ratio']:.2f}",
+                    goal,
+                    verdict,
+                )
+            )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    print("\nSummary" + (" (--quick: small data, figures indicative only)" if args.quick else ""))
+    print(f"machine: {machine()}")
+    for index, row in enumerate(rows):
+        print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        if index == 0:
+            print("  " + "  ".join("-" * width for width in widths))
+    missed = [c["name"] for r in results for c in r["comparisons"] if c["met"] is False]
+    print(f"\ngoals missed: {', '.join(missed) if missed else 'none'}")
+    print(f"total time: {total:.0f} s")
+    if crashed:
+        print(f"crashed: {', '.join(crashed)}")
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps({"machine": machine(), "quick": args.quick, "results": results}, indent=2) + "\n"
+        )
+    return 1 if crashed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
