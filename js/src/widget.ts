@@ -101,6 +101,15 @@ function render({ model, el }: RenderProps): () => void {
   host.className = 'sds-widget';
   el.append(host);
   const app = mountApp(host, transport, {
+    // the Python side's `selected` trait follows the selection (`browser.adata`)
+    onSelect: depth => {
+      try {
+        model.set('selected', depth);
+        model.save_changes();
+      } catch {
+        // a model without the trait: nothing to keep in sync
+      }
+    },
     actions: [
       {
         id: 'open-adata',

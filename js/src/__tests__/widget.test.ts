@@ -17,11 +17,17 @@ class FakeModel {
   off(_event: string, cb: Handler): void {
     this.handlers = this.handlers.filter(h => h !== cb);
   }
-  get(): undefined {
-    return undefined;
+  state: Record<string, unknown> = {};
+  saved = 0;
+  get(key: string): unknown {
+    return this.state[key];
   }
-  set(): void {}
-  save_changes(): void {}
+  set(key: string, value: unknown): void {
+    this.state[key] = value;
+  }
+  save_changes(): void {
+    this.saved++;
+  }
   send(content: Record<string, unknown>): void {
     this.sent.push(content);
     const reply = this.answer(content);
@@ -90,6 +96,12 @@ describe('widget render', () => {
     const cleanup = widget.render({ model: model as never, el } as never);
     await settle(10);
     expect(el.querySelectorAll('.sds-history-row').length).toBe(3);
+    // the selection is synced to the Python side
+    expect(model.state.selected).toBe(2);
+    el.querySelectorAll<HTMLElement>('.sds-history-row')[1].click();
+    expect(model.state.selected).toBe(1);
+    expect(model.saved).toBe(2);
+    el.querySelectorAll<HTMLElement>('.sds-history-row')[0].click();
     el.querySelector<HTMLButtonElement>('[data-action="open-adata"]')!.click();
     await settle(10);
     expect(model.sent.find(m => m.type === 'open_adata')).toMatchObject({ version: 2 });

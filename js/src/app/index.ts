@@ -38,6 +38,8 @@ export type AppAction = {
 
 export type AppOptions = {
   actions?: AppAction[];
+  /** Called when the selected version changes (its depth). */
+  onSelect?: (depth: number) => void;
   /** Called with every history reply (e.g. to title a panel). */
   onHistory?: (history: History) => void;
   /** Draws Vega-Lite specs; vega-embed by default. */
@@ -185,6 +187,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     selected = depth;
     root.dataset.selected = String(depth);
     loadTab();
+    options.onSelect?.(depth);
   }
 
   async function refresh(): Promise<void> {

@@ -32,7 +32,9 @@ export async function requestAPI<T = unknown>(
   const url = URLExt.join(settings.baseUrl, NAMESPACE, name) + (qs ? `?${qs}` : '');
   let response: Response;
   try {
-    response = await ServerConnection.makeRequest(url, init, settings);
+    // 'no-cache' (revalidate) rather than JupyterLab's default 'no-store', which
+    // appends a bare timestamp parameter that the API would refuse as unknown
+    response = await ServerConnection.makeRequest(url, { cache: 'no-cache', ...init }, settings);
   } catch (err) {
     throw new TransportError('network', `could not reach the server: ${TransportError.from(err).message}`);
   }

@@ -1,0 +1,257 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { installOpenHandler, settingsState, type BrowserLike } from '../lab/handler';
+import { VersionDetector } from '../lab/versions';
+import { encodeFrame } from '../app/transport';
+import { settle } from './fixtures';
+
+type Item = { name: string; path: string; type: string };
+
+/** A contents manager over a tiny tree: {folder: [children]}. */
+function contents(tree: Record<string, Item[]>) {
+  const calls: string[] = [];
+  return {
+    calls,
+    get: async (path: string) => {
+      calls.push(path);
+      if (!(path in tree)) {
+        throw new Error(`no ${path}`);
+      }
+      return { name: path, path, type: 'directory', content: tree[path] } as never;
+    }
+  };
+}
+
+const dir = (path: string): Item => ({ name: path.split('/').pop()!, path, type: 'directory' });
+const file = (path: string): Item => ({ name: path.split('/').pop()!, path, type: 'file' });
+
+const TREE: Record<string, Item[]> = {
+  'stacks/v2': [file('stacks/v2/layer.json'), dir('stacks/v2/overlay')],
+  'stacks/v3': [dir('stacks/v3/data')],
+  'stacks/v3/data': [file('stacks/v3/data/layer.json')],
+  'stacks/plain': [file('stacks/plain/notes.txt'), dir('stacks/plain/data')],
+  'stacks/plain/data': [file('stacks/plain/data/x.csv')]
+};
+
+describe('VersionDetector', () => {
+  it('finds layer.json at the top or under data/, once per folder until cleared', async () => {
+    const c = contents(TREE);
+    const d = new VersionDetector(c);
+    expect(await d.check('stacks/v2')).toBe(true);
+    expect(await d.check('stacks/v3')).toBe(true);
+    expect(await d.check('stacks/plain')).toBe(false);
+    expect(await d.check('stacks/missing')).toBe(false);
+    expect(d.cached('stacks/v3')).toBe(true);
+    expect(d.cached('stacks/plain')).toBe(false);
+    await d.check('stacks/v2');
+    expect(c.calls.filter(p => p === 'stacks/v2').length).toBe(1);
+    d.clear();
+    expect(d.cached('stacks/v2')).toBeUndefined();
+    await d.check('stacks/v2');
+    expect(c.calls.filter(p => p === 'stacks/v2').length).toBe(2);
+  });
+});
+
+/** A listing like JupyterLab's: the listing's own handlers navigate on dblclick/Enter/click. */
+function fakeBrowser(items: Item[]) {
+  const node = document.createElement('div');
+  const listing = document.createElement('div');
+  listing.className = 'jp-DirListing';
+  const content = document.createElement('ul');
+  content.className = 'jp-DirListing-content';
+  listing.append(content);
+  node.append(listing);
+  const byNode = new Map<Element, Item>();
+  for (const item of items) {
+    const li = document.createElement('li');
+    li.className = 'jp-DirListing-item';
+    li.textContent = item.name;
+    content.append(li);
+    byNode.set(li, item);
+  }
+  document.body.append(node);
+  const navigated: string[] = [];
+  let selected: Item[] = [];
+  const refreshedSlots: (() => void)[] = [];
+  const modelForClick = (event: MouseEvent) => {
+    const li = (event.target as Element).closest('.jp-DirListing-item');
+    return li ? (byNode.get(li) as never) : undefined;
+  };
+  // the listing's own (bubbling) handlers, as in DirListing
+  listing.addEventListener('dblclick', e => {
+    const item = modelForClick(e) as Item | undefined;
+    if (item) navigated.push(item.path);
+  });
+  listing.addEventListener('keydown', e => {
+    if (e.key === 'Enter') selected.forEach(i => navigated.push(i.path));
+  });
+  listing.addEventListener('click', e => {
+    if (browser.singleClickNavigation) {
+      const item = modelForClick(e) as Item | undefined;
+      if (item) navigated.push(item.path);
+    }
+  });
+  const browser = {
+    node,
+    singleClickNavigation: false,
+    modelForClick,
+    selectedItems: () => selected[Symbol.iterator]() as never,
+    model: {
+      refreshed: {
+        connect: (f: () => void) => refreshedSlots.push(f),
+        disconnect: (f: () => void) => refreshedSlots.splice(refreshedSlots.indexOf(f), 1)
+      }
+    }
+  };
+  const itemNode = (name: string) =>
+    [...content.querySelectorAll<HTMLElement>('li')].find(li => li.textContent === name)!;
+  return {
+    browser: browser as unknown as BrowserLike & { singleClickNavigation: boolean },
+    navigated,
+    itemNode,
+    select: (names: string[]) => (selected = items.filter(i => names.includes(i.name))),
+    refresh: () => refreshedSlots.forEach(f => f()),
+    slots: refreshedSlots
+  };
+}
+
+describe('file browser open handler', () => {
+  afterEach(() => {
+    document.body.replaceChildren();
+    settingsState.openVersionsOnDoubleClick = true;
+  });
+
+  const items = [dir('stacks/v2'), dir('stacks/v3'), dir('stacks/plain'), file('stacks/readme.md')];
+
+  function setup() {
+    const fb = fakeBrowser(items);
+    const detector = new VersionDetector(contents(TREE));
+    const opened: string[] = [];
+    const entered: string[] = [];
+    const remove = installOpenHandler(
+      fb.browser,
+      detector,
+      item => opened.push(item.path),
+      async item => {
+        entered.push(item.path);
+      }
+    );
+    return { ...fb, detector, opened, entered, remove };
+  }
+
+  const dbl = (el: Element) => el.dispatchEvent(new MouseEvent('dblclick', { bubbles: true, button: 0 }));
+  const down = (el: Element) => el.dispatchEvent(new MouseEvent('mousedown', { bubbles: true, button: 0 }));
+
+  it('opens a version folder on double-click instead of entering it', async () => {
+    const s = setup();
+    down(s.itemNode('v2')); // the first click warms the cache
+    await settle();
+    dbl(s.itemNode('v2'));
+    expect(s.opened).toEqual(['stacks/v2']);
+    expect(s.navigated).toEqual([]); // the listing never saw the event
+  });
+
+  it('lets ordinary folders and files through to the listing', async () => {
+    const s = setup();
+    down(s.itemNode('plain'));
+    await settle();
+    dbl(s.itemNode('plain'));
+    dbl(s.itemNode('readme.md'));
+    expect(s.navigated).toEqual(['stacks/plain', 'stacks/readme.md']);
+    expect(s.opened).toEqual([]);
+  });
+
+  it('checks a folder not seen yet, then opens or enters it', async () => {
+    const s = setup();
+    dbl(s.itemNode('v3')); // layer.json under data/
+    dbl(s.itemNode('plain'));
+    expect(s.navigated).toEqual([]); // held while asking
+    await settle();
+    expect(s.opened).toEqual(['stacks/v3']);
+    expect(s.entered).toEqual(['stacks/plain']);
+  });
+
+  it('opens on Enter with one version selected, not while renaming', async () => {
+    const s = setup();
+    await s.detector.check('stacks/v2');
+    s.select(['v2']);
+    const listing = s.browser.node.querySelector('.jp-DirListing-content')!;
+    listing.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+    expect(s.opened).toEqual(['stacks/v2']);
+    const input = document.createElement('input');
+    s.itemNode('v2').append(input);
+    input.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+    expect(s.opened).toEqual(['stacks/v2']);
+    expect(s.navigated).toEqual(['stacks/v2']); // the rename's Enter reached the listing
+  });
+
+  it('keeps single-click navigation working, opening versions on that click', async () => {
+    const s = setup();
+    s.browser.singleClickNavigation = true;
+    await s.detector.check('stacks/v2');
+    await s.detector.check('stacks/plain');
+    s.itemNode('plain').click();
+    s.itemNode('v2').click();
+    expect(s.navigated).toEqual(['stacks/plain']);
+    expect(s.opened).toEqual(['stacks/v2']);
+  });
+
+  it('does nothing when the setting is off, and clears its cache on refresh', async () => {
+    const s = setup();
+    await s.detector.check('stacks/v2');
+    settingsState.openVersionsOnDoubleClick = false;
+    dbl(s.itemNode('v2'));
+    expect(s.navigated).toEqual(['stacks/v2']);
+    expect(s.opened).toEqual([]);
+    s.refresh();
+    expect(s.detector.cached('stacks/v2')).toBeUndefined();
+    s.remove();
+    expect(s.slots.length).toBe(0);
+  });
+});
+
+describe('REST transport', () => {
+  it('builds the URL, decodes JSON and octet-stream, and maps errors', async () => {
+    const { ServerConnection } = await import('@jupyterlab/services');
+    const { RestTransport, requestAPI } = await import('../lab/transport');
+    const seen: string[] = [];
+    const fetchFn = async (input: RequestInfo | URL, init?: RequestInit) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      seen.push(`${init?.method ?? (input as Request).method ?? 'GET'} ${url}`);
+      if (url.includes('/canvas')) {
+        return new Response(encodeFrame({ n_cells: 1 }, [new Float32Array([3])]), {
+          headers: { 'Content-Type': 'application/octet-stream' }
+        });
+      }
+      if (url.includes('/changes')) {
+        return new Response(JSON.stringify({ kind: 'not_found', message: 'no such version 9' }), {
+          status: 404,
+          headers: { 'Content-Type': 'application/json' }
+        });
+      }
+      return new Response(JSON.stringify({ top_depth: 1 }), { headers: { 'Content-Type': 'application/json' } });
+    };
+    const settings = ServerConnection.makeSettings({
+      baseUrl: 'http://localhost:8888/lab-base/',
+      fetch: fetchFn as typeof fetch
+    });
+    const t = new RestTransport('stacks/v 2', settings);
+    const h = await t.request('history', {});
+    expect(h.data).toEqual({ top_depth: 1 });
+    const c = await t.request('canvas', { version: 2, figure: 'tissue' });
+    expect(c.data).toEqual({ n_cells: 1 });
+    expect(new Float32Array(c.buffers[0] as ArrayBuffer)[0]).toBe(3);
+    await expect(t.request('changes', { version: 9 })).rejects.toMatchObject({
+      kind: 'not_found',
+      message: 'no such version 9'
+    });
+    expect(seen[0]).toBe('GET http://localhost:8888/lab-base/sds-jupyter/api/history?path=stacks%2Fv+2');
+    expect(seen[1]).toBe(
+      'GET http://localhost:8888/lab-base/sds-jupyter/api/canvas?path=stacks%2Fv+2&version=2&figure=tissue'
+    );
+    const post = await requestAPI('notebook', {}, { method: 'POST', body: '{}' }, settings);
+    expect(post.data).toEqual({ top_depth: 1 });
+    expect(seen[3]).toBe('POST http://localhost:8888/lab-base/sds-jupyter/api/notebook');
+    // the server never sees the unknown cache-buster parameter
+    expect(seen.every(u => !/[?&]\d+$/.test(u))).toBe(true);
+  });
+});
