@@ -1,5 +1,5 @@
 # The two entry points the README names:
-#   make demo  - set everything up, build the demo stack and show it
+#   make demo  - set everything up, build the demo stack, and start JupyterLab on it
 #   make test  - set everything up and run the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -24,6 +24,8 @@ $(DEMO_DIR)/.built: $(VENV)/.installed
 
 demo: $(DEMO_DIR)/.built
 	$(PY) -m sds_jupyter describe "$$(cat $(DEMO_DIR)/top-version.txt)"
+	$(VENV)/bin/jupyter lab --no-browser --ServerApp.root_dir="$(CURDIR)" \
+		--LabApp.default_url=/lab/tree/binder/demo.ipynb $(LAB_ARGS)
 
 test: setup
 	$(PY) -m pytest
