@@ -22,6 +22,7 @@ __all__ = [
     "FileEntry",
     "LayerFormat",
     "Manifest",
+    "load_manifest",
     "parse_manifest",
     "read_manifest",
     "supported_formats",
@@ -121,6 +122,11 @@ def read_manifest(path: Path) -> Manifest:
             raw = handle.read(MAX_MANIFEST_BYTES + 1)
     except OSError as exc:
         raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return load_manifest(raw, str(path))
+
+
+def load_manifest(raw: bytes, path: str) -> Manifest:
+    """Parse the bytes of a ``layer.json`` read from ``path`` (a file or a URL)."""
     if len(raw) > MAX_MANIFEST_BYTES:
         raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
     try:
