@@ -42,9 +42,17 @@ class Version:
     def manifest_path(self) -> Path:
         return self.data_dir / MANIFEST_NAME
 
-    @property
-    def title(self) -> str | None:
-        return self.manifest.title
+    # Every manifest field, straight from the version, for convenience.
+    title = property(lambda self: self.manifest.title)
+    message = property(lambda self: self.manifest.message)
+    created_at = property(lambda self: self.manifest.created_at)
+    created_by = property(lambda self: self.manifest.created_by)
+    app = property(lambda self: self.manifest.app)
+    parent = property(lambda self: self.manifest.parent)
+    base_reference = property(lambda self: self.manifest.base)
+    files = property(lambda self: self.manifest.files)
+    deleted = property(lambda self: self.manifest.deleted)
+    changes = property(lambda self: self.manifest.changes)
 
     @property
     def label(self) -> str:
@@ -93,7 +101,7 @@ class Stack:
             For anything that cannot be followed safely: the message says what.
         """
         folder_map = parse_folder_map(folders)
-        top = Path(os.path.abspath(os.fspath(path)))
+        top = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
         located = _locate_version(top)
         if located is None:
             return cls._store_only(top, folder_map)
