@@ -1,0 +1,63 @@
+"""One StackService per opened path, reopened when a manifest changes.
+
+The server answers many small requests per browser view; resolving the
+stack and re-reading uns for each would repeat the same work. A service is
+kept per (path, folder map) and dropped when any of its manifests or its base
+changes on disk (a new download over an old one), or when it could not be
+resolved (so attaching a missing parent is noticed on the next request).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from sds_jupyter.service import StackService
+from sds_jupyter.server.paths import check_datasets_dir_inside, check_stack_inside, resolve_in_root
+
+__all__ = ["ServiceCache"]
+
+Signature = tuple[tuple[str, int], ...]
+
+
+def _signature(service: StackService) -> Signature | None:
+    """Modification times of every manifest and the base; None when unresolved or unreadable."""
+    try:
+        stack = service.stack
+        files = [version.manifest_path for version in stack.versions] + [stack.base.path]
+        return tuple((str(path), path.stat().st_mtime_ns) for path in files)
+    except (OSError, ValueError):
+        return None
+
+
+class ServiceCache:
+    """Services by path under one server root; safe to use from worker threads."""
+
+    def __init__(self, root_dir: str | os.PathLike[str], max_entries: int = 32) -> None:
+        self.root_dir = os.path.realpath(root_dir)
+        self.max_entries = max_entries
+        self._entries: dict[tuple[str, str], tuple[Signature | None, StackService]] = {}
+        self._lock = threading.Lock()
+
+    def resolve(self, relative: str) -> Path:
+        """The absolute path a request names (see :func:`resolve_in_root`)."""
+        return resolve_in_root(self.root_dir, relative)
+
+    def service(self, relative: str) -> StackService:
+        """The service of the version at ``relative`` (checked to stay inside the root)."""
+        path = self.resolve(relative)
+        key = (str(path), os.environ.get("SDS_CIRRO_DATASETS", ""))
+        with self._lock:
+            cached = self._entries.get(key)
+        if cached is not None and cached[0] is not None and _signature(cached[1]) == cached[0]:
+            return cached[1]
+        check_datasets_dir_inside(path, self.root_dir)
+        service = StackService(path, relative_to=self.root_dir)
+        if service.history().get("error") is None:
+            check_stack_inside(service.stack, self.root_dir)
+        with self._lock:
+            if len(self._entries) >= self.max_entries:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = (_signature(service), service)
+        return service

@@ -1,0 +1,77 @@
+"""Keeping every path the server opens inside its root directory.
+
+Requests name folders relative to the server root. A name that is absolute,
+climbs with ``..``, or reaches outside through a symbolic link is refused
+before anything is opened; so is a stack whose parents or base resolve
+outside the root (a version at the root's top looks for its parents one
+level up, which is outside).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+from sds_jupyter.errors import StackError
+from sds_jupyter.stack import Stack
+
+__all__ = ["OutsideRootError", "PathNotFoundError", "check_datasets_dir_inside", "check_stack_inside", "resolve_in_root"]
+
+
+class OutsideRootError(StackError):
+    """A path that is, or leads, outside the server root (HTTP 403)."""
+
+    kind = "outside-root"
+
+
+class PathNotFoundError(StackError):
+    """A path inside the root that does not exist (HTTP 404)."""
+
+    kind = "not-found"
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def resolve_in_root(root: str | os.PathLike[str], relative: str) -> Path:
+    """The folder or file ``relative`` names under ``root``, refusing anything outside it."""
+    text = (relative or "").strip()
+    if "\\" in text or "\x00" in text:
+        raise OutsideRootError(f"{text!r} is not a plain relative path")
+    pure = PurePosixPath(text)
+    if pure.is_absolute() or ".." in pure.parts:
+        raise OutsideRootError(f"{text!r} is outside the server root; give a path relative to it without '..'")
+    root_real = os.path.realpath(root)
+    candidate = os.path.join(root_real, *pure.parts) if pure.parts else root_real
+    if not _inside(os.path.realpath(candidate), root_real):
+        raise OutsideRootError(f"{text!r} leads outside the server root (through a symbolic link)")
+    if not os.path.exists(candidate):
+        raise PathNotFoundError(f"{text!r} does not exist under the server root")
+    return Path(candidate)
+
+
+def check_stack_inside(stack: Stack, root: str | os.PathLike[str]) -> None:
+    """Refuse a stack any of whose folders (versions, overlays, base) is outside ``root``."""
+    root_real = os.path.realpath(root)
+    places = [(version.dataset_id, version.overlay_dir) for version in stack.versions]
+    places += [(version.dataset_id, version.data_dir) for version in stack.versions]
+    places.append((stack.base.dataset_id or "the base", stack.base.path))
+    for name, place in places:
+        if not _inside(os.path.realpath(place), root_real):
+            raise OutsideRootError(f"the stack reads {name} from outside the server root; move its datasets under the root")
+
+
+def check_datasets_dir_inside(path: Path, root: str | os.PathLike[str]) -> None:
+    """Refuse a version whose parents would be looked up outside ``root``, before reading any.
+
+    Parents are found beside the version's dataset folder, so that folder's
+    parent must be inside the root: a version at the root itself is refused.
+    """
+    folder = path.parent if path.name == "layer.json" else path
+    if folder.name == "data" and (folder / "layer.json").is_file():
+        folder = folder.parent
+    is_version = (folder / "layer.json").is_file() or (folder / "data" / "layer.json").is_file()
+    root_real = os.path.realpath(root)
+    if is_version and not _inside(os.path.realpath(folder.parent), root_real):
+        raise OutsideRootError("this version's parents would be looked up outside the server root; open it from a folder below the root")

@@ -1,0 +1,235 @@
+"""The REST transport, through a real Jupyter server (pytest-jupyter) with a non-default base_url."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from tornado.httpclient import HTTPClientError
+
+from sds_jupyter.server.cache import ServiceCache
+from sds_jupyter.server.handlers import NAMESPACE
+from sds_jupyter.server.paths import OutsideRootError
+from sds_jupyter.service import unframe_reply
+
+pytest_plugins = ["pytest_jupyter.jupyter_server", "fixtures_service"]
+
+
+@pytest.fixture
+def jp_server_config() -> dict[str, Any]:
+    return {"ServerApp": {"jpserver_extensions": {"sds_jupyter.server": True}}}
+
+
+@pytest.fixture
+def root(jp_root_dir: Path, studio_stack, orphan_version, named_datasets, tmp_path: Path) -> Path:
+    """The server root: the studio stack, an orphan version, named datasets, and links out."""
+    shutil.copytree(studio_stack.datasets, jp_root_dir / "datasets")
+    shutil.copytree(orphan_version.parent, jp_root_dir / "orphan")
+    shutil.copytree(named_datasets[0], jp_root_dir / "named")
+    outside = tmp_path / "outside"
+    shutil.copytree(studio_stack.datasets, outside)
+    (jp_root_dir / "link-out").symlink_to(outside / "edit-2222", target_is_directory=True)
+    (jp_root_dir / "escape").mkdir()
+    for name in ("edit-2222", "studio-1111"):
+        (jp_root_dir / "escape" / name).symlink_to(outside / name, target_is_directory=True)
+    (jp_root_dir / "escape" / "base-0000").symlink_to(outside / "base-0000", target_is_directory=True)
+    return jp_root_dir
+
+
+@pytest.fixture
+def fetch(jp_fetch, jp_asyncio_loop) -> Any:
+    """jp_fetch run to completion on the server's loop.
+
+    Tests stay synchronous: the project runs pytest-asyncio in auto mode, which
+    would run ``async def`` tests on its own loop, away from the test server's.
+    """
+
+    def run(*parts: str, **kwargs: Any) -> Any:
+        return jp_asyncio_loop.run_until_complete(jp_fetch(*parts, **kwargs))
+
+    return run
+
+
+def _get(fetch, name: str, **params: Any) -> Any:
+    response = fetch(NAMESPACE, "api", name, params={k: str(v) for k, v in params.items()})
+    assert response.code == 200
+    if response.headers["Content-Type"] == "application/octet-stream":
+        return unframe_reply(response.body)
+    return json.loads(response.body)
+
+
+def _error(fetch, name: str, method: str = "GET", body: Any = None, **params: Any) -> tuple[int, dict[str, Any]]:
+    with pytest.raises(HTTPClientError) as info:
+        kwargs = {"method": method, "body": json.dumps(body)} if method == "POST" else {"params": params}
+        fetch(NAMESPACE, "api", name, **kwargs)
+    return info.value.code, json.loads(info.value.response.body)
+
+
+# ------------------------------------------------------------------ answers
+
+
+def test_history_and_changes(root, fetch) -> None:
+    history = _get(fetch, "history", path="datasets/edit-2222")
+    assert history["top_depth"] == 2
+    assert history["versions"][0]["folder"] == "datasets/edit-2222"
+    assert history["base"]["path"] == "datasets/base-0000/blobs.zarr"
+    changes = _get(fetch, "changes", path="datasets/edit-2222", version=2)
+    assert {"entry": "tables/table/obs/score/", "node": True} in changes["deleted"]
+
+
+def test_figures_results_pages_and_compare(root, fetch) -> None:
+    figures = _get(fetch, "figures", path="datasets/edit-2222", version=1)
+    kinds = {f["id"]: f["kind"] for f in figures["figures"]}
+    assert kinds["fig_chart"] == "chart" and kinds["fig_not_json"] == "unsupported"
+    results = _get(fetch, "results", path="datasets/edit-2222", version=1)
+    assert len(results["results"]) == 7
+    page = _get(fetch, "result_page", path="datasets/edit-2222", version=1, result="res_markers",
+                      offset=10, limit=5, sort="scores", descending="true")
+    assert page["total"] == 30 and page["offset"] == 10 and len(page["rows"]) == 5
+    comparison = _get(fetch, "compare", path="datasets/edit-2222", a=1, b=2)
+    assert comparison["obs"]["added"] == ["added_col"]
+
+
+def test_canvas_is_framed_binary(root, fetch) -> None:
+    data, buffers = _get(fetch, "canvas", path="datasets/edit-2222", version=1, figure="fig_canvas")
+    assert data["n_cells"] == 26
+    assert [len(b) for b in buffers][:3] == [104, 104, 52]
+    assert len(buffers[3]) == data["image"]["width"] * data["image"]["height"] * 4
+
+
+def test_demo_stack_under_the_root(jp_root_dir, demo_top, fetch) -> None:
+    shutil.copytree(demo_top.parent, jp_root_dir / "demo")
+    history = _get(fetch, "history", path=f"demo/{demo_top.name}")
+    assert history["top_depth"] == 4 and "error" not in history
+    figures = _get(fetch, "figures", path=f"demo/{demo_top.name}")
+    canvas = next(f for f in figures["figures"] if f["kind"] == "canvas")
+    data, buffers = _get(fetch, "canvas", path=f"demo/{demo_top.name}", figure=canvas["id"])
+    assert len(buffers) >= 2
+
+
+def test_is_version(root, fetch) -> None:
+    assert _get(fetch, "is_version", path="datasets/edit-2222") == {
+        "path": "datasets/edit-2222", "is_version": True, "title": "Edit"
+    }
+    assert (_get(fetch, "is_version", path="datasets/base-0000"))["is_version"] is False
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def test_requests_need_a_token(root, http_server_client, jp_base_url, jp_asyncio_loop) -> None:
+    query = urlencode({"path": "datasets/edit-2222"})
+    for name in ("history", "canvas", "is_version"):
+        url = f"{jp_base_url}{NAMESPACE}/api/{name}?{query}"
+        response = jp_asyncio_loop.run_until_complete(http_server_client.fetch(url, raise_error=False))
+        assert response.code == 403, name
+    post = jp_asyncio_loop.run_until_complete(http_server_client.fetch(f"{jp_base_url}{NAMESPACE}/api/notebook", method="POST",
+                                          body=json.dumps({"path": "datasets/edit-2222"}), raise_error=False))
+    assert post.code == 403
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("../outside/edit-2222", 403),
+        ("datasets/../../outside", 403),
+        ("/etc", 403),
+        ("link-out", 403),
+        ("escape/edit-2222", 403),
+        ("datasets/edit-2222\\..\\x", 403),
+        ("datasets/nope", 404),
+    ],
+)
+def test_paths_outside_the_root_are_refused(root, fetch, path: str, status: int) -> None:
+    code, error = _error(fetch, "history", path=path)
+    assert code == status
+    assert error["kind"] == ("not-found" if status == 404 else "outside-root")
+
+
+def test_a_version_at_the_root_is_refused(jp_root_dir, studio_stack, fetch) -> None:
+    shutil.copy(studio_stack.v2 / "layer.json", jp_root_dir / "layer.json")
+    code, error = _error(fetch, "history", path="")
+    assert code == 403 and "outside the server root" in error["message"]
+
+
+def test_missing_parent_is_named(root, fetch) -> None:
+    history = _get(fetch, "history", path="orphan/edit-2222")
+    assert history["error"]["kind"] == "missing-dataset" and "studio-1111" in history["error"]["message"]
+    code, error = _error(fetch, "canvas", path="orphan/edit-2222", figure="fig_canvas")
+    assert code == 400 and "studio-1111" in error["message"]
+
+
+def test_bad_requests_are_400(root, fetch) -> None:
+    code, error = _error(fetch, "result_page", path="datasets/edit-2222", result="res_markers", limit="x")
+    assert code == 400 and error["kind"] == "bad-request"
+    code, error = _error(fetch, "canvas", path="datasets/edit-2222", figure="nope")
+    assert code == 400 and error["kind"] == "figure"
+    with pytest.raises(HTTPClientError) as info:
+        fetch(NAMESPACE, "api", "drop_everything", params={"path": "datasets/edit-2222"})
+    assert info.value.code == 404
+
+
+def test_folder_map_from_sds_cirro_datasets(root, named_datasets, fetch, monkeypatch) -> None:
+    monkeypatch.setenv("SDS_CIRRO_DATASETS", json.dumps(named_datasets[1]))
+    history = _get(fetch, "history", path="named/Edit")
+    assert [v["dataset_id"] for v in history["versions"]] == ["edit-2222", "studio-1111"]
+    assert history["base"]["path"] == "named/Blobs base/blobs.zarr"
+    monkeypatch.delenv("SDS_CIRRO_DATASETS")
+    history = _get(fetch, "history", path="named/Edit")
+    assert history["error"]["kind"] == "missing-dataset"
+
+
+# ------------------------------------------------------------------ notebooks
+
+
+def test_notebook_in_sds_work_dir(root, fetch, monkeypatch) -> None:
+    (root / "work").mkdir()
+    monkeypatch.setenv("SDS_WORK_DIR", str(root / "work"))
+    answers = []
+    for _ in range(2):
+        response = fetch(NAMESPACE, "api", "notebook", method="POST", body=json.dumps({"path": "datasets/edit-2222"}))
+        assert response.code == 201
+        answers.append(json.loads(response.body)["notebook_path"])
+    assert answers == ["work/Edit.ipynb", "work/Edit-1.ipynb"]
+    notebook = json.loads((root / "work" / "Edit.ipynb").read_text())
+    source = "".join(notebook["cells"][1]["source"])
+    assert source == f'%load_ext sds_jupyter\n%sds_open "{root / "datasets" / "edit-2222"}"'
+
+
+def test_notebook_in_the_root_without_work_dir(root, fetch, monkeypatch) -> None:
+    monkeypatch.delenv("SDS_WORK_DIR", raising=False)
+    response = fetch(NAMESPACE, "api", "notebook", method="POST", body=json.dumps({"path": "datasets/studio-1111"}))
+    assert json.loads(response.body) == {"notebook_path": "Studio section.ipynb"}
+    assert (root / "Studio section.ipynb").is_file()
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [({"path": "../x"}, 403), ({"path": "datasets/nope"}, 404), ({}, 400), ({"path": "orphan/edit-2222"}, 400)],
+)
+def test_notebook_refusals(root, fetch, body, status) -> None:
+    code, _ = _error(fetch, "notebook", method="POST", body=body)
+    assert code == status
+
+
+# ------------------------------------------------------------------ cache
+
+
+def test_cache_reopens_when_a_manifest_changes(root) -> None:
+    cache = ServiceCache(root)
+    first = cache.service("datasets/edit-2222")
+    assert cache.service("datasets/edit-2222") is first
+    manifest = root / "datasets" / "edit-2222" / "layer.json"
+    stat = manifest.stat()
+    os.utime(manifest, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert cache.service("datasets/edit-2222") is not first
+
+
+def test_cache_refuses_escapes_before_reading(root) -> None:
+    with pytest.raises(OutsideRootError):
+        ServiceCache(root).service("escape/edit-2222")
