@@ -85,7 +85,7 @@ def main() -> int:
         results.append(result)
     total = time.perf_counter() - total_start
 
-    rows = [("benchmark", "A", "B", "median A", "median B", "A/B", "goal", "")]
+    rows = [("benchmark", "A", "B", "median A", "median B", "A/B", "(quartiles)", "goal", "")]
     for result in results:
         for c in result["comparisons"]:
             goal = "" if c["goal"] is None else f"<= {c['goal']:g}"
@@ -98,6 +98,7 @@ def main() -> int:
                     fmt(c["median_a_s"]) + f"/{c['unit']}",
                     fmt(c["median_b_s"]) + f"/{c['unit']}",
                     f"{c['ratio']:.2f}",
+                    f"({c['ratio_q1']:.2f}..{c['ratio_q3']:.2f})",
                     goal,
                     verdict,
                 )
