@@ -219,7 +219,7 @@ describe('REST transport', () => {
       seen.push(`${init?.method ?? (input as Request).method ?? 'GET'} ${url}`);
       if (url.includes('/canvas')) {
         return new Response(encodeFrame({ n_cells: 1 }, [new Float32Array([3])]), {
-          headers: { 'Content-Type': 'application/octet-stream' }
+          headers: { 'Content-Type': url.includes('json-typed') ? 'application/json' : 'application/octet-stream' }
         });
       }
       if (url.includes('/changes')) {
@@ -240,6 +240,10 @@ describe('REST transport', () => {
     const c = await t.request('canvas', { version: 2, figure: 'tissue' });
     expect(c.data).toEqual({ n_cells: 1 });
     expect(new Float32Array(c.buffers[0] as ArrayBuffer)[0]).toBe(3);
+    // a frame under the wrong content type is still recognised
+    const wrong = await t.request('canvas', { version: 3, figure: 'json-typed' });
+    expect(wrong.data).toEqual({ n_cells: 1 });
+    expect(wrong.buffers.length).toBe(1);
     await expect(t.request('changes', { version: 9 })).rejects.toMatchObject({
       kind: 'not_found',
       message: 'no such version 9'
@@ -250,7 +254,7 @@ describe('REST transport', () => {
     );
     const post = await requestAPI('notebook', {}, { method: 'POST', body: '{}' }, settings);
     expect(post.data).toEqual({ top_depth: 1 });
-    expect(seen[3]).toBe('POST http://localhost:8888/lab-base/sds-jupyter/api/notebook');
+    expect(seen[4]).toBe('POST http://localhost:8888/lab-base/sds-jupyter/api/notebook');
     // the server never sees the unknown cache-buster parameter
     expect(seen.every(u => !/[?&]\d+$/.test(u))).toBe(true);
   });

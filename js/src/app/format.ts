@@ -66,11 +66,11 @@ export function formatBytes(n: number | null | undefined): string {
 /** Fields that name what an op acts on, in order of preference. */
 const NAME_FIELDS = [
   'column',
+  'figure',
+  'result',
   'key',
   'name',
   'id',
-  'figure',
-  'result',
   'element',
   'table',
   'path'

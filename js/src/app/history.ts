@@ -169,7 +169,7 @@ export class HistoryView {
       ),
       h(
         'div',
-        { class: 'sds-row-line sds-row-meta' },
+        { class: 'sds-row-line sds-row-meta', title: (v.changes ?? []).map(changeLabel).join('\n') },
         v.created_by ? h('span', { class: 'sds-row-who' }, v.created_by) : null,
         app ? h('span', { class: 'sds-row-app', title: 'app' }, app) : null,
         ...(v.changes ?? []).map(c => badge(changeLabel(c), changeFamily(c)))

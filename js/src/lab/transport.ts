@@ -54,15 +54,25 @@ export async function requestAPI<T = unknown>(
     }
     throw new TransportError(kind, message);
   }
-  if (type.includes('application/octet-stream')) {
-    return decodeFrame<T>(await response.arrayBuffer());
+  const body = await response.arrayBuffer();
+  if (type.includes('application/octet-stream') || isFrame(body)) {
+    return decodeFrame<T>(body);
   }
-  const text = await response.text();
+  const text = new TextDecoder().decode(body);
   try {
     return { data: (text ? JSON.parse(text) : null) as T, buffers: [] };
   } catch {
     throw new TransportError('protocol', `the server sent no JSON for ${name}`);
   }
+}
+
+/**
+ * A framed body starts with its header length as a little-endian u32: below
+ * 16 MiB its fourth byte is 0, which UTF-8 JSON text never holds. So a frame is
+ * recognised even behind a proxy that rewrites the content type.
+ */
+function isFrame(body: ArrayBuffer): boolean {
+  return body.byteLength >= 4 && new Uint8Array(body, 3, 1)[0] === 0;
 }
 
 /** The Transport for one version folder (`path` relative to the server root). */
