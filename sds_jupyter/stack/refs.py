@@ -163,3 +163,34 @@ class DatasetLocator:
             f"dataset {ref.dataset_id} has no {ref.path!r} (reference {ref}); "
             "the download may be incomplete"
         )
+
+    # -- the rest of what Stack.resolve asks of a locator (RemoteLocator has the same) --
+
+    def manifest_location(self, data_dir: Path) -> Path:
+        """The real path of the ``layer.json`` in ``data_dir``."""
+        return Path(os.path.realpath(data_dir / MANIFEST_NAME))
+
+    def read_manifest(self, location: Path):  # type: ignore[no-untyped-def]  # -> Manifest
+        from sds_jupyter.stack.manifest import read_manifest
+
+        return read_manifest(location)
+
+    def contained(self, root: Path, relative: str, what: str) -> Path:
+        return contained_path(root, relative, what)
+
+    def probe_store(self, target: Path, where: str) -> tuple[str, int]:
+        """``(kind, zarr format)`` of the store at ``target``: ``"folder"`` or ``"zip"``."""
+        from sds_jupyter.stack.sources import open_source, zarr_format_of
+
+        source = open_source(target)
+        try:
+            zarr_format = zarr_format_of(source, where)
+        finally:
+            source.close()
+        return ("folder" if target.is_dir() else "zip"), zarr_format
+
+    def hint_base(self, base: str | None) -> None:
+        """Nothing to prefetch on a local disk."""
+
+    def close(self) -> None:
+        pass

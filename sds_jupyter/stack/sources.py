@@ -12,14 +12,17 @@ import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from sds_jupyter.errors import BaseStoreError, UnsafePathError
 from sds_jupyter.stack.paths import check_relative_path, is_within
 
-__all__ = ["FolderSource", "Source", "ZipSource", "open_source", "slice_range"]
+if TYPE_CHECKING:
+    from sds_jupyter.stack.remote import RemotePath
+
+__all__ = ["FolderSource", "Source", "ZipSource", "open_folder", "open_source", "slice_range"]
 
 
 class Source(Protocol):
@@ -165,21 +168,25 @@ class ZipSource:
         except (zipfile.BadZipFile, OSError) as exc:
             raise BaseStoreError(f"{path} is not a readable zip file ({exc}); re-download it") from None
         self._lock = threading.Lock()
-        self._members: dict[str, zipfile.ZipInfo] = {}
+        self._members: dict[str, zipfile.ZipInfo] = self._index_members(
+            self._zip.infolist(), self.path.name
+        )
         self._folders: dict[str, dict[str, bool]] = {}
-        members = {}
-        for info in self._zip.infolist():
-            name = info.filename
-            if name.endswith("/"):
-                check_relative_path(name[:-1], f"zip member name in {self.path.name}")
-                continue
-            members[check_relative_path(name, f"zip member name in {self.path.name}")] = info
-        root = _zip_root(members)
-        for name, info in members.items():
-            if name.startswith(root):
-                self._members[name[len(root):]] = info
         self._sorted = sorted(self._members)
         self._index_folders()
+
+    @staticmethod
+    def _index_members(infos: list[zipfile.ZipInfo], zip_name: str) -> dict[str, zipfile.ZipInfo]:
+        """Store keys to members: names checked, directory entries dropped, root found."""
+        members = {}
+        for info in infos:
+            name = info.filename
+            if name.endswith("/"):
+                check_relative_path(name[:-1], f"zip member name in {zip_name}")
+                continue
+            members[check_relative_path(name, f"zip member name in {zip_name}")] = info
+        root = _zip_root(members)
+        return {name[len(root):]: info for name, info in members.items() if name.startswith(root)}
 
     def __repr__(self) -> str:
         return f"ZipSource({str(self.path)!r})"
@@ -264,8 +271,12 @@ def _zip_root(members: dict[str, zipfile.ZipInfo]) -> str:
     return ""
 
 
-def open_source(path: Path) -> FolderSource | ZipSource:
-    """Open a store at the bottom of a stack: a folder, or a zip file."""
+def open_source(path: Path | RemotePath, kind: str | None = None) -> Source:
+    """Open a store at the bottom of a stack: a folder, or a zip file, local or remote."""
+    if not isinstance(path, Path):
+        from sds_jupyter.stack.remote import open_remote_source
+
+        return open_remote_source(path, kind)
     if path.is_dir():
         return FolderSource(path, what="base store")
     if path.is_file():
@@ -273,7 +284,16 @@ def open_source(path: Path) -> FolderSource | ZipSource:
     raise BaseStoreError(f"{path} is neither a store folder nor a .zarr.zip file")
 
 
-def zarr_format_of(source: FolderSource | ZipSource, where: str) -> int:
+def open_folder(path: Path | RemotePath, what: str) -> Source:
+    """Open the folder of a version's overlay, local or remote."""
+    if not isinstance(path, Path):
+        from sds_jupyter.stack.remote import RemoteSource
+
+        return RemoteSource(path, what=what)
+    return FolderSource(path, what=what)
+
+
+def zarr_format_of(source: Source, where: str) -> int:
     """2 or 3, from the root documents; refuse anything that is not a Zarr store."""
     if source.exists("zarr.json"):
         return 3

@@ -11,10 +11,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sds_jupyter.errors import StackCycleError, StackError, StackTooDeepError
-from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest, read_manifest
-from sds_jupyter.stack.paths import contained_path
+from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
 from sds_jupyter.stack.refs import CirroRef, DatasetLocator, FolderMap, parse_folder_map
 from sds_jupyter.stack.sources import open_source, zarr_format_of
 
@@ -86,6 +86,8 @@ class Stack:
         cls,
         path: str | os.PathLike[str],
         folders: str | Mapping[str, str] | None = None,
+        *,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> Stack:
         """Open the stack whose top is the version at ``path``.
 
@@ -95,12 +97,24 @@ class Stack:
         folder map ``folders`` (``{dataset id: folder}``, a mapping or JSON text;
         when ``None``, the ``SDS_CIRRO_DATASETS`` variable) or else by their ID.
 
+        ``path`` may be a URL in object storage (``s3://bucket/prefix/<dataset
+        folder>``, or any fsspec URL but ``file://``); ``storage_options`` go to
+        the fsspec filesystem. Nothing is listed: each manifest is fetched once.
+
         Raises
         ------
         StackError
             For anything that cannot be followed safely: the message says what.
         """
         folder_map = parse_folder_map(folders)
+        from sds_jupyter.stack.remote import RemotePath, is_url
+
+        if is_url(path) or isinstance(path, RemotePath):
+            from sds_jupyter.stack.remote import resolve_remote
+
+            return resolve_remote(path, folder_map, storage_options)  # type: ignore[arg-type]
+        if isinstance(path, str) and path.startswith("file://"):
+            path = path[len("file://"):]
         top = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
         located = _locate_version(top)
         if located is None:
@@ -205,11 +219,29 @@ def _walk(
     locator: DatasetLocator,
     folder_map: FolderMap,
 ) -> Stack:
+    """Follow parents from the version in ``data_dir`` down to the base.
+
+    ``locator`` is a :class:`DatasetLocator` on a local disk, or a
+    :class:`~sds_jupyter.stack.remote.RemoteLocator` in object storage: the same walk.
+    """
+    try:
+        return _walk_chain(top_id, dataset_folder, data_dir, locator, folder_map)
+    finally:
+        locator.close()
+
+
+def _walk_chain(
+    top_id: str,
+    dataset_folder: Path,
+    data_dir: Path,
+    locator: DatasetLocator,
+    folder_map: FolderMap,
+) -> Stack:
     chain: list[tuple[str, Path, Path, Path, Manifest]] = []
     seen: set[str] = set()
     dataset_id = top_id
     while True:
-        manifest_path = Path(os.path.realpath(data_dir / MANIFEST_NAME))
+        manifest_path = locator.manifest_location(data_dir)
         if str(manifest_path) in seen:
             raise StackCycleError(
                 f"the parent chain comes back to {dataset_id} ({manifest_path}); "
@@ -221,14 +253,16 @@ def _walk(
                 "flatten a lower version and build on that"
             )
         seen.add(str(manifest_path))
-        manifest = read_manifest(manifest_path)
+        manifest = locator.read_manifest(manifest_path)
+        if not chain:
+            locator.hint_base(manifest.base)
         real_data_dir = manifest_path.parent
-        overlay_dir = contained_path(real_data_dir, manifest.overlay, f"overlay folder of {dataset_id}")
+        overlay_dir = locator.contained(real_data_dir, manifest.overlay, f"overlay folder of {dataset_id}")
         chain.append((dataset_id, dataset_folder, real_data_dir, overlay_dir, manifest))
         ref = CirroRef.parse(manifest.parent)
         target = locator.resolve(ref)
         if not ref.names_manifest:
-            base = _base_info(ref, target)
+            base = _base_info(ref, target, locator)
             break
         dataset_id = ref.dataset_id
         dataset_folder = locator.dataset_folder(ref.dataset_id)
@@ -248,16 +282,12 @@ def _walk(
     return Stack(versions=versions, base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
 
 
-def _base_info(ref: CirroRef, target: Path) -> BaseInfo:
-    source = open_source(target)
-    try:
-        zarr_format = zarr_format_of(source, f"the base store {ref}")
-    finally:
-        source.close()
+def _base_info(ref: CirroRef, target: Path, locator: DatasetLocator) -> BaseInfo:
+    kind, zarr_format = locator.probe_store(target, f"the base store {ref}")
     return BaseInfo(
         dataset_id=ref.dataset_id,
         path=target,
         reference=str(ref),
-        kind="folder" if target.is_dir() else "zip",
+        kind=kind,
         zarr_format=zarr_format,
     )

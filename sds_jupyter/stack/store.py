@@ -21,7 +21,7 @@ from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, default_buffer_prototype
 
 from sds_jupyter.errors import BaseStoreError
-from sds_jupyter.stack.sources import FolderSource, Source, open_source
+from sds_jupyter.stack.sources import FolderSource, Source, open_folder, open_source
 from sds_jupyter.stack.stack import Stack, Version
 
 if TYPE_CHECKING:
@@ -119,10 +119,10 @@ class StackStore(Store):
         super().__init__(read_only=True)
         self.stack = stack
         self.index = LayerIndex.build(stack.versions)
-        self._overlays: list[FolderSource] = [
-            FolderSource(v.overlay_dir, what=f"overlay of {v.dataset_id}") for v in stack.versions
+        self._overlays: list[Source] = [
+            open_folder(v.overlay_dir, what=f"overlay of {v.dataset_id}") for v in stack.versions
         ]
-        self._base: Source = open_source(stack.base.path)
+        self._base: Source = open_source(stack.base.path, stack.base.kind)
         self._visible_overlay: list[str] = sorted(
             key for key, number in self.index.owner.items() if self.index.locate(key) == number
         )
@@ -185,7 +185,8 @@ class StackStore(Store):
             if isinstance(self._base, FolderSource):
                 return self._base.path_of(key), BASE
             return None, BASE
-        return self._overlays[number].path_of(key), number
+        overlay = self._overlays[number]
+        return (overlay.path_of(key) if isinstance(overlay, FolderSource) else None), number
 
     def exists_raw(self, key: str) -> bool:
         number = self.index.locate(key)
