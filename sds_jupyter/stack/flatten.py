@@ -19,8 +19,10 @@ import os
 import shutil
 import sys
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from sds_jupyter.errors import StackError, WriteRefusedError
 from sds_jupyter.stack.paths import is_within
@@ -33,6 +35,9 @@ METADATA_DOCUMENTS = frozenset({"zarr.json", ".zattrs", ".zgroup", ".zarray", ".
 
 Progress = Callable[[int, int], None]
 
+#: How many objects flatten fetches at a time from object storage.
+_REMOTE_WORKERS = 16
+
 
 def flatten(
     path: str | os.PathLike[str] | Stack,
@@ -41,6 +46,7 @@ def flatten(
     *,
     link: bool = True,
     progress: Progress | bool | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the stack whose top is the version at ``path`` as one store at ``out``.
 
@@ -49,27 +55,44 @@ def flatten(
     for a store that stands on its own. ``progress`` is a callback ``(done, total)``; ``True``
     prints progress to standard error, ``None`` does so only on a terminal.
     Returns the path of the new store.
+
+    ``path`` may be a URL in object storage (with ``storage_options`` for fsspec):
+    ``out`` is then a local folder, every object is copied (links cannot reach
+    object storage), and objects are fetched several at a time.
     """
-    stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders)
-    out_path = Path(os.path.abspath(out))
+    stack = (
+        path
+        if isinstance(path, Stack)
+        else Stack.resolve(path, folders=folders, storage_options=storage_options)
+    )
+    out_path = Path(os.path.abspath(os.path.expanduser(os.fspath(out))))
     _check_destination(stack, out_path)
     report = _progress_reporter(progress)
     store = StackStore(stack)
     tmp = out_path.parent / f".{out_path.name}.partial-{uuid.uuid4().hex[:8]}"
+    remote = not isinstance(stack.base.path, Path)
+    pool = ThreadPoolExecutor(max_workers=_REMOTE_WORKERS) if remote else None
     try:
         keys = list(store.keys_raw(""))
         tmp.mkdir(parents=True)
-        for done, key in enumerate(keys, 1):
-            _write_one(store, key, tmp, link)
+        if pool is None:
+            written: Iterator[None] = (_write_one(store, key, tmp, link) for key in keys)
+        else:
+            written = pool.map(lambda key: _write_one(store, key, tmp, link), keys)
+        for done, _ in enumerate(written, 1):
             if report and (done == len(keys) or done % 200 == 0):
                 report(done, len(keys))
         if out_path.is_dir():
             out_path.rmdir()
         os.rename(tmp, out_path)
     except BaseException:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
         store.close()
     return out_path
 
@@ -101,7 +124,8 @@ def _check_destination(stack: Stack, out: Path) -> None:
     protected = [stack.base.path] + [v.folder for v in stack.versions] + [
         v.data_dir for v in stack.versions
     ]
-    for folder in protected:
+    # A folder in object storage cannot overlap a local output.
+    for folder in (p for p in protected if isinstance(p, Path)):
         real = os.path.realpath(folder)
         if is_within(real_out, real) or is_within(real, real_out):
             raise WriteRefusedError(

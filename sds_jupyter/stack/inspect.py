@@ -14,15 +14,27 @@ from sds_jupyter.stack.store import StackStore
 __all__ = ["CheckReport", "check", "describe"]
 
 
-def _as_stack(path: str | os.PathLike[str] | Stack, folders: str | Mapping[str, str] | None) -> Stack:
-    return path if isinstance(path, Stack) else Stack.resolve(path, folders=folders)
+def _as_stack(
+    path: str | os.PathLike[str] | Stack,
+    folders: str | Mapping[str, str] | None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Stack:
+    if isinstance(path, Stack):
+        return path
+    return Stack.resolve(path, folders=folders, storage_options=storage_options)
 
 
 def describe(
-    path: str | os.PathLike[str] | Stack, folders: str | Mapping[str, str] | None = None
+    path: str | os.PathLike[str] | Stack,
+    folders: str | Mapping[str, str] | None = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The stack's versions, top first, and its base, as JSON-able data."""
-    stack = _as_stack(path, folders)
+    """The stack's versions, top first, and its base, as JSON-able data.
+
+    ``path`` may be a URL in object storage, with ``storage_options`` for fsspec.
+    """
+    stack = _as_stack(path, folders, storage_options)
     return {
         "depth": stack.depth,
         "versions": [
@@ -63,10 +75,13 @@ class CheckReport:
 
 
 def check(
-    path: str | os.PathLike[str] | Stack, folders: str | Mapping[str, str] | None = None
+    path: str | os.PathLike[str] | Stack,
+    folders: str | Mapping[str, str] | None = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> CheckReport:
     """Verify the indexes readers rely on and every version's listed files."""
-    stack = _as_stack(path, folders)
+    stack = _as_stack(path, folders, storage_options)
     report = CheckReport()
     _check_files(stack, report)
     _check_manifest_fields(stack, report)
@@ -82,16 +97,36 @@ def check(
 
 def _check_files(stack: Stack, report: CheckReport) -> None:
     for version in stack.versions:
+        sizes = _overlay_sizes(version)
         for entry in version.manifest.files:
-            path = os.path.join(version.overlay_dir, entry.key)
-            if not os.path.isfile(path):
+            size = sizes(entry.key)
+            if size is None:
                 report.problems.append(f"version {version.dataset_id}: {entry.key} is listed but missing")
-            elif os.path.getsize(path) != entry.size:
+            elif size != entry.size:
                 report.problems.append(
-                    f"version {version.dataset_id}: {entry.key} is {os.path.getsize(path)} bytes, "
+                    f"version {version.dataset_id}: {entry.key} is {size} bytes, "
                     f"listed as {entry.size}"
                 )
     report.checked.append("every listed file exists with its size")
+
+
+def _overlay_sizes(version: Any) -> Any:
+    """``key -> size or None`` for a version's overlay: stat locally, one LIST remotely."""
+    if isinstance(version.overlay_dir, os.PathLike):
+
+        def local(key: str) -> int | None:
+            path = os.path.join(version.overlay_dir, key)
+            return os.path.getsize(path) if os.path.isfile(path) else None
+
+        return local
+    root = version.overlay_dir
+    try:
+        found = root.fs.find(root.path, detail=True)
+    except FileNotFoundError:
+        found = {}
+    lead = root.path + "/"
+    sizes = {name[len(lead):]: int(info.get("size") or 0) for name, info in found.items() if name.startswith(lead)}
+    return sizes.get
 
 
 def _check_manifest_fields(stack: Stack, report: CheckReport) -> None:

@@ -22,8 +22,14 @@ __all__ = ["default_cache_dir", "open_anndata", "open_spatialdata", "open_table_
 Folders = str | Mapping[str, str] | None
 
 
-def _as_stack(path: str | os.PathLike[str] | Stack, folders: Folders) -> Stack:
-    return path if isinstance(path, Stack) else Stack.resolve(path, folders=folders)
+def _as_stack(
+    path: str | os.PathLike[str] | Stack,
+    folders: Folders,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Stack:
+    if isinstance(path, Stack):
+        return path
+    return Stack.resolve(path, folders=folders, storage_options=storage_options)
 
 
 def open_table_group(store: StackStore, table: str = "table") -> Any:
@@ -47,14 +53,19 @@ def open_anndata(
     table: str = "table",
     folders: Folders = None,
     lazy: bool = False,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> anndata.AnnData:
     """Read one table of a version as AnnData, straight from the stack (no copy).
 
-    With ``lazy=True`` the arrays are dask-backed (anndata's lazy reader).
+    ``path`` may be a URL in object storage (``s3://...``) with ``storage_options``
+    for fsspec. With ``lazy=True`` the arrays are dask-backed (anndata's lazy
+    reader): nothing but metadata is read until they are computed, and the store
+    pickles, so a ``dask.distributed`` cluster's workers read chunks themselves.
     """
     import anndata
 
-    group = open_table_group(StackStore(_as_stack(path, folders)), table)
+    group = open_table_group(StackStore(_as_stack(path, folders, storage_options)), table)
     if lazy:
         from anndata.experimental import read_lazy
 
@@ -74,6 +85,16 @@ def default_cache_dir() -> Path:
 def _cache_key(stack: Stack) -> str:
     """Changes whenever any manifest or the base changes, so a stale copy is never reused."""
     digest = hashlib.sha256()
+    if not isinstance(stack.base.path, Path):
+        # In object storage: the manifests as read, and the base's root document's tag.
+        for version in stack.versions:
+            digest.update(f"{version.manifest_path}|{version.manifest.to_json()}\n".encode())
+        base = stack.base.path
+        probe = base.path if stack.base.kind == "zip" else f"{base.path}/{_root_doc(stack)}"
+        info = base.fs.info(probe)
+        tag = info.get("ETag") or info.get("etag") or info.get("LastModified") or info.get("mtime")
+        digest.update(f"{base.url}|{info.get('size')}|{tag}\n".encode())
+        return digest.hexdigest()[:20]
     for version in stack.versions:
         stat = version.manifest_path.stat()
         digest.update(f"{version.manifest_path}|{stat.st_mtime_ns}|{stat.st_size}\n".encode())
@@ -82,19 +103,26 @@ def _cache_key(stack: Stack) -> str:
     return digest.hexdigest()[:20]
 
 
+def _root_doc(stack: Stack) -> str:
+    return "zarr.json" if stack.base.zarr_format == 3 else ".zgroup"
+
+
 def open_spatialdata(
     path: str | os.PathLike[str] | Stack,
     folders: Folders = None,
     cache: str | os.PathLike[str] | None = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> spatialdata.SpatialData:
     """Read a version with spatialdata, through a flattened copy kept in ``cache``.
 
     spatialdata reads only local folders, so the stack is flattened once (links
-    to the base, cheap) and the copy is reused while the stack is unchanged.
+    to the base, cheap; from object storage, a copy) and the copy is reused
+    while the stack is unchanged.
     """
     import spatialdata
 
-    stack = _as_stack(path, folders)
+    stack = _as_stack(path, folders, storage_options)
     cache_dir = Path(cache) if cache is not None else default_cache_dir()
     target = cache_dir / f"{_cache_key(stack)}.zarr"
     if not target.exists():

@@ -15,7 +15,7 @@ import os
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from zarr.abc.store import ByteRequest, Store
 from zarr.core.buffer import Buffer, default_buffer_prototype
@@ -326,11 +326,18 @@ class StackStore(Store):
 def open_stack(
     path: str | os.PathLike[str] | Stack,
     folders: str | dict[str, str] | None = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
 ) -> StackStore:
     """A read-only zarr store over the stack whose top is the version at ``path``.
 
-    ``path`` and ``folders`` are as for :meth:`Stack.resolve`; a resolved
-    :class:`Stack` is taken as it is.
+    ``path``, ``folders`` and ``storage_options`` are as for :meth:`Stack.resolve`
+    (``path`` may be an ``s3://`` or other fsspec URL); a resolved :class:`Stack`
+    is taken as it is.
     """
-    stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders)
+    stack = (
+        path
+        if isinstance(path, Stack)
+        else Stack.resolve(path, folders=folders, storage_options=storage_options)
+    )
     return StackStore(stack)
