@@ -72,7 +72,7 @@ class StackMagics(Magics):
             browser = VersionBrowser(path, folders=folders, name=args.name, namespace=self.shell.user_ns)
             browser.service.stack  # noqa: B018 - surfaces a stack that cannot be followed
             adata = browser.adata
-        except StackError as exc:
+        except (StackError, RuntimeError) as exc:
             raise UsageError(f"sds_open: {exc}") from None
         self.shell.user_ns[args.name] = adata
         display(browser)

@@ -59,3 +59,11 @@ def test_sds_open_bad_input_is_one_line(shell, studio_stack, line, message) -> N
 def test_sds_open_missing_parent_names_the_dataset(shell, orphan_version) -> None:
     with pytest.raises(UsageError, match="studio-1111"):
         shell.run_line_magic("sds_open", str(orphan_version))
+
+
+def test_sds_open_unbuilt_front_end_is_one_line(shell, studio_stack, monkeypatch, tmp_path) -> None:
+    from sds_jupyter import widget
+
+    monkeypatch.setattr(widget, "_CSS_PATH", tmp_path / "widget.css")
+    with pytest.raises(UsageError, match="front end is not built"):
+        shell.run_line_magic("sds_open", str(studio_stack.v2))

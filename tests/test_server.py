@@ -233,3 +233,16 @@ def test_cache_reopens_when_a_manifest_changes(root) -> None:
 def test_cache_refuses_escapes_before_reading(root) -> None:
     with pytest.raises(OutsideRootError):
         ServiceCache(root).service("escape/edit-2222")
+
+
+def test_cache_busting_timestamp_is_ignored(root, fetch) -> None:
+    response = fetch(NAMESPACE, "api", "history", params={"path": "datasets/edit-2222", "1733090000000": ""})
+    assert json.loads(response.body)["top_depth"] == 2
+
+
+def test_extension_points_and_installed_config() -> None:
+    from sds_jupyter.server import _jupyter_server_extension_points
+
+    assert _jupyter_server_extension_points() == [{"module": "sds_jupyter.server"}]
+    config = Path(__file__).parents[1] / "jupyter-config" / "jupyter_server_config.d" / "sds_jupyter.json"
+    assert json.loads(config.read_text())["ServerApp"]["jpserver_extensions"] == {"sds_jupyter.server": True}

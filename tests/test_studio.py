@@ -249,3 +249,23 @@ def test_coarsest_level_of_multiscale_image(blobs_root) -> None:
 def test_colormap_lut_endpoints() -> None:
     lut = colormap_lut("gray")
     assert lut[0] == "#000000" and lut[-1] == "#ffffff"
+
+
+def test_large_images_are_read_with_a_stride(blobs_root, monkeypatch) -> None:
+    from sds_jupyter.studio import canvas
+
+    monkeypatch.setattr(canvas, "MAX_IMAGE_SIDE", 100)
+    level = coarsest_level(blobs_root, "images", "blobs_image", max_side=100)
+    assert (level.width, level.height) == (86, 86)
+    assert level.scale_yx == (6.0, 6.0) and level.extent_yx == (512.0, 512.0)
+    drawn = build_canvas({"kind": "canvas", "image": "blobs_image"}, _table(blobs_root), blobs_root)
+    assert drawn.payload["image"]["bounds"] == [0.0, 0.0, 512.0, 512.0]
+    assert drawn.payload["image"]["width"] == 86
+
+
+def _table(root):
+    import anndata
+
+    adata = anndata.io.read_elem(root["tables/table"])
+    adata.obsm["spatial"] = np.zeros((adata.n_obs, 2))
+    return adata

@@ -73,13 +73,22 @@ class StackAPIHandler(APIHandler):
         self.finish(json.dumps(data, allow_nan=False))
 
 
+def _is_parameter(key: str) -> bool:
+    """Query keys passed to the service: not ``path``, not a bare cache-busting timestamp.
+
+    JupyterLab's ``cache: "no-store"`` appends ``?<milliseconds>`` to a URL; that
+    key carries no meaning here, so it is dropped rather than refused.
+    """
+    return key != "path" and not key.isdigit()
+
+
 class RequestHandler(StackAPIHandler):
     """``GET api/<request>?path=<version>&<params>``: one protocol request."""
 
     @web.authenticated
     @authorized
     async def get(self, name: str) -> None:
-        params = {key: self.get_argument(key) for key in self.request.arguments if key != "path"}
+        params = {key: self.get_argument(key) for key in self.request.arguments if _is_parameter(key)}
         try:
             service = await self.in_thread(self.services.service, self.get_argument("path", ""))
             reply = await self.in_thread(dispatch, service, name, params)

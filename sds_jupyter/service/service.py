@@ -329,19 +329,45 @@ class StackService:
         """What differs in the table between versions ``a`` and ``b`` (b relative to a)."""
         depth_a, depth_b = self.depth(a), self.depth(b)
         view_a, view_b = self.table_view(depth_a), self.table_view(depth_b)
+        touched = self._touched(depth_a, depth_b)
+        table = view_b.group.path
         return {
             "a": depth_a,
             "b": depth_b,
-            "obs": _obs_delta(view_a, view_b),
+            "obs": _obs_delta(view_a, view_b, lambda column: touched(f"{table}/obs/{column}")),
             "obsm": _delta(
-                view_a.obsm_keys, view_b.obsm_keys, lambda key: not _same_array(view_a.obsm(key), view_b.obsm(key))
+                view_a.obsm_keys,
+                view_b.obsm_keys,
+                lambda key: touched(f"{table}/obsm/{key}") and not _same_array(view_a.obsm(key), view_b.obsm(key)),
             ),
             "uns": _delta(
-                list(view_a.uns), list(view_b.uns), lambda key: not _same_value(view_a.uns[key], view_b.uns[key])
+                list(view_a.uns),
+                list(view_b.uns),
+                lambda key: touched(f"{table}/uns/{key}") and not _same_value(view_a.uns[key], view_b.uns[key]),
             ),
             "figures": _part_delta(view_a.uns, view_b.uns, FIGURES_KEY),
             "results": _part_delta(view_a.uns, view_b.uns, RESULTS_KEY),
         }
+
+    def _touched(self, depth_a: int, depth_b: int) -> Any:
+        """A test whether any version between two depths wrote or deleted under a node.
+
+        A node no version in between touched is the same object in both, so
+        comparing it would only re-read identical data.
+        """
+        low, high = sorted((depth_a, depth_b))
+        manifests = [v.manifest for v in self.stack.versions if low < v.depth <= high]
+
+        def touched(node: str) -> bool:
+            prefix = node.rstrip("/") + "/"
+            for manifest in manifests:
+                if any(f.key.startswith(prefix) for f in manifest.files):
+                    return True
+                if any(entry.startswith(prefix) or prefix.startswith(entry) or entry == node for entry in manifest.deleted):
+                    return True
+            return False
+
+        return touched
 
 
 # ---------------------------------------------------------------------- comparing
@@ -382,9 +408,9 @@ def _part_delta(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any], part: str) -
     return _delta(list(items_a), list(items_b), lambda key: not _same_value(items_a[key], items_b[key]))
 
 
-def _obs_delta(view_a: TableView, view_b: TableView) -> dict[str, Any]:
+def _obs_delta(view_a: TableView, view_b: TableView, touched: Any) -> dict[str, Any]:
     cols_a, cols_b = list(view_a.obs.columns), list(view_b.obs.columns)
-    delta = _delta(cols_a, cols_b, lambda c: not _same_series(view_a.obs[c], view_b.obs[c]))
+    delta = _delta(cols_a, cols_b, lambda c: touched(c) and not _same_series(view_a.obs[c], view_b.obs[c]))
     changed: list[ObsChange] = []
     for column in delta["changed"]:
         change: ObsChange = {"column": column}

@@ -184,15 +184,12 @@ def _rgb(color: str) -> np.ndarray:
 
 
 def _channel_planes(level: Level) -> np.ndarray:
-    """The level as (channel, y, x), other axes at their first entry, strided to MAX_IMAGE_SIDE."""
+    """The level as (channel, y, x), other axes at their first entry."""
     order = [axis for axis in ("c", "y", "x") if axis in level.axes]
     index = tuple(slice(None) if axis in order else 0 for axis in level.axes)
     kept = [axis for axis in level.axes if axis in order]
     planes = np.transpose(level.data[index], [kept.index(axis) for axis in order])
-    if "c" not in order:
-        planes = planes[np.newaxis]
-    step = max(1, int(np.ceil(max(planes.shape[1:]) / MAX_IMAGE_SIDE)))
-    return planes[:, ::step, ::step]
+    return planes if "c" in order else planes[np.newaxis]
 
 
 def _visible_channels(spec: Mapping[str, Any], names: Sequence[str]) -> list[tuple[int, str, str, tuple[float, float] | None]]:
@@ -272,10 +269,10 @@ def build_canvas(
     if spec.get("image"):
         if root is None:
             raise ElementError("This figure shows an image, but no store was given to read it from.")
-        level = coarsest_level(root, "images", str(spec["image"]))
+        level = coarsest_level(root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE)
         rgba, channels = composite_image(level, spec)
-        scale_y, scale_x = level.scale_yx
-        bounds = [0.0, 0.0, level.width * scale_x, level.height * scale_y]
+        extent_y, extent_x = level.extent_yx
+        bounds = [0.0, 0.0, extent_x, extent_y]
         image_info = {"width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "bounds": bounds, "channels": channels}
         buffers.append(rgba)
     bounds = _bounds(x, y, image_info["bounds"] if image_info else None)

@@ -32,6 +32,8 @@ class Level:
     axes: tuple[str, ...]
     scale_yx: tuple[float, float]
     channel_names: tuple[str, ...]
+    extent_yx: tuple[float, float] = (0.0, 0.0)
+    """Height and width the level covers in level-0 pixels (before any striding)."""
 
     @property
     def height(self) -> int:
@@ -88,8 +90,13 @@ def _scale_yx(dataset: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[float,
     return 1.0, 1.0
 
 
-def coarsest_level(root: zarr.Group, kind: str, name: str) -> Level:
-    """The smallest level of image or label element ``name`` (``kind`` "images"/"labels")."""
+def coarsest_level(root: zarr.Group, kind: str, name: str, max_side: int | None = None) -> Level:
+    """The smallest level of image or label element ``name`` (``kind`` "images"/"labels").
+
+    With ``max_side``, y and x are read with a stride that keeps both at most
+    that long and other axes but channels at their first entry, so a huge
+    single-level image is never brought into memory whole.
+    """
     element = _element(root, kind, name)
     scales = _multiscales(element)
     axes = tuple(str(a["name"] if isinstance(a, Mapping) else a) for a in scales.get("axes", []))
@@ -100,11 +107,22 @@ def coarsest_level(root: zarr.Group, kind: str, name: str) -> Level:
         raise ElementError(f"Element {name!r} lists a level {dataset['path']!r} it does not hold.") from None
     if not axes or "x" not in axes or "y" not in axes:
         raise ElementError(f"Element {name!r} has no x and y axes.")
-    data = np.asarray(array[...])
+    scale_y, scale_x = _scale_yx(dataset, axes)
+    height, width = int(array.shape[axes.index("y")]), int(array.shape[axes.index("x")])
+    step = max(1, -(-max(height, width) // max_side)) if max_side else 1
+    if max_side:
+        selection = tuple(
+            slice(None, None, step) if axis in ("y", "x") else slice(None) if axis == "c" else slice(0, 1)
+            for axis in axes
+        )
+        data = np.asarray(array[selection])
+    else:
+        data = np.asarray(array[...])
     channels: tuple[str, ...] = ()
     if "c" in axes:
         channels = tuple(scales["_channels"]) or tuple(str(i) for i in range(data.shape[axes.index("c")]))
-    return Level(data, axes, _scale_yx(dataset, axes), channels)
+    extent = (height * scale_y, width * scale_x)
+    return Level(data, axes, (scale_y * step, scale_x * step), channels, extent)
 
 
 def _as_2d(level: Level) -> np.ndarray:
