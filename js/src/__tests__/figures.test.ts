@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
-import { decodeCanvas, fitView, packColor, rasterizePoints, savedView } from '../app/raster';
+import { decodeCanvas, disc, fitView, packColor, rasterizePoints, savedView } from '../app/raster';
 import { TransportError, decodeFrame, encodeFrame } from '../app/transport';
 import type { CanvasPayload, Figure } from '../app/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
@@ -227,6 +227,20 @@ describe('canvas decoding and rasterising', () => {
     const lum = (py: number) => pixels[(py * 800 + 400) * 4];
     expect(lum(25)).toBe(0);
     expect(lum(775)).toBe(255);
+  });
+
+  it('draws symmetric discs', () => {
+    for (const d of [3, 4, 8]) {
+      const offs = disc(d);
+      const xs = [...offs].filter((_, i) => i % 2 === 0);
+      const ys = [...offs].filter((_, i) => i % 2 === 1);
+      // as many pixels left of the centre as right of it, and above as below
+      const c = -Math.floor((d - 1) / 2) + (d - 1) / 2;
+      expect(xs.filter(x => x < c).length).toBe(xs.filter(x => x > c).length);
+      expect(ys.filter(y => y < c).length).toBe(ys.filter(y => y > c).length);
+      expect(Math.max(...xs) - Math.min(...xs) + 1).toBe(d);
+    }
+    expect(disc(1).length).toBe(2);
   });
 
   it('frames the saved viewport with 2^zoom pixels per unit', () => {

@@ -1,6 +1,6 @@
 /** Changes of the selected version: its ops, and the keys it adds, replaces, deletes. */
 
-import { empty, errorBox, fill, h, loading } from './dom';
+import { empty, errorBox, fill, h, loading, report } from './dom';
 import { changeFamily, changeLabel, formatBytes, short } from './format';
 import { badge } from './history';
 import { TransportError, type Transport } from './transport';
@@ -19,18 +19,12 @@ export class ChangesView {
     fill(
       this.node,
       h('p', {}, 'The base store: every version above it records its changes against it.'),
-      h(
-        'dl',
-        { class: 'sds-report' },
-        h('dt', {}, 'Dataset'),
-        h('dd', {}, base.dataset_id ?? '–'),
-        h('dt', {}, 'Path'),
-        h('dd', {}, base.path),
-        h('dt', {}, 'Kind'),
-        h('dd', {}, base.kind),
-        h('dt', {}, 'Zarr format'),
-        h('dd', {}, String(base.zarr_format))
-      )
+      report([
+        ['Dataset', base.dataset_id ?? '–'],
+        ['Path', base.path],
+        ['Kind', base.kind],
+        ['Zarr format', String(base.zarr_format)]
+      ])
     );
   }
 

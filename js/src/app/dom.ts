@@ -70,3 +70,16 @@ export function download(what: Blob | string, filename: string): void {
     setTimeout(() => URL.revokeObjectURL(url), 1000);
   }
 }
+
+/** A two-column report: one row per (label, value), values may be nodes. */
+export function report(rows: [string, Node | string][]): HTMLElement {
+  return h(
+    'table',
+    { class: 'sds-report' },
+    h(
+      'tbody',
+      {},
+      rows.map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, k), h('td', {}, v)))
+    )
+  );
+}

@@ -241,7 +241,9 @@ export class CanvasPlot {
 
   /** Logical size: the available width, the data's aspect ratio (clamped). */
   size(): [number, number] {
-    const avail = this.node.clientWidth || 480;
+    const wrap = this.node.clientWidth || 480;
+    // leave room for the legend beside the drawing when there is room for both
+    const avail = wrap > 520 ? wrap - 180 : wrap;
     const width = Math.max(160, Math.min(avail, 1200));
     const [x0, y0, x1, y1] = this.payload.bounds;
     const aspect = Math.max(0.4, Math.min(1.5, (y1 - y0) / Math.max(x1 - x0, 1e-9) || 1));

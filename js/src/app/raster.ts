@@ -160,16 +160,18 @@ function colorFn(color: CanvasColor, value: CanvasData['value'], none: number): 
   return () => none;
 }
 
-/** Offsets of a filled disc of `diameter` pixels. */
-function disc(diameter: number): Int32Array {
+/** Offsets (dx, dy pairs) of a filled disc `diameter` pixels across, centred on the point. */
+export function disc(diameter: number): Int32Array {
   const r = diameter / 2;
-  const offs: number[] = [];
   const lo = -Math.floor((diameter - 1) / 2);
+  // the disc's centre, in the same offsets: between pixels for even diameters
+  const c = lo + (diameter - 1) / 2;
+  const offs: number[] = [];
   for (let dy = lo; dy < lo + diameter; dy++) {
     for (let dx = lo; dx < lo + diameter; dx++) {
-      const cx = dx + 0.5 - (diameter % 2 ? 0.5 : 0);
-      const cy = dy + 0.5 - (diameter % 2 ? 0.5 : 0);
-      if (diameter <= 2 || cx * cx + cy * cy <= r * r + 0.25) {
+      const ex = dx - c;
+      const ey = dy - c;
+      if (diameter <= 2 || ex * ex + ey * ey <= r * r) {
         offs.push(dx, dy);
       }
     }

@@ -1,7 +1,7 @@
 /** Results of the selected version: meta as a report, tables paged and sorted by the server. */
 
 import type { ChartHandle, ChartRenderer } from './chart';
-import { empty, errorBox, fill, h, loading } from './dom';
+import { empty, errorBox, fill, h, loading, report } from './dom';
 import { cell, exactTime, relativeTime } from './format';
 import { badge } from './history';
 import { TransportError, type Transport } from './transport';
@@ -73,7 +73,7 @@ export class ResultsView {
         kind ? badge(kind, 'result') : null
       ),
       r.error ? errorBox(r.error.message, r.error.kind) : null,
-      r.meta ? this.report(r.id, kind, meta) : null
+      r.meta ? this.reportOf(r.id, kind, meta) : null
     );
     const tables = r.tables ?? [];
     if (r.chart) {
@@ -114,7 +114,7 @@ export class ResultsView {
     return node;
   }
 
-  private report(id: string, kind: string | null, meta: ResultMeta): HTMLElement {
+  private reportOf(id: string, kind: string | null, meta: ResultMeta): HTMLElement {
     const rows: [string, Node | string][] = [];
     const add = (label: string, value: Node | string | null | undefined) => {
       if (value !== null && value !== undefined && value !== '') {
@@ -139,11 +139,7 @@ export class ResultsView {
       );
     }
     add('App version', meta.app_version);
-    return h(
-      'dl',
-      { class: 'sds-report' },
-      rows.flatMap(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])
-    );
+    return report(rows);
   }
 }
 
