@@ -278,3 +278,17 @@ def test_demo_stack_answers_every_request(demo_top) -> None:
     assert dispatch(service, "result_page", {"result": first["id"]}).data["total"] == first["tables"][0]["n_rows"]
     assert dispatch(service, "compare", {"a": 0, "b": 4}).data["obs"]["added"]
     assert os.fspath(demo_top)
+
+
+def test_a_table_the_version_lacks_is_shown_in_place(studio_stack) -> None:
+    service = StackService(studio_stack.v2, table="cells")
+    for name in ("figures", "results"):
+        error = dispatch(service, name).data["error"]
+        assert error["kind"] == "stack" and "no table 'cells'" in error["message"]
+
+
+def test_table_views_are_per_version_and_table(service) -> None:
+    assert service.table_view(1) is service.table_view("studio-1111", "table")
+    assert service.table_view(1) is not service.table_view(2)
+    with pytest.raises(StackError, match="no table 'other'"):
+        service.table_view(1, "other")

@@ -94,7 +94,7 @@ class StackService:
         self._relative_to = Path(relative_to) if relative_to is not None else None
         self._stack: Stack | None = None
         self._stack_error: StackError | None = None
-        self._tables: dict[int, TableView] = {}
+        self._tables: dict[tuple[int, str], TableView] = {}
         self._adatas: dict[int, Any] = {}
         if isinstance(path_or_stack, Stack):
             self._stack = path_or_stack
@@ -118,14 +118,14 @@ class StackService:
         """The depth ``version`` names (None: the top)."""
         return self.stack.depth if version is None else self.stack.depth_of(version)
 
-    def table_view(self, version: int | str | None = None) -> TableView:
-        """The cached element reader of this service's table at ``version``."""
-        depth = self.depth(version)
-        if depth not in self._tables:
-            store = StackStore(self.stack.at(depth))
-            group = open_table_group(store, self.table_name)
-            self._tables[depth] = TableView(zarr.open_group(store, mode="r"), group, self.table_name)
-        return self._tables[depth]
+    def table_view(self, version: int | str | None = None, table: str | None = None) -> TableView:
+        """The cached element reader of a table (default: this service's) at ``version``."""
+        key = (self.depth(version), table or self.table_name)
+        if key not in self._tables:
+            store = StackStore(self.stack.at(key[0]))
+            group = open_table_group(store, key[1])
+            self._tables[key] = TableView(zarr.open_group(store, mode="r"), group, key[1])
+        return self._tables[key]
 
     def adata(self, version: int | str | None = None) -> Any:
         """The whole AnnData of the table at ``version`` (read once, for notebooks)."""
@@ -250,8 +250,8 @@ class StackService:
         """A canvas figure's payload and buffers (x, y, value?, image?)."""
         if not figure:
             raise RequestError("The canvas request needs a figure id.")
-        view = self.table_view(version)
         spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        view = self.table_view(version, spec.get("table"))
         drawn = build_canvas(spec, view.as_anndata(), view.root, view.attrs)
         return Reply(drawn.payload, [as_buffer(buffer) for buffer in drawn.buffers])
 
@@ -263,7 +263,7 @@ class StackService:
             spec = parsed.require("chart")
             return parsed, chart_for_figure(spec, read_result(uns, str(spec["result"])))
         spec = parsed.require("canvas")
-        view = self.table_view(version)
+        view = self.table_view(version, spec.get("table"))
         return parsed, build_canvas(spec, view.as_anndata(), view.root, view.attrs)
 
     # ------------------------------------------------------------------ results
