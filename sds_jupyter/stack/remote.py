@@ -332,7 +332,7 @@ class RemoteZipSource(ZipSource):
                         infos = archive.infolist()
             except FileNotFoundError:
                 raise BaseStoreError(f"{location.url} does not exist") from None
-            except (zipfile.BadZipFile, OSError) as exc:
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
                 raise BaseStoreError(
                     f"{location.url} is not a readable zip file ({exc}); re-upload it"
                 ) from None
