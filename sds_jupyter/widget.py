@@ -83,7 +83,7 @@ class VersionBrowser(anywidget.AnyWidget):
         self.service = StackService(path, folders=folders, table=table)
         self.variable_name = name
         self._namespace = namespace
-        top = self.service.stack.depth if self.service.history().get("error") is None else 0
+        top = 0 if self.service.error is not None else self.service.stack.depth
         super().__init__(**kwargs)
         self.set_trait("path", os.fspath(path))
         self.selected = top

@@ -54,7 +54,7 @@ class ServiceCache:
             return cached[1]
         check_datasets_dir_inside(path, self.root_dir)
         service = StackService(path, relative_to=self.root_dir)
-        if service.history().get("error") is None:
+        if service.error is None:
             check_stack_inside(service.stack, self.root_dir)
         with self._lock:
             if len(self._entries) >= self.max_entries:

@@ -107,6 +107,11 @@ class StackService:
     # ------------------------------------------------------------------ plumbing
 
     @property
+    def error(self) -> StackError | None:
+        """Why the stack could not be resolved (a missing parent, say), or None."""
+        return self._stack_error
+
+    @property
     def stack(self) -> Stack:
         """The resolved stack; raises the resolution error when there is none."""
         if self._stack is None:
