@@ -229,6 +229,17 @@ describe('canvas decoding and rasterising', () => {
     expect(lum(775)).toBe(255);
   });
 
+  it('skips cells without a position (NaN), at any point size', () => {
+    const data = { x: new Float32Array([NaN, 2, 3]), y: new Float32Array([1, NaN, 3]), value: null, image: null };
+    const view = { width: 8, height: 8, target: [4, 4] as [number, number], scale: 1, rotation: 0 };
+    for (const size of [1, 3]) {
+      const pixels = new Uint8ClampedArray(8 * 8 * 4);
+      expect(rasterizePoints(pixels, data, { mode: 'none' }, view, size, '#00ff00')).toBe(1);
+      expect(pixels[0 + 3]).toBe(0); // nothing at the corner
+      expect([...pixels.slice((3 * 8 + 3) * 4, (3 * 8 + 3) * 4 + 4)]).toEqual([0, 255, 0, 255]);
+    }
+  });
+
   it('draws symmetric discs', () => {
     for (const d of [3, 4, 8]) {
       const offs = disc(d);

@@ -161,6 +161,21 @@ describe('history', () => {
     expect(rows(el).length).toBe(3);
   });
 
+  it('shows an unfollowable stack (missing parent) in the banner and the side', async () => {
+    const t = new FakeTransport().on('history', () => ({
+      top_depth: 0,
+      versions: [],
+      base: null,
+      error: { kind: 'missing-parent', message: 'parent dataset 1234 is not in the folder map' }
+    }));
+    const el = mount(t);
+    await settle();
+    expect(text(el.querySelector('.sds-banner'))).toContain('parent dataset 1234 is not in the folder map');
+    expect(text(el.querySelector('.sds-side'))).toContain('No versions to show');
+    expect(rows(el).length).toBe(0);
+    expect(t.callsOf('changes')).toEqual([]);
+  });
+
   it('shows a failed history request in place', async () => {
     const t = new FakeTransport().on('history', () => {
       throw new TransportError('not_found', 'no such path: x');

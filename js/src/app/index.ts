@@ -7,7 +7,7 @@
 import { ChangesView } from './changes';
 import { vegaRenderer, type ChartRenderer } from './chart';
 import { CompareView } from './compare';
-import { errorBox, fill, h, loading } from './dom';
+import { empty, errorBox, fill, h, loading } from './dom';
 import { FiguresView } from './figures';
 import { HistoryView } from './history';
 import { ResultsView } from './results';
@@ -195,7 +195,10 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     try {
       const { data } = await transport.request('history', {});
       history = data;
-      fill(sideStatus);
+      fill(
+        sideStatus,
+        !(data.versions ?? []).length && !data.base ? empty('No versions to show.') : null
+      );
       const top = [...(data.versions ?? [])].sort((a, b) => b.depth - a.depth)[0];
       fill(
         title,

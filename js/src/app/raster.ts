@@ -201,9 +201,12 @@ export function rasterizePoints(
   let drawn = 0;
   if (size === 1) {
     for (let i = 0; i < n; i++) {
-      const px = (a * x[i] + c * y[i] + e) | 0;
-      const py = (b * x[i] + d * y[i] + f) | 0;
-      if (px >= 0 && px < w && py >= 0 && py < hgt) {
+      // NaN positions (cells outside the annotated element) fail these tests
+      const fx = a * x[i] + c * y[i] + e;
+      const fy = b * x[i] + d * y[i] + f;
+      if (fx >= 0 && fx < w && fy >= 0 && fy < hgt) {
+        const px = fx | 0;
+        const py = fy | 0;
         out[py * w + px] = colorOf(i);
         drawn++;
       }
@@ -215,8 +218,8 @@ export function rasterizePoints(
   for (let i = 0; i < n; i++) {
     const px = Math.round(a * x[i] + c * y[i] + e);
     const py = Math.round(b * x[i] + d * y[i] + f);
-    if (px < -size || px >= w + size || py < -size || py >= hgt + size) {
-      continue;
+    if (!(px >= -size && px < w + size && py >= -size && py < hgt + size)) {
+      continue; // out of view, or no position (NaN)
     }
     const col = colorOf(i);
     drawn++;
