@@ -18,6 +18,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.stack.remote import is_url
 
 __all__ = ["StackMagics", "load_ipython_extension"]
 
@@ -42,6 +43,18 @@ def _folder_map(text: str | None) -> dict[str, str] | None:
     return folders
 
 
+def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(_unquote(text))
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"sds_open: {option} is not JSON ({exc.msg})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"sds_open: {option} must be a JSON object")
+    return value
+
+
 @magics_class
 class StackMagics(Magics):
     """Magics of sds_jupyter."""
@@ -50,6 +63,7 @@ class StackMagics(Magics):
     @argument("path", help="a version folder, its layer.json, or a base store")
     @argument("--folders", default=None, help="JSON object {dataset id: folder}; default: $SDS_CIRRO_DATASETS")
     @argument("--as", dest="name", default="adata", help="the variable to bind the AnnData to (default: adata)")
+    @argument("--storage-options", default=None, help="JSON object of fsspec options for an s3://... PATH")
     @line_magic
     def sds_open(self, line: str) -> None:
         """Show the version browser for PATH and bind its top version's AnnData."""
@@ -64,12 +78,16 @@ class StackMagics(Magics):
         args.name = _unquote(args.name)
         if not args.name.isidentifier():
             raise UsageError(f"sds_open: --as needs a Python name, not {args.name!r}")
-        path = Path(os.path.expanduser(_unquote(args.path)))
-        if not path.exists():
+        text = _unquote(args.path)
+        path: str | Path = text if is_url(text) else Path(os.path.expanduser(text))
+        if isinstance(path, Path) and not path.exists():
             raise UsageError(f"sds_open: {path} does not exist; give a version folder, its layer.json or a store")
         folders = _folder_map(args.folders)
+        options = _json_object(args.storage_options, "--storage-options")
         try:
-            browser = VersionBrowser(path, folders=folders, name=args.name, namespace=self.shell.user_ns)
+            browser = VersionBrowser(
+                path, folders=folders, name=args.name, namespace=self.shell.user_ns, storage_options=options
+            )
             browser.service.stack  # noqa: B018 - surfaces a stack that cannot be followed
             adata = browser.adata
         except (StackError, RuntimeError) as exc:

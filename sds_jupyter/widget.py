@@ -60,6 +60,8 @@ class VersionBrowser(anywidget.AnyWidget):
         The user-namespace variable "Open AnnData" binds (default ``adata``).
     namespace
         Where to bind it; defaults to the running IPython's user namespace.
+    storage_options
+        fsspec options when ``path`` is an object-storage URL (``s3://...``).
     """
 
     _esm = _ESM_PATH
@@ -77,10 +79,11 @@ class VersionBrowser(anywidget.AnyWidget):
         table: str = "table",
         name: str = "adata",
         namespace: MutableMapping[str, Any] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         _require_static()
-        self.service = StackService(path, folders=folders, table=table)
+        self.service = StackService(path, folders=folders, table=table, storage_options=storage_options)
         self.variable_name = name
         self._namespace = namespace
         top = 0 if self.service.error is not None else self.service.stack.depth

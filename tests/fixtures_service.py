@@ -238,3 +238,42 @@ def recorded_messages(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
 
     monkeypatch.setattr(comm, "create_comm", create_comm)
     return messages
+
+
+# ---------------------------------------------------------------- object storage
+
+
+@pytest.fixture(scope="session")
+def s3_options() -> Any:
+    """fsspec options for moto's S3-compatible server on loopback (skipped without moto/s3fs)."""
+    import socket
+
+    pytest.importorskip("moto.server")
+    pytest.importorskip("s3fs")
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            patch.setenv(name, "testing")
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+        try:
+            yield {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}"}}
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_studio_stack(s3_options: dict[str, Any], studio_stack: StudioStack) -> str:
+    """The studio stack uploaded to a bucket; the URL of its top version."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(**s3_options)
+    fs.mkdir("studio-bucket")
+    fs.put(str(studio_stack.datasets) + "/", "studio-bucket/datasets/", recursive=True)
+    fs.invalidate_cache()
+    return f"s3://studio-bucket/datasets/{studio_stack.v2.name}"

@@ -67,3 +67,15 @@ def test_sds_open_unbuilt_front_end_is_one_line(shell, studio_stack, monkeypatch
     monkeypatch.setattr(widget, "_CSS_PATH", tmp_path / "widget.css")
     with pytest.raises(UsageError, match="front end is not built"):
         shell.run_line_magic("sds_open", str(studio_stack.v2))
+
+
+def test_sds_open_an_object_storage_url(shell, s3_studio_stack, s3_options) -> None:
+    import json as json_module
+
+    shell.run_line_magic("sds_open", f"{s3_studio_stack} --storage-options '{json_module.dumps(s3_options)}'")
+    assert "added_col" in shell.user_ns["adata"].obs
+
+
+def test_sds_open_bad_storage_options(shell, studio_stack) -> None:
+    with pytest.raises(UsageError, match="--storage-options must be a JSON object"):
+        shell.run_line_magic("sds_open", f"{studio_stack.v2} --storage-options '[1]'")

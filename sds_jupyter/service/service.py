@@ -77,7 +77,8 @@ def as_buffer(array: np.ndarray) -> memoryview:
 class StackService:
     """Answers the browser's requests about one stack; one instance per opened version.
 
-    ``path_or_stack`` is anything :meth:`Stack.resolve` takes, or a Stack. A stack
+    ``path_or_stack`` is anything :meth:`Stack.resolve` takes (a local path, or an
+    object-storage URL with ``storage_options``), or a Stack. A stack
     that cannot be resolved (a missing parent, say) does not raise here: ``history``
     reports it in place and every other request raises it.
     """
@@ -89,6 +90,7 @@ class StackService:
         *,
         table: str = "table",
         relative_to: str | os.PathLike[str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.table_name = table
         self._relative_to = Path(relative_to) if relative_to is not None else None
@@ -100,7 +102,7 @@ class StackService:
             self._stack = path_or_stack
         else:
             try:
-                self._stack = Stack.resolve(path_or_stack, folders=folders)
+                self._stack = Stack.resolve(path_or_stack, folders=folders, storage_options=storage_options)
             except StackError as exc:
                 self._stack_error = exc
 

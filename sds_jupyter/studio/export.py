@@ -112,6 +112,7 @@ def export_figure(
     out: str | os.PathLike[str],
     version: int | str | None = None,
     folders: str | Mapping[str, str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Path:
     """Draw figure ``figure_id`` of a version (default: the top) to ``out`` (.svg/.png/.pdf).
 
@@ -122,7 +123,7 @@ def export_figure(
 
     target = Path(out)
     _format_of(target)
-    service = StackService(path, folders=folders)
+    service = StackService(path, folders=folders, storage_options=storage_options)
     figure, drawing = service.export_figure(version, figure_id)
     width = print_width_mm(figure.print_width)
     if isinstance(drawing, CanvasData):
