@@ -8,6 +8,7 @@ with the list of what this reader understands.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,7 +120,9 @@ def read_manifest(path: Path) -> Manifest:
     """Read and parse the ``layer.json`` at ``path``."""
     try:
         with open(path, "rb") as handle:
-            raw = handle.read(MAX_MANIFEST_BYTES + 1)
+            if os.fstat(handle.fileno()).st_size > MAX_MANIFEST_BYTES:
+                raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
+            raw = handle.read()
     except OSError as exc:
         raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
     return load_manifest(raw, str(path))
@@ -130,8 +133,8 @@ def load_manifest(raw: bytes, path: str) -> Manifest:
     if len(raw) > MAX_MANIFEST_BYTES:
         raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
     try:
-        doc = json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
+        doc = _DECODER.decode(raw.decode(json.detect_encoding(raw)))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise ManifestError(f"{path} is not valid JSON ({_short(exc)}); re-download the version") from None
     return parse_manifest(doc, str(path))
 
@@ -246,6 +249,11 @@ def _optional_depth(doc: Mapping[str, Any]) -> int | None:
 def _reject_constant(name: str) -> float:
     # NaN and Infinity are not JSON; a manifest holding them was not written by a writer.
     raise ValueError(f"{name} is not valid JSON")
+
+
+# One decoder, built once: NaN and Infinity are not JSON, so a manifest holding
+# them was not written by a writer.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 
 def _short(exc: BaseException) -> str:
