@@ -292,3 +292,16 @@ def test_table_views_are_per_version_and_table(service) -> None:
     assert service.table_view(1) is not service.table_view(2)
     with pytest.raises(StackError, match="no table 'other'"):
         service.table_view(1, "other")
+
+
+def test_requests_read_only_the_results_they_need(studio_stack) -> None:
+    service = StackService(studio_stack.v2)
+    dispatch(service, "result_page", {"version": 1, "result": "res_niches"})
+    view = service.table_view(1)
+    assert set(view._results) == {"res_niches"} and "uns" not in view.__dict__
+    dispatch(service, "figures", {"version": 1})
+    assert set(view._results) == {"res_niches", "res_markers"}
+    dispatch(service, "canvas", {"version": 1, "figure": "fig_canvas"})
+    assert set(view._results) == {"res_niches", "res_markers"}
+    dispatch(service, "results", {"version": 1})
+    assert len(view._results) == 7

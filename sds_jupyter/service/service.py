@@ -12,10 +12,10 @@ Nothing here writes: browsing never changes a version.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -141,15 +141,15 @@ class StackService:
             self._adatas[depth] = open_anndata(self.stack.at(depth), table=self.table_name)
         return self._adatas[depth]
 
-    def _studio_uns(self, version: int | str | None) -> dict[str, Any]:
-        """The table's uns, refusing one the app never saved into."""
-        view = self.table_view(version)
-        if studio_section(view.uns) is None:
+    def _studio_uns(self, version: int | str | None, results: Iterable[str] | Literal["all"] = ()) -> dict[str, Any]:
+        """The table's studio figures and the named results, refusing a table the app never saved into."""
+        uns = self.table_view(version).studio_uns(results)
+        if studio_section(uns) is None:
             raise NoStudioDataError(
                 f"Table {self.table_name!r} of this version keeps no {STUDIO_KEY!r} section in uns: "
                 "it holds no saved figures or results."
             )
-        return view.uns
+        return uns
 
     def _folder_text(self, folder: Path) -> str:
         if self._relative_to is not None:
@@ -248,10 +248,12 @@ class StackService:
     def figures(self, version: int | str | None = None) -> FiguresData:
         """Every saved figure, drawable or with the reason it is not."""
         try:
-            uns = self._studio_uns(version)
+            figures = read_figures(self._studio_uns(version))
+            charted = [str(f.spec.get("result")) for f in figures if f.kind == "chart"]
+            uns = self._studio_uns(version, charted)
         except StackError as exc:
             return {"figures": [], "error": error_payload(exc)}
-        return {"figures": [self._figure_summary(figure, uns) for figure in read_figures(uns)]}
+        return {"figures": [self._figure_summary(figure, uns) for figure in figures]}
 
     def canvas(self, version: int | str | None = None, figure: str = "") -> Reply:
         """A canvas figure's payload and buffers (x, y, value?, image?)."""
@@ -264,10 +266,10 @@ class StackService:
 
     def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""
-        uns = self._studio_uns(version)
-        parsed = read_figure(uns, figure)
+        parsed = read_figure(self._studio_uns(version), figure)
         if parsed.kind == "chart":
             spec = parsed.require("chart")
+            uns = self._studio_uns(version, [str(spec["result"])])
             return parsed, chart_for_figure(spec, read_result(uns, str(spec["result"])))
         spec = parsed.require("canvas")
         view = self.table_view(version, spec.get("table"))
@@ -301,7 +303,7 @@ class StackService:
     def results(self, version: int | str | None = None) -> ResultsData:
         """Every saved result with its tables' shapes and a default chart for its kind."""
         try:
-            uns = self._studio_uns(version)
+            uns = self._studio_uns(version, "all")
         except StackError as exc:
             return {"results": [], "error": error_payload(exc)}
         return {"results": [self._result_summary(result) for result in read_results(uns)]}
@@ -321,7 +323,7 @@ class StackService:
             raise RequestError("The result_page request needs a result id.")
         if offset < 0 or not 0 < limit <= MAX_PAGE_SIZE:
             raise RequestError(f"offset must be >= 0 and limit between 1 and {MAX_PAGE_SIZE}.")
-        frame = with_index_column(read_result(self._studio_uns(version), result).table(table))
+        frame = with_index_column(read_result(self._studio_uns(version, [result]), result).table(table))
         if sort:
             if sort not in frame.columns:
                 raise RequestError(f"Cannot sort by {sort!r}: the table has no such column.")

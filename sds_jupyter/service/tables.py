@@ -8,15 +8,17 @@ anndata's element reader and keeps it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 import zarr
 from anndata import AnnData
 from anndata.io import read_elem
+
+from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 
 __all__ = ["TableView"]
 
@@ -29,6 +31,7 @@ class TableView:
         self.group = group
         self.name = name
         self._obsm: dict[str, np.ndarray] = {}
+        self._results: dict[str, Any] = {}
 
     @cached_property
     def attrs(self) -> dict[str, Any]:
@@ -37,6 +40,50 @@ class TableView:
     @cached_property
     def uns(self) -> dict[str, Any]:
         return read_elem(self.group["uns"]) if "uns" in self.group else {}
+
+    def _studio_group(self) -> zarr.Group | None:
+        """The ``uns/spatial_data_studio`` group, or None when the table has none."""
+        try:
+            node = self.group[f"uns/{STUDIO_KEY}"]
+        except KeyError:
+            return None
+        return node if isinstance(node, zarr.Group) else None
+
+    @cached_property
+    def _studio_figures(self) -> Any:
+        node = self._studio_group()
+        return read_elem(node[FIGURES_KEY]) if node is not None and FIGURES_KEY in set(node.keys()) else None
+
+    @cached_property
+    def _result_ids(self) -> list[str]:
+        node = self._studio_group()
+        if node is None or RESULTS_KEY not in set(node.keys()) or not isinstance(node[RESULTS_KEY], zarr.Group):
+            return []
+        return sorted(node[RESULTS_KEY].keys())
+
+    def _result(self, result_id: str) -> Any:
+        if result_id not in self._results:
+            group = self._studio_group()
+            assert group is not None
+            self._results[result_id] = read_elem(group[RESULTS_KEY][result_id])
+        return self._results[result_id]
+
+    def studio_uns(self, results: Iterable[str] | Literal["all"] = ()) -> dict[str, Any]:
+        """An uns holding only the studio figures and the named results (``"all"``: every one).
+
+        Listing figures or paging one result must not read every other result's
+        tables, so the section is read piece by piece unless uns is already in memory.
+        """
+        if "uns" in self.__dict__:
+            return self.uns
+        if self._studio_group() is None:
+            return {}
+        known = self._result_ids
+        wanted = known if results == "all" else [r for r in dict.fromkeys(results) if r in known]
+        section: dict[str, Any] = {RESULTS_KEY: {r: self._result(r) for r in wanted}}
+        if self._studio_figures is not None:
+            section[FIGURES_KEY] = self._studio_figures
+        return {STUDIO_KEY: section}
 
     @cached_property
     def obs(self) -> pd.DataFrame:
