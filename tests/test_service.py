@@ -302,6 +302,6 @@ def test_requests_read_only_the_results_they_need(studio_stack) -> None:
     dispatch(service, "figures", {"version": 1})
     assert set(view._results) == {"res_niches", "res_markers"}
     dispatch(service, "canvas", {"version": 1, "figure": "fig_canvas"})
-    assert set(view._results) == {"res_niches", "res_markers"}
+    assert set(view._results) == {"res_niches", "res_markers"} and "uns" not in view.__dict__
     dispatch(service, "results", {"version": 1})
     assert len(view._results) == 7

@@ -41,6 +41,16 @@ class TableView:
     def uns(self) -> dict[str, Any]:
         return read_elem(self.group["uns"]) if "uns" in self.group else {}
 
+    @cached_property
+    def uns_without_studio(self) -> dict[str, Any]:
+        """Every uns entry but the app's section (colors, spatialdata_attrs): what drawing needs."""
+        if "uns" in self.__dict__:
+            return {k: v for k, v in self.uns.items() if k != STUDIO_KEY}
+        if "uns" not in self.group:
+            return {}
+        node = self.group["uns"]
+        return {key: read_elem(node[key]) for key in node.keys() if key != STUDIO_KEY}
+
     def _studio_group(self) -> zarr.Group | None:
         """The ``uns/spatial_data_studio`` group, or None when the table has none."""
         try:
@@ -103,7 +113,7 @@ class TableView:
     def as_anndata(self, obsm_keys: tuple[str, ...] = ("spatial",)) -> AnnData:
         """An X-less AnnData of obs, uns and the named obsm entries, for the studio builders."""
         obsm = {key: self.obsm(key) for key in obsm_keys if key in self.obsm_keys}
-        return AnnData(obs=self.obs, obsm=obsm, uns=dict(self.uns))
+        return AnnData(obs=self.obs, obsm=obsm, uns=self.uns_without_studio)
 
     def obs_counts(self, column: str) -> Mapping[str, int] | None:
         """Value counts of a categorical-like obs column; None for numeric columns."""
