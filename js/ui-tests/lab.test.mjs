@@ -1,0 +1,245 @@
+// UI flows in a real JupyterLab, driven with playwright-core and the system Chromium
+// (no browser download). Builds the demo stack, starts `jupyter lab` on loopback,
+// and checks each flow a person would follow.
+//
+//   npm run test:ui                     (after `pip install -e .` so the extension is installed)
+//   SDS_PYTHON=/path/to/python  CHROMIUM=/usr/bin/chromium   to override the defaults
+
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = resolve(here, '..', '..');
+const PYTHON =
+  process.env.SDS_PYTHON ?? [join(repo, '.venv', 'bin', 'python')].find(p => existsSync(p)) ?? 'python3';
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const TOKEN = 'sds-ui-test';
+const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}`;
+
+let work;
+let server;
+let base;
+let browser;
+let top; // the top version folder, relative to the server root
+let baseFolder; // the base dataset folder
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.on('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+async function api(path, init = {}) {
+  const r = await fetch(`${base}${path}`, {
+    ...init,
+    headers: { Authorization: `token ${TOKEN}`, 'Content-Type': 'application/json', ...(init.headers ?? {}) }
+  });
+  return r;
+}
+
+async function setSetting(plugin, values) {
+  const r = await api(`/lab/api/settings/${plugin}`, { method: 'PUT', body: JSON.stringify({ raw: JSON.stringify(values) }) });
+  assert.ok(r.ok, `settings ${plugin}: ${r.status}`);
+}
+
+async function newPage() {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.errors = [];
+  page.on('pageerror', e => page.errors.push(e.message));
+  return page;
+}
+
+async function openListing(page, folder = 'datasets') {
+  await page.goto(`${base}/lab/tree/${folder}?token=${TOKEN}&reset`);
+  await page.waitForSelector('.jp-DirListing-item', { timeout: 60000 });
+  await page.waitForTimeout(1000);
+}
+
+const item = (page, name) => page.locator('.jp-DirListing-item', { hasText: name }).first();
+const crumbs = async page => (await page.locator('.jp-BreadCrumbs').innerText()).replace(/\s+/g, '');
+const currentTab = page => page.locator('.lm-DockPanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel').first();
+
+describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), 'sds-ui-'));
+    const demo = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', join(work, 'root')], { encoding: 'utf8' });
+    assert.equal(demo.status, 0, demo.stderr);
+    const topPath = demo.stdout.trim().split('\n').pop();
+    top = topPath.slice(join(work, 'root').length + 1);
+    const layer = JSON.parse(readFileSync(join(topPath, 'layer.json'), 'utf8'));
+    assert.ok(layer, 'the top version has a layer.json');
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    server = spawn(
+      PYTHON,
+      [
+        '-m', 'jupyterlab', '--no-browser', '--allow-root', `--port=${port}`, '--ip=127.0.0.1',
+        `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${join(work, 'root')}`,
+        '--ServerApp.jpserver_extensions={"sds_jupyter.server": True}',
+        '--LabApp.news_url=None', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'
+      ],
+      { env: { ...process.env, JUPYTER_CONFIG_DIR: join(work, 'config'), HOME: work }, stdio: ['ignore', 'ignore', 'pipe'] }
+    );
+    let log = '';
+    server.stderr.on('data', d => (log += d));
+    for (let i = 0; ; i++) {
+      try {
+        if ((await api('/api/status')).ok) break;
+      } catch {
+        // not up yet
+      }
+      assert.ok(i < 120, `jupyter lab did not start:\n${log.slice(-2000)}`);
+      await new Promise(r => setTimeout(r, 500));
+    }
+    const history = await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(top)}`)).json();
+    assert.ok(history.versions?.length >= 2, `history of ${top}: ${JSON.stringify(history).slice(0, 300)}`);
+    baseFolder = history.base.dataset_id;
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+  });
+
+  after(async () => {
+    await browser?.close();
+    if (server && server.exitCode === null) {
+      server.kill('SIGTERM');
+      await new Promise(r => server.once('exit', r));
+    }
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('double-click opens a version in the browser panel; an ordinary folder still opens', async () => {
+    const page = await newPage();
+    await openListing(page);
+    await item(page, baseFolder).dblclick();
+    await page.waitForFunction(f => document.querySelector('.jp-BreadCrumbs')?.textContent?.includes(f), baseFolder);
+    await openListing(page);
+    const name = top.split('/').pop();
+    await item(page, name).dblclick();
+    await page.waitForSelector('.sds-history-row', { timeout: 30000 });
+    assert.equal(await crumbs(page), '/datasets/');
+    const rows = await page.locator('.sds-history-row').count();
+    assert.ok(rows >= 3, `${rows} rows`);
+    const title = await page.locator('.sds-history-row').first().locator('.sds-row-title').innerText();
+    await page.waitForFunction(t => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes(t), title);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  it('figures, results and compare draw from the server', async () => {
+    const page = await newPage();
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-history-row');
+    await page.locator('.sds-tab[data-tab="figures"]').click();
+    await page.waitForSelector('.sds-figure', { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelectorAll('canvas.sds-canvas, .sds-chart svg').length >= 2, null, { timeout: 30000 });
+    assert.deepEqual(await page.locator('.sds-figures .sds-error').allInnerTexts(), []);
+    // the canvas has drawn pixels
+    const painted = await page.locator('canvas.sds-canvas').first().evaluate(c => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let i = 3; i < d.length; i += 4) if (d[i]) n++;
+      return n;
+    });
+    assert.ok(painted > 1000, `${painted} painted pixels`);
+    await page.locator('.sds-tab[data-tab="results"]').click();
+    await page.waitForSelector('.sds-result .sds-table tbody tr', { timeout: 30000 });
+    assert.deepEqual(await page.locator('.sds-results .sds-error').allInnerTexts(), []);
+    await page.locator('.sds-tab[data-tab="compare"]').click();
+    await page.waitForSelector('.sds-delta-figures', { timeout: 30000 });
+    assert.deepEqual(await page.locator('.sds-compare .sds-error').allInnerTexts(), []);
+    // arrow keys move the selection
+    await page.locator('.sds-history').focus();
+    await page.keyboard.press('ArrowDown');
+    const second = await page.locator('.sds-history-row').nth(1).getAttribute('data-depth');
+    assert.equal(await page.locator('.sds-history-row.sds-selected').getAttribute('data-depth'), second);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  it('Enter opens a version; the context menu can enter it instead', async () => {
+    const page = await newPage();
+    await openListing(page);
+    const name = top.split('/').pop();
+    await item(page, name).click();
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.sds-history-row', { timeout: 30000 });
+    assert.equal(await crumbs(page), '/datasets/');
+    await item(page, name).click({ button: 'right' });
+    const labels = await page.locator('.lm-Menu-itemLabel').allInnerTexts();
+    assert.ok(labels.includes('Open version') && labels.includes('Open folder contents'), labels.join(', '));
+    await page.locator('.lm-Menu-item', { hasText: 'Open folder contents' }).click();
+    await page.waitForFunction(n => document.querySelector('.jp-BreadCrumbs')?.textContent?.includes(n), name);
+    await page.close();
+  });
+
+  it('"Open in notebook" creates, opens and runs a notebook', async () => {
+    const page = await newPage();
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-history-row');
+    await page.locator('.sds-app [data-action="open-in-notebook"]').click();
+    await page.waitForSelector('.jp-NotebookPanel', { timeout: 60000 });
+    await page.waitForFunction(
+      () => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt')].some(p => /\[\d+\]/.test(p.textContent ?? '')),
+      null,
+      { timeout: 120000 }
+    );
+    assert.match(await currentTab(page).innerText(), /\.ipynb$/);
+    await page.close();
+  });
+
+  it('the widget draws in a notebook and binds an AnnData', async () => {
+    const nb = {
+      type: 'notebook',
+      format: 'json',
+      content: {
+        nbformat: 4, nbformat_minor: 5,
+        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+        cells: [{ cell_type: 'code', id: 'c1', metadata: {}, outputs: [], execution_count: null,
+          source: `from sds_jupyter.widget import VersionBrowser\nVersionBrowser(${JSON.stringify(top)})` }]
+      }
+    };
+    assert.ok((await api('/api/contents/widget.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
+    const page = await newPage();
+    await page.goto(`${base}/lab/tree/widget.ipynb?token=${TOKEN}&reset`);
+    await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
+    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await page.locator('.jp-Cell .jp-InputArea-editor').first().click();
+    await page.keyboard.press('Shift+Enter');
+    await page.waitForSelector('.jp-OutputArea .sds-history-row', { timeout: 120000 });
+    await page.locator('[data-action="open-adata"]').click();
+    await page.waitForFunction(() => /cells ×|rror/.test(document.querySelector('.sds-action-msg')?.textContent ?? ''), null, { timeout: 60000 });
+    assert.match(await page.locator('.sds-action-msg').innerText(), /cells ×/);
+    await page.locator('.sds-tab[data-tab="figures"]').click();
+    await page.waitForSelector('canvas.sds-canvas', { timeout: 60000 });
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  it('the setting turns the double-click interception off', async () => {
+    await setSetting('sds-jupyter:plugin', { openVersionsOnDoubleClick: false });
+    try {
+      const page = await newPage();
+      await openListing(page);
+      const name = top.split('/').pop();
+      await item(page, name).dblclick();
+      await page.waitForFunction(n => document.querySelector('.jp-BreadCrumbs')?.textContent?.includes(n), name);
+      assert.equal(await page.locator('.sds-app').count(), 0);
+      await page.close();
+    } finally {
+      await setSetting('sds-jupyter:plugin', { openVersionsOnDoubleClick: true });
+    }
+  });
+});
