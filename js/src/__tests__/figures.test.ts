@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
-import { decodeCanvas, disc, fitView, packColor, rasterizePoints, savedView } from '../app/raster';
+import { decodeCanvas, disc, fitView, packColor, rasterizePoints, savedView, vectorSVG } from '../app/raster';
 import { TransportError, decodeFrame, encodeFrame } from '../app/transport';
 import type { CanvasPayload, Figure } from '../app/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
@@ -238,6 +238,27 @@ describe('canvas decoding and rasterising', () => {
       expect(pixels[0 + 3]).toBe(0); // nothing at the corner
       expect([...pixels.slice((3 * 8 + 3) * 4, (3 * 8 + 3) * 4 + 4)]).toEqual([0, 255, 0, 255]);
     }
+  });
+
+  it('exports small drawings as SVG circles grouped by colour', () => {
+    const payload = canvasPayload(4);
+    const data = {
+      x: new Float32Array([10, 20, NaN, 90]),
+      y: new Float32Array([10, 20, 5, 90]),
+      value: new Uint16Array([0, 1, 0, 0]),
+      image: null
+    };
+    const svg = vectorSVG(payload, data, fitView(payload.bounds, 100, 100), null);
+    const doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
+    const groups = [...doc.querySelectorAll('g')];
+    expect(groups.map(g => [g.getAttribute('fill'), g.querySelectorAll('circle').length])).toEqual([
+      ['#ff0000', 2],
+      ['#00ff00', 1]
+    ]);
+    const first = doc.querySelector('circle')!;
+    // fit: 0.95 px per unit about the centre (50, 50): 10 -> 50 + (10 - 50) * 0.95 = 12
+    expect(Number(first.getAttribute('cx'))).toBeCloseTo(12, 1);
+    expect(first.getAttribute('r')).toBe('0.5');
   });
 
   it('draws symmetric discs', () => {

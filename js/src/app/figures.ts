@@ -10,11 +10,15 @@ import {
   rasterizePoints,
   savedView,
   affine,
+  vectorSVG,
   type CanvasData,
   type View
 } from './raster';
 import { TransportError, type Transport } from './transport';
 import type { CanvasPayload, Figure } from './types';
+
+/** Canvas figures with at most this many cells export as vector SVG. */
+export const VECTOR_LIMIT = 50_000;
 
 export class FiguresView {
   readonly node: HTMLElement;
@@ -176,7 +180,7 @@ export class FiguresView {
           plot.draw();
         }
       ),
-      button('SVG', 'Export as SVG (the drawing embedded as PNG)', async () => {
+      button('SVG', 'Export as SVG (cells as circles; large drawings embedded as PNG)', async () => {
         download(new Blob([await plot.toSVG()], { type: 'image/svg+xml' }), `${name}.svg`);
       }),
       button('PNG', 'Export as PNG', async () => download(await plot.toBlob(), `${name}.png`))
@@ -312,11 +316,28 @@ export class CanvasPlot {
     );
   }
 
-  /** An SVG wrapping the drawing as an embedded PNG, sized in CSS pixels. */
+  /**
+   * SVG export: up to VECTOR_LIMIT cells as circles over the image (vector, for
+   * print); beyond that the drawing embedded as a PNG.
+   */
   async toSVG(): Promise<string> {
-    const url = this.canvas.toDataURL('image/png');
     const w = parseFloat(this.canvas.style.width) || this.canvas.width;
     const hgt = Math.round((w * this.canvas.height) / Math.max(1, this.canvas.width));
+    if (this.payload.n_cells <= VECTOR_LIMIT) {
+      let imageHref: string | null = null;
+      const img = this.payload.image;
+      if (img && this.data.image) {
+        const src = document.createElement('canvas');
+        src.width = img.width;
+        src.height = img.height;
+        src.getContext('2d')?.putImageData(new ImageData(this.data.image as never, img.width, img.height), 0, 0);
+        imageHref = src.toDataURL('image/png');
+      }
+      const noneColor =
+        getComputedStyle(this.node).getPropertyValue('--jp-brand-color1').trim() || '#1f77b4';
+      return vectorSVG(this.payload, this.data, this.view(w, hgt, 1), imageHref, noneColor);
+    }
+    const url = this.canvas.toDataURL('image/png');
     return (
       `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ` +
       `width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}">` +

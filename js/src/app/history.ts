@@ -17,6 +17,7 @@ export class HistoryView {
   private entries: Entry[] = [];
   private selected = -1;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly tick: ReturnType<typeof setInterval>;
   private readonly onSelect: (depth: number) => void;
   private readonly now: () => number;
 
@@ -35,10 +36,13 @@ export class HistoryView {
     });
     this.node.addEventListener('click', this.onClick);
     this.node.addEventListener('keydown', this.onKey);
+    // relative times ("3 minutes ago") age: redraw the rows in view each minute
+    this.tick = setInterval(() => this.list.refresh(), 60_000);
   }
 
   dispose(): void {
     clearTimeout(this.timer);
+    clearInterval(this.tick);
     this.list.dispose();
     this.node.removeEventListener('click', this.onClick);
     this.node.removeEventListener('keydown', this.onKey);

@@ -131,8 +131,8 @@ export function packColor(hex: string, fallback = 0xffb4771f): number {
   return ((a << 24) | (b << 16) | (g << 8) | r) >>> 0;
 }
 
-/** Per-point colours as a function of the point index. */
-function colorFn(color: CanvasColor, value: CanvasData['value'], none: number): (i: number) => number {
+/** Per-point colours (packed RGBA) as a function of the point index. */
+export function colorFn(color: CanvasColor, value: CanvasData['value'], none: number): (i: number) => number {
   if (color.mode === 'categorical' && value) {
     const palette = Uint32Array.from(color.colors ?? [], c => packColor(c, none));
     const missing = 0x80808080; // grey, half alpha: codes outside the categories
@@ -232,4 +232,61 @@ export function rasterizePoints(
     }
   }
   return drawn;
+}
+
+/** A packed RGBA colour as CSS: "#rrggbb" and its opacity. */
+export function cssOf(packed: number): [string, number] {
+  const hex = (v: number) => (v & 255).toString(16).padStart(2, '0');
+  return [`#${hex(packed)}${hex(packed >>> 8)}${hex(packed >>> 16)}`, ((packed >>> 24) & 255) / 255];
+}
+
+/**
+ * The cells as SVG circles (one group per colour) over the image, for vector
+ * export of small drawings. `view` is in CSS pixels; `imageHref` a PNG data URL
+ * of the composited image alone.
+ */
+export function vectorSVG(
+  payload: CanvasPayload,
+  data: CanvasData,
+  view: View,
+  imageHref: string | null,
+  noneColor = '#1f77b4'
+): string {
+  const { width: w, height: hgt } = view;
+  const [a, b, c, d, e, f] = affine(view);
+  const colorOf = colorFn(payload.color, data.value, packColor(noneColor));
+  const r = Math.max(0.5, (payload.point_size || 2) / 2);
+  const groups = new Map<number, string[]>();
+  const { x, y } = data;
+  for (let i = 0; i < x.length; i++) {
+    const sx = a * x[i] + c * y[i] + e;
+    const sy = b * x[i] + d * y[i] + f;
+    if (!(sx >= -r && sx <= w + r && sy >= -r && sy <= hgt + r)) {
+      continue;
+    }
+    const col = colorOf(i);
+    let g = groups.get(col);
+    if (!g) {
+      groups.set(col, (g = []));
+    }
+    g.push(`<circle cx="${+sx.toFixed(2)}" cy="${+sy.toFixed(2)}" r="${r}"/>`);
+  }
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ` +
+      `width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}">`
+  ];
+  if (imageHref && payload.image) {
+    const [bx0, by0, bx1, by1] = payload.image.bounds;
+    parts.push(
+      `<image x="${bx0}" y="${by0}" width="${bx1 - bx0}" height="${by1 - by0}" preserveAspectRatio="none" ` +
+        `style="image-rendering:pixelated" transform="matrix(${[a, b, c, d, e, f].map(v => +v.toFixed(6)).join(' ')})" ` +
+        `xlink:href="${imageHref}" href="${imageHref}"/>`
+    );
+  }
+  for (const [col, circles] of groups) {
+    const [fill, opacity] = cssOf(col);
+    parts.push(`<g fill="${fill}"${opacity < 1 ? ` fill-opacity="${+opacity.toFixed(3)}"` : ''}>${circles.join('')}</g>`);
+  }
+  parts.push('</svg>');
+  return parts.join('');
 }
