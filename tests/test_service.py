@@ -292,6 +292,8 @@ def test_table_views_are_per_version_and_table(service) -> None:
     assert service.table_view(1) is not service.table_view(2)
     with pytest.raises(StackError, match="no table 'other'"):
         service.table_view(1, "other")
+    with pytest.raises(RequestError, match="not a table name"):
+        service.table_view(1, "../images/blobs_image")
 
 
 def test_requests_read_only_the_results_they_need(studio_stack) -> None:

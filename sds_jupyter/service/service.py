@@ -128,6 +128,8 @@ class StackService:
     def table_view(self, version: int | str | None = None, table: str | None = None) -> TableView:
         """The cached element reader of a table (default: this service's) at ``version``."""
         key = (self.depth(version), table or self.table_name)
+        if not key[1] or "/" in key[1] or key[1] in (".", ".."):
+            raise RequestError(f"{key[1]!r} is not a table name.")
         if key not in self._tables:
             store = StackStore(self.stack.at(key[0]))
             group = open_table_group(store, key[1])
