@@ -54,7 +54,7 @@ async function setSetting(plugin, values) {
 }
 
 async function newPage() {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
   page.errors = [];
   page.on('pageerror', e => page.errors.push(e.message));
   return page;
@@ -153,6 +153,21 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       return n;
     });
     assert.ok(painted > 1000, `${painted} painted pixels`);
+    // exports: the canvas as SVG circles, the chart as SVG and PNG
+    const saved = async button => {
+      const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+      return readFileSync(await download.path());
+    };
+    const canvasFigure = page.locator('.sds-figure-canvas').first();
+    const svg = (await saved(canvasFigure.locator('.sds-figure-tools button', { hasText: 'SVG' }))).toString('utf8');
+    assert.match(svg, /^<svg[^>]*>.*<circle /s);
+    const png = await saved(canvasFigure.locator('.sds-figure-tools button', { hasText: 'PNG' }));
+    assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG');
+    const chartFigure = page.locator('.sds-figure-chart').first();
+    const chartSvg = (await saved(chartFigure.locator('.sds-figure-tools button', { hasText: 'SVG' }))).toString('utf8');
+    assert.match(chartSvg, /<svg/);
+    const chartPng = await saved(chartFigure.locator('.sds-figure-tools button', { hasText: 'PNG' }));
+    assert.equal(chartPng.subarray(1, 4).toString('latin1'), 'PNG');
     await page.locator('.sds-tab[data-tab="results"]').click();
     await page.waitForSelector('.sds-result .sds-table tbody tr', { timeout: 30000 });
     assert.deepEqual(await page.locator('.sds-results .sds-error').allInnerTexts(), []);
