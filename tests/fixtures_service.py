@@ -277,3 +277,22 @@ def s3_studio_stack(s3_options: dict[str, Any], studio_stack: StudioStack) -> st
     fs.put(str(studio_stack.datasets) + "/", "studio-bucket/datasets/", recursive=True)
     fs.invalidate_cache()
     return f"s3://studio-bucket/datasets/{studio_stack.v2.name}"
+
+
+@pytest.fixture(scope="session")
+def transformed_blobs_root(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Blobs whose image, labels and circles carry transformations to ``global``."""
+    import spatialdata
+    import zarr
+    from spatialdata.transformations import Scale, Sequence, Translation, set_transformation
+
+    path = tmp_path_factory.mktemp("blobs-t") / "blobs.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sdata = spatialdata.datasets.blobs()
+        image_map = Sequence([Scale([2.0, 2.0], axes=("y", "x")), Translation([10.0, 5.0], axes=("x", "y"))])
+        set_transformation(sdata.images["blobs_image"], image_map, to_coordinate_system="global")
+        set_transformation(sdata.labels["blobs_labels"], Scale([0.5, 0.5], axes=("y", "x")), to_coordinate_system="global")
+        set_transformation(sdata.shapes["blobs_circles"], Scale([3.0, 3.0], axes=("x", "y")), to_coordinate_system="global")
+        sdata.write(path)
+    return zarr.open_group(path, mode="r")

@@ -118,7 +118,8 @@ class StackService:
         """The resolved stack; raises the resolution error when there is none."""
         if self._stack is None:
             assert self._stack_error is not None
-            raise self._stack_error
+            # the same error object is raised on every request: drop the last traceback
+            raise self._stack_error.with_traceback(None)
         return self._stack
 
     def depth(self, version: int | str | None) -> int:

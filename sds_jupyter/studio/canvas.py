@@ -59,11 +59,11 @@ def region_attrs(adata: AnnData, table_attrs: Mapping[str, Any] | None = None) -
     return found
 
 
-def _element_centroids(root: zarr.Group, name: str) -> pd.DataFrame:
+def _element_centroids(root: zarr.Group, name: str, system: str | None) -> pd.DataFrame:
     if name in _children(root, "shapes"):
-        return shape_centroids(root, name)
+        return shape_centroids(root, name, system)
     if name in _children(root, "labels"):
-        return label_centroids(root, name)
+        return label_centroids(root, name, system)
     raise ElementError(f"The table annotates {name!r}, which is neither a shapes nor a labels element here.")
 
 
@@ -76,9 +76,16 @@ def _children(root: zarr.Group, kind: str) -> set[str]:
 
 
 def cell_coordinates(
-    adata: AnnData, root: zarr.Group | None, table_attrs: Mapping[str, Any] | None = None
+    adata: AnnData,
+    root: zarr.Group | None,
+    table_attrs: Mapping[str, Any] | None = None,
+    system: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """x and y of every cell (float32, NaN where a cell has no position)."""
+    """x and y of every cell (float32, NaN where a cell has no position).
+
+    ``obsm["spatial"]`` is taken as already in the canvas coordinate system;
+    centroids are brought into ``system`` (default ``global``).
+    """
     if "spatial" in adata.obsm:
         spatial = np.asarray(adata.obsm["spatial"], dtype=np.float64)
         return spatial[:, 0].astype(np.float32), spatial[:, 1].astype(np.float32)
@@ -97,7 +104,7 @@ def cell_coordinates(
         mask = cell_region == region
         if not mask.any():
             continue
-        centroids = _element_centroids(root, region).reindex(instance[mask])
+        centroids = _element_centroids(root, region, system).reindex(instance[mask])
         x[mask] = centroids["x"].to_numpy(dtype=np.float32)
         y[mask] = centroids["y"].to_numpy(dtype=np.float32)
     return x, y
@@ -262,17 +269,18 @@ def build_canvas(
     table_attrs: Mapping[str, Any] | None = None,
 ) -> CanvasData:
     """The protocol's CanvasPayload and buffers for a validated canvas ``spec``."""
-    x, y = cell_coordinates(adata, root, table_attrs)
+    system = spec.get("coordinate_system") or None
+    x, y = cell_coordinates(adata, root, table_attrs, system)
     color, values = cell_colors(adata, spec)
     buffers: list[np.ndarray] = [x, y] + ([values] if values is not None else [])
     image_info = None
     if spec.get("image"):
         if root is None:
             raise ElementError("This figure shows an image, but no store was given to read it from.")
-        level = coarsest_level(root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE)
+        level = coarsest_level(root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE, system=system)
         rgba, channels = composite_image(level, spec)
         extent_y, extent_x = level.extent_yx
-        bounds = [0.0, 0.0, extent_x, extent_y]
+        bounds = level.transform.box(0.0, 0.0, extent_x, extent_y)
         image_info = {"width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "bounds": bounds, "channels": channels}
         buffers.append(rgba)
     bounds = _bounds(x, y, image_info["bounds"] if image_info else None)

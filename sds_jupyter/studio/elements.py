@@ -20,6 +20,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.studio.errors import ElementError
+from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform
 
 __all__ = ["Level", "coarsest_level", "label_centroids", "read_store_bytes", "shape_centroids"]
 
@@ -34,6 +35,8 @@ class Level:
     channel_names: tuple[str, ...]
     extent_yx: tuple[float, float] = (0.0, 0.0)
     """Height and width the level covers in level-0 pixels (before any striding)."""
+    transform: Axial = IDENTITY
+    """From level-0 pixels to the coordinate system the canvas draws in."""
 
     @property
     def height(self) -> int:
@@ -90,7 +93,9 @@ def _scale_yx(dataset: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[float,
     return 1.0, 1.0
 
 
-def coarsest_level(root: zarr.Group, kind: str, name: str, max_side: int | None = None) -> Level:
+def coarsest_level(
+    root: zarr.Group, kind: str, name: str, max_side: int | None = None, system: str | None = None
+) -> Level:
     """The smallest level of image or label element ``name`` (``kind`` "images"/"labels").
 
     With ``max_side``, y and x are read with a stride that keeps both at most
@@ -122,7 +127,8 @@ def coarsest_level(root: zarr.Group, kind: str, name: str, max_side: int | None 
     if "c" in axes:
         channels = tuple(scales["_channels"]) or tuple(str(i) for i in range(data.shape[axes.index("c")]))
     extent = (height * scale_y, width * scale_x)
-    return Level(data, axes, (scale_y * step, scale_x * step), channels, extent)
+    transform = element_transform(scales.get("coordinateTransformations"), system)
+    return Level(data, axes, (scale_y * step, scale_x * step), channels, extent, transform)
 
 
 def _as_2d(level: Level) -> np.ndarray:
@@ -134,15 +140,16 @@ def _as_2d(level: Level) -> np.ndarray:
     return data if yx == ["y", "x"] else data.T
 
 
-def label_centroids(root: zarr.Group, name: str) -> pd.DataFrame:
-    """Centroids (x, y in level-0 pixels) of each label id of label element ``name``."""
-    level = coarsest_level(root, "labels", name)
+def label_centroids(root: zarr.Group, name: str, system: str | None = None) -> pd.DataFrame:
+    """Centroids (x, y in the canvas coordinate system) of each label id of label element ``name``."""
+    level = coarsest_level(root, "labels", name, system=system)
     labels = _as_2d(level)
     rows, cols = np.nonzero(labels)
     ids, inverse, counts = np.unique(labels[rows, cols], return_inverse=True, return_counts=True)
     scale_y, scale_x = level.scale_yx
     x = np.bincount(inverse, weights=cols + 0.5) / counts * scale_x
     y = np.bincount(inverse, weights=rows + 0.5) / counts * scale_y
+    x, y = level.transform.apply(x, y)
     return pd.DataFrame({"x": x, "y": y}, index=pd.Index(ids.astype(str), name="instance"))
 
 
@@ -159,17 +166,19 @@ def _read_parquet(root: zarr.Group, prefix: str) -> pd.DataFrame:
     return pd.concat(frames)
 
 
-def shape_centroids(root: zarr.Group, name: str) -> pd.DataFrame:
-    """Centroids (x, y) of each shape of shapes element ``name``, indexed by instance id."""
+def shape_centroids(root: zarr.Group, name: str, system: str | None = None) -> pd.DataFrame:
+    """Centroids (x, y in the canvas coordinate system) of each shape of ``name``, by instance id."""
     import shapely
 
-    _element(root, "shapes", name)
+    element = _element(root, "shapes", name)
+    transform = element_transform(element.attrs.asdict().get("coordinateTransformations"), system)
     frame = _read_parquet(root, f"shapes/{name}/shapes.parquet")
     if "geometry" not in frame.columns:
         raise ElementError(f"Shapes element {name!r} has no geometry column.")
     geometry = shapely.from_wkb(frame["geometry"].to_numpy())
     centroids = shapely.centroid(geometry)
+    x, y = transform.apply(shapely.get_x(centroids), shapely.get_y(centroids))
     return pd.DataFrame(
-        {"x": shapely.get_x(centroids), "y": shapely.get_y(centroids)},
+        {"x": x, "y": y},
         index=pd.Index(frame.index.astype(str), name="instance"),
     )
