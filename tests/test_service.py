@@ -307,3 +307,12 @@ def test_requests_read_only_the_results_they_need(studio_stack) -> None:
     assert set(view._results) == {"res_niches", "res_markers"} and "uns" not in view.__dict__
     dispatch(service, "results", {"version": 1})
     assert len(view._results) == 7
+
+
+def test_mixed_type_columns_sort_by_text() -> None:
+    import pandas as pd
+
+    from sds_jupyter.service.service import _sorted
+
+    frame = pd.DataFrame({"v": ["b", 2, None, "a"]})
+    assert _sorted(frame, "v", False)["v"].tolist()[:3] == [2, "a", "b"]

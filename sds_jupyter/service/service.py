@@ -330,7 +330,7 @@ class StackService:
         if sort:
             if sort not in frame.columns:
                 raise RequestError(f"Cannot sort by {sort!r}: the table has no such column.")
-            frame = frame.sort_values(sort, ascending=not descending, na_position="last", kind="stable")
+            frame = _sorted(frame, sort, descending)
         page = frame.iloc[offset : offset + limit]
         rows = [[json_scalar(value) for value in row] for row in page.itertuples(index=False, name=None)]
         return {"columns": self._columns(frame), "rows": rows, "total": int(len(frame)), "offset": offset}
@@ -380,6 +380,16 @@ class StackService:
             return False
 
         return touched
+
+
+def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:
+    """Rows by ``column``, missing values last; mixed-type columns sort by their text."""
+    try:
+        return frame.sort_values(column, ascending=not descending, na_position="last", kind="stable")
+    except TypeError:
+        return frame.sort_values(
+            column, ascending=not descending, na_position="last", kind="stable", key=lambda s: s.astype(str).where(s.notna())
+        )
 
 
 # ---------------------------------------------------------------------- comparing
