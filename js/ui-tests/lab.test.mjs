@@ -174,12 +174,30 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.locator('.sds-tab[data-tab="compare"]').click();
     await page.waitForSelector('.sds-delta-figures', { timeout: 30000 });
     assert.deepEqual(await page.locator('.sds-compare .sds-error').allInnerTexts(), []);
+    // the first version against the top: changed obs columns come with value counts
+    await page.locator('.sds-compare select').first().selectOption('1');
+    await page.waitForSelector('.sds-obs-change tbody tr', { timeout: 30000 });
+    assert.ok((await page.locator('.sds-obs-change tbody tr').count()) >= 2);
     // arrow keys move the selection
     await page.locator('.sds-history').focus();
     await page.keyboard.press('ArrowDown');
     const second = await page.locator('.sds-history-row').nth(1).getAttribute('data-depth');
     assert.equal(await page.locator('.sds-history-row.sds-selected').getAttribute('data-depth'), second);
     assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  it('an open version panel comes back after a reload', async () => {
+    const page = await newPage();
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-history-row');
+    const label = await currentTab(page).innerText();
+    await page.waitForTimeout(1500); // the layout is saved shortly after a change
+    await page.goto(`${base}/lab/tree/datasets?token=${TOKEN}`);
+    await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+    const tabs = await page.locator('.lm-DockPanel .lm-TabBar-tabLabel').allInnerTexts();
+    assert.ok(tabs.includes(label), `${label} not in ${tabs.join(', ')}`);
     await page.close();
   });
 
