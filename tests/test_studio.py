@@ -269,3 +269,20 @@ def _table(root):
     adata = anndata.io.read_elem(root["tables/table"])
     adata.obsm["spatial"] = np.zeros((adata.n_obs, 2))
     return adata
+
+
+@pytest.mark.parametrize(
+    ("table", "stacked"),
+    [
+        (pd.DataFrame({"niche": [0, 0, 1], "cell_type": ["t", "b", "t"], "fraction": [0.5, 0.5, 1.0]}), "normalize"),
+        (pd.DataFrame({"niche": [0, 1], "t_cells": [0.2, 0.7], "b_cells": [0.8, 0.3]}), "normalize"),
+        (pd.DataFrame({"niche": [0, 1], "n_cells": [10, 20]}), None),
+    ],
+)
+def test_niche_tables_long_wide_and_sizes(table: pd.DataFrame, stacked: str | None) -> None:
+    from sds_jupyter.studio.results import ResultEntry
+
+    chart = default_chart(ResultEntry("r", {"kind": "niches"}, {"table": table}))
+    assert chart["mark"]["type"] == "bar" and chart["encoding"]["x"]["type"] == "nominal"
+    assert chart["encoding"]["y"].get("stack") == stacked
+    assert ("color" in chart["encoding"]) == (stacked is not None)

@@ -288,28 +288,40 @@ def nhood_enrichment_chart(result: ResultEntry) -> dict[str, Any] | None:
     return chart_spec(frame, mark="rect", x=a, y=b, color=value, title=result.title)
 
 
+FRACTION_NAMES = ("fraction", "proportion", "share", "frequency")
+
+
+def _niche_composition(frame: pd.DataFrame, niche: str) -> tuple[pd.DataFrame, str, str] | None:
+    """(rows, category column, amount column) of a niche composition, long as stored or melted.
+
+    Long form has a category and an amount column; wide form has one numeric
+    column per category and nothing else numeric. Anything else has no composition.
+    """
+    category = _find(frame.drop(columns=[niche]), CATEGORY_NAMES, numeric=False)
+    amount = _find(frame, AMOUNT_NAMES, numeric=True)
+    if category is not None and amount is not None:
+        return frame, category, amount
+    numeric = [str(c) for c in frame.select_dtypes("number").columns if c != niche]
+    if category is None and amount is None and numeric:
+        melted = frame.melt(id_vars=niche, value_vars=numeric, var_name="category", value_name="fraction")
+        return melted, "category", "fraction"
+    return None
+
+
 def niches_chart(result: ResultEntry) -> dict[str, Any] | None:
-    """Niche composition as stacked bars (or niche sizes when there is no composition)."""
+    """Niche composition as stacked bars, or niche sizes when the table has no composition."""
     frame = with_index_column(result.table())
     niche = _find(frame, NICHE_NAMES)
     if niche is None:
         return None
-    category = _find(frame.drop(columns=[niche]), CATEGORY_NAMES, numeric=False)
-    amount = _find(frame, AMOUNT_NAMES, numeric=True)
-    if category is None:
-        numeric = [c for c in frame.select_dtypes("number").columns if c != niche]
-        if amount is not None or not numeric:
-            if amount is None:
-                return None
-            return chart_spec(frame.astype({niche: str}), mark="bar", x=niche, y=amount, title=result.title)
-        frame = frame.astype({niche: str}).melt(id_vars=niche, value_vars=numeric, var_name="category", value_name="fraction")
-        category, amount = "category", "fraction"
-    if amount is None:
-        return None
     frame = frame.astype({niche: str})
-    spec = chart_spec(frame, mark="bar", x=niche, y=amount, color=category, title=result.title)
-    spec["encoding"]["x"]["type"] = "nominal"
-    spec["encoding"]["y"]["stack"] = "normalize" if amount in ("fraction", "proportion", "share", "frequency") else True
+    composition = _niche_composition(frame, niche)
+    if composition is None:
+        size = _find(frame, AMOUNT_NAMES, numeric=True)
+        return chart_spec(frame, mark="bar", x=niche, y=size, title=result.title) if size else None
+    rows, category, amount = composition
+    spec = chart_spec(rows, mark="bar", x=niche, y=amount, color=category, title=result.title)
+    spec["encoding"]["y"]["stack"] = "normalize" if amount in FRACTION_NAMES else True
     return spec
 
 
