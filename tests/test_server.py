@@ -201,8 +201,12 @@ def test_notebook_in_sds_work_dir(root, fetch, monkeypatch) -> None:
     assert source == f'%load_ext sds_jupyter\n%sds_open "{root / "datasets" / "edit-2222"}"'
 
 
-def test_notebook_in_the_root_without_work_dir(root, fetch, monkeypatch) -> None:
-    monkeypatch.delenv("SDS_WORK_DIR", raising=False)
+@pytest.mark.parametrize("work_dir", [None, "outside"])
+def test_notebook_in_the_root_without_a_work_dir_under_it(root, fetch, monkeypatch, tmp_path, work_dir) -> None:
+    if work_dir is None:
+        monkeypatch.delenv("SDS_WORK_DIR", raising=False)
+    else:
+        monkeypatch.setenv("SDS_WORK_DIR", str(tmp_path))
     response = fetch(NAMESPACE, "api", "notebook", method="POST", body=json.dumps({"path": "datasets/studio-1111"}))
     assert json.loads(response.body) == {"notebook_path": "Studio section.ipynb"}
     assert (root / "Studio section.ipynb").is_file()
