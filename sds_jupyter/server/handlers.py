@@ -92,13 +92,12 @@ class RequestHandler(StackAPIHandler):
         try:
             service = await self.in_thread(self.services.service, self.get_argument("path", ""))
             reply = await self.in_thread(dispatch, service, name, params)
-        except Exception as exc:  # noqa: BLE001 - mapped once, below
+            binary = name in BINARY_REQUESTS
+            body = frame_reply(reply) if binary else json.dumps(reply.data, allow_nan=False)
+        except Exception as exc:  # noqa: BLE001 - mapped once, in fail()
             self.fail(exc)
             return
-        if name in BINARY_REQUESTS:
-            self.finish(frame_reply(reply), set_content_type="application/octet-stream")
-        else:
-            self.reply_json(reply.data)
+        self.finish(body, set_content_type="application/octet-stream" if binary else "application/json")
 
 
 class IsVersionHandler(StackAPIHandler):
