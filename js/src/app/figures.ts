@@ -166,9 +166,7 @@ export class FiguresView {
     const plot = new CanvasPlot(payload, data);
     fill(body, plot.node);
     plot.draw();
-    const resize = () => plot.draw();
-    window.addEventListener('resize', resize);
-    this.disposers.push(() => window.removeEventListener('resize', resize));
+    this.disposers.push(plot.watchSize());
     fill(
       tools,
       button(
@@ -308,6 +306,31 @@ export class CanvasPlot {
       noneColor
     );
     ctx.putImageData(pixels, 0, 0);
+  }
+
+  /** Redraw when the available width changes (panel or window resized); returns the undo. */
+  watchSize(): () => void {
+    let width = this.node.clientWidth;
+    let raf = 0;
+    const check = () => {
+      raf = 0;
+      if (this.node.isConnected && Math.abs(this.node.clientWidth - width) > 1) {
+        width = this.node.clientWidth;
+        this.draw();
+      }
+    };
+    const schedule = () => {
+      if (!raf) {
+        raf = typeof requestAnimationFrame === 'undefined' ? (check(), 0) : requestAnimationFrame(check);
+      }
+    };
+    if (typeof ResizeObserver !== 'undefined') {
+      const ro = new ResizeObserver(schedule);
+      ro.observe(this.node);
+      return () => ro.disconnect();
+    }
+    window.addEventListener('resize', schedule);
+    return () => window.removeEventListener('resize', schedule);
   }
 
   toBlob(): Promise<Blob> {

@@ -20,6 +20,7 @@ export class VirtualList {
   private first = -1;
   private last = -1;
   private raf = 0;
+  private resize: ResizeObserver | null = null;
   private readonly rows = new Map<number, HTMLElement>();
 
   constructor(node: HTMLElement, opts: VirtualListOptions) {
@@ -30,9 +31,15 @@ export class VirtualList {
     this.spacer.className = 'sds-vlist-spacer';
     this.node.append(this.spacer);
     this.node.addEventListener('scroll', this.onScroll, { passive: true });
+    // a taller view (panel resized, widget shown after being hidden) needs more rows
+    if (typeof ResizeObserver !== 'undefined') {
+      this.resize = new ResizeObserver(() => this.onScroll());
+      this.resize.observe(this.node);
+    }
   }
 
   dispose(): void {
+    this.resize?.disconnect();
     this.node.removeEventListener('scroll', this.onScroll);
     if (this.raf) {
       cancelAnimationFrame(this.raf);
