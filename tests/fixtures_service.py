@@ -225,9 +225,21 @@ class RecordingComm:
 
 
 @pytest.fixture
-def recorded_messages(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """Every message widgets created in the test publish, in order."""
+def recorded_messages(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[dict[str, Any]]:
+    """Every message widgets created in the test publish, in order.
+
+    The Python side is tested whether or not the front end is built (or being
+    rebuilt): when ``sds_jupyter/static`` lacks the bundle, stand-in files are used.
+    """
     import comm
+
+    from sds_jupyter import widget
+
+    for attribute, name in (("_ESM_PATH", "widget.js"), ("_CSS_PATH", "widget.css")):
+        if not getattr(widget, attribute).is_file():
+            stand_in = tmp_path / name
+            stand_in.write_text("export default { render() {} };\n" if name.endswith(".js") else "\n")
+            monkeypatch.setattr(widget, attribute, stand_in)
 
     messages: list[dict[str, Any]] = []
 
