@@ -36,7 +36,8 @@ def open_table_group(store: StackStore, table: str = "table") -> Any:
     """The zarr group of an AnnData table in the stack, refusing a missing one clearly."""
     import zarr
 
-    root = zarr.open_group(store, mode="r")
+    # Naming the format spares zarr probing for Zarr v2 documents a v3 root lacks.
+    root = zarr.open_group(store, mode="r", zarr_format=store.root_zarr_format)
     for path in (f"tables/{table}", f"table/{table}"):
         try:
             return root[path]

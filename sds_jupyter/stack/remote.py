@@ -523,9 +523,6 @@ class RemoteLocator:
             raise BaseStoreError(f"{where} is not a Zarr store (no zarr.json or .zgroup at its root)")
         return self._stores[target]
 
-    def root_doc(self, target: RemotePath) -> bytes | None:
-        return self._fetched.get((target / "zarr.json").path)
-
     def hint_base(self, base: str | None) -> None:
         """Start resolving the base a manifest names while the chain is walked."""
         if base is None or self._base_hint is not None:
@@ -571,11 +568,11 @@ class RemoteLocator:
         return False
 
     def _probe_folder(self, target: RemotePath) -> int | None:
-        if self.fetch(target / "zarr.json") is not None:
-            return 3
-        for doc in _ROOT_DOCS_V2:
-            if self.fetch(target / doc) is not None:
-                return 2
+        # Existence is all a probe needs: one byte of each root document.
+        for doc, zarr_format in (("zarr.json", 3), *((d, 2) for d in _ROOT_DOCS_V2)):
+            location = target / doc
+            if cat_object(location.fs, location.path, 0, 1) is not None:
+                return zarr_format
         return None
 
     def _probe_zip(self, target: RemotePath) -> int | None:

@@ -188,6 +188,14 @@ class StackStore(Store):
         overlay = self._overlays[number]
         return (overlay.path_of(key) if isinstance(overlay, FolderSource) else None), number
 
+    @property
+    def root_zarr_format(self) -> int | None:
+        """3 when the composed root is known to be Zarr v3 without a request, else None."""
+        number = self.index.locate("zarr.json")
+        if number >= 0 or (number == BASE and self.stack.base.zarr_format == 3):
+            return 3
+        return None
+
     def exists_raw(self, key: str) -> bool:
         number = self.index.locate(key)
         if number == HIDDEN:
