@@ -29,6 +29,12 @@ demo: $(DEMO_DIR)/.built
 
 test: setup
 	$(PY) -m pytest
+	$(MAKE) test-js
+
+# The front end: unit tests (vitest), then the JupyterLab flows in the system Chromium.
+test-js: setup
+	cd js && { test -d node_modules || npm ci; } && npm test
+	cd js && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" SDS_PYTHON="$(CURDIR)/$(PY)" npm run test:ui
 
 bench: setup
 	$(PY) benchmarks/run_all.py

@@ -6,7 +6,7 @@
 //   SDS_PYTHON=/path/to/python  CHROMIUM=/usr/bin/chromium   to override the defaults
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -21,6 +21,13 @@ const PYTHON =
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const TOKEN = 'sds-ui-test';
 const skip = existsSync(CHROMIUM) ? false : `no Chromium at ${CHROMIUM}`;
+// Screenshots of each flow are kept as test artifacts.
+const SHOTS = process.env.SDS_TEST_OUTPUT ?? join(repo, 'test-output', 'ui');
+
+async function shot(page, name) {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
+}
 
 let work;
 let server;
@@ -73,6 +80,10 @@ const currentTab = page => page.locator('.lm-DockPanel .lm-TabBar-tab.lm-mod-cur
 describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'sds-ui-'));
+    // No "get notified about news?" toast over the screenshots.
+    const notification = join(work, 'config', 'lab', 'user-settings', '@jupyterlab', 'apputils-extension');
+    mkdirSync(notification, { recursive: true });
+    writeFileSync(join(notification, 'notification.jupyterlab-settings'), JSON.stringify({ fetchNews: 'false' }));
     const demo = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', join(work, 'root')], { encoding: 'utf8' });
     assert.equal(demo.status, 0, demo.stderr);
     const topPath = demo.stdout.trim().split('\n').pop();
@@ -132,6 +143,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     assert.ok(rows >= 3, `${rows} rows`);
     const title = await page.locator('.sds-history-row').first().locator('.sds-row-title').innerText();
     await page.waitForFunction(t => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes(t), title);
+    await shot(page, 'panel-history');
     assert.deepEqual(page.errors, []);
     await page.close();
   });
@@ -153,6 +165,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       return n;
     });
     assert.ok(painted > 1000, `${painted} painted pixels`);
+    await shot(page, 'panel-figures');
     // exports: the canvas as SVG circles, the chart as SVG and PNG
     const saved = async button => {
       const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
@@ -170,6 +183,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     assert.equal(chartPng.subarray(1, 4).toString('latin1'), 'PNG');
     await page.locator('.sds-tab[data-tab="results"]').click();
     await page.waitForSelector('.sds-result .sds-table tbody tr', { timeout: 30000 });
+    await shot(page, 'panel-results');
     assert.deepEqual(await page.locator('.sds-results .sds-error').allInnerTexts(), []);
     await page.locator('.sds-tab[data-tab="compare"]').click();
     await page.waitForSelector('.sds-delta-figures', { timeout: 30000 });
@@ -178,6 +192,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.locator('.sds-compare select').first().selectOption('1');
     await page.waitForSelector('.sds-obs-change tbody tr', { timeout: 30000 });
     assert.ok((await page.locator('.sds-obs-change tbody tr').count()) >= 2);
+    await shot(page, 'panel-compare');
     // arrow keys move the selection
     await page.locator('.sds-history').focus();
     await page.keyboard.press('ArrowDown');
@@ -233,7 +248,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.close();
   });
 
-  it('the widget draws in a notebook and binds an AnnData', async () => {
+  it('%sds_open draws the browser in a notebook and binds an AnnData', async () => {
     const nb = {
       type: 'notebook',
       format: 'json',
@@ -241,7 +256,9 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         nbformat: 4, nbformat_minor: 5,
         metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
         cells: [{ cell_type: 'code', id: 'c1', metadata: {}, outputs: [], execution_count: null,
-          source: `from sds_jupyter.widget import VersionBrowser\nVersionBrowser(${JSON.stringify(top)})` }]
+          source: `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)} --as cells` },
+          { cell_type: 'code', id: 'c2', metadata: {}, outputs: [], execution_count: null,
+          source: `print(type(cells).__name__, cells.n_obs)` }]
       }
     };
     assert.ok((await api('/api/contents/widget.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
@@ -255,8 +272,15 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.locator('[data-action="open-adata"]').click();
     await page.waitForFunction(() => /cells ×|rror/.test(document.querySelector('.sds-action-msg')?.textContent ?? ''), null, { timeout: 60000 });
     assert.match(await page.locator('.sds-action-msg').innerText(), /cells ×/);
-    await page.locator('.sds-tab[data-tab="figures"]').click();
-    await page.waitForSelector('canvas.sds-canvas', { timeout: 60000 });
+    await page.locator('.jp-OutputArea .sds-tab[data-tab="figures"]').click();
+    await page.waitForSelector('.jp-OutputArea canvas.sds-canvas', { timeout: 60000 });
+    await page.waitForSelector('.jp-OutputArea .sds-chart svg', { timeout: 60000 });
+    assert.ok((await page.locator('.jp-OutputArea .sds-history-row').count()) >= 3);
+    await shot(page, 'notebook-sds-open');
+    // the magic bound the top version's table under the name given with --as
+    await page.locator('.jp-Cell .jp-InputArea-editor').nth(1).click();
+    await page.keyboard.press('Shift+Enter');
+    await page.waitForFunction(() => /AnnData \d+/.test(document.querySelectorAll('.jp-Cell')[1]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 60000 });
     assert.deepEqual(page.errors, []);
     await page.close();
   });
