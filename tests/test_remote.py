@@ -589,3 +589,29 @@ def test_a_version_listing_an_object_it_lacks_is_a_clear_error(
     store = open_stack(f"{url}/v1", storage_options=storage_options)
     with pytest.raises(BaseStoreError, match="re-download"):
         store.read_raw("k")
+
+
+def test_saving_a_version_onto_a_stack_in_object_storage_is_refused(
+    demo_url: str, storage_options: dict[str, Any]
+) -> None:
+    from sds_jupyter.errors import WriteRefusedError
+    from sds_jupyter.stack.writer import VersionWriter
+
+    stack = Stack.resolve(demo_url, storage_options=storage_options)
+    with pytest.raises(WriteRefusedError, match="object storage"):
+        VersionWriter(stack)
+
+
+def test_the_command_line_reads_a_url_with_the_environment_s_endpoint(
+    demo_url: str, s3_server: tuple[str, RequestLog], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    from sds_jupyter.cli import main
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server[0])
+    s3fs.S3FileSystem.clear_instance_cache()
+    assert main(["describe", "--json", demo_url]) == 0
+    assert json.loads(capsys.readouterr().out)["depth"] == 4
+    assert main(["flatten", demo_url, str(tmp_path / "out.zarr")]) == 0
+    assert (tmp_path / "out.zarr" / "zarr.json").is_file()
+    s3fs.S3FileSystem.clear_instance_cache()

@@ -154,6 +154,11 @@ class VersionWriter:
 
     def __init__(self, stack: Stack | str | os.PathLike[str], folders: Any = None) -> None:
         self.stack = stack if isinstance(stack, Stack) else Stack.resolve(stack, folders=folders)
+        if not isinstance(self.stack.base.path, Path):
+            raise WriteRefusedError(
+                f"{self.stack.base.path} is in object storage; versions are saved into local "
+                "dataset folders beside their parents. Download the stack's datasets and save there"
+            )
         if self.stack.base.zarr_format != 3:
             raise WriteRefusedError(
                 f"the base store {self.stack.base.path} is Zarr v2; versions hold Zarr v3 objects. "
