@@ -52,6 +52,13 @@ def _parser() -> argparse.ArgumentParser:
     with_folders(check)
     check.add_argument("path", help="a version folder or its layer.json")
 
+    export = commands.add_parser("export", help="draw a saved figure to .svg, .png or .pdf")
+    with_folders(export)
+    export.add_argument("--version", help="depth, dataset ID or title (default: the top)")
+    export.add_argument("path", help="a version folder or its layer.json")
+    export.add_argument("figure", help="the figure's ID")
+    export.add_argument("out", help="the file to write (.svg, .png or .pdf)")
+
     demo = commands.add_parser("demo", help="build the demo stack (no download needed)")
     demo.add_argument("out", help="a new folder for the demo")
     return parser
@@ -93,6 +100,12 @@ def _run(args: argparse.Namespace) -> int:
             print(f"checked: {item}")
         print("ok" if report.ok else f"{len(report.problems)} problem(s)")
         return 0 if report.ok else EXIT_PROBLEMS
+    if args.command == "export":
+        from sds_jupyter.studio.export import export_figure
+
+        out = export_figure(args.path, args.figure, args.out, version=args.version, folders=args.folders)
+        print(f"wrote {out}")
+        return 0
     if args.command == "demo":
         from sds_jupyter.demo import build_demo
 

@@ -107,3 +107,17 @@ def test_demo_builds_a_stack(tmp_path: Path) -> None:
     top = Path(result.stdout.strip())
     assert (top / "layer.json").is_file()
     assert cli("check", str(top)).returncode == 0
+
+
+@pytest.mark.parametrize("suffix", ["svg", "png", "pdf"])
+def test_export_draws_a_saved_figure(demo_top: Path, tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / f"fig.{suffix}"
+    result = cli("export", str(demo_top), "fig-nhood", str(out))
+    assert result.returncode == 0, result.stderr
+    head = out.read_bytes()[:8]
+    assert {"svg": b"<svg" in out.read_bytes()[:400], "png": head.startswith(b"\x89PNG"), "pdf": head.startswith(b"%PDF")}[suffix]
+
+
+def test_export_of_a_missing_figure_is_one_line(demo_top: Path, tmp_path: Path) -> None:
+    result = cli("export", "--version", "1", str(demo_top), "fig-nhood", str(tmp_path / "x.svg"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr and result.stderr.count("\n") == 1
