@@ -91,7 +91,13 @@ class RequestLog:
         return collections.Counter(p for m, p, q, _ in self.entries if self.kind(m, q) == "GET")
 
     def paths(self) -> list[str]:
-        return [p for _, p, _, _ in self.entries]
+        """The object each request named; for a LIST, the bucket and the prefix listed."""
+        from urllib.parse import parse_qs
+
+        return [
+            f"{p.rstrip('/')}/{parse_qs(q).get('prefix', [''])[0]}" if self.kind(m, q) == "LIST" else p
+            for m, p, q, _ in self.entries
+        ]
 
 
 def _free_port() -> int:
@@ -615,3 +621,23 @@ def test_the_command_line_reads_a_url_with_the_environment_s_endpoint(
     assert main(["flatten", demo_url, str(tmp_path / "out.zarr")]) == 0
     assert (tmp_path / "out.zarr" / "zarr.json").is_file()
     s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.mark.parametrize(
+    "base",
+    [
+        "cirro:::dataset:base/../../secret/credentials.json",
+        "cirro:::dataset:../secret/x.zarr",
+        "s3://sds-stacks/secret/credentials.json",
+        "cirro:::dataset:other/elsewhere.zarr",
+    ],
+)
+def test_the_base_field_is_only_a_hint_and_never_leads_outside(
+    s3: Any, datasets: Path, storage_options: dict[str, Any], requests: RequestLog, base: str
+) -> None:
+    _hostile(datasets, {"base": base})
+    url = upload(s3, datasets)
+    requests.clear()
+    stack = Stack.resolve(f"{url}/v1", storage_options=storage_options)
+    assert str(stack.base.path) == f"{url}/base/store.zarr"
+    assert all(p.startswith(f"/{url.removeprefix('s3://')}/") for p in requests.paths())

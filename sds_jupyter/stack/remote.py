@@ -484,15 +484,9 @@ class RemoteLocator:
             hinted = self._hinted(ref)
             if hinted is not None:
                 return hinted
-        tried: list[RemotePath] = []
-        for folder in self.candidate_folders(ref.dataset_id):
-            for relative in (ref.path, f"data/{ref.path}"):
-                target = folder.joinpath(relative, f"reference {ref}")
-                tried.append(target)
-                found = self.fetch(target) is not None if ref.names_manifest else self._probe(target)
-                if found:
-                    self._resolved_folders[ref.dataset_id] = folder
-                    return target
+        found = self._find(ref)
+        if found is not None:
+            return found
         if not any(_prefix_exists(folder) for folder in self.candidate_folders(ref.dataset_id)):
             names = ", ".join(repr(f.name) for f in self.candidate_folders(ref.dataset_id))
             raise MissingDatasetError(
@@ -504,6 +498,16 @@ class RemoteLocator:
             f"dataset {ref.dataset_id} has no {ref.path!r} (reference {ref}); "
             "the upload may be incomplete"
         )
+
+    def _find(self, ref: CirroRef) -> RemotePath | None:
+        for folder in self.candidate_folders(ref.dataset_id):
+            for relative in (ref.path, f"data/{ref.path}"):
+                target = folder.joinpath(relative, f"reference {ref}")
+                found = self.fetch(target) is not None if ref.names_manifest else self._probe(target)
+                if found:
+                    self._resolved_folders[ref.dataset_id] = folder
+                    return target
+        return None
 
     def manifest_location(self, data_dir: RemotePath) -> RemotePath:
         return data_dir / MANIFEST_NAME
@@ -541,8 +545,9 @@ class RemoteLocator:
             self._pool.shutdown(wait=True)
 
     def _quiet_resolve(self, ref: CirroRef) -> RemotePath | None:
+        # A hint that leads nowhere costs its probes only: the walk words any error.
         try:
-            return self.resolve(ref)
+            return self._find(ref)
         except StackError:
             return None
 
@@ -576,6 +581,8 @@ class RemoteLocator:
         return None
 
     def _probe_zip(self, target: RemotePath) -> int | None:
+        if cat_object(target.fs, target.path, 0, 1) is None:
+            return None  # one GET, where opening a missing object would HEAD and LIST
         try:
             source = RemoteZipSource(target)
         except BaseStoreError:
@@ -604,6 +611,8 @@ def resolve_remote(
     from sds_jupyter.stack.stack import BaseInfo, Stack, _walk
 
     top = url if isinstance(url, RemotePath) else RemotePath.from_url(url, storage_options)
+    if "/" not in top.path.strip("/"):
+        raise StackError(f"{top.url} is a bucket, not a dataset folder under a datasets prefix")
     fetched: dict[str, bytes] = {}
 
     def fetch(location: RemotePath) -> bytes | None:
