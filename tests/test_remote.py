@@ -324,6 +324,9 @@ def test_a_table_reads_lazily_and_reduces_on_a_local_cluster(
     np.testing.assert_allclose(np.asarray(means).ravel(), expected)
     assert requests.counts()["GET"] >= 1, "the workers read X's chunks from the server"
     assert requests.counts()["LIST"] == 0
+    # Process-based workers get the graph, store and all, by pickle.
+    shipped = pickle.loads(pickle.dumps(to_dense.mean(axis=0)))
+    np.testing.assert_allclose(np.asarray(shipped.compute(scheduler="sync")).ravel(), expected)
 
 
 def test_the_store_pickles_and_reads_the_same_after(demo_url: str, storage_options: dict[str, Any]) -> None:
