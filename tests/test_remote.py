@@ -644,3 +644,29 @@ def test_the_base_field_is_only_a_hint_and_never_leads_outside(
     stack = Stack.resolve(f"{url}/v1", storage_options=storage_options)
     assert str(stack.base.path) == f"{url}/base/store.zarr"
     assert all(p.startswith(f"/{url.removeprefix('s3://')}/") for p in requests.paths())
+
+
+def test_a_deflated_zip_base_reads_and_a_corrupt_member_is_refused(
+    s3: Any, datasets: Path, storage_options: dict[str, Any]
+) -> None:
+    (datasets / "base").mkdir()
+    payload = b"chunk " * 1000
+    with zipfile.ZipFile(datasets / "base" / "s.zarr.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("zarr.json", ROOT_DOC)
+        archive.writestr("a/c/0", payload)
+    write_version(datasets, "v1", "cirro:::dataset:base/s.zarr.zip", {"k": b"1"})
+    url = upload(s3, datasets)
+    store = open_stack(f"{url}/v1", storage_options=storage_options)
+    assert store.read_raw("a/c/0") == payload
+    from zarr.abc.store import RangeByteRequest
+
+    assert store.read_raw("a/c/0", RangeByteRequest(6, 12)) == payload[6:12]
+    # Flip bytes inside the member's data: the CRC check refuses it.
+    raw = bytearray((datasets / "base" / "s.zarr.zip").read_bytes())
+    info = zipfile.ZipFile(datasets / "base" / "s.zarr.zip").getinfo("a/c/0")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    raw[start + 2 : start + 6] = b"\x00\x00\x00\x00"
+    s3.pipe(f"{url.removeprefix('s3://')}/base/s.zarr.zip", bytes(raw))
+    store = open_stack(f"{url}/v1", storage_options=storage_options)
+    with pytest.raises(BaseStoreError):
+        store.read_raw("a/c/0")

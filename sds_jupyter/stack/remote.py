@@ -212,13 +212,11 @@ def _exists(fs: AbstractFileSystem, path: str) -> bool:
 class RemoteSource:
     """Objects under a prefix in object storage, keyed by their path relative to it."""
 
-    def __init__(self, root: RemotePath, *, what: str = "folder", root_doc: bytes | None = None) -> None:
+    def __init__(self, root: RemotePath, *, what: str = "folder") -> None:
         self.root = root
         self.what = what
         self._nodes: frozenset[str] | None = None
         self._nodes_loaded = False
-        if root_doc is not None:
-            self._load_nodes(root_doc)
 
     def __repr__(self) -> str:
         return f"RemoteSource({self.root.url!r})"
@@ -247,9 +245,10 @@ class RemoteSource:
             return None
 
     def exists(self, key: str) -> bool:
-        nodes = self._consolidated_nodes()
-        if nodes is not None and (key == "zarr.json" or key.endswith("/zarr.json")):
-            return key == "zarr.json" or key[: -len("/zarr.json")] in nodes
+        if key == "zarr.json" or key.endswith("/zarr.json"):
+            nodes = self._consolidated_nodes()
+            if nodes is not None:
+                return key == "zarr.json" or key[: -len("/zarr.json")] in nodes
         # One ranged GET of one byte: a HEAD of a missing key would also LIST.
         return cat_object(self.root.fs, self.object_path(key), 0, 1) is not None
 
@@ -401,13 +400,19 @@ class RemoteZipSource(ZipSource):
         if len(data) != info.compress_size:
             raise BaseStoreError(f"{self.path.url}: member {key!r} is truncated; re-upload it")
         if info.compress_type == zipfile.ZIP_DEFLATED:
-            data = zlib.decompressobj(-15).decompress(data)
+            # Never more than the central directory promises: no zip bomb gets through.
+            try:
+                data = zlib.decompressobj(-15).decompress(data, info.file_size + 1)
+            except zlib.error:
+                raise BaseStoreError(
+                    f"{self.path.url}: member {key!r} does not inflate; re-upload it"
+                ) from None
         elif info.compress_type != zipfile.ZIP_STORED:
             raise BaseStoreError(
                 f"{self.path.url}: member {key!r} uses zip compression {info.compress_type}; "
                 "only stored and deflated members are read from object storage"
             )
-        if zlib.crc32(data) != info.CRC:
+        if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
             raise BaseStoreError(f"{self.path.url}: member {key!r} fails its CRC check; re-upload it")
         return data
 
