@@ -192,5 +192,9 @@ class DatasetLocator:
     def hint_base(self, base: str | None) -> None:
         """Nothing to prefetch on a local disk."""
 
+    def opened_source(self, target: Path) -> None:
+        """Local sources hold open files: each store opens its own."""
+        return None
+
     def close(self) -> None:
         pass

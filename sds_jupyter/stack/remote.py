@@ -449,6 +449,7 @@ class RemoteLocator:
         self.folders = folders
         self._fetched: dict[str, bytes] = dict(fetched or {})
         self._stores: dict[RemotePath, tuple[str, int]] = {}
+        self._zips: dict[RemotePath, RemoteZipSource] = {}
         self._resolved_folders: dict[str, RemotePath] = {}
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
@@ -532,6 +533,10 @@ class RemoteLocator:
             raise BaseStoreError(f"{where} is not a Zarr store (no zarr.json or .zgroup at its root)")
         return self._stores[target]
 
+    def opened_source(self, target: RemotePath) -> RemoteZipSource | None:
+        """The zip the probe opened: stateless, so every store over the stack shares it."""
+        return self._zips.get(target)
+
     def hint_base(self, base: str | None) -> None:
         """Start resolving the base a manifest names while the chain is walked."""
         if base is None or self._base_hint is not None:
@@ -592,6 +597,7 @@ class RemoteLocator:
             source = RemoteZipSource(target)
         except BaseStoreError:
             return None
+        self._zips[target] = source
         if source.exists("zarr.json"):
             return 3
         if any(source.exists(doc) for doc in _ROOT_DOCS_V2):
@@ -655,5 +661,8 @@ def resolve_remote(
             f"{top.url} holds no layer.json and is not a Zarr store; "
             "give a version folder, its layer.json, or a store"
         ) from None
-    base = BaseInfo(dataset_id=dataset_id, path=top, reference=None, kind=kind, zarr_format=zarr_format)  # type: ignore[arg-type]
+    base = BaseInfo(
+        dataset_id=dataset_id, path=top, reference=None, kind=kind,  # type: ignore[arg-type]
+        zarr_format=zarr_format, opened=locator.opened_source(top),
+    )
     return Stack(versions=(), base=base, datasets_dir=datasets, folders=folder_map)  # type: ignore[arg-type]

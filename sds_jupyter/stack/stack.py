@@ -70,6 +70,9 @@ class BaseInfo:
     kind: str
     """``"folder"`` or ``"zip"``."""
     zarr_format: int
+    opened: Any = field(default=None, compare=False, repr=False)
+    """A source the resolve already opened and that may be shared (a zip in object
+    storage, with its central directory read), so a store need not open it again."""
 
 
 @dataclass(frozen=True)
@@ -290,4 +293,5 @@ def _base_info(ref: CirroRef, target: Path, locator: DatasetLocator) -> BaseInfo
         reference=str(ref),
         kind=kind,
         zarr_format=zarr_format,
+        opened=locator.opened_source(target),
     )

@@ -122,7 +122,7 @@ class StackStore(Store):
         self._overlays: list[Source] = [
             open_folder(v.overlay_dir, what=f"overlay of {v.dataset_id}") for v in stack.versions
         ]
-        self._base: Source = open_source(stack.base.path, stack.base.kind)
+        self._base: Source = stack.base.opened or open_source(stack.base.path, stack.base.kind)
         self._visible_overlay: list[str] = sorted(
             key for key, number in self.index.owner.items() if self.index.locate(key) == number
         )
