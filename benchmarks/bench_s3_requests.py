@@ -24,6 +24,7 @@ loopback are printed for scale only.
 from __future__ import annotations
 
 import collections
+import os
 import socket
 import threading
 import time
@@ -34,6 +35,8 @@ from typing import Any
 from _common import emit, machine, parse_args, quiet_warnings, versions, workdir
 
 BUCKET = "bench"
+#: ``SDS_BENCH_LATENCY_MS=20`` delays every response, as a distant bucket would.
+LATENCY_S = float(os.environ.get("SDS_BENCH_LATENCY_MS", "0")) / 1000
 
 
 class Counter:
@@ -85,6 +88,8 @@ def start_server(counter: Counter) -> tuple[Any, str]:
 
             def counted(environ, start_response):  # noqa: ANN001, ANN202 - WSGI
                 counter.add(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+                if LATENCY_S:
+                    time.sleep(LATENCY_S)
                 for chunk in app(environ, start_response):
                     counter.add_bytes(len(chunk))
                     yield chunk
@@ -128,7 +133,6 @@ def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     quiet_warnings()
     import logging
-    import os
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     for name, value in {
@@ -199,7 +203,8 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"versions: {versions()}")
     print(f"demo stack: {depth} versions on a folder base; {rounds} rounds, counts from the last")
-    print(f"C: the same stack with its base as one stored .zarr.zip of {zip_size} bytes\n")
+    print(f"C: the same stack with its base as one stored .zarr.zip of {zip_size} bytes")
+    print(f"latency added to every response: {LATENCY_S * 1e3:.0f} ms\n")
     header = f"{'':36} {'keys':>5} {'GET':>5} {'HEAD':>5} {'LIST':>5} {'bytes':>9} {'max GET/key':>11} {'median':>9}"
     print(header)
     for label, r in results.items():
