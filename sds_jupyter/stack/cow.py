@@ -9,31 +9,21 @@ if it were the store itself. Nothing touches disk until
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
-from zarr.abc.store import ByteRequest, Store
-from zarr.core.buffer import Buffer, default_buffer_prototype
+from zarr.abc.store import ByteRequest
+from zarr.core.buffer import Buffer
 
-from sds_jupyter.stack.paths import check_relative_path
+from sds_jupyter.stack.paths import ancestors, check_relative_path
+from sds_jupyter.stack.rawstore import RawKeyStore
 from sds_jupyter.stack.sources import slice_range
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.store import StackStore
 
-if TYPE_CHECKING:
-    from zarr.core.buffer import BufferPrototype
-
 __all__ = ["CopyOnWriteStore"]
 
 
-def _ancestors(key: str) -> Iterator[str]:
-    index = key.find("/")
-    while index != -1:
-        yield key[:index]
-        index = key.find("/", index + 1)
-
-
-class CopyOnWriteStore(Store):
+class CopyOnWriteStore(RawKeyStore):
     """A zarr store whose writes become a new version on top of ``stack``."""
 
     supports_writes: bool = True
@@ -79,7 +69,7 @@ class CopyOnWriteStore(Store):
     def _hidden_below(self, key: str) -> bool:
         if key in self.deleted_keys:
             return True
-        return bool(self.deleted_nodes) and any(a in self.deleted_nodes for a in _ancestors(key))
+        return bool(self.deleted_nodes) and any(a in self.deleted_nodes for a in ancestors(key))
 
     def read_raw(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         if key in self.staged:
@@ -120,7 +110,7 @@ class CopyOnWriteStore(Store):
         return sorted(names)
 
     def _node_deleted(self, node: str) -> bool:
-        return node in self.deleted_nodes or any(a in self.deleted_nodes for a in _ancestors(node))
+        return node in self.deleted_nodes or any(a in self.deleted_nodes for a in ancestors(node))
 
     def _deletions_under(self, node: str) -> bool:
         lead = f"{node}/"
@@ -163,16 +153,6 @@ class CopyOnWriteStore(Store):
 
     # -- zarr's synchronous protocols -------------------------------------------------------
 
-    def get_sync(
-        self,
-        key: str,
-        *,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        data = self.read_raw(key, byte_range)
-        return None if data is None else (prototype or default_buffer_prototype()).buffer.from_bytes(data)
-
     def set_sync(self, key: str, value: Buffer) -> None:
         self.write_raw(key, value.to_bytes())
 
@@ -180,29 +160,6 @@ class CopyOnWriteStore(Store):
         self.delete_raw(key)
 
     # -- the zarr Store API ----------------------------------------------------------------
-
-    async def get(
-        self,
-        key: str,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        # docstring inherited
-        prototype = prototype or default_buffer_prototype()
-        data = self.read_raw(key, byte_range)
-        return None if data is None else prototype.buffer.from_bytes(data)
-
-    async def get_partial_values(
-        self,
-        prototype: BufferPrototype,
-        key_ranges: Iterable[tuple[str, ByteRequest | None]],
-    ) -> list[Buffer | None]:
-        # docstring inherited
-        return [await self.get(key, prototype, byte_range) for key, byte_range in key_ranges]
-
-    async def exists(self, key: str) -> bool:
-        # docstring inherited
-        return self.exists_raw(key)
 
     async def set(self, key: str, value: Buffer) -> None:
         # docstring inherited
@@ -232,19 +189,3 @@ class CopyOnWriteStore(Store):
         else:
             for key in list(self.keys_raw("")):
                 self.delete_raw(key)
-
-    async def list(self) -> AsyncIterator[str]:
-        # docstring inherited
-        for key in self.keys_raw(""):
-            yield key
-
-    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        # docstring inherited
-        for key in self.keys_raw(prefix):
-            yield key
-
-    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        # docstring inherited
-        for name in self.children_raw(prefix):
-            yield name
-

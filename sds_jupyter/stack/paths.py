@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from sds_jupyter.errors import UnsafePathError
@@ -17,6 +18,7 @@ from sds_jupyter.errors import UnsafePathError
 __all__ = [
     "check_dataset_id",
     "check_relative_path",
+    "ancestors",
     "check_whiteout",
     "contained_path",
     "is_within",
@@ -63,6 +65,14 @@ def check_dataset_id(value: object) -> str:
             f"dataset ID {value!r} may hold only letters, digits and hyphens"
         )
     return value
+
+
+def ancestors(key: str) -> Iterator[str]:
+    """The nodes a key sits in: ``a`` and ``a/b`` for ``a/b/c``."""
+    index = key.find("/")
+    while index != -1:
+        yield key[:index]
+        index = key.find("/", index + 1)
 
 
 def is_within(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:

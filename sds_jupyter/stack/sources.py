@@ -12,7 +12,7 @@ import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
@@ -49,21 +49,26 @@ def slice_range(data: bytes, byte_range: ByteRequest | None) -> bytes:
     raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
+def read_range(handle: BinaryIO, byte_range: ByteRequest | None, size: int | None = None) -> bytes:
+    """Read a zarr byte request from a seekable file; ``size`` spares a seek to the end."""
+    if byte_range is None:
+        return handle.read()
+    if isinstance(byte_range, RangeByteRequest):
+        handle.seek(byte_range.start)
+        return handle.read(max(0, byte_range.end - byte_range.start))
+    if isinstance(byte_range, OffsetByteRequest):
+        handle.seek(byte_range.offset)
+        return handle.read()
+    if isinstance(byte_range, SuffixByteRequest):
+        end = size if size is not None else handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, end - byte_range.suffix))
+        return handle.read()
+    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+
+
 def _read_file(path: Path, byte_range: ByteRequest | None) -> bytes:
     with open(path, "rb") as handle:
-        if byte_range is None:
-            return handle.read()
-        if isinstance(byte_range, RangeByteRequest):
-            handle.seek(byte_range.start)
-            return handle.read(max(0, byte_range.end - byte_range.start))
-        if isinstance(byte_range, OffsetByteRequest):
-            handle.seek(byte_range.offset)
-            return handle.read()
-        if isinstance(byte_range, SuffixByteRequest):
-            end = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, end - byte_range.suffix))
-            return handle.read()
-    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+        return read_range(handle, byte_range)
 
 
 class FolderSource:
@@ -214,7 +219,7 @@ class ZipSource:
             return None
         with self._lock, self._zip.open(info) as handle:
             if info.compress_type == zipfile.ZIP_STORED and byte_range is not None:
-                return _read_seekable(handle, info.file_size, byte_range)
+                return read_range(handle, byte_range, info.file_size)
             return slice_range(handle.read(), byte_range)
 
     def size(self, key: str) -> int | None:
@@ -238,19 +243,6 @@ class ZipSource:
 
     def close(self) -> None:
         self._zip.close()
-
-
-def _read_seekable(handle: zipfile.ZipExtFile, size: int, byte_range: ByteRequest) -> bytes:
-    if isinstance(byte_range, RangeByteRequest):
-        handle.seek(byte_range.start)
-        return handle.read(max(0, byte_range.end - byte_range.start))
-    if isinstance(byte_range, OffsetByteRequest):
-        handle.seek(byte_range.offset)
-        return handle.read()
-    if isinstance(byte_range, SuffixByteRequest):
-        handle.seek(max(0, size - byte_range.suffix))
-        return handle.read()
-    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
 _ROOT_DOCS = ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")

@@ -9,23 +9,21 @@ look-ups however deep the stack is.
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from zarr.abc.store import ByteRequest, Store
-from zarr.core.buffer import Buffer, default_buffer_prototype
+from zarr.abc.store import ByteRequest
+from zarr.core.buffer import Buffer
 
 from sds_jupyter.errors import BaseStoreError
+from sds_jupyter.stack.paths import ancestors
+from sds_jupyter.stack.rawstore import RawKeyStore
 from sds_jupyter.stack.sources import FolderSource, Source, open_folder, open_source
 from sds_jupyter.stack.stack import Stack, Version
-
-if TYPE_CHECKING:
-    from zarr.core.buffer import BufferPrototype
 
 __all__ = ["BASE", "HIDDEN", "LayerIndex", "StackStore", "open_stack"]
 
@@ -33,14 +31,6 @@ __all__ = ["BASE", "HIDDEN", "LayerIndex", "StackStore", "open_stack"]
 BASE: Final = -1
 HIDDEN: Final = -2
 _NEVER: Final = 1 << 30
-
-
-def _ancestors(key: str) -> Iterator[str]:
-    """``a``, ``a/b`` for ``a/b/c``: the nodes a key sits in."""
-    index = key.find("/")
-    while index != -1:
-        yield key[:index]
-        index = key.find("/", index + 1)
 
 
 @dataclass
@@ -79,7 +69,7 @@ class LayerIndex:
         """The topmost version whose whiteouts cover ``key`` (a large number if none)."""
         level = self.hidden_keys.get(key, _NEVER)
         if self.hidden_nodes:
-            for node in _ancestors(key):
+            for node in ancestors(key):
                 level = min(level, self.hidden_nodes.get(node, _NEVER))
         return level
 
@@ -93,7 +83,7 @@ class LayerIndex:
 
     def node_hidden_in_base(self, node: str) -> bool:
         """Whether a whiteout removes ``node`` and everything under it from the base."""
-        return node in self.hidden_nodes or any(a in self.hidden_nodes for a in _ancestors(node))
+        return node in self.hidden_nodes or any(a in self.hidden_nodes for a in ancestors(node))
 
     def has_whiteouts_under(self, node: str) -> bool:
         prefix = f"{node}/"
@@ -101,7 +91,7 @@ class LayerIndex:
         return position < len(self.whiteouts) and self.whiteouts[position].startswith(prefix)
 
 
-class StackStore(Store):
+class StackStore(RawKeyStore):
     """A read-only zarr store that reads a stack as one store.
 
     Parameters
@@ -255,49 +245,7 @@ class StackStore(Store):
             if self.index.locate(key) == BASE:
                 yield key
 
-    def get_sync(
-        self,
-        key: str,
-        *,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        """zarr's synchronous read protocol, without a trip through the event loop."""
-        data = self.read_raw(key, byte_range)
-        return None if data is None else (prototype or default_buffer_prototype()).buffer.from_bytes(data)
-
     # -- the zarr Store API ----------------------------------------------------------------
-
-    async def get(
-        self,
-        key: str,
-        prototype: BufferPrototype | None = None,
-        byte_range: ByteRequest | None = None,
-    ) -> Buffer | None:
-        # docstring inherited
-        if prototype is None:
-            prototype = default_buffer_prototype()
-        data = await asyncio.to_thread(self.read_raw, key, byte_range)
-        return None if data is None else prototype.buffer.from_bytes(data)
-
-    async def get_partial_values(
-        self,
-        prototype: BufferPrototype,
-        key_ranges: Iterable[tuple[str, ByteRequest | None]],
-    ) -> list[Buffer | None]:
-        # docstring inherited
-        return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
-
-    async def exists(self, key: str) -> bool:
-        # docstring inherited
-        return self.exists_raw(key)
-
-    async def getsize(self, key: str) -> int:
-        # docstring inherited
-        size = self.size_raw(key)
-        if size is None:
-            raise FileNotFoundError(key)
-        return size
 
     async def set(self, key: str, value: Buffer) -> None:
         # docstring inherited
@@ -314,21 +262,6 @@ class StackStore(Store):
     async def delete_dir(self, prefix: str) -> None:
         # docstring inherited
         self._check_writable()
-
-    async def list(self) -> AsyncIterator[str]:
-        # docstring inherited
-        for key in self.keys_raw(""):
-            yield key
-
-    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
-        # docstring inherited
-        for key in self.keys_raw(prefix):
-            yield key
-
-    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
-        # docstring inherited
-        for name in self.children_raw(prefix):
-            yield name
 
 
 def open_stack(
