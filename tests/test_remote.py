@@ -672,3 +672,8 @@ def test_a_deflated_zip_base_reads_and_a_corrupt_member_is_refused(
     store = open_stack(f"{url}/v1", storage_options=storage_options)
     with pytest.raises(BaseStoreError):
         store.read_raw("a/c/0")
+
+
+def test_a_file_url_is_a_local_path(demo_top: Path) -> None:
+    stack = Stack.resolve(f"file://{demo_top}")
+    assert stack.depth == 4 and isinstance(stack.base.path, Path)
