@@ -677,3 +677,14 @@ def test_a_deflated_zip_base_reads_and_a_corrupt_member_is_refused(
 def test_a_file_url_is_a_local_path(demo_top: Path) -> None:
     stack = Stack.resolve(f"file://{demo_top}")
     assert stack.depth == 4 and isinstance(stack.base.path, Path)
+
+
+def test_sizes_of_overlay_objects_come_from_the_manifests(
+    demo_top: Path, demo_url: str, storage_options: dict[str, Any], requests: RequestLog
+) -> None:
+    local = open_stack(demo_top)
+    remote = open_stack(demo_url, storage_options=storage_options)
+    keys = [e.key for e in remote.stack.top.manifest.files][:5]
+    requests.clear()
+    assert [remote.size_raw(k) for k in keys] == [local.size_raw(k) for k in keys]
+    assert requests.entries == []

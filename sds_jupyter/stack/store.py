@@ -200,7 +200,14 @@ class StackStore(RawKeyStore):
             return None
         if number == BASE:
             return self._base.size(key)
-        return self._overlays[number].size(key)
+        overlay = self._overlays[number]
+        if isinstance(overlay, FolderSource):
+            return overlay.size(key)
+        # In object storage, the manifest's files say it without a request.
+        for entry in self.stack.versions[number].manifest.files:
+            if entry.key == key:
+                return entry.size
+        return None
 
     def keys_raw(self, prefix: str = "") -> Iterator[str]:
         """Every visible key starting with ``prefix``: the overlays', then the base's."""
