@@ -131,9 +131,12 @@ class DatasetLocator:
     def __init__(self, datasets_dir: Path, folders: FolderMap) -> None:
         self.datasets_dir = Path(os.path.realpath(datasets_dir))
         self.folders = folders
+        self._found: dict[str, Path] = {}
 
     def dataset_folder(self, dataset_id: str) -> Path:
         """The folder holding ``dataset_id``; refuses one outside the datasets folder."""
+        if dataset_id in self._found:
+            return self._found[dataset_id]
         names = [self.folders[dataset_id]] if dataset_id in self.folders else []
         names.append(dataset_id)
         for name in names:
@@ -144,6 +147,7 @@ class DatasetLocator:
                     "map it to a folder inside it"
                 )
             if folder.is_dir():
+                self._found[dataset_id] = folder
                 return folder
         hint = f" (looked for {', '.join(repr(n) for n in dict.fromkeys(names))})"
         raise MissingDatasetError(

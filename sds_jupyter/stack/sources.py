@@ -74,8 +74,8 @@ def _read_file(path: Path, byte_range: ByteRequest | None) -> bytes:
 class FolderSource:
     """Objects in a folder, keyed by their path relative to it."""
 
-    def __init__(self, root: Path, *, what: str = "folder") -> None:
-        self.root = Path(os.path.realpath(root))
+    def __init__(self, root: Path, *, what: str = "folder", resolved: bool = False) -> None:
+        self.root = root if resolved else Path(os.path.realpath(root))
         self.what = what
         self._root_prefix = str(self.root) + os.sep
 
@@ -277,12 +277,15 @@ def open_source(path: Path | RemotePath, kind: str | None = None) -> Source:
 
 
 def open_folder(path: Path | RemotePath, what: str) -> Source:
-    """Open the folder of a version's overlay, local or remote."""
+    """Open the folder of a version's overlay, local or remote.
+
+    A version's overlay folder was resolved when the stack was, so it is not resolved again.
+    """
     if not isinstance(path, Path):
         from sds_jupyter.stack.remote import RemoteSource
 
         return RemoteSource(path, what=what)
-    return FolderSource(path, what=what)
+    return FolderSource(path, what=what, resolved=True)
 
 
 def zarr_format_of(source: Source, where: str) -> int:

@@ -243,8 +243,8 @@ def _walk_chain(
     chain: list[tuple[str, Path, Path, Path, Manifest]] = []
     seen: set[str] = set()
     dataset_id = top_id
+    manifest_path = locator.manifest_location(data_dir)
     while True:
-        manifest_path = locator.manifest_location(data_dir)
         if str(manifest_path) in seen:
             raise StackCycleError(
                 f"the parent chain comes back to {dataset_id} ({manifest_path}); "
@@ -269,7 +269,7 @@ def _walk_chain(
             break
         dataset_id = ref.dataset_id
         dataset_folder = locator.dataset_folder(ref.dataset_id)
-        data_dir = target.parent
+        manifest_path = target  # resolve() gave its real location already
     depth = len(chain)
     versions = tuple(
         Version(
