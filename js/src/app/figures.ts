@@ -150,9 +150,11 @@ export class FiguresView {
     let payload: CanvasPayload;
     let data: CanvasData;
     try {
+      const start = mark('sds:canvas-request:start');
       const reply = await this.transport.request('canvas', { version, figure: fig.id });
       payload = reply.data;
       data = decodeCanvas(payload, reply.buffers);
+      measure('sds:canvas-request', start, { version, figure: fig.id, n_cells: payload.n_cells });
     } catch (err) {
       if (token === this.token) {
         const e = TransportError.from(err);
@@ -183,6 +185,27 @@ export class FiguresView {
       }),
       button('PNG', 'Export as PNG', async () => download(await plot.toBlob(), `${name}.png`))
     );
+  }
+}
+
+/** A User Timing mark; its time (NaN where User Timing is missing). */
+function mark(name: string): number {
+  try {
+    return performance.mark(name).startTime;
+  } catch {
+    return NaN;
+  }
+}
+
+/** `performance.measure(name)` from `start` (a mark's time) to now, for profiling in DevTools. */
+function measure(name: string, start: number, detail: Record<string, unknown>): void {
+  if (Number.isNaN(start)) {
+    return;
+  }
+  try {
+    performance.measure(name, { start, end: performance.now(), detail });
+  } catch {
+    // no User Timing level 3
   }
 }
 
@@ -260,6 +283,7 @@ export class CanvasPlot {
   }
 
   draw(): void {
+    const start = mark('sds:canvas-draw:start');
     const [width, height] = this.size();
     const ratio = Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1);
     const view = this.view(width, height, ratio);
@@ -306,6 +330,12 @@ export class CanvasPlot {
       noneColor
     );
     ctx.putImageData(pixels, 0, 0);
+    measure('sds:canvas-draw', start, {
+      n_cells: this.payload.n_cells,
+      drawn: this.lastDrawn,
+      width: view.width,
+      height: view.height
+    });
   }
 
   /** Redraw when the available width changes (panel or window resized); returns the undo. */
