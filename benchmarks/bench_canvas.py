@@ -246,9 +246,10 @@ ARM = """() => {
 READ = """() => {
   const pick = name => performance.getEntriesByName(name, 'measure')
     .map(e => ({ start: e.startTime, duration: e.duration, detail: e.detail }));
-  const figures = performance.getEntriesByType('resource')
-    .filter(e => e.name.includes('/sds-jupyter/api/figures'))
-    .map(e => ({ start: e.startTime, duration: e.duration }));
+  const canvas = performance.getEntriesByType('resource')
+    .filter(e => e.name.includes('/sds-jupyter/api/canvas'))
+    .map(e => ({ start: e.startTime, requestStart: e.requestStart, responseStart: e.responseStart,
+                 responseEnd: e.responseEnd }));
   const c = document.querySelector('canvas.sds-canvas');
   let paintedPx = 0;
   if (c) {
@@ -256,7 +257,7 @@ READ = """() => {
     for (let i = 3; i < d.length; i += 4) if (d[i]) paintedPx++;
   }
   return { ...window.__sdsBench, draw: pick('sds:canvas-draw'), request: pick('sds:canvas-request'),
-           figures, paintedPx, note: document.querySelector('.sds-canvas-note')?.textContent ?? null };
+           canvas, paintedPx, note: document.querySelector('.sds-canvas-note')?.textContent ?? null };
 }"""
 
 
@@ -302,10 +303,25 @@ def open_and_draw(browser: Any, base: str, folder: str, n_cells: int) -> dict[st
         "before_request": (request["start"] - found["click"]) / 1e3,
         "after_draw": (found["painted"] - draw["start"] - draw["duration"]) / 1e3,
         "between": (draw["start"] - request["start"] - request["duration"]) / 1e3,
+        # the canvas request by resource timing: sent -> first byte (the server), the
+        # download, and the rest (reading the body, decoding the frame and buffers)
+        **request_parts(request, found["canvas"]),
         "draws": len(found["draw"]),
         "drawn": draw["detail"]["drawn"],
         "size": (draw["detail"]["width"], draw["detail"]["height"]),
         "painted_px": found["paintedPx"],
+    }
+
+
+def request_parts(request: dict[str, Any], resources: list[dict[str, Any]]) -> dict[str, float]:
+    if not resources or not resources[0]["responseStart"]:
+        return {}
+    r = resources[0]
+    end = request["start"] + request["duration"]
+    return {
+        "server": (r["responseStart"] - request["start"]) / 1e3,
+        "download": (r["responseEnd"] - r["responseStart"]) / 1e3,
+        "decode": (end - r["responseEnd"]) / 1e3,
     }
 
 
@@ -351,6 +367,11 @@ def browser_side(
         f"{p} {fmt_time(median([r[p] for r in a]))}" for p in parts))
     print(f"end to end of {label_b}, by part (medians): " + ", ".join(
         f"{p} {fmt_time(median([r[p] for r in b]))}" for p in parts))
+    parts = ("server", "download", "decode")
+    if all(p in r for r in a + b for p in parts):
+        for label, rs in ((label_a, a), (label_b, b)):
+            print(f"canvas request of {label}, by part (medians): " + ", ".join(
+                f"{p} {fmt_time(median([r[p] for r in rs]))}" for p in parts))
     print(
         f"cold server (round 0): {label_a} request {fmt_time(first['a']['request'])}, end to end "
         f"{fmt_time(first['a']['end_to_end'])}; {label_b} request {fmt_time(first['b']['request'])}, "
