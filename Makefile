@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 DEMO_DIR ?= demo-data
+# JupyterLab refuses to run as root unless told; containers and CI machines often are root.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: setup demo test test-python test-js bench clean
 
@@ -25,7 +27,7 @@ $(DEMO_DIR)/.built: $(VENV)/.installed
 demo: $(DEMO_DIR)/.built
 	$(PY) -m sds_jupyter describe "$$(cat $(DEMO_DIR)/top-version.txt)"
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.root_dir="$(CURDIR)" \
-		--LabApp.default_url=/lab/tree/binder/demo.ipynb $(LAB_ARGS)
+		--LabApp.default_url=/lab/tree/binder/demo.ipynb $(ALLOW_ROOT) $(LAB_ARGS)
 
 test: setup
 	$(PY) -m pytest
