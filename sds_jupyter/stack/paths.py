@@ -106,10 +106,9 @@ def contained_path(root_real: Path, relative: str, what: str) -> Path:
     usual case), the join is already the real path and costs one ``lstat`` a
     segment instead of a ``realpath`` of the whole path.
     """
-    joined = os.path.join(root_real, relative)
     if _plain_below(str(root_real), relative):
-        return Path(joined)
-    target = Path(os.path.realpath(joined))
+        return root_real / relative  # parses only the relative part
+    target = Path(os.path.realpath(os.path.join(root_real, relative)))
     if not is_within(target, root_real):
         raise UnsafePathError(
             f"{what} {relative!r} leads outside {root_real} (through a symbolic link); "
