@@ -31,6 +31,7 @@ class TableView:
         self.group = group
         self.name = name
         self._obsm: dict[str, np.ndarray] = {}
+        self._anndata: dict[tuple[str, ...], AnnData] = {}
         self._results: dict[str, Any] = {}
 
     @cached_property
@@ -111,9 +112,15 @@ class TableView:
         return self._obsm[key]
 
     def as_anndata(self, obsm_keys: tuple[str, ...] = ("spatial",)) -> AnnData:
-        """An X-less AnnData of obs, uns and the named obsm entries, for the studio builders."""
-        obsm = {key: self.obsm(key) for key in obsm_keys if key in self.obsm_keys}
-        return AnnData(obs=self.obs, obsm=obsm, uns=self.uns_without_studio)
+        """An X-less AnnData of obs, uns and the named obsm entries, for the studio builders.
+
+        Built once per view: AnnData checks a million cell names for uniqueness on
+        construction, which cost more than drawing the canvas itself.
+        """
+        if obsm_keys not in self._anndata:
+            obsm = {key: self.obsm(key) for key in obsm_keys if key in self.obsm_keys}
+            self._anndata[obsm_keys] = AnnData(obs=self.obs, obsm=obsm, uns=self.uns_without_studio)
+        return self._anndata[obsm_keys]
 
     def obs_counts(self, column: str) -> Mapping[str, int] | None:
         """Value counts of a categorical-like obs column; None for numeric columns."""
