@@ -83,3 +83,14 @@ export function report(rows: [string, Node | string][]): HTMLElement {
     )
   );
 }
+
+/** Run and forget every disposer; one that fails (a view already gone) does not stop the rest. */
+export function runDisposers(disposers: (() => void)[]): void {
+  for (const dispose of disposers.splice(0)) {
+    try {
+      dispose();
+    } catch {
+      // already gone
+    }
+  }
+}

@@ -1,7 +1,7 @@
 /** Figures of the selected version: charts (Vega-Lite), canvas views, and the rest as JSON. */
 
 import type { ChartHandle, ChartRenderer } from './chart';
-import { download, empty, errorBox, fill, h, loading } from './dom';
+import { download, empty, errorBox, fill, h, loading, runDisposers } from './dom';
 import { printWidth } from './format';
 import {
   decodeCanvas,
@@ -37,13 +37,7 @@ export class FiguresView {
   }
 
   private clear(): void {
-    for (const d of this.disposers.splice(0)) {
-      try {
-        d();
-      } catch {
-        // a chart that failed to finish is already gone
-      }
-    }
+    runDisposers(this.disposers);
   }
 
   async show(version: number): Promise<void> {

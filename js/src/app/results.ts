@@ -1,7 +1,7 @@
 /** Results of the selected version: meta as a report, tables paged and sorted by the server. */
 
 import type { ChartHandle, ChartRenderer } from './chart';
-import { empty, errorBox, fill, h, loading, report } from './dom';
+import { empty, errorBox, fill, h, loading, report, runDisposers } from './dom';
 import { cell, exactTime, relativeTime } from './format';
 import { badge } from './history';
 import { TransportError, type Transport } from './transport';
@@ -27,13 +27,7 @@ export class ResultsView {
   }
 
   private clear(): void {
-    for (const d of this.disposers.splice(0)) {
-      try {
-        d();
-      } catch {
-        // already gone
-      }
-    }
+    runDisposers(this.disposers);
   }
 
   async show(version: number): Promise<void> {
