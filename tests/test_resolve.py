@@ -43,7 +43,7 @@ def test_layer_json_under_data_and_the_manifest_path_itself(datasets: Path) -> N
     base = write_base(datasets, "base", {})
     v1 = write_version(datasets, "v1", base, {"k": b"1"}, under_data=True)
     write_version(datasets, "v2", v1, {"j": b"2"}, under_data=True)
-    for path in (datasets / "v2", datasets / "v2" / "data" / "layer.json"):
+    for path in (datasets / "v2", datasets / "v2" / "data", datasets / "v2" / "data" / "layer.json"):
         stack = Stack.resolve(path)
         assert [v.dataset_id for v in stack.versions] == ["v2", "v1"]
         assert stack.versions[1].data_dir == (datasets / "v1" / "data").resolve()

@@ -209,7 +209,8 @@ def _locate_version(path: Path) -> tuple[Path, Path] | None:
         return folder, data_dir
     if path.is_dir():
         if (path / MANIFEST_NAME).is_file():
-            return path, path
+            # A dataset's data/ folder opened directly: the dataset is its parent.
+            return (path.parent if path.name == "data" else path), path
         if (path / "data" / MANIFEST_NAME).is_file():
             return path, path / "data"
     return None
