@@ -14,7 +14,8 @@ command line) hand to the front end unchanged::
         ├── StackCycleError         kind "cycle"        a parent chain loops back on itself
         ├── StackTooDeepError       kind "too-deep"     a parent chain is longer than allowed
         ├── BaseStoreError          kind "base"         the store at the bottom cannot be read
-        └── WriteRefusedError       kind "write-refused"  a save would touch something it must not
+        ├── WriteRefusedError       kind "write-refused"  a save would touch something it must not
+        └── (figure, result, element, no-studio-data: see sds_jupyter.studio.errors)
 
 Messages are one line that says what is wrong and what to do about it.
 """
