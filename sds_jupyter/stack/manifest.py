@@ -164,10 +164,6 @@ def parse_manifest(doc: object, where: str = "layer.json") -> Manifest:
 @register(LayerFormat(FORMAT, 1))
 def _parse_v1(doc: Mapping[str, Any], where: str) -> Manifest:
     try:
-        known = {
-            "format", "format_version", "parent", "base", "depth", "title", "message",
-            "created_at", "created_by", "app", "overlay", "files", "deleted", "changes",
-        }
         return Manifest(
             format=LayerFormat(FORMAT, 1),
             parent=_required_str(doc, "parent"),
@@ -182,10 +178,16 @@ def _parse_v1(doc: Mapping[str, Any], where: str) -> Manifest:
             files=_files(doc.get("files", [])),
             deleted=tuple(check_whiteout(e) for e in _list(doc, "deleted")),
             changes=tuple(_change(c) for c in _list(doc, "changes")),
-            extra={k: v for k, v in doc.items() if k not in known},
+            extra={k: v for k, v in doc.items() if k not in _V1_FIELDS},
         )
     except StackError as exc:
         raise type(exc)(f"{where}: {exc}") from None
+
+
+_V1_FIELDS = frozenset({
+    "format", "format_version", "parent", "base", "depth", "title", "message",
+    "created_at", "created_by", "app", "overlay", "files", "deleted", "changes",
+})
 
 
 def _files(value: object) -> tuple[FileEntry, ...]:
@@ -206,7 +208,7 @@ def _files(value: object) -> tuple[FileEntry, ...]:
 def _change(value: object) -> dict[str, Any]:
     if not isinstance(value, dict) or not isinstance(value.get("op"), str):
         raise ManifestError("each changes entry must be an object with a string op")
-    return dict(value)
+    return value  # freshly decoded JSON: nobody else holds it
 
 
 def _list(doc: Mapping[str, Any], name: str) -> list[Any]:
