@@ -58,6 +58,18 @@ def test_spatialdata_reads_the_flat_store_and_open_spatialdata_caches_it(demo_to
     assert "regions" in first.tables["table"].obs and "blobs_image" in second.images
 
 
+def test_in_a_workspace_open_spatialdata_copies_into_sds_work_dir(
+    demo_top: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SDS_WORK_DIR", str(tmp_path / "work"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sdata = open_spatialdata(demo_top)
+    (copy,) = (tmp_path / "work" / ".sds-cache").iterdir()
+    assert not any(p.is_symlink() for p in copy.rglob("*"))
+    assert "regions" in sdata.tables["table"].obs
+
+
 def test_a_zip_base_is_extracted(datasets: Path, tmp_path: Path) -> None:
     (datasets / "base").mkdir()
     with zipfile.ZipFile(datasets / "base" / "s.zarr.zip", "w") as zf:

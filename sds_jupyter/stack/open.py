@@ -113,23 +113,30 @@ def open_spatialdata(
     folders: Folders = None,
     cache: str | os.PathLike[str] | None = None,
     *,
+    link: bool | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> spatialdata.SpatialData:
     """Read a version with spatialdata, through a flattened copy kept in ``cache``.
 
-    spatialdata reads only local folders, so the stack is flattened once (links
-    to the base, cheap; from object storage, a copy) and the copy is reused
-    while the stack is unchanged.
+    spatialdata reads only local folders, so the stack is flattened once and the
+    copy is reused while the stack is unchanged. With ``link=True`` the base's
+    data files are linked (cheap); with ``link=False`` they are copied, so the
+    store stands on its own and nothing a session later writes can reach the
+    base. The default links, except in a workspace (``SDS_WORK_DIR`` set), where
+    a version opens as a copy, as a checkpoint does. From object storage it is
+    always a copy.
     """
     import spatialdata
 
     stack = _as_stack(path, folders, storage_options)
+    if link is None:
+        link = not os.environ.get("SDS_WORK_DIR")
     cache_dir = Path(cache) if cache is not None else default_cache_dir()
-    target = cache_dir / f"{_cache_key(stack)}.zarr"
+    target = cache_dir / f"{_cache_key(stack)}{'' if link else '-copy'}.zarr"
     if not target.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
         try:
-            flatten(stack, target, progress=False)
+            flatten(stack, target, link=link, progress=False)
         except (OSError, StackError):
             if not target.exists():
                 raise
