@@ -29,9 +29,11 @@ demo: $(DEMO_DIR)/.built
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.root_dir="$(CURDIR)" \
 		--LabApp.default_url=/lab/tree/binder/demo.ipynb $(ALLOW_ROOT) $(LAB_ARGS)
 
-test: setup
-	$(PY) -m pytest
+test: test-python
 	$(MAKE) test-js
+
+test-python: setup
+	$(PY) -m pytest
 
 # The front end: unit tests (vitest), then the JupyterLab flows in the system Chromium.
 test-js: setup
