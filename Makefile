@@ -41,6 +41,7 @@ test-js: setup
 	cd js && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" SDS_PYTHON="$(CURDIR)/$(PY)" npm run test:ui
 
 bench: setup
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q -e ".[test,bench]"
 	$(PY) benchmarks/run_all.py
 
 clean:
