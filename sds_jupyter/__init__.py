@@ -52,6 +52,11 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'sds_jupyter' has no attribute {name!r}")
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt JupyterLab extension is (``jupyter labextension develop`` reads it)."""
+    return [{"src": "labextension", "dest": "sds-jupyter"}]
+
+
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext sds_jupyter``: register ``%sds_open`` (IPython is imported only now)."""
     from sds_jupyter.magics import load_ipython_extension as load_magics

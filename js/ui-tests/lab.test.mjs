@@ -73,6 +73,32 @@ async function openListing(page, folder = 'datasets') {
   await page.waitForTimeout(1000);
 }
 
+/**
+ * Run code cell `index` of the open notebook, and make sure it really started: a kernel
+ * still connecting, or a dialog in the way, can swallow the first Shift+Enter.
+ */
+async function runCell(page, index) {
+  const prompt = () =>
+    page.evaluate(i => document.querySelectorAll('.jp-Notebook .jp-Cell')[i]?.querySelector('.jp-InputPrompt')?.textContent ?? '', index);
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const dialog = page.locator('.jp-Dialog .jp-mod-accept');
+    if (await dialog.count()) await dialog.first().click();
+    await page.locator('.jp-Notebook .jp-Cell .jp-InputArea-editor').nth(index).click();
+    await page.keyboard.press('Shift+Enter');
+    try {
+      await page.waitForFunction(
+        i => /\[(\*|\d+)\]/.test(document.querySelectorAll('.jp-Notebook .jp-Cell')[i]?.querySelector('.jp-InputPrompt')?.textContent ?? ''),
+        index,
+        { timeout: 20000 }
+      );
+      return;
+    } catch {
+      // not started: try again
+    }
+  }
+  throw new Error(`cell ${index} never started (prompt ${JSON.stringify(await prompt())})`);
+}
+
 const item = (page, name) => page.locator('.jp-DirListing-item', { hasText: name }).first();
 const crumbs = async page => (await page.locator('.jp-BreadCrumbs').innerText()).replace(/\s+/g, '');
 const currentTab = page => page.locator('.lm-DockPanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel').first();
@@ -266,9 +292,13 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.goto(`${base}/lab/tree/widget.ipynb?token=${TOKEN}&reset`);
     await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
     await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
-    await page.locator('.jp-Cell .jp-InputArea-editor').first().click();
-    await page.keyboard.press('Shift+Enter');
-    await page.waitForSelector('.jp-OutputArea .sds-history-row', { timeout: 120000 });
+    try {
+      await runCell(page, 0);
+      await page.waitForSelector('.jp-OutputArea .sds-history-row', { timeout: 120000 });
+    } catch (error) {
+      await shot(page, 'FAILED-notebook-sds-open');
+      throw error;
+    }
     await page.locator('[data-action="open-adata"]').click();
     await page.waitForFunction(() => /cells ×|rror/.test(document.querySelector('.sds-action-msg')?.textContent ?? ''), null, { timeout: 60000 });
     assert.match(await page.locator('.sds-action-msg').innerText(), /cells ×/);
@@ -278,8 +308,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     assert.ok((await page.locator('.jp-OutputArea .sds-history-row').count()) >= 3);
     await shot(page, 'notebook-sds-open');
     // the magic bound the top version's table under the name given with --as
-    await page.locator('.jp-Cell .jp-InputArea-editor').nth(1).click();
-    await page.keyboard.press('Shift+Enter');
+    await runCell(page, 1);
     await page.waitForFunction(() => /AnnData \d+/.test(document.querySelectorAll('.jp-Cell')[1]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 60000 });
     assert.deepEqual(page.errors, []);
     await page.close();
