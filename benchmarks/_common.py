@@ -206,3 +206,20 @@ def versions() -> str:
     except Exception:  # pragma: no cover - only the table benchmark needs it
         sd = ""
     return f"zarr {zarr.__version__}, anndata {anndata.__version__}{sd}"
+
+
+def commit_versions(base: Path, datasets: Path, steps: list[tuple[str, Callable[[Any], None]]]) -> Path:
+    """Save one version per ``(title, step)`` on ``base``, each on the last; return the top.
+
+    Each step receives a ``VersionWriter`` and makes its changes through it.
+    """
+    from sds_jupyter import Stack, VersionWriter
+
+    stack = Stack.resolve(base)
+    top = base
+    for number, (title, step) in enumerate(steps, 1):
+        writer = VersionWriter(stack)
+        step(writer)
+        top = writer.commit(datasets / f"version-{number:04d}", title=title, created_by="bench")
+        stack = Stack.resolve(top)
+    return top

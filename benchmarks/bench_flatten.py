@@ -24,7 +24,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from _common import alternate, comparison, emit, parse_args, quiet_warnings, workdir
+from _common import alternate, commit_versions, comparison, emit, parse_args, quiet_warnings, workdir
 
 
 def build(root: Path, n_obs: int, length: int) -> tuple[Path, Path]:
@@ -35,8 +35,6 @@ def build(root: Path, n_obs: int, length: int) -> tuple[Path, Path]:
     import spatialdata
     from spatialdata.datasets import blobs
 
-    from sds_jupyter.stack import Stack
-    from sds_jupyter.stack.writer import VersionWriter
 
     rng = np.random.default_rng(0)
     sdata = blobs(length=length)
@@ -68,17 +66,11 @@ def build(root: Path, n_obs: int, length: int) -> tuple[Path, Path]:
     base = base_folder / "blobs.sdata.zarr"
     full.write(base)
 
-    stack = Stack.resolve(base)
     steps = [
         ("leiden", lambda w: w.set_obs("table", "leiden", pd.Categorical(rng.integers(0, 20, n_obs).astype(str)))),
         ("umap", lambda w: w.set_obsm("table", "X_umap", rng.standard_normal((n_obs, 2)).astype(np.float32))),
     ]
-    top = base
-    for number, (title, step) in enumerate(steps, 1):
-        writer = VersionWriter(stack)
-        step(writer)
-        top = writer.commit(datasets / f"version-{number:04d}", title=title, created_by="bench")
-        stack = Stack.resolve(top)
+    top = commit_versions(base, datasets, steps)
     return base, top
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from _common import (
     alternate,
+    commit_versions,
     comparison,
     emit,
     parse_args,
@@ -35,9 +36,7 @@ def build(root: Path, n_obs: int, n_vars: int) -> tuple[Path, Path]:
     import pandas as pd
     import spatialdata
 
-    from sds_jupyter.stack import Stack
     from sds_jupyter.stack.flatten import flatten
-    from sds_jupyter.stack.writer import VersionWriter
 
     rng = np.random.default_rng(0)
     obs = pd.DataFrame(
@@ -59,18 +58,12 @@ def build(root: Path, n_obs: int, n_vars: int) -> tuple[Path, Path]:
     base = base_folder / "table.sdata.zarr"
     spatialdata.SpatialData(tables={"table": adata}).write(base)
 
-    stack = Stack.resolve(base)
     steps = [
         ("leiden", lambda w: w.set_obs("table", "leiden", pd.Categorical(rng.integers(0, 20, n_obs).astype(str)))),
         ("umap", lambda w: w.set_obsm("table", "X_umap", rng.standard_normal((n_obs, 2)).astype(np.float32))),
         ("score", lambda w: w.set_obs("table", "score", rng.random(n_obs))),
     ]
-    top = base
-    for number, (title, step) in enumerate(steps, 1):
-        writer = VersionWriter(stack)
-        step(writer)
-        top = writer.commit(datasets / f"version-{number:04d}", title=title, created_by="bench")
-        stack = Stack.resolve(top)
+    top = commit_versions(base, datasets, steps)
     flat = flatten(top, root / "flat.zarr", progress=False)
     return top, flat
 
