@@ -229,6 +229,16 @@ def test_notebook_of_another_version_with_the_same_title_is_kept(root, fetch, mo
     assert "'datasets/edit-copy'" in "".join(json.loads((root / "Edit-2.ipynb").read_text())["cells"][1]["source"])
 
 
+def test_a_huge_notebook_is_not_read_to_find_ours(root, fetch, monkeypatch) -> None:
+    from sds_jupyter.server import handlers
+
+    monkeypatch.delenv("SDS_WORK_DIR", raising=False)
+    body = json.dumps({"path": "datasets/edit-2222"})
+    assert json.loads(fetch(NAMESPACE, "api", "notebook", method="POST", body=body).body)["notebook_path"] == "Edit.ipynb"
+    monkeypatch.setattr(handlers, "MAX_REUSED_NOTEBOOK_BYTES", 10)
+    assert json.loads(fetch(NAMESPACE, "api", "notebook", method="POST", body=body).body)["notebook_path"] == "Edit-1.ipynb"
+
+
 @pytest.mark.parametrize("work_dir", [None, "outside"])
 def test_notebook_in_the_root_without_a_work_dir_under_it(root, fetch, monkeypatch, tmp_path, work_dir) -> None:
     if work_dir is None:

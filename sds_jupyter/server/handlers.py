@@ -45,6 +45,9 @@ AUTH_RESOURCE = "contents"
 
 T = TypeVar("T")
 
+#: A notebook bigger than this is never read to see whether it is one we made (it is then left alone).
+MAX_REUSED_NOTEBOOK_BYTES = 64 * 1024 * 1024
+
 
 class NotebookWriteError(StackError):
     """The notebook could not be written where the server keeps new notebooks."""
@@ -207,8 +210,15 @@ class NotebookHandler(StackAPIHandler):
 
     async def _existing_notebook(self, notebook_path: str) -> dict[str, Any] | None:
         """The content of a notebook already at ``notebook_path``; None if it is not a readable notebook."""
+        manager = self.contents_manager
         try:
-            model = await ensure_async(self.contents_manager.get(notebook_path, content=True, type="notebook"))
+            listed = await ensure_async(manager.get(notebook_path, content=False))
+            size = listed.get("size") if isinstance(listed, dict) else None
+            if not isinstance(listed, dict) or listed.get("type") != "notebook":
+                return None
+            if isinstance(size, int) and size > MAX_REUSED_NOTEBOOK_BYTES:
+                return None
+            model = await ensure_async(manager.get(notebook_path, content=True, type="notebook"))
         except web.HTTPError:
             return None
         content = model.get("content") if isinstance(model, dict) else None
