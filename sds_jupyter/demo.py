@@ -158,7 +158,7 @@ def _chart(title: str, result: str, mark: str, x: str, y: str, color: str) -> di
     return {
         "kind": "chart",
         "title": title,
-        "caption": f"{title}, from result {result}",
+        "caption": f"Drawn from the result {result}.",
         "print_width": 89,
         "result": result,
         "table": "table",

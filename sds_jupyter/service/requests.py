@@ -24,6 +24,7 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "canvas": StackService.canvas,
     "results": StackService.results,
     "result_page": StackService.result_page,
+    "result_csv": StackService.result_csv,
     "compare": StackService.compare,
 }
 
