@@ -255,6 +255,7 @@ def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None
         order = natural_order(top[group])
         bar["encoding"]["color"] = {"field": group, "type": "nominal", "legend": None, "sort": order}
         bar["width"] = FACET_MIN_WIDTH
+        bar["height"] = {"step": 14}
         spec.update({
             "facet": {"field": group, "type": "nominal", "sort": order, "header": {"labelFontWeight": "bold"}},
             "columns": min(4, max(1, len(order))),

@@ -67,7 +67,8 @@ export type Figure = {
 
 export type Figures = { figures: Figure[]; error?: ErrorInfo };
 
-export type Column = { name: string; dtype: string };
+/** A table column; numeric ones carry their finite range over the whole table (result_page). */
+export type Column = { name: string; dtype: string; min?: number | null; max?: number | null };
 
 export type ResultTable = { name: string; n_rows: number; columns: Column[] };
 
@@ -100,7 +101,11 @@ export type ResultPage = {
   rows: unknown[][];
   total: number;
   offset: number;
+  /** Rows before the filter (`total` counts the matching rows). */
+  unfiltered?: number;
 };
+
+export type ResultCsv = { csv: string; filename: string; rows: number };
 
 export type Delta = { added: string[]; removed: string[]; changed: string[] };
 
@@ -166,8 +171,13 @@ export interface Requests {
       limit: number;
       sort?: string;
       descending?: boolean;
+      filter?: string;
     },
     ResultPage
+  ];
+  result_csv: [
+    { version: number; result: string; table?: string; sort?: string; descending?: boolean; filter?: string },
+    ResultCsv
   ];
   compare: [{ a: number; b: number }, Comparison];
 }
@@ -184,5 +194,6 @@ export const REQUESTS: readonly RequestName[] = [
   'canvas',
   'results',
   'result_page',
+  'result_csv',
   'compare'
 ];
