@@ -173,3 +173,33 @@ def test_version_browser_result_is_a_dataframe_with_meta(studio_stack, recorded_
     assert len(cells) == 2 and cells.meta["title"] == "a vs b"
     nometa = browser.result("res_nometa")
     assert nometa.meta == {}
+
+
+# ------------------------------------------------------------------ quiet writes
+
+
+def test_demo_and_writes_print_no_warnings(tmp_path) -> None:
+    """`sds-jupyter demo` (spatialdata's base write, then our version writer) prints only the path."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "sds_jupyter", "demo", str(tmp_path / "demo")],
+        capture_output=True, text=True, env=env, check=False, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    assert "warning" not in done.stdout.lower()
+
+
+def test_no_auto_sharding_restores_the_setting() -> None:
+    import anndata
+
+    from sds_jupyter.stack.writer import no_auto_sharding
+
+    before = anndata.settings.auto_shard_zarr_v3
+    with no_auto_sharding():
+        assert anndata.settings.auto_shard_zarr_v3 is False
+    assert anndata.settings.auto_shard_zarr_v3 == before
