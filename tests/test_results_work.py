@@ -203,3 +203,55 @@ def test_no_auto_sharding_restores_the_setting() -> None:
     with no_auto_sharding():
         assert anndata.settings.auto_shard_zarr_v3 is False
     assert anndata.settings.auto_shard_zarr_v3 == before
+
+
+# ------------------------------------------------------------------ linked to the tissue (data side)
+
+
+def test_expression_is_one_float32_per_cell_in_obs_order(service) -> None:
+    adata = service.adata(2)
+    gene = str(adata.var_names[1])
+    reply = dispatch(service, "expression", {"version": 2, "gene": gene})
+    values = np.frombuffer(bytes(reply.buffers[0]), dtype="<f4")
+    x = adata.X[:, 1]
+    expected = np.asarray(x.toarray() if hasattr(x, "toarray") else x, dtype=np.float32).ravel()
+    assert values.shape == (adata.n_obs,) and reply.data["n_cells"] == adata.n_obs
+    np.testing.assert_array_equal(values, expected)
+    assert reply.data["max"] == pytest.approx(float(expected.max()))
+    with pytest.raises(RequestError, match="is not among the 3 variables"):
+        dispatch(service, "expression", {"version": 2, "gene": "NOPE"})
+    with pytest.raises(RequestError, match="no layer 'counts'"):
+        dispatch(service, "expression", {"version": 2, "gene": gene, "layer": "counts"})
+
+
+@pytest.mark.parametrize("form", ["dense", "csr", "csc"])
+def test_matrix_column_reads_every_storage_form(tmp_path, form: str) -> None:
+    import anndata
+    import scipy.sparse as sp
+    import zarr
+
+    from sds_jupyter.service.tables import TableView
+
+    rng = np.random.default_rng(5)
+    dense = (rng.random((40, 7)) * (rng.random((40, 7)) > 0.6)).astype(np.float32)
+    matrix = {"dense": dense, "csr": sp.csr_matrix(dense), "csc": sp.csc_matrix(dense)}[form]
+    adata = anndata.AnnData(X=matrix, layers={"again": matrix}, var=pd.DataFrame(index=[f"g{i}" for i in range(7)]))
+    adata.write_zarr(tmp_path / "t.zarr")
+    group = zarr.open_group(tmp_path / "t.zarr", mode="r")
+    view = TableView(group, group, "table")
+    assert list(view.var_names) == [f"g{i}" for i in range(7)]
+    for j in range(7):
+        np.testing.assert_array_equal(view.matrix_column(j), dense[:, j])
+    np.testing.assert_array_equal(view.matrix_column(3, "again"), dense[:, 3])
+
+
+def test_cell_mask_marks_a_group(service) -> None:
+    obs = service.table_view(2).obs
+    column = next(c for c in obs.columns if not pd.api.types.is_numeric_dtype(obs[c]))
+    value = str(obs[column].dropna().iloc[0])
+    reply = dispatch(service, "cell_mask", {"version": 2, "column": column, "value": value})
+    mask = np.frombuffer(bytes(reply.buffers[0]), dtype=np.uint8)
+    assert mask.tolist() == (obs[column].astype(str) == value).astype(np.uint8).tolist()
+    assert reply.data["n_selected"] == int(mask.sum()) > 0
+    with pytest.raises(RequestError, match="no obs column"):
+        dispatch(service, "cell_mask", {"version": 2, "column": "nope", "value": "x"})

@@ -273,6 +273,46 @@ class StackService:
         drawn = build_canvas(spec, view.as_anndata(), view.root, view.attrs)
         return Reply(drawn.payload, [as_buffer(buffer) for buffer in drawn.buffers])
 
+    def expression(self, version: int | str | None = None, gene: str = "", layer: str | None = None) -> Reply:
+        """One gene's value for every cell (float32, obs order: the canvas's cells), from X or a layer.
+
+        The data side of "click a gene, see it on the tissue": the canvas colours
+        its cells by this buffer without another round trip per cell.
+        """
+        if not gene:
+            raise RequestError("The expression request needs a gene name.")
+        view = self.table_view(version)
+        names = view.var_names
+        matches = np.flatnonzero(names == gene)
+        if not len(matches):
+            raise RequestError(f"Gene {gene!r} is not among the {len(names)} variables of table {view.name!r}.")
+        if layer is not None and layer not in view.layer_names():
+            have = ", ".join(view.layer_names()) or "none"
+            raise RequestError(f"Table {view.name!r} has no layer {layer!r} (layers: {have}).")
+        values = view.matrix_column(int(matches[0]), layer)
+        finite = values[np.isfinite(values)]
+        data = {
+            "gene": gene,
+            "layer": layer,
+            "n_cells": int(values.size),
+            "min": float(finite.min()) if finite.size else None,
+            "max": float(finite.max()) if finite.size else None,
+            "dtype": "float32",
+        }
+        return Reply(data, [as_buffer(values)])
+
+    def cell_mask(self, version: int | str | None = None, column: str = "", value: str = "") -> Reply:
+        """Which cells have ``value`` in obs ``column`` (a cluster, a group, a niche): one uint8 per cell, obs order."""
+        if not column:
+            raise RequestError("The cell_mask request needs an obs column.")
+        view = self.table_view(version)
+        if column not in view.obs.columns:
+            raise RequestError(f"Table {view.name!r} has no obs column {column!r}.")
+        series = view.obs[column]
+        mask = (series.astype(str) == value).to_numpy() & series.notna().to_numpy()
+        data = {"column": column, "value": value, "n_cells": int(mask.size), "n_selected": int(mask.sum()), "dtype": "uint8"}
+        return Reply(data, [as_buffer(mask.astype(np.uint8))])
+
     def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""
         parsed = read_figure(self._studio_uns(version), figure)

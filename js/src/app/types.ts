@@ -180,7 +180,22 @@ export interface Requests {
     ResultCsv
   ];
   compare: [{ a: number; b: number }, Comparison];
+  /** One gene per cell (buffer: float32, obs order, as the canvas's cells). */
+  expression: [{ version: number; gene: string; layer?: string }, Expression];
+  /** The cells of one group (buffer: uint8 per cell, obs order). */
+  cell_mask: [{ version: number; column: string; value: string }, CellMask];
 }
+
+export type Expression = {
+  gene: string;
+  layer: string | null;
+  n_cells: number;
+  min: number | null;
+  max: number | null;
+  dtype: 'float32';
+};
+
+export type CellMask = { column: string; value: string; n_cells: number; n_selected: number; dtype: 'uint8' };
 
 export type RequestName = keyof Requests;
 export type Params<N extends RequestName> = Requests[N][0];
@@ -195,5 +210,7 @@ export const REQUESTS: readonly RequestName[] = [
   'results',
   'result_page',
   'result_csv',
-  'compare'
+  'compare',
+  'expression',
+  'cell_mask'
 ];
