@@ -235,3 +235,20 @@ describe('result tables you can work with', () => {
     expect(resultCodeFor(undefined)('r', 'table', 1)).toBe('table = browser.result("r", version=1)');
   });
 });
+
+describe('a stack that cannot be read', () => {
+  it('says so once, with a button that closes the panel', async () => {
+    const t = new FakeTransport().on('history', () => {
+      throw new Error('no such folder: gone/v3');
+    });
+    const el = document.createElement('div');
+    document.body.append(el);
+    let closed = 0;
+    app = mountApp(el, t, { now: () => NOW, renderChart: fakeCharts().render, onClose: () => closed++ });
+    await settle();
+    expect(el.querySelectorAll('.sds-error').length).toBe(1);
+    expect(text(el.querySelector('.sds-banner'))).toContain('no such folder: gone/v3');
+    el.querySelector<HTMLButtonElement>('.sds-banner .sds-close')!.click();
+    expect(closed).toBe(1);
+  });
+});
