@@ -14,7 +14,12 @@ import pytest
 
 from sds_jupyter.service import StackService, dispatch
 from sds_jupyter.service.errors import RequestError
-from sds_jupyter.studio.charts import VEGA_LITE_SCHEMA, chart_for_figure, default_chart, natural_order
+from sds_jupyter.studio.charts import (
+    VEGA_LITE_SCHEMA,
+    chart_for_figure,
+    default_chart,
+    natural_order,
+)
 from sds_jupyter.studio.results import ResultEntry, ResultTable
 from sds_jupyter.widget import VersionBrowser
 

@@ -398,9 +398,9 @@ class StackService:
         return {
             "columns": _ranged_columns(full),
             "rows": rows,
-            "total": int(len(frame)),
+            "total": len(frame),
             "offset": offset,
-            "unfiltered": int(len(full)),
+            "unfiltered": len(full),
         }
 
     def result_csv(
@@ -419,7 +419,7 @@ class StackService:
         are data, never code.
         """
         _, frame = self._result_frame(version, result, table, sort, descending, filter)
-        return {"csv": _csv_text(frame), "filename": _csv_name(result, table), "rows": int(len(frame))}
+        return {"csv": _csv_text(frame), "filename": _csv_name(result, table), "rows": len(frame)}
 
     # ------------------------------------------------------------------ compare
 

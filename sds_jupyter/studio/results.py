@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -58,7 +58,7 @@ class ResultTable(pd.DataFrame):
     table and what made it in one value.
     """
 
-    _metadata = ["meta"]
+    _metadata: ClassVar[list[str]] = ["meta"]
 
     @property
     def _constructor(self) -> type[ResultTable]:
