@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { compile } from 'vega-lite';
-import { mountApp, type AppHandle } from '../app';
+import { ACTION_MESSAGE_MS, mountApp, type AppHandle } from '../app';
 import { fitSpec } from '../app/chart';
 import { columnFormat, fullValue, isPValueColumn, plural } from '../app/format';
 import { resultCodeFor } from '../app/results';
@@ -250,5 +250,32 @@ describe('a stack that cannot be read', () => {
     expect(text(el.querySelector('.sds-banner'))).toContain('no such folder: gone/v3');
     el.querySelector<HTMLButtonElement>('.sds-banner .sds-close')!.click();
     expect(closed).toBe(1);
+  });
+});
+
+describe('action messages', () => {
+  it('"Refreshed" clears itself; an error stays', async () => {
+    const t = new FakeTransport().on('history', () => history(1)).on('changes', () => ({ version: 1, ops: [], added: [], replaced: [], deleted: [] }));
+    const el = document.createElement('div');
+    document.body.append(el);
+    let fail = false;
+    app = mountApp(el, t, {
+      now: () => NOW,
+      renderChart: fakeCharts().render,
+      actions: [{ id: 'refresh', label: 'Refresh', run: async () => { if (fail) throw new Error('gone'); return 'Refreshed'; } }]
+    });
+    await settle();
+    const button = el.querySelector<HTMLButtonElement>('[data-action="refresh"]')!;
+    const msg = () => text(el.querySelector('.sds-action-msg'));
+    button.click();
+    await settle();
+    expect(msg()).toBe('Refreshed');
+    await new Promise(r => setTimeout(r, ACTION_MESSAGE_MS + 100));
+    expect(msg()).toBe('');
+    fail = true;
+    button.click();
+    await settle();
+    await new Promise(r => setTimeout(r, ACTION_MESSAGE_MS + 100));
+    expect(msg()).toBe('gone');
   });
 });
