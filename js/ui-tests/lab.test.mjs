@@ -336,6 +336,12 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
           .map(el => `${el.className} ${el.scrollWidth}>${el.clientWidth}`)
       );
       assert.deepEqual(overflow, []);
+      // after Refresh the list's active descendant is a row that exists; "Refreshed" clears itself
+      await page.locator('.sds-action[data-action="refresh"]').click();
+      await page.waitForFunction(() => document.querySelector('.sds-action-msg')?.textContent === 'Refreshed');
+      const active = await page.locator('.sds-history').getAttribute('aria-activedescendant');
+      assert.ok(active && (await page.locator(`[id="${active}"]`).count()) === 1, `aria-activedescendant ${active}`);
+      await page.waitForFunction(() => document.querySelector('.sds-action-msg')?.textContent === '', null, { timeout: 10000 });
       assert.deepEqual(page.errors, []);
     } finally {
       await page.close();
