@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sds_jupyter.errors import ManifestError, StackError
-from sds_jupyter.stack.paths import check_relative_path, check_whiteout
+from sds_jupyter.stack.paths import check_relative_path, check_whiteout, open_regular_file
 
 __all__ = [
     "FORMAT",
@@ -119,10 +119,10 @@ def supported_formats() -> list[LayerFormat]:
 def read_manifest(path: Path) -> Manifest:
     """Read and parse the ``layer.json`` at ``path``."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular_file(path, "manifest") as handle:
             if os.fstat(handle.fileno()).st_size > MAX_MANIFEST_BYTES:
                 raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
-            raw = handle.read()
+            raw = handle.read(MAX_MANIFEST_BYTES + 1)  # a file that grows meanwhile stays bounded
     except OSError as exc:
         raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
     return load_manifest(raw, str(path))

@@ -170,9 +170,15 @@ class DatasetLocator:
 
     # -- the rest of what Stack.resolve asks of a locator (RemoteLocator has the same) --
 
-    def manifest_location(self, data_dir: Path) -> Path:
-        """The real path of the ``layer.json`` in ``data_dir``."""
-        return Path(os.path.realpath(data_dir / MANIFEST_NAME))
+    def manifest_location(self, dataset_folder: Path, data_dir: Path) -> Path:
+        """The real path of the ``layer.json`` in ``data_dir``, a folder of ``dataset_folder``.
+
+        The opened version is confined like a parent: its ``layer.json`` (and so
+        its ``data/`` and overlay) must resolve inside its own dataset folder.
+        """
+        relative = os.path.relpath(data_dir / MANIFEST_NAME, dataset_folder).replace(os.sep, "/")
+        root = Path(os.path.realpath(dataset_folder))
+        return contained_path(root, relative, f"the manifest of {dataset_folder.name}")
 
     def read_manifest(self, location: Path):  # type: ignore[no-untyped-def]  # -> Manifest
         from sds_jupyter.stack.manifest import read_manifest

@@ -38,7 +38,7 @@ from sds_jupyter.errors import (
     StackError,
     UnsafePathError,
 )
-from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest, load_manifest
+from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, load_manifest
 from sds_jupyter.stack.paths import check_relative_path
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.sources import ZipSource
@@ -61,9 +61,20 @@ __all__ = [
 _ROOT_DOCS_V2 = (".zgroup", ".zmetadata", ".zattrs")
 
 
+#: URL schemes that name the local disk: read as plain paths, so links are confined.
+LOCAL_SCHEMES = ("file://", "local://")
+
+
 def is_url(path: object) -> bool:
     """Whether ``path`` names object storage: a string with ``://`` that is not ``file://``."""
-    return isinstance(path, str) and "://" in path and not path.startswith("file://")
+    return isinstance(path, str) and "://" in path and not path.startswith(LOCAL_SCHEMES)
+
+
+def _on_local_disk(fs: AbstractFileSystem) -> bool:
+    """Whether an fsspec filesystem (or the one a caching layer wraps) is the local disk."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem) or isinstance(getattr(fs, "fs", None), LocalFileSystem)
 
 
 def _check_url_part(value: str, what: str) -> str:
@@ -110,6 +121,9 @@ class RemotePath:
             fs, path = url_to_fs(url, **dict(storage_options or {}))
         except (ValueError, ImportError) as exc:
             raise StackError(f"cannot open {url!r}: {exc}") from None
+        if _on_local_disk(fs):
+            # The local reader confines links and refuses FIFOs and devices; this one could not.
+            raise StackError(f"{url!r} is on the local disk; give it as a plain path instead of a URL")
         if not path.strip("/"):
             raise StackError(f"{url!r} names no folder; give a dataset folder under a bucket")
         return cls(fs, path)
@@ -462,7 +476,7 @@ class RemoteLocator:
             cached = self._fetched.get(location.path)
         if cached is not None:
             return cached
-        data = cat_object(location.fs, location.path)
+        data = cat_object(location.fs, location.path, 0, MAX_MANIFEST_BYTES + 1)
         if data is not None:
             with self._lock:
                 self._fetched[location.path] = data
@@ -515,7 +529,7 @@ class RemoteLocator:
                     return target
         return None
 
-    def manifest_location(self, data_dir: RemotePath) -> RemotePath:
+    def manifest_location(self, dataset_folder: RemotePath, data_dir: RemotePath) -> RemotePath:
         return data_dir / MANIFEST_NAME
 
     def read_manifest(self, location: RemotePath) -> Manifest:
@@ -627,7 +641,7 @@ def resolve_remote(
     fetched: dict[str, bytes] = {}
 
     def fetch(location: RemotePath) -> bytes | None:
-        data = cat_object(location.fs, location.path)
+        data = cat_object(location.fs, location.path, 0, MAX_MANIFEST_BYTES + 1)
         if data is not None:
             fetched[location.path] = data
         return data

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from sds_jupyter.errors import BaseStoreError, UnsafePathError
-from sds_jupyter.stack.paths import check_relative_path, is_within
+from sds_jupyter.stack.paths import check_relative_path, is_within, open_regular_file
 
 if TYPE_CHECKING:
     from sds_jupyter.stack.remote import RemotePath
@@ -66,8 +66,8 @@ def read_range(handle: BinaryIO, byte_range: ByteRequest | None, size: int | Non
     raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
-def _read_file(path: Path, byte_range: ByteRequest | None) -> bytes:
-    with open(path, "rb") as handle:
+def _read_file(path: Path, byte_range: ByteRequest | None, what: str) -> bytes:
+    with open_regular_file(path, what) as handle:
         return read_range(handle, byte_range)
 
 
@@ -102,7 +102,7 @@ class FolderSource:
         if path is None:
             return None
         try:
-            return _read_file(path, byte_range)
+            return _read_file(path, byte_range, f"{self.what} object")
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
@@ -169,8 +169,13 @@ class ZipSource:
     def __init__(self, path: Path) -> None:
         self.path = Path(os.path.realpath(path))
         try:
-            self._zip = zipfile.ZipFile(self.path, "r")
-        except (zipfile.BadZipFile, OSError) as exc:
+            self._file = open_regular_file(self.path, "zip file")
+        except OSError as exc:
+            raise BaseStoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+        try:
+            self._zip = zipfile.ZipFile(self._file, "r")
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            self._file.close()
             raise BaseStoreError(f"{path} is not a readable zip file ({exc}); re-download it") from None
         self._lock = threading.Lock()
         self._members: dict[str, zipfile.ZipInfo] = self._index_members(
@@ -243,6 +248,7 @@ class ZipSource:
 
     def close(self) -> None:
         self._zip.close()
+        self._file.close()  # a ZipFile given an open file leaves closing it to its owner
 
 
 _ROOT_DOCS = ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")

@@ -110,14 +110,14 @@ class Stack:
             For anything that cannot be followed safely: the message says what.
         """
         folder_map = parse_folder_map(folders)
-        from sds_jupyter.stack.remote import RemotePath, is_url
+        from sds_jupyter.stack.remote import LOCAL_SCHEMES, RemotePath, is_url
 
         if is_url(path) or isinstance(path, RemotePath):
             from sds_jupyter.stack.remote import resolve_remote
 
             return resolve_remote(path, folder_map, storage_options)  # type: ignore[arg-type]
-        if isinstance(path, str) and path.startswith("file://"):
-            path = path[len("file://"):]
+        if isinstance(path, str) and path.startswith(LOCAL_SCHEMES):
+            path = path.split("://", 1)[1]
         top = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
         located = _locate_version(top)
         if located is None:
@@ -201,17 +201,22 @@ class Stack:
         )
 
 
+def _is_entry(path: Path) -> bool:
+    """Whether something that is not a folder sits at ``path`` (a FIFO too, so the reader refuses it)."""
+    return os.path.lexists(path) and not path.is_dir()
+
+
 def _locate_version(path: Path) -> tuple[Path, Path] | None:
     """``(dataset folder, data dir)`` of the version at ``path``, or None for a store."""
-    if path.name == MANIFEST_NAME and path.is_file():
+    if path.name == MANIFEST_NAME and _is_entry(path):
         data_dir = path.parent
         folder = data_dir.parent if data_dir.name == "data" else data_dir
         return folder, data_dir
     if path.is_dir():
-        if (path / MANIFEST_NAME).is_file():
+        if _is_entry(path / MANIFEST_NAME):
             # A dataset's data/ folder opened directly: the dataset is its parent.
             return (path.parent if path.name == "data" else path), path
-        if (path / "data" / MANIFEST_NAME).is_file():
+        if _is_entry(path / "data" / MANIFEST_NAME):
             return path, path / "data"
     return None
 
@@ -244,7 +249,7 @@ def _walk_chain(
     chain: list[tuple[str, Path, Path, Path, Manifest]] = []
     seen: set[str] = set()
     dataset_id = top_id
-    manifest_path = locator.manifest_location(data_dir)
+    manifest_path = locator.manifest_location(dataset_folder, data_dir)
     while True:
         if str(manifest_path) in seen:
             raise StackCycleError(
