@@ -198,3 +198,135 @@ def test_local_urls_are_read_as_plain_paths(datasets: Path, outside: Path) -> No
         Stack.resolve(f"local://{datasets / 'top'}")
     with pytest.raises(StackError, match="local disk"):
         Stack.resolve(f"simplecache::file://{datasets / 'top'}")
+
+
+# -- 5. deeply nested JSON is refused where it is parsed -------------------------------------
+
+
+def _nested(levels: int) -> object:
+    value: object = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+def test_deeply_nested_changes_are_refused_not_a_recursion_error(datasets: Path) -> None:
+    base = write_base(datasets, "base", {"a": b"1"})
+    write_version(datasets, "v1", base, {"k": b"v"}, manifest={"changes": [{"op": "set-obs", "x": _nested(600)}]})
+    write_version(datasets, "top", "cirro:::dataset:v1/layer.json", {"k2": b"v"})
+    with pytest.raises(StackError, match="nests more than 64 levels"):
+        Stack.resolve(datasets / "top")
+    refused(cli("describe", "--json", str(datasets / "top")), "nests more than 64 levels")
+
+
+def test_service_history_of_a_deep_manifest_reports_the_refusal(datasets: Path) -> None:
+    from sds_jupyter.service import StackService
+
+    base = write_base(datasets, "base", {"a": b"1"})
+    write_version(datasets, "top", base, {"k": b"v"}, manifest={"changes": [{"op": "x", "y": _nested(600)}]})
+    service = StackService(datasets / "top")
+    history = service.history()
+    assert history["versions"] == [] and "nests more than 64 levels" in history["error"]["message"]
+    json.dumps(history)
+    with pytest.raises(StackError, match="nests more than"):
+        service.changes()
+
+
+def test_manifest_at_the_depth_limit_still_reads(datasets: Path) -> None:
+    base = write_base(datasets, "base", {"a": b"1"})
+    # The manifest object, the changes list and the change are three levels.
+    write_version(datasets, "top", base, {"k": b"v"}, manifest={"changes": [{"op": "x", "y": _nested(61)}]})
+    assert len(describe(datasets / "top")["versions"][0]["changes"]) == 1
+
+
+@pytest.mark.parametrize("levels", [600, 100_000])
+def test_deeply_nested_folder_maps_are_refused_in_one_line(
+    datasets: Path, monkeypatch: pytest.MonkeyPatch, levels: int
+) -> None:
+    base = write_base(datasets, "base", {"a": b"1"})
+    write_version(datasets, "top", base, {"k": b"v"})
+    deep = "[" * levels + "]" * levels
+    refused(cli("describe", "--folders", deep, str(datasets / "top")), "folder map")
+    monkeypatch.setenv("SDS_CIRRO_DATASETS", '{"a": ' + deep + "}")
+    refused(cli("describe", str(datasets / "top")), "folder map")
+
+
+# -- 7. nothing from data reaches the terminal as a control sequence -------------------------
+
+HOSTILE_TEXT = "t\x1b]0;pwned\x07\x1b[2J\x9b31m\u202eevil\u2066\nfake line\r\x00"
+
+
+def _no_controls(text: str) -> None:
+    for char in "\x1b\x07\x9b\u202e\u2066\r\x00":
+        assert char not in text, repr(text)
+
+
+def test_describe_escapes_control_characters(datasets: Path) -> None:
+    base = write_base(datasets, "base", {"a": b"1"})
+    write_version(
+        datasets, "top", base, {"k": b"v"},
+        manifest={"title": HOSTILE_TEXT, "message": HOSTILE_TEXT, "created_by": HOSTILE_TEXT,
+                  "changes": [{"op": HOSTILE_TEXT, "column": HOSTILE_TEXT, "kind": HOSTILE_TEXT}]},
+    )
+    result = cli("describe", str(datasets / "top"))
+    assert result.code == 0, result.stderr
+    _no_controls(result.stdout)
+    assert "\\x1b]0;pwned\\x07" in result.stdout and "\\u202eevil" in result.stdout
+    assert not any(line.startswith("fake line") for line in result.stdout.splitlines())
+    _no_controls(cli("describe", "--json", str(datasets / "top")).stdout)
+
+
+def test_errors_and_check_escape_control_characters(datasets: Path) -> None:
+    base = write_base(datasets, "base", {"a": b"1"})
+    name = "v\x1b[31mred\u202e"
+    write_version(datasets, "top", base, {"k": b"v"}, manifest={"files": [{"key": f"k{HOSTILE_TEXT.replace(chr(0), '')}", "size": 1}]})
+    checked = cli("check", str(datasets / "top"))
+    assert checked.code == 1
+    _no_controls(checked.stdout)
+    missing = cli("describe", str(datasets / name))
+    refused(missing, "does not exist")
+    _no_controls(missing.stderr)
+    assert "\\x1b[31mred\\u202e" in missing.stderr
+    bad_map = cli("describe", "--folders", '{"a\x1b": "b\x07"}', str(datasets / "top"))
+    refused(bad_map)
+    _no_controls(bad_map.stderr)
+
+
+def test_argparse_messages_are_escaped() -> None:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err), pytest.raises(SystemExit):
+        main(["nonsense\x1b[2J\u202e"])
+    _no_controls(err.getvalue())
+    assert "\\x1b[2J" in err.getvalue()
+
+
+# -- 8. describe --json is strict JSON ---------------------------------------------------------
+
+
+def _strict_loads(text: str) -> object:
+    def refuse(name: str) -> None:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_describe_json_never_prints_infinity_or_nan(datasets: Path) -> None:
+    base = write_base(datasets, "base", {"a": b"1"})
+    write_version(datasets, "top", base, {"k": b"v"})
+    manifest = (datasets / "top" / "layer.json").read_text()
+    (datasets / "top" / "layer.json").write_text(
+        manifest[:-1] + ', "app": {"id": "x", "scale": 1e999, "low": -1e999}}'
+    )
+    result = cli("describe", "--json", str(datasets / "top"))
+    if result.code == 0:
+        _strict_loads(result.stdout)
+    else:
+        refused(result, "out of range")
+    assert "Infinity" not in result.stdout and "NaN" not in result.stdout
+
+
+def test_strict_json_writes_non_finite_numbers_as_strings() -> None:
+    from sds_jupyter.cli import strict_json
+
+    doc = _strict_loads(strict_json({"a": [float("inf"), float("nan"), 1.5], "b": {"c": -float("inf")}}))
+    assert doc == {"a": ["inf", "nan", 1.5], "b": {"c": "-inf"}}

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sds_jupyter.errors import StackCycleError, StackError, StackTooDeepError
-from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
+from sds_jupyter.errors import ManifestError, StackCycleError, StackError, StackTooDeepError
+from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
 from sds_jupyter.stack.refs import CirroRef, DatasetLocator, FolderMap, parse_folder_map
 from sds_jupyter.stack.sources import open_source, zarr_format_of
 
@@ -248,6 +248,7 @@ def _walk_chain(
 ) -> Stack:
     chain: list[tuple[str, Path, Path, Path, Manifest]] = []
     seen: set[str] = set()
+    manifest_bytes = 0
     dataset_id = top_id
     manifest_path = locator.manifest_location(dataset_folder, data_dir)
     while True:
@@ -263,6 +264,12 @@ def _walk_chain(
             )
         seen.add(str(manifest_path))
         manifest = locator.read_manifest(manifest_path)
+        manifest_bytes += manifest.source_bytes
+        if manifest_bytes > MAX_STACK_MANIFEST_BYTES:
+            raise ManifestError(
+                f"the manifests of this stack add up to more than {MAX_STACK_MANIFEST_BYTES} bytes "
+                f"(reached at {dataset_id}); no real stack has manifests this large"
+            )
         if not chain:
             locator.hint_base(manifest.base)
         real_data_dir = manifest_path.parent
