@@ -121,11 +121,8 @@ def _check_destination(stack: Stack, out: Path) -> None:
                 f"{out} exists and is not an empty folder; choose a new output path"
             )
     real_out = os.path.realpath(out)
-    protected = [stack.base.path] + [v.folder for v in stack.versions] + [
-        v.data_dir for v in stack.versions
-    ]
     # A folder in object storage cannot overlap a local output.
-    for folder in (p for p in protected if isinstance(p, Path)):
+    for folder in stack.protected_folders:
         real = os.path.realpath(folder)
         if is_within(real_out, real) or is_within(real, real_out):
             raise WriteRefusedError(

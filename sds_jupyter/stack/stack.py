@@ -13,8 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sds_jupyter.errors import ManifestError, StackCycleError, StackError, StackTooDeepError
+from sds_jupyter.errors import (
+    ManifestError,
+    StackCycleError,
+    StackError,
+    StackTooDeepError,
+    WriteRefusedError,
+)
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
+from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, DatasetLocator, FolderMap, parse_folder_map
 from sds_jupyter.stack.sources import open_source, zarr_format_of
 
@@ -155,6 +162,28 @@ class Stack:
         return cls(versions=(), base=base, datasets_dir=dataset_folder.parent, folders=folder_map)
 
     # -- views --------------------------------------------------------------------------
+
+    @property
+    def protected_folders(self) -> list[Path]:
+        """Every local folder of the stack: the base and each version's folder, data and overlay.
+
+        Nothing sds-jupyter writes (a new version, a flattened store, an exported
+        figure) may land inside one of them.
+        """
+        folders = [self.base.path] + [
+            p for v in self.versions for p in (v.folder, v.data_dir, v.overlay_dir)
+        ]
+        return [folder for folder in folders if isinstance(folder, Path)]
+
+    def refuse_output_inside(self, out: Path, what: str) -> None:
+        """Raise WriteRefusedError if ``out`` (followed through links) lies inside the stack."""
+        real_out = os.path.realpath(out)
+        for folder in self.protected_folders:
+            if is_within(real_out, os.path.realpath(folder)):
+                raise WriteRefusedError(
+                    f"{out} is inside {folder}, part of the stack; versions and bases are never "
+                    f"written to: write the {what} outside them"
+                )
 
     @property
     def depth(self) -> int:

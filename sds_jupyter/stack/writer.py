@@ -26,7 +26,7 @@ import zarr
 from sds_jupyter.errors import StackError, WriteRefusedError
 from sds_jupyter.stack.cow import CopyOnWriteStore
 from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME
-from sds_jupyter.stack.paths import check_dataset_id, is_within
+from sds_jupyter.stack.paths import check_dataset_id
 from sds_jupyter.stack.stack import Stack
 
 __all__ = ["APP_ID", "VersionWriter", "consolidated_index", "encode_element", "studio_path"]
@@ -440,14 +440,7 @@ class VersionWriter:
     def _check_destination(self, dest: Path) -> None:
         if dest.exists() or dest.is_symlink():
             raise WriteRefusedError(f"{dest} exists; a new version needs a new folder")
-        real = os.path.realpath(dest)
-        protected = [self.stack.base.path] + [p for v in self.stack.versions for p in (v.folder, v.data_dir)]
-        for folder in protected:
-            if is_within(real, os.path.realpath(folder)):
-                raise WriteRefusedError(
-                    f"{dest} is inside {folder}, part of the stack; versions and bases are never "
-                    "written to: save the new version in its own folder"
-                )
+        self.stack.refuse_output_inside(dest, "new version in its own folder")
 
 
 def _dataset_id_of(value: str, what: str) -> str:
