@@ -12,7 +12,7 @@ import json
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,3 +330,145 @@ def test_strict_json_writes_non_finite_numbers_as_strings() -> None:
 
     doc = _strict_loads(strict_json({"a": [float("inf"), float("nan"), 1.5], "b": {"c": -float("inf")}}))
     assert doc == {"a": ["inf", "nan", 1.5], "b": {"c": "-inf"}}
+
+
+# -- 4. memory stays bounded whatever the sizes ------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def _write_zip_base(datasets: Path, members: dict[str, bytes | int], *, name: str = "store.zarr.zip") -> Path:
+    """A zip base; an int member is that many zero bytes, deflated as it is written (a bomb)."""
+    import zipfile
+
+    folder = datasets / "base"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for key, data in members.items():
+            if isinstance(data, int):
+                info = zipfile.ZipInfo(key)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                with archive.open(info, "w") as handle:
+                    block = bytes(MIB)
+                    for _ in range(data // MIB):
+                        handle.write(block)
+            else:
+                archive.writestr(key, data)
+    return path
+
+
+def _peak(call: Callable[[], object]) -> int:
+    """The most memory Python held at once while ``call`` ran, in bytes."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        call()
+    except StackError:
+        pass
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_a_zip_bomb_is_reported_and_refused_in_bounded_memory(datasets: Path) -> None:
+    from stackkit import ROOT_DOC
+
+    bomb = _write_zip_base(datasets, {"zarr.json": ROOT_DOC, "t/zarr.json": 200 * MIB, "t/c/0": 200 * MIB})
+    assert bomb.stat().st_size < 2 * MIB
+    write_version(datasets, "top", "cirro:::dataset:base/store.zarr.zip", {"k": b"v"})
+    report: list[object] = []
+    assert _peak(lambda: report.append(check(datasets / "top"))) < 32 * MIB
+    problems = "\n".join(report[0].problems)  # type: ignore[attr-defined]
+    assert "base member 't/c/0' inflates" in problems and "zip bomb" in problems
+    out = datasets.parent / "flat"
+    assert _peak(lambda: flatten(datasets / "top", out, link=False, progress=False)) < 32 * MIB
+    assert not out.exists()
+    refused(cli("flatten", "--copy", str(datasets / "top"), str(out)), "zip bomb")
+    result = cli("check", str(datasets / "top"))
+    assert result.code == 1 and "zip bomb" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_flatten_copies_a_large_object_in_chunks(datasets: Path) -> None:
+    base = write_base(datasets, "base", {"a": b"1"})
+    write_version(datasets, "top", base, {"big": b"x"}, manifest={"files": [{"key": "big", "size": 64 * MIB}]})
+    with open(datasets / "top" / "overlay" / "big", "r+b") as handle:
+        handle.truncate(64 * MIB)  # sparse: costs no disk to make
+    out = datasets.parent / "flat"
+    assert _peak(lambda: flatten(datasets / "top", out, progress=False)) < 16 * MIB
+    assert (out / "big").stat().st_size == 64 * MIB
+
+
+def test_the_manifests_of_a_stack_are_capped_in_total(datasets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sds_jupyter.stack.stack as stack_module
+
+    monkeypatch.setattr(stack_module, "MAX_STACK_MANIFEST_BYTES", 10_000)
+    base = write_base(datasets, "base", {"a": b"1"})
+    write_version(datasets, "v1", base, {"k": b"v"}, manifest={"message": "m" * 6000})
+    write_version(datasets, "top", "cirro:::dataset:v1/layer.json", {"k": b"v"}, manifest={"message": "m" * 6000})
+    assert describe(datasets / "v1")["depth"] == 1
+    with pytest.raises(StackError, match="add up to more than 10000 bytes"):
+        describe(datasets / "top")
+
+
+# -- 6. check reports what is wrong instead of raising ----------------------------------------
+
+
+@pytest.mark.parametrize(("document", "problem"), [(b"{not json", "is not valid JSON"), (b"[1, 2]", "is not a JSON object")])
+def test_check_reports_a_bad_overlay_document(datasets: Path, document: bytes, problem: str) -> None:
+    group = b'{"zarr_format": 3, "node_type": "group"}'
+    base = write_base(datasets, "base", {"tables/zarr.json": group, "tables/t/zarr.json": group})
+    write_version(datasets, "top", base, {"tables/t/obs/zarr.json": document, "zarr.json": document})
+    result = cli("check", str(datasets / "top"))
+    assert result.code == 1, result.stderr
+    assert f"problem: tables/t/obs/zarr.json {problem}" in result.stdout
+    assert f"problem: zarr.json {problem}" in result.stdout
+
+
+def test_check_reports_duplicate_zip_members(datasets: Path) -> None:
+    import warnings
+
+    from stackkit import ROOT_DOC
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name it is asked to write
+        _write_zip_base(datasets, {"zarr.json": ROOT_DOC, "t/0": b"first"})
+        import zipfile
+
+        with zipfile.ZipFile(datasets / "base" / "store.zarr.zip", "a") as archive:
+            archive.writestr("t/0", b"second")
+    write_version(datasets, "top", "cirro:::dataset:base/store.zarr.zip", {"k": b"v"})
+    result = cli("check", str(datasets / "top"))
+    assert result.code == 1 and "Traceback" not in result.stderr
+    assert "base member 't/0' appears more than once" in result.stdout
+    refused(cli("flatten", "--copy", str(datasets / "top"), str(datasets.parent / "flat")), "more than once")
+
+
+def test_check_reports_overlapping_zip_members(datasets: Path) -> None:
+    import struct
+
+    from stackkit import ROOT_DOC
+
+    path = _write_zip_base(datasets, {"zarr.json": ROOT_DOC, "t/0": b"a" * 100, "t/1": b"b" * 100})
+    raw = bytearray(path.read_bytes())
+    # Point t/1's central directory entry at t/0's local header: two names, one set of bytes.
+    entries = [i for i in range(len(raw)) if raw[i : i + 4] == b"PK\x01\x02"]
+    offset_of = {bytes(raw[i + 46 : i + 46 + struct.unpack_from("<H", raw, i + 28)[0]]): i for i in entries}
+    t0 = struct.unpack_from("<I", raw, offset_of[b"t/0"] + 42)[0]
+    struct.pack_into("<I", raw, offset_of[b"t/1"] + 42, t0)
+    path.write_bytes(bytes(raw))
+    write_version(datasets, "top", "cirro:::dataset:base/store.zarr.zip", {"k": b"v"})
+    result = cli("check", str(datasets / "top"))
+    assert result.code == 1 and "Traceback" not in result.stderr
+    assert "base member 't/0' overlaps member 't/1'" in result.stdout
+
+
+def test_check_does_not_follow_an_overlay_link_out(datasets: Path, outside: Path) -> None:
+    base = write_base(datasets, "base", {"a": b"1"})
+    write_version(datasets, "top", base, {"k": b"v"}, manifest={"files": [{"key": "k", "size": 1}, {"key": "s", "size": 6}]})
+    os.symlink(outside / "overlay" / "secret", datasets / "top" / "overlay" / "s")
+    result = cli("check", str(datasets / "top"))
+    assert result.code == 1
+    assert "problem: version top: s leads outside the overlay folder" in result.stdout

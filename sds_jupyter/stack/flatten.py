@@ -107,11 +107,12 @@ def _write_one(store: StackStore, key: str, root: Path, link: bool) -> None:
     if link and number == BASE and source is not None and basename not in METADATA_DOCUMENTS:
         os.symlink(source, dest)
         return
-    data = store.read_raw(key)
-    if data is None:
+    chunks = store.stream_raw(key)
+    if chunks is None:
         raise StackError(f"{key!r} vanished while flattening; is the stack being changed?")
     with open(dest, "xb") as handle:
-        handle.write(data)
+        for chunk in chunks:  # a few MiB at a time, however large the object
+            handle.write(chunk)
 
 
 def _check_destination(stack: Stack, out: Path) -> None:

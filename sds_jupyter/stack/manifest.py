@@ -127,9 +127,11 @@ def read_manifest(path: Path) -> Manifest:
     """Read and parse the ``layer.json`` at ``path``."""
     try:
         with open_regular_file(path, "manifest") as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_MANIFEST_BYTES:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_MANIFEST_BYTES:
                 raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
-            raw = handle.read(MAX_MANIFEST_BYTES + 1)  # a file that grows meanwhile stays bounded
+            # read(n) sets n bytes aside first: ask for what is there, plus one to see growth.
+            raw = handle.read(size + 1)
     except OSError as exc:
         raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
     return load_manifest(raw, str(path))

@@ -41,7 +41,7 @@ from sds_jupyter.errors import (
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, load_manifest
 from sds_jupyter.stack.paths import check_relative_path
 from sds_jupyter.stack.refs import CirroRef, FolderMap
-from sds_jupyter.stack.sources import ZipSource
+from sds_jupyter.stack.sources import ZipSource, ranged_chunks
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -252,6 +252,10 @@ class RemoteSource:
             return b"" if self.exists(key) else None
         return cat_object(self.root.fs, self.object_path(key), start, end)
 
+    def open_stream(self, key: str) -> Iterator[bytes] | None:
+        """The object's bytes by ranged GETs of a few MiB, or None if it is missing."""
+        return ranged_chunks(self, key)
+
     def size(self, key: str) -> int | None:
         try:
             return int(self.root.fs.size(self.object_path(key)))
@@ -334,7 +338,12 @@ class RemoteZipSource(ZipSource):
     header and data together; the data offset is remembered for byte ranges.
     """
 
-    def __init__(self, location: RemotePath, members: dict[str, zipfile.ZipInfo] | None = None) -> None:
+    def __init__(
+        self,
+        location: RemotePath,
+        members: dict[str, zipfile.ZipInfo] | None = None,
+        problems: dict[str, str] | None = None,
+    ) -> None:
         self.path = location  # type: ignore[assignment]
         self._lock = threading.Lock()
         self._data_offsets: dict[str, int] = {}
@@ -343,14 +352,16 @@ class RemoteZipSource(ZipSource):
                 with location.fs.open(location.path, "rb", block_size=256 * 1024, cache_type="readahead") as handle:
                     with zipfile.ZipFile(handle, "r") as archive:
                         infos = archive.infolist()
+                        data_end = archive.start_dir
             except FileNotFoundError:
                 raise BaseStoreError(f"{location.url} does not exist") from None
             except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
                 raise BaseStoreError(
                     f"{location.url} is not a readable zip file ({exc}); re-upload it"
                 ) from None
-            members = self._index_members(infos, location.name)
+            members, problems = self._index_members(infos, location.name, data_end)
         self._members = members
+        self.problems = problems or {}
         self._sorted = sorted(self._members)
         self._folders = {}
         self._index_folders()
@@ -360,13 +371,22 @@ class RemoteZipSource(ZipSource):
 
     def __getstate__(self) -> dict[str, object]:
         # The member table travels too, so a dask worker reads the central directory never.
-        return {"path": self.path, "members": self._members}
+        return {"path": self.path, "members": self._members, "problems": self.problems}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["path"], state["members"])  # type: ignore[misc, arg-type]
+        self.__init__(state["path"], state["members"], state.get("problems"))  # type: ignore[misc, arg-type]
+
+    def open_stream(self, key: str) -> Iterator[bytes] | None:
+        """Stored members by ranged GETs; a deflated one whole (its size passed the ratio check)."""
+        info = self._member(key)
+        if info is None:
+            return None
+        if info.compress_type == zipfile.ZIP_STORED:
+            return ranged_chunks(self, key)
+        return iter((self._whole_member(key, info),))
 
     def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
-        info = self._members.get(key)
+        info = self._member(key)
         if info is None:
             return None
         if byte_range is not None and info.compress_type == zipfile.ZIP_STORED:
