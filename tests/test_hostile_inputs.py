@@ -472,3 +472,83 @@ def test_check_does_not_follow_an_overlay_link_out(datasets: Path, outside: Path
     result = cli("check", str(datasets / "top"))
     assert result.code == 1
     assert "problem: version top: s leads outside the overlay folder" in result.stdout
+
+
+# -- 11. a killed commit or flatten leaves nothing behind for long ------------------------------
+
+_KILLED_RUN = """
+import sys, time
+from pathlib import Path
+import sds_jupyter.stack.{module} as module
+
+def hang(*args, **kwargs):
+    print("writing", flush=True)
+    time.sleep(600)
+
+{patch}
+{run}
+"""
+
+
+def _killed_midway(module: str, patch: str, run: str) -> None:
+    """Run a commit or flatten in a child process and SIGKILL it while it writes."""
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_RUN.format(module=module, patch=patch, run=run)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    try:
+        line = child.stdout.readline()  # type: ignore[union-attr]
+        assert line.strip() == "writing", child.stderr.read()  # type: ignore[union-attr]
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(TIMEOUT)
+
+
+def _partials(folder: Path) -> list[str]:
+    return sorted(name for name in os.listdir(folder) if ".partial-" in name)
+
+
+def test_a_killed_flatten_is_cleaned_up_by_the_next(datasets: Path) -> None:
+    base = write_base(datasets, "base", {"a": b"1", "b": b"2"})
+    write_version(datasets, "top", base, {"k": b"v"})
+    outs = datasets.parent / "outs"
+    _killed_midway(
+        "flatten",
+        "module._write_one = hang",
+        f"module.flatten({str(datasets / 'top')!r}, {str(outs / 'first')!r}, progress=False)",
+    )
+    left = _partials(outs)
+    assert len(left) == 2 and left[1] == left[0] + ".owner"  # the folder and its owner file
+    # Someone else's partial folder (no owner file) and a live run's are left alone.
+    (outs / ".other.partial-0123abcd").mkdir()
+    live = outs / ".live.partial-89abcdef"
+    live.mkdir()
+    (outs / ".live.partial-89abcdef.owner").write_text(
+        json.dumps({"host": os.uname().nodename, "pid": os.getpid(), "started": None})
+    )
+    assert main(["flatten", str(datasets / "top"), str(outs / "second")]) == 0
+    assert _partials(outs) == [".live.partial-89abcdef", ".live.partial-89abcdef.owner", ".other.partial-0123abcd"]
+    assert (outs / "second" / "k").read_bytes() == b"v"
+
+
+def test_a_killed_commit_is_cleaned_up_by_the_next(datasets: Path) -> None:
+    from sds_jupyter.stack.writer import VersionWriter
+
+    write_base(datasets, "base", {})
+    store = datasets / "base" / "store.zarr"
+    _killed_midway(
+        "writer",
+        "module.json.dump = hang",
+        f"w = module.VersionWriter({str(store)!r}); w.store.write_raw('x/zarr.json', b'{{}}'); w.commit(title='killed')",
+    )
+    assert len(_partials(datasets)) == 2
+    writer = VersionWriter(store)
+    writer.store.write_raw("y", b"1")
+    top = writer.commit(title="next")
+    assert _partials(datasets) == []
+    assert not any(name.endswith(".owner") for name in os.listdir(top))

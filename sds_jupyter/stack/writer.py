@@ -26,6 +26,7 @@ import zarr
 from sds_jupyter.errors import StackError, WriteRefusedError
 from sds_jupyter.stack.cow import CopyOnWriteStore
 from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME
+from sds_jupyter.stack.partial import new_partial, release_partial
 from sds_jupyter.stack.paths import check_dataset_id
 from sds_jupyter.stack.stack import Stack
 
@@ -380,7 +381,7 @@ class VersionWriter:
         self._check_destination(dest_path)
         self._write_root_index()
         manifest = self._manifest(title, message, created_by)
-        tmp = dest_path.parent / f".{dest_path.name}.partial-{uuid.uuid4().hex[:8]}"
+        tmp = new_partial(dest_path.parent, dest_path.name)
         try:
             overlay = tmp / "overlay"
             for key, data in sorted(self.store.staged.items()):
@@ -397,6 +398,8 @@ class VersionWriter:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        finally:
+            release_partial(tmp)
         self._committed = True
         return dest_path
 
