@@ -116,8 +116,7 @@ def _write_one(store: StackStore, key: str, root: Path, link: bool) -> None:
     if chunks is None:
         raise StackError(f"{key!r} vanished while flattening; is the stack being changed?")
     with open(dest, "xb") as handle:
-        for chunk in chunks:  # a few MiB at a time, however large the object
-            handle.write(chunk)
+        handle.writelines(chunks)  # a few MiB at a time, however large the object
 
 
 def _check_destination(stack: Stack, out: Path) -> None:

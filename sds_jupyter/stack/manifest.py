@@ -15,8 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from sds_jupyter.errors import ManifestError, StackError
-from sds_jupyter.stack.jsontext import MAX_JSON_DEPTH, JSONRefused, json_depth, loads_bounded
-from sds_jupyter.stack.paths import check_relative_path, check_whiteout, open_regular_file
+from sds_jupyter.stack.jsontext import (
+    MAX_JSON_DEPTH,
+    JSONRefused,
+    json_depth,
+    loads_bounded,
+)
+from sds_jupyter.stack.paths import (
+    check_relative_path,
+    check_whiteout,
+    open_regular_file,
+)
 
 __all__ = [
     "FORMAT",
