@@ -42,6 +42,17 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
+# Read once, on import: a commit or flatten then opens nothing outside its own folders.
+_OWN_START: tuple[int, str | None] = (os.getpid(), _start_time(os.getpid()))
+
+
+def _own_start_time() -> str | None:
+    global _OWN_START
+    if _OWN_START[0] != os.getpid():  # a forked child is another process
+        _OWN_START = (os.getpid(), _start_time(os.getpid()))
+    return _OWN_START[1]
+
+
 def _running(pid: int, started: str | None) -> bool:
     """Whether the process that wrote an owner file still runs (not merely its reused ID)."""
     try:
@@ -61,7 +72,7 @@ def new_partial(parent: Path, name: str) -> Path:
     parent.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(parent)
     tmp = parent / f".{name}.partial-{uuid.uuid4().hex[:8]}"
-    owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": _start_time(os.getpid())}
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": _own_start_time()}
     with open(_owner_of(tmp), "x", encoding="utf-8") as handle:
         handle.write(json.dumps(owner))
     tmp.mkdir()
