@@ -13,8 +13,9 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from sds_jupyter.errors import UnsafePathError
+from sds_jupyter.errors import SpecialFileError, UnsafePathError
 
 __all__ = [
     "check_dataset_id",
@@ -23,6 +24,7 @@ __all__ = [
     "check_whiteout",
     "contained_path",
     "is_within",
+    "open_regular_file",
 ]
 
 _DATASET_ID = re.compile(r"[A-Za-z0-9-]+")
@@ -115,3 +117,34 @@ def contained_path(root_real: Path, relative: str, what: str) -> Path:
             "refusing to read it"
         )
     return target
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_regular_file(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
+    """Open ``path`` for reading, refusing anything but a regular file.
+
+    Every file of a stack is read through here. A FIFO would block a plain
+    ``open`` until some writer came, and a device (``/dev/zero``) never ends, so
+    the file is opened without blocking, checked with ``fstat`` on the open
+    descriptor (no race with a rename), and only then handed out as a binary
+    file. Missing files raise ``FileNotFoundError`` as ``open`` does.
+    """
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", os.fspath(path))
+        if not stat.S_ISREG(mode):
+            raise SpecialFileError(
+                f"{what} {os.fspath(path)} is a FIFO, socket or device, not a regular file; "
+                "refusing to read it (replace it with the real file)"
+            )
+        if _OPEN_FLAGS & getattr(os, "O_NONBLOCK", 0):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+

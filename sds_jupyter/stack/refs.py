@@ -8,13 +8,13 @@ datasets folder, named by its ID or by the folder map ``{id: folder name}``.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sds_jupyter.errors import MissingDatasetError, ReferenceError_, UnsafePathError
+from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.stack.paths import (
     check_dataset_id,
     check_relative_path,
@@ -111,10 +111,10 @@ def parse_folder_map(value: str | Mapping[str, str] | None) -> FolderMap:
             return FolderMap()
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = loads_bounded(value)
+        except JSONRefused as exc:
             raise UnsafePathError(
-                'the folder map is not valid JSON; give an object like {"<dataset id>": "<folder>"}'
+                f'the folder map is not valid JSON ({exc}); give an object like {{"<dataset id>": "<folder>"}}'
             ) from None
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
@@ -170,9 +170,15 @@ class DatasetLocator:
 
     # -- the rest of what Stack.resolve asks of a locator (RemoteLocator has the same) --
 
-    def manifest_location(self, data_dir: Path) -> Path:
-        """The real path of the ``layer.json`` in ``data_dir``."""
-        return Path(os.path.realpath(data_dir / MANIFEST_NAME))
+    def manifest_location(self, dataset_folder: Path, data_dir: Path) -> Path:
+        """The real path of the ``layer.json`` in ``data_dir``, a folder of ``dataset_folder``.
+
+        The opened version is confined like a parent: its ``layer.json`` (and so
+        its ``data/`` and overlay) must resolve inside its own dataset folder.
+        """
+        relative = os.path.relpath(data_dir / MANIFEST_NAME, dataset_folder).replace(os.sep, "/")
+        root = Path(os.path.realpath(dataset_folder))
+        return contained_path(root, relative, f"the manifest of {dataset_folder.name}")
 
     def read_manifest(self, location: Path):  # type: ignore[no-untyped-def]  # -> Manifest
         from sds_jupyter.stack.manifest import read_manifest

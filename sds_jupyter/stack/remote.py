@@ -38,10 +38,10 @@ from sds_jupyter.errors import (
     StackError,
     UnsafePathError,
 )
-from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest, load_manifest
+from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, load_manifest
 from sds_jupyter.stack.paths import check_relative_path
 from sds_jupyter.stack.refs import CirroRef, FolderMap
-from sds_jupyter.stack.sources import ZipSource
+from sds_jupyter.stack.sources import ZipSource, ranged_chunks
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -61,9 +61,20 @@ __all__ = [
 _ROOT_DOCS_V2 = (".zgroup", ".zmetadata", ".zattrs")
 
 
+#: URL schemes that name the local disk: read as plain paths, so links are confined.
+LOCAL_SCHEMES = ("file://", "local://")
+
+
 def is_url(path: object) -> bool:
     """Whether ``path`` names object storage: a string with ``://`` that is not ``file://``."""
-    return isinstance(path, str) and "://" in path and not path.startswith("file://")
+    return isinstance(path, str) and "://" in path and not path.startswith(LOCAL_SCHEMES)
+
+
+def _on_local_disk(fs: AbstractFileSystem) -> bool:
+    """Whether an fsspec filesystem (or the one a caching layer wraps) is the local disk."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem) or isinstance(getattr(fs, "fs", None), LocalFileSystem)
 
 
 def _check_url_part(value: str, what: str) -> str:
@@ -110,6 +121,9 @@ class RemotePath:
             fs, path = url_to_fs(url, **dict(storage_options or {}))
         except (ValueError, ImportError) as exc:
             raise StackError(f"cannot open {url!r}: {exc}") from None
+        if _on_local_disk(fs):
+            # The local reader confines links and refuses FIFOs and devices; this one could not.
+            raise StackError(f"{url!r} is on the local disk; give it as a plain path instead of a URL")
         if not path.strip("/"):
             raise StackError(f"{url!r} names no folder; give a dataset folder under a bucket")
         return cls(fs, path)
@@ -238,6 +252,10 @@ class RemoteSource:
             return b"" if self.exists(key) else None
         return cat_object(self.root.fs, self.object_path(key), start, end)
 
+    def open_stream(self, key: str) -> Iterator[bytes] | None:
+        """The object's bytes by ranged GETs of a few MiB, or None if it is missing."""
+        return ranged_chunks(self, key)
+
     def size(self, key: str) -> int | None:
         try:
             return int(self.root.fs.size(self.object_path(key)))
@@ -320,7 +338,12 @@ class RemoteZipSource(ZipSource):
     header and data together; the data offset is remembered for byte ranges.
     """
 
-    def __init__(self, location: RemotePath, members: dict[str, zipfile.ZipInfo] | None = None) -> None:
+    def __init__(
+        self,
+        location: RemotePath,
+        members: dict[str, zipfile.ZipInfo] | None = None,
+        problems: dict[str, str] | None = None,
+    ) -> None:
         self.path = location  # type: ignore[assignment]
         self._lock = threading.Lock()
         self._data_offsets: dict[str, int] = {}
@@ -329,14 +352,16 @@ class RemoteZipSource(ZipSource):
                 with location.fs.open(location.path, "rb", block_size=256 * 1024, cache_type="readahead") as handle:
                     with zipfile.ZipFile(handle, "r") as archive:
                         infos = archive.infolist()
+                        data_end = archive.start_dir
             except FileNotFoundError:
                 raise BaseStoreError(f"{location.url} does not exist") from None
             except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
                 raise BaseStoreError(
                     f"{location.url} is not a readable zip file ({exc}); re-upload it"
                 ) from None
-            members = self._index_members(infos, location.name)
+            members, problems = self._index_members(infos, location.name, data_end)
         self._members = members
+        self.problems = problems or {}
         self._sorted = sorted(self._members)
         self._folders = {}
         self._index_folders()
@@ -346,13 +371,22 @@ class RemoteZipSource(ZipSource):
 
     def __getstate__(self) -> dict[str, object]:
         # The member table travels too, so a dask worker reads the central directory never.
-        return {"path": self.path, "members": self._members}
+        return {"path": self.path, "members": self._members, "problems": self.problems}
 
     def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["path"], state["members"])  # type: ignore[misc, arg-type]
+        self.__init__(state["path"], state["members"], state.get("problems"))  # type: ignore[misc, arg-type]
+
+    def open_stream(self, key: str) -> Iterator[bytes] | None:
+        """Stored members by ranged GETs; a deflated one whole (its size passed the ratio check)."""
+        info = self._member(key)
+        if info is None:
+            return None
+        if info.compress_type == zipfile.ZIP_STORED:
+            return ranged_chunks(self, key)
+        return iter((self._whole_member(key, info),))
 
     def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
-        info = self._members.get(key)
+        info = self._member(key)
         if info is None:
             return None
         if byte_range is not None and info.compress_type == zipfile.ZIP_STORED:
@@ -462,7 +496,7 @@ class RemoteLocator:
             cached = self._fetched.get(location.path)
         if cached is not None:
             return cached
-        data = cat_object(location.fs, location.path)
+        data = cat_object(location.fs, location.path, 0, MAX_MANIFEST_BYTES + 1)
         if data is not None:
             with self._lock:
                 self._fetched[location.path] = data
@@ -515,7 +549,7 @@ class RemoteLocator:
                     return target
         return None
 
-    def manifest_location(self, data_dir: RemotePath) -> RemotePath:
+    def manifest_location(self, dataset_folder: RemotePath, data_dir: RemotePath) -> RemotePath:
         return data_dir / MANIFEST_NAME
 
     def read_manifest(self, location: RemotePath) -> Manifest:
@@ -627,7 +661,7 @@ def resolve_remote(
     fetched: dict[str, bytes] = {}
 
     def fetch(location: RemotePath) -> bytes | None:
-        data = cat_object(location.fs, location.path)
+        data = cat_object(location.fs, location.path, 0, MAX_MANIFEST_BYTES + 1)
         if data is not None:
             fetched[location.path] = data
         return data

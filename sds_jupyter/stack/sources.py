@@ -17,12 +17,23 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from sds_jupyter.errors import BaseStoreError, UnsafePathError
-from sds_jupyter.stack.paths import check_relative_path, is_within
+from sds_jupyter.stack.paths import check_relative_path, is_within, open_regular_file
 
 if TYPE_CHECKING:
     from sds_jupyter.stack.remote import RemotePath
 
-__all__ = ["FolderSource", "Source", "ZipSource", "open_folder", "open_source", "slice_range"]
+__all__ = [
+    "CHUNK_BYTES",
+    "MAX_ZIP_RATIO",
+    "FolderSource",
+    "Source",
+    "ZipSource",
+    "file_chunks",
+    "open_folder",
+    "open_source",
+    "ranged_chunks",
+    "slice_range",
+]
 
 
 class Source(Protocol):
@@ -33,7 +44,51 @@ class Source(Protocol):
     def exists(self, key: str) -> bool: ...
     def keys(self, prefix: str = "") -> Iterator[str]: ...
     def children(self, prefix: str) -> Iterator[tuple[str, bool]]: ...
+    def open_stream(self, key: str) -> Iterator[bytes] | None: ...
     def close(self) -> None: ...
+
+
+#: Copies move this many bytes at a time, so no object is ever held whole.
+CHUNK_BYTES = 4 * 1024 * 1024
+#: A zip member may inflate to at most this many times its compressed size (once past
+#: MIN_RATIO_CHECK_BYTES). Deflate's own ceiling is about 1032:1, which only a run of one
+#: repeated byte reaches; stores hold compressed chunks (about 1:1) and JSON (about 10:1).
+MAX_ZIP_RATIO = 1000
+MIN_RATIO_CHECK_BYTES = 1024 * 1024
+#: The local header before a member's data: 30 bytes and the name, at least.
+_LOCAL_HEADER_BYTES = 30
+
+
+def file_chunks(handle: BinaryIO, lock: threading.Lock | None = None) -> Iterator[bytes]:
+    """The bytes of an open file, :data:`CHUNK_BYTES` at a time; closes it at the end."""
+    with handle:
+        while True:
+            if lock is None:
+                data = handle.read(CHUNK_BYTES)
+            else:
+                with lock:
+                    data = handle.read(CHUNK_BYTES)
+            if not data:
+                return
+            yield data
+
+
+def ranged_chunks(source: Source, key: str) -> Iterator[bytes] | None:
+    """A key's bytes by ranged reads of :data:`CHUNK_BYTES` (object storage), or None if missing."""
+    first = source.read(key, RangeByteRequest(0, CHUNK_BYTES))
+    if first is None:
+        return None
+
+    def rest() -> Iterator[bytes]:
+        data, start = first, 0
+        while data:
+            yield data
+            if len(data) < CHUNK_BYTES:
+                return
+            start += CHUNK_BYTES
+            data = source.read(key, RangeByteRequest(start, start + CHUNK_BYTES)) or b""
+
+    return rest()
 
 
 def slice_range(data: bytes, byte_range: ByteRequest | None) -> bytes:
@@ -66,8 +121,8 @@ def read_range(handle: BinaryIO, byte_range: ByteRequest | None, size: int | Non
     raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
-def _read_file(path: Path, byte_range: ByteRequest | None) -> bytes:
-    with open(path, "rb") as handle:
+def _read_file(path: Path, byte_range: ByteRequest | None, what: str) -> bytes:
+    with open_regular_file(path, what) as handle:
         return read_range(handle, byte_range)
 
 
@@ -102,7 +157,17 @@ class FolderSource:
         if path is None:
             return None
         try:
-            return _read_file(path, byte_range)
+            return _read_file(path, byte_range, f"{self.what} object")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def open_stream(self, key: str) -> Iterator[bytes] | None:
+        """The object's bytes in chunks, or None if it is missing."""
+        path = self.path_of(key)
+        if path is None:
+            return None
+        try:
+            return file_chunks(open_regular_file(path, f"{self.what} object"))
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
@@ -169,29 +234,52 @@ class ZipSource:
     def __init__(self, path: Path) -> None:
         self.path = Path(os.path.realpath(path))
         try:
-            self._zip = zipfile.ZipFile(self.path, "r")
-        except (zipfile.BadZipFile, OSError) as exc:
+            self._file = open_regular_file(self.path, "zip file")
+        except OSError as exc:
+            raise BaseStoreError(f"cannot read {path}: {exc.strerror or exc}") from None
+        try:
+            self._zip = zipfile.ZipFile(self._file, "r")
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            self._file.close()
             raise BaseStoreError(f"{path} is not a readable zip file ({exc}); re-download it") from None
         self._lock = threading.Lock()
-        self._members: dict[str, zipfile.ZipInfo] = self._index_members(
-            self._zip.infolist(), self.path.name
+        self._members, self.problems = self._index_members(
+            self._zip.infolist(), self.path.name, self._zip.start_dir
         )
         self._folders: dict[str, dict[str, bool]] = {}
         self._sorted = sorted(self._members)
         self._index_folders()
 
     @staticmethod
-    def _index_members(infos: list[zipfile.ZipInfo], zip_name: str) -> dict[str, zipfile.ZipInfo]:
-        """Store keys to members: names checked, directory entries dropped, root found."""
-        members = {}
+    def _index_members(
+        infos: list[zipfile.ZipInfo], zip_name: str, data_end: int
+    ) -> tuple[dict[str, zipfile.ZipInfo], dict[str, str]]:
+        """Store keys to members (names checked, directory entries dropped, root found),
+        and what is wrong with the members no real store holds, by key.
+
+        ``data_end`` is where the central directory starts: every member's data lies before it.
+        """
+        members: dict[str, zipfile.ZipInfo] = {}
         for info in infos:
             name = info.filename
             if name.endswith("/"):
                 check_relative_path(name[:-1], f"zip member name in {zip_name}")
                 continue
             members[check_relative_path(name, f"zip member name in {zip_name}")] = info
+        problems = _member_problems(infos, data_end)
         root = _zip_root(members)
-        return {name[len(root):]: info for name, info in members.items() if name.startswith(root)}
+        keys = {name: name[len(root):] for name in members if name.startswith(root)}
+        return (
+            {keys[name]: info for name, info in members.items() if name in keys},
+            {keys[name]: reason for name, reason in problems.items() if name in keys},
+        )
+
+    def _member(self, key: str) -> zipfile.ZipInfo | None:
+        """The member holding ``key``; refuses one that is implausible (a zip bomb, an overlap)."""
+        info = self._members.get(key)
+        if info is not None and key in self.problems:
+            raise BaseStoreError(f"{self.path}: member {key!r} {self.problems[key]}; refusing to read it")
+        return info
 
     def __repr__(self) -> str:
         return f"ZipSource({str(self.path)!r})"
@@ -214,13 +302,22 @@ class ZipSource:
                 parent = f"{parent}/{part}" if parent else part
 
     def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
-        info = self._members.get(key)
+        info = self._member(key)
         if info is None:
             return None
         with self._lock, self._zip.open(info) as handle:
             if info.compress_type == zipfile.ZIP_STORED and byte_range is not None:
                 return read_range(handle, byte_range, info.file_size)
             return slice_range(handle.read(), byte_range)
+
+    def open_stream(self, key: str) -> Iterator[bytes] | None:
+        """The member's bytes in chunks, inflated as they are read; never more than its size."""
+        info = self._member(key)
+        if info is None:
+            return None
+        with self._lock:
+            handle = self._zip.open(info)
+        return file_chunks(handle, self._lock)  # type: ignore[arg-type]
 
     def size(self, key: str) -> int | None:
         info = self._members.get(key)
@@ -243,9 +340,46 @@ class ZipSource:
 
     def close(self) -> None:
         self._zip.close()
+        self._file.close()  # a ZipFile given an open file leaves closing it to its owner
 
 
 _ROOT_DOCS = ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")
+
+
+def _member_problems(infos: list[zipfile.ZipInfo], data_end: int) -> dict[str, str]:
+    """Members a real store never has, by name: what is wrong with each.
+
+    Duplicated names (which copy is the store's?), data that overlaps another
+    member's or runs into the central directory (a crafted zip reusing bytes),
+    stored members whose two sizes differ, and members that inflate beyond
+    :data:`MAX_ZIP_RATIO` (a zip bomb).
+    """
+    problems: dict[str, str] = {}
+    seen: set[str] = set()
+    for info in infos:
+        if info.filename in seen:
+            problems[info.filename] = "appears more than once in the zip"
+        seen.add(info.filename)
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+            problems[info.filename] = (
+                f"is stored uncompressed but lists {info.file_size} bytes against {info.compress_size}"
+            )
+        elif info.file_size > MIN_RATIO_CHECK_BYTES and info.file_size > MAX_ZIP_RATIO * max(1, info.compress_size):
+            problems[info.filename] = (
+                f"inflates {info.compress_size} bytes to {info.file_size}, more than "
+                f"{MAX_ZIP_RATIO} times (a zip bomb, not a store)"
+            )
+    extents = sorted(
+        (info.header_offset, info.header_offset + _LOCAL_HEADER_BYTES + len(info.orig_filename.encode("utf-8", "replace")) + info.compress_size, info.filename)
+        for info in infos
+    )
+    for (start, end, name), following in zip(extents, [*extents[1:], None]):
+        if end > data_end:
+            problems.setdefault(name, "runs past the end of the zip's data")
+        if following is not None and following[0] < end:
+            problems.setdefault(name, f"overlaps member {following[2]!r}")
+            problems.setdefault(following[2], f"overlaps member {name!r}")
+    return problems
 
 
 def _zip_root(members: dict[str, zipfile.ZipInfo]) -> str:

@@ -13,8 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sds_jupyter.errors import StackCycleError, StackError, StackTooDeepError
-from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
+from sds_jupyter.errors import (
+    ManifestError,
+    StackCycleError,
+    StackError,
+    StackTooDeepError,
+    WriteRefusedError,
+)
+from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
+from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, DatasetLocator, FolderMap, parse_folder_map
 from sds_jupyter.stack.sources import open_source, zarr_format_of
 
@@ -110,14 +117,14 @@ class Stack:
             For anything that cannot be followed safely: the message says what.
         """
         folder_map = parse_folder_map(folders)
-        from sds_jupyter.stack.remote import RemotePath, is_url
+        from sds_jupyter.stack.remote import LOCAL_SCHEMES, RemotePath, is_url
 
         if is_url(path) or isinstance(path, RemotePath):
             from sds_jupyter.stack.remote import resolve_remote
 
             return resolve_remote(path, folder_map, storage_options)  # type: ignore[arg-type]
-        if isinstance(path, str) and path.startswith("file://"):
-            path = path[len("file://"):]
+        if isinstance(path, str) and path.startswith(LOCAL_SCHEMES):
+            path = path.split("://", 1)[1]
         top = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
         located = _locate_version(top)
         if located is None:
@@ -155,6 +162,28 @@ class Stack:
         return cls(versions=(), base=base, datasets_dir=dataset_folder.parent, folders=folder_map)
 
     # -- views --------------------------------------------------------------------------
+
+    @property
+    def protected_folders(self) -> list[Path]:
+        """Every local folder of the stack: the base and each version's folder, data and overlay.
+
+        Nothing sds-jupyter writes (a new version, a flattened store, an exported
+        figure) may land inside one of them.
+        """
+        folders = [self.base.path] + [
+            p for v in self.versions for p in (v.folder, v.data_dir, v.overlay_dir)
+        ]
+        return [folder for folder in folders if isinstance(folder, Path)]
+
+    def refuse_output_inside(self, out: Path, what: str) -> None:
+        """Raise WriteRefusedError if ``out`` (followed through links) lies inside the stack."""
+        real_out = os.path.realpath(out)
+        for folder in self.protected_folders:
+            if is_within(real_out, os.path.realpath(folder)):
+                raise WriteRefusedError(
+                    f"{out} is inside {folder}, part of the stack; versions and bases are never "
+                    f"written to: write the {what} outside them"
+                )
 
     @property
     def depth(self) -> int:
@@ -201,17 +230,22 @@ class Stack:
         )
 
 
+def _is_entry(path: Path) -> bool:
+    """Whether something that is not a folder sits at ``path`` (a FIFO too, so the reader refuses it)."""
+    return os.path.lexists(path) and not path.is_dir()
+
+
 def _locate_version(path: Path) -> tuple[Path, Path] | None:
     """``(dataset folder, data dir)`` of the version at ``path``, or None for a store."""
-    if path.name == MANIFEST_NAME and path.is_file():
+    if path.name == MANIFEST_NAME and _is_entry(path):
         data_dir = path.parent
         folder = data_dir.parent if data_dir.name == "data" else data_dir
         return folder, data_dir
     if path.is_dir():
-        if (path / MANIFEST_NAME).is_file():
+        if _is_entry(path / MANIFEST_NAME):
             # A dataset's data/ folder opened directly: the dataset is its parent.
             return (path.parent if path.name == "data" else path), path
-        if (path / "data" / MANIFEST_NAME).is_file():
+        if _is_entry(path / "data" / MANIFEST_NAME):
             return path, path / "data"
     return None
 
@@ -243,8 +277,9 @@ def _walk_chain(
 ) -> Stack:
     chain: list[tuple[str, Path, Path, Path, Manifest]] = []
     seen: set[str] = set()
+    manifest_bytes = 0
     dataset_id = top_id
-    manifest_path = locator.manifest_location(data_dir)
+    manifest_path = locator.manifest_location(dataset_folder, data_dir)
     while True:
         if str(manifest_path) in seen:
             raise StackCycleError(
@@ -258,6 +293,12 @@ def _walk_chain(
             )
         seen.add(str(manifest_path))
         manifest = locator.read_manifest(manifest_path)
+        manifest_bytes += manifest.source_bytes
+        if manifest_bytes > MAX_STACK_MANIFEST_BYTES:
+            raise ManifestError(
+                f"the manifests of this stack add up to more than {MAX_STACK_MANIFEST_BYTES} bytes "
+                f"(reached at {dataset_id}); no real stack has manifests this large"
+            )
         if not chain:
             locator.hint_base(manifest.base)
         real_data_dir = manifest_path.parent

@@ -27,7 +27,8 @@ import zarr
 from sds_jupyter.errors import StackError, WriteRefusedError
 from sds_jupyter.stack.cow import CopyOnWriteStore
 from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME
-from sds_jupyter.stack.paths import check_dataset_id, is_within
+from sds_jupyter.stack.partial import new_partial, release_partial
+from sds_jupyter.stack.paths import check_dataset_id
 from sds_jupyter.stack.stack import Stack
 
 __all__ = ["APP_ID", "VersionWriter", "consolidated_index", "encode_element", "studio_path"]
@@ -397,7 +398,7 @@ class VersionWriter:
         self._check_destination(dest_path)
         self._write_root_index()
         manifest = self._manifest(title, message, created_by)
-        tmp = dest_path.parent / f".{dest_path.name}.partial-{uuid.uuid4().hex[:8]}"
+        tmp = new_partial(dest_path.parent, dest_path.name)
         try:
             overlay = tmp / "overlay"
             for key, data in sorted(self.store.staged.items()):
@@ -414,6 +415,8 @@ class VersionWriter:
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+        finally:
+            release_partial(tmp)
         self._committed = True
         return dest_path
 
@@ -457,14 +460,7 @@ class VersionWriter:
     def _check_destination(self, dest: Path) -> None:
         if dest.exists() or dest.is_symlink():
             raise WriteRefusedError(f"{dest} exists; a new version needs a new folder")
-        real = os.path.realpath(dest)
-        protected = [self.stack.base.path] + [p for v in self.stack.versions for p in (v.folder, v.data_dir)]
-        for folder in protected:
-            if is_within(real, os.path.realpath(folder)):
-                raise WriteRefusedError(
-                    f"{dest} is inside {folder}, part of the stack; versions and bases are never "
-                    "written to: save the new version in its own folder"
-                )
+        self.stack.refuse_output_inside(dest, "new version in its own folder")
 
 
 def _dataset_id_of(value: str, what: str) -> str:
