@@ -25,6 +25,8 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "results": StackService.results,
     "result_page": StackService.result_page,
     "compare": StackService.compare,
+    "tree": StackService.tree,
+    "fingerprint": StackService.fingerprint,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).

@@ -1,0 +1,126 @@
+"""The ``tree`` request: every version of the datasets folder on the opened version's base.
+
+Versions saved from an earlier version are branches; they never show in a
+stack's history (which follows one chain of parents down), so the tree lists
+the datasets folder (:func:`sds_jupyter.stack.tree.scan_versions`), follows each
+version's parents among the versions found, and keeps those whose chain ends
+where the opened version's does: the same base, or, for a broken chain, the
+same missing dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sds_jupyter.errors import StackError
+from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
+from sds_jupyter.stack.refs import CirroRef, FolderMap
+from sds_jupyter.stack.tree import FoundVersion, scan_versions
+
+__all__ = ["build_tree", "chain_end"]
+
+#: Where a chain ends: ("base", dataset id, path in the dataset) or ("missing", dataset id, "").
+End = tuple[str, str, str]
+
+
+def _store_path(path: str) -> str:
+    """A base reference's path as the resolver finds it (``data/`` is tried too)."""
+    return path[len("data/"):] if path.startswith("data/") else path
+
+
+def chain_end(reference: str | None, missing_id: str | None = None) -> End | None:
+    """Where the chain of a stack ends, from its base reference or its missing dataset."""
+    if missing_id is not None:
+        return ("missing", missing_id, "")
+    if reference is None:
+        return None
+    ref = CirroRef.parse(reference)
+    return ("base", ref.dataset_id, _store_path(ref.path))
+
+
+@dataclass
+class _Node:
+    found: FoundVersion
+    parent_id: str | None
+    base: End | None
+    depth: int = 0
+    end: End | None = None
+
+
+def _parents(scan_versions_: list[FoundVersion], notes: list[str]) -> dict[str, _Node]:
+    """Each found version by dataset ID, with its parent's ID or the base it names."""
+    nodes: dict[str, _Node] = {}
+    for found in scan_versions_:
+        try:
+            ref = CirroRef.parse(found.manifest.parent)
+        except StackError as exc:
+            notes.append(f"skipped {found.folder.name!r}: {exc}")
+            continue
+        if found.dataset_id in nodes:
+            notes.append(f"skipped {found.folder.name!r}: dataset {found.dataset_id} is listed twice")
+            continue
+        if ref.names_manifest:
+            nodes[found.dataset_id] = _Node(found, ref.dataset_id, None)
+        else:
+            nodes[found.dataset_id] = _Node(found, None, ("base", ref.dataset_id, _store_path(ref.path)))
+    return nodes
+
+
+def _settle(nodes: dict[str, _Node], notes: list[str]) -> None:
+    """Give every node its depth and where its chain ends (a loop ends nowhere)."""
+    for start in nodes.values():
+        path: list[_Node] = []
+        on_path: set[str] = set()
+        node: _Node | None = start
+        end: End | None = None
+        depth = 0
+        while node is not None and node.end is None:
+            if node.found.dataset_id in on_path:
+                notes.append(f"skipped {node.found.folder.name!r}: its parent references form a loop")
+                end, node = ("loop", node.found.dataset_id, ""), None
+                break
+            on_path.add(node.found.dataset_id)
+            path.append(node)
+            if node.base is not None:
+                end, node = node.base, None
+            elif node.parent_id in nodes:
+                node = nodes[node.parent_id]
+            else:
+                end, node = ("missing", str(node.parent_id), ""), None
+        if node is not None:  # reached a settled node
+            end, depth = node.end, node.depth
+        for item in reversed(path):
+            depth += 1
+            item.end, item.depth = end, depth
+
+
+def build_tree(
+    datasets_dir: Path,
+    folders: FolderMap,
+    current: str,
+    end: End | None,
+    base: BaseSummary | None,
+    folder_text: Callable[[Path], str],
+) -> TreeData:
+    """The ``tree`` payload: the versions whose chain ends at ``end``, newest first."""
+    scan = scan_versions(datasets_dir, folders)
+    notes = scan.notes
+    nodes = _parents(scan.versions, notes)
+    _settle(nodes, notes)
+    kept = [node for node in nodes.values() if end is not None and node.end == end]
+    kept.sort(key=lambda n: (n.found.manifest.created_at or "", n.depth), reverse=True)
+    out: list[TreeNode] = [
+        {
+            "dataset_id": node.found.dataset_id,
+            "parent": node.parent_id,
+            "depth": node.depth,
+            "title": node.found.manifest.title,
+            "folder": folder_text(node.found.folder),
+            "created_at": node.found.manifest.created_at,
+            "created_by": node.found.manifest.created_by,
+        }
+        for node in kept
+    ]
+    return {"current": current, "nodes": out, "base": base, "notes": notes}
