@@ -27,6 +27,7 @@ from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatc
 from sds_jupyter.server.cache import ServiceCache
 from sds_jupyter.server.notebook import notebook_for, notebook_name, work_dir_in_root
 from sds_jupyter.server.paths import OutsideRootError, PathNotFoundError
+from sds_jupyter.stack.tree import scan_versions
 
 __all__ = ["NAMESPACE", "SETTINGS_KEY", "setup_handlers", "status_for"]
 
@@ -128,6 +129,29 @@ def _title_of(manifest: Any) -> str | None:
     return title if isinstance(title, str) else None
 
 
+class VersionsHandler(StackAPIHandler):
+    """``GET api/versions?path=<folder>``: which entries of a folder are versions, with their titles.
+
+    One request per listing of the file browser; the rule and the manifest cache
+    are :mod:`sds_jupyter.stack.tree`'s. Unreadable manifests are left out.
+    """
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        relative = self.get_argument("path", "")
+        try:
+            folder = await self.in_thread(self.services.resolve, relative)
+            if not folder.is_dir():
+                raise RequestError(f"{relative or '/'} is not a folder.")
+            scan = await self.in_thread(scan_versions, folder)
+        except Exception as exc:  # noqa: BLE001
+            self.fail(exc)
+            return
+        versions = [{"name": v.folder.name, "title": v.manifest.title} for v in scan.versions]
+        self.reply_json({"path": relative, "versions": versions})
+
+
 class NotebookHandler(StackAPIHandler):
     """``POST api/notebook {path}``: a new notebook that opens the version, in a writable folder."""
 
@@ -142,7 +166,7 @@ class NotebookHandler(StackAPIHandler):
             path = await self.in_thread(self.services.resolve, relative)
             service = await self.in_thread(self.services.service, relative)
             history = await self.in_thread(service.history)
-            if history.get("error"):
+            if history.get("error") and not history["versions"]:
                 raise StackError(history["error"]["message"])
             notebook_path = await self._create(path, history)
         except Exception as exc:  # noqa: BLE001
@@ -172,6 +196,7 @@ def setup_handlers(web_app: Any, services: ServiceCache) -> None:
         ".*$",
         [
             (url_path_join(base, "is_version"), IsVersionHandler),
+            (url_path_join(base, "versions"), VersionsHandler),
             (url_path_join(base, "notebook"), NotebookHandler),
             (url_path_join(base, f"({names})"), RequestHandler),
         ],
