@@ -43,7 +43,7 @@ from sds_jupyter.service.types import (
     VersionSummary,
     Whiteout,
 )
-from sds_jupyter.service.tree import build_tree, chain_end
+from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.stack import Stack, StackStore
 from sds_jupyter.stack.remote import RemotePath
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
@@ -288,6 +288,14 @@ class StackService:
             "created_at": version.manifest.created_at,
             "created_by": version.manifest.created_by,
         }
+
+    def sibling(self, folder: str | os.PathLike[str]) -> StackService:
+        """A service for another version of this datasets folder (a node of the tree)."""
+        _, datasets_dir, folders = self._chain()
+        if isinstance(datasets_dir, RemotePath):
+            raise StackError("moving to another version is not done in object storage; open it by its URL")
+        path = sibling_folder(Path(datasets_dir), folder, self._relative_to)
+        return StackService(path, dict(folders) or None, table=self.table_name, relative_to=self._relative_to)
 
     def fingerprint(self) -> Fingerprint:
         """A hash of the datasets folder's version folders and their manifests' mtimes.

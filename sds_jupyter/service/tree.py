@@ -10,16 +10,18 @@ same missing dataset.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sds_jupyter.errors import StackError
+from sds_jupyter.errors import StackError, UnsafePathError
 from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
 from sds_jupyter.stack.refs import CirroRef, FolderMap
-from sds_jupyter.stack.tree import FoundVersion, scan_versions
+from sds_jupyter.stack.paths import is_within
+from sds_jupyter.stack.tree import FoundVersion, find_manifest, scan_versions
 
-__all__ = ["build_tree", "chain_end"]
+__all__ = ["build_tree", "chain_end", "sibling_folder"]
 
 #: Where a chain ends: ("base", dataset id, path in the dataset) or ("missing", dataset id, "").
 End = tuple[str, str, str]
@@ -38,6 +40,23 @@ def chain_end(reference: str | None, missing_id: str | None = None) -> End | Non
         return None
     ref = CirroRef.parse(reference)
     return ("base", ref.dataset_id, _store_path(ref.path))
+
+
+def sibling_folder(datasets_dir: Path, folder: str | os.PathLike[str], relative_to: Path | None) -> Path:
+    """``folder`` (as the tree names it) when it is a version folder of ``datasets_dir``; else refused.
+
+    A browser moves to another version of the tree by its folder; that folder
+    comes back from the front end, so it is checked like any other path.
+    """
+    path = Path(folder)
+    if not path.is_absolute() and relative_to is not None:
+        path = relative_to / path
+    real = Path(os.path.realpath(path))
+    if not is_within(real, os.path.realpath(datasets_dir)) or real == Path(os.path.realpath(datasets_dir)):
+        raise UnsafePathError(f"{folder} is not a folder of the datasets folder {datasets_dir}; open it directly")
+    if find_manifest(real) is None:
+        raise StackError(f"{folder} holds no layer.json: it is not a version")
+    return real
 
 
 @dataclass

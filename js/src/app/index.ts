@@ -11,6 +11,7 @@ import { empty, errorBox, fill, h, loading } from './dom';
 import { FiguresView } from './figures';
 import { HistoryView } from './history';
 import { ResultsView } from './results';
+import { TreeSection } from './tree';
 import { TransportError, type Transport } from './transport';
 import type { History } from './types';
 
@@ -47,6 +48,8 @@ export type AppOptions = {
   /** The clock for relative times (tests). */
   now?: () => number;
   initialTab?: TabName;
+  /** Move the view to another version (a folder named by the `tree` request); the app then refreshes. */
+  openVersion?: (folder: string) => Promise<void>;
 };
 
 export type AppHandle = {
@@ -73,6 +76,17 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const compare = new CompareView(transport);
   const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare };
   const historyView = new HistoryView(depth => onSelect(depth), now);
+  const treeSection = new TreeSection(transport, {
+    selectDepth: depth => historyView.selectDepth(depth),
+    openVersion: options.openVersion
+      ? async folder => {
+          await options.openVersion!(folder);
+          await refresh();
+        }
+      : undefined,
+    onFilter: match => historyView.setFilter(match),
+    now
+  });
 
   const title = h('div', { class: 'sds-title' });
   const banner = h('div', { class: 'sds-banner' });
@@ -118,7 +132,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     h(
       'div',
       { class: 'sds-main' },
-      h('div', { class: 'sds-side' }, sideStatus, historyView.node),
+      h('div', { class: 'sds-side' }, treeSection.node, sideStatus, historyView.node, treeSection.missing),
       h(
         'div',
         { class: 'sds-detail' },
@@ -206,7 +220,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         h(
           'span',
           { class: 'sds-title-sub' },
-          `${(data.versions ?? []).length} version${(data.versions ?? []).length === 1 ? '' : 's'} over ${data.base?.dataset_id ?? 'the base'}`
+          `${(data.versions ?? []).length} version${(data.versions ?? []).length === 1 ? '' : 's'} over ${data.base?.dataset_id ?? (data.error?.dataset_id ? `the missing dataset ${data.error.dataset_id}` : 'the base')}`
         )
       );
       fill(banner, data.error ? errorBox(data.error.message, data.error.kind) : null);
@@ -215,6 +229,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         delete loaded[k];
       }
       historyView.setHistory(data);
+      treeSection.setHistory(data);
       compare.setChoices(
         historyView.depths().map(d => ({
           depth: d,
@@ -248,6 +263,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     select: depth => historyView.selectDepth(depth),
     dispose() {
       historyView.dispose();
+      treeSection.dispose();
       figures.dispose();
       results.dispose();
       root.remove();

@@ -5,7 +5,12 @@
  * request is one line in `REQUESTS` below and one payload type.
  */
 
-export type ErrorInfo = { kind: string; message: string };
+export type ErrorInfo = {
+  kind: string;
+  message: string;
+  /** The dataset to attach, when one is missing. */
+  dataset_id?: string;
+};
 
 /** One `changes` entry as stored in layer.json: `op` plus op-specific fields. */
 export type Change = { op: string; [field: string]: unknown };
@@ -49,7 +54,32 @@ export type Changes = {
   added: KeySize[];
   replaced: KeySize[];
   deleted: Whiteout[];
+  /** Why added and replaced could not be told apart (a missing parent below). */
+  note?: string;
 };
+
+/** A version of the datasets folder on the opened version's base (`tree`). */
+export type TreeNode = {
+  dataset_id: string;
+  /** The parent's dataset ID, or null when the parent is the base. */
+  parent: string | null;
+  depth: number;
+  title: string | null;
+  folder: string;
+  created_at: string | null;
+  created_by: string | null;
+};
+
+export type Tree = {
+  /** The dataset ID of the opened version. */
+  current: string | null;
+  nodes: TreeNode[];
+  base: BaseSummary | null;
+  /** Folders skipped (unreadable or hostile manifests), one line each. */
+  notes: string[];
+};
+
+export type Fingerprint = { fingerprint: string };
 
 export type CanvasSummary = { [field: string]: unknown };
 
@@ -170,6 +200,8 @@ export interface Requests {
     ResultPage
   ];
   compare: [{ a: number; b: number }, Comparison];
+  tree: [Record<string, never>, Tree];
+  fingerprint: [Record<string, never>, Fingerprint];
 }
 
 export type RequestName = keyof Requests;
@@ -184,5 +216,7 @@ export const REQUESTS: readonly RequestName[] = [
   'canvas',
   'results',
   'result_page',
-  'compare'
+  'compare',
+  'tree',
+  'fingerprint'
 ];
