@@ -44,6 +44,22 @@ describe('VersionDetector', () => {
     await d.check('stacks/v2');
     expect(l.calls).toEqual(['stacks', 'elsewhere', 'stacks']);
   });
+
+  it('keeps its answer through a refresh that changed nothing in the listing', async () => {
+    const l = lister(LISTINGS);
+    let stamp = 'a';
+    const d = new VersionDetector(l, dir => (dir === 'stacks' ? stamp : null));
+    await d.check('stacks/v2');
+    d.clear();
+    expect(d.cached('stacks/v2')).toBe(true);
+    await d.check('stacks/v2');
+    expect(l.calls).toEqual(['stacks']);
+    stamp = 'b'; // a folder appeared or changed
+    d.clear();
+    expect(d.cached('stacks/v2')).toBeUndefined();
+    await d.check('stacks/v2');
+    expect(l.calls).toEqual(['stacks', 'stacks']);
+  });
 });
 
 /** A listing like JupyterLab's: the listing's own handlers navigate on dblclick/Enter/click. */

@@ -50,6 +50,13 @@ describe('tree layout', () => {
     expect(root.below.every(x => x === null)).toBe(true); // every lane closes at the root
   });
 
+  it('keeps the opened chain in the first lane', () => {
+    const rows = layoutGraph(topoOrder(NODES), new Set(['ds-3', 'ds-2', 'ds-1']));
+    for (const r of rows) {
+      expect(r.lane === 0).toBe(['ds-3', 'ds-2', 'ds-1'].includes(r.node.dataset_id));
+    }
+  });
+
   it('finds the versions built on one', () => {
     expect([...descendants(NODES, 'ds-2')].sort()).toEqual(['b1', 'b2', 'ds-3']);
     expect(descendants(NODES, 'b2').size).toBe(0);
@@ -108,6 +115,12 @@ describe('tree section', () => {
     search.value = 'Version 2';
     search.dispatchEvent(new Event('input'));
     expect([...el.querySelectorAll('.sds-history-row')].map(r => r.getAttribute('data-depth'))).toEqual(['2']);
+    search.value = 'author:nobody';
+    search.dispatchEvent(new Event('input'));
+    expect(el.querySelectorAll('.sds-history-row').length).toBe(0);
+    search.value = 'message 3';
+    search.dispatchEvent(new Event('input'));
+    expect([...el.querySelectorAll('.sds-history-row')].map(r => r.getAttribute('data-depth'))).toEqual(['3']);
     search.value = '';
     search.dispatchEvent(new Event('input'));
     expect(el.querySelectorAll('.sds-history-row').length).toBe(4);

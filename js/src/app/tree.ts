@@ -88,24 +88,34 @@ export function topoOrder(nodes: TreeNode[]): TreeNode[] {
   return out.length === nodes.length ? out : nodes; // a loop: the service's order
 }
 
-/** Lanes like `git log --graph`: a node takes the lane that awaits it, its parent inherits it. */
-export function layoutGraph(ordered: TreeNode[]): GraphRow[] {
+/**
+ * Lanes like `git log --graph`: a node takes the lane that awaits it, its parent
+ * inherits it. The nodes of `main` (the opened chain) keep the first lane, so the
+ * opened line runs straight down the left and branches stand beside it.
+ */
+export function layoutGraph(ordered: TreeNode[], main: Set<string> = new Set()): GraphRow[] {
   const ids = new Set(ordered.map(n => n.dataset_id));
-  let lanes: (string | null)[] = [];
+  let lanes: (string | null)[] = main.size ? [null] : [];
+  let mainLeft = ordered.filter(n => main.has(n.dataset_id)).length;
   return ordered.map(node => {
     const above = lanes.slice();
-    let lane = lanes.indexOf(node.dataset_id);
+    const onMain = main.has(node.dataset_id);
+    let lane = onMain ? 0 : lanes.indexOf(node.dataset_id);
     if (lane < 0) {
-      lane = lanes.indexOf(null);
+      const from = mainLeft > 0 ? 1 : 0;
+      lane = lanes.indexOf(null, from);
       if (lane < 0) {
-        lane = lanes.length;
-        lanes.push(null);
+        lane = Math.max(lanes.length, from);
+        while (lanes.length <= lane) lanes.push(null);
       }
+    }
+    if (onMain) {
+      mainLeft--;
     }
     // other lanes awaiting this node (siblings' branches) end here
     lanes = lanes.map((id, i) => (id === node.dataset_id && i !== lane ? null : id));
     lanes[lane] = node.parent !== null && ids.has(node.parent) ? node.parent : null;
-    while (lanes.length && lanes[lanes.length - 1] === null) {
+    while (lanes.length > (mainLeft > 0 ? 1 : 0) && lanes[lanes.length - 1] === null) {
       lanes.pop();
     }
     return { node, lane, above, below: lanes.slice() };
@@ -212,7 +222,7 @@ export class TreeView {
     this.summaries = new Map((history.versions ?? []).map(v => [v.dataset_id, v]));
     this.chain = new Map((history.versions ?? []).map(v => [v.dataset_id, v.depth]));
     this.newer = descendants(tree.nodes, tree.current);
-    this.all = layoutGraph(topoOrder(tree.nodes));
+    this.all = layoutGraph(topoOrder(tree.nodes), new Set(this.chain.keys()));
     this.lanes = Math.max(1, ...this.all.map(r => Math.max(r.lane + 1, r.above.length, r.below.length)));
     this.apply();
   }

@@ -198,7 +198,14 @@ const fileBrowserPlugin: JupyterFrontEndPlugin<void> = {
   activate: (app: JupyterFrontEnd, browser: FileBrowser) => {
     const contents = app.serviceManager.contents;
     // keyed by contents paths (as the listing's items name them); the server gets local paths
-    const detector = new VersionDetector(dir => listVersions(contents.localPath(dir)));
+    const detector = new VersionDetector(
+      dir => listVersions(contents.localPath(dir)),
+      // the listing shown: a refresh that changed no name or mtime keeps the answer
+      dir =>
+        dir === browser.model.path
+          ? [...browser.model.items()].map(i => `${i.name}\u0000${i.last_modified}`).join('\n')
+          : null
+    );
     const decorator = installDecorator({ node: browser.node, path: () => browser.model.path }, detector);
     // the handler clears the detector on a refresh (connected first); then list again
     const relist = () => void decorator.reload();

@@ -17,22 +17,43 @@ function split(path: string): [string, string] {
   return cut < 0 ? ['', clean] : [clean.slice(0, cut), clean.slice(cut + 1)];
 }
 
+/** A directory's listing as the file browser holds it (names and mtimes), or null when it has none. */
+export type Stamp = (dir: string) => string | null;
+
 export class VersionDetector {
   private readonly pending = new Map<string, Promise<Map<string, string | null>>>();
   private readonly known = new Map<string, Map<string, string | null>>();
+  private readonly stamps = new Map<string, string>();
 
-  constructor(private readonly list: Lister) {}
+  /**
+   * `stamp` lets a refresh that changed nothing in a directory (same names, same
+   * modification times) keep its answer instead of asking again.
+   */
+  constructor(
+    private readonly list: Lister,
+    private readonly stamp: Stamp = () => null
+  ) {}
 
-  /** Forget every answer (the listing was refreshed). */
+  /** Forget every answer (the listing was refreshed); unchanged listings are kept. */
   clear(): void {
-    this.pending.clear();
-    this.known.clear();
+    for (const dir of [...this.pending.keys()]) {
+      const now = this.stamp(dir);
+      if (now === null || now !== this.stamps.get(dir)) {
+        this.pending.delete(dir);
+        this.known.delete(dir);
+        this.stamps.delete(dir);
+      }
+    }
   }
 
   /** The version folders of `dir` by name, with their titles; one request per directory. */
   listing(dir: string): Promise<Map<string, string | null>> {
     let p = this.pending.get(dir);
     if (!p) {
+      const stamp = this.stamp(dir);
+      if (stamp !== null) {
+        this.stamps.set(dir, stamp);
+      }
       p = this.list(dir).then(
         entries => {
           const map = new Map(entries.map(e => [e.name, e.title] as [string, string | null]));
