@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -148,7 +149,7 @@ class VersionsHandler(StackAPIHandler):
         except Exception as exc:  # noqa: BLE001
             self.fail(exc)
             return
-        versions = [{"name": v.folder.name, "title": v.manifest.title} for v in scan.versions]
+        versions = [{"name": os.path.basename(v.folder), "title": v.manifest.title} for v in scan.versions]
         self.reply_json({"path": relative, "versions": versions})
 
 

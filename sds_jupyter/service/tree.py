@@ -75,10 +75,10 @@ def _parents(scan_versions_: list[FoundVersion], notes: list[str]) -> dict[str, 
         try:
             ref = CirroRef.parse(found.manifest.parent)
         except StackError as exc:
-            notes.append(f"skipped {found.folder.name!r}: {exc}")
+            notes.append(f"skipped {os.path.basename(found.folder)!r}: {exc}")
             continue
         if found.dataset_id in nodes:
-            notes.append(f"skipped {found.folder.name!r}: dataset {found.dataset_id} is listed twice")
+            notes.append(f"skipped {os.path.basename(found.folder)!r}: dataset {found.dataset_id} is listed twice")
             continue
         if ref.names_manifest:
             nodes[found.dataset_id] = _Node(found, ref.dataset_id, None)
@@ -97,7 +97,7 @@ def _settle(nodes: dict[str, _Node], notes: list[str]) -> None:
         depth = 0
         while node is not None and node.end is None:
             if node.found.dataset_id in on_path:
-                notes.append(f"skipped {node.found.folder.name!r}: its parent references form a loop")
+                notes.append(f"skipped {os.path.basename(node.found.folder)!r}: its parent references form a loop")
                 end, node = ("loop", node.found.dataset_id, ""), None
                 break
             on_path.add(node.found.dataset_id)
@@ -125,21 +125,29 @@ def build_tree(
 ) -> TreeData:
     """The ``tree`` payload: the versions whose chain ends at ``end``, newest first."""
     scan = scan_versions(datasets_dir, folders)
-    notes = scan.notes
-    nodes = _parents(scan.versions, notes)
-    _settle(nodes, notes)
-    kept = [node for node in nodes.values() if end is not None and node.end == end]
-    kept.sort(key=lambda n: (n.found.manifest.created_at or "", n.depth), reverse=True)
+    graph = scan.derived.get("tree")
+    if graph is None:  # settled once per scan; an unchanged folder reuses it
+        notes = list(scan.notes)
+        nodes = _parents(scan.versions, notes)
+        _settle(nodes, notes)
+        by_end: dict[End | None, list[_Node]] = {}
+        for node in nodes.values():
+            by_end.setdefault(node.end, []).append(node)
+        for group in by_end.values():
+            group.sort(key=lambda n: (n.found.manifest.created_at or "", n.depth), reverse=True)
+        graph = scan.derived["tree"] = (by_end, notes)
+    by_end, notes = graph
+    kept = by_end.get(end, []) if end is not None else []
     out: list[TreeNode] = [
         {
             "dataset_id": node.found.dataset_id,
             "parent": node.parent_id,
             "depth": node.depth,
             "title": node.found.manifest.title,
-            "folder": folder_text(node.found.folder),
+            "folder": folder_text(Path(node.found.folder)),
             "created_at": node.found.manifest.created_at,
             "created_by": node.found.manifest.created_by,
         }
         for node in kept
     ]
-    return {"current": current, "nodes": out, "base": base, "notes": notes}
+    return {"current": current, "nodes": out, "base": base, "notes": list(notes)}

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest, read_manifest
@@ -74,15 +75,18 @@ def _followed(data_dir: str) -> Found | None:
     return Found(data_dir, os.path.realpath(path), st) if stat.S_ISREG(st.st_mode) else None
 
 
-@dataclass(frozen=True)
-class Found:
-    """Where a version folder keeps its manifest."""
+class Found(NamedTuple):
+    """Where a version folder keeps its manifest (a tuple: thousands are made per listing)."""
 
     data_dir: str
     """The folder holding ``layer.json`` as given: the version folder or its ``data/``."""
     real_path: str
     """The manifest's real path."""
     stat: os.stat_result
+
+
+#: Folders last seen keeping their manifest under data/ (a hint only: every answer is checked).
+_UNDER_DATA: set[str] = set()
 
 
 def find_manifest(folder: str | os.PathLike[str], plain: bool = False) -> Found | None:
@@ -93,17 +97,30 @@ def find_manifest(folder: str | os.PathLike[str], plain: bool = False) -> Found 
     manifest reached without links is returned without asking for its real path.
     """
     folder = os.fspath(folder)
-    inner_dir = os.path.join(folder, "data")
+    inner_dir = folder + os.sep + "data"
     if plain:
-        top = os.path.join(folder, MANIFEST_NAME)
-        st = _regular(top)
+        top = folder + os.sep + MANIFEST_NAME
+        st: os.stat_result | None = None
+        # a folder seen with data/layer.json: ask whether a top one exists without an exception
+        if folder not in _UNDER_DATA or os.access(top, os.F_OK, follow_symlinks=False):
+            try:
+                st = os.lstat(top)
+            except FileNotFoundError:
+                st = None
+            except OSError:
+                return _followed(folder) or _followed(inner_dir)
         if st is not None:
-            return Found(folder, top, st)
-        if not os.path.lexists(top) and _plain_dir(inner_dir):
-            inner = os.path.join(inner_dir, MANIFEST_NAME)
+            if stat.S_ISREG(st.st_mode):
+                return Found(folder, top, st)
+        elif _plain_dir(inner_dir):
+            inner = inner_dir + os.sep + MANIFEST_NAME
             st = _regular(inner)
             if st is not None:
+                if len(_UNDER_DATA) < CACHE_LIMIT:
+                    _UNDER_DATA.add(folder)
                 return Found(inner_dir, inner, st)
+            if not os.path.lexists(inner):
+                return None
     return _followed(folder) or _followed(inner_dir)
 
 
@@ -141,17 +158,28 @@ class FoundVersion:
     """A version folder of the datasets folder and its parsed manifest."""
 
     dataset_id: str
-    folder: Path
+    folder: str
+    """The version folder's path (as listed: the datasets folder's real path, then its name)."""
     manifest_path: str
     manifest: Manifest
 
 
-@dataclass
+@dataclass(eq=False)
 class Scan:
-    """What a scan found: versions, and one note per folder it had to skip."""
+    """What a scan found: versions, and one note per folder it had to skip.
+
+    ``derived`` is free for a caller to keep what it computed from this scan: the
+    same Scan object comes back while the folder's listing and manifests are unchanged.
+    """
 
     versions: list[FoundVersion] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    signature: list = field(default_factory=list)
+    derived: dict = field(default_factory=dict)
+
+
+#: The last scan of each datasets folder (and folder map), reused while nothing changed.
+_LAST_SCANS: dict[tuple[str, tuple], Scan] = {}
 
 
 def _candidates(datasets_real: str, folders: FolderMap, notes: list[str]) -> Iterator[tuple[str, str, bool]]:
@@ -168,6 +196,8 @@ def _candidates(datasets_real: str, folders: FolderMap, notes: list[str]) -> Ite
         notes.append(f"cannot list {datasets_real}: {exc.strerror or exc}")
         listed = []
     for entry in listed:
+        if entry.name.startswith("."):
+            continue  # a writer's temporary folder (renamed into place when complete), or hidden
         try:
             plain = entry.is_dir(follow_symlinks=False)
             if not plain and not entry.is_dir():
@@ -199,25 +229,42 @@ def scan_versions(
     whose real path lies outside the datasets folder (a link out) is skipped.
     """
     folders = folders or FolderMap()
-    cache = cache or MANIFESTS
     datasets_real = os.path.realpath(datasets_dir)
+    notes: list[str] = []
+    listed = _listing(datasets_real, folders, notes)
+    signature = _signature(listed)
+    key = (datasets_real, tuple(folders.items()))
+    last = _LAST_SCANS.get(key) if cache is None else None
+    if last is not None and last.signature == signature and last.notes == notes:
+        return last  # nothing was added, removed or rewritten
+    cache = cache or MANIFESTS
     ids = {name.rstrip("/"): dataset_id for dataset_id, name in folders.items()}
-    scan = Scan()
-    for name, path, plain in _candidates(datasets_real, folders, scan.notes):
-        found = find_manifest(path, plain=plain)
-        if found is None:
-            continue
-        real = found.real_path
-        if not plain and not is_within(real, datasets_real):
-            scan.notes.append(f"skipped {name!r}: its layer.json lies outside the datasets folder")
-            continue
+    scan = Scan(notes=notes, signature=signature)
+    for name, path, found in listed:
         try:
-            manifest = cache.read(real, found.stat)
+            manifest = cache.read(found.real_path, found.stat)
         except StackError as exc:
             scan.notes.append(f"skipped {name!r}: {exc}")
             continue
-        scan.versions.append(FoundVersion(ids.get(name, name), Path(path), real, manifest))
+        scan.versions.append(FoundVersion(ids.get(name, name), path, found.real_path, manifest))
+    if len(_LAST_SCANS) >= 64:
+        _LAST_SCANS.clear()
+    _LAST_SCANS[key] = scan
     return scan
+
+
+def _listing(datasets_real: str, folders: FolderMap, notes: list[str]) -> list[tuple[str, str, Found]]:
+    """``(name, folder, where its manifest is)`` of every version folder; links out become notes."""
+    listed: list[tuple[str, str, Found]] = []
+    for name, path, plain in _candidates(datasets_real, folders, notes):
+        found = find_manifest(path, plain=plain)
+        if found is None:
+            continue
+        if not plain and not is_within(found.real_path, datasets_real):
+            notes.append(f"skipped {name!r}: its layer.json lies outside the datasets folder")
+            continue
+        listed.append((name, path, found))
+    return listed
 
 
 def listing_fingerprint(datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None) -> str:
@@ -226,10 +273,10 @@ def listing_fingerprint(datasets_dir: str | os.PathLike[str], folders: FolderMap
     Cheap enough to ask every few seconds: nothing is parsed. It changes when a
     version is added, removed or rewritten.
     """
-    digest = hashlib.blake2b(digest_size=12)
-    notes: list[str] = []
-    for name, path, plain in _candidates(os.path.realpath(datasets_dir), folders or FolderMap(), notes):
-        found = find_manifest(path, plain=plain)
-        if found is not None:
-            digest.update(f"{name}\0{found.stat.st_size}\0{found.stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
+    listed = _listing(os.path.realpath(datasets_dir), folders or FolderMap(), [])
+    return hashlib.blake2b(repr(_signature(listed)).encode(), digest_size=12).hexdigest()
+
+
+def _signature(listed: list[tuple[str, str, Found]]) -> list[tuple[str, int, int]]:
+    """What identifies a listing: each version folder's name, manifest size and mtime (ns)."""
+    return [(name, found.stat.st_size, found.stat.st_mtime_ns) for name, _, found in listed]
