@@ -25,7 +25,16 @@ import random
 import uuid
 from pathlib import Path
 
-from _common import alternate, comparison, emit, fmt_time, median, parse_args, quiet_warnings, workdir
+from _common import (
+    alternate,
+    comparison,
+    emit,
+    fmt_time,
+    median,
+    parse_args,
+    quiet_warnings,
+    workdir,
+)
 
 N_BASES = 50
 PER_BASE = 100

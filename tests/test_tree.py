@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+from stackkit import chain, write_base, write_version
 
 from sds_jupyter.errors import MissingDatasetError
 from sds_jupyter.service import StackService, dispatch
 from sds_jupyter.stack.tree import ManifestCache, find_manifest, scan_versions
-from stackkit import chain, write_base, write_version
 
 
 @pytest.fixture

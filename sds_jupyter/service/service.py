@@ -24,6 +24,7 @@ import zarr
 from sds_jupyter.errors import MissingDatasetError, StackError
 from sds_jupyter.service.errors import RequestError, error_payload
 from sds_jupyter.service.tables import TableView
+from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.service.types import (
     BaseSummary,
     ChangesData,
@@ -40,14 +41,14 @@ from sds_jupyter.service.types import (
     ResultsData,
     ResultSummary,
     TreeData,
+    TreeNode,
     VersionSummary,
     Whiteout,
 )
-from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.stack import Stack, StackStore
+from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.remote import RemotePath
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
-from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.studio.canvas import build_canvas
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
@@ -277,7 +278,7 @@ class StackService:
             return {"current": current, "nodes": nodes, "base": base, "notes": note}
         return build_tree(Path(datasets_dir), folders, current or "", end, base, self._folder_text)
 
-    def _tree_node(self, version: Any, versions: tuple[Any, ...]) -> Any:
+    def _tree_node(self, version: Any, versions: tuple[Any, ...]) -> TreeNode:
         below = [v for v in versions if v.depth == version.depth - 1]
         return {
             "dataset_id": version.dataset_id,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from sds_jupyter.errors import StackError, UnsafePathError
 from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
-from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.paths import is_within
+from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.tree import FoundVersion, find_manifest, scan_versions
 
 __all__ = ["build_tree", "chain_end", "sibling_folder"]
@@ -29,7 +29,7 @@ End = tuple[str, str, str]
 
 def _store_path(path: str) -> str:
     """A base reference's path as the resolver finds it (``data/`` is tried too)."""
-    return path[len("data/"):] if path.startswith("data/") else path
+    return path.removeprefix("data/")
 
 
 def chain_end(reference: str | None, missing_id: str | None = None) -> End | None:
