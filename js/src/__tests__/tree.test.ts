@@ -157,5 +157,6 @@ describe('tree section', () => {
     expect(missing.textContent).toBe('missing: dataset gone-1: attach it in the workspace');
     expect(el.querySelectorAll('.sds-history-row').length).toBe(2);
     expect(el.querySelector('.sds-note')!.textContent).toBe('cannot tell');
+    expect(el.querySelector('.sds-tree-summary')!.textContent).toBe('Tree: 0 versions above the missing dataset');
   });
 });

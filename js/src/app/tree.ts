@@ -594,7 +594,8 @@ export class TreeSection {
       this.newButton.hidden = n === 0 || !this.opts.openVersion;
       this.newButton.textContent = `${n} new version${n === 1 ? '' : 's'}`;
       this.newButton.title = n ? `Open ${this.fresh[0].title || this.fresh[0].dataset_id}` : '';
-      this.summary.textContent = `Tree: ${tree.nodes.length} version${tree.nodes.length === 1 ? '' : 's'} on this base`;
+      const where = this.history.error?.dataset_id ? `above the missing dataset` : 'on this base';
+      this.summary.textContent = `Tree: ${tree.nodes.length} version${tree.nodes.length === 1 ? '' : 's'} ${where}`;
       this.status.textContent = tree.notes.length
         ? `${tree.notes.length} folder${tree.notes.length === 1 ? '' : 's'} skipped`
         : '';
