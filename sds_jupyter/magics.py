@@ -104,12 +104,15 @@ class StackMagics(Magics):
             browser = VersionBrowser(
                 path, folders=folders, name=args.name, namespace=self.shell.user_ns, storage_options=options
             )
-            browser.service.stack  # noqa: B018 - surfaces a stack that cannot be followed
-            adata = browser.adata
+            broken = browser.service.partial
+            if broken is None:
+                browser.service.stack  # noqa: B018 - surfaces a stack that cannot be followed
+                self.shell.user_ns[args.name] = browser.adata
         except (StackError, RuntimeError) as exc:
             raise UsageError(f"sds_open: {exc}") from None
-        self.shell.user_ns[args.name] = adata
         display(browser)
+        if broken is not None:  # show what resolves; there is no data to bind
+            print(f"sds_open: bound nothing to {args.name!r}: dataset {broken.missing_id} is missing; attach it in the workspace")
 
 
 def load_ipython_extension(ipython: Any) -> None:

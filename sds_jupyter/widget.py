@@ -132,11 +132,22 @@ class VersionBrowser(anywidget.AnyWidget):
             if not isinstance(params, Mapping):
                 raise RequestError("Request params must be an object.")
             return dispatch(self.service, str(content.get("name")), params)
+        if kind == "open_version":
+            return self._open_version(content.get("folder"))
         if kind == "open_adata":
             version = content.get("version")
             adata = self.open(self.service.depth(version) if version is not None else self.service.stack.depth)
             return Reply({"message": self._bound_message(adata)})
         raise RequestError(f"Unknown message type {kind!r}.")
+
+    def _open_version(self, folder: Any) -> Reply:
+        """Move to another version of the datasets folder (a node of the tree); binds nothing."""
+        if not isinstance(folder, str) or not folder:
+            raise RequestError("open_version needs the version's folder.")
+        self.service = self.service.sibling(folder)
+        self.set_trait("path", folder)
+        self.selected = 0 if self.service.error is not None else self.service.stack.depth
+        return Reply({"path": folder})
 
     def _bound_message(self, adata: Any) -> str:
         stack = self.service.stack
@@ -145,7 +156,7 @@ class VersionBrowser(anywidget.AnyWidget):
         return f"{where} is the AnnData of {label}: {adata.n_obs} cells × {adata.n_vars} variables."
 
     def _on_custom_message(self, _widget: Any, content: Any, buffers: list[Any]) -> None:
-        if not isinstance(content, Mapping) or content.get("type") not in ("request", "open_adata"):
+        if not isinstance(content, Mapping) or content.get("type") not in ("request", "open_adata", "open_version"):
             return
         message_id = content.get("id")
         try:

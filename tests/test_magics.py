@@ -56,9 +56,13 @@ def test_sds_open_bad_input_is_one_line(shell, studio_stack, line, message) -> N
     assert "\n" not in str(info.value)
 
 
-def test_sds_open_missing_parent_names_the_dataset(shell, orphan_version) -> None:
-    with pytest.raises(UsageError, match="studio-1111"):
-        shell.run_line_magic("sds_open", str(orphan_version))
+def test_sds_open_missing_parent_shows_what_resolves_and_binds_nothing(shell, orphan_version, capsys) -> None:
+    shell.user_ns.pop("adata", None)
+    shell.run_line_magic("sds_open", str(orphan_version))
+    out = capsys.readouterr().out
+    assert "bound nothing to 'adata'" in out and "studio-1111" in out and "attach it in the workspace" in out
+    assert "adata" not in shell.user_ns
+    assert shell.shown, "the browser is displayed"
 
 
 def test_sds_open_unbuilt_front_end_is_one_line(shell, studio_stack, monkeypatch, tmp_path) -> None:

@@ -55,10 +55,12 @@ def test_history_of_a_store_alone(studio_stack) -> None:
 def test_history_reports_a_missing_parent_in_place(orphan_version) -> None:
     service = StackService(orphan_version)
     history = _json(dispatch(service, "history").data)
-    assert history["versions"] == [] and history["base"] is None
-    assert history["error"]["kind"] == "missing-dataset"
+    # the version that resolves is listed, down to the break (issue 11)
+    assert [v["dataset_id"] for v in history["versions"]] == ["edit-2222"] and history["base"] is None
+    assert history["error"]["kind"] == "missing-dataset" and history["error"]["dataset_id"] == "studio-1111"
     assert "studio-1111" in history["error"]["message"]
-    assert dispatch(service, "figures").data["error"]["kind"] == "missing-dataset"
+    figures = dispatch(service, "figures").data["error"]
+    assert figures["kind"] == "missing-dataset" and "attach it in the workspace" in figures["message"]
     with pytest.raises(MissingDatasetError, match="studio-1111"):
         dispatch(service, "canvas", {"figure": "fig_canvas"})
 
@@ -222,7 +224,10 @@ def test_compare_with_itself_is_empty(service) -> None:
 
 
 def test_request_table_matches_the_protocol() -> None:
-    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "result_csv", "compare", "expression", "cell_mask"]
+    assert list(REQUESTS) == [
+        "history", "changes", "figures", "canvas", "results", "result_page", "result_csv", "compare",
+        "expression", "cell_mask", "tree", "fingerprint",
+    ]
 
 
 def test_unknown_request_and_parameter_are_refused(service) -> None:
@@ -240,7 +245,9 @@ def test_versions_by_dataset_id_and_title(service) -> None:
 
 
 def test_error_payload_maps_once() -> None:
-    assert error_payload(MissingDatasetError("gone", dataset_id="x")) == {"kind": "missing-dataset", "message": "gone"}
+    assert error_payload(MissingDatasetError("gone", dataset_id="x")) == {
+        "kind": "missing-dataset", "message": "gone", "dataset_id": "x"
+    }
     assert error_payload(RequestError("bad")) == {"kind": "bad-request", "message": "bad"}
     assert error_payload(KeyError("k")) == {"kind": "internal", "message": "KeyError: 'k'"}
 

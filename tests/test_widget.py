@@ -104,3 +104,15 @@ def test_unbuilt_front_end_is_a_clear_error(studio_stack, monkeypatch, tmp_path)
     monkeypatch.setattr(widget_module, "_ESM_PATH", tmp_path / "widget.js")
     with pytest.raises(RuntimeError, match="front end is not built.*build the package"):
         VersionBrowser(studio_stack.v2)
+
+
+def test_open_version_moves_to_another_version_of_the_folder(browser, studio_stack, recorded_messages, tmp_path) -> None:
+    _deliver(browser, {"type": "open_version", "id": 7, "folder": str(studio_stack.datasets / "studio-1111")})
+    (reply,) = _responses(recorded_messages)
+    assert reply["ok"] and browser.selected == 1
+    assert browser.service.history()["versions"][0]["dataset_id"] == "studio-1111"
+    # only version folders of the same datasets folder
+    for folder in (str(tmp_path), str(studio_stack.datasets / "base-0000"), "../../etc"):
+        _deliver(browser, {"type": "open_version", "id": 8, "folder": folder})
+    assert [r["ok"] for r in _responses(recorded_messages)[1:]] == [False, False, False]
+    assert browser.service.history()["versions"][0]["dataset_id"] == "studio-1111"

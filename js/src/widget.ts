@@ -113,6 +113,10 @@ function render({ model, el }: RenderProps): () => void {
         // a model without the trait: nothing to keep in sync
       }
     },
+    // a version chosen in the tree (or a new one) replaces the opened one in Python
+    openVersion: async folder => {
+      await transport.send({ type: 'open_version', folder });
+    },
     actions: [
       {
         id: 'open-adata',

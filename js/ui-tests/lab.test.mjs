@@ -6,7 +6,7 @@
 //   SDS_PYTHON=/path/to/python  CHROMIUM=/usr/bin/chromium   to override the defaults
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -97,6 +97,24 @@ async function runCell(page, index) {
     }
   }
   throw new Error(`cell ${index} never started (prompt ${JSON.stringify(await prompt())})`);
+}
+
+/** Run Python (the package on the same path as the server) and answer its last line of output. */
+function python(code) {
+  const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  return run.stdout.trim().split('\n').pop();
+}
+
+/** axe-core's serious and critical violations inside `selector` (its source injected into the page). */
+async function axeViolations(page, selector) {
+  await page.addScriptTag({ content: readFileSync(join(here, '..', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8') });
+  return page.evaluate(async sel => {
+    const result = await window.axe.run(document.querySelector(sel), { resultTypes: ['violations'] });
+    return result.violations
+      .filter(v => v.impact === 'serious' || v.impact === 'critical')
+      .map(v => `${v.id} (${v.impact}): ${v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', ')}`);
+  }, selector);
 }
 
 const item = (page, name) => page.locator('.jp-DirListing-item', { hasText: name }).first();
@@ -455,6 +473,125 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.waitForFunction(() => /AnnData \d+/.test(document.querySelectorAll('.jp-Cell')[1]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 60000 });
     assert.deepEqual(page.errors, []);
     await page.close();
+  });
+
+  it('the tree shows both branches; a version written by Python appears live and opens on click', async () => {
+    const page = await newPage();
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-history-row', { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelectorAll('.sds-tree-row').length >= 5, null, { timeout: 30000 });
+    // the branch saved from an earlier version is in the tree, off the opened line, in its own lane
+    const branch = page.locator('.sds-tree-row', { hasText: 'Coarser clusters' });
+    assert.equal(await branch.count(), 1);
+    assert.equal(await branch.evaluate(r => r.classList.contains('sds-tree-chain')), false);
+    const lanes = await page.$$eval('.sds-tree-dot', dots => new Set(dots.map(d => d.getAttribute('cx'))).size);
+    assert.ok(lanes >= 2, `${lanes} lanes`);
+    const topTitle = await page.locator('.sds-history-row').first().locator('.sds-row-title').innerText();
+    assert.equal(await page.locator('.sds-tree-row.sds-tree-current .sds-tree-title').innerText(), topTitle);
+    assert.equal(await page.locator('.sds-tree-row.sds-tree-chain').count(), await page.locator('.sds-history-row:not(.sds-base-row)').count());
+    await shot(page, 'panel-tree');
+    // search narrows the history (author) and the tree
+    await page.locator('.sds-search').fill('coarser');
+    await page.waitForFunction(() => document.querySelectorAll('.sds-tree-row').length === 1);
+    assert.equal(await page.locator('.sds-history-row').count(), 0);
+    await page.locator('.sds-search').fill('author:ana');
+    await page.waitForFunction(() => document.querySelectorAll('.sds-history-row').length === 2);
+    await page.locator('.sds-search').fill('op:set-obs regions');
+    await page.waitForFunction(() => document.querySelectorAll('.sds-history-row').length >= 1);
+    for (const title of await page.locator('.sds-history-row .sds-row-title').allInnerTexts()) {
+      assert.match(title, /region/i);
+    }
+    await page.locator('.sds-search').fill('');
+    // a version saved from Python while the panel is open
+    const saved = python(
+      `from sds_jupyter.stack.writer import VersionWriter\n` +
+        `w = VersionWriter(${JSON.stringify(join(work, 'root', top))})\n` +
+        `w.set_uns('table', 'live_note', {'saved': 'while the panel is open'})\n` +
+        `print(w.commit(title='Saved live', message='written while the panel was open', created_by='ui@example.org'))`
+    );
+    assert.ok(saved.endsWith(saved.split('/').pop()));
+    await page.waitForSelector('.sds-new-versions:not([hidden])', { timeout: 30000 });
+    assert.equal(await page.locator('.sds-new-versions').innerText(), '1 new version');
+    const fresh = page.locator('.sds-tree-row', { hasText: 'Saved live' });
+    assert.equal(await fresh.evaluate(r => r.classList.contains('sds-tree-newer')), true);
+    await shot(page, 'panel-tree-new-version');
+    await page.locator('.sds-new-versions').click();
+    await page.waitForFunction(() => document.querySelector('.sds-history-row .sds-row-title')?.textContent === 'Saved live', null, { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelector('.sds-tree-row.sds-tree-current')?.textContent?.includes('Saved live'));
+    assert.equal(await page.locator('.sds-new-versions').isHidden(), true);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  it('a missing parent: the versions that resolve, the break named, figures say why', async () => {
+    const name = top.split('/').pop();
+    cpSync(join(work, 'root', top), join(work, 'root', 'orphan', name), { recursive: true });
+    const page = await newPage();
+    await openListing(page, 'orphan');
+    await item(page, name).dblclick();
+    await page.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
+    assert.match(await page.locator('.sds-missing-row').innerText(), /^missing: dataset [0-9a-f-]+: attach it in the workspace$/);
+    assert.equal(await page.locator('.sds-history-row').count(), 1);
+    await page.waitForSelector('.sds-changes .sds-note');
+    await page.waitForSelector('.sds-changes .sds-ops li');
+    await shot(page, 'panel-missing-parent');
+    await page.locator('.sds-tab[data-tab="figures"]').click();
+    await page.waitForFunction(() => /attach it in the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  it('version folders are marked in the file browser from one request per listing', async () => {
+    const page = await newPage();
+    const asked = [];
+    page.on('request', r => asked.push(new URL(r.url()).pathname));
+    await openListing(page);
+    await page.waitForSelector('.jp-DirListing-item.sds-version-item', { timeout: 30000 });
+    const name = top.split('/').pop();
+    assert.match(await item(page, name).getAttribute('title'), /^Version: .+\n/);
+    assert.equal(await item(page, baseFolder).evaluate(el => el.classList.contains('sds-version-item')), false);
+    assert.ok((await page.locator('.jp-DirListing-item.sds-version-item').count()) >= 5);
+    // no per-folder lookups: the listing's versions come in one request
+    assert.deepEqual(asked.filter(p => p.includes('/api/contents/datasets/')), []);
+    assert.ok(asked.filter(p => p.endsWith('/sds-jupyter/api/versions')).length <= 3, asked.join('\n'));
+    await page.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'file-browser-versions.png') });
+    await item(page, baseFolder).click({ button: 'right' });
+    assert.ok(!(await page.locator('.lm-Menu-itemLabel').allInnerTexts()).includes('Open version'));
+    await page.keyboard.press('Escape');
+    await item(page, name).click({ button: 'right' });
+    assert.ok((await page.locator('.lm-Menu-itemLabel').allInnerTexts()).includes('Open version'));
+    await page.keyboard.press('Escape');
+    await page.close();
+  });
+
+  it('the history and tree pass axe in the light and dark themes, and read in a narrow panel', async () => {
+    const open = async page => {
+      await openListing(page);
+      await item(page, top.split('/').pop()).dblclick();
+      await page.waitForSelector('.sds-tree-row', { timeout: 30000 });
+      await page.waitForTimeout(500);
+    };
+    const page = await newPage();
+    await open(page);
+    assert.deepEqual(await axeViolations(page, '.sds-side'), []);
+    await shot(page, 'panel-tree-light');
+    await page.setViewportSize({ width: 640, height: 900 });
+    await page.waitForTimeout(500);
+    await shot(page, 'panel-tree-narrow');
+    await page.close();
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+    try {
+      const dark = await newPage();
+      await open(dark);
+      await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+      await dark.waitForTimeout(500);
+      assert.deepEqual(await axeViolations(dark, '.sds-side'), []);
+      await shot(dark, 'panel-tree-dark');
+      await dark.close();
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
   });
 
   it('the setting turns the double-click interception off', async () => {

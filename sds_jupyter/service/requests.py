@@ -29,6 +29,8 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "compare": StackService.compare,
     "expression": StackService.expression,
     "cell_mask": StackService.cell_mask,
+    "tree": StackService.tree,
+    "fingerprint": StackService.fingerprint,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).

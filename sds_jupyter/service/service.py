@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from sds_jupyter.errors import StackError
+from sds_jupyter.errors import MissingDatasetError, StackError
 from sds_jupyter.service.errors import RequestError, error_payload
 from sds_jupyter.service.tables import TableView
+from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.service.types import (
     BaseSummary,
     ChangesData,
@@ -32,6 +33,7 @@ from sds_jupyter.service.types import (
     Delta,
     FiguresData,
     FigureSummary,
+    Fingerprint,
     HistoryData,
     KeySize,
     ObsChange,
@@ -39,11 +41,15 @@ from sds_jupyter.service.types import (
     ResultPage,
     ResultsData,
     ResultSummary,
+    TreeData,
+    TreeNode,
     VersionSummary,
     Whiteout,
 )
 from sds_jupyter.stack import Stack, StackStore
 from sds_jupyter.stack.open import open_anndata, open_table_group
+from sds_jupyter.stack.remote import RemotePath
+from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
 from sds_jupyter.studio.canvas import build_canvas
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
@@ -97,6 +103,7 @@ class StackService:
         self._relative_to = Path(relative_to) if relative_to is not None else None
         self._stack: Stack | None = None
         self._stack_error: StackError | None = None
+        self._partial: PartialChain | None = None
         self._tables: dict[tuple[int, str], TableView] = {}
         self._adatas: dict[int, Any] = {}
         if isinstance(path_or_stack, Stack):
@@ -106,6 +113,7 @@ class StackService:
                 self._stack = Stack.resolve(path_or_stack, folders=folders, storage_options=storage_options)
             except StackError as exc:
                 self._stack_error = exc
+                self._partial = getattr(exc, "partial", None)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -119,9 +127,21 @@ class StackService:
         """The resolved stack; raises the resolution error when there is none."""
         if self._stack is None:
             assert self._stack_error is not None
+            if self._partial is not None:
+                missing = self._partial.missing_id
+                raise MissingDatasetError(
+                    f"the data cannot be read: dataset {missing}, below the versions shown, is missing; "
+                    "attach it in the workspace (or give its folder in the folder map)",
+                    missing,
+                )
             # the same error object is raised on every request: drop the last traceback
             raise self._stack_error.with_traceback(None)
         return self._stack
+
+    @property
+    def partial(self) -> PartialChain | None:
+        """The versions that resolved above a missing parent, or None."""
+        return self._partial
 
     def depth(self, version: int | str | None) -> int:
         """The depth ``version`` names (None: the top)."""
@@ -199,7 +219,13 @@ class StackService:
     def history(self) -> HistoryData:
         """The versions top first and the base, or the reason the stack cannot be followed."""
         if self._stack is None:
-            return {"top_depth": 0, "versions": [], "base": None, "error": error_payload(self._stack_error)}
+            versions = self._partial.versions if self._partial is not None else ()
+            return {
+                "top_depth": len(versions),
+                "versions": [self._version_summary(version) for version in versions],
+                "base": None,
+                "error": error_payload(self._stack_error),
+            }
         return {
             "top_depth": self.stack.depth,
             "versions": [self._version_summary(version) for version in self.stack.versions],
@@ -210,6 +236,8 @@ class StackService:
 
     def changes(self, version: int | str | None = None) -> ChangesData:
         """What one version wrote: its ops, the keys it added or replaced, its whiteouts."""
+        if self._stack is None and self._partial is not None:
+            return _partial_changes(self._partial, version)
         depth = self.depth(version)
         if depth == 0:
             return {"ops": [], "added": [], "replaced": [], "deleted": []}
@@ -226,6 +254,65 @@ class StackService:
             "replaced": replaced,
             "deleted": deleted,
         }
+
+    # ------------------------------------------------------------------ tree
+
+    def _chain(self) -> tuple[tuple[Any, ...], Path | RemotePath, Any]:
+        """The opened chain's versions, datasets folder and folder map (a broken chain's too)."""
+        if self._stack is not None:
+            return self._stack.versions, self._stack.datasets_dir, self._stack.folders
+        if self._partial is not None:
+            return self._partial.versions, self._partial.datasets_dir, self._partial.folders
+        return self.stack.versions, self.stack.datasets_dir, self.stack.folders  # raises
+
+    def tree(self) -> TreeData:
+        """Every version in the datasets folder whose chain ends where this one's does.
+
+        In object storage nothing is listed: the tree is the opened chain.
+        """
+        versions, datasets_dir, folders = self._chain()
+        current = versions[0].dataset_id if versions else None
+        if self._stack is not None:
+            end = chain_end(self._stack.base.reference)
+            base = self._base_summary() if self._stack.base.reference is not None else None
+        else:
+            assert self._partial is not None
+            end, base = chain_end(None, self._partial.missing_id), None
+        if isinstance(datasets_dir, RemotePath) or not versions:
+            nodes = [self._tree_node(v, versions) for v in versions]
+            note = ["object storage is not listed: only the opened chain is shown"] if versions else []
+            return {"current": current, "nodes": nodes, "base": base, "notes": note}
+        return build_tree(Path(datasets_dir), folders, current or "", end, base, self._folder_text)
+
+    def _tree_node(self, version: Any, versions: tuple[Any, ...]) -> TreeNode:
+        below = [v for v in versions if v.depth == version.depth - 1]
+        return {
+            "dataset_id": version.dataset_id,
+            "parent": below[0].dataset_id if below else None,
+            "depth": version.depth,
+            "title": version.manifest.title,
+            "folder": self._folder_text(version.folder),
+            "created_at": version.manifest.created_at,
+            "created_by": version.manifest.created_by,
+        }
+
+    def sibling(self, folder: str | os.PathLike[str]) -> StackService:
+        """A service for another version of this datasets folder (a node of the tree)."""
+        _, datasets_dir, folders = self._chain()
+        if isinstance(datasets_dir, RemotePath):
+            raise StackError("moving to another version is not done in object storage; open it by its URL")
+        path = sibling_folder(Path(datasets_dir), folder, self._relative_to)
+        return StackService(path, dict(folders) or None, table=self.table_name, relative_to=self._relative_to)
+
+    def fingerprint(self) -> Fingerprint:
+        """A hash of the datasets folder's version folders and their manifests' mtimes.
+
+        The browser asks for it every few seconds and reloads the tree when it changes.
+        """
+        _, datasets_dir, folders = self._chain()
+        if isinstance(datasets_dir, RemotePath):
+            return {"fingerprint": ""}
+        return {"fingerprint": listing_fingerprint(datasets_dir, folders)}
 
     # ------------------------------------------------------------------ figures
 
@@ -516,6 +603,30 @@ def _csv_name(result: str, table: str) -> str:
     stem = f"{result}" if table == MAIN_TABLE else f"{result}-{table}"
     cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem).strip("._") or "result"
     return f"{cleaned[:100]}.csv"
+def _partial_changes(partial: PartialChain, version: int | str | None) -> ChangesData:
+    """A version's changes above a missing parent: what it wrote, unsorted into added or replaced."""
+    versions = {v.depth: v for v in partial.versions}
+    depth: int | None = None
+    if version is None:
+        depth = max(versions, default=None)
+    elif isinstance(version, int) or (str(version).isascii() and str(version).isdigit()):
+        depth = int(version)
+    else:
+        depth = next((v.depth for v in partial.versions if version in (v.dataset_id, v.manifest.title)), None)
+    entry = versions.get(depth) if depth is not None else None
+    if entry is None:
+        raise RequestError(f"no version {version!r} above the missing dataset {partial.missing_id}")
+    manifest = entry.manifest
+    return {
+        "ops": [jsonable(change) for change in manifest.changes],
+        "added": [{"key": f.key, "size": f.size} for f in manifest.files],
+        "replaced": [],
+        "deleted": [{"entry": item, "node": item.endswith("/")} for item in manifest.deleted],
+        "note": (
+            f"Dataset {partial.missing_id} below this version is missing, so keys it replaced "
+            "cannot be told from keys it added: all are listed as added."
+        ),
+    }
 
 
 def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:

@@ -17,6 +17,7 @@ __all__ = [
     "Delta",
     "ErrorInfo",
     "FigureSummary",
+    "Fingerprint",
     "FiguresData",
     "HistoryData",
     "KeySize",
@@ -27,6 +28,8 @@ __all__ = [
     "ResultSummary",
     "ResultsData",
     "ResultTableSummary",
+    "TreeData",
+    "TreeNode",
     "VersionSummary",
     "Viewport",
     "Whiteout",
@@ -36,6 +39,8 @@ __all__ = [
 class ErrorInfo(TypedDict):
     kind: str
     message: str
+    dataset_id: NotRequired[str]
+    """The dataset to attach, when one is missing."""
 
 
 class VersionSummary(TypedDict):
@@ -82,6 +87,29 @@ class ChangesData(TypedDict):
     added: list[KeySize]
     replaced: list[KeySize]
     deleted: list[Whiteout]
+    note: NotRequired[str]
+    """Why added and replaced could not be told apart (a missing parent below)."""
+
+
+class TreeNode(TypedDict):
+    dataset_id: str
+    parent: str | None
+    depth: int
+    title: str | None
+    folder: str
+    created_at: str | None
+    created_by: str | None
+
+
+class TreeData(TypedDict):
+    current: str | None
+    nodes: list[TreeNode]
+    base: BaseSummary | None
+    notes: list[str]
+
+
+class Fingerprint(TypedDict):
+    fingerprint: str
 
 
 class Viewport(TypedDict):

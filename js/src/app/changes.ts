@@ -48,6 +48,7 @@ export class ChangesView {
     const ops = c.ops ?? [];
     fill(
       this.node,
+      c.note ? h('p', { class: 'sds-note', role: 'note' }, c.note) : null,
       h('h3', {}, 'Operations'),
       ops.length
         ? h(

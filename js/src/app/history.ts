@@ -15,6 +15,8 @@ export class HistoryView {
   readonly node: HTMLElement;
   private readonly list: VirtualList;
   private entries: Entry[] = [];
+  private all: Entry[] = [];
+  private match: ((v: VersionSummary) => boolean) | null = null;
   private selected = -1;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly tick: ReturnType<typeof setInterval>;
@@ -50,11 +52,30 @@ export class HistoryView {
 
   setHistory(history: History): void {
     const versions = [...(history.versions ?? [])].sort((a, b) => b.depth - a.depth);
-    this.entries = versions.map(v => ({ kind: 'version', v }) as Entry);
+    this.all = versions.map(v => ({ kind: 'version', v }) as Entry);
     if (history.base) {
-      this.entries.push({ kind: 'base', b: history.base });
+      this.all.push({ kind: 'base', b: history.base });
     }
     this.selected = -1;
+    this.applyFilter();
+  }
+
+  /** Show only the versions `match` accepts (the base only when there is no filter). */
+  setFilter(match: ((v: VersionSummary) => boolean) | null): void {
+    const keep = this.selectedDepth();
+    this.match = match;
+    this.applyFilter();
+    if (keep !== null && this.depths().includes(keep)) {
+      this.selected = this.depths().indexOf(keep);
+      this.list.refresh();
+    }
+  }
+
+  private applyFilter(): void {
+    const match = this.match;
+    this.entries = match ? this.all.filter(e => e.kind === 'version' && match(e.v)) : this.all;
+    this.selected = -1;
+    this.node.classList.toggle('sds-history-filtered', !!match);
     this.list.setCount(this.entries.length);
   }
 

@@ -13,6 +13,7 @@ import { HistoryView } from './history';
 import { plural } from './format';
 import { ResultsView, resultCodeFor } from './results';
 import { tabKeyTarget } from './tabs';
+import { TreeSection } from './tree';
 import { TransportError, type Transport } from './transport';
 import type { History } from './types';
 
@@ -49,10 +50,12 @@ export type AppOptions = {
   /** The clock for relative times (tests). */
   now?: () => number;
   initialTab?: TabName;
-  /** The path Python opens this stack by, for the results' "Copy code" line. */
-  path?: string;
+  /** The path Python opens this stack by, for the results' "Copy code" line (a getter when it can change). */
+  path?: string | (() => string);
   /** Closes the host (a panel): offered when the stack cannot be read at all. */
   onClose?: () => void;
+  /** Move the view to another version (a folder named by the `tree` request); the app then refreshes. */
+  openVersion?: (folder: string) => Promise<void>;
 };
 
 /** A done message ("Refreshed") clears itself after this long; errors stay. */
@@ -84,6 +87,17 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const compare = new CompareView(transport);
   const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare };
   const historyView = new HistoryView(depth => onSelect(depth), now);
+  const treeSection = new TreeSection(transport, {
+    selectDepth: depth => historyView.selectDepth(depth),
+    openVersion: options.openVersion
+      ? async folder => {
+          await options.openVersion!(folder);
+          await refresh();
+        }
+      : undefined,
+    onFilter: match => historyView.setFilter(match),
+    now
+  });
 
   const title = h('div', { class: 'sds-title' });
   const banner = h('div', { class: 'sds-banner' });
@@ -144,7 +158,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     h(
       'div',
       { class: 'sds-main' },
-      h('div', { class: 'sds-side' }, sideStatus, historyView.node),
+      h('div', { class: 'sds-side' }, treeSection.node, sideStatus, historyView.node, treeSection.missing),
       h(
         'div',
         { class: 'sds-detail' },
@@ -244,7 +258,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         h(
           'span',
           { class: 'sds-title-sub' },
-          `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? 'the base'}`
+          `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? (data.error?.dataset_id ? `the missing dataset ${data.error.dataset_id}` : 'the base')}`
         )
       );
       fill(banner, data.error ? errorBox(data.error.message, data.error.kind) : null);
@@ -253,6 +267,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         delete loaded[k];
       }
       historyView.setHistory(data);
+      treeSection.setHistory(data);
       compare.setChoices(
         historyView.depths().map(d => ({
           depth: d,
@@ -294,6 +309,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     dispose() {
       clearTimeout(actionTimer);
       historyView.dispose();
+      treeSection.dispose();
       figures.dispose();
       results.dispose();
       root.remove();

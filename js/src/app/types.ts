@@ -5,7 +5,12 @@
  * request is one line in `REQUESTS` below and one payload type.
  */
 
-export type ErrorInfo = { kind: string; message: string };
+export type ErrorInfo = {
+  kind: string;
+  message: string;
+  /** The dataset to attach, when one is missing. */
+  dataset_id?: string;
+};
 
 /** One `changes` entry as stored in layer.json: `op` plus op-specific fields. */
 export type Change = { op: string; [field: string]: unknown };
@@ -49,7 +54,32 @@ export type Changes = {
   added: KeySize[];
   replaced: KeySize[];
   deleted: Whiteout[];
+  /** Why added and replaced could not be told apart (a missing parent below). */
+  note?: string;
 };
+
+/** A version of the datasets folder on the opened version's base (`tree`). */
+export type TreeNode = {
+  dataset_id: string;
+  /** The parent's dataset ID, or null when the parent is the base. */
+  parent: string | null;
+  depth: number;
+  title: string | null;
+  folder: string;
+  created_at: string | null;
+  created_by: string | null;
+};
+
+export type Tree = {
+  /** The dataset ID of the opened version. */
+  current: string | null;
+  nodes: TreeNode[];
+  base: BaseSummary | null;
+  /** Folders skipped (unreadable or hostile manifests), one line each. */
+  notes: string[];
+};
+
+export type Fingerprint = { fingerprint: string };
 
 export type CanvasSummary = { [field: string]: unknown };
 
@@ -184,6 +214,8 @@ export interface Requests {
   expression: [{ version: number; gene: string; layer?: string }, Expression];
   /** The cells of one group (buffer: uint8 per cell, obs order). */
   cell_mask: [{ version: number; column: string; value: string }, CellMask];
+  tree: [Record<string, never>, Tree];
+  fingerprint: [Record<string, never>, Fingerprint];
 }
 
 export type Expression = {
@@ -212,5 +244,7 @@ export const REQUESTS: readonly RequestName[] = [
   'result_csv',
   'compare',
   'expression',
-  'cell_mask'
+  'cell_mask',
+  'tree',
+  'fingerprint'
 ];
