@@ -352,6 +352,15 @@ class VersionWriter:
             }
         )
 
+    def delete_result(self, table: str, result_id: str) -> None:
+        """Remove an analysis result; recorded as a ``delete-uns`` of its key, as set_result records."""
+        self._check_open()
+        path = studio_path(table, "results", result_id)
+        if not self.store.exists_raw(f"{path}/zarr.json"):
+            raise StackError(f"table {table!r} has no result {result_id!r}")
+        self.store.delete_node(path)
+        self._record({"op": "delete-uns", "table": table, "key": f"{STUDIO_KEY}/results/{result_id}", "result": result_id})
+
     def _set_column_order(self, obs: str, columns: list[str]) -> None:
         doc = self._doc(f"{obs}/zarr.json")
         doc.setdefault("attributes", {})["column-order"] = columns
@@ -460,9 +469,16 @@ def _dataset_id_of(value: str, what: str) -> str:
         ) from None
 
 
+USER_VARIABLES = ("SDS_USER", "JUPYTERHUB_USER")
+"""Environment variables naming who saves a version, first set wins; else the login name."""
+
+
 def _user() -> str | None:
+    for variable in USER_VARIABLES:
+        if os.environ.get(variable):
+            return os.environ[variable]
     try:
-        return os.environ.get("SDS_USER") or getpass.getuser()
+        return getpass.getuser()
     except (KeyError, OSError):
         return None
 
