@@ -55,6 +55,8 @@ export type AppHandle = {
   refresh(): Promise<void>;
   /** Select a version by depth. */
   select(depth: number): void;
+  /** Mark the version the host has bound (its depth and the name it is bound to); null clears. */
+  markBound(bound: { depth: number; label: string } | null): void;
   showTab(tab: TabName): void;
   readonly root: HTMLElement;
 };
@@ -246,6 +248,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     refresh,
     showTab,
     select: depth => historyView.selectDepth(depth),
+    markBound: bound => historyView.setBound(bound),
     dispose() {
       historyView.dispose();
       figures.dispose();
