@@ -257,3 +257,15 @@ def test_created_by_from_argument_then_environment(
     manifest = read_manifest(save_version(hand_stack, adata, title="who", created_by=given) / "layer.json")
     assert manifest.created_by == expected
     assert manifest.app == {"id": "sds-jupyter", "version": __version__}
+
+
+def test_a_save_shows_no_warning(hand_stack: Path) -> None:
+    """A notebook shows a warning as an error box; saving has nothing to warn about."""
+    import warnings
+
+    adata = open_anndata(hand_stack)
+    adata.obs["quiet"] = np.ones(N_OBS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        save_version(hand_stack, adata, title="Quiet")
+    assert [str(w.message) for w in caught] == []

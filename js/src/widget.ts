@@ -147,6 +147,7 @@ function render({ model, el }: RenderProps): () => void {
     void app.refresh().then(() => {
       app.select(target);
       markBound();
+      app.say(`v${target} saved from the notebook; \`${name}\` is bound to it.`);
     });
   };
   markBound();

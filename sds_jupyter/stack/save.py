@@ -91,10 +91,12 @@ def plan_save(stack: Stack, adata: Any, table: str = "table") -> SavePlan:
     _check_in_memory(adata)
     group = open_table_group(StackStore(stack), table)
     plan = SavePlan()
-    _diff_fixed(group, adata, plan)
-    if plan.refused and any(r.startswith("cells") for r in plan.refused):
+    obs = _read(group, "obs")  # read once: the cell check and the column diff both need it
+    if obs is None:
+        raise StackError(f"table {table!r} of this version has no obs; it is not an AnnData table")
+    if not _diff_fixed(group, obs, adata, plan):
         return plan  # per-cell values cannot be compared across different cells
-    _diff_obs(group, adata, table, plan)
+    _diff_obs(obs, adata, table, plan)
     _diff_obsm(group, adata, table, plan)
     _diff_uns(group, adata, table, plan)
     return plan
@@ -131,9 +133,9 @@ def _read(group: Any, key: str) -> Any:
 # -- what no op can change ----------------------------------------------------------------
 
 
-def _diff_fixed(group: Any, adata: Any, plan: SavePlan) -> None:
-    obs = _read(group, "obs")
-    parent_names = pd.Index([]) if obs is None else obs.index
+def _diff_fixed(group: Any, obs: pd.DataFrame, adata: Any, plan: SavePlan) -> bool:
+    """Refuse changes to what no op can write; return whether the cells are the same."""
+    parent_names = obs.index
     names = adata.obs_names
     same_cells = False
     if len(names) != len(parent_names):
@@ -154,6 +156,7 @@ def _diff_fixed(group: Any, adata: Any, plan: SavePlan) -> None:
             plan.refused.append(f"{name} changed ({', '.join(repr(k) for k in changed)})")
     if not _same_raw(adata, group):
         plan.refused.append("raw changed")
+    return same_cells
 
 
 def _changed_keys(mine: Mapping[str, Any], group: Any, name: str) -> list[str]:
@@ -179,8 +182,7 @@ def _same_raw(adata: Any, group: Any) -> bool:
 # -- obs, obsm, uns: the ops ----------------------------------------------------------------
 
 
-def _diff_obs(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
-    parent = _read(group, "obs")
+def _diff_obs(parent: pd.DataFrame, adata: Any, table: str, plan: SavePlan) -> None:
     for column in adata.obs.columns:
         values = adata.obs[column]
         if column not in parent.columns:
@@ -354,9 +356,10 @@ def _same_matrix(a: Any, b: Any) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if a.dtype.kind in "fc":
-        return bool(np.array_equal(a, b, equal_nan=True))
-    return bool(np.array_equal(a, b))
+    if np.array_equal(a, b):
+        return True
+    # only arrays that differ pay for the NaN-aware comparison (several times slower)
+    return a.dtype.kind in "fc" and bool(np.array_equal(a, b, equal_nan=True))
 
 
 def _same_frame(a: pd.DataFrame, b: pd.DataFrame | None, *, check_index: bool) -> bool:

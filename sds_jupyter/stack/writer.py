@@ -66,14 +66,13 @@ def encode_element(value: Any) -> dict[str, bytes]:
 
 
 def _write_elem(anndata: Any, group: zarr.Group, value: Any) -> None:
-    previous = getattr(anndata.settings, "auto_shard_zarr_v3", None)
-    if previous is not None:
-        anndata.settings.auto_shard_zarr_v3 = False
-    try:
+    # One chunk per array, so no shards. The setting exists from anndata 0.12 on; its
+    # default (None) warns on every v3 write, which a notebook shows as an error box.
+    if not hasattr(anndata.settings, "auto_shard_zarr_v3"):
         anndata.io.write_elem(group, "e", value)
-    finally:
-        if previous is not None:
-            anndata.settings.auto_shard_zarr_v3 = previous
+        return
+    with anndata.settings.override(auto_shard_zarr_v3=False):
+        anndata.io.write_elem(group, "e", value)
 
 
 async def _collect(store: zarr.abc.store.Store, prefix: str) -> list[str]:

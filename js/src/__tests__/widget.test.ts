@@ -153,6 +153,7 @@ describe('widget render', () => {
     expect(el.querySelectorAll('.sds-history-row').length).toBe(4);
     expect(el.querySelector<HTMLElement>('.sds-selected')!.dataset.depth).toBe('3');
     expect(el.querySelector('.sds-bound')!.closest<HTMLElement>('.sds-history-row')!.dataset.depth).toBe('3');
+    expect(text(el.querySelector('.sds-action-msg'))).toBe('v3 saved from the notebook; `tbl` is bound to it.');
     cleanup();
     expect(Object.values(model.changes).every(list => list.length === 0)).toBe(true);
   });

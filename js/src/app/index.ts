@@ -55,6 +55,8 @@ export type AppHandle = {
   refresh(): Promise<void>;
   /** Select a version by depth. */
   select(depth: number): void;
+  /** Show a message next to the action buttons (what the host just did). */
+  say(message: string): void;
   /** Mark the version the host has bound (its depth and the name it is bound to); null clears. */
   markBound(bound: { depth: number; label: string } | null): void;
   showTab(tab: TabName): void;
@@ -249,6 +251,10 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     showTab,
     select: depth => historyView.selectDepth(depth),
     markBound: bound => historyView.setBound(bound),
+    say: message => {
+      actionMsg.classList.remove('sds-action-error');
+      actionMsg.textContent = message;
+    },
     dispose() {
       historyView.dispose();
       figures.dispose();
