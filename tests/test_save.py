@@ -269,3 +269,15 @@ def test_a_save_shows_no_warning(hand_stack: Path) -> None:
         warnings.simplefilter("always")
         save_version(hand_stack, adata, title="Quiet")
     assert [str(w.message) for w in caught] == []
+
+
+def test_nullable_columns_keep_their_missing_values(hand_stack: Path) -> None:
+    adata = open_anndata(hand_stack)
+    adata.obs["count"] = pd.array([1, None] * (N_OBS // 2), dtype="Int64")
+    adata.obs["checked"] = pd.array([True, None] * (N_OBS // 2), dtype="boolean")
+    top = save_version(hand_stack, adata, title="Nullable")
+    saved = open_anndata(top)
+    assert str(saved.obs["count"].dtype) == "Int64" and saved.obs["count"].isna().sum() == N_OBS // 2
+    assert str(saved.obs["checked"].dtype) == "boolean" and saved.obs["checked"].iloc[0]
+    with pytest.raises(StackError, match="nothing to save"):  # read back exactly as saved
+        save_version(top, adata, title="again")

@@ -246,7 +246,7 @@ class VersionWriter:
         columns = self.obs_columns(table)
         _check_unique_name(column, columns, "obs column")
         obs = f"{self._table(table)}/obs"
-        self._put(f"{obs}/{column}", series.to_numpy() if not isinstance(series.dtype, pd.CategoricalDtype) else series.array)
+        self._put(f"{obs}/{column}", _column_values(series))
         if column not in columns:
             self._set_column_order(obs, [*columns, column])
         self._record({"op": "set-obs", "table": table, "column": column, "kind": _kind_of(series)})
@@ -480,6 +480,18 @@ def _user() -> str | None:
         return getpass.getuser()
     except (KeyError, OSError):
         return None
+
+
+def _column_values(series: pd.Series) -> Any:
+    """What anndata encodes for a column: categoricals and nullable ints/booleans keep
+    their pandas arrays (so their encodings, missing values included), the rest as numpy."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype) or (
+        pd.api.types.is_extension_array_dtype(dtype)
+        and (pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+    ):
+        return series.array
+    return series.to_numpy()
 
 
 def _kind_of(series: pd.Series) -> str:
