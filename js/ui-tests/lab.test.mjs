@@ -327,6 +327,29 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.locator('.jp-OutputArea .sds-tab[data-tab="changes"]').click();
     await page.waitForFunction(() => /my_annotation/.test(document.querySelector('.jp-OutputArea .sds-panels')?.textContent ?? ''), null, { timeout: 60000 });
     await shot(page, 'notebook-sds-save');
+    // the divider between history and details: focus it, widen the history with the keyboard
+    const side = page.locator('.jp-OutputArea .sds-side');
+    const before = (await side.boundingBox()).width;
+    await page.locator('.jp-OutputArea .sds-divider[role="separator"]').focus();
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.waitForTimeout(200);
+    assert.ok((await side.boundingBox()).width >= before + 24, `history ${before} px -> ${(await side.boundingBox()).width} px`);
+    // the same in the dark theme and in a narrow window (looked at by hand)
+    const theme = async name => {
+      await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
+      await page.locator('.lm-Menu-itemLabel', { hasText: new RegExp(`^${name}$`) }).click();
+      await page.waitForFunction(light => document.body.dataset.jpThemeLight === light, String(name.includes('Light')), { timeout: 30000 });
+      await page.waitForTimeout(500);
+    };
+    await theme('JupyterLab Dark');
+    await shot(page, 'notebook-sds-save-dark');
+    await page.setViewportSize({ width: 640, height: 900 });
+    await page.waitForTimeout(500);
+    await shot(page, 'notebook-sds-save-narrow');
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await theme('JupyterLab Light');
     assert.deepEqual(page.errors, []);
     await page.close();
   });

@@ -7,6 +7,7 @@
 import { ChangesView } from './changes';
 import { vegaRenderer, type ChartRenderer } from './chart';
 import { CompareView } from './compare';
+import { divider } from './divider';
 import { empty, errorBox, fill, h, loading } from './dom';
 import { FiguresView } from './figures';
 import { HistoryView } from './history';
@@ -114,23 +115,17 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   );
   const panels = h('div', { class: 'sds-panels' });
   const sideStatus = h('div', { class: 'sds-side-status' });
-  const root = h(
+  const side = h('div', { class: 'sds-side' }, sideStatus, historyView.node);
+  const detail = h(
     'div',
-    { class: 'sds-app' },
-    h('div', { class: 'sds-header' }, title, actionBar),
-    banner,
-    h(
-      'div',
-      { class: 'sds-main' },
-      h('div', { class: 'sds-side' }, sideStatus, historyView.node),
-      h(
-        'div',
-        { class: 'sds-detail' },
-        h('div', { class: 'sds-tabs', role: 'tablist' }, tabButtons),
-        panels
-      )
-    )
+    { class: 'sds-detail' },
+    h('div', { class: 'sds-tabs', role: 'tablist' }, tabButtons),
+    panels
   );
+  const main = h('div', { class: 'sds-main' }, side);
+  const root = h('div', { class: 'sds-app' }, h('div', { class: 'sds-header' }, title, actionBar), banner, main);
+  const split = divider(root, main, side);
+  main.append(split.node, detail);
   el.append(root);
 
   async function runAction(a: AppAction): Promise<void> {
@@ -256,6 +251,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       actionMsg.textContent = message;
     },
     dispose() {
+      split.dispose();
       historyView.dispose();
       figures.dispose();
       results.dispose();
