@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import zarr
+from stackkit import write_version
 
 from sds_jupyter import check, open_anndata, save_version
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack.manifest import read_manifest
 from sds_jupyter.stack.writer import encode_element
-from stackkit import write_version
 
 N_OBS, N_VARS = 40, 6
 FIGURE = {"kind": "chart", "title": "Markers", "result": "markers", "mark": "bar", "x": "score", "y": "gene"}
@@ -88,7 +88,7 @@ def test_every_op_round_trips(hand_stack: Path) -> None:
     adata = open_anndata(hand_stack)
     adata.obs["leiden"] = pd.Categorical(["0", "1"] * (N_OBS // 2))  # categorical, added
     adata.obs["n_counts"] = adata.obs["n_counts"] * 2  # numeric, changed
-    adata.obs["flag"] = adata.obs["keep"].to_numpy() == False  # noqa: E712 - boolean, added
+    adata.obs["flag"] = adata.obs["keep"].to_numpy() == False  # boolean, added
     adata.obs["label"] = [f"c{i}" for i in range(N_OBS)]  # string, added
     del adata.obs["sample"]
     adata.obsm["X_umap"] = np.ones((N_OBS, 2))

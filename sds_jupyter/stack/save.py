@@ -200,8 +200,7 @@ def _set_obs(table: str, column: Any, values: pd.Series) -> Op:
 
 def _diff_obsm(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
     parent_keys = set(group["obsm"].keys()) if "obsm" in group else set()
-    for key in adata.obsm.keys():
-        value = adata.obsm[key]
+    for key, value in adata.obsm.items():
         if key not in parent_keys:
             plan.add(f"obsm {key!r} added", lambda w, k=key, v=value: w.set_obsm(table, k, v))
         elif not _same_value(value, _read(group["obsm"], key)):
@@ -212,10 +211,9 @@ def _diff_obsm(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
 
 
 def _diff_uns(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
-    uns_group = group["uns"] if "uns" in group else None
+    uns_group = group.get("uns")
     parent_keys = set(uns_group.keys()) if uns_group is not None else set()
-    for key in adata.uns.keys():
-        value = adata.uns[key]
+    for key, value in adata.uns.items():
         if key == STUDIO_KEY:
             parent = _read(uns_group, key) if key in parent_keys else {}
             _diff_studio(value, parent if isinstance(parent, Mapping) else {}, table, plan)
