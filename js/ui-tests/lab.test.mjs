@@ -445,7 +445,9 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         cells: [{ cell_type: 'code', id: 'c1', metadata: {}, outputs: [], execution_count: null,
           source: `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)} --as cells` },
           { cell_type: 'code', id: 'c2', metadata: {}, outputs: [], execution_count: null,
-          source: `print(type(cells).__name__, cells.n_obs)` }]
+          source: `print(type(cells).__name__, cells.n_obs)` },
+          { cell_type: 'code', id: 'c3', metadata: {}, outputs: [], execution_count: null,
+          source: `cells.obs["my_annotation"] = ["left" if i % 2 else "right" for i in range(cells.n_obs)]\n%sds_save "My annotation" --from cells` }]
       }
     };
     assert.ok((await api('/api/contents/widget.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
@@ -471,6 +473,44 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     // the magic bound the top version's table under the name given with --as
     await runCell(page, 1);
     await page.waitForFunction(() => /AnnData \d+/.test(document.querySelectorAll('.jp-Cell')[1]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 60000 });
+    // %sds_open said what it bound; the button names the variable; the bound version is marked
+    assert.match(await page.locator('.jp-Cell').first().locator('.jp-OutputArea-output pre').first().innerText(), /^`cells` is the AnnData of v\d+ /);
+    assert.equal(await page.locator('.jp-OutputArea [data-action="open-adata"]').innerText(), 'Bind as `cells`');
+    assert.equal(await page.locator('.jp-OutputArea .sds-history-row .sds-bound').count(), 1);
+    // edit obs and save: the widget shows the new version at once, selected and bound
+    await runCell(page, 2);
+    await page.waitForFunction(() => /Saved `cells` as v\d+|rror/.test(document.querySelectorAll('.jp-Cell')[2]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 120000 });
+    assert.match(await page.locator('.jp-Cell').nth(2).locator('.jp-OutputArea').innerText(), /Saved `cells` as v\d+ “My annotation” \(1 set-obs\)/);
+    const saved = page.locator('.jp-OutputArea .sds-history-row.sds-selected');
+    await page.waitForFunction(() => /My annotation/.test(document.querySelector('.jp-OutputArea .sds-history-row.sds-selected')?.textContent ?? ''), null, { timeout: 60000 });
+    assert.match(await saved.innerText(), /bound: cells/);
+    assert.match(await page.locator('.jp-OutputArea .sds-action-msg').innerText(), /^v\d+ saved from the notebook; `cells` is bound to it\.$/);
+    await page.locator('.jp-OutputArea .sds-tab[data-tab="changes"]').click();
+    await page.waitForFunction(() => /my_annotation/.test(document.querySelector('.jp-OutputArea .sds-panels')?.textContent ?? ''), null, { timeout: 60000 });
+    await shot(page, 'notebook-sds-save');
+    // the divider between history and details: focus it, widen the history with the keyboard
+    const side = page.locator('.jp-OutputArea .sds-side');
+    const before = (await side.boundingBox()).width;
+    await page.locator('.jp-OutputArea .sds-divider[role="separator"]').focus();
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.waitForTimeout(200);
+    assert.ok((await side.boundingBox()).width >= before + 24, `history ${before} px -> ${(await side.boundingBox()).width} px`);
+    // the same in the dark theme and in a narrow window (looked at by hand)
+    const theme = async name => {
+      await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
+      await page.locator('.lm-Menu-itemLabel', { hasText: new RegExp(`^${name}$`) }).click();
+      await page.waitForFunction(light => document.body.dataset.jpThemeLight === light, String(name.includes('Light')), { timeout: 30000 });
+      await page.waitForTimeout(500);
+    };
+    await theme('JupyterLab Dark');
+    await shot(page, 'notebook-sds-save-dark');
+    await page.setViewportSize({ width: 640, height: 900 });
+    await page.waitForTimeout(500);
+    await shot(page, 'notebook-sds-save-narrow');
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await theme('JupyterLab Light');
     assert.deepEqual(page.errors, []);
     await page.close();
   });

@@ -265,7 +265,7 @@ class VersionWriter:
         columns = self.obs_columns(table)
         _check_unique_name(column, columns, "obs column")
         obs = f"{self._table(table)}/obs"
-        self._put(f"{obs}/{column}", series.to_numpy() if not isinstance(series.dtype, pd.CategoricalDtype) else series.array)
+        self._put(f"{obs}/{column}", _column_values(series))
         if column not in columns:
             self._set_column_order(obs, [*columns, column])
         self._record({"op": "set-obs", "table": table, "column": column, "kind": _kind_of(series)})
@@ -370,6 +370,15 @@ class VersionWriter:
             }
         )
 
+    def delete_result(self, table: str, result_id: str) -> None:
+        """Remove an analysis result; recorded as a ``delete-uns`` of its key, as set_result records."""
+        self._check_open()
+        path = studio_path(table, "results", result_id)
+        if not self.store.exists_raw(f"{path}/zarr.json"):
+            raise StackError(f"table {table!r} has no result {result_id!r}")
+        self.store.delete_node(path)
+        self._record({"op": "delete-uns", "table": table, "key": f"{STUDIO_KEY}/results/{result_id}", "result": result_id})
+
     def _set_column_order(self, obs: str, columns: list[str]) -> None:
         doc = self._doc(f"{obs}/zarr.json")
         doc.setdefault("attributes", {})["column-order"] = columns
@@ -473,11 +482,30 @@ def _dataset_id_of(value: str, what: str) -> str:
         ) from None
 
 
+USER_VARIABLES = ("SDS_USER", "JUPYTERHUB_USER")
+"""Environment variables naming who saves a version, first set wins; else the login name."""
+
+
 def _user() -> str | None:
+    for variable in USER_VARIABLES:
+        if os.environ.get(variable):
+            return os.environ[variable]
     try:
-        return os.environ.get("SDS_USER") or getpass.getuser()
+        return getpass.getuser()
     except (KeyError, OSError):
         return None
+
+
+def _column_values(series: pd.Series) -> Any:
+    """What anndata encodes for a column: categoricals and nullable ints/booleans keep
+    their pandas arrays (so their encodings, missing values included), the rest as numpy."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype) or (
+        pd.api.types.is_extension_array_dtype(dtype)
+        and (pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+    ):
+        return series.array
+    return series.to_numpy()
 
 
 def _kind_of(series: pd.Series) -> str:

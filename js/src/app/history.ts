@@ -18,6 +18,7 @@ export class HistoryView {
   private all: Entry[] = [];
   private match: ((v: VersionSummary) => boolean) | null = null;
   private selected = -1;
+  private bound: { depth: number; label: string } | null = null;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly tick: ReturnType<typeof setInterval>;
   private readonly onSelect: (depth: number) => void;
@@ -77,6 +78,12 @@ export class HistoryView {
     this.selected = -1;
     this.node.classList.toggle('sds-history-filtered', !!match);
     this.list.setCount(this.entries.length);
+  }
+
+  /** Mark the version whose data the host holds (e.g. bound as `adata`); null clears it. */
+  setBound(bound: { depth: number; label: string } | null): void {
+    this.bound = bound;
+    this.list.refresh();
   }
 
   /** Depths in display order (top first, base last). */
@@ -179,6 +186,7 @@ export class HistoryView {
         { class: 'sds-row-line sds-row-head' },
         h('span', { class: 'sds-depth', title: `depth ${v.depth}` }, `v${v.depth}`),
         h('span', { class: 'sds-row-title', title: v.title ?? v.dataset_id }, v.title || v.dataset_id),
+        this.boundMark(v.depth),
         v.created_at
           ? h(
               'time',
@@ -202,6 +210,13 @@ export class HistoryView {
     );
   }
 
+  private boundMark(depth: number): HTMLElement | null {
+    if (!this.bound || this.bound.depth !== depth) {
+      return null;
+    }
+    return h('span', { class: 'sds-bound', title: `bound as ${this.bound.label} in the notebook` }, `bound: ${this.bound.label}`);
+  }
+
   private baseRow(b: BaseSummary): HTMLElement {
     return h(
       'div',
@@ -210,7 +225,8 @@ export class HistoryView {
         'div',
         { class: 'sds-row-line sds-row-head' },
         h('span', { class: 'sds-depth', title: 'the base store' }, 'base'),
-        h('span', { class: 'sds-row-title', title: b.dataset_id ?? '' }, b.dataset_id ?? 'base store')
+        h('span', { class: 'sds-row-title', title: b.dataset_id ?? '' }, b.dataset_id ?? 'base store'),
+        this.boundMark(0)
       ),
       h('div', { class: 'sds-row-line sds-row-message', title: b.path }, b.path),
       h(

@@ -7,6 +7,7 @@
 import { ChangesView } from './changes';
 import { vegaRenderer, type ChartRenderer } from './chart';
 import { CompareView } from './compare';
+import { divider } from './divider';
 import { empty, errorBox, fill, h, loading } from './dom';
 import { FiguresView } from './figures';
 import { HistoryView } from './history';
@@ -69,6 +70,10 @@ export type AppHandle = {
   refresh(): Promise<void>;
   /** Select a version by depth. */
   select(depth: number): void;
+  /** Show a message next to the action buttons (what the host just did). */
+  say(message: string): void;
+  /** Mark the version the host has bound (its depth and the name it is bound to); null clears. */
+  markBound(bound: { depth: number; label: string } | null): void;
   showTab(tab: TabName): void;
   readonly root: HTMLElement;
 };
@@ -150,23 +155,17 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   // the panel scrolls: it takes focus so the keyboard can scroll it
   const panels = h('div', { class: 'sds-panels', role: 'tabpanel', id: `${uid}-panel`, tabindex: '0' });
   const sideStatus = h('div', { class: 'sds-side-status' });
-  const root = h(
+  const side = h('div', { class: 'sds-side' }, treeSection.node, sideStatus, historyView.node, treeSection.missing);
+  const detail = h(
     'div',
-    { class: 'sds-app' },
-    h('div', { class: 'sds-header' }, title, actionBar),
-    banner,
-    h(
-      'div',
-      { class: 'sds-main' },
-      h('div', { class: 'sds-side' }, treeSection.node, sideStatus, historyView.node, treeSection.missing),
-      h(
-        'div',
-        { class: 'sds-detail' },
-        tablist,
-        panels
-      )
-    )
+    { class: 'sds-detail' },
+    tablist,
+    panels
   );
+  const main = h('div', { class: 'sds-main' }, side);
+  const root = h('div', { class: 'sds-app' }, h('div', { class: 'sds-header' }, title, actionBar), banner, main);
+  const split = divider(root, main, side);
+  main.append(split.node, detail);
   el.append(root);
 
   let actionTimer: ReturnType<typeof setTimeout> | undefined;
@@ -306,8 +305,14 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     refresh,
     showTab,
     select: depth => historyView.selectDepth(depth),
+    markBound: bound => historyView.setBound(bound),
+    say: message => {
+      actionMsg.classList.remove('sds-action-error');
+      actionMsg.textContent = message;
+    },
     dispose() {
       clearTimeout(actionTimer);
+      split.dispose();
       historyView.dispose();
       treeSection.dispose();
       figures.dispose();
