@@ -167,8 +167,55 @@ class Delta(TypedDict):
     changed: list[str]
 
 
+ColumnKind = Literal["categorical", "numeric", "boolean", "string"]
+PartStatus = Literal["added", "removed", "changed"]
+
+
+class ValueCount(TypedDict):
+    value: str
+    count: int
+
+
+class NumericSummary(TypedDict):
+    min: float
+    median: float
+    mean: float
+    max: float
+
+
+class ColumnSummary(TypedDict):
+    """An obs column: counts (categorical, boolean, string) or a summary (numeric)."""
+
+    column: str
+    kind: ColumnKind
+    dtype: str
+    n: int
+    n_missing: int
+    n_values: NotRequired[int]
+    counts: NotRequired[list[ValueCount]]
+    summary: NotRequired[NumericSummary]
+    status: NotRequired[Literal["added", "changed"]]
+
+
+class Transition(TypedDict):
+    a: str | None
+    b: str | None
+    count: int
+
+
+class Histogram(TypedDict):
+    edges: list[float]
+    counts: list[int]
+
+
 class ObsChange(TypedDict):
     column: str
+    kind: ColumnKind
+    n_changed: int
+    transitions: NotRequired[list[Transition]]
+    n_transitions: NotRequired[int]
+    max_abs_delta: NotRequired[float | None]
+    delta_histogram: NotRequired[Histogram]
     counts_a: NotRequired[dict[str, int]]
     counts_b: NotRequired[dict[str, int]]
 
@@ -177,6 +224,44 @@ class ObsDelta(TypedDict):
     added: list[str]
     removed: list[str]
     changed: list[ObsChange]
+    added_columns: list[ColumnSummary]
+    removed_columns: list[ColumnSummary]
+    n_cells_a: int
+    n_cells_b: int
+    n_common: int
+
+
+class ObsmChange(TypedDict):
+    key: str
+    change: PartStatus
+    shape_a: list[int] | None
+    shape_b: list[int] | None
+    n_rows_changed: NotRequired[int]
+    max_displacement: NotRequired[float]
+
+
+class UnsChange(TypedDict):
+    key: str
+    change: PartStatus
+    a: NotRequired[Any]
+    b: NotRequired[Any]
+
+
+class FigureChange(TypedDict):
+    id: str
+    change: PartStatus
+    title: str | None
+
+
+class ResultChange(TypedDict):
+    id: str
+    change: PartStatus
+    title: str | None
+    kind: str | None
+    n_rows_a: NotRequired[int]
+    n_rows_b: NotRequired[int]
+    table_changed: NotRequired[bool]
+    n_rows_changed: NotRequired[int]
 
 
 class Comparison(TypedDict):
@@ -187,3 +272,7 @@ class Comparison(TypedDict):
     uns: Delta
     figures: Delta
     results: Delta
+    obsm_changes: list[ObsmChange]
+    uns_changes: list[UnsChange]
+    figure_changes: list[FigureChange]
+    result_changes: list[ResultChange]
