@@ -161,7 +161,7 @@ def test_added_and_removed_columns_show_their_values(edited) -> None:
 
 
 def test_obsm_uns_figures_and_results(edited) -> None:
-    v1, v2 = edited
+    _, v2 = edited
     comparison = _json(dispatch(StackService(v2), "compare", {"a": 0, "b": 1}).data)
     obsm = {entry["key"]: entry for entry in comparison["obsm_changes"]}
     assert obsm["X_umap"] == {"key": "X_umap", "change": "added", "shape_a": None, "shape_b": [N, 2]}

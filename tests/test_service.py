@@ -80,7 +80,7 @@ def test_changes_split_added_and_replaced_keys(service) -> None:
     assert any(key.startswith("tables/table/obsm/spatial/") for key in added)
     assert {"entry": "tables/table/obs/score/", "node": True} in changes["deleted"]
     assert [op["op"] for op in changes["ops"]][:2] == ["set-obs", "set-obs"]
-    assert dispatch(service, "changes", {"version": 0}).data == {"ops": [], "added": [], "replaced": [], "deleted": []}
+    assert dispatch(service, "changes", {"version": 0}).data == {"ops": [], "details": [], "added": [], "replaced": [], "deleted": []}
 
 
 # ------------------------------------------------------------------ figures / canvas
@@ -227,7 +227,7 @@ def test_compare_with_itself_is_empty(service) -> None:
 
 
 def test_request_table_matches_the_protocol() -> None:
-    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare"]
+    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare", "contents"]
 
 
 def test_unknown_request_and_parameter_are_refused(service) -> None:

@@ -36,7 +36,7 @@ from sds_jupyter.studio.jsonable import json_scalar, jsonable
 from sds_jupyter.studio.results import MAIN_TABLE, read_results
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part
 
-__all__ = ["MAX_TRANSITIONS", "compare_tables", "obs_change", "small_value"]
+__all__ = ["MAX_TRANSITIONS", "NOT_SMALL", "compare_tables", "obs_change", "small_value"]
 
 #: Transitions beyond this many pairs are cut (``n_transitions`` keeps the total).
 MAX_TRANSITIONS = 200
@@ -287,7 +287,7 @@ def same_value(a: Any, b: Any) -> bool:
     return bool(a == b) if type(a) is type(b) else jsonable(a) == jsonable(b)
 
 
-_NOT_SMALL = object()
+NOT_SMALL = object()
 
 
 def small_value(value: Any) -> Any:
@@ -297,18 +297,18 @@ def small_value(value: Any) -> Any:
     if isinstance(value, bytes):
         value = value.decode("utf-8", errors="replace")
     if isinstance(value, str):
-        return value if len(value) <= MAX_TEXT else _NOT_SMALL
+        return value if len(value) <= MAX_TEXT else NOT_SMALL
     if value is None or isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         return json_scalar(value)
     if isinstance(value, (list, tuple, np.ndarray)):
         items = list(np.asarray(value, dtype=object).ravel()) if isinstance(value, np.ndarray) and value.ndim == 1 else value
         if isinstance(value, np.ndarray) and value.ndim != 1:
-            return _NOT_SMALL
+            return NOT_SMALL
         if len(items) > MAX_ITEMS:
-            return _NOT_SMALL
+            return NOT_SMALL
         shown = [small_value(item) for item in items]
-        return _NOT_SMALL if any(item is _NOT_SMALL or isinstance(item, (list, dict)) for item in shown) else shown
-    return _NOT_SMALL
+        return NOT_SMALL if any(item is NOT_SMALL or isinstance(item, (list, dict)) for item in shown) else shown
+    return NOT_SMALL
 
 
 def _uns_changes(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any], touched: Callable[[str], bool]) -> list[UnsChange]:
@@ -321,7 +321,7 @@ def _uns_changes(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any], touched: Ca
         for side, uns in (("a", uns_a), ("b", uns_b)):
             if key in uns:
                 shown = small_value(uns[key])
-                if shown is not _NOT_SMALL:
+                if shown is not NOT_SMALL:
                     entry[side] = shown  # type: ignore[literal-required]
         changes.append(entry)
     return changes

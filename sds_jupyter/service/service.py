@@ -23,13 +23,16 @@ import zarr
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.service.compare import compare_tables
+from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
+from sds_jupyter.service.opdetails import op_details
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import (
     BaseSummary,
     ChangesData,
     Column,
     Comparison,
+    ContentsData,
     FiguresData,
     FigureSummary,
     HistoryData,
@@ -47,8 +50,16 @@ from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_inde
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
-from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry, read_result, read_results
-from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part, studio_section
+from sds_jupyter.studio.results import (
+    MAIN_TABLE,
+    ResultEntry,
+    read_result,
+    read_results,
+)
+from sds_jupyter.studio.uns import (
+    STUDIO_KEY,
+    studio_section,
+)
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 
@@ -205,7 +216,7 @@ class StackService:
         """What one version wrote: its ops, the keys it added or replaced, its whiteouts."""
         depth = self.depth(version)
         if depth == 0:
-            return {"ops": [], "added": [], "replaced": [], "deleted": []}
+            return {"ops": [], "details": [], "added": [], "replaced": [], "deleted": []}
         entry = self.stack.versions[self.stack.depth - depth]
         below = StackStore(self.stack.at(depth - 1))
         added: list[KeySize] = []
@@ -213,8 +224,10 @@ class StackService:
         for file in entry.manifest.files:
             (replaced if below.exists_raw(file.key) else added).append({"key": file.key, "size": file.size})
         deleted: list[Whiteout] = [{"entry": item, "node": item.endswith("/")} for item in entry.manifest.deleted]
+        ops = [jsonable(change) for change in entry.manifest.changes]
         return {
-            "ops": [jsonable(change) for change in entry.manifest.changes],
+            "ops": ops,
+            "details": op_details(ops, lambda table: self.table_view(depth, table)),
             "added": added,
             "replaced": replaced,
             "deleted": deleted,
@@ -340,6 +353,12 @@ class StackService:
         """What differs in the table between versions ``a`` and ``b`` (b relative to a), cell by cell."""
         depth_a, depth_b = self.depth(a), self.depth(b)
         return compare_tables(depth_a, depth_b, self.table_view(depth_a), self.table_view(depth_b), self._touched(depth_a, depth_b))
+
+    # ------------------------------------------------------------------ contents
+
+    def contents(self, version: int | str | None = None) -> ContentsData:
+        """The version's elements and its tables' columns, marked where this version wrote them."""
+        return read_contents(self.stack, self.depth(version))
 
     def _touched(self, depth_a: int, depth_b: int) -> Any:
         """A test whether any version between two depths wrote or deleted under a node.

@@ -13,19 +13,35 @@ __all__ = [
     "CanvasPayload",
     "ChangesData",
     "Column",
+    "ColumnKind",
+    "ColumnSummary",
     "Comparison",
+    "ContentsData",
     "Delta",
+    "ElementSummary",
     "ErrorInfo",
+    "FigureChange",
     "FigureSummary",
     "FiguresData",
+    "Histogram",
     "HistoryData",
+    "KeyEntry",
     "KeySize",
+    "NumericSummary",
     "ObsChange",
     "ObsDelta",
+    "ObsmChange",
+    "OpDetail",
+    "PartStatus",
+    "ResultChange",
     "ResultPage",
     "ResultSummary",
-    "ResultsData",
     "ResultTableSummary",
+    "ResultsData",
+    "TableContents",
+    "Transition",
+    "UnsChange",
+    "ValueCount",
     "VersionSummary",
     "Viewport",
     "Whiteout",
@@ -78,6 +94,7 @@ class Whiteout(TypedDict):
 
 class ChangesData(TypedDict):
     ops: list[dict[str, Any]]
+    details: list[OpDetail]
     added: list[KeySize]
     replaced: list[KeySize]
     deleted: list[Whiteout]
@@ -276,3 +293,56 @@ class Comparison(TypedDict):
     uns_changes: list[UnsChange]
     figure_changes: list[FigureChange]
     result_changes: list[ResultChange]
+
+
+class OpDetail(TypedDict, total=False):
+    """What an op of ``changes`` set, read from the version (the op itself names only the key)."""
+
+    column: ColumnSummary
+    value: Any
+    shape: list[int]
+    title: str | None
+    kind: str | None
+    method: str | None
+    n_rows: int
+
+
+class ElementSummary(TypedDict):
+    kind: Literal["images", "labels", "shapes", "points", "tables"]
+    name: str
+    status: NotRequired[Literal["added", "changed"]]
+    shape: NotRequired[list[int]]
+    dtype: NotRequired[str]
+    axes: NotRequired[list[str]]
+    levels: NotRequired[int]
+    channels: NotRequired[list[str]]
+    n: NotRequired[int]
+    geometry: NotRequired[list[str]]
+    n_obs: NotRequired[int]
+    n_vars: NotRequired[int]
+    annotates: NotRequired[list[str]]
+    error: NotRequired[str]
+
+
+class KeyEntry(TypedDict):
+    key: str
+    shape: NotRequired[list[int]]
+    status: NotRequired[Literal["added", "changed"]]
+
+
+class TableContents(TypedDict):
+    name: str
+    n_obs: int
+    n_vars: int
+    annotates: list[str]
+    status: Literal["added", "changed"] | None
+    obs: list[ColumnSummary]
+    removed_obs: list[str]
+    obsm: list[KeyEntry]
+    uns: list[KeyEntry]
+
+
+class ContentsData(TypedDict):
+    depth: int
+    elements: list[ElementSummary]
+    tables: list[TableContents]
