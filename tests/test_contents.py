@@ -75,10 +75,21 @@ def test_changes_come_with_their_values(demo_service) -> None:
     notes = next(d for op, d in by_op if op.get("key") == "notes")
     assert notes == {"value": "Regions redrawn after pathology review"}
     result = next(d for op, d in by_op if op.get("result") == "morans-i")
-    assert result == {"title": "Spatial autocorrelation", "kind": "morans_i", "method": "moran", "n_rows": 3}
+    assert result == {"title": "Spatial autocorrelation", "kind": "morans_i", "method": "moran", "n_rows": 3, "existed": False}
     figure = next(d for op, d in by_op if op["op"] == "set-figure")
-    assert figure == {"title": "Redrawn regions", "kind": "canvas"}
+    assert figure == {"title": "Redrawn regions", "kind": "canvas", "existed": False}
     assert next(d for op, d in by_op if op["op"] == "delete-obs") == {}
+    # a deleted figure is named by the title it had in the version below
+    v4 = _json(dispatch(demo_service, "changes", {"version": 4}).data)
+    deleted = next(d for op, d in zip(v4["ops"], v4["details"], strict=True) if op["op"] == "delete-figure")
+    assert deleted == {"title": "Top markers"}
+
+
+def test_a_replaced_figure_or_result_is_not_added(studio_stack) -> None:
+    changes = _json(dispatch(StackService(studio_stack.v2), "changes", {"version": 2}).data)
+    by_op = list(zip(changes["ops"], changes["details"], strict=True))
+    assert next(d for op, d in by_op if op.get("result") == "res_clusters")["existed"] is True
+    assert next(d for op, d in by_op if op.get("figure") == "fig_new")["existed"] is False
 
 
 @pytest.fixture(scope="module")

@@ -21,20 +21,54 @@ from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import OpDetail
 from sds_jupyter.studio.figures import read_figure
 from sds_jupyter.studio.results import MAIN_TABLE, read_result
+from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 
 __all__ = ["op_details"]
 
 
-def op_details(ops: list[dict[str, Any]], view_of: Callable[[str | None], TableView]) -> list[OpDetail]:
-    """One detail per op (empty when there is nothing more to say or it cannot be read)."""
+ViewOf = Callable[[str | None], TableView]
+
+
+def op_details(ops: list[dict[str, Any]], view_of: ViewOf, below_of: ViewOf) -> list[OpDetail]:
+    """One detail per op (empty when there is nothing more to say or it cannot be read).
+
+    ``below_of`` opens the table in the version below, which says whether a
+    figure or result was added or replaced, and the title of a deleted figure.
+    """
     out: list[OpDetail] = []
     for op in ops:
+        table = op.get("table")
+        name = table if isinstance(table, str) else None
         try:
-            table = op.get("table")
-            out.append(_detail(op, view_of(table if isinstance(table, str) else None)))
+            detail = _detail(op, view_of(name))
         except (StackError, KeyError, ValueError, TypeError):
-            out.append({})
+            detail = {}
+        try:
+            detail.update(_below(op, below_of(name)))
+        except (StackError, KeyError, ValueError, TypeError):
+            pass
+        out.append(detail)
     return out
+
+
+def _has(view: TableView, path: str) -> bool:
+    try:
+        view.group[path]
+    except KeyError:
+        return False
+    return True
+
+
+def _below(op: dict[str, Any], below: TableView) -> OpDetail:
+    """What the version below says about the op's target: did it exist, what was its title."""
+    name = op.get("op")
+    if name == "set-figure" and isinstance(op.get("figure"), str):
+        return {"existed": _has(below, f"uns/{STUDIO_KEY}/{FIGURES_KEY}/{op['figure']}")}
+    if name == "set-uns" and isinstance(op.get("result"), str):
+        return {"existed": _has(below, f"uns/{STUDIO_KEY}/{RESULTS_KEY}/{op['result']}")}
+    if name == "delete-figure" and isinstance(op.get("figure"), str):
+        return {"title": read_figure(below.studio_uns(), op["figure"]).title}
+    return {}
 
 
 def _detail(op: dict[str, Any], view: TableView) -> OpDetail:

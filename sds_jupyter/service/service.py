@@ -227,7 +227,9 @@ class StackService:
         ops = [jsonable(change) for change in entry.manifest.changes]
         return {
             "ops": ops,
-            "details": op_details(ops, lambda table: self.table_view(depth, table)),
+            "details": op_details(
+                ops, lambda table: self.table_view(depth, table), lambda table: self.table_view(depth - 1, table)
+            ),
             "added": added,
             "replaced": replaced,
             "deleted": deleted,

@@ -305,6 +305,7 @@ class OpDetail(TypedDict, total=False):
     kind: str | None
     method: str | None
     n_rows: int
+    existed: bool
 
 
 class ElementSummary(TypedDict):
