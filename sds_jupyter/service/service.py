@@ -159,8 +159,8 @@ class StackService:
         uns = self.table_view(version).studio_uns(results)
         if studio_section(uns) is None:
             raise NoStudioDataError(
-                f"Table {self.table_name!r} of this version keeps no {STUDIO_KEY!r} section in uns: "
-                "it holds no saved figures or results."
+                "This version keeps no saved figures or results "
+                f"(table {self.table_name!r} has no {STUDIO_KEY!r} section in uns)."
             )
         return uns
 

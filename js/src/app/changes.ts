@@ -20,7 +20,8 @@ export function opSentence(op: Change, d: OpDetail = {}): (Node | string)[] {
   switch (op.op) {
     case 'set-obs': {
       const c = d.column;
-      const values = c ? ` (${c.kind}: ${valuesText(c, 6)})` : typeof op.kind === 'string' ? ` (${op.kind})` : '';
+      const declared = [op.kind, op.dtype].find(v => typeof v === 'string');
+      const values = c ? ` (${c.kind}: ${valuesText(c, 6)})` : declared ? ` (${String(declared)})` : '';
       return ['Set obs ', name('column'), values];
     }
     case 'delete-obs':
