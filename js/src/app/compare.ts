@@ -414,7 +414,11 @@ export function transitionSpec(rows: Transition[], from: string, to: string): ob
       },
       {
         mark: { type: 'text', fontSize: 10 },
-        encoding: { text: { field: 'cells', type: 'quantitative' }, color: { value: '#111' } }
+        encoding: {
+          text: { field: 'cells', type: 'quantitative' },
+          // dark text on the light cells, white on the dark ones
+          color: { condition: { test: `datum.cells > ${Math.max(...rows.map(t => t.count), 0) / 2}`, value: '#fff' }, value: '#111' }
+        }
       }
     ]
   };
