@@ -112,45 +112,49 @@ export class ContentsView {
             'section',
             { class: 'sds-elements', 'aria-label': 'Elements' },
             h('h3', {}, 'Elements'),
-            h(
-              'table',
-              { class: 'sds-table sds-elements-table' },
-              h(
-                'thead',
-                {},
-                h(
-                  'tr',
-                  {},
-                  h('th', { scope: 'col' }, 'kind'),
-                  h('th', { scope: 'col' }, 'name'),
-                  h('th', { scope: 'col' }, 'what it holds'),
-                  h('th', { scope: 'col' }, h('span', { class: 'sds-visually-hidden' }, 'marked'))
-                )
-              ),
-              h(
-                'tbody',
-                {},
-                KIND_TITLES.flatMap(([kind, title]) =>
-                  elements
-                    .filter(e => e.kind === kind)
-                    .map(e =>
-                      h(
-                        'tr',
-                        { 'data-kind': kind, 'data-name': e.name, class: e.status ? 'sds-marked' : null },
-                        h('td', { class: 'sds-muted' }, title),
-                        h('td', {}, h('code', {}, e.name)),
-                        h('td', { class: e.error ? 'sds-warn-text' : 'sds-wrap' }, describeElement(e)),
-                        h('td', {}, mark(e.status))
-                      )
-                    )
-                )
-              )
-            )
+            h('div', { class: 'sds-scroll-x', tabindex: 0, role: 'region', 'aria-label': 'Elements table' }, elementsTable(elements))
           )
         : empty('This version holds no SpatialData elements.'),
       (c.tables ?? []).map(t => tableSection(t))
     );
   }
+}
+
+function elementsTable(elements: ElementSummary[]): HTMLElement {
+  return h(
+    'table',
+    { class: 'sds-table sds-elements-table' },
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', { scope: 'col' }, 'kind'),
+        h('th', { scope: 'col' }, 'name'),
+        h('th', { scope: 'col' }, 'what it holds'),
+        h('th', { scope: 'col' }, h('span', { class: 'sds-visually-hidden' }, 'marked'))
+      )
+    ),
+    h(
+      'tbody',
+      {},
+      KIND_TITLES.flatMap(([kind, title]) =>
+        elements
+          .filter(e => e.kind === kind)
+          .map(e =>
+            h(
+              'tr',
+              { 'data-kind': kind, 'data-name': e.name, class: e.status ? 'sds-marked' : null },
+              h('td', { class: 'sds-muted' }, title),
+              h('td', { class: 'sds-name' }, h('code', {}, e.name)),
+              h('td', { class: e.error ? 'sds-warn-text' : 'sds-wrap' }, describeElement(e)),
+              h('td', {}, mark(e.status))
+            )
+          )
+      )
+    )
+  );
 }
 
 function tableSection(t: TableContents): HTMLElement {
@@ -171,7 +175,7 @@ function tableSection(t: TableContents): HTMLElement {
     t.obs.length
       ? h(
           'div',
-          { class: 'sds-scroll-x' },
+          { class: 'sds-scroll-x', tabindex: 0, role: 'region', 'aria-label': `obs columns of ${t.name}` },
           h(
             'table',
             { class: 'sds-table sds-obs-columns' },
@@ -195,7 +199,7 @@ function tableSection(t: TableContents): HTMLElement {
                 h(
                   'tr',
                   { 'data-column': col.column, class: col.status ? 'sds-marked' : null },
-                  h('td', {}, h('code', {}, col.column)),
+                  h('td', { class: 'sds-name' }, h('code', {}, col.column)),
                   h('td', { title: col.dtype }, col.kind),
                   h('td', { class: 'sds-values sds-wrap' }, valuesText(col)),
                   h('td', { class: 'sds-num' }, col.n_missing ? col.n_missing.toLocaleString('en') : ''),
