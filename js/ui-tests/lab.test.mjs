@@ -319,6 +319,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.setViewportSize({ width: 560, height: 900 });
     await page.waitForTimeout(500);
     await shot(page, 'panel-contents-narrow');
+    await checkAxe(page, 'Contents (narrow)');
     await page.locator('.sds-tab[data-tab="compare"]').click();
     await page.waitForSelector('.sds-transitions tbody tr');
     await shot(page, 'panel-compare-narrow');
