@@ -14,6 +14,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
+import pandas as pd
 import zarr
 from anndata.io import read_elem
 from zarr.abc.store import SuffixByteRequest
@@ -151,24 +152,27 @@ def _parquet(store: StackStore, path: str, node: zarr.Group) -> dict[str, Any]:
 
 def _table(node: zarr.Group, path: str, marks: Marks) -> TableContents:
     attrs = node.attrs.asdict()
-    obs = read_elem(node["obs"])
+    obs_node = node["obs"]
+    index_name = str(obs_node.attrs.get("_index", "_index"))
+    names = [str(c) for c in obs_node.attrs.get("column-order", [])]
     region = attrs.get("region")
     annotates = [str(r) for r in region] if isinstance(region, list) else ([str(region)] if region else [])
     columns = []
-    for column in obs.columns:
-        summary = column_summary(str(column), obs[column])
+    for column in names:
+        # column by column: the cell names (the index) are never read, only counted
+        summary = column_summary(column, pd.Series(read_elem(obs_node[column])))
         status = marks.status(f"{path}/obs/{column}")
         if status:
             summary["status"] = status  # type: ignore[typeddict-item]
         columns.append(summary)
     return {
         "name": path.split("/", 1)[1],
-        "n_obs": int(len(obs)),
+        "n_obs": int(obs_node[index_name].shape[0]),
         "n_vars": _n_vars(node),
         "annotates": annotates,
         "status": marks.status(path),  # type: ignore[typeddict-item]
         "obs": columns,
-        "removed_obs": marks.removed_children(f"{path}/obs", [str(c) for c in obs.columns] + [str(obs.index.name or "_index")]),
+        "removed_obs": marks.removed_children(f"{path}/obs", [*names, index_name]),
         "obsm": _keys(node, "obsm", path, marks, shapes=True),
         "uns": _keys(node, "uns", path, marks, shapes=False),
     }
