@@ -34,6 +34,7 @@ __all__ = [
     "OpDetail",
     "PartStatus",
     "ResultChange",
+    "ResultCsv",
     "ResultPage",
     "ResultSummary",
     "ResultTableSummary",
@@ -148,6 +149,10 @@ class CanvasPayload(TypedDict):
 class Column(TypedDict):
     name: str
     dtype: str
+    #: Smallest and largest finite value of a numeric column over the whole table
+    #: (result_page only): the front end picks one precision per column from them.
+    min: NotRequired[float | None]
+    max: NotRequired[float | None]
 
 
 class ResultTableSummary(TypedDict):
@@ -176,6 +181,14 @@ class ResultPage(TypedDict):
     rows: list[list[Any]]
     total: int
     offset: int
+    #: Rows of the table before the filter (``total`` counts the rows that match).
+    unfiltered: int
+
+
+class ResultCsv(TypedDict):
+    csv: str
+    filename: str
+    rows: int
 
 
 class Delta(TypedDict):

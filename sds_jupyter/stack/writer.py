@@ -14,7 +14,8 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -65,15 +66,31 @@ def encode_element(value: Any) -> dict[str, bytes]:
     return objects
 
 
-def _write_elem(anndata: Any, group: zarr.Group, value: Any) -> None:
-    previous = getattr(anndata.settings, "auto_shard_zarr_v3", None)
-    if previous is not None:
-        anndata.settings.auto_shard_zarr_v3 = False
+@contextmanager
+def no_auto_sharding() -> Iterator[None]:
+    """anndata writes Zarr v3 without shards here, and says nothing about it.
+
+    Left at its default (None) anndata warns on every array that autosharding
+    will become the default: a warning about its future a user of this package
+    cannot act on. Versions hold one chunk per array, so shards are not wanted.
+    """
+    import anndata
+
+    settings = anndata.settings
+    if not hasattr(settings, "auto_shard_zarr_v3"):
+        yield
+        return
+    previous = settings.auto_shard_zarr_v3
+    settings.auto_shard_zarr_v3 = False
     try:
-        anndata.io.write_elem(group, "e", value)
+        yield
     finally:
-        if previous is not None:
-            anndata.settings.auto_shard_zarr_v3 = previous
+        settings.auto_shard_zarr_v3 = previous
+
+
+def _write_elem(anndata: Any, group: zarr.Group, value: Any) -> None:
+    with no_auto_sharding():
+        anndata.io.write_elem(group, "e", value)
 
 
 async def _collect(store: zarr.abc.store.Store, prefix: str) -> list[str]:

@@ -6,7 +6,7 @@
 
 import { valuesText, valueText } from './compare';
 import { empty, errorBox, fill, h, loading, report } from './dom';
-import { changeLabel, formatBytes, short } from './format';
+import { changeLabel, formatBytes, plural, short } from './format';
 import { badge } from './history';
 import { TransportError, type Transport } from './transport';
 import type { BaseSummary, Change, Changes, KeySize, OpDetail, Whiteout } from './types';
@@ -151,7 +151,7 @@ function keyTable(title: string, keys: KeySize[]): HTMLElement {
   return h(
     'section',
     { class: `sds-keys sds-keys-${title.toLowerCase()}` },
-    h('h4', {}, `${title} `, h('span', { class: 'sds-count' }, `${keys.length} keys, ${formatBytes(total)}`)),
+    h('h4', {}, `${title} `, h('span', { class: 'sds-count' }, `${plural(keys.length, 'key')}, ${formatBytes(total)}`)),
     keys.length
       ? h(
           'table',
