@@ -347,6 +347,9 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       await dark.close();
     } finally {
       await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
+  });
+
   /** Open the top version's Results tab in a panel exactly `width` px wide (the left sidebar closed). */
   async function resultsAt(page, width) {
     await openListing(page);
