@@ -82,7 +82,7 @@ def test_changes_split_added_and_replaced_keys(service) -> None:
     assert any(key.startswith("tables/table/obsm/spatial/") for key in added)
     assert {"entry": "tables/table/obs/score/", "node": True} in changes["deleted"]
     assert [op["op"] for op in changes["ops"]][:2] == ["set-obs", "set-obs"]
-    assert dispatch(service, "changes", {"version": 0}).data == {"ops": [], "added": [], "replaced": [], "deleted": []}
+    assert dispatch(service, "changes", {"version": 0}).data == {"ops": [], "details": [], "added": [], "replaced": [], "deleted": []}
 
 
 # ------------------------------------------------------------------ figures / canvas
@@ -207,17 +207,22 @@ def test_compare_versions(service) -> None:
     assert comparison["a"] == 1 and comparison["b"] == 2
     assert comparison["obs"]["added"] == ["added_col"] and comparison["obs"]["removed"] == ["score"]
     (changed,) = comparison["obs"]["changed"]
-    assert changed == {"column": "region_class", "counts_a": {"stroma": 13, "tumor": 13}, "counts_b": {"tumor": 26}}
+    assert changed["column"] == "region_class" and changed["kind"] == "categorical" and changed["n_changed"] == 13
+    assert changed["transitions"] == [{"a": "stroma", "b": "tumor", "count": 13}]
+    assert changed["counts_a"] == {"stroma": 13, "tumor": 13} and changed["counts_b"] == {"tumor": 26}
     assert comparison["obsm"] == {"added": ["spatial"], "removed": [], "changed": []}
-    assert comparison["uns"]["added"] == ["notes"] and comparison["uns"]["changed"] == ["spatial_data_studio"]
+    # the app's section is reported as figures and results, by title, not as one uns key
+    assert comparison["uns"] == {"added": ["notes"], "removed": [], "changed": []}
     assert comparison["figures"] == {"added": ["fig_new"], "removed": ["fig_not_json"], "changed": []}
     assert comparison["results"] == {"added": [], "removed": [], "changed": ["res_clusters"]}
 
 
 def test_compare_with_itself_is_empty(service) -> None:
     comparison = dispatch(service, "compare", {"a": 2, "b": 2}).data
-    for part in ("obs", "obsm", "uns", "figures", "results"):
+    for part in ("obsm", "uns", "figures", "results"):
         assert not any(comparison[part].values()), part
+    assert not comparison["obs"]["added"] and not comparison["obs"]["removed"] and not comparison["obs"]["changed"]
+    assert not any(comparison[part] for part in ("obsm_changes", "uns_changes", "figure_changes", "result_changes"))
 
 
 # ------------------------------------------------------------------ dispatch, errors, framing
@@ -226,7 +231,7 @@ def test_compare_with_itself_is_empty(service) -> None:
 def test_request_table_matches_the_protocol() -> None:
     assert list(REQUESTS) == [
         "history", "changes", "figures", "canvas", "results", "result_page", "result_csv", "compare",
-        "expression", "cell_mask", "tree", "fingerprint",
+        "expression", "cell_mask", "tree", "fingerprint", "contents",
     ]
 
 

@@ -60,6 +60,22 @@ async function setSetting(plugin, values) {
   assert.ok(r.ok, `settings ${plugin}: ${r.status}`);
 }
 
+const AXE = resolve(here, '..', 'node_modules', 'axe-core', 'axe.min.js');
+
+/** axe-core over the version panel: no serious or critical violation. */
+async function checkAxe(page, what) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) {
+    await page.addScriptTag({ path: AXE });
+  }
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document.querySelector('.sds-app'), { resultTypes: ['violations'] });
+    return result.violations
+      .filter(v => v.impact === 'serious' || v.impact === 'critical')
+      .map(v => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.slice(0, 3).map(n => n.target.join(' ')).join('; ')}`);
+  });
+  assert.deepEqual(violations, [], `${what}: ${violations.join('\n')}`);
+}
+
 async function newPage() {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
   page.errors = [];
@@ -244,6 +260,112 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     assert.equal(await page.locator('.sds-history-row.sds-selected').getAttribute('data-depth'), second);
     assert.deepEqual(page.errors, []);
     await page.close();
+  });
+
+  it('compare, changes and contents say what changed, in words, counts a crosstab confirms, accessibly', async () => {
+    // the transitions of "regions" from v2 to v3, computed by pandas on the two AnnData objects
+    const crosstab = spawnSync(
+      PYTHON,
+      [
+        '-c',
+        [
+          'import json, sys, pandas as pd, sds_jupyter as sds',
+          'stack = sds.Stack.resolve(sys.argv[1])',
+          'a, b = (sds.open_anndata(stack.at(d)).obs["regions"] for d in (2, 3))',
+          't = pd.crosstab(a.astype(str), b.astype(str))',
+          'print(json.dumps(sorted(([x, y, int(t.loc[x, y])] for x in t.index for y in t.columns if t.loc[x, y] and x != y), key=lambda r: (-r[2], r[0], r[1]))))'
+        ].join('\n'),
+        join(work, 'root', top)
+      ],
+      { encoding: 'utf8' }
+    );
+    assert.equal(crosstab.status, 0, crosstab.stderr);
+    const expected = JSON.parse(crosstab.stdout.trim().split('\n').pop());
+    assert.ok(expected.length >= 2, crosstab.stdout);
+
+    const page = await newPage();
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-history-row');
+    // Changes of v3: sentences with their values, files closed
+    await page.locator('.sds-history-row[data-depth="3"]').click();
+    await page.waitForFunction(() => /Set uns notes: 'Regions redrawn/.test(document.querySelector('.sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
+    const sentences = await page.locator('.sds-changes > .sds-ops > li').allInnerTexts();
+    assert.ok(sentences.some(s => /^Set obs regions \(categorical: left 16 · right 10\)$/.test(s)), sentences.join(' | '));
+    assert.ok(sentences.includes("Added result 'Spatial autocorrelation' (morans_i, moran): 3 rows"), sentences.join(' | '));
+    assert.equal(await page.locator('details.sds-files').evaluate(d => d.open), false);
+    await checkAxe(page, 'Changes');
+    await shot(page, 'panel-changes-sentences');
+
+    // Compare follows the selection: A = v3, B = its parent v2
+    await page.locator('.sds-tab[data-tab="compare"]').click();
+    await page.waitForSelector('.sds-transitions tbody tr', { timeout: 30000 });
+    assert.deepEqual(await page.locator('.sds-compare select').evaluateAll(s => s.map(x => x.value)), ['3', '2']);
+    const rows = async () =>
+      page.locator('.sds-obs-change[data-column="regions"] .sds-transitions tbody tr').evaluateAll(trs =>
+        trs.map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent.trim()).filter(t => t && t !== '→'))
+      );
+    assert.deepEqual(await rows(), expected.map(([x, y, n]) => [x, y, String(n)]));
+    const total = expected.reduce((s, r) => s + r[2], 0);
+    const headline = await page.locator('.sds-headline').innerText();
+    assert.ok(headline.includes(`regions: ${total} cells changed`), headline);
+    assert.ok(/uns added: notes/.test(headline) && /figure added: Redrawn regions/.test(headline), headline);
+    await page.waitForSelector('.sds-compare-chart svg', { timeout: 30000 });
+    await checkAxe(page, 'Compare');
+    await shot(page, 'panel-compare-transitions');
+    // swap: the same pairs, mirrored
+    await page.locator('.sds-swap').click();
+    await page.waitForFunction(() => document.querySelector('.sds-compare select')?.value === '2');
+    await page.waitForSelector('.sds-transitions tbody tr');
+    const swapped = await rows();
+    assert.deepEqual(
+      swapped.map(r => r.join(' ')).sort(),
+      expected.map(([x, y, n]) => `${y} ${x} ${n}`).sort()
+    );
+
+    // Contents: every element of blobs, the table's columns, what v3 wrote marked
+    await page.locator('.sds-tab[data-tab="contents"]').click();
+    await page.waitForSelector('.sds-elements-table tbody tr', { timeout: 30000 });
+    assert.equal(await page.locator('.sds-elements-table tbody tr').count(), 9);
+    const regions = await page.locator('.sds-obs-columns tr[data-column="regions"]').innerText();
+    assert.match(regions, /left 16 · right 10/);
+    assert.match(regions, /changed/);
+    await checkAxe(page, 'Contents');
+    await shot(page, 'panel-contents');
+
+    // narrow panel
+    await page.setViewportSize({ width: 560, height: 900 });
+    await page.waitForTimeout(500);
+    await shot(page, 'panel-contents-narrow');
+    await checkAxe(page, 'Contents (narrow)');
+    await page.locator('.sds-tab[data-tab="compare"]').click();
+    await page.waitForSelector('.sds-transitions tbody tr');
+    await shot(page, 'panel-compare-narrow');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+
+    // dark theme
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+    try {
+      const dark = await newPage();
+      await openListing(dark);
+      await item(dark, top.split('/').pop()).dblclick();
+      await dark.waitForSelector('.sds-history-row');
+      await dark.locator('.sds-history-row[data-depth="3"]').click();
+      await dark.waitForSelector('.sds-changes > .sds-ops > li', { timeout: 30000 });
+      await shot(dark, 'panel-changes-dark');
+      await dark.locator('.sds-tab[data-tab="compare"]').click();
+      await dark.waitForSelector('.sds-compare-chart svg', { timeout: 30000 });
+      await checkAxe(dark, 'Compare (dark)');
+      await shot(dark, 'panel-compare-dark');
+      await dark.locator('.sds-tab[data-tab="contents"]').click();
+      await dark.waitForSelector('.sds-elements-table tbody tr', { timeout: 30000 });
+      await checkAxe(dark, 'Contents (dark)');
+      await shot(dark, 'panel-contents-dark');
+      await dark.close();
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
   });
 
   /** Open the top version's Results tab in a panel exactly `width` px wide (the left sidebar closed). */

@@ -31,6 +31,7 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "cell_mask": StackService.cell_mask,
     "tree": StackService.tree,
     "fingerprint": StackService.fingerprint,
+    "contents": StackService.contents,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).

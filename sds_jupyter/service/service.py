@@ -22,7 +22,10 @@ import pandas as pd
 import zarr
 
 from sds_jupyter.errors import MissingDatasetError, StackError
+from sds_jupyter.service.compare import compare_tables
+from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
+from sds_jupyter.service.opdetails import op_details
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.service.types import (
@@ -30,13 +33,12 @@ from sds_jupyter.service.types import (
     ChangesData,
     Column,
     Comparison,
-    Delta,
+    ContentsData,
     FiguresData,
     FigureSummary,
     Fingerprint,
     HistoryData,
     KeySize,
-    ObsChange,
     ResultCsv,
     ResultPage,
     ResultsData,
@@ -55,8 +57,14 @@ from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_inde
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
-from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry, ResultTable, read_result, read_results
-from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part, studio_section
+from sds_jupyter.studio.results import (
+    MAIN_TABLE,
+    ResultEntry,
+    ResultTable,
+    read_result,
+    read_results,
+)
+from sds_jupyter.studio.uns import STUDIO_KEY, studio_section
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 
@@ -175,8 +183,8 @@ class StackService:
         uns = self.table_view(version).studio_uns(results)
         if studio_section(uns) is None:
             raise NoStudioDataError(
-                f"Table {self.table_name!r} of this version keeps no {STUDIO_KEY!r} section in uns: "
-                "it holds no saved figures or results."
+                "This version keeps no saved figures or results "
+                f"(table {self.table_name!r} has no {STUDIO_KEY!r} section in uns)."
             )
         return uns
 
@@ -240,7 +248,7 @@ class StackService:
             return _partial_changes(self._partial, version)
         depth = self.depth(version)
         if depth == 0:
-            return {"ops": [], "added": [], "replaced": [], "deleted": []}
+            return {"ops": [], "details": [], "added": [], "replaced": [], "deleted": []}
         entry = self.stack.versions[self.stack.depth - depth]
         below = StackStore(self.stack.at(depth - 1))
         added: list[KeySize] = []
@@ -248,8 +256,12 @@ class StackService:
         for file in entry.manifest.files:
             (replaced if below.exists_raw(file.key) else added).append({"key": file.key, "size": file.size})
         deleted: list[Whiteout] = [{"entry": item, "node": item.endswith("/")} for item in entry.manifest.deleted]
+        ops = [jsonable(change) for change in entry.manifest.changes]
         return {
-            "ops": [jsonable(change) for change in entry.manifest.changes],
+            "ops": ops,
+            "details": op_details(
+                ops, lambda table: self.table_view(depth, table), lambda table: self.table_view(depth - 1, table)
+            ),
             "added": added,
             "replaced": replaced,
             "deleted": deleted,
@@ -511,28 +523,15 @@ class StackService:
     # ------------------------------------------------------------------ compare
 
     def compare(self, a: int | str, b: int | str) -> Comparison:
-        """What differs in the table between versions ``a`` and ``b`` (b relative to a)."""
+        """What differs in the table between versions ``a`` and ``b`` (b relative to a), cell by cell."""
         depth_a, depth_b = self.depth(a), self.depth(b)
-        view_a, view_b = self.table_view(depth_a), self.table_view(depth_b)
-        touched = self._touched(depth_a, depth_b)
-        table = view_b.group.path
-        return {
-            "a": depth_a,
-            "b": depth_b,
-            "obs": _obs_delta(view_a, view_b, lambda column: touched(f"{table}/obs/{column}")),
-            "obsm": _delta(
-                view_a.obsm_keys,
-                view_b.obsm_keys,
-                lambda key: touched(f"{table}/obsm/{key}") and not _same_array(view_a.obsm(key), view_b.obsm(key)),
-            ),
-            "uns": _delta(
-                list(view_a.uns),
-                list(view_b.uns),
-                lambda key: touched(f"{table}/uns/{key}") and not _same_value(view_a.uns[key], view_b.uns[key]),
-            ),
-            "figures": _part_delta(view_a.uns, view_b.uns, FIGURES_KEY),
-            "results": _part_delta(view_a.uns, view_b.uns, RESULTS_KEY),
-        }
+        return compare_tables(depth_a, depth_b, self.table_view(depth_a), self.table_view(depth_b), self._touched(depth_a, depth_b))
+
+    # ------------------------------------------------------------------ contents
+
+    def contents(self, version: int | str | None = None) -> ContentsData:
+        """The version's elements and its tables' columns, marked where this version wrote them."""
+        return read_contents(self.stack, self.depth(version))
 
     def _touched(self, depth_a: int, depth_b: int) -> Any:
         """A test whether any version between two depths wrote or deleted under a node.
@@ -619,6 +618,7 @@ def _partial_changes(partial: PartialChain, version: int | str | None) -> Change
     manifest = entry.manifest
     return {
         "ops": [jsonable(change) for change in manifest.changes],
+        "details": [],
         "added": [{"key": f.key, "size": f.size} for f in manifest.files],
         "replaced": [],
         "deleted": [{"entry": item, "node": item.endswith("/")} for item in manifest.deleted],
@@ -637,61 +637,3 @@ def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:
         return frame.sort_values(
             column, ascending=not descending, na_position="last", kind="stable", key=lambda s: s.astype(str).where(s.notna())
         )
-
-
-# ---------------------------------------------------------------------- comparing
-
-
-def _delta(keys_a: list[str], keys_b: list[str], differs: Any) -> Delta:
-    set_a, set_b = set(keys_a), set(keys_b)
-    return {
-        "added": [key for key in keys_b if key not in set_a],
-        "removed": [key for key in keys_a if key not in set_b],
-        "changed": [key for key in keys_b if key in set_a and differs(key)],
-    }
-
-
-def _same_array(a: Any, b: Any) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        return False
-    try:
-        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc"))
-    except TypeError:
-        return bool(np.array_equal(a.astype(str), b.astype(str)))
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    """Deep equality for uns values: dicts, dataframes, arrays, scalars."""
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
-    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
-        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and a.equals(b)
-    if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
-        return _same_array(a, b)
-    return bool(a == b) if type(a) is type(b) else jsonable(a) == jsonable(b)
-
-
-def _part_delta(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any], part: str) -> Delta:
-    items_a, items_b = studio_part(uns_a, part), studio_part(uns_b, part)
-    return _delta(list(items_a), list(items_b), lambda key: not _same_value(items_a[key], items_b[key]))
-
-
-def _obs_delta(view_a: TableView, view_b: TableView, touched: Any) -> dict[str, Any]:
-    cols_a, cols_b = list(view_a.obs.columns), list(view_b.obs.columns)
-    delta = _delta(cols_a, cols_b, lambda c: touched(c) and not _same_series(view_a.obs[c], view_b.obs[c]))
-    changed: list[ObsChange] = []
-    for column in delta["changed"]:
-        change: ObsChange = {"column": column}
-        counts_a, counts_b = view_a.obs_counts(column), view_b.obs_counts(column)
-        if counts_a is not None and counts_b is not None:
-            change.update(counts_a=dict(counts_a), counts_b=dict(counts_b))
-        changed.append(change)
-    return {"added": delta["added"], "removed": delta["removed"], "changed": changed}
-
-
-def _same_series(a: pd.Series, b: pd.Series) -> bool:
-    """Same values in the same order (NaN equals NaN; categories compared by value)."""
-    if len(a) != len(b):
-        return False
-    return a.astype(object).reset_index(drop=True).equals(b.astype(object).reset_index(drop=True))

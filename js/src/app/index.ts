@@ -8,6 +8,7 @@ import { ChangesView } from './changes';
 import { vegaRenderer, type ChartRenderer } from './chart';
 import { CompareView } from './compare';
 import { divider } from './divider';
+import { ContentsView } from './contents';
 import { empty, errorBox, fill, h, loading } from './dom';
 import { FiguresView } from './figures';
 import { HistoryView } from './history';
@@ -23,12 +24,13 @@ export { TransportError, decodeFrame, encodeFrame } from './transport';
 export type { Transport, Reply, Buffer } from './transport';
 export type { ChartRenderer, ChartHandle } from './chart';
 
-export type TabName = 'changes' | 'figures' | 'results' | 'compare';
+export type TabName = 'changes' | 'figures' | 'results' | 'compare' | 'contents';
 const TABS: [TabName, string][] = [
   ['changes', 'Changes'],
   ['figures', 'Figures'],
   ['results', 'Results'],
-  ['compare', 'Compare']
+  ['compare', 'Compare'],
+  ['contents', 'Contents']
 ];
 
 /** A button in the app's toolbar that acts on the selected version. */
@@ -89,8 +91,9 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const changes = new ChangesView(transport);
   const figures = new FiguresView(transport, renderChart);
   const results = new ResultsView(transport, renderChart, now, resultCodeFor(options.path));
-  const compare = new CompareView(transport);
-  const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare };
+  const compare = new CompareView(transport, renderChart);
+  const contents = new ContentsView(transport);
+  const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare, contents };
   const historyView = new HistoryView(depth => onSelect(depth), now);
   const treeSection = new TreeSection(transport, {
     selectDepth: depth => historyView.selectDepth(depth),
@@ -231,12 +234,15 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       void figures.show(selected);
     } else if (tab === 'results') {
       void results.show(selected);
+    } else if (tab === 'contents') {
+      void contents.show(selected);
     }
   }
 
   function onSelect(depth: number): void {
     selected = depth;
     root.dataset.selected = String(depth);
+    compare.follow(depth);
     loadTab();
     options.onSelect?.(depth);
   }
@@ -317,6 +323,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       treeSection.dispose();
       figures.dispose();
       results.dispose();
+      compare.dispose();
       root.remove();
     }
   };
