@@ -147,6 +147,29 @@ def test_canvas_refusals(service, params, error, message) -> None:
         dispatch(service, "canvas", params)
 
 
+def test_cell_answers_one_obs_row_as_the_canvas_orders_cells(service) -> None:
+    obs = service.table_view(1).obs
+    row = _json(dispatch(service, "cell", {"version": 1, "figure": "fig_canvas", "index": "3"}).data)
+    assert row["index"] == 3 and row["name"] == str(obs.index[3])
+    assert row["columns"] == [str(c) for c in obs.columns]
+    assert len(row["values"]) == len(row["columns"])
+    region_class = row["values"][row["columns"].index("region_class")]
+    assert region_class == str(obs["region_class"].iloc[3])
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"version": 1, "figure": "fig_canvas", "index": 26}, "Cell 26 does not exist; the table has 26 cells"),
+        ({"version": 1, "figure": "fig_canvas", "index": -1}, "Cell -1 does not exist"),
+        ({"version": 1, "index": 0}, "needs a figure id"),
+    ],
+)
+def test_cell_refusals(service, params, message) -> None:
+    with pytest.raises(RequestError, match=message):
+        dispatch(service, "cell", params)
+
+
 # ------------------------------------------------------------------ results
 
 
@@ -222,7 +245,7 @@ def test_compare_with_itself_is_empty(service) -> None:
 
 
 def test_request_table_matches_the_protocol() -> None:
-    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare"]
+    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare", "cell"]
 
 
 def test_unknown_request_and_parameter_are_refused(service) -> None:

@@ -181,13 +181,20 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.waitForSelector('.sds-history-row');
     await page.locator('.sds-tab[data-tab="figures"]').click();
     await page.waitForSelector('.sds-figure', { timeout: 30000 });
-    await page.waitForFunction(() => document.querySelectorAll('canvas.sds-canvas, .sds-chart svg').length >= 2, null, { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelectorAll('.sds-deck-stage[data-live="true"], canvas.sds-canvas, .sds-chart svg').length >= 2, null, { timeout: 30000 });
     assert.deepEqual(await page.locator('.sds-figures .sds-error').allInnerTexts(), []);
-    // the canvas has drawn pixels
-    const painted = await page.locator('canvas.sds-canvas').first().evaluate(c => {
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    // the spatial view drew with WebGL (software WebGL here) and has painted pixels
+    assert.equal(await page.locator('.sds-spatial').first().getAttribute('data-renderer'), 'webgl');
+    await page.waitForTimeout(500);
+    const painted = await page.locator('.sds-deck-canvas').first().evaluate(glCanvas => {
+      const c = document.createElement('canvas');
+      c.width = glCanvas.width;
+      c.height = glCanvas.height;
+      const ctx = c.getContext('2d');
+      ctx.drawImage(glCanvas, 0, 0);
+      const d = ctx.getImageData(0, 0, c.width, c.height).data;
       let n = 0;
-      for (let i = 3; i < d.length; i += 4) if (d[i]) n++;
+      for (let i = 0; i < d.length; i += 4) if (d[i] || d[i + 1] || d[i + 2]) n++;
       return n;
     });
     assert.ok(painted > 1000, `${painted} painted pixels`);
@@ -226,6 +233,145 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     assert.equal(await page.locator('.sds-history-row.sds-selected').getAttribute('data-depth'), second);
     assert.deepEqual(page.errors, []);
     await page.close();
+  });
+
+  it('the spatial view pans, zooms, hovers, pins and toggles layers; axe finds nothing serious in light and dark', async () => {
+    const axe = readFileSync(join(here, '..', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+    const audit = async (page, name) => {
+      await page.addScriptTag({ content: axe });
+      const found = await page.evaluate(async () => {
+        const r = await window.axe.run(document.querySelector('.sds-figures'), { resultTypes: ['violations'] });
+        return r.violations
+          .filter(v => v.impact === 'serious' || v.impact === 'critical')
+          .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', ')}`);
+      });
+      assert.deepEqual(found, [], `axe (${name})`);
+    };
+    for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme });
+      const page = await newPage();
+      try {
+        await openListing(page);
+        await item(page, top.split('/').pop()).dblclick();
+        await page.waitForSelector('.sds-history-row');
+        await page.locator('.sds-tab[data-tab="figures"]').click();
+        const stage = page.locator('.sds-deck-stage').first();
+        await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 60000 });
+        await page.waitForSelector('.sds-chart svg', { timeout: 60000 });
+        const tag = theme.includes('Dark') ? 'dark' : 'light';
+        await page.waitForTimeout(500);
+        await shot(page, `spatial-${tag}`);
+        await audit(page, tag);
+        if (tag === 'dark') {
+          continue;
+        }
+        const state = async () => ({
+          zoom: Number(await stage.getAttribute('data-zoom')),
+          target: (await stage.getAttribute('data-target')).split(',').map(Number)
+        });
+        const figure = page.locator('.sds-spatial').first();
+        // the caption counts the cells in view, of the saved region
+        await page.waitForFunction(() => document.querySelector('.sds-canvas-inview')?.textContent?.includes('in view'));
+        const box = await stage.boundingBox();
+        const cx = box.x + box.width / 2;
+        const cy = box.y + box.height / 2;
+        // drag pans: the target moves against the drag
+        const s0 = await state();
+        await page.mouse.move(cx, cy);
+        await page.mouse.down();
+        await page.mouse.move(cx + 60, cy + 30, { steps: 6 });
+        await page.mouse.up();
+        await page.waitForTimeout(300);
+        const s1 = await state();
+        assert.ok(s1.target[0] < s0.target[0] - 1 && s1.target[1] < s0.target[1] - 1, `drag: ${JSON.stringify([s0, s1])}`);
+        assert.equal(s1.zoom, s0.zoom);
+        // the wheel zooms in
+        await page.mouse.move(cx, cy);
+        await page.mouse.wheel(0, -400);
+        await page.waitForTimeout(500);
+        const s2 = await state();
+        assert.ok(s2.zoom > s1.zoom, `wheel: ${s1.zoom} -> ${s2.zoom}`);
+        // the buttons: zoom out, Fit frames all cells, Saved view comes back
+        await figure.locator('.sds-zoom-out').click();
+        assert.ok((await state()).zoom < s2.zoom);
+        await figure.locator('.sds-fit').click();
+        await page.waitForFunction(() => /^26 in view/.test(document.querySelector('.sds-canvas-inview')?.textContent ?? ''));
+        await figure.locator('.sds-saved-view').click();
+        const saved = await state();
+        assert.ok(Math.abs(saved.zoom - s0.zoom) < 1e-3 && Math.abs(saved.target[0] - s0.target[0]) < 1e-3);
+        // the keyboard: focus the view, arrows pan, + zooms
+        await page.locator('.sds-deck-canvas').first().focus();
+        await page.keyboard.press('ArrowRight');
+        await page.waitForTimeout(400);
+        assert.ok((await state()).target[0] > saved.target[0], 'ArrowRight pans');
+        await page.keyboard.press('+');
+        await page.waitForTimeout(400);
+        assert.ok((await state()).zoom > saved.zoom, '+ zooms');
+        await figure.locator('.sds-saved-view').click();
+        // hovering a cell shows its ID (the obs name, from the service) and its color-by value
+        const at = await figure.evaluate(el => el.sdsSpatial.screenOf(0));
+        assert.ok(at, 'cell 0 is in the saved view');
+        const sbox = await stage.boundingBox();
+        await page.mouse.move(sbox.x + at[0], sbox.y + at[1]);
+        const tooltip = figure.locator('.sds-tooltip');
+        await page.waitForFunction(() => /^ID /.test(document.querySelector('.sds-tooltip .sds-tooltip-id')?.textContent ?? ''), null, { timeout: 20000 });
+        const tip = await tooltip.innerText();
+        const history = await (await api(`/sds-jupyter/api/cell?path=${encodeURIComponent(top)}&version=${encodeURIComponent(await page.locator('.sds-history-row[aria-selected="true"]').getAttribute('data-depth') ?? '')}&figure=${encodeURIComponent(await page.locator('.sds-figure-canvas').first().getAttribute('data-figure'))}&index=0`)).json();
+        assert.ok(tip.includes(`ID ${history.name}`), `tooltip ${JSON.stringify(tip)} vs ${JSON.stringify(history)}`);
+        assert.match(tip, /: /, 'the color-by value');
+        await shot(page, 'spatial-hover');
+        // click pins the cell and lists its obs row
+        await page.mouse.click(sbox.x + at[0], sbox.y + at[1]);
+        await page.waitForSelector('.sds-cell-pin .sds-cell-row tr', { timeout: 20000 });
+        assert.ok((await figure.locator('.sds-cell-pin th').count()) >= 1);
+        // layers: cells off leaves only the image; the legend hides a category
+        const pixels = () =>
+          page.locator('.sds-deck-canvas').first().evaluate(glCanvas => {
+            const c = document.createElement('canvas');
+            c.width = glCanvas.width;
+            c.height = glCanvas.height;
+            const ctx = c.getContext('2d');
+            ctx.drawImage(glCanvas, 0, 0);
+            const d = ctx.getImageData(0, 0, c.width, c.height).data;
+            let sum = 0;
+            for (let i = 0; i < d.length; i += 4) sum += d[i] * 3 + d[i + 1] * 5 + d[i + 2] * 7;
+            return sum;
+          });
+        await page.mouse.move(box.x + 2, box.y + box.height + 200);
+        await page.waitForTimeout(300);
+        const withCells = await pixels();
+        await figure.getByLabel('Cells').uncheck();
+        await page.waitForTimeout(400);
+        const without = await pixels();
+        assert.notEqual(without, withCells, 'cells off changes the drawing');
+        await figure.getByLabel('Cells').check();
+        if (await figure.getByLabel('Image').count()) {
+          await figure.getByLabel('Image').uncheck();
+          await page.waitForTimeout(400);
+          assert.notEqual(await pixels(), withCells, 'image off changes the drawing');
+          await figure.getByLabel('Image').check();
+        }
+        const toggle = figure.locator('.sds-legend-toggle').first();
+        await toggle.click();
+        assert.equal(await toggle.getAttribute('aria-pressed'), 'false');
+        await page.waitForTimeout(400);
+        assert.notEqual(await pixels(), withCells, 'a hidden category changes the drawing');
+        await shot(page, 'spatial-layers');
+        // a narrow panel frames the same region: the same cells in view
+        const before = await figure.getAttribute('data-in-view');
+        await toggle.click();
+        await page.setViewportSize({ width: 700, height: 900 });
+        await page.waitForTimeout(1500);
+        await figure.locator('.sds-saved-view').click();
+        await page.waitForTimeout(300);
+        assert.equal(await figure.getAttribute('data-in-view'), before, 'the saved region at a narrow width');
+        await shot(page, 'spatial-narrow');
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+      }
+    }
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
   });
 
   it('an open version panel comes back after a reload', async () => {

@@ -25,6 +25,7 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "results": StackService.results,
     "result_page": StackService.result_page,
     "compare": StackService.compare,
+    "cell": StackService.cell,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).

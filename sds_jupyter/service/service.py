@@ -26,6 +26,7 @@ from sds_jupyter.service.errors import RequestError, error_payload
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import (
     BaseSummary,
+    CellRow,
     ChangesData,
     Column,
     Comparison,
@@ -266,6 +267,25 @@ class StackService:
         view = self.table_view(version, spec.get("table"))
         drawn = build_canvas(spec, view.as_anndata(), view.root, view.attrs)
         return Reply(drawn.payload, [as_buffer(buffer) for buffer in drawn.buffers])
+
+    def cell(self, version: int | str | None = None, figure: str = "", index: int = 0) -> CellRow:
+        """One cell's obs row (its ID and every column), for the canvas view's hover and pin.
+
+        ``index`` is the cell's position in the table, as the canvas buffers order cells.
+        """
+        if not figure:
+            raise RequestError("The cell request needs a figure id.")
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        obs = self.table_view(version, spec.get("table")).obs
+        if not 0 <= index < len(obs):
+            raise RequestError(f"Cell {index} does not exist; the table has {len(obs)} cells (0 to {len(obs) - 1}).")
+        row = obs.iloc[index]
+        return {
+            "index": index,
+            "name": str(obs.index[index]),
+            "columns": [str(column) for column in obs.columns],
+            "values": [json_scalar(value) for value in row.tolist()],
+        }
 
     def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""

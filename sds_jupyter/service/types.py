@@ -11,6 +11,7 @@ __all__ = [
     "BaseSummary",
     "CanvasImage",
     "CanvasPayload",
+    "CellRow",
     "ChangesData",
     "Column",
     "Comparison",
@@ -117,6 +118,15 @@ class CanvasImage(TypedDict):
     height: int
     bounds: list[float]
     channels: list[dict[str, str]]
+
+
+class CellRow(TypedDict):
+    """One cell's obs row: its position in the table, its obs name (ID), and every column's value."""
+
+    index: int
+    name: str
+    columns: list[str]
+    values: list[Any]
 
 
 class CanvasPayload(TypedDict):

@@ -150,6 +150,14 @@ export type CanvasPayload = {
   image: CanvasImage | null;
 };
 
+/** One cell's obs row (the `cell` request): its position, its obs name (ID), every column's value. */
+export type CellRow = {
+  index: number;
+  name: string;
+  columns: string[];
+  values: (string | number | boolean | null)[];
+};
+
 /** Request name → [params, data]. */
 export interface Requests {
   history: [Record<string, never>, History];
@@ -170,6 +178,7 @@ export interface Requests {
     ResultPage
   ];
   compare: [{ a: number; b: number }, Comparison];
+  cell: [{ version: number; figure: string; index: number }, CellRow];
 }
 
 export type RequestName = keyof Requests;
@@ -184,5 +193,6 @@ export const REQUESTS: readonly RequestName[] = [
   'canvas',
   'results',
   'result_page',
-  'compare'
+  'compare',
+  'cell'
 ];

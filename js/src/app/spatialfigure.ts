@@ -1,0 +1,452 @@
+/**
+ * A canvas figure as an interactive view: a toolbar (zoom, saved view, fit, layers),
+ * the drawing (deck.gl, or the Canvas 2D CanvasPlot where WebGL is missing), the legend
+ * (categories click to hide), the count of cells in view, a hover tooltip with the cell's
+ * ID and color-by value, and a clicked cell's whole obs row.
+ */
+
+import { panBy, regionOf, countInRegion, zoomBy, zoomRange, type Region, type ViewState } from './camera';
+import { h } from './dom';
+import { CanvasPlot, legend } from './figures';
+import { type CanvasData } from './raster';
+import { SpatialStage } from './spatial';
+import { TransportError, type Transport } from './transport';
+import type { CanvasColor, CanvasPayload, CellRow } from './types';
+
+/** What the toolbar drives, whichever drawing is on screen. */
+type Camera = {
+  showSaved(): void;
+  fit(): void;
+  zoom(steps: number): void;
+};
+
+export class SpatialFigure {
+  readonly node: HTMLElement;
+  readonly stage: SpatialStage | null = null;
+  readonly plot: CanvasPlot | null = null;
+  private readonly tooltip: HTMLElement;
+  private readonly inView: HTMLElement;
+  private readonly pin: HTMLElement;
+  private readonly legendSlot: HTMLElement;
+  private readonly main: HTMLElement;
+  private readonly hidden = new Set<number>();
+  private readonly rows = new Map<number, Promise<CellRow>>();
+  private hoverIndex = -1;
+  private countTimer: ReturnType<typeof setTimeout> | null = null;
+  private undo: (() => void)[] = [];
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly version: number,
+    private readonly figureId: string,
+    readonly payload: CanvasPayload,
+    readonly data: CanvasData,
+    useWebGL: boolean
+  ) {
+    this.tooltip = h('div', { class: 'sds-tooltip', role: 'status', 'aria-live': 'polite', hidden: '' });
+    this.inView = h('span', { class: 'sds-canvas-inview' });
+    this.pin = h('div', { class: 'sds-cell-pin', hidden: '' });
+    this.legendSlot = h('div', { class: 'sds-legend-slot' });
+    this.main = h('div', { class: 'sds-spatial-main' });
+    if (useWebGL) {
+      this.stage = new SpatialStage(payload, data, {
+        onView: (_vs, region) => this.viewChanged(region),
+        onHover: index => this.hover(index),
+        onPin: index => void this.showPin(index),
+        onFallback: reason => this.fallBack(reason)
+      });
+    } else {
+      this.plot = this.makePlot();
+    }
+    const drawing = this.stage ? this.stage.node : this.plot!.node;
+    const wrap = h('div', { class: 'sds-spatial-drawing' }, drawing, this.tooltip);
+    this.main.append(wrap, this.legendSlot);
+    this.node = h(
+      'div',
+      { class: 'sds-spatial sds-canvas-wrap', 'data-renderer': this.stage ? 'webgl' : '2d' },
+      this.toolbar(),
+      this.main,
+      h('div', { class: 'sds-canvas-note' }, `${payload.n_cells.toLocaleString()} cells`),
+      this.inView,
+      this.pin
+    );
+    this.renderLegend();
+    // the view's small API, reachable from its element (tests, other views)
+    (this.node as HTMLElement & { sdsSpatial?: SpatialFigure }).sdsSpatial = this;
+  }
+
+  /** Where cell `i` is on screen, in CSS px from the drawing's top left; null when out of view or not drawn. */
+  screenOf(i: number): [number, number] | null {
+    const stage = this.stage;
+    if (!stage?.viewState || !(i >= 0 && i < this.payload.n_cells)) {
+      return null;
+    }
+    const w = stage.node.clientWidth;
+    const hgt = stage.node.clientHeight;
+    const scale = Math.pow(2, stage.viewState.zoom);
+    const sx = (this.data.x[i] - stage.viewState.target[0]) * scale + w / 2;
+    const sy = (this.data.y[i] - stage.viewState.target[1]) * scale + hgt / 2;
+    return sx >= 0 && sx < w && sy >= 0 && sy < hgt ? [sx, sy] : null;
+  }
+
+  private makePlot(): CanvasPlot {
+    const plot = new CanvasPlot(this.payload, this.data);
+    plot.canvas.setAttribute('role', 'img');
+    plot.canvas.setAttribute('aria-label', `${this.payload.n_cells.toLocaleString()} cells. Drag or arrow keys to pan; wheel, + and - to zoom.`);
+    plot.reserveLegend = false;
+    plot.node.replaceChildren(plot.canvas); // the legend and the count live beside, in this figure
+    return plot;
+  }
+
+  start(): void {
+    if (this.stage) {
+      this.stage.setColors(this.colorSpec(), this.data.value, this.noneColor());
+      this.stage.start();
+    } else if (this.plot) {
+      this.plot.draw();
+      this.undo.push(this.plot2dInteraction(this.plot));
+      this.undo.push(this.plot.watchSize());
+      this.viewChanged(this.plotRegion(this.plot));
+    }
+  }
+
+  dispose(): void {
+    this.stage?.dispose();
+    for (const u of this.undo.splice(0)) {
+      u();
+    }
+    if (this.countTimer) {
+      clearTimeout(this.countTimer);
+    }
+  }
+
+  /** A CanvasPlot at the camera and size on screen, for the exports. */
+  exportPlot(): CanvasPlot {
+    if (this.plot && !this.stage) {
+      return this.plot;
+    }
+    const plot = new CanvasPlot({ ...this.payload, color: this.colorSpec() }, this.data);
+    const stage = this.stage!;
+    const w = stage.node.clientWidth || 480;
+    const hgt = stage.node.clientHeight || 480;
+    plot.fixedSize = [w, hgt];
+    plot.camera = stage.viewState;
+    if (!plot.camera) {
+      plot.fit = stage.mode === 'fit';
+    }
+    plot.draw();
+    return plot;
+  }
+
+  private noneColor(): string {
+    return getComputedStyle(this.node).getPropertyValue('--jp-brand-color1').trim() || '#1f77b4';
+  }
+
+  /** The payload's coloring with hidden categories made transparent. */
+  private colorSpec(): CanvasColor {
+    const c = this.payload.color;
+    if (c.mode !== 'categorical' || !this.hidden.size) {
+      return c;
+    }
+    return { ...c, colors: c.colors.map((col, i) => (this.hidden.has(i) ? '#00000000' : col)) };
+  }
+
+  private renderLegend(): void {
+    const toggle = this.payload.color.mode === 'categorical' ? (code: number) => this.toggleCategory(code) : undefined;
+    this.legendSlot.replaceChildren(legend(this.payload, this.hidden, toggle));
+  }
+
+  private toggleCategory(code: number): void {
+    if (this.hidden.has(code)) {
+      this.hidden.delete(code);
+    } else {
+      this.hidden.add(code);
+    }
+    this.renderLegend();
+    this.redrawColors();
+    (this.legendSlot.querySelectorAll('.sds-legend-toggle')[code] as HTMLElement | undefined)?.focus();
+  }
+
+  private redrawColors(): void {
+    if (this.stage) {
+      this.stage.setColors(this.colorSpec(), this.data.value, this.noneColor());
+    } else if (this.plot) {
+      (this.plot as { payload: CanvasPayload }).payload = { ...this.payload, color: this.colorSpec() };
+      this.plot.draw();
+    }
+  }
+
+  private camera(): Camera {
+    if (this.stage) {
+      return this.stage;
+    }
+    const plot = this.plot!;
+    const set = (vs: ViewState | null, fit = false) => {
+      plot.camera = vs;
+      plot.fit = fit;
+      plot.draw();
+      this.viewChanged(this.plotRegion(plot));
+    };
+    return {
+      showSaved: () => set(null),
+      fit: () => set(null, true),
+      zoom: steps => {
+        const [w, hgt] = plot.size();
+        set(zoomBy(this.plotState(plot), steps, zoomRange(this.payload.bounds, w, hgt)));
+      }
+    };
+  }
+
+  private plotState(plot: CanvasPlot): ViewState {
+    const [w, hgt] = plot.size();
+    const v = plot.view(w, hgt, 1);
+    return { target: [v.target[0], v.target[1]], zoom: Math.log2(v.scale) };
+  }
+
+  private plotRegion(plot: CanvasPlot): Region {
+    const [w, hgt] = plot.size();
+    return regionOf(this.plotState(plot), w, hgt);
+  }
+
+  /** Drag to pan, wheel to zoom, keys, on the 2D drawing. */
+  private plot2dInteraction(plot: CanvasPlot): () => void {
+    const c = plot.canvas;
+    c.tabIndex = 0;
+    let drag: { x: number; y: number } | null = null;
+    const move = (vs: ViewState) => {
+      plot.camera = vs;
+      plot.draw();
+      this.viewChanged(this.plotRegion(plot));
+    };
+    const down = (ev: PointerEvent) => {
+      drag = { x: ev.clientX, y: ev.clientY };
+      c.setPointerCapture?.(ev.pointerId);
+    };
+    const over = (ev: PointerEvent) => {
+      if (drag) {
+        const dx = ev.clientX - drag.x;
+        const dy = ev.clientY - drag.y;
+        drag = { x: ev.clientX, y: ev.clientY };
+        move(panBy(this.plotState(plot), -dx, -dy));
+      }
+    };
+    const up = () => {
+      drag = null;
+    };
+    const wheel = (ev: WheelEvent) => {
+      ev.preventDefault();
+      const [w, hgt] = plot.size();
+      move(zoomBy(this.plotState(plot), ev.deltaY < 0 ? 1 : -1, zoomRange(this.payload.bounds, w, hgt)));
+    };
+    const key = (ev: KeyboardEvent) => {
+      const steps: Record<string, [number, number, number]> = {
+        ArrowLeft: [-60, 0, 0],
+        ArrowRight: [60, 0, 0],
+        ArrowUp: [0, -60, 0],
+        ArrowDown: [0, 60, 0],
+        '+': [0, 0, 1],
+        '=': [0, 0, 1],
+        '-': [0, 0, -1]
+      };
+      const s = steps[ev.key];
+      if (!s) {
+        return;
+      }
+      ev.preventDefault();
+      const [w, hgt] = plot.size();
+      const vs = s[2]
+        ? zoomBy(this.plotState(plot), s[2], zoomRange(this.payload.bounds, w, hgt))
+        : panBy(this.plotState(plot), s[0], s[1]);
+      move(vs);
+    };
+    c.addEventListener('pointerdown', down);
+    c.addEventListener('pointermove', over);
+    c.addEventListener('pointerup', up);
+    c.addEventListener('wheel', wheel, { passive: false });
+    c.addEventListener('keydown', key);
+    return () => {
+      c.removeEventListener('pointerdown', down);
+      c.removeEventListener('pointermove', over);
+      c.removeEventListener('pointerup', up);
+      c.removeEventListener('wheel', wheel);
+      c.removeEventListener('keydown', key);
+    };
+  }
+
+  private toolbar(): HTMLElement {
+    const cam = () => this.camera();
+    const bar = h('div', { class: 'sds-spatial-bar', role: 'toolbar', 'aria-label': 'View' });
+    const btn = (label: string, title: string, run: () => void, cls = '') => {
+      const b = h('button', { type: 'button', class: `sds-button ${cls}`.trim(), title, 'aria-label': title }, label);
+      b.addEventListener('click', run);
+      return b;
+    };
+    bar.append(
+      btn('−', 'Zoom out', () => cam().zoom(-1), 'sds-zoom-out'),
+      btn('+', 'Zoom in', () => cam().zoom(1), 'sds-zoom-in'),
+      btn('Saved view', 'Show the region the figure was saved with', () => cam().showSaved(), 'sds-saved-view'),
+      btn('Fit', 'Show all cells', () => cam().fit(), 'sds-fit')
+    );
+    if (this.stage) {
+      const stage = this.stage;
+      const cells = checkbox('Cells', true, on => {
+        stage.cellsVisible = on;
+        stage.sync();
+      });
+      const opacity = h('input', {
+        type: 'range',
+        min: '0',
+        max: '1',
+        step: '0.05',
+        value: '1',
+        class: 'sds-opacity',
+        'aria-label': 'Cell opacity',
+        title: 'Cell opacity'
+      }) as HTMLInputElement;
+      opacity.addEventListener('input', () => {
+        stage.cellsOpacity = Number(opacity.value);
+        stage.sync();
+      });
+      bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Layers' }, cells, opacity));
+      if (this.payload.image) {
+        bar.lastElementChild!.append(
+          checkbox('Image', true, on => {
+            stage.imageVisible = on;
+            stage.sync();
+          })
+        );
+      }
+    }
+    return bar;
+  }
+
+  private viewChanged(region: Region): void {
+    if (this.countTimer) {
+      clearTimeout(this.countTimer);
+    }
+    // counting a million cells takes a few ms: once the camera rests
+    this.countTimer = setTimeout(() => {
+      this.countTimer = null;
+      const n = countInRegion(this.data.x, this.data.y, region);
+      this.inView.textContent = `${n.toLocaleString()} in view`;
+      this.node.dataset.inView = String(n);
+    }, 60);
+  }
+
+  /** The color-by value of cell `i`, as text. */
+  private valueOf(i: number): string | null {
+    const c = this.payload.color;
+    const v = this.data.value;
+    if (!v || c.mode === 'none') {
+      return null;
+    }
+    if (c.mode === 'categorical') {
+      return `${c.column}: ${c.categories[v[i]] ?? 'NA'}`;
+    }
+    const x = v[i];
+    return `${c.column}: ${Number.isFinite(x) ? +x.toPrecision(4) : 'NA'}`;
+  }
+
+  private row(index: number): Promise<CellRow> {
+    let p = this.rows.get(index);
+    if (!p) {
+      p = this.transport
+        .request('cell', { version: this.version, figure: this.figureId, index })
+        .then(r => r.data);
+      this.rows.set(index, p);
+      p.catch(() => this.rows.delete(index));
+    }
+    return p;
+  }
+
+  private hover(index: number): void {
+    this.hoverIndex = index;
+    if (index < 0) {
+      this.tooltip.hidden = true;
+      return;
+    }
+    this.tooltip.hidden = false;
+    this.placeTooltip(index);
+    const value = this.valueOf(index);
+    this.tooltip.replaceChildren(h('div', { class: 'sds-tooltip-id' }, `cell #${index}`));
+    if (value) {
+      this.tooltip.append(h('div', { class: 'sds-tooltip-value' }, value));
+    }
+    this.row(index).then(
+      row => {
+        if (this.hoverIndex === index) {
+          this.tooltip.firstElementChild!.textContent = `ID ${row.name}`;
+          this.tooltip.dataset.cell = row.name;
+        }
+      },
+      () => undefined
+    );
+  }
+
+  private placeTooltip(index: number): void {
+    const stage = this.stage;
+    if (!stage?.viewState) {
+      return;
+    }
+    const w = stage.node.clientWidth;
+    const hgt = stage.node.clientHeight;
+    const [sx, sy] = this.screenOf(index) ?? [w / 2, hgt / 2];
+    this.tooltip.style.left = `${Math.round(Math.min(Math.max(sx + 12, 0), Math.max(0, w - 160)))}px`;
+    this.tooltip.style.top = `${Math.round(Math.min(Math.max(sy + 12, 0), Math.max(0, hgt - 40)))}px`;
+  }
+
+  private async showPin(index: number): Promise<void> {
+    this.pin.hidden = false;
+    this.pin.replaceChildren(h('div', { class: 'sds-muted' }, `cell #${index}…`));
+    try {
+      const row = await this.row(index);
+      const close = h('button', { type: 'button', class: 'sds-button', 'aria-label': 'Close the cell row' }, '×');
+      close.addEventListener('click', () => {
+        this.pin.hidden = true;
+        this.pin.replaceChildren();
+      });
+      this.pin.replaceChildren(
+        h('div', { class: 'sds-cell-pin-head' }, h('strong', {}, `Cell ${row.name}`), h('span', { class: 'sds-muted' }, ` (row ${row.index})`), close),
+        h(
+          'table',
+          { class: 'sds-table sds-cell-row' },
+          h(
+            'tbody',
+            {},
+            row.columns.map((col, i) =>
+              h('tr', {}, h('th', { scope: 'row' }, col), h('td', {}, row.values[i] === null ? 'NA' : String(row.values[i])))
+            )
+          )
+        )
+      );
+    } catch (err) {
+      const e = TransportError.from(err);
+      this.pin.replaceChildren(h('div', { class: 'sds-error', role: 'alert' }, e.message));
+    }
+  }
+
+  /** WebGL gave up: draw with Canvas 2D in the same place. */
+  private fallBack(reason: string): void {
+    if (!this.stage || this.plot) {
+      return;
+    }
+    this.stage.dispose();
+    const plot = this.makePlot();
+    (this as { plot: CanvasPlot | null }).plot = plot;
+    (this as { stage: SpatialStage | null }).stage = null;
+    const drawing = this.main.querySelector('.sds-spatial-drawing')!;
+    drawing.firstElementChild!.replaceWith(plot.node);
+    this.node.dataset.renderer = '2d';
+    this.node.dataset.fallback = reason;
+    plot.draw();
+    this.undo.push(this.plot2dInteraction(plot));
+    this.undo.push(plot.watchSize());
+  }
+}
+
+function checkbox(label: string, checked: boolean, onChange: (on: boolean) => void): HTMLElement {
+  const input = h('input', { type: 'checkbox' }) as HTMLInputElement;
+  input.checked = checked;
+  input.addEventListener('change', () => onChange(input.checked));
+  return h('label', { class: 'sds-check' }, input, ` ${label}`);
+}
