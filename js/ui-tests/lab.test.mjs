@@ -295,7 +295,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         await figure.locator('.sds-zoom-out').click();
         assert.ok((await state()).zoom < s2.zoom);
         await figure.locator('.sds-fit').click();
-        await page.waitForFunction(() => /^26 in view/.test(document.querySelector('.sds-canvas-inview')?.textContent ?? ''));
+        await page.waitForFunction(() => /^· 26 in view/.test(document.querySelector('.sds-canvas-inview')?.textContent ?? ''));
         await figure.locator('.sds-saved-view').click();
         const saved = await state();
         assert.ok(Math.abs(saved.zoom - s0.zoom) < 1e-3 && Math.abs(saved.target[0] - s0.target[0]) < 1e-3);

@@ -12,7 +12,7 @@ Nothing here writes: browsing never changes a version.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +49,7 @@ from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_inde
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
+from sds_jupyter.studio.palette import obs_palettes, recolor_chart, saved_category_colors
 from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry, read_result, read_results
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part, studio_section
 
@@ -224,7 +225,15 @@ class StackService:
 
     # ------------------------------------------------------------------ figures
 
-    def _figure_summary(self, figure: ParsedFigure, uns: Mapping[str, Any]) -> FigureSummary:
+    def _palettes(self, version: int | str | None, figures: Iterable[ParsedFigure]) -> dict[str, dict[str, str]]:
+        """Each categorical obs column's colors at ``version`` (see :mod:`sds_jupyter.studio.palette`)."""
+        view = self.table_view(version)
+        saved = saved_category_colors(f.spec for f in figures if f.kind == "canvas")
+        return obs_palettes(view.obs, view.uns_without_studio, saved)
+
+    def _figure_summary(
+        self, figure: ParsedFigure, uns: Mapping[str, Any], palettes: Callable[[], Mapping[str, Mapping[str, str]]]
+    ) -> FigureSummary:
         summary: FigureSummary = {
             "id": figure.id,
             "title": figure.title,
@@ -236,7 +245,7 @@ class StackService:
         if figure.kind == "chart":
             try:
                 result = read_result(uns, str(figure.spec["result"]))
-                summary["vega_lite"] = chart_for_figure(figure.spec, result)
+                summary["vega_lite"] = recolor_chart(chart_for_figure(figure.spec, result), palettes(), result.meta)
             except StackError as exc:
                 summary.update(kind="unsupported", reason=str(exc))
         elif figure.kind == "canvas":
@@ -257,7 +266,8 @@ class StackService:
             uns = self._studio_uns(version, charted)
         except StackError as exc:
             return {"figures": [], "error": error_payload(exc)}
-        return {"figures": [self._figure_summary(figure, uns) for figure in figures]}
+        palettes = _once(lambda: self._palettes(version, figures))
+        return {"figures": [self._figure_summary(figure, uns, palettes) for figure in figures]}
 
     def canvas(self, version: int | str | None = None, figure: str = "") -> Reply:
         """A canvas figure's payload and buffers (x, y, value?, image?)."""
@@ -293,7 +303,9 @@ class StackService:
         if parsed.kind == "chart":
             spec = parsed.require("chart")
             uns = self._studio_uns(version, [str(spec["result"])])
-            return parsed, chart_for_figure(spec, read_result(uns, str(spec["result"])))
+            result = read_result(uns, str(spec["result"]))
+            palettes = self._palettes(version, read_figures(uns))
+            return parsed, recolor_chart(chart_for_figure(spec, result), palettes, result.meta)
         spec = parsed.require("canvas")
         view = self.table_view(version, spec.get("table"))
         return parsed, build_canvas(spec, view.as_anndata(), view.root, view.attrs)
@@ -304,7 +316,9 @@ class StackService:
     def _columns(frame: pd.DataFrame) -> list[Column]:
         return [{"name": str(name), "dtype": str(dtype)} for name, dtype in frame.dtypes.items()]
 
-    def _result_summary(self, result: ResultEntry) -> ResultSummary:
+    def _result_summary(
+        self, result: ResultEntry, palettes: Callable[[], Mapping[str, Mapping[str, str]]] | None = None
+    ) -> ResultSummary:
         tables = [
             {"name": name, "n_rows": int(len(frame)), "columns": self._columns(with_index_column(frame))}
             for name, frame in result.tables.items()
@@ -320,7 +334,7 @@ class StackService:
             summary["error"] = error_payload(ResultError(result.error))
         chart = default_chart(result)
         if chart is not None:
-            summary["chart"] = chart
+            summary["chart"] = recolor_chart(chart, palettes(), result.meta) if palettes else chart
         return summary
 
     def results(self, version: int | str | None = None) -> ResultsData:
@@ -329,7 +343,9 @@ class StackService:
             uns = self._studio_uns(version, "all")
         except StackError as exc:
             return {"results": [], "error": error_payload(exc)}
-        return {"results": [self._result_summary(result) for result in read_results(uns)]}
+        figures = read_figures(uns)
+        palettes = _once(lambda: self._palettes(version, figures))
+        return {"results": [self._result_summary(result, palettes) for result in read_results(uns)]}
 
     def result_page(
         self,
@@ -400,6 +416,18 @@ class StackService:
             return False
 
         return touched
+
+
+def _once(compute: Callable[[], Any]) -> Callable[[], Any]:
+    """``compute`` run on first call only (palettes read obs: only when a chart needs them)."""
+    cache: list[Any] = []
+
+    def get() -> Any:
+        if not cache:
+            cache.append(compute())
+        return cache[0]
+
+    return get
 
 
 def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:

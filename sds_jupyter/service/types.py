@@ -136,6 +136,7 @@ class CanvasPayload(TypedDict):
     color: dict[str, Any]
     point_size: float
     image: CanvasImage | None
+    unit: NotRequired[str | None]
 
 
 class Column(TypedDict):

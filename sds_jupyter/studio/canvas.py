@@ -20,6 +20,7 @@ import zarr
 
 from sds_jupyter.studio.elements import Level, coarsest_level, label_centroids, shape_centroids
 from sds_jupyter.studio.errors import ElementError, FigureError
+from sds_jupyter.studio.palette import column_palette
 
 if TYPE_CHECKING:
     from anndata import AnnData
@@ -128,28 +129,12 @@ def colormap_lut(name: str, size: int = LUT_SIZE) -> list[str]:
     return [_hex(cmap(i / (size - 1))) for i in range(size)]
 
 
-def _palette(n: int) -> list[str]:
-    import matplotlib
-
-    cmap = matplotlib.colormaps["tab20" if n > 10 else "tab10"]
-    return [_hex(cmap(i % cmap.N)) for i in range(n)]
-
-
-def _stored_colors(adata: AnnData, column: str, n: int) -> list[str] | None:
-    colors = adata.uns.get(f"{column}_colors")
-    if colors is None or len(colors) != n:
-        return None
-    return [str(color)[:7] for color in colors]
-
-
 def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
     series = adata.obs[column]
     categorical = series.astype("category") if not isinstance(series.dtype, pd.CategoricalDtype) else series
     categories = [str(c) for c in categorical.cat.categories]
     codes = categorical.cat.codes.to_numpy().astype(np.int64)
-    colors = _stored_colors(adata, column, len(categories)) or _palette(len(categories))
-    chosen = spec.get("category_colors") or {}
-    colors = [chosen.get(category, color) for category, color in zip(categories, colors, strict=True)]
+    colors = column_palette(column, categories, adata.uns, spec.get("category_colors"))
     if (codes < 0).any():
         codes = np.where(codes < 0, len(categories), codes)
         categories, colors = categories + [MISSING_CATEGORY], colors + [MISSING_COLOR]
@@ -274,6 +259,7 @@ def build_canvas(
     color, values = cell_colors(adata, spec)
     buffers: list[np.ndarray] = [x, y] + ([values] if values is not None else [])
     image_info = None
+    unit = None
     if spec.get("image"):
         if root is None:
             raise ElementError("This figure shows an image, but no store was given to read it from.")
@@ -282,6 +268,7 @@ def build_canvas(
         extent_y, extent_x = level.extent_yx
         bounds = level.transform.box(0.0, 0.0, extent_x, extent_y)
         image_info = {"width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "bounds": bounds, "channels": channels}
+        unit = level.unit
         buffers.append(rgba)
     bounds = _bounds(x, y, image_info["bounds"] if image_info else None)
     payload: CanvasPayload = {  # type: ignore[typeddict-item]
@@ -291,5 +278,6 @@ def build_canvas(
         "color": color,
         "point_size": float(spec.get("point_size") or DEFAULT_POINT_SIZE),
         "image": image_info,
+        "unit": unit,
     }
     return CanvasData(payload, [np.ascontiguousarray(buffer) for buffer in buffers])

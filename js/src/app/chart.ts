@@ -33,16 +33,57 @@ function themeConfig(el: HTMLElement): object {
   };
 }
 
+/**
+ * Call `onChange` when JupyterLab switches theme (it sets `data-jp-theme-name` on the
+ * body), so charts redraw in the new colors; returns the undo.
+ */
+export function watchTheme(onChange: () => void): () => void {
+  if (typeof MutationObserver === 'undefined' || typeof document === 'undefined') {
+    return () => undefined;
+  }
+  let last = document.body.dataset.jpThemeName;
+  const observer = new MutationObserver(() => {
+    const now = document.body.dataset.jpThemeName;
+    if (now !== last) {
+      last = now;
+      // JupyterLab swaps the theme's CSS after the attribute: read the variables once it applied
+      setTimeout(onChange, 150);
+    }
+  });
+  observer.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name', 'data-jp-theme-light'] });
+  return () => observer.disconnect();
+}
+
 export const vegaRenderer: ChartRenderer = async (el, spec) => {
   const { default: embed } = await import('vega-embed');
-  const result = await embed(el, spec as never, {
-    actions: false,
-    renderer: 'svg',
-    config: themeConfig(el) as never
+  const draw = () =>
+    embed(el, spec as never, {
+      actions: false,
+      renderer: 'svg',
+      config: themeConfig(el) as never
+    });
+  let result = await draw();
+  let disposed = false;
+  const unwatch = watchTheme(() => {
+    if (disposed) {
+      return;
+    }
+    draw().then(
+      next => {
+        result.finalize();
+        result = next;
+        el.dataset.theme = document.body.dataset.jpThemeName ?? '';
+      },
+      () => undefined
+    );
   });
   return {
     toSVG: () => result.view.toSVG(),
     toPNG: () => result.view.toImageURL('png', 2),
-    dispose: () => result.finalize()
+    dispose: () => {
+      disposed = true;
+      unwatch();
+      result.finalize();
+    }
   };
 };

@@ -14,6 +14,8 @@ export type CellLayerData = {
   positions: Float32Array;
   /** RGBA bytes per cell. */
   colors: Uint8Array;
+  /** RGBA bytes per cell of the outline (transparent where the cell is hidden). */
+  lines: Uint8Array;
 };
 
 export type DeckScene = {
@@ -50,7 +52,7 @@ export class DeckView {
         scrollZoom: true,
         doubleClickZoom: true,
         touchZoom: true,
-        keyboard: true,
+        keyboard: false, // SpatialStage takes the keys: the same on WebGL and 2D, no transition
         dragRotate: false,
         inertia: false
       },
@@ -103,20 +105,20 @@ export class DeckView {
             length: cells.n,
             attributes: {
               getPosition: { value: cells.positions, size: 3 },
-              getFillColor: { value: cells.colors, size: 4, normalized: true }
+              getFillColor: { value: cells.colors, size: 4, normalized: true },
+              getLineColor: { value: cells.lines, size: 4, normalized: true }
             }
           },
           radiusUnits: 'pixels',
           getRadius: scene.radius,
           stroked: scene.outline,
-          getLineColor: [0, 0, 0, 190],
           lineWidthUnits: 'pixels',
           getLineWidth: 1,
           opacity: scene.cellsOpacity,
           pickable: true,
           autoHighlight: true,
           highlightColor: [255, 255, 255, 160],
-          updateTriggers: { getFillColor: scene.colorVersion }
+          updateTriggers: { getFillColor: scene.colorVersion, getLineColor: scene.colorVersion }
         })
       );
     }

@@ -81,6 +81,7 @@ export class SpatialStage {
   private onScreen = false;
   private size: [number, number] = [0, 0];
   private colors: Uint8Array;
+  private lines: Uint8Array;
   private colorVersion = 0;
   private positions: Float32Array;
   private imageSource: HTMLCanvasElement | null = null;
@@ -98,6 +99,7 @@ export class SpatialStage {
       this.positions[i * 3 + 1] = data.y[i];
     }
     this.colors = new Uint8Array(n * 4);
+    this.lines = new Uint8Array(n * 4);
     this.canvas = h('canvas', {
       class: 'sds-deck-canvas',
       role: 'application',
@@ -225,7 +227,7 @@ export class SpatialStage {
     }
   }
 
-  /** Keys deck.gl's controller does not take (it handles arrows and +/- itself when focused). */
+  /** The keyboard: arrows pan, + and - zoom, 0 or Home the saved view, f fits. */
   private key(ev: KeyboardEvent): void {
     if (ev.key === '0' || ev.key === 'Home') {
       this.showSaved();
@@ -233,8 +235,7 @@ export class SpatialStage {
     } else if (ev.key === 'f' || ev.key === 'F') {
       this.fit();
       ev.preventDefault();
-    } else if (!this.deck) {
-      // no deck (yet): the same keys as deck.gl's keyboard controller
+    } else {
       const step = 60;
       const moves: Record<string, () => void> = {
         ArrowLeft: () => this.pan(-step, 0),
@@ -257,8 +258,12 @@ export class SpatialStage {
   setColors(color: CanvasPayload['color'], value: CanvasData['value'], none: string): void {
     const colorOf = colorFn(color, value, packColor(none));
     const packed = new Uint32Array(this.colors.buffer, this.colors.byteOffset, this.payload.n_cells);
+    const lines = new Uint32Array(this.lines.buffer, this.lines.byteOffset, this.payload.n_cells);
+    const outline = 0xbe000000; // black, alpha 190
     for (let i = 0; i < packed.length; i++) {
-      packed[i] = colorOf(i);
+      const c = colorOf(i);
+      packed[i] = c;
+      lines[i] = c >>> 24 ? outline : 0;
     }
     this.colorVersion++;
     this.sync();
@@ -279,7 +284,7 @@ export class SpatialStage {
       this.imageSource = src;
     }
     return {
-      cells: { n: this.payload.n_cells, positions: this.positions, colors: this.colors },
+      cells: { n: this.payload.n_cells, positions: this.positions, colors: this.colors, lines: this.lines },
       radius: Math.max(0.5, (this.payload.point_size || 2) / 2),
       cellsVisible: this.cellsVisible,
       cellsOpacity: this.cellsOpacity,

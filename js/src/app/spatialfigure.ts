@@ -5,7 +5,7 @@
  * ID and color-by value, and a clicked cell's whole obs row.
  */
 
-import { panBy, regionOf, countInRegion, zoomBy, zoomRange, type Region, type ViewState } from './camera';
+import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from './camera';
 import { h } from './dom';
 import { CanvasPlot, legend } from './figures';
 import { type CanvasData } from './raster';
@@ -29,6 +29,7 @@ export class SpatialFigure {
   private readonly pin: HTMLElement;
   private readonly legendSlot: HTMLElement;
   private readonly main: HTMLElement;
+  private readonly scaleBar: HTMLElement;
   private readonly hidden = new Set<number>();
   private readonly rows = new Map<number, Promise<CellRow>>();
   private hoverIndex = -1;
@@ -47,6 +48,7 @@ export class SpatialFigure {
     this.inView = h('span', { class: 'sds-canvas-inview' });
     this.pin = h('div', { class: 'sds-cell-pin', hidden: '' });
     this.legendSlot = h('div', { class: 'sds-legend-slot' });
+    this.scaleBar = h('div', { class: 'sds-scalebar', hidden: '' }, h('div', { class: 'sds-scalebar-bar' }), h('div', { class: 'sds-scalebar-label' }));
     this.main = h('div', { class: 'sds-spatial-main' });
     if (useWebGL) {
       this.stage = new SpatialStage(payload, data, {
@@ -59,15 +61,19 @@ export class SpatialFigure {
       this.plot = this.makePlot();
     }
     const drawing = this.stage ? this.stage.node : this.plot!.node;
-    const wrap = h('div', { class: 'sds-spatial-drawing' }, drawing, this.tooltip);
+    const wrap = h('div', { class: 'sds-spatial-drawing' }, drawing, this.tooltip, this.scaleBar);
     this.main.append(wrap, this.legendSlot);
     this.node = h(
       'div',
       { class: 'sds-spatial sds-canvas-wrap', 'data-renderer': this.stage ? 'webgl' : '2d' },
       this.toolbar(),
       this.main,
-      h('div', { class: 'sds-canvas-note' }, `${payload.n_cells.toLocaleString()} cells`),
-      this.inView,
+      h(
+        'div',
+        { class: 'sds-spatial-foot' },
+        h('div', { class: 'sds-canvas-note' }, `${payload.n_cells.toLocaleString()} cells`),
+        this.inView
+      ),
       this.pin
     );
     this.renderLegend();
@@ -321,6 +327,7 @@ export class SpatialFigure {
   }
 
   private viewChanged(region: Region): void {
+    this.updateScaleBar(region);
     if (this.countTimer) {
       clearTimeout(this.countTimer);
     }
@@ -328,9 +335,23 @@ export class SpatialFigure {
     this.countTimer = setTimeout(() => {
       this.countTimer = null;
       const n = countInRegion(this.data.x, this.data.y, region);
-      this.inView.textContent = `${n.toLocaleString()} in view`;
+      this.inView.textContent = `· ${n.toLocaleString()} in view`;
       this.node.dataset.inView = String(n);
     }, 60);
+  }
+
+  /** A round length in the coordinate system's physical unit, when it has one. */
+  private updateScaleBar(region: Region): void {
+    const unit = this.payload.unit;
+    const width = this.stage ? this.stage.node.clientWidth : (this.plot?.size()[0] ?? 0);
+    const bar = unit && width ? scaleBar(width / Math.max(region[2] - region[0], 1e-9), unit, Math.min(120, width / 3)) : null;
+    if (!bar) {
+      this.scaleBar.hidden = true;
+      return;
+    }
+    this.scaleBar.hidden = false;
+    (this.scaleBar.firstElementChild as HTMLElement).style.width = `${Math.round(bar.px)}px`;
+    this.scaleBar.lastElementChild!.textContent = bar.label;
   }
 
   /** The color-by value of cell `i`, as text. */

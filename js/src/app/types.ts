@@ -148,6 +148,8 @@ export type CanvasPayload = {
   color: CanvasColor;
   point_size: number;
   image: CanvasImage | null;
+  /** The coordinate system's unit (e.g. "micrometer"), when it names a physical one: the scale bar's. */
+  unit?: string | null;
 };
 
 /** One cell's obs row (the `cell` request): its position, its obs name (ID), every column's value. */
