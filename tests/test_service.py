@@ -170,6 +170,43 @@ def test_cell_refusals(service, params, message) -> None:
         dispatch(service, "cell", params)
 
 
+def test_color_values_by_another_obs_column_and_by_a_gene(service, blobs_store) -> None:
+    import anndata
+    import zarr
+
+    reply = dispatch(service, "color_values", {"version": 1, "figure": "fig_canvas", "column": "region_class"})
+    color = _json(reply.data)
+    assert color["mode"] == "categorical" and color["column"] == "region_class"
+    # the figure's saved color for its own column stays
+    assert color["colors"][color["categories"].index("tumor")] == "#d62728"
+    codes = np.frombuffer(reply.buffers[0], dtype="<u2")
+    obs = service.table_view(1).obs
+    assert [color["categories"][c] for c in codes] == obs["region_class"].astype(str).tolist()
+    table = anndata.io.read_elem(zarr.open_group(blobs_store, mode="r")["tables/table"])
+    gene = str(table.var_names[1])
+    reply = dispatch(service, "color_values", {"version": 1, "figure": "fig_canvas", "gene": gene})
+    color = _json(reply.data)
+    assert color["mode"] == "continuous" and color["column"] == gene and len(color["lut"]) == 256
+    values = np.frombuffer(reply.buffers[0], dtype="<f4")
+    expected = np.asarray(table[:, gene].X.toarray() if hasattr(table.X, "toarray") else table[:, gene].X, dtype=np.float32).ravel()
+    np.testing.assert_array_equal(values, expected)
+    assert color["min"] == float(expected.min()) and color["max"] == float(expected.max())
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"version": 1, "figure": "fig_canvas", "column": "nope"}, "No obs column 'nope'"),
+        ({"version": 1, "figure": "fig_canvas", "gene": "nope"}, "No gene 'nope'"),
+        ({"version": 1, "figure": "fig_canvas"}, "either an obs column or a gene"),
+        ({"version": 1, "figure": "fig_canvas", "column": "a", "gene": "b"}, "either an obs column or a gene"),
+    ],
+)
+def test_color_values_refusals(service, params, message) -> None:
+    with pytest.raises(RequestError, match=message):
+        dispatch(service, "color_values", params)
+
+
 # ------------------------------------------------------------------ results
 
 
@@ -245,7 +282,7 @@ def test_compare_with_itself_is_empty(service) -> None:
 
 
 def test_request_table_matches_the_protocol() -> None:
-    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare", "cell"]
+    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare", "cell", "color_values"]
 
 
 def test_unknown_request_and_parameter_are_refused(service) -> None:

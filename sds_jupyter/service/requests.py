@@ -26,10 +26,11 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "result_page": StackService.result_page,
     "compare": StackService.compare,
     "cell": StackService.cell,
+    "color_values": StackService.color_values,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas"})
+BINARY_REQUESTS = frozenset({"canvas", "color_values"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import zarr
+from anndata import AnnData
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.service.errors import RequestError, error_payload
@@ -44,7 +45,7 @@ from sds_jupyter.service.types import (
 )
 from sds_jupyter.stack import Stack, StackStore
 from sds_jupyter.stack.open import open_anndata, open_table_group
-from sds_jupyter.studio.canvas import build_canvas
+from sds_jupyter.studio.canvas import build_canvas, cell_colors
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
@@ -296,6 +297,34 @@ class StackService:
             "columns": [str(column) for column in obs.columns],
             "values": [json_scalar(value) for value in row.tolist()],
         }
+
+    def color_values(self, version: int | str | None = None, figure: str = "", column: str = "", gene: str = "") -> Reply:
+        """A canvas figure's cells colored by another obs ``column`` or by a ``gene``'s expression (from X).
+
+        Answers the ``color`` part of a CanvasPayload and one buffer (uint16 category codes or
+        float32 values), in the order of the canvas buffers.
+        """
+        if not figure:
+            raise RequestError("The color_values request needs a figure id.")
+        if bool(column) == bool(gene):
+            raise RequestError("Give either an obs column or a gene to color by.")
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        view = self.table_view(version, spec.get("table"))
+        adata = view.as_anndata()
+        if gene:
+            try:
+                values = view.gene_values(gene)
+            except KeyError:
+                raise RequestError(f"No gene {gene!r} in this table's var names.") from None
+            adata = AnnData(obs=pd.DataFrame({gene: values}, index=adata.obs_names), uns=adata.uns)
+            column = gene
+        elif column not in adata.obs.columns:
+            raise RequestError(f"No obs column {column!r} in this version's table.")
+        saved = saved_category_colors(f.spec for f in read_figures(self._studio_uns(version)) if f.kind == "canvas")
+        colors = {**saved.get(column, {}), **(spec.get("category_colors") or {} if spec.get("color_by") == column else {})}
+        color_spec = {"color_by": column, "category_colors": colors, "colormap": spec.get("colormap") if spec.get("color_by") == column else None}
+        color, buffer = cell_colors(adata, color_spec)
+        return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
 
     def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""

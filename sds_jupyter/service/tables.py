@@ -122,6 +122,25 @@ class TableView:
             self._anndata[obsm_keys] = AnnData(obs=self.obs, obsm=obsm, uns=self.uns_without_studio)
         return self._anndata[obsm_keys]
 
+    @cached_property
+    def var_names(self) -> pd.Index:
+        """The var index (gene names), read without X."""
+        return read_elem(self.group["var"]).index if "var" in self.group else pd.Index([])
+
+    def gene_values(self, gene: str) -> np.ndarray:
+        """One var column of X (a gene's expression in every cell) as float32, dense or sparse X alike."""
+        names = self.var_names
+        if gene not in names:
+            raise KeyError(gene)
+        position = int(names.get_loc(gene))
+        node = self.group["X"]
+        if isinstance(node, zarr.Array):
+            return np.asarray(node[:, position], dtype=np.float32)
+        from anndata.io import sparse_dataset
+
+        column = sparse_dataset(node)[:, position]
+        return np.asarray(column.toarray(), dtype=np.float32).ravel()
+
     def obs_counts(self, column: str) -> Mapping[str, int] | None:
         """Value counts of a categorical-like obs column; None for numeric columns."""
         series = self.obs[column]

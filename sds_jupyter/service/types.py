@@ -137,6 +137,7 @@ class CanvasPayload(TypedDict):
     point_size: float
     image: CanvasImage | None
     unit: NotRequired[str | None]
+    obs_columns: NotRequired[list[str]]
 
 
 class Column(TypedDict):

@@ -279,5 +279,6 @@ def build_canvas(
         "point_size": float(spec.get("point_size") or DEFAULT_POINT_SIZE),
         "image": image_info,
         "unit": unit,
+        "obs_columns": [str(column) for column in adata.obs.columns],
     }
     return CanvasData(payload, [np.ascontiguousarray(buffer) for buffer in buffers])

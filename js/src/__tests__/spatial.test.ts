@@ -13,7 +13,8 @@ function payload(): CanvasPayload {
     color: { mode: 'categorical', column: 'regions', categories: ['tumor', 'stroma'], colors: ['#ff0000', '#00ff00'] },
     point_size: 4,
     image: null,
-    unit: 'micrometer'
+    unit: 'micrometer',
+    obs_columns: ['regions', 'score']
   };
 }
 
@@ -103,5 +104,35 @@ describe('spatial figure (Canvas 2D, as without WebGL)', () => {
     const bar = f.node.querySelector<HTMLElement>('.sds-scalebar')!;
     expect(bar.hidden).toBe(false);
     expect(bar.textContent).toMatch(/^\d+ µm$/);
+  });
+});
+
+describe('colorBy: another obs column or a gene', () => {
+  it('asks the service, recolors and rebuilds the legend; {} restores the figure coloring', async () => {
+    const t = new FakeTransport().on('color_values', params => {
+      if (params.gene === 'CD3E') {
+        return {
+          data: { mode: 'continuous', column: 'CD3E', colormap: 'viridis', min: 0, max: 4, lut: ['#000000', '#ffffff'] },
+          buffers: [Float32Array.from([0, 1, 2, 3, 4]).buffer]
+        };
+      }
+      throw new Error(`No gene ${JSON.stringify(params.gene)} in this table's var names.`);
+    });
+    const f = mount(t);
+    await f.colorBy({ gene: 'CD3E' });
+    expect(t.callsOf('color_values')).toEqual([{ version: 1, figure: 'tissue', gene: 'CD3E' }]);
+    expect(f.node.dataset.colorBy).toBe('CD3E');
+    expect(f.node.querySelector('.sds-legend-title')?.textContent).toBe('CD3E (viridis)');
+    expect(f.node.querySelector('.sds-legend-toggle')).toBeNull();
+    const plot = f.exportPlot();
+    expect(plot.payload.color.mode).toBe('continuous');
+    expect([...(plot.data.value as Float32Array)]).toEqual([0, 1, 2, 3, 4]);
+    await expect(f.colorBy({ gene: 'NOPE' })).rejects.toThrow(/No gene "NOPE"/);
+    expect(f.node.querySelector('.sds-color-status')?.textContent).toMatch(/No gene/);
+    await f.colorBy({});
+    expect(f.node.querySelectorAll('.sds-legend-toggle').length).toBe(2);
+    // the toolbar offers every obs column
+    const options = [...f.node.querySelectorAll('.sds-color-by option')].map(o => o.textContent);
+    expect(options).toEqual(['regions (saved)', 'regions', 'score']);
   });
 });

@@ -37,6 +37,17 @@ export class FiguresView {
     this.clear();
   }
 
+  /**
+   * Color every canvas figure on show by an obs column or a gene (`{}`: their own coloring).
+   * For other views, e.g. "click a gene in a markers table"; resolves when all are drawn.
+   */
+  async colorCanvases(target: { column?: string; gene?: string }): Promise<void> {
+    const views = [...this.node.querySelectorAll('.sds-spatial')].map(
+      el => (el as HTMLElement & { sdsSpatial?: SpatialFigure }).sdsSpatial
+    );
+    await Promise.all(views.filter((v): v is SpatialFigure => !!v).map(v => v.colorBy(target)));
+  }
+
   private clear(): void {
     runDisposers(this.disposers);
   }

@@ -8,7 +8,7 @@
 import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from './camera';
 import { h } from './dom';
 import { CanvasPlot, legend } from './figures';
-import { type CanvasData } from './raster';
+import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TransportError, type Transport } from './transport';
 import type { CanvasColor, CanvasPayload, CellRow } from './types';
@@ -31,6 +31,11 @@ export class SpatialFigure {
   private readonly main: HTMLElement;
   private readonly scaleBar: HTMLElement;
   private readonly hidden = new Set<number>();
+  /** What the cells are colored by now (the figure's own coloring until colorBy). */
+  private color: CanvasColor;
+  private value: CanvasData['value'];
+  private colorToken = 0;
+  private readonly colorStatus: HTMLElement;
   private readonly rows = new Map<number, Promise<CellRow>>();
   private hoverIndex = -1;
   private countTimer: ReturnType<typeof setTimeout> | null = null;
@@ -44,6 +49,9 @@ export class SpatialFigure {
     readonly data: CanvasData,
     useWebGL: boolean
   ) {
+    this.color = payload.color;
+    this.value = data.value;
+    this.colorStatus = h('span', { class: 'sds-color-status', role: 'status' });
     this.tooltip = h('div', { class: 'sds-tooltip', role: 'status', 'aria-live': 'polite', hidden: '' });
     this.inView = h('span', { class: 'sds-canvas-inview' });
     this.pin = h('div', { class: 'sds-cell-pin', hidden: '' });
@@ -81,6 +89,53 @@ export class SpatialFigure {
     (this.node as HTMLElement & { sdsSpatial?: SpatialFigure }).sdsSpatial = this;
   }
 
+  /**
+   * Color the cells by another obs column or by a gene's expression (values from X, asked
+   * of the service). `{}` goes back to the figure's own coloring. Resolves once drawn;
+   * rejects with the service's one-line reason (an unknown column or gene).
+   */
+  async colorBy(target: { column?: string; gene?: string }): Promise<void> {
+    const token = ++this.colorToken;
+    const { column, gene } = target;
+    let color: CanvasColor = this.payload.color;
+    let value: CanvasData['value'] = this.data.value;
+    if (column || gene) {
+      this.colorStatus.textContent = `Loading ${gene ?? column}…`;
+      try {
+        const reply = await this.transport.request('color_values', {
+          version: this.version,
+          figure: this.figureId,
+          ...(gene ? { gene } : { column: column! })
+        });
+        color = reply.data;
+        const buffer = reply.buffers[0];
+        if (!buffer) {
+          throw new TransportError('protocol', 'color_values reply has no buffer');
+        }
+        value = color.mode === 'categorical' ? typed(buffer, Uint16Array) : typed(buffer, Float32Array);
+      } catch (err) {
+        if (token === this.colorToken) {
+          this.colorStatus.textContent = TransportError.from(err).message;
+        }
+        throw err;
+      }
+    }
+    if (token !== this.colorToken) {
+      return;
+    }
+    this.colorStatus.textContent = '';
+    this.color = color;
+    this.value = value;
+    this.hidden.clear();
+    this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
+    const select = this.node.querySelector<HTMLSelectElement>('.sds-color-by');
+    if (select) {
+      select.value = gene ? '' : color.mode === 'none' ? '' : color.column;
+    }
+    this.renderLegend();
+    this.redrawColors();
+  }
+
   /** Where cell `i` is on screen, in CSS px from the drawing's top left; null when out of view or not drawn. */
   screenOf(i: number): [number, number] | null {
     const stage = this.stage;
@@ -106,7 +161,7 @@ export class SpatialFigure {
 
   start(): void {
     if (this.stage) {
-      this.stage.setColors(this.colorSpec(), this.data.value, this.noneColor());
+      this.stage.setColors(this.colorSpec(), this.value, this.noneColor());
       this.stage.start();
     } else if (this.plot) {
       this.plot.draw();
@@ -131,7 +186,7 @@ export class SpatialFigure {
     if (this.plot && !this.stage) {
       return this.plot;
     }
-    const plot = new CanvasPlot({ ...this.payload, color: this.colorSpec() }, this.data);
+    const plot = new CanvasPlot({ ...this.payload, color: this.colorSpec() }, { ...this.data, value: this.value });
     const stage = this.stage!;
     const w = stage.node.clientWidth || 480;
     const hgt = stage.node.clientHeight || 480;
@@ -150,7 +205,7 @@ export class SpatialFigure {
 
   /** The payload's coloring with hidden categories made transparent. */
   private colorSpec(): CanvasColor {
-    const c = this.payload.color;
+    const c = this.color;
     if (c.mode !== 'categorical' || !this.hidden.size) {
       return c;
     }
@@ -158,8 +213,8 @@ export class SpatialFigure {
   }
 
   private renderLegend(): void {
-    const toggle = this.payload.color.mode === 'categorical' ? (code: number) => this.toggleCategory(code) : undefined;
-    this.legendSlot.replaceChildren(legend(this.payload, this.hidden, toggle));
+    const toggle = this.color.mode === 'categorical' ? (code: number) => this.toggleCategory(code) : undefined;
+    this.legendSlot.replaceChildren(legend({ ...this.payload, color: this.color }, this.hidden, toggle));
   }
 
   private toggleCategory(code: number): void {
@@ -175,9 +230,10 @@ export class SpatialFigure {
 
   private redrawColors(): void {
     if (this.stage) {
-      this.stage.setColors(this.colorSpec(), this.data.value, this.noneColor());
+      this.stage.setColors(this.colorSpec(), this.value, this.noneColor());
     } else if (this.plot) {
       (this.plot as { payload: CanvasPayload }).payload = { ...this.payload, color: this.colorSpec() };
+      (this.plot as { data: CanvasData }).data = { ...this.data, value: this.value };
       this.plot.draw();
     }
   }
@@ -293,6 +349,34 @@ export class SpatialFigure {
       btn('Saved view', 'Show the region the figure was saved with', () => cam().showSaved(), 'sds-saved-view'),
       btn('Fit', 'Show all cells', () => cam().fit(), 'sds-fit')
     );
+    const columns = this.payload.obs_columns ?? [];
+    if (columns.length) {
+      const own = this.payload.color.mode === 'none' ? '' : this.payload.color.column;
+      const select = h(
+        'select',
+        { class: 'sds-select sds-color-by', 'aria-label': 'Color cells by obs column', title: 'Color cells by' },
+        h('option', { value: '' }, own ? `${own} (saved)` : 'no color'),
+        columns.map(c => h('option', { value: c }, c))
+      ) as HTMLSelectElement;
+      select.value = '';
+      select.addEventListener('change', () => {
+        this.colorBy(select.value ? { column: select.value } : {}).catch(() => undefined);
+      });
+      const gene = h('input', {
+        type: 'search',
+        class: 'sds-select sds-gene',
+        placeholder: 'gene',
+        'aria-label': 'Color cells by a gene (Enter)',
+        title: 'Color cells by a gene: type its var name, then Enter',
+        size: '8'
+      }) as HTMLInputElement;
+      gene.addEventListener('keydown', ev => {
+        if (ev.key === 'Enter' && gene.value.trim()) {
+          this.colorBy({ gene: gene.value.trim() }).catch(() => undefined);
+        }
+      });
+      bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Color' }, select, gene, this.colorStatus));
+    }
     if (this.stage) {
       const stage = this.stage;
       const cells = checkbox('Cells', true, on => {
@@ -356,8 +440,8 @@ export class SpatialFigure {
 
   /** The color-by value of cell `i`, as text. */
   private valueOf(i: number): string | null {
-    const c = this.payload.color;
-    const v = this.data.value;
+    const c = this.color;
+    const v = this.value;
     if (!v || c.mode === 'none') {
       return null;
     }

@@ -150,6 +150,8 @@ export type CanvasPayload = {
   image: CanvasImage | null;
   /** The coordinate system's unit (e.g. "micrometer"), when it names a physical one: the scale bar's. */
   unit?: string | null;
+  /** The table's obs columns (what the view can color by). */
+  obs_columns?: string[];
 };
 
 /** One cell's obs row (the `cell` request): its position, its obs name (ID), every column's value. */
@@ -181,6 +183,7 @@ export interface Requests {
   ];
   compare: [{ a: number; b: number }, Comparison];
   cell: [{ version: number; figure: string; index: number }, CellRow];
+  color_values: [{ version: number; figure: string; column?: string; gene?: string }, CanvasColor];
 }
 
 export type RequestName = keyof Requests;
@@ -196,5 +199,6 @@ export const REQUESTS: readonly RequestName[] = [
   'results',
   'result_page',
   'compare',
-  'cell'
+  'cell',
+  'color_values'
 ];
