@@ -207,6 +207,28 @@ def test_color_values_refusals(service, params, message) -> None:
         dispatch(service, "color_values", params)
 
 
+def test_channels_answers_each_plane_with_the_figure_settings(service, blobs_root) -> None:
+    reply = dispatch(service, "channels", {"version": 1, "figure": "fig_canvas"})
+    data = _json(reply.data)
+    from sds_jupyter.studio.elements import coarsest_level
+
+    level = coarsest_level(blobs_root, "images", "blobs_image", max_side=2048)
+    assert level.axes == ("c", "y", "x")
+    image = np.asarray(level.data)
+    assert [c["name"] for c in data["channels"]] == [str(i) for i in range(image.shape[0])]
+    first, second = data["channels"][0], data["channels"][1]
+    assert first["visible"] is True and first["color"] == "#ff0000" and first["contrast_limits"] == [0, 1]
+    assert second["visible"] is False and second["color"] == "#00ff00"
+    assert len(reply.buffers) == image.shape[0]
+    plane = np.frombuffer(reply.buffers[0], dtype=np.uint8).reshape(data["height"], data["width"])
+    low, high = first["range"]
+    assert low == float(image[0].min()) and high == float(image[0].max())
+    # the plane is the channel over its own range: the brightest pixel is 255, the darkest 0
+    assert plane.max() == 255 and plane.min() == 0
+    with pytest.raises(RequestError, match="shows no image"):
+        dispatch(service, "channels", {"version": 1, "figure": "fig_continuous"})
+
+
 # ------------------------------------------------------------------ results
 
 
@@ -282,7 +304,7 @@ def test_compare_with_itself_is_empty(service) -> None:
 
 
 def test_request_table_matches_the_protocol() -> None:
-    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare", "cell", "color_values"]
+    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare", "cell", "color_values", "channels"]
 
 
 def test_unknown_request_and_parameter_are_refused(service) -> None:

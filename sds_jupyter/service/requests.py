@@ -27,10 +27,11 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "compare": StackService.compare,
     "cell": StackService.cell,
     "color_values": StackService.color_values,
+    "channels": StackService.channels,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas", "color_values"})
+BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

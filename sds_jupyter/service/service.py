@@ -28,6 +28,7 @@ from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import (
     BaseSummary,
     CellRow,
+    ChannelsData,
     ChangesData,
     Column,
     Comparison,
@@ -45,7 +46,8 @@ from sds_jupyter.service.types import (
 )
 from sds_jupyter.stack import Stack, StackStore
 from sds_jupyter.stack.open import open_anndata, open_table_group
-from sds_jupyter.studio.canvas import build_canvas, cell_colors
+from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, cell_colors, channel_planes
+from sds_jupyter.studio.elements import coarsest_level
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
@@ -325,6 +327,26 @@ class StackService:
         color_spec = {"color_by": column, "category_colors": colors, "colormap": spec.get("colormap") if spec.get("color_by") == column else None}
         color, buffer = cell_colors(adata, color_spec)
         return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
+
+    def channels(self, version: int | str | None = None, figure: str = "") -> Reply:
+        """A canvas figure's image channels, each as uint8 planes the browser blends (toggle, color, contrast)."""
+        if not figure:
+            raise RequestError("The channels request needs a figure id.")
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        if not spec.get("image"):
+            raise RequestError(f"Figure {figure!r} shows no image.")
+        view = self.table_view(version, spec.get("table"))
+        system = spec.get("coordinate_system") or None
+        level = coarsest_level(view.root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE, system=system)
+        infos, planes = channel_planes(level, spec)
+        extent_y, extent_x = level.extent_yx
+        payload: ChannelsData = {
+            "width": int(planes[0].shape[1]) if planes else 0,
+            "height": int(planes[0].shape[0]) if planes else 0,
+            "bounds": level.transform.box(0.0, 0.0, extent_x, extent_y),
+            "channels": infos,  # type: ignore[typeddict-item]
+        }
+        return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
 
     def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""

@@ -12,6 +12,8 @@ __all__ = [
     "CanvasImage",
     "CanvasPayload",
     "CellRow",
+    "ChannelInfo",
+    "ChannelsData",
     "ChangesData",
     "Column",
     "Comparison",
@@ -127,6 +129,23 @@ class CellRow(TypedDict):
     name: str
     columns: list[str]
     values: list[Any]
+
+
+class ChannelInfo(TypedDict):
+    name: str
+    color: str
+    visible: bool
+    contrast_limits: list[float]
+    range: list[float]
+
+
+class ChannelsData(TypedDict):
+    """The ``channels`` request: one uint8 plane per channel follows, ``range`` mapped onto 0-255."""
+
+    width: int
+    height: int
+    bounds: list[float]
+    channels: list[ChannelInfo]
 
 
 class CanvasPayload(TypedDict):

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from sds_jupyter.service.types import CanvasPayload
 
-__all__ = ["CanvasData", "build_canvas", "cell_coordinates", "colormap_lut", "region_attrs"]
+__all__ = ["CanvasData", "build_canvas", "cell_coordinates", "channel_planes", "colormap_lut", "region_attrs"]
 
 DEFAULT_POINT_SIZE = 4.0
 DEFAULT_COLORMAP = "viridis"
@@ -220,6 +220,41 @@ def composite_image(level: Level, spec: Mapping[str, Any]) -> tuple[np.ndarray, 
     rgba[..., :3] = np.round(np.clip(rgb, 0.0, 1.0) * 255)
     rgba[..., 3] = 255
     return rgba, drawn
+
+
+MAX_CHANNELS = 8
+
+
+def channel_planes(level: Level, spec: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+    """Each channel of ``level`` (up to MAX_CHANNELS) as uint8 over its own value range, with its settings.
+
+    Why: the browser blends the channels itself, so a person can turn each one on and off and
+    change its color and contrast limits without a round trip. ``range`` is the raw
+    [min, max] the 0-255 steps span; ``contrast_limits`` are raw values (the figure's, else the range).
+    """
+    planes = _channel_planes(level)
+    names = list(level.channel_names) or [str(i) for i in range(planes.shape[0])]
+    saved = {str(c.get("name", i)): c for i, c in enumerate(spec.get("channels") or [])}
+    drawn = {index for index, *_ in _visible_channels(spec, names)}
+    infos, buffers = [], []
+    for index in range(min(planes.shape[0], MAX_CHANNELS)):
+        plane = planes[index].astype(np.float32)
+        finite = plane[np.isfinite(plane)]
+        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        span = high - low if high > low else 1.0
+        buffers.append(np.round(np.clip((plane - low) / span, 0.0, 1.0) * 255).astype(np.uint8))
+        name = names[index] if index < len(names) else str(index)
+        chosen = saved.get(name) or {}
+        limits = chosen.get("contrast_limits") or [low, high]
+        color = chosen.get("color") or DEFAULT_CHANNEL_COLORS[index % len(DEFAULT_CHANNEL_COLORS)]
+        infos.append({
+            "name": name,
+            "color": color,
+            "visible": index in drawn,
+            "contrast_limits": [float(limits[0]), float(limits[1])],
+            "range": [low, high],
+        })
+    return infos, buffers
 
 
 # ------------------------------------------------------------------- payload

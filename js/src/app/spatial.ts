@@ -254,6 +254,20 @@ export class SpatialStage {
     }
   }
 
+  /** Replace the image's pixels (RGBA of the payload's image size), e.g. after a channel changed. */
+  setImage(rgba: Uint8ClampedArray): void {
+    const img = this.payload.image;
+    if (!img) {
+      return;
+    }
+    const src = document.createElement('canvas');
+    src.width = img.width;
+    src.height = img.height;
+    src.getContext('2d')?.putImageData(new ImageData(rgba as never, img.width, img.height), 0, 0);
+    this.imageSource = src; // a new object: deck uploads it as a new texture
+    this.sync();
+  }
+
   /** Recolor the cells: `color` and `value` as the canvas payload describes them. */
   setColors(color: CanvasPayload['color'], value: CanvasData['value'], none: string): void {
     const colorOf = colorFn(color, value, packColor(none));

@@ -8,6 +8,7 @@
 import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from './camera';
 import { h } from './dom';
 import { CanvasPlot, legend } from './figures';
+import { composite, limitsInSteps, type ChannelState } from './channels';
 import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TransportError, type Transport } from './transport';
@@ -36,6 +37,8 @@ export class SpatialFigure {
   private value: CanvasData['value'];
   private colorToken = 0;
   private readonly colorStatus: HTMLElement;
+  private channels: { width: number; height: number; planes: Uint8Array[]; states: ChannelState[] } | null = null;
+  private readonly channelSlot: HTMLElement;
   private readonly rows = new Map<number, Promise<CellRow>>();
   private hoverIndex = -1;
   private countTimer: ReturnType<typeof setTimeout> | null = null;
@@ -56,6 +59,7 @@ export class SpatialFigure {
     this.inView = h('span', { class: 'sds-canvas-inview' });
     this.pin = h('div', { class: 'sds-cell-pin', hidden: '' });
     this.legendSlot = h('div', { class: 'sds-legend-slot' });
+    this.channelSlot = h('div', { class: 'sds-channel-slot' });
     this.scaleBar = h('div', { class: 'sds-scalebar', hidden: '' }, h('div', { class: 'sds-scalebar-bar' }), h('div', { class: 'sds-scalebar-label' }));
     this.main = h('div', { class: 'sds-spatial-main' });
     if (useWebGL) {
@@ -70,7 +74,7 @@ export class SpatialFigure {
     }
     const drawing = this.stage ? this.stage.node : this.plot!.node;
     const wrap = h('div', { class: 'sds-spatial-drawing' }, drawing, this.tooltip, this.scaleBar);
-    this.main.append(wrap, this.legendSlot);
+    this.main.append(wrap, h('div', { class: 'sds-side' }, this.legendSlot, this.channelSlot));
     this.node = h(
       'div',
       { class: 'sds-spatial sds-canvas-wrap', 'data-renderer': this.stage ? 'webgl' : '2d' },
@@ -136,6 +140,98 @@ export class SpatialFigure {
     this.redrawColors();
   }
 
+  /** Ask for the image's channels as planes, then offer each one's toggle, color and contrast. */
+  private async loadChannels(): Promise<void> {
+    const reply = await this.transport.request('channels', { version: this.version, figure: this.figureId });
+    const { width, height, channels } = reply.data;
+    const img = this.payload.image;
+    if (!img || width !== img.width || height !== img.height || reply.buffers.length < channels.length) {
+      return; // not the image on screen: keep the composited one
+    }
+    const planes = reply.buffers.slice(0, channels.length).map(b => typed(b, Uint8ClampedArray) as unknown as Uint8Array);
+    this.channels = { width, height, planes, states: channels.map(c => ({ ...c })) };
+    this.renderLegend();
+    this.renderChannels();
+  }
+
+  /** Recomposite the image from the channel planes and show it. */
+  private recomposite(): void {
+    const ch = this.channels;
+    if (!ch) {
+      return;
+    }
+    const rgba = composite(ch.planes, ch.states, ch.width, ch.height);
+    if (this.stage) {
+      this.stage.setImage(rgba);
+    } else if (this.plot) {
+      (this.plot as { data: CanvasData }).data = { ...this.plot.data, image: rgba };
+      this.plot.draw();
+    }
+    (this as { data: CanvasData }).data = { ...this.data, image: rgba }; // exports draw what is on screen
+  }
+
+  private renderChannels(): void {
+    const ch = this.channels;
+    if (!ch) {
+      return;
+    }
+    const rows = ch.states.map((state, k) => {
+      const visible = h('input', { type: 'checkbox', class: 'sds-channel-on' }) as HTMLInputElement;
+      visible.checked = state.visible;
+      visible.addEventListener('change', () => {
+        state.visible = visible.checked;
+        this.recomposite();
+      });
+      const color = h('input', {
+        type: 'color',
+        class: 'sds-channel-color',
+        value: hex6(state.color),
+        'aria-label': `${state.name} color`,
+        title: `${state.name} color`
+      }) as HTMLInputElement;
+      color.addEventListener('input', () => {
+        state.color = color.value;
+        this.recomposite();
+      });
+      const [lo, hi] = limitsInSteps(state).map(v => Math.round(Math.max(0, Math.min(255, v))));
+      const range = (label: string, value: number, set: (v: number) => void) => {
+        const r = h('input', {
+          type: 'range',
+          min: '0',
+          max: '255',
+          step: '1',
+          value: String(value),
+          class: 'sds-contrast',
+          'aria-label': `${state.name} contrast ${label}`,
+          title: `${state.name} contrast ${label}`
+        }) as HTMLInputElement;
+        r.addEventListener('input', () => {
+          set(Number(r.value));
+          this.recomposite();
+        });
+        return r;
+      };
+      const raw = (step: number) => state.range[0] + (step / 255) * (state.range[1] - state.range[0]);
+      const low = range('minimum', lo, v => {
+        state.contrast_limits = [raw(v), Math.max(raw(v), state.contrast_limits[1])];
+      });
+      const high = range('maximum', hi, v => {
+        state.contrast_limits = [Math.min(raw(v), state.contrast_limits[0]), raw(v)];
+      });
+      return h(
+        'li',
+        { class: 'sds-channel', 'data-channel': String(k) },
+        h('label', { class: 'sds-check' }, visible, ` ${state.name}`),
+        color,
+        h('span', { class: 'sds-contrast-pair' }, low, high)
+      );
+    });
+    this.channelSlot.replaceChildren(
+      h('div', { class: 'sds-legend-title', id: `sds-ch-${this.figureId}` }, 'Channels'),
+      h('ul', { class: 'sds-channel-list', 'aria-label': 'Image channels' }, rows)
+    );
+  }
+
   /** Where cell `i` is on screen, in CSS px from the drawing's top left; null when out of view or not drawn. */
   screenOf(i: number): [number, number] | null {
     const stage = this.stage;
@@ -160,6 +256,9 @@ export class SpatialFigure {
   }
 
   start(): void {
+    if (this.payload.image) {
+      this.loadChannels().catch(() => undefined);
+    }
     if (this.stage) {
       this.stage.setColors(this.colorSpec(), this.value, this.noneColor());
       this.stage.start();
@@ -214,7 +313,9 @@ export class SpatialFigure {
 
   private renderLegend(): void {
     const toggle = this.color.mode === 'categorical' ? (code: number) => this.toggleCategory(code) : undefined;
-    this.legendSlot.replaceChildren(legend({ ...this.payload, color: this.color }, this.hidden, toggle));
+    // with channel controls, the channels are listed there instead
+    const image = this.payload.image && this.channels ? { ...this.payload.image, channels: [] } : this.payload.image;
+    this.legendSlot.replaceChildren(legend({ ...this.payload, color: this.color, image }, this.hidden, toggle));
   }
 
   private toggleCategory(code: number): void {
@@ -547,6 +648,16 @@ export class SpatialFigure {
     this.undo.push(this.plot2dInteraction(plot));
     this.undo.push(plot.watchSize());
   }
+}
+
+/** A CSS color as #rrggbb for <input type=color>. */
+function hex6(color: string): string {
+  const m = /^#?([0-9a-f]{3}|[0-9a-f]{6})([0-9a-f]{2})?$/i.exec(color.trim());
+  if (!m) {
+    return '#ffffff';
+  }
+  const s = m[1].length === 3 ? [...m[1]].map(c => c + c).join('') : m[1];
+  return `#${s.toLowerCase()}`;
 }
 
 function checkbox(label: string, checked: boolean, onChange: (on: boolean) => void): HTMLElement {

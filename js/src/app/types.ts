@@ -154,6 +154,17 @@ export type CanvasPayload = {
   obs_columns?: string[];
 };
 
+/** An image channel as the `channels` request describes it (raw values in contrast_limits and range). */
+export type ChannelInfo = {
+  name: string;
+  color: string;
+  visible: boolean;
+  contrast_limits: [number, number];
+  range: [number, number];
+};
+
+export type ChannelsData = { width: number; height: number; bounds: Bounds; channels: ChannelInfo[] };
+
 /** One cell's obs row (the `cell` request): its position, its obs name (ID), every column's value. */
 export type CellRow = {
   index: number;
@@ -183,6 +194,7 @@ export interface Requests {
   ];
   compare: [{ a: number; b: number }, Comparison];
   cell: [{ version: number; figure: string; index: number }, CellRow];
+  channels: [{ version: number; figure: string }, ChannelsData];
   color_values: [{ version: number; figure: string; column?: string; gene?: string }, CanvasColor];
 }
 
@@ -200,5 +212,6 @@ export const REQUESTS: readonly RequestName[] = [
   'result_page',
   'compare',
   'cell',
-  'color_values'
+  'color_values',
+  'channels'
 ];
