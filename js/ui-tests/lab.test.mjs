@@ -344,6 +344,19 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       await page.waitForTimeout(400);
       assert.notEqual(await pixels(), withCells, 'image off changes the drawing');
       await figure.getByLabel('Image', { exact: true }).check();
+      // each image channel toggles on its own (planes from the channels request, blended here)
+      await page.waitForSelector('.sds-channel-on', { timeout: 30000 });
+      const channel = figure.locator('.sds-channel-on').first();
+      assert.ok(await channel.isChecked());
+      await channel.uncheck();
+      await page.waitForTimeout(400);
+      assert.notEqual(await pixels(), withCells, 'a channel off changes the drawing');
+      await channel.check();
+      await figure.locator('.sds-contrast').nth(1).fill('60');
+      await page.waitForTimeout(400);
+      assert.notEqual(await pixels(), withCells, 'a contrast limit changes the drawing');
+      await shot(page, 'spatial-channels');
+      await figure.locator('.sds-contrast').nth(1).fill('255');
       const toggle = figure.locator('.sds-legend-toggle').first();
       await toggle.click();
       assert.equal(await toggle.getAttribute('aria-pressed'), 'false');

@@ -136,3 +136,13 @@ describe('colorBy: another obs column or a gene', () => {
     expect(options).toEqual(['regions (saved)', 'regions', 'score']);
   });
 });
+
+describe('export file names', () => {
+  it('carry the version depth and title, and nothing a file system dislikes', async () => {
+    const { exportName } = await import('../app/figures');
+    expect(exportName('v3 Redrawn regions', 'fig-regions')).toBe('v3_Redrawn_regions-fig-regions');
+    expect(exportName('v2 ../../etc/passwd', 'a/b')).toBe('v2_.._.._etc_passwd-a_b');
+    expect(exportName('v1 Leiden', 'fig')).not.toBe(exportName('v2 Leiden', 'fig'));
+    expect(exportName('', '')).toBe('version-figure');
+  });
+});

@@ -31,6 +31,8 @@ export type DeckScene = {
 };
 
 export type DeckHandlers = {
+  /** After each frame drawn (User Timing measures, tests). */
+  onFrame?(): void;
   onViewState(vs: ViewState): void;
   onHover(index: number, x: number, y: number): void;
   onClick(index: number): void;
@@ -74,6 +76,7 @@ export class DeckView {
           this.handlers.onClick(info.index);
         }
       },
+      onAfterRender: () => this.handlers.onFrame?.(),
       onError: err => this.handlers.onError(err)
     });
   }

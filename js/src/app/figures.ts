@@ -24,6 +24,7 @@ export const VECTOR_LIMIT = 50_000;
 export class FiguresView {
   readonly node: HTMLElement;
   private token = 0;
+  private label = '';
   private disposers: (() => void)[] = [];
 
   constructor(
@@ -52,8 +53,10 @@ export class FiguresView {
     runDisposers(this.disposers);
   }
 
-  async show(version: number): Promise<void> {
+  /** Show the figures of `version`; `label` (e.g. "v3 Redrawn regions") goes into export file names. */
+  async show(version: number, label?: string): Promise<void> {
     const token = ++this.token;
+    this.label = label ?? `v${version}`;
     this.clear();
     fill(this.node, loading());
     let figures: Figure[];
@@ -101,7 +104,7 @@ export class FiguresView {
       body,
       fig.caption ? h('figcaption', { class: 'sds-caption' }, fig.caption) : null
     );
-    const name = (fig.id || 'figure').replace(/[^\w.-]+/g, '_');
+    const name = exportName(this.label || `v${version}`, fig.id || 'figure');
     try {
       if (fig.kind === 'chart' && fig.vega_lite) {
         this.chart(body, tools, fig.vega_lite, name, token);
@@ -188,6 +191,15 @@ export class FiguresView {
       })
     );
   }
+}
+
+/**
+ * An export's file name: the version (depth and title) and the figure id, so two versions'
+ * exports never collide. Anything but letters, digits, dot, dash and underscore becomes "_".
+ */
+export function exportName(versionLabel: string, figureId: string): string {
+  const clean = (s: string) => s.replace(/[^\w.-]+/g, '_').replace(/^[._]+|_+$/g, '');
+  return `${clean(versionLabel).slice(0, 60) || 'version'}-${clean(figureId).slice(0, 60) || 'figure'}`;
 }
 
 /** A User Timing mark; its time (NaN where User Timing is missing). */

@@ -48,6 +48,18 @@ export function setWebglAvailable(value: boolean | null): void {
   webgl = value;
 }
 
+function now(): number {
+  return typeof performance !== 'undefined' ? performance.now() : Date.now();
+}
+
+function measure(name: string, start: number, end: number, detail: Record<string, unknown>): void {
+  try {
+    performance.measure(name, { start, end, detail });
+  } catch {
+    // no User Timing level 3
+  }
+}
+
 /** Lost contexts after which a view gives up on WebGL and draws in 2D. */
 const MAX_LOSSES = 3;
 
@@ -322,12 +334,26 @@ export class SpatialStage {
         this.resized();
       }
       const vs = this.viewState ?? this.framed('saved');
+      const created = now();
+      let frames = 0;
+      let lastFrame = created;
       this.deck = new DeckView(this.canvas, vs, this.range, {
         onViewState: next => this.apply(next, 'user'),
         onHover: (index) => this.callbacks.onHover?.(index),
         onClick: index => this.callbacks.onPin?.(index),
         onError: err => {
           this.node.dataset.error = err.message;
+        },
+        onFrame: () => {
+          // User Timing: the first draw (deck created to first frame), then every frame's interval
+          const t = now();
+          measure(frames === 0 ? 'sds:canvas-draw' : 'sds:frame', frames === 0 ? created : lastFrame, t, {
+            n_cells: this.payload.n_cells,
+            renderer: 'webgl'
+          });
+          frames++;
+          lastFrame = t;
+          this.node.dataset.frames = String(frames);
         }
       });
       this.deck.setScene(this.scene());
