@@ -28,8 +28,8 @@ from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import (
     BaseSummary,
     CellRow,
-    ChannelsData,
     ChangesData,
+    ChannelsData,
     Column,
     Comparison,
     Delta,
@@ -47,8 +47,8 @@ from sds_jupyter.service.types import (
 from sds_jupyter.stack import Stack, StackStore
 from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, cell_colors, channel_planes
-from sds_jupyter.studio.elements import coarsest_level
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
+from sds_jupyter.studio.elements import coarsest_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
