@@ -389,9 +389,11 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       const labelLuminance = () =>
         page.evaluate(() => {
           const text = document.querySelector('.sds-chart svg .role-axis-label text');
-          const m = /#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})/i.exec(text?.getAttribute('fill') ?? '');
+          if (!text) return null;
+          // the fill as the browser resolves it (vega writes hex, rgb() or rgba() from the theme)
+          const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(getComputedStyle(text).fill);
           if (!m) return null;
-          const [r, g, b] = m.slice(1).map(v => parseInt(v, 16) / 255);
+          const [r, g, b] = m.slice(1).map(v => Number(v) / 255);
           return 0.2126 * r + 0.7152 * g + 0.0722 * b;
         });
       const lightLum = await labelLuminance();
