@@ -501,7 +501,10 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.waitForFunction(() => /cells ×|rror/.test(document.querySelector('.sds-action-msg')?.textContent ?? ''), null, { timeout: 60000 });
     assert.match(await page.locator('.sds-action-msg').innerText(), /cells ×/);
     await page.locator('.jp-OutputArea .sds-tab[data-tab="figures"]').click();
-    await page.waitForSelector('.jp-OutputArea canvas.sds-canvas', { timeout: 60000 });
+    await page.waitForSelector('.jp-OutputArea .sds-deck-stage[data-live="true"], .jp-OutputArea canvas.sds-canvas', { timeout: 60000 });
+    // the widget's bundle carries deck.gl too: the view draws with WebGL in the notebook
+    assert.equal(await page.locator('.jp-OutputArea .sds-spatial').first().getAttribute('data-renderer'), 'webgl');
+    await page.waitForSelector('.jp-OutputArea .sds-deck-stage[data-live="true"]', { timeout: 60000 });
     await page.waitForSelector('.jp-OutputArea .sds-chart svg', { timeout: 60000 });
     assert.ok((await page.locator('.jp-OutputArea .sds-history-row').count()) >= 3);
     await shot(page, 'notebook-sds-open');
