@@ -400,7 +400,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       assert.ok(lightLum !== null && lightLum < 0.5, `light theme labels ${lightLum}`);
       await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
       await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
-      await page.locator('.lm-Menu-itemLabel', { hasText: 'JupyterLab Dark' }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^JupyterLab Dark$/ }).click();
       await page.waitForFunction(() => document.body.dataset.jpThemeName === 'JupyterLab Dark', null, { timeout: 30000 });
       await page.waitForFunction(() => [...document.querySelectorAll('.sds-chart')].every(c => c.dataset.theme === 'JupyterLab Dark'), null, { timeout: 30000 });
       const darkLum = await labelLuminance();
