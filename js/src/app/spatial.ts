@@ -347,10 +347,11 @@ export class SpatialStage {
         onFrame: () => {
           // User Timing: the first draw (deck created to first frame), then every frame's interval
           const t = now();
-          measure(frames === 0 ? 'sds:canvas-draw' : 'sds:frame', frames === 0 ? created : lastFrame, t, {
-            n_cells: this.payload.n_cells,
-            renderer: 'webgl'
-          });
+          const detail: Record<string, unknown> = { n_cells: this.payload.n_cells, renderer: 'webgl' };
+          if (frames === 0) {
+            Object.assign(detail, { drawn: this.inView(), width: this.canvas.width, height: this.canvas.height });
+          }
+          measure(frames === 0 ? 'sds:canvas-draw' : 'sds:frame', frames === 0 ? created : lastFrame, t, detail);
           frames++;
           lastFrame = t;
           this.node.dataset.frames = String(frames);
