@@ -250,11 +250,18 @@ READ = """() => {
     .filter(e => e.name.includes('/sds-jupyter/api/canvas'))
     .map(e => ({ start: e.startTime, requestStart: e.requestStart, responseStart: e.responseStart,
                  responseEnd: e.responseEnd }));
-  const c = document.querySelector('canvas.sds-canvas');
+  // the WebGL view (its frame is kept: preserveDrawingBuffer), else the Canvas 2D fallback
+  const gl = document.querySelector('.sds-deck-canvas');
+  const c = gl ?? document.querySelector('canvas.sds-canvas');
   let paintedPx = 0;
   if (c) {
-    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-    for (let i = 3; i < d.length; i += 4) if (d[i]) paintedPx++;
+    const copy = document.createElement('canvas');
+    copy.width = c.width;
+    copy.height = c.height;
+    const ctx = copy.getContext('2d');
+    ctx.drawImage(c, 0, 0);
+    const d = ctx.getImageData(0, 0, c.width, c.height).data;
+    for (let i = 0; i < d.length; i += 4) if (d[i] || d[i + 1] || d[i + 2]) paintedPx++;
   }
   return { ...window.__sdsBench, draw: pick('sds:canvas-draw'), request: pick('sds:canvas-request'),
            canvas, paintedPx, note: document.querySelector('.sds-canvas-note')?.textContent ?? null };
@@ -286,6 +293,7 @@ def open_and_draw(browser: Any, base: str, folder: str, n_cells: int) -> dict[st
         if found["painted"] is None or not found["draw"]:
             text = page.locator(".sds-figures").inner_text()
             raise RuntimeError(f"the canvas of {folder} was not drawn: {text[:500]}")
+        found["frames"] = pan_frames(page)
     finally:
         page.close()
     if errors:
@@ -310,7 +318,30 @@ def open_and_draw(browser: Any, base: str, folder: str, n_cells: int) -> dict[st
         "drawn": draw["detail"]["drawn"],
         "size": (draw["detail"]["width"], draw["detail"]["height"]),
         "painted_px": found["paintedPx"],
+        "frame": median(found["frames"]) if found["frames"] else float("nan"),
+        "n_frames": len(found["frames"]),
     }
+
+
+FRAMES = 60
+
+
+def pan_frames(page: Any) -> list[float]:
+    """Drag across the WebGL view in FRAMES steps (one frame each) and read each frame's interval."""
+    stage = page.locator(".sds-deck-stage").first
+    if not stage.count():
+        return []  # the Canvas 2D fallback draws on demand: no frame loop to time
+    page.evaluate("() => performance.clearMeasures('sds:frame')")
+    box = stage.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    for step in range(FRAMES):
+        page.mouse.move(x + (step % 20) * 4 - 40, y + (step % 20) * 2 - 20)
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => r(null)))")
+    page.mouse.up()
+    page.wait_for_timeout(200)
+    return page.evaluate("() => performance.getEntriesByName('sds:frame', 'measure').map(e => e.duration / 1e3)")
 
 
 def request_parts(request: dict[str, Any], resources: list[dict[str, Any]]) -> dict[str, float]:
@@ -359,6 +390,7 @@ def browser_side(
         ("draw", "canvas draw (sds:canvas-draw)"),
         ("request", "canvas request (sds:canvas-request)"),
         ("end_to_end", "click Figures -> canvas painted"),
+        ("frame", f"pan frame of the WebGL view (sds:frame, median of {FRAMES} drag steps)"),
     ):
         print(f"{title}, {len(a)} warm rounds:")
         results.append(comparison(title, label_a, label_b, [r[key] for r in a], [r[key] for r in b], goal=None))

@@ -202,6 +202,7 @@ def _canvas(title: str, color_by: str, colors: dict[str, str]) -> dict[str, Any]
             {"visible": True, "name": "1", "color": "#00ff00", "contrast_limits": [0.0, 1.0]},
             {"visible": False, "name": "2", "color": "#0000ff", "contrast_limits": [0.0, 1.0]},
         ],
-        "viewport": {"target": [256, 256], "zoom": 0, "rotation": 0},
+        # the tissue (512 units) across the view: the zoom is read at an 800 px reference width
+        "viewport": {"target": [256, 256], "zoom": 0.6, "rotation": 0},
         "point_size": 8,
     }

@@ -149,6 +149,88 @@ def test_canvas_refusals(service, params, error, message) -> None:
         dispatch(service, "canvas", params)
 
 
+def test_cell_answers_one_obs_row_as_the_canvas_orders_cells(service) -> None:
+    obs = service.table_view(1).obs
+    row = _json(dispatch(service, "cell", {"version": 1, "figure": "fig_canvas", "index": "3"}).data)
+    assert row["index"] == 3 and row["name"] == str(obs.index[3])
+    assert row["columns"] == [str(c) for c in obs.columns]
+    assert len(row["values"]) == len(row["columns"])
+    region_class = row["values"][row["columns"].index("region_class")]
+    assert region_class == str(obs["region_class"].iloc[3])
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"version": 1, "figure": "fig_canvas", "index": 26}, "Cell 26 does not exist; the table has 26 cells"),
+        ({"version": 1, "figure": "fig_canvas", "index": -1}, "Cell -1 does not exist"),
+        ({"version": 1, "index": 0}, "needs a figure id"),
+    ],
+)
+def test_cell_refusals(service, params, message) -> None:
+    with pytest.raises(RequestError, match=message):
+        dispatch(service, "cell", params)
+
+
+def test_color_values_by_another_obs_column_and_by_a_gene(service, blobs_store) -> None:
+    import anndata
+    import zarr
+
+    reply = dispatch(service, "color_values", {"version": 1, "figure": "fig_canvas", "column": "region_class"})
+    color = _json(reply.data)
+    assert color["mode"] == "categorical" and color["column"] == "region_class"
+    # the figure's saved color for its own column stays
+    assert color["colors"][color["categories"].index("tumor")] == "#d62728"
+    codes = np.frombuffer(reply.buffers[0], dtype="<u2")
+    obs = service.table_view(1).obs
+    assert [color["categories"][c] for c in codes] == obs["region_class"].astype(str).tolist()
+    table = anndata.io.read_elem(zarr.open_group(blobs_store, mode="r")["tables/table"])
+    gene = str(table.var_names[1])
+    reply = dispatch(service, "color_values", {"version": 1, "figure": "fig_canvas", "gene": gene})
+    color = _json(reply.data)
+    assert color["mode"] == "continuous" and color["column"] == gene and len(color["lut"]) == 256
+    values = np.frombuffer(reply.buffers[0], dtype="<f4")
+    expected = np.asarray(table[:, gene].X.toarray() if hasattr(table.X, "toarray") else table[:, gene].X, dtype=np.float32).ravel()
+    np.testing.assert_array_equal(values, expected)
+    assert color["min"] == float(expected.min()) and color["max"] == float(expected.max())
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"version": 1, "figure": "fig_canvas", "column": "nope"}, "No obs column 'nope'"),
+        ({"version": 1, "figure": "fig_canvas", "gene": "nope"}, "No gene 'nope'"),
+        ({"version": 1, "figure": "fig_canvas"}, "either an obs column or a gene"),
+        ({"version": 1, "figure": "fig_canvas", "column": "a", "gene": "b"}, "either an obs column or a gene"),
+    ],
+)
+def test_color_values_refusals(service, params, message) -> None:
+    with pytest.raises(RequestError, match=message):
+        dispatch(service, "color_values", params)
+
+
+def test_channels_answers_each_plane_with_the_figure_settings(service, blobs_root) -> None:
+    reply = dispatch(service, "channels", {"version": 1, "figure": "fig_canvas"})
+    data = _json(reply.data)
+    from sds_jupyter.studio.elements import coarsest_level
+
+    level = coarsest_level(blobs_root, "images", "blobs_image", max_side=2048)
+    assert level.axes == ("c", "y", "x")
+    image = np.asarray(level.data)
+    assert [c["name"] for c in data["channels"]] == [str(i) for i in range(image.shape[0])]
+    first, second = data["channels"][0], data["channels"][1]
+    assert first["visible"] is True and first["color"] == "#ff0000" and first["contrast_limits"] == [0, 1]
+    assert second["visible"] is False and second["color"] == "#00ff00"
+    assert len(reply.buffers) == image.shape[0]
+    plane = np.frombuffer(reply.buffers[0], dtype=np.uint8).reshape(data["height"], data["width"])
+    low, high = first["range"]
+    assert low == float(image[0].min()) and high == float(image[0].max())
+    # the plane is the channel over its own range: the brightest pixel is 255, the darkest 0
+    assert plane.max() == 255 and plane.min() == 0
+    with pytest.raises(RequestError, match="shows no image"):
+        dispatch(service, "channels", {"version": 1, "figure": "fig_continuous"})
+
+
 # ------------------------------------------------------------------ results
 
 
@@ -231,7 +313,7 @@ def test_compare_with_itself_is_empty(service) -> None:
 def test_request_table_matches_the_protocol() -> None:
     assert list(REQUESTS) == [
         "history", "changes", "figures", "canvas", "results", "result_page", "result_csv", "compare",
-        "expression", "cell_mask", "tree", "fingerprint", "contents",
+        "expression", "cell_mask", "tree", "fingerprint", "contents", "cell", "color_values", "channels",
     ]
 
 

@@ -215,13 +215,20 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.waitForSelector('.sds-history-row');
     await page.locator('.sds-tab[data-tab="figures"]').click();
     await page.waitForSelector('.sds-figure', { timeout: 30000 });
-    await page.waitForFunction(() => document.querySelectorAll('canvas.sds-canvas, .sds-chart svg').length >= 2, null, { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelectorAll('.sds-deck-stage[data-live="true"], canvas.sds-canvas, .sds-chart svg').length >= 2, null, { timeout: 30000 });
     assert.deepEqual(await page.locator('.sds-figures .sds-error').allInnerTexts(), []);
-    // the canvas has drawn pixels
-    const painted = await page.locator('canvas.sds-canvas').first().evaluate(c => {
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    // the spatial view drew with WebGL (software WebGL here) and has painted pixels
+    assert.equal(await page.locator('.sds-spatial').first().getAttribute('data-renderer'), 'webgl');
+    await page.waitForTimeout(500);
+    const painted = await page.locator('.sds-deck-canvas').first().evaluate(glCanvas => {
+      const c = document.createElement('canvas');
+      c.width = glCanvas.width;
+      c.height = glCanvas.height;
+      const ctx = c.getContext('2d');
+      ctx.drawImage(glCanvas, 0, 0);
+      const d = ctx.getImageData(0, 0, c.width, c.height).data;
       let n = 0;
-      for (let i = 3; i < d.length; i += 4) if (d[i]) n++;
+      for (let i = 0; i < d.length; i += 4) if (d[i] || d[i + 1] || d[i + 2]) n++;
       return n;
     });
     assert.ok(painted > 1000, `${painted} painted pixels`);
@@ -364,6 +371,197 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       await shot(dark, 'panel-contents-dark');
       await dark.close();
     } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
+  });
+
+  it('the spatial view pans, zooms, hovers, pins and toggles layers; axe finds nothing serious in light and dark', async () => {
+    const axe = readFileSync(join(here, '..', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+    const audit = async (page, name) => {
+      await page.addScriptTag({ content: axe });
+      const found = await page.evaluate(async () => {
+        const r = await window.axe.run(document.querySelector('.sds-figures'), { resultTypes: ['violations'] });
+        return r.violations
+          .filter(v => v.impact === 'serious' || v.impact === 'critical')
+          .map(v => `${v.id}: ${v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', ')}`);
+      });
+      assert.deepEqual(found, [], `axe (${name})`);
+    };
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    const page = await newPage();
+    try {
+      await openListing(page);
+      await item(page, top.split('/').pop()).dblclick();
+      await page.waitForSelector('.sds-history-row');
+      await page.locator('.sds-tab[data-tab="figures"]').click();
+      const stage = page.locator('.sds-deck-stage').first();
+      await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 60000 });
+      await page.waitForSelector('.sds-chart svg', { timeout: 60000 });
+      await page.waitForTimeout(500);
+      await shot(page, 'spatial-light');
+      await audit(page, 'light');
+      const state = async () => ({
+        zoom: Number(await stage.getAttribute('data-zoom')),
+        target: (await stage.getAttribute('data-target')).split(',').map(Number)
+      });
+      const figure = page.locator('.sds-spatial').first();
+      // the caption counts the cells in view, of the saved region
+      await page.waitForFunction(() => document.querySelector('.sds-canvas-inview')?.textContent?.includes('in view'));
+      const box = await stage.boundingBox();
+      const cx = box.x + box.width / 2;
+      const cy = box.y + box.height / 2;
+      // drag pans: the target moves against the drag
+      const s0 = await state();
+      await page.mouse.move(cx, cy);
+      await page.mouse.down();
+      await page.mouse.move(cx + 60, cy + 30, { steps: 6 });
+      await page.mouse.up();
+      await page.waitForTimeout(300);
+      const s1 = await state();
+      assert.ok(s1.target[0] < s0.target[0] - 1 && s1.target[1] < s0.target[1] - 1, `drag: ${JSON.stringify([s0, s1])}`);
+      assert.equal(s1.zoom, s0.zoom);
+      // the wheel zooms in
+      await page.mouse.move(cx, cy);
+      await page.mouse.wheel(0, -400);
+      await page.waitForTimeout(500);
+      const s2 = await state();
+      assert.ok(s2.zoom > s1.zoom, `wheel: ${s1.zoom} -> ${s2.zoom}`);
+      // the buttons: zoom out, Fit frames all cells, Saved view comes back
+      await figure.locator('.sds-zoom-out').click();
+      assert.ok((await state()).zoom < s2.zoom);
+      await figure.locator('.sds-fit').click();
+      await page.waitForFunction(() => /^· 26 in view/.test(document.querySelector('.sds-canvas-inview')?.textContent ?? ''));
+      await figure.locator('.sds-saved-view').click();
+      const saved = await state();
+      assert.ok(Math.abs(saved.zoom - s0.zoom) < 1e-3 && Math.abs(saved.target[0] - s0.target[0]) < 1e-3);
+      // the keyboard: focus the view, arrows pan, + zooms
+      await page.locator('.sds-deck-canvas').first().focus();
+      await page.keyboard.press('ArrowRight');
+      await page.waitForTimeout(300);
+      assert.ok((await state()).target[0] > saved.target[0], 'ArrowRight pans');
+      await page.keyboard.press('+');
+      await page.waitForTimeout(300);
+      assert.ok((await state()).zoom > saved.zoom, '+ zooms');
+      await figure.locator('.sds-saved-view').click();
+      // hovering a cell shows its ID (the obs name, from the service) and its color-by value
+      const at = await figure.evaluate(el => el.sdsSpatial.screenOf(0));
+      assert.ok(at, 'cell 0 is in the saved view');
+      const sbox = await stage.boundingBox();
+      await page.mouse.move(sbox.x + at[0], sbox.y + at[1]);
+      await page.waitForFunction(() => /^ID /.test(document.querySelector('.sds-tooltip .sds-tooltip-id')?.textContent ?? ''), null, { timeout: 20000 });
+      const tip = await figure.locator('.sds-tooltip').innerText();
+      const depth = await page.locator('.sds-history-row[aria-selected="true"]').getAttribute('data-depth');
+      const figureId = await page.locator('.sds-figure-canvas').first().getAttribute('data-figure');
+      const row = await (await api(`/sds-jupyter/api/cell?path=${encodeURIComponent(top)}&version=${depth}&figure=${encodeURIComponent(figureId)}&index=0`)).json();
+      assert.ok(tip.includes(`ID ${row.name}`), `tooltip ${JSON.stringify(tip)} vs ${JSON.stringify(row)}`);
+      assert.match(tip, /clusters: \d/, 'the color-by value');
+      await shot(page, 'spatial-hover');
+      // click pins the cell and lists its obs row
+      await page.mouse.click(sbox.x + at[0], sbox.y + at[1]);
+      await page.waitForSelector('.sds-cell-pin .sds-cell-row tr', { timeout: 20000 });
+      assert.ok((await figure.locator('.sds-cell-pin th').count()) >= 2);
+      // layers: cells off, the image off, a category hidden: each changes the drawing
+      const pixels = () =>
+        page.locator('.sds-deck-canvas').first().evaluate(glCanvas => {
+          const c = document.createElement('canvas');
+          c.width = glCanvas.width;
+          c.height = glCanvas.height;
+          const ctx = c.getContext('2d');
+          ctx.drawImage(glCanvas, 0, 0);
+          const d = ctx.getImageData(0, 0, c.width, c.height).data;
+          let sum = 0;
+          for (let i = 0; i < d.length; i += 4) sum += d[i] * 3 + d[i + 1] * 5 + d[i + 2] * 7;
+          return sum;
+        });
+      await page.mouse.move(box.x + 2, box.y + box.height + 200);
+      await page.waitForTimeout(300);
+      const withCells = await pixels();
+      await figure.getByLabel('Cells', { exact: true }).uncheck();
+      await page.waitForTimeout(400);
+      assert.notEqual(await pixels(), withCells, 'cells off changes the drawing');
+      await figure.getByLabel('Cells', { exact: true }).check();
+      await figure.getByLabel('Image', { exact: true }).uncheck();
+      await page.waitForTimeout(400);
+      assert.notEqual(await pixels(), withCells, 'image off changes the drawing');
+      await figure.getByLabel('Image', { exact: true }).check();
+      // each image channel toggles on its own (planes from the channels request, blended here)
+      await page.waitForSelector('.sds-channel-on', { timeout: 30000 });
+      const channel = figure.locator('.sds-channel-on').first();
+      assert.ok(await channel.isChecked());
+      await channel.uncheck();
+      await page.waitForTimeout(400);
+      assert.notEqual(await pixels(), withCells, 'a channel off changes the drawing');
+      await channel.check();
+      await figure.locator('.sds-contrast').nth(1).fill('60');
+      await page.waitForTimeout(400);
+      assert.notEqual(await pixels(), withCells, 'a contrast limit changes the drawing');
+      await shot(page, 'spatial-channels');
+      await figure.locator('.sds-contrast').nth(1).fill('255');
+      const toggle = figure.locator('.sds-legend-toggle').first();
+      await toggle.click();
+      assert.equal(await toggle.getAttribute('aria-pressed'), 'false');
+      await page.waitForTimeout(400);
+      assert.notEqual(await pixels(), withCells, 'a hidden category changes the drawing');
+      await shot(page, 'spatial-layers');
+      await toggle.click();
+      // the Leiden version: the markers chart colors clusters as the canvas legend does
+      await page.locator('.sds-history-row[data-depth="2"]').click();
+      await page.waitForSelector('.sds-figure-chart .sds-chart svg .mark-rect path', { timeout: 60000 });
+      await page.waitForSelector('.sds-figure-canvas .sds-legend-toggle', { timeout: 60000 });
+      const colors = await page.evaluate(() => {
+        const hex = css => {
+          const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(css);
+          return m ? '#' + m.slice(1, 4).map(v => Number(v).toString(16).padStart(2, '0')).join('') : css.toLowerCase();
+        };
+        const legend = {};
+        for (const b of document.querySelectorAll('.sds-figure-canvas .sds-legend-toggle')) {
+          legend[b.textContent] = hex(getComputedStyle(b.querySelector('.sds-swatch')).backgroundColor);
+        }
+        const bars = [...document.querySelectorAll('.sds-figure-chart .mark-rect path')].map(p => hex(p.getAttribute('fill') ?? ''));
+        return { legend, bars };
+      });
+      assert.ok(new Set(colors.bars).size >= 2, JSON.stringify(colors));
+      for (const bar of colors.bars) {
+        assert.ok(Object.values(colors.legend).includes(bar), `bar color ${bar} is a cluster color of the canvas: ${JSON.stringify(colors)}`);
+      }
+      await shot(page, 'spatial-chart-colors');
+      // a live theme switch: the charts redraw with the dark theme's text colors
+      const labelLuminance = () =>
+        page.evaluate(() => {
+          const text = document.querySelector('.sds-chart svg .role-axis-label text');
+          if (!text) return null;
+          // the fill as the browser resolves it (vega writes hex, rgb() or rgba() from the theme)
+          const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(getComputedStyle(text).fill);
+          if (!m) return null;
+          const [r, g, b] = m.slice(1).map(v => Number(v) / 255);
+          return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+        });
+      const lightLum = await labelLuminance();
+      assert.ok(lightLum !== null && lightLum < 0.5, `light theme labels ${lightLum}`);
+      await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^JupyterLab Dark$/ }).click();
+      await page.waitForFunction(() => document.body.dataset.jpThemeName === 'JupyterLab Dark', null, { timeout: 30000 });
+      await page.waitForFunction(() => [...document.querySelectorAll('.sds-chart')].every(c => c.dataset.theme === 'JupyterLab Dark'), null, { timeout: 30000 });
+      const darkLum = await labelLuminance();
+      assert.ok(darkLum !== null && darkLum > 0.5, `dark theme labels ${darkLum}`);
+      await page.waitForTimeout(500);
+      await shot(page, 'spatial-dark');
+      await audit(page, 'dark');
+      // a narrow panel frames the same region: the same cells in view
+      await page.locator('.sds-history-row').first().click();
+      await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 60000 });
+      await page.waitForFunction(() => document.querySelector('.sds-spatial')?.dataset.inView);
+      const before = await figure.getAttribute('data-in-view');
+      await page.setViewportSize({ width: 760, height: 900 });
+      await page.waitForTimeout(1500);
+      await figure.locator('.sds-saved-view').click();
+      await page.waitForTimeout(300);
+      assert.equal(await figure.getAttribute('data-in-view'), before, 'the saved region at a narrow width');
+      await shot(page, 'spatial-narrow');
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
       await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
     }
   });
@@ -588,7 +786,10 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.waitForFunction(() => /cells ×|rror/.test(document.querySelector('.sds-action-msg')?.textContent ?? ''), null, { timeout: 60000 });
     assert.match(await page.locator('.sds-action-msg').innerText(), /cells ×/);
     await page.locator('.jp-OutputArea .sds-tab[data-tab="figures"]').click();
-    await page.waitForSelector('.jp-OutputArea canvas.sds-canvas', { timeout: 60000 });
+    await page.waitForSelector('.jp-OutputArea .sds-deck-stage[data-live="true"], .jp-OutputArea canvas.sds-canvas', { timeout: 60000 });
+    // the widget's bundle carries deck.gl too: the view draws with WebGL in the notebook
+    assert.equal(await page.locator('.jp-OutputArea .sds-spatial').first().getAttribute('data-renderer'), 'webgl');
+    await page.waitForSelector('.jp-OutputArea .sds-deck-stage[data-live="true"]', { timeout: 60000 });
     await page.waitForSelector('.jp-OutputArea .sds-chart svg', { timeout: 60000 });
     assert.ok((await page.locator('.jp-OutputArea .sds-history-row').count()) >= 3);
     await shot(page, 'notebook-sds-open');

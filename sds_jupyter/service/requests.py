@@ -32,10 +32,13 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "tree": StackService.tree,
     "fingerprint": StackService.fingerprint,
     "contents": StackService.contents,
+    "cell": StackService.cell,
+    "color_values": StackService.color_values,
+    "channels": StackService.channels,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas", "expression", "cell_mask"})
+BINARY_REQUESTS = frozenset({"canvas", "expression", "cell_mask", "color_values", "channels"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

@@ -12,7 +12,7 @@ Nothing here writes: browsing never changes a version.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import zarr
+from anndata import AnnData
 
 from sds_jupyter.errors import MissingDatasetError, StackError
 from sds_jupyter.service.compare import compare_tables
@@ -30,7 +31,9 @@ from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.service.types import (
     BaseSummary,
+    CellRow,
     ChangesData,
+    ChannelsData,
     Column,
     Comparison,
     ContentsData,
@@ -52,11 +55,13 @@ from sds_jupyter.stack import Stack, StackStore
 from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.remote import RemotePath
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
-from sds_jupyter.studio.canvas import build_canvas
+from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, cell_colors, channel_planes
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
+from sds_jupyter.studio.elements import coarsest_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
+from sds_jupyter.studio.palette import obs_palettes, recolor_chart, saved_category_colors
 from sds_jupyter.studio.results import (
     MAIN_TABLE,
     ResultEntry,
@@ -64,7 +69,7 @@ from sds_jupyter.studio.results import (
     read_result,
     read_results,
 )
-from sds_jupyter.studio.uns import STUDIO_KEY, studio_section
+from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part, studio_section
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 
@@ -328,7 +333,15 @@ class StackService:
 
     # ------------------------------------------------------------------ figures
 
-    def _figure_summary(self, figure: ParsedFigure, uns: Mapping[str, Any]) -> FigureSummary:
+    def _palettes(self, version: int | str | None, figures: Iterable[ParsedFigure]) -> dict[str, dict[str, str]]:
+        """Each categorical obs column's colors at ``version`` (see :mod:`sds_jupyter.studio.palette`)."""
+        view = self.table_view(version)
+        saved = saved_category_colors(f.spec for f in figures if f.kind == "canvas")
+        return obs_palettes(view.obs, view.uns_without_studio, saved)
+
+    def _figure_summary(
+        self, figure: ParsedFigure, uns: Mapping[str, Any], palettes: Callable[[], Mapping[str, Mapping[str, str]]]
+    ) -> FigureSummary:
         summary: FigureSummary = {
             "id": figure.id,
             "title": figure.title,
@@ -340,7 +353,7 @@ class StackService:
         if figure.kind == "chart":
             try:
                 result = read_result(uns, str(figure.spec["result"]))
-                summary["vega_lite"] = chart_for_figure(figure.spec, result, titled=False)
+                summary["vega_lite"] = recolor_chart(chart_for_figure(figure.spec, result, titled=False), palettes(), result.meta)
             except StackError as exc:
                 summary.update(kind="unsupported", reason=str(exc))
         elif figure.kind == "canvas":
@@ -361,7 +374,8 @@ class StackService:
             uns = self._studio_uns(version, charted)
         except StackError as exc:
             return {"figures": [], "error": error_payload(exc)}
-        return {"figures": [self._figure_summary(figure, uns) for figure in figures]}
+        palettes = _once(lambda: self._palettes(version, figures))
+        return {"figures": [self._figure_summary(figure, uns, palettes) for figure in figures]}
 
     def canvas(self, version: int | str | None = None, figure: str = "") -> Reply:
         """A canvas figure's payload and buffers (x, y, value?, image?)."""
@@ -412,13 +426,82 @@ class StackService:
         data = {"column": column, "value": value, "n_cells": int(mask.size), "n_selected": int(mask.sum()), "dtype": "uint8"}
         return Reply(data, [as_buffer(mask.astype(np.uint8))])
 
+    def cell(self, version: int | str | None = None, figure: str = "", index: int = 0) -> CellRow:
+        """One cell's obs row (its ID and every column), for the canvas view's hover and pin.
+
+        ``index`` is the cell's position in the table, as the canvas buffers order cells.
+        """
+        if not figure:
+            raise RequestError("The cell request needs a figure id.")
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        obs = self.table_view(version, spec.get("table")).obs
+        if not 0 <= index < len(obs):
+            raise RequestError(f"Cell {index} does not exist; the table has {len(obs)} cells (0 to {len(obs) - 1}).")
+        row = obs.iloc[index]
+        return {
+            "index": index,
+            "name": str(obs.index[index]),
+            "columns": [str(column) for column in obs.columns],
+            "values": [json_scalar(value) for value in row.tolist()],
+        }
+
+    def color_values(self, version: int | str | None = None, figure: str = "", column: str = "", gene: str = "") -> Reply:
+        """A canvas figure's cells colored by another obs ``column`` or by a ``gene``'s expression (from X).
+
+        Answers the ``color`` part of a CanvasPayload and one buffer (uint16 category codes or
+        float32 values), in the order of the canvas buffers.
+        """
+        if not figure:
+            raise RequestError("The color_values request needs a figure id.")
+        if bool(column) == bool(gene):
+            raise RequestError("Give either an obs column or a gene to color by.")
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        view = self.table_view(version, spec.get("table"))
+        adata = view.as_anndata()
+        if gene:
+            try:
+                values = view.gene_values(gene)
+            except KeyError:
+                raise RequestError(f"No gene {gene!r} in this table's var names.") from None
+            adata = AnnData(obs=pd.DataFrame({gene: values}, index=adata.obs_names), uns=adata.uns)
+            column = gene
+        elif column not in adata.obs.columns:
+            raise RequestError(f"No obs column {column!r} in this version's table.")
+        saved = saved_category_colors(f.spec for f in read_figures(self._studio_uns(version)) if f.kind == "canvas")
+        colors = {**saved.get(column, {}), **(spec.get("category_colors") or {} if spec.get("color_by") == column else {})}
+        color_spec = {"color_by": column, "category_colors": colors, "colormap": spec.get("colormap") if spec.get("color_by") == column else None}
+        color, buffer = cell_colors(adata, color_spec)
+        return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
+
+    def channels(self, version: int | str | None = None, figure: str = "") -> Reply:
+        """A canvas figure's image channels, each as uint8 planes the browser blends (toggle, color, contrast)."""
+        if not figure:
+            raise RequestError("The channels request needs a figure id.")
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        if not spec.get("image"):
+            raise RequestError(f"Figure {figure!r} shows no image.")
+        view = self.table_view(version, spec.get("table"))
+        system = spec.get("coordinate_system") or None
+        level = coarsest_level(view.root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE, system=system)
+        infos, planes = channel_planes(level, spec)
+        extent_y, extent_x = level.extent_yx
+        payload: ChannelsData = {
+            "width": int(planes[0].shape[1]) if planes else 0,
+            "height": int(planes[0].shape[0]) if planes else 0,
+            "bounds": level.transform.box(0.0, 0.0, extent_x, extent_y),
+            "channels": infos,  # type: ignore[typeddict-item]
+        }
+        return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
+
     def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""
         parsed = read_figure(self._studio_uns(version), figure)
         if parsed.kind == "chart":
             spec = parsed.require("chart")
             uns = self._studio_uns(version, [str(spec["result"])])
-            return parsed, chart_for_figure(spec, read_result(uns, str(spec["result"])))
+            result = read_result(uns, str(spec["result"]))
+            palettes = self._palettes(version, read_figures(uns))
+            return parsed, recolor_chart(chart_for_figure(spec, result), palettes, result.meta)
         spec = parsed.require("canvas")
         view = self.table_view(version, spec.get("table"))
         return parsed, build_canvas(spec, view.as_anndata(), view.root, view.attrs)
@@ -429,7 +512,9 @@ class StackService:
     def _columns(frame: pd.DataFrame) -> list[Column]:
         return [{"name": str(name), "dtype": str(dtype)} for name, dtype in frame.dtypes.items()]
 
-    def _result_summary(self, result: ResultEntry) -> ResultSummary:
+    def _result_summary(
+        self, result: ResultEntry, palettes: Callable[[], Mapping[str, Mapping[str, str]]] | None = None
+    ) -> ResultSummary:
         tables = [
             {"name": name, "n_rows": int(len(frame)), "columns": self._columns(with_index_column(frame))}
             for name, frame in result.tables.items()
@@ -445,7 +530,7 @@ class StackService:
             summary["error"] = error_payload(ResultError(result.error))
         chart = default_chart(result)
         if chart is not None:
-            summary["chart"] = chart
+            summary["chart"] = recolor_chart(chart, palettes(), result.meta) if palettes else chart
         return summary
 
     def results(self, version: int | str | None = None) -> ResultsData:
@@ -454,7 +539,9 @@ class StackService:
             uns = self._studio_uns(version, "all")
         except StackError as exc:
             return {"results": [], "error": error_payload(exc)}
-        return {"results": [self._result_summary(result) for result in read_results(uns)]}
+        figures = read_figures(uns)
+        palettes = _once(lambda: self._palettes(version, figures))
+        return {"results": [self._result_summary(result, palettes) for result in read_results(uns)]}
 
     def _result_frame(
         self, version: int | str | None, result: str, table: str, sort: str | None, descending: bool, filter: str | None
@@ -602,6 +689,8 @@ def _csv_name(result: str, table: str) -> str:
     stem = f"{result}" if table == MAIN_TABLE else f"{result}-{table}"
     cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem).strip("._") or "result"
     return f"{cleaned[:100]}.csv"
+
+
 def _partial_changes(partial: PartialChain, version: int | str | None) -> ChangesData:
     """A version's changes above a missing parent: what it wrote, unsorted into added or replaced."""
     versions = {v.depth: v for v in partial.versions}
@@ -627,6 +716,18 @@ def _partial_changes(partial: PartialChain, version: int | str | None) -> Change
             "cannot be told from keys it added: all are listed as added."
         ),
     }
+
+
+def _once(compute: Callable[[], Any]) -> Callable[[], Any]:
+    """``compute`` run on first call only (palettes read obs: only when a chart needs them)."""
+    cache: list[Any] = []
+
+    def get() -> Any:
+        if not cache:
+            cache.append(compute())
+        return cache[0]
+
+    return get
 
 
 def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:

@@ -158,6 +158,13 @@ class TableView:
     def layer_names(self) -> list[str]:
         return sorted(self.group["layers"].keys()) if "layers" in self.group else []
 
+    def gene_values(self, gene: str) -> np.ndarray:
+        """``gene``'s expression for every cell (from X, float32, obs order); KeyError when absent."""
+        matches = np.flatnonzero(self.var_names == gene)
+        if not len(matches):
+            raise KeyError(gene)
+        return self.matrix_column(int(matches[0]))
+
     def obs_counts(self, column: str) -> Mapping[str, int] | None:
         """Value counts of a categorical-like obs column; None for numeric columns."""
         series = self.obs[column]

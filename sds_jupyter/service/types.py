@@ -11,7 +11,10 @@ __all__ = [
     "BaseSummary",
     "CanvasImage",
     "CanvasPayload",
+    "CellRow",
     "ChangesData",
+    "ChannelInfo",
+    "ChannelsData",
     "Column",
     "ColumnKind",
     "ColumnSummary",
@@ -165,6 +168,32 @@ class CanvasImage(TypedDict):
     channels: list[dict[str, str]]
 
 
+class CellRow(TypedDict):
+    """One cell's obs row: its position in the table, its obs name (ID), and every column's value."""
+
+    index: int
+    name: str
+    columns: list[str]
+    values: list[Any]
+
+
+class ChannelInfo(TypedDict):
+    name: str
+    color: str
+    visible: bool
+    contrast_limits: list[float]
+    range: list[float]
+
+
+class ChannelsData(TypedDict):
+    """The ``channels`` request: one uint8 plane per channel follows, ``range`` mapped onto 0-255."""
+
+    width: int
+    height: int
+    bounds: list[float]
+    channels: list[ChannelInfo]
+
+
 class CanvasPayload(TypedDict):
     n_cells: int
     bounds: list[float]
@@ -172,6 +201,8 @@ class CanvasPayload(TypedDict):
     color: dict[str, Any]
     point_size: float
     image: CanvasImage | None
+    unit: NotRequired[str | None]
+    obs_columns: NotRequired[list[str]]
 
 
 class Column(TypedDict):

@@ -20,13 +20,14 @@ import zarr
 
 from sds_jupyter.studio.elements import Level, coarsest_level, label_centroids, shape_centroids
 from sds_jupyter.studio.errors import ElementError, FigureError
+from sds_jupyter.studio.palette import column_palette
 
 if TYPE_CHECKING:
     from anndata import AnnData
 
     from sds_jupyter.service.types import CanvasPayload
 
-__all__ = ["CanvasData", "build_canvas", "cell_coordinates", "colormap_lut", "region_attrs"]
+__all__ = ["CanvasData", "build_canvas", "cell_coordinates", "channel_planes", "colormap_lut", "region_attrs"]
 
 DEFAULT_POINT_SIZE = 4.0
 DEFAULT_COLORMAP = "viridis"
@@ -128,28 +129,12 @@ def colormap_lut(name: str, size: int = LUT_SIZE) -> list[str]:
     return [_hex(cmap(i / (size - 1))) for i in range(size)]
 
 
-def _palette(n: int) -> list[str]:
-    import matplotlib
-
-    cmap = matplotlib.colormaps["tab20" if n > 10 else "tab10"]
-    return [_hex(cmap(i % cmap.N)) for i in range(n)]
-
-
-def _stored_colors(adata: AnnData, column: str, n: int) -> list[str] | None:
-    colors = adata.uns.get(f"{column}_colors")
-    if colors is None or len(colors) != n:
-        return None
-    return [str(color)[:7] for color in colors]
-
-
 def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
     series = adata.obs[column]
     categorical = series.astype("category") if not isinstance(series.dtype, pd.CategoricalDtype) else series
     categories = [str(c) for c in categorical.cat.categories]
     codes = categorical.cat.codes.to_numpy().astype(np.int64)
-    colors = _stored_colors(adata, column, len(categories)) or _palette(len(categories))
-    chosen = spec.get("category_colors") or {}
-    colors = [chosen.get(category, color) for category, color in zip(categories, colors, strict=True)]
+    colors = column_palette(column, categories, adata.uns, spec.get("category_colors"))
     if (codes < 0).any():
         codes = np.where(codes < 0, len(categories), codes)
         categories, colors = categories + [MISSING_CATEGORY], colors + [MISSING_COLOR]
@@ -237,6 +222,41 @@ def composite_image(level: Level, spec: Mapping[str, Any]) -> tuple[np.ndarray, 
     return rgba, drawn
 
 
+MAX_CHANNELS = 8
+
+
+def channel_planes(level: Level, spec: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+    """Each channel of ``level`` (up to MAX_CHANNELS) as uint8 over its own value range, with its settings.
+
+    Why: the browser blends the channels itself, so a person can turn each one on and off and
+    change its color and contrast limits without a round trip. ``range`` is the raw
+    [min, max] the 0-255 steps span; ``contrast_limits`` are raw values (the figure's, else the range).
+    """
+    planes = _channel_planes(level)
+    names = list(level.channel_names) or [str(i) for i in range(planes.shape[0])]
+    saved = {str(c.get("name", i)): c for i, c in enumerate(spec.get("channels") or [])}
+    drawn = {index for index, *_ in _visible_channels(spec, names)}
+    infos, buffers = [], []
+    for index in range(min(planes.shape[0], MAX_CHANNELS)):
+        plane = planes[index].astype(np.float32)
+        finite = plane[np.isfinite(plane)]
+        low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        span = high - low if high > low else 1.0
+        buffers.append(np.round(np.clip((plane - low) / span, 0.0, 1.0) * 255).astype(np.uint8))
+        name = names[index] if index < len(names) else str(index)
+        chosen = saved.get(name) or {}
+        limits = chosen.get("contrast_limits") or [low, high]
+        color = chosen.get("color") or DEFAULT_CHANNEL_COLORS[index % len(DEFAULT_CHANNEL_COLORS)]
+        infos.append({
+            "name": name,
+            "color": color,
+            "visible": index in drawn,
+            "contrast_limits": [float(limits[0]), float(limits[1])],
+            "range": [low, high],
+        })
+    return infos, buffers
+
+
 # ------------------------------------------------------------------- payload
 
 
@@ -274,6 +294,7 @@ def build_canvas(
     color, values = cell_colors(adata, spec)
     buffers: list[np.ndarray] = [x, y] + ([values] if values is not None else [])
     image_info = None
+    unit = None
     if spec.get("image"):
         if root is None:
             raise ElementError("This figure shows an image, but no store was given to read it from.")
@@ -282,6 +303,7 @@ def build_canvas(
         extent_y, extent_x = level.extent_yx
         bounds = level.transform.box(0.0, 0.0, extent_x, extent_y)
         image_info = {"width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "bounds": bounds, "channels": channels}
+        unit = level.unit
         buffers.append(rgba)
     bounds = _bounds(x, y, image_info["bounds"] if image_info else None)
     payload: CanvasPayload = {  # type: ignore[typeddict-item]
@@ -291,5 +313,7 @@ def build_canvas(
         "color": color,
         "point_size": float(spec.get("point_size") or DEFAULT_POINT_SIZE),
         "image": image_info,
+        "unit": unit,
+        "obs_columns": [str(column) for column in adata.obs.columns],
     }
     return CanvasData(payload, [np.ascontiguousarray(buffer) for buffer in buffers])

@@ -20,7 +20,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.studio.errors import ElementError
-from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform
+from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform, system_unit
 
 __all__ = ["Level", "coarsest_level", "label_centroids", "read_store_bytes", "shape_centroids"]
 
@@ -37,6 +37,8 @@ class Level:
     """Height and width the level covers in level-0 pixels (before any striding)."""
     transform: Axial = IDENTITY
     """From level-0 pixels to the coordinate system the canvas draws in."""
+    unit: str | None = None
+    """The unit of that coordinate system's x axis, when it names a physical one."""
 
     @property
     def height(self) -> int:
@@ -127,8 +129,10 @@ def coarsest_level(
     if "c" in axes:
         channels = tuple(scales["_channels"]) or tuple(str(i) for i in range(data.shape[axes.index("c")]))
     extent = (height * scale_y, width * scale_x)
-    transform = element_transform(scales.get("coordinateTransformations"), system)
-    return Level(data, axes, (scale_y * step, scale_x * step), channels, extent, transform)
+    transforms = scales.get("coordinateTransformations")
+    transform = element_transform(transforms, system)
+    unit = system_unit(transforms, system)
+    return Level(data, axes, (scale_y * step, scale_x * step), channels, extent, transform, unit)
 
 
 def _as_2d(level: Level) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 
 from sds_jupyter.studio.errors import ElementError
 
-__all__ = ["IDENTITY", "Axial", "element_transform"]
+__all__ = ["IDENTITY", "Axial", "element_transform", "system_unit"]
 
 DEFAULT_SYSTEM = "global"
 
@@ -97,3 +97,19 @@ def element_transform(transforms: Sequence[Mapping[str, Any]] | None, system: st
     named = {(t.get("output") or {}).get("name") if isinstance(t.get("output"), Mapping) else None: t for t in transforms}
     chosen = named.get(system or DEFAULT_SYSTEM) or transforms[0]
     return _parse(chosen, ())
+
+
+def system_unit(transforms: Sequence[Mapping[str, Any]] | None, system: str | None = None) -> str | None:
+    """The unit of the x axis of coordinate system ``system`` (default ``global``), when the element's transformation names one.
+
+    Why: the canvas view draws a scale bar only where the coordinates are physical.
+    """
+    for transform in transforms or ():
+        output = transform.get("output")
+        if not isinstance(output, Mapping) or output.get("name") != (system or DEFAULT_SYSTEM):
+            continue
+        for axis in output.get("axes") or ():
+            if isinstance(axis, Mapping) and axis.get("name") == "x" and isinstance(axis.get("unit"), str):
+                unit = axis["unit"].strip()
+                return unit if unit and unit.lower() != "unit" else None
+    return None

@@ -81,16 +81,51 @@ export function fitSpec(spec: object, width: number): object {
 /** Widths closer than this draw the same chart (no redraw for a scrollbar coming and going). */
 const RESIZE_STEP = 24;
 
+/**
+ * Call `onChange` when JupyterLab switches theme (it sets `data-jp-theme-name` on the
+ * body), so charts redraw in the new colors; returns the undo.
+ */
+export function watchTheme(onChange: () => void): () => void {
+  if (typeof MutationObserver === 'undefined' || typeof document === 'undefined') {
+    return () => undefined;
+  }
+  let last = document.body.dataset.jpThemeName;
+  const observer = new MutationObserver(() => {
+    const now = document.body.dataset.jpThemeName;
+    if (now !== last) {
+      last = now;
+      // JupyterLab swaps the theme's CSS after the attribute: read the variables once it applied
+      setTimeout(onChange, 150);
+    }
+  });
+  observer.observe(document.body, { attributes: true, attributeFilter: ['data-jp-theme-name', 'data-jp-theme-light'] });
+  return () => observer.disconnect();
+}
+
 export const vegaRenderer: ChartRenderer = async (el, spec) => {
   const { default: embed } = await import('vega-embed');
   let drawnWidth = el.clientWidth;
-  let result = await embed(el, fitSpec(spec, drawnWidth) as never, {
-    actions: false,
-    renderer: 'svg',
-    config: themeConfig(el) as never
-  });
+  const draw = () =>
+    embed(el, fitSpec(spec, drawnWidth) as never, {
+      actions: false,
+      renderer: 'svg',
+      config: themeConfig(el) as never
+    });
+  let result = await draw();
   let disposed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  // one redraw for both reasons (a new width, a new theme); the newest drawing wins
+  const redraw = async (): Promise<void> => {
+    if (disposed) {
+      return;
+    }
+    result.finalize();
+    result = await draw();
+    el.dataset.theme = document.body.dataset.jpThemeName ?? '';
+    if (disposed) {
+      result.finalize();
+    }
+  };
   // the card follows the panel: redraw at the new width once resizing rests
   const observer =
     typeof ResizeObserver === 'undefined'
@@ -101,23 +136,13 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
             return;
           }
           clearTimeout(timer);
-          timer = setTimeout(async () => {
-            if (disposed) {
-              return;
-            }
+          timer = setTimeout(() => {
             drawnWidth = el.clientWidth;
-            result.finalize();
-            result = await embed(el, fitSpec(spec, drawnWidth) as never, {
-              actions: false,
-              renderer: 'svg',
-              config: themeConfig(el) as never
-            });
-            if (disposed) {
-              result.finalize();
-            }
+            void redraw().catch(() => undefined);
           }, 150);
         });
   observer?.observe(el);
+  const unwatch = watchTheme(() => void redraw().catch(() => undefined));
   return {
     toSVG: () => result.view.toSVG(),
     toPNG: () => result.view.toImageURL('png', 2),
@@ -125,6 +150,7 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
       disposed = true;
       clearTimeout(timer);
       observer?.disconnect();
+      unwatch();
       result.finalize();
     }
   };

@@ -5,15 +5,16 @@ import { download, empty, errorBox, fill, h, loading, runDisposers } from './dom
 import { printWidth } from './format';
 import {
   decodeCanvas,
-  fitView,
   packColor,
   rasterizePoints,
-  savedView,
   affine,
   vectorSVG,
   type CanvasData,
   type View
 } from './raster';
+import { fitViewState, savedRegion, viewStateFor, type ViewState } from './camera';
+import { SpatialFigure } from './spatialfigure';
+import { webglAvailable } from './spatial';
 import { TransportError, type Transport } from './transport';
 import type { CanvasPayload, Figure } from './types';
 
@@ -23,6 +24,7 @@ export const VECTOR_LIMIT = 50_000;
 export class FiguresView {
   readonly node: HTMLElement;
   private token = 0;
+  private label = '';
   private disposers: (() => void)[] = [];
 
   constructor(
@@ -36,12 +38,25 @@ export class FiguresView {
     this.clear();
   }
 
+  /**
+   * Color every canvas figure on show by an obs column or a gene (`{}`: their own coloring).
+   * For other views, e.g. "click a gene in a markers table"; resolves when all are drawn.
+   */
+  async colorCanvases(target: { column?: string; gene?: string }): Promise<void> {
+    const views = [...this.node.querySelectorAll('.sds-spatial')].map(
+      el => (el as HTMLElement & { sdsSpatial?: SpatialFigure }).sdsSpatial
+    );
+    await Promise.all(views.filter((v): v is SpatialFigure => !!v).map(v => v.colorBy(target)));
+  }
+
   private clear(): void {
     runDisposers(this.disposers);
   }
 
-  async show(version: number): Promise<void> {
+  /** Show the figures of `version`; `label` (e.g. "v3 Redrawn regions") goes into export file names. */
+  async show(version: number, label?: string): Promise<void> {
     const token = ++this.token;
+    this.label = label ?? `v${version}`;
     this.clear();
     fill(this.node, loading());
     let figures: Figure[];
@@ -89,7 +104,7 @@ export class FiguresView {
       body,
       fig.caption ? h('figcaption', { class: 'sds-caption' }, fig.caption) : null
     );
-    const name = (fig.id || 'figure').replace(/[^\w.-]+/g, '_');
+    const name = exportName(this.label || `v${version}`, fig.id || 'figure');
     try {
       if (fig.kind === 'chart' && fig.vega_lite) {
         this.chart(body, tools, fig.vega_lite, name, token);
@@ -159,27 +174,32 @@ export class FiguresView {
     if (token !== this.token) {
       return;
     }
-    const plot = new CanvasPlot(payload, data);
-    fill(body, plot.node);
-    plot.draw();
-    this.disposers.push(plot.watchSize());
+    const spatial = new SpatialFigure(this.transport, version, fig.id, payload, data, webglAvailable());
+    fill(body, spatial.node);
+    spatial.start();
+    this.disposers.push(() => spatial.dispose());
+    const fileName = `${name}`;
     fill(
       tools,
-      button(
-        'Fit',
-        'Toggle between the saved viewport and all cells',
-        async ev => {
-          plot.fit = !plot.fit;
-          (ev.currentTarget as HTMLElement).textContent = plot.fit ? 'Saved view' : 'Fit';
-          plot.draw();
-        }
-      ),
-      button('SVG', 'Export as SVG (cells as circles; large drawings embedded as PNG)', async () => {
-        download(new Blob([await plot.toSVG()], { type: 'image/svg+xml' }), `${name}.svg`);
+      button('SVG', 'Export the view on screen as SVG (cells as circles; large drawings embedded as PNG)', async () => {
+        download(new Blob([await spatial.exportPlot().toSVG()], { type: 'image/svg+xml' }), `${fileName}.svg`);
       }),
-      button('PNG', 'Export as PNG', async () => download(await plot.toBlob(), `${name}.png`))
+      button('PNG', 'Export the view on screen as PNG', async () => {
+        const plot = spatial.exportPlot();
+        plot.draw();
+        download(await plot.toBlob(), `${fileName}.png`);
+      })
     );
   }
+}
+
+/**
+ * An export's file name: the version (depth and title) and the figure id, so two versions'
+ * exports never collide. Anything but letters, digits, dot, dash and underscore becomes "_".
+ */
+export function exportName(versionLabel: string, figureId: string): string {
+  const clean = (s: string) => s.replace(/[^\w.-]+/g, '_').replace(/^[._]+|_+$/g, '');
+  return `${clean(versionLabel).slice(0, 60) || 'version'}-${clean(figureId).slice(0, 60) || 'figure'}`;
 }
 
 /** A User Timing mark; its time (NaN where User Timing is missing). */
@@ -242,7 +262,13 @@ export class CanvasPlot {
   readonly node: HTMLElement;
   readonly canvas: HTMLCanvasElement;
   fit = false;
+  /** The camera to draw with (the interactive view's); null: the saved view, or all cells when `fit`. */
+  camera: ViewState | null = null;
+  /** Fixed logical size (export at the size on screen); null: from the available width. */
+  fixedSize: [number, number] | null = null;
   lastDrawn = 0;
+  /** Leave room for a legend beside the drawing (when it sits in this plot's node). */
+  reserveLegend = true;
 
   constructor(
     readonly payload: CanvasPayload,
@@ -260,9 +286,12 @@ export class CanvasPlot {
 
   /** Logical size: the available width, the data's aspect ratio (clamped). */
   size(): [number, number] {
+    if (this.fixedSize) {
+      return this.fixedSize;
+    }
     const wrap = this.node.clientWidth || 480;
     // leave room for the legend beside the drawing when there is room for both
-    const avail = wrap > 520 ? wrap - 180 : wrap;
+    const avail = wrap > 520 && this.reserveLegend ? wrap - 180 : wrap;
     const width = Math.max(160, Math.min(avail, 1200));
     const [x0, y0, x1, y1] = this.payload.bounds;
     const aspect = Math.max(0.4, Math.min(1.5, (y1 - y0) / Math.max(x1 - x0, 1e-9) || 1));
@@ -270,10 +299,13 @@ export class CanvasPlot {
   }
 
   view(width: number, height: number, ratio: number): View {
-    const v = this.fit
-      ? fitView(this.payload.bounds, width, height)
-      : savedView(this.payload, width, height);
-    return { ...v, width: width * ratio, height: height * ratio, scale: v.scale * ratio };
+    const vs =
+      this.camera ??
+      (this.fit
+        ? fitViewState(this.payload.bounds, width, height)
+        : viewStateFor(savedRegion(this.payload), width, height));
+    const scale = Math.pow(2, vs.zoom);
+    return { width: width * ratio, height: height * ratio, target: vs.target, scale: scale * ratio, rotation: 0 };
   }
 
   draw(): void {
@@ -394,7 +426,7 @@ export class CanvasPlot {
 }
 
 /** Legend: categories with their colours, or the colormap as a gradient, and image channels. */
-export function legend(payload: CanvasPayload): HTMLElement {
+export function legend(payload: CanvasPayload, hidden?: Set<number>, onToggle?: (code: number) => void): HTMLElement {
   const node = h('div', { class: 'sds-legend' });
   const c = payload.color;
   if (c.mode === 'categorical') {
@@ -404,14 +436,26 @@ export function legend(payload: CanvasPayload): HTMLElement {
       h(
         'ul',
         { class: 'sds-legend-cats' },
-        c.categories.slice(0, shown).map((cat, i) =>
-          h(
-            'li',
-            {},
-            h('span', { class: 'sds-swatch', style: `background:${cssColor(c.colors[i])}` }),
+        c.categories.slice(0, shown).map((cat, i) => {
+          const swatch = h('span', { class: 'sds-swatch', style: `background:${cssColor(c.colors[i])}` });
+          if (!onToggle) {
+            return h('li', {}, swatch, h('span', { class: 'sds-legend-label' }, cat));
+          }
+          const off = hidden?.has(i) ?? false;
+          const b = h(
+            'button',
+            {
+              type: 'button',
+              class: `sds-legend-toggle${off ? ' sds-off' : ''}`,
+              'aria-pressed': String(!off),
+              title: off ? `Show ${cat}` : `Hide ${cat}`
+            },
+            swatch,
             h('span', { class: 'sds-legend-label' }, cat)
-          )
-        ),
+          );
+          b.addEventListener('click', () => onToggle(i));
+          return h('li', {}, b);
+        }),
         c.categories.length > shown
           ? h('li', { class: 'sds-muted' }, `… ${c.categories.length - shown} more`)
           : null
@@ -455,7 +499,7 @@ export function legend(payload: CanvasPayload): HTMLElement {
   return node;
 }
 
-function cssColor(hex: string | undefined): string {
+export function cssColor(hex: string | undefined): string {
   const v = packColor(hex ?? '', 0xff808080);
   return `rgb(${v & 255}, ${(v >>> 8) & 255}, ${(v >>> 16) & 255})`;
 }

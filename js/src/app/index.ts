@@ -231,7 +231,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         void changes.show(selected);
       }
     } else if (tab === 'figures') {
-      void figures.show(selected);
+      void figures.show(selected, labelOf(history, selected));
     } else if (tab === 'results') {
       void results.show(selected);
     } else if (tab === 'contents') {

@@ -205,9 +205,11 @@ export function rasterizePoints(
       const fx = a * x[i] + c * y[i] + e;
       const fy = b * x[i] + d * y[i] + f;
       if (fx >= 0 && fx < w && fy >= 0 && fy < hgt) {
-        const px = fx | 0;
-        const py = fy | 0;
-        out[py * w + px] = colorOf(i);
+        const col = colorOf(i);
+        if (col >>> 24 === 0) {
+          continue; // a hidden category
+        }
+        out[(fy | 0) * w + (fx | 0)] = col;
         drawn++;
       }
     }
@@ -222,6 +224,9 @@ export function rasterizePoints(
       continue; // out of view, or no position (NaN)
     }
     const col = colorOf(i);
+    if (col >>> 24 === 0) {
+      continue; // a hidden category
+    }
     drawn++;
     for (let k = 0; k < m; k += 2) {
       const qx = px + offs[k];
@@ -265,6 +270,9 @@ export function vectorSVG(
       continue;
     }
     const col = colorOf(i);
+    if (col >>> 24 === 0) {
+      continue;
+    }
     let g = groups.get(col);
     if (!g) {
       groups.set(col, (g = []));

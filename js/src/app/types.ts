@@ -301,6 +301,29 @@ export type CanvasPayload = {
   color: CanvasColor;
   point_size: number;
   image: CanvasImage | null;
+  /** The coordinate system's unit (e.g. "micrometer"), when it names a physical one: the scale bar's. */
+  unit?: string | null;
+  /** The table's obs columns (what the view can color by). */
+  obs_columns?: string[];
+};
+
+/** An image channel as the `channels` request describes it (raw values in contrast_limits and range). */
+export type ChannelInfo = {
+  name: string;
+  color: string;
+  visible: boolean;
+  contrast_limits: [number, number];
+  range: [number, number];
+};
+
+export type ChannelsData = { width: number; height: number; bounds: Bounds; channels: ChannelInfo[] };
+
+/** One cell's obs row (the `cell` request): its position, its obs name (ID), every column's value. */
+export type CellRow = {
+  index: number;
+  name: string;
+  columns: string[];
+  values: (string | number | boolean | null)[];
 };
 
 /** Request name → [params, data]. */
@@ -335,6 +358,9 @@ export interface Requests {
   tree: [Record<string, never>, Tree];
   fingerprint: [Record<string, never>, Fingerprint];
   contents: [{ version: number }, Contents];
+  cell: [{ version: number; figure: string; index: number }, CellRow];
+  channels: [{ version: number; figure: string }, ChannelsData];
+  color_values: [{ version: number; figure: string; column?: string; gene?: string }, CanvasColor];
 }
 
 export type Expression = {
@@ -366,5 +392,8 @@ export const REQUESTS: readonly RequestName[] = [
   'cell_mask',
   'tree',
   'fingerprint',
-  'contents'
+  'contents',
+  'cell',
+  'color_values',
+  'channels'
 ];

@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, it } from 'vitest';
+
+import type { CanvasData } from '../app/raster';
+import { SpatialFigure } from '../app/spatialfigure';
+import type { CanvasPayload } from '../app/types';
+import { FakeTransport } from './fixtures';
+
+function payload(): CanvasPayload {
+  return {
+    n_cells: 5,
+    bounds: [0, 0, 100, 100],
+    viewport: { target: [50, 50], zoom: 0, rotation: 0 },
+    color: { mode: 'categorical', column: 'regions', categories: ['tumor', 'stroma'], colors: ['#ff0000', '#00ff00'] },
+    point_size: 4,
+    image: null,
+    unit: 'micrometer',
+    obs_columns: ['regions', 'score']
+  };
+}
+
+function data(): CanvasData {
+  return {
+    x: Float32Array.from([50, 51, 10, 90, NaN]),
+    y: Float32Array.from([50, 49, 10, 90, 20]),
+    value: Uint16Array.from([0, 1, 0, 1, 0]),
+    image: null
+  };
+}
+
+const settle = () => new Promise(r => setTimeout(r, 120));
+let figure: SpatialFigure | null = null;
+
+afterEach(() => {
+  figure?.dispose();
+  figure?.node.remove();
+  figure = null;
+});
+
+function mount(t = new FakeTransport()): SpatialFigure {
+  figure = new SpatialFigure(t, 1, 'tissue', payload(), data(), false);
+  document.body.append(figure.node);
+  figure.start();
+  return figure;
+}
+
+describe('spatial figure (Canvas 2D, as without WebGL)', () => {
+  it('counts the cells of the saved region, zooms with the buttons and fits back', async () => {
+    const f = mount();
+    await settle();
+    expect(f.node.dataset.renderer).toBe('2d');
+    expect(f.node.querySelector('.sds-canvas-note')?.textContent).toBe('5 cells');
+    // the saved region (800 units around the centre) holds every placed cell; NaN is nowhere
+    expect(f.node.dataset.inView).toBe('4');
+    const zoomIn = f.node.querySelector<HTMLButtonElement>('.sds-zoom-in')!;
+    for (let i = 0; i < 12; i++) {
+      zoomIn.click();
+    }
+    await settle();
+    expect(f.node.dataset.inView).toBe('2'); // only the two cells at the centre
+    f.node.querySelector<HTMLButtonElement>('.sds-fit')!.click();
+    await settle();
+    expect(f.node.dataset.inView).toBe('4');
+    expect(f.node.querySelector('.sds-canvas-inview')?.textContent).toBe('· 4 in view');
+  });
+
+  it('the keyboard pans and zooms the focused drawing', async () => {
+    const f = mount();
+    const canvas = f.plot!.canvas;
+    expect(canvas.getAttribute('aria-label')).toMatch(/5 cells\. Drag or arrow keys to pan/);
+    const region = () => f.node.dataset.inView;
+    for (let i = 0; i < 12; i++) {
+      canvas.dispatchEvent(new KeyboardEvent('keydown', { key: '+', bubbles: true }));
+    }
+    await settle();
+    expect(region()).toBe('2');
+    for (let i = 0; i < 40; i++) {
+      canvas.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowRight', bubbles: true }));
+    }
+    await settle();
+    expect(region()).toBe('0'); // panned off the centre cells
+  });
+
+  it('legend categories are toggle buttons that hide their cells, in the drawing and the export', async () => {
+    const f = mount();
+    const toggles = [...f.node.querySelectorAll<HTMLButtonElement>('.sds-legend-toggle')];
+    expect(toggles.map(b => b.textContent)).toEqual(['tumor', 'stroma']);
+    expect(toggles[0].getAttribute('aria-pressed')).toBe('true');
+    toggles[0].click();
+    const after = f.node.querySelector<HTMLButtonElement>('.sds-legend-toggle')!;
+    expect(after.getAttribute('aria-pressed')).toBe('false');
+    expect(after.title).toBe('Show tumor');
+    const plot = f.exportPlot();
+    const color = plot.payload.color;
+    expect(color.mode === 'categorical' && color.colors).toEqual(['#00000000', '#00ff00']);
+    const svg = await plot.toSVG();
+    expect((svg.match(/<circle /g) ?? []).length).toBe(2); // the stroma cells only
+    after.click();
+    expect(f.node.querySelector('.sds-legend-toggle')!.getAttribute('aria-pressed')).toBe('true');
+  });
+
+  it('shows a scale bar in the coordinate system unit', async () => {
+    const f = mount();
+    await settle();
+    const bar = f.node.querySelector<HTMLElement>('.sds-scalebar')!;
+    expect(bar.hidden).toBe(false);
+    expect(bar.textContent).toMatch(/^\d+ µm$/);
+  });
+});
+
+describe('colorBy: another obs column or a gene', () => {
+  it('asks the service, recolors and rebuilds the legend; {} restores the figure coloring', async () => {
+    const t = new FakeTransport().on('color_values', params => {
+      if (params.gene === 'CD3E') {
+        return {
+          data: { mode: 'continuous', column: 'CD3E', colormap: 'viridis', min: 0, max: 4, lut: ['#000000', '#ffffff'] },
+          buffers: [Float32Array.from([0, 1, 2, 3, 4]).buffer]
+        };
+      }
+      throw new Error(`No gene ${JSON.stringify(params.gene)} in this table's var names.`);
+    });
+    const f = mount(t);
+    await f.colorBy({ gene: 'CD3E' });
+    expect(t.callsOf('color_values')).toEqual([{ version: 1, figure: 'tissue', gene: 'CD3E' }]);
+    expect(f.node.dataset.colorBy).toBe('CD3E');
+    expect(f.node.querySelector('.sds-legend-title')?.textContent).toBe('CD3E (viridis)');
+    expect(f.node.querySelector('.sds-legend-toggle')).toBeNull();
+    const plot = f.exportPlot();
+    expect(plot.payload.color.mode).toBe('continuous');
+    expect([...(plot.data.value as Float32Array)]).toEqual([0, 1, 2, 3, 4]);
+    await expect(f.colorBy({ gene: 'NOPE' })).rejects.toThrow(/No gene "NOPE"/);
+    expect(f.node.querySelector('.sds-color-status')?.textContent).toMatch(/No gene/);
+    await f.colorBy({});
+    expect(f.node.querySelectorAll('.sds-legend-toggle').length).toBe(2);
+    // the toolbar offers every obs column
+    const options = [...f.node.querySelectorAll('.sds-color-by option')].map(o => o.textContent);
+    expect(options).toEqual(['regions (saved)', 'regions', 'score']);
+  });
+});
+
+describe('export file names', () => {
+  it('carry the version depth and title, and nothing a file system dislikes', async () => {
+    const { exportName } = await import('../app/figures');
+    expect(exportName('v3 Redrawn regions', 'fig-regions')).toBe('v3_Redrawn_regions-fig-regions');
+    expect(exportName('v2 ../../etc/passwd', 'a/b')).toBe('v2_.._.._etc_passwd-a_b');
+    expect(exportName('v1 Leiden', 'fig')).not.toBe(exportName('v2 Leiden', 'fig'));
+    expect(exportName('', '')).toBe('version-figure');
+  });
+});

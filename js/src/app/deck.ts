@@ -1,0 +1,147 @@
+/**
+ * The deck.gl part of the spatial view, loaded on first use (so the app and its tests
+ * never touch WebGL code unless a figure is actually drawn with it).
+ */
+
+import { Deck, OrthographicView } from '@deck.gl/core';
+import { BitmapLayer, ScatterplotLayer } from '@deck.gl/layers';
+
+import type { ViewState } from './camera';
+
+export type CellLayerData = {
+  n: number;
+  /** x, y, 0 per cell. */
+  positions: Float32Array;
+  /** RGBA bytes per cell. */
+  colors: Uint8Array;
+  /** RGBA bytes per cell of the outline (transparent where the cell is hidden). */
+  lines: Uint8Array;
+};
+
+export type DeckScene = {
+  cells: CellLayerData;
+  radius: number;
+  cellsVisible: boolean;
+  cellsOpacity: number;
+  outline: boolean;
+  image: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
+  imageVisible: boolean;
+  /** Bumped whenever `cells.colors` changes, so deck re-uploads them. */
+  colorVersion: number;
+};
+
+export type DeckHandlers = {
+  /** After each frame drawn (User Timing measures, tests). */
+  onFrame?(): void;
+  onViewState(vs: ViewState): void;
+  onHover(index: number, x: number, y: number): void;
+  onClick(index: number): void;
+  onError(err: Error): void;
+};
+
+/** One deck.gl instance on `canvas`: created when the figure is on screen, finalized when it leaves. */
+export class DeckView {
+  private deck: Deck<OrthographicView>;
+
+  constructor(canvas: HTMLCanvasElement, vs: ViewState, range: [number, number], private readonly handlers: DeckHandlers) {
+    this.deck = new Deck<OrthographicView>({
+      canvas,
+      width: '100%',
+      height: '100%',
+      views: new OrthographicView({ id: 'ortho', flipY: true }),
+      controller: {
+        dragPan: true,
+        scrollZoom: true,
+        doubleClickZoom: true,
+        touchZoom: true,
+        keyboard: false, // SpatialStage takes the keys: the same on WebGL and 2D, no transition
+        dragRotate: false,
+        inertia: false
+      },
+      viewState: toDeck(vs, range),
+      // keep the frame readable (tests read it back; snapshots) at a small cost
+      deviceProps: { webgl: { preserveDrawingBuffer: true } },
+      useDevicePixels: Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1),
+      pickingRadius: 3,
+      getCursor: ({ isDragging, isHovering }) => (isDragging ? 'grabbing' : isHovering ? 'pointer' : 'grab'),
+      onViewStateChange: ({ viewState }) => {
+        const v = viewState as { target: number[]; zoom: number };
+        const next: ViewState = { target: [v.target[0], v.target[1]], zoom: v.zoom };
+        this.handlers.onViewState(next);
+        return null;
+      },
+      onHover: info => this.handlers.onHover(info.layer?.id === 'cells' ? info.index : -1, info.x, info.y),
+      onClick: info => {
+        if (info.layer?.id === 'cells' && info.index >= 0) {
+          this.handlers.onClick(info.index);
+        }
+      },
+      onAfterRender: () => this.handlers.onFrame?.(),
+      onError: err => this.handlers.onError(err)
+    });
+  }
+
+  setView(vs: ViewState, range: [number, number]): void {
+    this.deck.setProps({ viewState: toDeck(vs, range) });
+  }
+
+  setScene(scene: DeckScene): void {
+    const layers = [];
+    if (scene.image && scene.imageVisible) {
+      const [x0, y0, x1, y1] = scene.image.bounds;
+      layers.push(
+        new BitmapLayer({
+          id: 'image',
+          image: scene.image.source,
+          // left, bottom, right, top in world units; y grows downwards here
+          bounds: [x0, y1, x1, y0],
+          textureParameters: { minFilter: 'nearest', magFilter: 'nearest' }
+        })
+      );
+    }
+    if (scene.cellsVisible) {
+      const { cells } = scene;
+      layers.push(
+        new ScatterplotLayer({
+          id: 'cells',
+          data: {
+            length: cells.n,
+            attributes: {
+              getPosition: { value: cells.positions, size: 3 },
+              getFillColor: { value: cells.colors, size: 4, normalized: true },
+              getLineColor: { value: cells.lines, size: 4, normalized: true }
+            }
+          },
+          radiusUnits: 'pixels',
+          getRadius: scene.radius,
+          stroked: scene.outline,
+          lineWidthUnits: 'pixels',
+          getLineWidth: 1,
+          opacity: scene.cellsOpacity,
+          pickable: true,
+          autoHighlight: true,
+          highlightColor: [255, 255, 255, 160],
+          updateTriggers: { getFillColor: scene.colorVersion, getLineColor: scene.colorVersion }
+        })
+      );
+    }
+    this.deck.setProps({ layers });
+  }
+
+  redraw(): void {
+    this.deck.redraw('sds');
+  }
+
+  finalize(): void {
+    this.deck.finalize();
+  }
+}
+
+function toDeck(vs: ViewState, range: [number, number]): object {
+  return {
+    target: [vs.target[0], vs.target[1], 0],
+    zoom: vs.zoom,
+    minZoom: range[0],
+    maxZoom: range[1]
+  };
+}
