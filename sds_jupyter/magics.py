@@ -18,7 +18,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.stack.remote import is_url
+from sds_jupyter.stack.location import is_url
 
 __all__ = ["StackMagics", "load_ipython_extension"]
 

@@ -40,7 +40,8 @@ from sds_jupyter.errors import (
 )
 from sds_jupyter.stack.flatten import flatten
 from sds_jupyter.stack.inspect import check, describe
-from sds_jupyter.stack.remote import RemotePath, RemoteSource, RemoteZipSource, is_url
+from sds_jupyter.stack.location import RemotePath, is_url
+from sds_jupyter.stack.sources import FolderSource, ZipSource
 
 pytest.importorskip("moto.server")
 s3fs = pytest.importorskip("s3fs")
@@ -363,7 +364,7 @@ def test_byte_ranges_from_object_storage(
 def test_an_empty_object_reads_as_empty(s3: Any, storage_options: dict[str, Any]) -> None:
     s3.pipe(f"{BUCKET}/empty/store/zarr.json", ROOT_DOC)
     s3.pipe(f"{BUCKET}/empty/store/k", b"")
-    source = RemoteSource(RemotePath.from_url(f"s3://{BUCKET}/empty/store", storage_options))
+    source = FolderSource(RemotePath.from_url(f"s3://{BUCKET}/empty/store", storage_options))
     assert source.read("k") == b"" and source.exists("k")
     assert source.read("missing") is None and not source.exists("missing")
 
@@ -372,7 +373,7 @@ def test_exists_on_the_base_uses_its_consolidated_index(
     demo_top: Path, demo_url: str, storage_options: dict[str, Any], requests: RequestLog
 ) -> None:
     stack = Stack.resolve(demo_url, storage_options=storage_options)
-    source = RemoteSource(stack.base.path)
+    source = FolderSource(stack.base.path)
     requests.clear()
     assert source.exists("tables/table/obs/zarr.json")
     assert not source.exists("tables/table/obs/nothing-here/zarr.json")
@@ -387,7 +388,7 @@ def test_a_zip_base_reads_by_range_requests(
     stack = Stack.resolve(url, storage_options=storage_options)
     assert stack.base.kind == "zip" and str(stack.base.path).endswith(".zarr.zip")
     store = StackStore(stack)
-    assert isinstance(store._base, RemoteZipSource)
+    assert isinstance(store._base, ZipSource)
     size = s3fs.S3FileSystem(**storage_options).size(stack.base.path.path)
     requests.clear()
     remote = open_anndata(stack)
@@ -420,7 +421,7 @@ def test_a_zip_source_pickles_without_rereading_its_directory(
     zipped_demo: tuple[Path, str], storage_options: dict[str, Any], requests: RequestLog
 ) -> None:
     stack = Stack.resolve(zipped_demo[1], storage_options=storage_options)
-    source = RemoteZipSource(stack.base.path)
+    source = ZipSource(stack.base.path)
     requests.clear()
     copy = pickle.loads(pickle.dumps(source))
     assert requests.entries == []

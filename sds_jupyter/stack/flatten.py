@@ -70,8 +70,9 @@ def flatten(
     report = _progress_reporter(progress)
     store = StackStore(stack)
     tmp = out_path.parent / f".{out_path.name}.partial-{uuid.uuid4().hex[:8]}"
-    remote = not isinstance(stack.base.path, Path)
-    pool = ThreadPoolExecutor(max_workers=_REMOTE_WORKERS) if remote else None
+    # Where each read is a round trip, several are kept in flight.
+    costly = stack.base.path.costly_requests
+    pool = ThreadPoolExecutor(max_workers=_REMOTE_WORKERS) if costly else None
     try:
         keys = list(store.keys_raw(""))
         tmp.mkdir(parents=True)

@@ -112,21 +112,7 @@ def _check_files(stack: Stack, report: CheckReport) -> None:
 
 def _overlay_sizes(version: Any) -> Any:
     """``key -> size or None`` for a version's overlay: stat locally, one LIST remotely."""
-    if isinstance(version.overlay_dir, os.PathLike):
-
-        def local(key: str) -> int | None:
-            path = os.path.join(version.overlay_dir, key)
-            return os.path.getsize(path) if os.path.isfile(path) else None
-
-        return local
-    root = version.overlay_dir
-    try:
-        found = root.fs.find(root.path, detail=True)
-    except FileNotFoundError:
-        found = {}
-    lead = root.path + "/"
-    sizes = {name[len(lead):]: int(info.get("size") or 0) for name, info in found.items() if name.startswith(lead)}
-    return sizes.get
+    return version.overlay_dir.size_lookup()
 
 
 def _check_manifest_fields(stack: Stack, report: CheckReport) -> None:

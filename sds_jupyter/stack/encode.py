@@ -1,0 +1,78 @@
+"""Encoding a value as a version stores it: anndata's encoding, re-chunked for the format.
+
+Each op encodes its value with anndata (so the encodings are anndata's own), then
+re-encodes every array as Zarr v3 in a single chunk with gzip.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import zarr
+
+__all__ = ["STUDIO_KEY", "encode_element", "studio_path"]
+
+STUDIO_KEY = "spatial_data_studio"
+
+
+def studio_path(table: str, *parts: str) -> str:
+    """Store path of ``uns["spatial_data_studio"][parts...]`` in a table."""
+    return "/".join([f"tables/{table}/uns/{STUDIO_KEY}", *parts])
+
+
+def encode_element(value: Any) -> dict[str, bytes]:
+    """Objects of ``value`` as anndata encodes it, keyed relative to the element.
+
+    Arrays are rewritten as Zarr v3 with one chunk and gzip (bytes, or vlen-utf8
+    for strings), the layout the format asks of every version's arrays.
+    """
+    import anndata  # heavy: loaded when a version is first written
+
+    written = zarr.open_group(zarr.storage.MemoryStore(), mode="w", zarr_format=3)
+    _write_elem(anndata, written, value)
+    target = zarr.open_group(zarr.storage.MemoryStore(), mode="w", zarr_format=3)
+    _copy_rechunked(written["e"], target, "e")
+    objects: dict[str, bytes] = {}
+    store = target.store
+    keys = zarr.core.sync.sync(_collect(store, "e/"))
+    for key in keys:
+        buffer = zarr.core.sync.sync(store.get(key, zarr.core.buffer.default_buffer_prototype()))
+        objects[key[len("e/"):]] = buffer.to_bytes()
+    return objects
+
+
+def _write_elem(anndata: Any, group: zarr.Group, value: Any) -> None:
+    previous = getattr(anndata.settings, "auto_shard_zarr_v3", None)
+    if previous is not None:
+        anndata.settings.auto_shard_zarr_v3 = False
+    try:
+        anndata.io.write_elem(group, "e", value)
+    finally:
+        if previous is not None:
+            anndata.settings.auto_shard_zarr_v3 = previous
+
+
+async def _collect(store: zarr.abc.store.Store, prefix: str) -> list[str]:
+    return [key async for key in store.list_prefix(prefix)]
+
+
+def _copy_rechunked(node: zarr.Group | zarr.Array, target: zarr.Group, name: str) -> None:
+    attributes = dict(node.attrs)
+    if isinstance(node, zarr.Array):
+        data = node[...]
+        chunks = tuple(max(1, n) for n in node.shape)
+        array = target.create_array(
+            name,
+            shape=node.shape,
+            dtype=node.dtype,
+            chunks=chunks,
+            compressors=[zarr.codecs.GzipCodec()],
+            fill_value=node.fill_value,
+            attributes=attributes,
+            config={"write_empty_chunks": True},
+        )
+        array[...] = data
+        return
+    group = target.create_group(name, attributes=attributes)
+    for child_name, child in node.members():
+        _copy_rechunked(child, group, child_name)
