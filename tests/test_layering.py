@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 
 def test_importing_the_stack_library_imports_no_jupyter() -> None:
@@ -22,3 +26,23 @@ def test_jupyter_names_load_on_first_use() -> None:
 
     assert callable(sds_jupyter.flatten) and callable(sds_jupyter.VersionWriter)
     assert "VersionBrowser" in sds_jupyter.__all__
+
+
+def test_imports_flow_one_way() -> None:
+    """The import-linter contracts in pyproject.toml: layers, no cycles, no Jupyter below the service."""
+    pytest.importorskip("importlinter")
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports; "
+            "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))",
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "0 broken" in result.stdout

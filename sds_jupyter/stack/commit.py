@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from sds_jupyter._version import __version__
 from sds_jupyter.errors import StackError, WriteRefusedError
 from sds_jupyter.stack.consolidate import write_root_index
 from sds_jupyter.stack.cow import CopyOnWriteStore
+from sds_jupyter.stack.location import LocalLocation
 from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME
 from sds_jupyter.stack.paths import check_dataset_id, is_within
 from sds_jupyter.stack.stack import Stack
@@ -47,7 +48,10 @@ def commit_version(
     """
     if not changes and not store.staged and not store.whiteouts:
         raise StackError("nothing to save: make a change before committing")
-    dest_path = Path(os.path.abspath(dest)) if dest else Path(stack.datasets_dir / str(uuid.uuid4()))
+    beside = stack.datasets_dir
+    if not isinstance(beside, LocalLocation):
+        raise WriteRefusedError(f"{beside} is not on this disk; versions are saved into local dataset folders")
+    dest_path = Path(os.path.abspath(dest)) if dest else beside / str(uuid.uuid4())
     _check_destination(stack, dest_path)
     write_root_index(store)
     manifest = manifest_of(stack, store, changes, title, message, created_by)
@@ -96,7 +100,7 @@ def manifest_of(
         "depth": stack.depth + 1,
         "title": title,
         "message": message,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "created_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "created_by": created_by or _user(),
         "app": {"id": APP_ID, "version": __version__},
         "overlay": "overlay",
@@ -112,7 +116,7 @@ def _check_destination(stack: Stack, dest: Path) -> None:
     real = os.path.realpath(dest)
     protected = [stack.base.path] + [p for v in stack.versions for p in (v.folder, v.data_dir)]
     for folder in protected:
-        if is_within(real, os.path.realpath(folder)):  # type: ignore[arg-type]
+        if is_within(real, str(folder.real())):
             raise WriteRefusedError(
                 f"{dest} is inside {folder}, part of the stack; versions and bases are never "
                 "written to: save the new version in its own folder"

@@ -44,7 +44,7 @@ def consolidated_index(store: CopyOnWriteStore) -> dict[str, Any]:
 
 
 def _index_entry(raw: bytes) -> dict[str, Any]:
-    doc = json.loads(raw)
+    doc: dict[str, Any] = json.loads(raw)
     doc.pop("consolidated_metadata", None)
     if doc.get("node_type") == "group":
         doc["consolidated_metadata"] = {"kind": "inline", "must_understand": False, "metadata": {}}

@@ -9,6 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import zarr
+from zarr.abc.store import Store
+from zarr.codecs import GzipCodec
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
 
 __all__ = ["STUDIO_KEY", "encode_element", "studio_path"]
 
@@ -34,10 +38,10 @@ def encode_element(value: Any) -> dict[str, bytes]:
     _copy_rechunked(written["e"], target, "e")
     objects: dict[str, bytes] = {}
     store = target.store
-    keys = zarr.core.sync.sync(_collect(store, "e/"))
-    for key in keys:
-        buffer = zarr.core.sync.sync(store.get(key, zarr.core.buffer.default_buffer_prototype()))
-        objects[key[len("e/"):]] = buffer.to_bytes()
+    for key in sync(_collect(store, "e/")):
+        buffer = sync(store.get(key, default_buffer_prototype()))
+        if buffer is not None:
+            objects[key[len("e/"):]] = buffer.to_bytes()
     return objects
 
 
@@ -52,7 +56,7 @@ def _write_elem(anndata: Any, group: zarr.Group, value: Any) -> None:
             anndata.settings.auto_shard_zarr_v3 = previous
 
 
-async def _collect(store: zarr.abc.store.Store, prefix: str) -> list[str]:
+async def _collect(store: Store, prefix: str) -> list[str]:
     return [key async for key in store.list_prefix(prefix)]
 
 
@@ -66,7 +70,7 @@ def _copy_rechunked(node: zarr.Group | zarr.Array, target: zarr.Group, name: str
             shape=node.shape,
             dtype=node.dtype,
             chunks=chunks,
-            compressors=[zarr.codecs.GzipCodec()],
+            compressors=[GzipCodec()],
             fill_value=node.fill_value,
             attributes=attributes,
             config={"write_empty_chunks": True},

@@ -77,7 +77,7 @@ def flatten(
         keys = list(store.keys_raw(""))
         tmp.mkdir(parents=True)
         if pool is None:
-            written: Iterator[None] = (_write_one(store, key, tmp, link) for key in keys)
+            written: Iterator[None] = (_write_one(store, key, tmp, link) for key in keys)  # type: ignore[func-returns-value]
         else:
             written = pool.map(lambda key: _write_one(store, key, tmp, link), keys)
         for done, _ in enumerate(written, 1):
@@ -116,11 +116,8 @@ def _write_one(store: StackStore, key: str, root: Path, link: bool) -> None:
 
 
 def _check_destination(stack: Stack, out: Path) -> None:
-    if out.exists() or out.is_symlink():
-        if out.is_symlink() or not out.is_dir() or any(out.iterdir()):
-            raise WriteRefusedError(
-                f"{out} exists and is not an empty folder; choose a new output path"
-            )
+    if (out.exists() or out.is_symlink()) and (out.is_symlink() or not out.is_dir() or any(out.iterdir())):
+        raise WriteRefusedError(f"{out} exists and is not an empty folder; choose a new output path")
     real_out = os.path.realpath(out)
     protected = [stack.base.path] + [v.folder for v in stack.versions] + [
         v.data_dir for v in stack.versions
@@ -143,6 +140,6 @@ def _progress_reporter(progress: Progress | bool | None) -> Progress | None:
 
     def report(done: int, total: int) -> None:
         end = "\n" if done == total else ""
-        print(f"\rflatten: {done}/{total} objects", end=end, file=sys.stderr, flush=True)
+        print(f"\rflatten: {done}/{total} objects", end=end, file=sys.stderr, flush=True)  # noqa: T201
 
     return report

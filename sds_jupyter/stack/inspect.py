@@ -182,6 +182,7 @@ def _check_column_orders(store: StackStore, report: CheckReport) -> None:
 def _attributes(store: StackStore, node: str) -> dict[str, Any] | None:
     raw = store.read_raw(f"{node}/zarr.json")
     if raw is not None:
-        return json.loads(raw).get("attributes", {})
+        attributes: dict[str, Any] = json.loads(raw).get("attributes", {})
+        return attributes
     raw = store.read_raw(f"{node}/.zattrs")
     return json.loads(raw) if raw is not None else None

@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from sds_jupyter.errors import StackError, UnsafePathError
-from sds_jupyter.stack.paths import check_relative_path, is_within
+from sds_jupyter.stack.paths import check_relative_path, contained_real, is_within
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -141,19 +141,6 @@ class Location(ABC):
 # -- the local disk ----------------------------------------------------------------------
 
 
-def _is_plain_below(root: str, relative: str) -> bool:
-    """Whether no segment of ``relative`` under ``root`` is a symbolic link."""
-    probe = root
-    for segment in relative.split("/"):
-        probe = f"{probe}/{segment}"
-        try:
-            if stat.S_ISLNK(os.lstat(probe).st_mode):
-                return False
-        except OSError:
-            return True  # nothing exists from here on, so nothing can lead elsewhere
-    return True
-
-
 def _range_limits(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
     """``(start, end)`` of a zarr byte request within an object of ``size`` bytes."""
     if byte_range is None:
@@ -201,7 +188,13 @@ def _pread_all(fd: int, start: int, end: int) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-class LocalLocation(type(Path()), Location):  # type: ignore[misc]
+if TYPE_CHECKING:
+    _LocalPath = Path
+else:
+    _LocalPath = type(Path())  # PosixPath (or WindowsPath): what Path() makes here
+
+
+class LocalLocation(_LocalPath, Location):
     """A path on the local disk: a :class:`pathlib.Path` that reads like a location.
 
     Keys are contained on the real path: each segment below this location is
@@ -216,7 +209,7 @@ class LocalLocation(type(Path()), Location):  # type: ignore[misc]
         return self.as_uri()
 
     def _real_root(self) -> str:
-        cached: str | None = getattr(self, "_sds_real", None)
+        cached: str | None = self.__dict__.get("_sds_real")
         if cached is None:
             cached = os.path.realpath(self)
             try:
@@ -230,15 +223,7 @@ class LocalLocation(type(Path()), Location):  # type: ignore[misc]
         root = self._real_root()
         if key == "":
             return root
-        check_relative_path(key, what)
-        if _is_plain_below(root, key):
-            return f"{root}/{key}" if root != "/" else f"/{key}"
-        target = os.path.realpath(f"{root}/{key}")
-        if not is_within(target, root):
-            raise UnsafePathError(
-                f"{what} {key!r} leads outside {root} (through a symbolic link); refusing to read it"
-            )
-        return target
+        return contained_real(root, check_relative_path(key, what), what)
 
     def join(self, relative: str, what: str = "path") -> LocalLocation:
         # docstring inherited
@@ -380,7 +365,7 @@ def _fs_limits(byte_range: ByteRequest | None) -> tuple[int, int | None]:
 
 def _unsatisfiable(exc: OSError) -> bool:
     text = str(exc).lower()
-    return "range" in text and ("satisf" in text or "invalid" in text) or "416" in text
+    return ("range" in text and ("satisf" in text or "invalid" in text)) or "416" in text
 
 
 class FsspecLocation(Location):

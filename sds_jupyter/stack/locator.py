@@ -72,16 +72,17 @@ def locate_version(path: Location, reader: ManifestReader | None = None) -> tupl
         if reader.fetch(path) is None:
             return None
         data_dir = path.parent
-        return (data_dir.parent if data_dir.name == "data" else data_dir), data_dir
-    try:
-        if reader.fetch(path.join(MANIFEST_NAME, "manifest")) is not None:
-            # A dataset's data/ folder opened directly: the dataset is its parent.
-            return (path.parent if path.name == "data" else path), path
-        data_dir = path.join("data", "data folder")
-        if reader.fetch(data_dir.join(MANIFEST_NAME, "manifest")) is not None:
-            return path, data_dir
-    except (UnsafePathError, NotADirectoryError):
-        return None
+        if data_dir.name != "data":
+            return data_dir, data_dir
+        # data/ is confined to the dataset folder, as the parents' are.
+        return data_dir.parent, data_dir.parent.join("data", "data folder")
+    if reader.fetch(path.join(MANIFEST_NAME, "manifest")) is not None:
+        if path.name == "data":  # a dataset's data/ folder opened directly: the dataset is its parent
+            return path.parent, path.parent.join("data", "data folder")
+        return path, path
+    data_dir = path.join("data", "data folder")
+    if reader.fetch(data_dir.join(MANIFEST_NAME, "manifest")) is not None:
+        return path, data_dir
     return None
 
 

@@ -44,7 +44,8 @@ def open_table_group(store: StackStore, table: str = "table") -> Any:
             return root[path]
         except KeyError:
             continue
-    tables = sorted(root["tables"].group_keys()) if "tables" in root else []
+    holder = root.get("tables")
+    tables = sorted(holder.group_keys()) if isinstance(holder, zarr.Group) else []
     raise StackError(
         f"this version has no table {table!r}; its tables are: {', '.join(tables) or 'none'}"
     )

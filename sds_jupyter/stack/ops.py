@@ -43,7 +43,8 @@ class VersionOps:
         raw = self.store.read_raw(key)
         if raw is None:
             raise StackError(f"this version has no {key!r}")
-        return json.loads(raw)
+        doc: dict[str, Any] = json.loads(raw)
+        return doc
 
     def _table(self, table: str) -> str:
         path = f"tables/{table}"
@@ -201,7 +202,7 @@ class VersionOps:
             raise StackError("'meta' is reserved for the result's metadata; rename that table")
         self._table(table)
         self._ensure_dict_group(studio_path(table, "results"))
-        content: dict[str, Any] = {name: frame for name, frame in tables.items()}
+        content: dict[str, Any] = dict(tables)
         content["meta"] = json.dumps(dict(meta))
         self._put(studio_path(table, "results", result_id), content)
         self._record(

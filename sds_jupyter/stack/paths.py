@@ -3,15 +3,16 @@
 Manifests arrive with downloaded data, so every key, overlay folder, reference
 path and zip member name is checked here, in one place, before it is joined to
 a folder. Containment is checked again on the real path when a file is opened,
-so a symbolic link cannot lead a read out of the folder it belongs to: that is
-:meth:`sds_jupyter.stack.location.Location.join`'s job.
+so a symbolic link cannot lead a read out of the folder it belongs to.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
+from pathlib import Path
 
 from sds_jupyter.errors import UnsafePathError
 
@@ -20,6 +21,8 @@ __all__ = [
     "check_relative_path",
     "ancestors",
     "check_whiteout",
+    "contained_path",
+    "contained_real",
     "is_within",
 ]
 
@@ -78,3 +81,43 @@ def is_within(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> boo
     """Whether ``path`` is ``root`` or below it, both taken as given (no resolving)."""
     path_s, root_s = os.fspath(path), os.fspath(root)
     return path_s == root_s or path_s.startswith(root_s.rstrip(os.sep) + os.sep)
+
+
+def _plain_below(root: str, relative: str) -> bool:
+    """Whether no segment of ``relative`` under ``root`` is a link (or a dot segment)."""
+    probe = root
+    for segment in relative.split("/"):
+        if segment in ("", ".", ".."):
+            return False
+        probe = f"{probe}/{segment}" if probe != "/" else f"/{segment}"
+        try:
+            if stat.S_ISLNK(os.lstat(probe).st_mode):
+                return False
+        except OSError:
+            return True  # nothing exists from here on, so nothing can lead elsewhere
+    return True
+
+
+def contained_real(root_real: str, relative: str, what: str) -> str:
+    """The real path of ``relative`` under the resolved folder ``root_real``; refuse if it escapes.
+
+    This is the one containment rule on a local disk (what
+    :meth:`~sds_jupyter.stack.location.LocalLocation.join` and every local read
+    apply). Only the segments below the root are looked at: when none is a link
+    (the usual case), the join is already the real path and costs one ``lstat``
+    a segment instead of a ``realpath`` of the whole path.
+    """
+    if _plain_below(root_real, relative):
+        return f"{root_real}/{relative}" if root_real != "/" else f"/{relative}"
+    target = os.path.realpath(os.path.join(root_real, relative))
+    if not is_within(target, root_real):
+        raise UnsafePathError(
+            f"{what} {relative!r} leads outside {root_real} (through a symbolic link); "
+            "refusing to read it"
+        )
+    return target
+
+
+def contained_path(root_real: Path, relative: str, what: str) -> Path:
+    """:func:`contained_real` for :class:`~pathlib.Path` objects."""
+    return Path(contained_real(os.fspath(root_real), relative, what))

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer
@@ -176,7 +176,7 @@ class StackStore(RawKeyStore):
         return source.path_of(key), number
 
     @property
-    def root_zarr_format(self) -> int | None:
+    def root_zarr_format(self) -> Literal[3] | None:
         """3 when the composed root is known to be Zarr v3 without a request, else None."""
         number = self.index.locate("zarr.json")
         if number >= 0 or (number == BASE and self.stack.base.zarr_format == 3):
@@ -238,9 +238,7 @@ class StackStore(RawKeyStore):
                     names.add(name)
             elif full in self.index.hidden_nodes:
                 continue
-            elif not self.index.has_whiteouts_under(full):
-                names.add(name)
-            elif any(True for _ in self._visible_base_keys(f"{full}/")):
+            elif not self.index.has_whiteouts_under(full) or any(True for _ in self._visible_base_keys(f"{full}/")):
                 names.add(name)
         return sorted(names)
 
