@@ -8,7 +8,6 @@ to it over HTTP exactly as it would to S3. Requests are counted by the server
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import shutil
 import warnings
@@ -27,9 +26,7 @@ from sds_jupyter import Stack, StackStore, open_anndata, open_stack
 from sds_jupyter.errors import (
     BaseStoreError,
     ManifestError,
-    MissingDatasetError,
     ReferenceError_,
-    StackCycleError,
     StackError,
     UnsafePathError,
 )
@@ -395,43 +392,6 @@ def test_store_keys_cannot_escape_their_prefix(
     assert requests.entries == []
 
 
-def test_a_missing_dataset_names_its_id_and_a_missing_path_is_told_apart(
-    s3: Any, datasets: Path, storage_options: dict[str, Any]
-) -> None:
-    write_base(datasets, "base", {})
-    write_version(datasets, "v1", "cirro:::dataset:gone-0000/layer.json", {"k": b"1"})
-    write_version(datasets, "v2", "cirro:::dataset:base/other.zarr", {"k": b"1"})
-    url = upload(s3, datasets)
-    with pytest.raises(MissingDatasetError, match="gone-0000") as caught:
-        Stack.resolve(f"{url}/v1", storage_options=storage_options)
-    assert caught.value.dataset_id == "gone-0000"
-    with pytest.raises(ReferenceError_, match="has no 'other.zarr'"):
-        Stack.resolve(f"{url}/v2", storage_options=storage_options)
-
-
-def test_a_cycle_is_refused(s3: Any, datasets: Path, storage_options: dict[str, Any]) -> None:
-    write_version(datasets, "a", "cirro:::dataset:b/layer.json", {"k": b"1"})
-    write_version(datasets, "b", "cirro:::dataset:a/layer.json", {"k": b"2"})
-    url = upload(s3, datasets)
-    with pytest.raises(StackCycleError):
-        Stack.resolve(f"{url}/a", storage_options=storage_options)
-
-
-def test_the_folder_map_names_remote_folders(
-    s3: Any, datasets: Path, storage_options: dict[str, Any]
-) -> None:
-    base = write_base(datasets, "0d13", {}, name="p.zarr")
-    os.rename(datasets / "0d13", datasets / "Pancreas results")
-    write_version(datasets, "5f1c", base, {"k": b"1"}, folder_name="Tumor margin regions")
-    url = upload(s3, datasets)
-    folders = {"0d13": "Pancreas results", "5f1c": "Tumor margin regions"}
-    stack = Stack.resolve(f"{url}/Tumor margin regions", folders=folders, storage_options=storage_options)
-    assert stack.top.dataset_id == "5f1c" and stack.base.dataset_id == "0d13"
-    assert str(stack.base.path) == f"{url}/Pancreas results/p.zarr"
-    with pytest.raises(MissingDatasetError):
-        Stack.resolve(f"{url}/Tumor margin regions", storage_options=storage_options)
-
-
 def test_not_a_stack_nor_a_store_and_a_bare_bucket(
     s3: Any, storage_options: dict[str, Any]
 ) -> None:
@@ -453,18 +413,6 @@ def test_a_zip_base_with_an_escaping_member_is_refused(
     url = upload(s3, datasets)
     with pytest.raises(StackError):
         open_stack(f"{url}/v1", storage_options=storage_options)
-
-
-def test_a_version_listing_an_object_it_lacks_is_a_clear_error(
-    s3: Any, datasets: Path, storage_options: dict[str, Any]
-) -> None:
-    base = write_base(datasets, "base", {})
-    write_version(datasets, "v1", base, {"k": b"1"})
-    url = upload(s3, datasets)
-    s3.rm(f"{url.removeprefix('s3://')}/v1/overlay/k")
-    store = open_stack(f"{url}/v1", storage_options=storage_options)
-    with pytest.raises(BaseStoreError, match="re-download"):
-        store.read_raw("k")
 
 
 def test_saving_a_version_onto_a_stack_in_object_storage_is_refused(

@@ -17,9 +17,9 @@ from pathlib import Path
 from sds_jupyter.errors import UnsafePathError
 
 __all__ = [
+    "ancestors",
     "check_dataset_id",
     "check_relative_path",
-    "ancestors",
     "check_whiteout",
     "contained_path",
     "contained_real",
