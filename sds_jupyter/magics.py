@@ -3,37 +3,52 @@
 ``%load_ext sds_jupyter`` registers it. ``%sds_open PATH [--folders JSON] [--as NAME]``
 shows the version browser and binds the top version's AnnData to ``adata``
 (or NAME) in the user namespace. Bad input is one line (a UsageError), never
-a traceback, because the path usually comes from a generated notebook cell.
+a traceback. The line is data: it is split like a shell line and never
+expanded (:func:`parse_magic_line`), since a path may hold ``{…}`` or ``$``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack.location import is_url
 
-__all__ = ["StackMagics", "load_ipython_extension"]
+__all__ = ["StackMagics", "load_ipython_extension", "parse_magic_line"]
 
 
-def _unquote(text: str) -> str:
-    """IPython splits magic arguments without removing quotes (posix=False): do it here."""
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
+def parse_magic_line(magic: Callable[..., Any], line: str) -> argparse.Namespace:
+    """The arguments of a line magic declared with ``@magic_arguments``, split like a POSIX shell.
+
+    ``shlex`` removes quotes and backslash escapes and runs nothing; the magic must
+    also be marked ``@no_var_expand``, or IPython substitutes ``{expr}`` and ``$name``
+    in the line (running code from a folder name) before this ever sees it. Every
+    problem is one line, ``<magic>: <what is wrong>``.
+    """
+    name = getattr(magic, "__name__", "magic")
+    try:
+        argv = shlex.split(line, posix=True)
+    except ValueError as exc:
+        raise UsageError(f"{name}: {exc} in the arguments; quote a path holding spaces or quotes") from None
+    try:
+        return magic.parser.parse_args(argv)  # type: ignore[attr-defined]
+    except UsageError as exc:
+        raise UsageError(f"{name}: {' '.join(str(exc).split())}") from None
 
 
 def _folder_map(text: str | None) -> dict[str, str] | None:
     if text is None:
         return None
-    text = _unquote(text)
     try:
         folders = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -47,7 +62,7 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
     if text is None:
         return None
     try:
-        value = json.loads(_unquote(text))
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"sds_open: {option} is not JSON ({exc.msg})") from None
     if not isinstance(value, dict):
@@ -59,6 +74,7 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 class StackMagics(Magics):
     """Magics of sds_jupyter."""
 
+    @no_var_expand
     @magic_arguments()
     @argument("path", help="a version folder, its layer.json, or a base store")
     @argument("--folders", default=None, help="JSON object {dataset id: folder}; default: $SDS_CIRRO_DATASETS")
@@ -66,22 +82,22 @@ class StackMagics(Magics):
     @argument("--storage-options", default=None, help="JSON object of fsspec options for an s3://... PATH")
     @line_magic
     def sds_open(self, line: str) -> None:
-        """Show the version browser for PATH and bind its top version's AnnData."""
+        """Show the version browser for PATH and bind its top version's AnnData.
+
+        The line is split like a shell line (quote a path with spaces, quotes or
+        backslashes) and never expanded: ``{…}`` and ``$name`` are part of the path.
+        """
         from IPython.display import display
 
         from sds_jupyter.widget import VersionBrowser
 
-        try:
-            args = parse_argstring(self.sds_open, line)
-        except UsageError as exc:
-            raise UsageError(f"sds_open: {exc}") from None
-        args.name = _unquote(args.name)
+        args = parse_magic_line(self.sds_open, line)
         if not args.name.isidentifier():
             raise UsageError(f"sds_open: --as needs a Python name, not {args.name!r}")
-        text = _unquote(args.path)
+        text = args.path
         path: str | Path = text if is_url(text) else Path(os.path.expanduser(text))
         if isinstance(path, Path) and not path.exists():
-            raise UsageError(f"sds_open: {path} does not exist; give a version folder, its layer.json or a store")
+            raise UsageError(f"sds_open: {str(path)!r} does not exist; give a version folder, its layer.json or a store")
         folders = _folder_map(args.folders)
         options = _json_object(args.storage_options, "--storage-options")
         try:

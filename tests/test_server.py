@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlencode
 
@@ -14,6 +16,7 @@ from tornado.httpclient import HTTPClientError
 
 from sds_jupyter.server.cache import ServiceCache
 from sds_jupyter.server.handlers import NAMESPACE
+from sds_jupyter.server.notebook import notebook_name
 from sds_jupyter.server.paths import OutsideRootError
 from sds_jupyter.service import unframe_reply
 
@@ -112,19 +115,12 @@ def test_demo_stack_under_the_root(jp_root_dir, demo_top, fetch) -> None:
     assert len(buffers) >= 2
 
 
-def test_is_version(root, fetch) -> None:
-    assert _get(fetch, "is_version", path="datasets/edit-2222") == {
-        "path": "datasets/edit-2222", "is_version": True, "title": "Edit"
-    }
-    assert (_get(fetch, "is_version", path="datasets/base-0000"))["is_version"] is False
-
-
 # ------------------------------------------------------------------ refusals
 
 
 def test_requests_need_a_token(root, http_server_client, jp_base_url, jp_asyncio_loop) -> None:
     query = urlencode({"path": "datasets/edit-2222"})
-    for name in ("history", "canvas", "is_version"):
+    for name in ("history", "canvas"):
         url = f"{jp_base_url}{NAMESPACE}/api/{name}?{query}"
         response = jp_asyncio_loop.run_until_complete(http_server_client.fetch(url, raise_error=False))
         assert response.code == 403, name
@@ -187,18 +183,60 @@ def test_folder_map_from_sds_cirro_datasets(root, named_datasets, fetch, monkeyp
 # ------------------------------------------------------------------ notebooks
 
 
-def test_notebook_in_sds_work_dir(root, fetch, monkeypatch) -> None:
+def test_notebook_in_sds_work_dir_is_made_once_per_version(root, fetch, monkeypatch) -> None:
+    """The path in the cell is relative to the notebook; asking again answers the same notebook."""
     (root / "work").mkdir()
     monkeypatch.setenv("SDS_WORK_DIR", str(root / "work"))
     answers = []
     for _ in range(2):
         response = fetch(NAMESPACE, "api", "notebook", method="POST", body=json.dumps({"path": "datasets/edit-2222"}))
-        assert response.code == 201
-        answers.append(json.loads(response.body)["notebook_path"])
-    assert answers == ["work/Edit.ipynb", "work/Edit-1.ipynb"]
+        answers.append((response.code, json.loads(response.body)))
+    assert answers == [
+        (201, {"notebook_path": "work/Edit.ipynb", "created": True, "run": True}),
+        (200, {"notebook_path": "work/Edit.ipynb", "created": False, "run": True}),
+    ]
+    assert [p.name for p in (root / "work").glob("*.ipynb")] == ["Edit.ipynb"]
     notebook = json.loads((root / "work" / "Edit.ipynb").read_text())
     source = "".join(notebook["cells"][1]["source"])
-    assert source == f'%load_ext sds_jupyter\n%sds_open "{root / "datasets" / "edit-2222"}"'
+    assert "VersionBrowser('../datasets/edit-2222')" in source and str(root) not in json.dumps(notebook)
+    assert notebook["metadata"]["sds_jupyter"] == {"version": "datasets/edit-2222"}
+
+
+def test_notebook_edited_since_is_reused_but_not_run(root, fetch, monkeypatch) -> None:
+    monkeypatch.delenv("SDS_WORK_DIR", raising=False)
+    body = json.dumps({"path": "datasets/edit-2222"})
+    assert fetch(NAMESPACE, "api", "notebook", method="POST", body=body).code == 201
+    notebook = json.loads((root / "Edit.ipynb").read_text())
+    notebook["cells"].append({"cell_type": "code", "id": "mine", "metadata": {}, "execution_count": None,
+                              "outputs": [], "source": "adata.obs['x'] = 1"})
+    (root / "Edit.ipynb").write_text(json.dumps(notebook))
+    response = fetch(NAMESPACE, "api", "notebook", method="POST", body=body)
+    assert (response.code, json.loads(response.body)) == (200, {"notebook_path": "Edit.ipynb", "created": False, "run": False})
+    assert len(json.loads((root / "Edit.ipynb").read_text())["cells"]) == 3
+
+
+def test_notebook_of_another_version_with_the_same_title_is_kept(root, fetch, monkeypatch) -> None:
+    """A same-titled notebook of another version (or a user's own) is never reused nor overwritten."""
+    monkeypatch.delenv("SDS_WORK_DIR", raising=False)
+    (root / "Edit.ipynb").write_text("not a notebook")
+    other = _with_title(root, "edit-copy", "Edit")
+    paths = []
+    for version in ("datasets/edit-2222", other, "datasets/edit-2222", other):
+        response = fetch(NAMESPACE, "api", "notebook", method="POST", body=json.dumps({"path": version}))
+        paths.append(json.loads(response.body)["notebook_path"])
+    assert paths == ["Edit-1.ipynb", "Edit-2.ipynb", "Edit-1.ipynb", "Edit-2.ipynb"]
+    assert (root / "Edit.ipynb").read_text() == "not a notebook"
+    assert "'datasets/edit-copy'" in "".join(json.loads((root / "Edit-2.ipynb").read_text())["cells"][1]["source"])
+
+
+def test_a_huge_notebook_is_not_read_to_find_ours(root, fetch, monkeypatch) -> None:
+    from sds_jupyter.server import handlers
+
+    monkeypatch.delenv("SDS_WORK_DIR", raising=False)
+    body = json.dumps({"path": "datasets/edit-2222"})
+    assert json.loads(fetch(NAMESPACE, "api", "notebook", method="POST", body=body).body)["notebook_path"] == "Edit.ipynb"
+    monkeypatch.setattr(handlers, "MAX_REUSED_NOTEBOOK_BYTES", 10)
+    assert json.loads(fetch(NAMESPACE, "api", "notebook", method="POST", body=body).body)["notebook_path"] == "Edit-1.ipynb"
 
 
 @pytest.mark.parametrize("work_dir", [None, "outside"])
@@ -208,7 +246,7 @@ def test_notebook_in_the_root_without_a_work_dir_under_it(root, fetch, monkeypat
     else:
         monkeypatch.setenv("SDS_WORK_DIR", str(tmp_path))
     response = fetch(NAMESPACE, "api", "notebook", method="POST", body=json.dumps({"path": "datasets/studio-1111"}))
-    assert json.loads(response.body) == {"notebook_path": "Studio section.ipynb"}
+    assert json.loads(response.body) == {"notebook_path": "Studio section.ipynb", "created": True, "run": True}
     assert (root / "Studio section.ipynb").is_file()
 
 
@@ -250,3 +288,117 @@ def test_extension_points_and_installed_config() -> None:
     assert _jupyter_server_extension_points() == [{"module": "sds_jupyter.server"}]
     config = Path(__file__).parents[1] / "jupyter-config" / "jupyter_server_config.d" / "sds_jupyter.json"
     assert json.loads(config.read_text())["ServerApp"]["jpserver_extensions"] == {"sds_jupyter.server": True}
+
+
+# ------------------------------------------------------------------ hostile inputs (issue 8, item 10)
+
+
+def _with_title(root: Path, folder: str, title: str) -> str:
+    """A copy of the top version under ``datasets/<folder>`` whose manifest carries ``title``."""
+    target = root / "datasets" / folder
+    shutil.copytree(root / "datasets" / "edit-2222", target)
+    manifest = json.loads((target / "layer.json").read_text())
+    manifest["title"] = title
+    (target / "layer.json").write_text(json.dumps(manifest))
+    return f"datasets/{folder}"
+
+
+@contextmanager
+def _read_only(folder: Path):
+    """``folder`` made unwritable for this process (chattr +i as root, else chmod), restored after."""
+    as_root = os.geteuid() == 0
+    if as_root:
+        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+            pytest.skip("running as root without chattr +i: cannot make a folder read-only")
+    else:
+        folder.chmod(0o555)
+    try:
+        try:
+            (folder / "probe").touch()
+        except PermissionError:
+            pass
+        else:
+            (folder / "probe").unlink()
+            pytest.skip("this file system does not refuse writes into a read-only folder")
+        yield folder
+    finally:
+        if as_root:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
+        else:
+            folder.chmod(0o755)
+
+
+def test_token_and_xsrf_query_parameters_are_accepted(root, http_server_client, jp_serverapp, jp_base_url,
+                                                     jp_asyncio_loop) -> None:
+    token = jp_serverapp.identity_provider.token
+    for extra in ({"token": token}, {"token": token, "_xsrf": "2|abc|def|1"}):
+        query = urlencode({"path": "datasets/edit-2222", "version": "1", **extra})
+        url = f"{jp_base_url}{NAMESPACE}/api/changes?{query}"
+        response = jp_asyncio_loop.run_until_complete(http_server_client.fetch(url, raise_error=False))
+        assert response.code == 200, response.body
+        assert "ops" in json.loads(response.body)
+
+
+def test_a_wrong_token_in_the_query_is_still_refused(root, http_server_client, jp_base_url, jp_asyncio_loop) -> None:
+    query = urlencode({"path": "datasets/edit-2222", "token": "not-the-token"})
+    url = f"{jp_base_url}{NAMESPACE}/api/history?{query}"
+    response = jp_asyncio_loop.run_until_complete(http_server_client.fetch(url, raise_error=False))
+    assert response.code == 403
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("changes", {"version": "²"}),
+        ("changes", {"version": "-²"}),
+        ("changes", {"version": "٣"}),
+        ("changes", {"version": "9" * 5000}),
+        ("changes", {"version": "-" + "9" * 5000}),
+        ("changes", {"version": "9" * 40}),
+        ("compare", {"a": "1", "b": "9" * 5000}),
+        ("result_page", {"version": "1", "result": "res_markers", "offset": "9" * 5000}),
+        ("result_page", {"version": "1", "result": "res_markers", "limit": "²"}),
+    ],
+)
+def test_bad_numbers_are_400_with_a_message(root, fetch, name: str, params: dict[str, str]) -> None:
+    code, error = _error(fetch, name, path="datasets/edit-2222", **params)
+    assert code == 400, error
+    assert error["kind"] != "internal" and error["message"]
+    assert len(error["message"]) < 300 and "\n" not in error["message"]
+
+
+def test_notebook_body_that_is_not_json_is_400(root, fetch) -> None:
+    for body in ("{not json", "", "[1, 2", "\"datasets/edit-2222\""):
+        with pytest.raises(HTTPClientError) as info:
+            fetch(NAMESPACE, "api", "notebook", method="POST", body=body, allow_nonstandard_methods=True)
+        assert info.value.code == 400, body
+        error = json.loads(info.value.response.body)
+        assert error["kind"] == "bad-request" and "JSON" in error["message"]
+
+
+def test_notebook_in_a_read_only_root_is_refused_with_a_message(root, fetch, monkeypatch) -> None:
+    monkeypatch.delenv("SDS_WORK_DIR", raising=False)
+    with _read_only(root):
+        code, error = _error(fetch, "notebook", method="POST", body={"path": "datasets/edit-2222"})
+    assert code in (400, 403)
+    assert error["kind"] != "internal" and "permission" in error["message"].lower()
+    assert not list(root.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("title", ["𠀀" * 200, "a" * 1000, "é" * 300, "\u0301" * 400 + "x"])
+def test_a_long_title_makes_a_bounded_notebook_name(root, fetch, title: str) -> None:
+    version = _with_title(root, "long-title", title)
+    (root / notebook_name(title)).write_text("someone else's file")  # the next one takes a "-1": still bounded
+    response = fetch(NAMESPACE, "api", "notebook", method="POST", body=json.dumps({"path": version}))
+    assert response.code == 201
+    name = PurePosixPath(json.loads(response.body)["notebook_path"]).name
+    assert name.endswith("-1.ipynb")
+    assert name.endswith(".ipynb") and len(name.encode()) <= 255
+    assert (root / name).is_file()
+
+
+def test_is_version_is_gone(root, fetch) -> None:
+    """The file browser never called it, and it read manifests past the one bounded reader."""
+    with pytest.raises(HTTPClientError) as info:
+        fetch(NAMESPACE, "api", "is_version", params={"path": "datasets/edit-2222"})
+    assert info.value.code == 404

@@ -258,19 +258,42 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.close();
   });
 
-  it('"Open in notebook" creates, opens and runs a notebook', async () => {
+  it('"Open in notebook" creates, opens and runs a notebook; a second time reuses it', async () => {
+    const notebooks = async () =>
+      (await (await api('/api/contents/')).json()).content.filter(f => f.type === 'notebook').map(f => f.path).sort();
+    const before = await notebooks();
     const page = await newPage();
     await openListing(page);
     await item(page, top.split('/').pop()).dblclick();
     await page.waitForSelector('.sds-history-row');
     await page.locator('.sds-app [data-action="open-in-notebook"]').click();
     await page.waitForSelector('.jp-NotebookPanel', { timeout: 60000 });
-    await page.waitForFunction(
-      () => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt')].some(p => /\[\d+\]/.test(p.textContent ?? '')),
-      null,
-      { timeout: 120000 }
-    );
+    try {
+      // the cell ran: the browser is drawn in its output, from the path relative to the notebook
+      await page.waitForSelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea .sds-history-row', { timeout: 120000 });
+    } catch (error) {
+      await shot(page, 'FAILED-open-in-notebook');
+      throw error;
+    }
     assert.match(await currentTab(page).innerText(), /\.ipynb$/);
+    await shot(page, 'open-in-notebook');
+    const made = (await notebooks()).filter(p => !before.includes(p));
+    assert.equal(made.length, 1, `new notebooks: ${made.join(', ')}`);
+    const model = await (await api(`/api/contents/${encodeURIComponent(made[0])}`)).json();
+    const source = model.content.cells.map(c => c.source).join('\n');
+    assert.ok(source.includes(`VersionBrowser('${top}')`), source);
+    assert.equal(model.content.metadata.sds_jupyter.version, top);
+    // a second time: the same notebook, no "-1" copy
+    const history = await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(top)}`)).json();
+    await page.locator('.lm-DockPanel .lm-TabBar-tab', { hasText: history.versions[0].title }).first().click();
+    const again = page.waitForResponse(r => r.url().includes('/sds-jupyter/api/notebook'), { timeout: 60000 });
+    await page.locator('.sds-app:visible [data-action="open-in-notebook"]').click();
+    const answer = await again;
+    assert.equal(answer.status(), 200);
+    assert.deepEqual(await answer.json(), { notebook_path: made[0], created: false, run: true });
+    await page.waitForFunction(t => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes(t), made[0].split('/').pop());
+    assert.deepEqual((await notebooks()).filter(p => !before.includes(p)), made);
+    assert.deepEqual(page.errors, []);
     await page.close();
   });
 

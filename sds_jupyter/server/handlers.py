@@ -1,8 +1,8 @@
 """REST transport of the version browser: thin handlers over the StackService.
 
 Routes live under ``{base_url}sds-jupyter/api/``: one GET per request in
-:data:`REQUESTS`, ``is_version`` for the file browser, and ``notebook`` to
-create a notebook that opens a version. Every handler is authenticated and
+:data:`REQUESTS`, and ``notebook`` to create (or find again) a notebook that
+opens a version. Every handler is authenticated and
 authorized against the ``contents`` resource, like the contents API, since
 it reads files under the server root. Errors are mapped once, in
 :meth:`StackAPIHandler.fail`.
@@ -14,6 +14,7 @@ import asyncio
 import json
 import re
 from collections.abc import Callable
+from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
@@ -25,10 +26,18 @@ from tornado import web
 from sds_jupyter.errors import StackError
 from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
 from sds_jupyter.server.cache import ServiceCache
-from sds_jupyter.server.notebook import notebook_for, notebook_name, work_dir_in_root
+from sds_jupyter.server.notebook import (
+    candidate_names,
+    is_made_for,
+    is_unchanged,
+    notebook_for,
+    notebook_name,
+    path_from_notebook,
+    work_dir_in_root,
+)
 from sds_jupyter.server.paths import OutsideRootError, PathNotFoundError
 
-__all__ = ["NAMESPACE", "SETTINGS_KEY", "setup_handlers", "status_for"]
+__all__ = ["NAMESPACE", "SETTINGS_KEY", "NotebookWriteError", "setup_handlers", "status_for"]
 
 NAMESPACE = "sds-jupyter"
 SETTINGS_KEY = "sds_jupyter_services"
@@ -36,15 +45,32 @@ AUTH_RESOURCE = "contents"
 
 T = TypeVar("T")
 
+#: A notebook bigger than this is never read to see whether it is one we made (it is then left alone).
+MAX_REUSED_NOTEBOOK_BYTES = 64 * 1024 * 1024
+
+
+class NotebookWriteError(StackError):
+    """The notebook could not be written where the server keeps new notebooks."""
+
+    kind = "not-writable"
+
+    def __init__(self, message: str, status: int = 403) -> None:
+        super().__init__(message)
+        self.status = status
+
 
 def status_for(exc: BaseException) -> int:
     """The HTTP status of an exception: 403 outside the root, 404 missing, 400 refused, 500 else."""
+    if isinstance(exc, NotebookWriteError):
+        return exc.status
     if isinstance(exc, OutsideRootError):
         return 403
     if isinstance(exc, PathNotFoundError):
         return 404
     if isinstance(exc, StackError):
         return 400
+    if isinstance(exc, web.HTTPError):
+        return exc.status_code
     return 500
 
 
@@ -67,19 +93,25 @@ class StackAPIHandler(APIHandler):
         if status == 500:
             self.log.error("sds-jupyter: %s failed", self.request.path, exc_info=exc)
         self.set_status(status)
-        self.finish(json.dumps(error_payload(exc)))
+        payload = {"kind": "http", "message": _reason(exc)} if isinstance(exc, web.HTTPError) else error_payload(exc)
+        self.finish(json.dumps(payload))
 
     def reply_json(self, data: Any) -> None:
         self.finish(json.dumps(data, allow_nan=False))
 
 
-def _is_parameter(key: str) -> bool:
-    """Query keys passed to the service: not ``path``, not a bare cache-busting timestamp.
+#: Query keys Jupyter itself reads (authentication): they reach every handler and are not service parameters.
+AUTH_PARAMETERS = frozenset({"token", "_xsrf"})
 
-    JupyterLab's ``cache: "no-store"`` appends ``?<milliseconds>`` to a URL; that
-    key carries no meaning here, so it is dropped rather than refused.
+
+def _is_parameter(key: str) -> bool:
+    """Query keys passed to the service: not ``path``, not auth, not a bare cache-busting timestamp.
+
+    Jupyter authenticates ``?token=`` (and checks ``_xsrf``) before the handler runs;
+    JupyterLab's ``cache: "no-store"`` appends ``?<milliseconds>`` to a URL. Those
+    keys carry no meaning here, so they are dropped rather than refused.
     """
-    return key != "path" and not key.isdigit()
+    return key != "path" and key not in AUTH_PARAMETERS and not (key.isascii() and key.isdigit())
 
 
 class RequestHandler(StackAPIHandler):
@@ -100,67 +132,110 @@ class RequestHandler(StackAPIHandler):
         self.finish(body, set_content_type="application/octet-stream" if binary else "application/json")
 
 
-class IsVersionHandler(StackAPIHandler):
-    """``GET api/is_version?path=``: whether a folder is a version (for the file browser)."""
-
-    @web.authenticated
-    @authorized
-    async def get(self) -> None:
-        relative = self.get_argument("path", "")
+def _reason(exc: web.HTTPError) -> str:
+    """What a tornado HTTPError says, on one line (its message is already formatted when it has no args)."""
+    text = exc.log_message or exc.reason or f"HTTP {exc.status_code}"
+    if exc.args:
         try:
-            path = await self.in_thread(self.services.resolve, relative)
-        except Exception as exc:  # noqa: BLE001
-            self.fail(exc)
-            return
-        folder = path.parent if path.name == "layer.json" else path
-        manifest = next((p for p in (folder / "layer.json", folder / "data" / "layer.json") if p.is_file()), None)
-        answer: dict[str, Any] = {"path": relative, "is_version": manifest is not None, "title": None}
-        if manifest is not None:
-            answer["title"] = await self.in_thread(_title_of, manifest)
-        self.reply_json(answer)
+            text = text % exc.args
+        except (TypeError, ValueError):
+            pass
+    return " ".join(str(text).split())
 
 
-def _title_of(manifest: Any) -> str | None:
-    try:
-        title = json.loads(manifest.read_text(encoding="utf-8")).get("title")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return title if isinstance(title, str) else None
+def _version_key(relative: str, top: dict[str, Any] | None) -> str:
+    """The version's folder relative to the root: its history entry's, else the path as asked (normalized)."""
+    folder = top.get("folder") if top else None
+    if isinstance(folder, str) and folder:
+        pure = PurePosixPath(folder)
+        if not pure.is_absolute() and ".." not in pure.parts:
+            return pure.as_posix()
+    return PurePosixPath(relative.strip()).as_posix()
 
 
 class NotebookHandler(StackAPIHandler):
-    """``POST api/notebook {path}``: a new notebook that opens the version, in a writable folder."""
+    """``POST api/notebook {path}``: the notebook that opens the version, in a writable folder.
+
+    Answers 201 with a new notebook, or 200 with the one made earlier for the same version;
+    ``run`` says whether it still holds only the cells it was made with (the lab extension
+    runs it then, and only opens a notebook someone has edited since).
+    """
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
         try:
-            body = self.get_json_body() or {}
-            relative = body.get("path") if isinstance(body, dict) else None
-            if not isinstance(relative, str) or not relative.strip():
-                raise RequestError("POST a JSON body {\"path\": <version folder relative to the server root>}.")
-            path = await self.in_thread(self.services.resolve, relative)
+            relative = _path_from_body(self.request.body)
+            await self.in_thread(self.services.resolve, relative)
             service = await self.in_thread(self.services.service, relative)
             history = await self.in_thread(service.history)
             if history.get("error"):
                 raise StackError(history["error"]["message"])
-            notebook_path = await self._create(path, history)
+            top = history["versions"][0] if history["versions"] else None
+            title = top["title"] if top and top["title"] else None
+            notebook_path, created, run = await self._find_or_create(_version_key(relative, top), title)
         except Exception as exc:  # noqa: BLE001
             self.fail(exc)
             return
-        self.set_status(201)
-        self.reply_json({"notebook_path": notebook_path})
+        self.set_status(201 if created else 200)
+        self.reply_json({"notebook_path": notebook_path, "created": created, "run": run})
 
-    async def _create(self, path: Any, history: dict[str, Any]) -> str:
+    async def _find_or_create(self, version_key: str, title: str | None) -> tuple[str, bool, bool]:
+        """``(notebook path, created, run)``: the notebook made before for this version, or a new one."""
         manager = self.contents_manager
         directory = work_dir_in_root(self.services.root_dir)
-        top = history["versions"][0] if history["versions"] else None
-        filename = notebook_name(top["title"] if top and top["title"] else path.name)
-        filename = await ensure_async(manager.increment_filename(filename, directory, insert="-"))
-        notebook_path = f"{directory}/{filename}" if directory else filename
-        model = {"type": "notebook", "format": "json", "content": notebook_for(path, top["title"] if top else None)}
-        await ensure_async(manager.save(model, notebook_path))
-        return notebook_path
+        made = notebook_for(path_from_notebook(version_key, directory), title, version_key)
+        first = notebook_name(title or PurePosixPath(version_key).name)
+        for filename in candidate_names(first):
+            notebook_path = f"{directory}/{filename}" if directory else filename
+            if not await self._contents(manager.exists, notebook_path):
+                model = {"type": "notebook", "format": "json", "content": made}
+                await self._contents(manager.save, model, notebook_path)
+                return notebook_path, True, True
+            existing = await self._existing_notebook(notebook_path)
+            if existing is not None and is_made_for(existing, version_key):
+                return notebook_path, False, is_unchanged(existing, made)
+        where = directory or "the server root"
+        raise NotebookWriteError(f"{where} already holds {len(candidate_names(first))} notebooks named like {first!r}; "
+                                 "move some away and try again.", status=409)
+
+    async def _contents(self, call: Callable[..., Any], *args: Any) -> Any:
+        """A contents-manager call whose refusal (an HTTPError: 403 read-only, 500 disk full) reads as one line."""
+        try:
+            return await ensure_async(call(*args))
+        except web.HTTPError as exc:
+            status = exc.status_code if exc.status_code in (400, 403, 404, 409) else 500
+            hint = "; set SDS_WORK_DIR to a writable folder under the server root" if status == 403 else ""
+            raise NotebookWriteError(f"Cannot write the notebook: {_reason(exc)}{hint}.", status=status) from None
+
+    async def _existing_notebook(self, notebook_path: str) -> dict[str, Any] | None:
+        """The content of a notebook already at ``notebook_path``; None if it is not a readable notebook."""
+        manager = self.contents_manager
+        try:
+            listed = await ensure_async(manager.get(notebook_path, content=False))
+            size = listed.get("size") if isinstance(listed, dict) else None
+            if not isinstance(listed, dict) or listed.get("type") != "notebook":
+                return None
+            if isinstance(size, int) and size > MAX_REUSED_NOTEBOOK_BYTES:
+                return None
+            model = await ensure_async(manager.get(notebook_path, content=True, type="notebook"))
+        except web.HTTPError:
+            return None
+        content = model.get("content") if isinstance(model, dict) else None
+        return content if isinstance(content, dict) else None
+
+
+def _path_from_body(body: bytes) -> str:
+    """The version path of a notebook request's JSON body, refusing any other body with how to fix it."""
+    usage = 'POST a JSON body {"path": <version folder relative to the server root>}.'
+    try:
+        data = json.loads(body.decode("utf-8")) if body.strip() else {}
+    except (ValueError, UnicodeDecodeError):
+        raise RequestError(f"The request body is not JSON; {usage}") from None
+    relative = data.get("path") if isinstance(data, dict) else None
+    if not isinstance(relative, str) or not relative.strip():
+        raise RequestError(f"The request body is JSON but names no path; {usage}")
+    return relative
 
 
 def setup_handlers(web_app: Any, services: ServiceCache) -> None:
@@ -171,7 +246,6 @@ def setup_handlers(web_app: Any, services: ServiceCache) -> None:
     web_app.add_handlers(
         ".*$",
         [
-            (url_path_join(base, "is_version"), IsVersionHandler),
             (url_path_join(base, "notebook"), NotebookHandler),
             (url_path_join(base, f"({names})"), RequestHandler),
         ],

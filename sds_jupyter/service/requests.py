@@ -8,6 +8,7 @@ annotations, so a new request is one line in :data:`REQUESTS`.
 from __future__ import annotations
 
 import inspect
+import re
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -33,6 +34,18 @@ BINARY_REQUESTS = frozenset({"canvas"})
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
+#: An integer as a query string writes it: ASCII digits, an optional sign, at most 18 of them
+#: (every depth, offset and limit fits; ``int()`` alone also takes ``²``-like digits, ``_`` and
+#: thousands of digits, and fails or stalls on them).
+_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+_MAX_INT = 10**18 - 1
+
+
+def _shown(value: Any) -> str:
+    """``value`` for an error message: its repr, cut short (a parameter can be megabytes)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
 
 def _coerce_bool(name: str, value: Any) -> bool:
     if isinstance(value, bool):
@@ -40,18 +53,35 @@ def _coerce_bool(name: str, value: Any) -> bool:
     text = str(value).strip().lower()
     if text in _TRUE or text in _FALSE:
         return text in _TRUE
-    raise RequestError(f"Parameter {name!r} must be true or false, not {value!r}.")
+    raise RequestError(f"Parameter {name!r} must be true or false, not {_shown(value)}.")
 
 
 def _coerce_int(name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise RequestError(f"Parameter {name!r} must be an integer, not {value!r}.")
-    if isinstance(value, int):
+    """An int parameter: an int, or ASCII digits; anything longer than 18 digits is refused."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if abs(value) > _MAX_INT:
+            raise RequestError(f"Parameter {name!r} is out of range ({_shown(value)}).")
         return value
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise RequestError(f"Parameter {name!r} must be an integer, not {value!r}.") from None
+    text = str(value).strip() if isinstance(value, str) else ""
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    if text.lstrip("+-").isascii() and text.lstrip("+-").isdigit():
+        raise RequestError(f"Parameter {name!r} is out of range ({len(text)} digits).")
+    raise RequestError(f"Parameter {name!r} must be an integer (digits 0-9), not {_shown(value)}.")
+
+
+def _coerce_version(name: str, value: Any) -> int | str:
+    """A version selector: a depth (int or ASCII digits) or a dataset ID or title (any other text).
+
+    Text made of non-ASCII digits (``²``, ``٣``) is refused rather than passed on: it
+    is neither a depth anyone types nor a dataset ID.
+    """
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        text = str(value).strip()
+        if isinstance(value, int) or text.lstrip("+-").isdigit():
+            return _coerce_int(name, value)
+        return value
+    raise RequestError(f"Parameter {name!r} must be a depth, a dataset ID or a title, not {_shown(value)}.")
 
 
 def _coerce(name: str, value: Any, hint: Any) -> Any:
@@ -65,10 +95,7 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
     if args == {int}:
         return _coerce_int(name, value)
     if args == {int, str}:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        text = str(value)
-        return int(text) if text.lstrip("-").isdigit() else text
+        return _coerce_version(name, value)
     if isinstance(value, (dict, list)):
         raise RequestError(f"Parameter {name!r} must be a single value.")
     return str(value)

@@ -80,7 +80,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         {
           id: 'open-in-notebook',
           label: 'Open in notebook',
-          title: 'Create a notebook that opens this version, and run it',
+          title: 'Open this version’s notebook (made on first use) and run it',
           run: async () => {
             const nb = await commands.execute(CommandIDs.openInNotebook, { path });
             return `Opened ${nb}`;
@@ -142,7 +142,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     commands.addCommand(CommandIDs.openInNotebook, {
       label: 'Open version in notebook',
-      caption: 'Create a notebook that opens the version, open it and run all cells',
+      caption: 'Open the notebook that opens the version (made on first use, then reused) and run it',
       execute: async args => {
         const path = typeof args.path === 'string' ? args.path : selectedDir(app, browser);
         if (!path) {
@@ -150,16 +150,19 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
         const notebook = await createNotebook(path);
         const widget = (await commands.execute('docmanager:open', {
-          path: notebook,
+          path: notebook.path,
           factory: 'Notebook'
         })) as { id: string; context?: { sessionContext?: { ready: Promise<void> }; ready?: Promise<void> } } | undefined;
         if (widget) {
           await widget.context?.ready;
           await widget.context?.sessionContext?.ready;
           shell.activateById(widget.id);
-          await commands.execute('notebook:run-all-cells');
+          // A notebook edited since it was made holds someone's cells: open it, never run them unasked.
+          if (notebook.run) {
+            await commands.execute('notebook:run-all-cells');
+          }
         }
-        return notebook;
+        return notebook.run ? notebook.path : `${notebook.path} (edited since it was made: not run)`;
       }
     });
 

@@ -92,12 +92,22 @@ export class RestTransport implements Transport {
   }
 }
 
-/** Ask the server for a notebook that opens `path`; answers its path. */
+/** The notebook the server made (or found again) for a version. */
+export interface NotebookAnswer {
+  /** Its path relative to the server root. */
+  path: string;
+  /** Whether it was made now (else it was made earlier for the same version). */
+  created: boolean;
+  /** Whether it still holds only the cells it was made with, so running it runs only those. */
+  run: boolean;
+}
+
+/** Ask the server for the notebook that opens `path`. */
 export async function createNotebook(
   path: string,
   settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-): Promise<string> {
-  const { data } = await requestAPI<{ notebook_path: string }>(
+): Promise<NotebookAnswer> {
+  const { data } = await requestAPI<{ notebook_path: string; created?: boolean; run?: boolean }>(
     'notebook',
     {},
     { method: 'POST', body: JSON.stringify({ path }), headers: { 'Content-Type': 'application/json' } },
@@ -106,5 +116,5 @@ export async function createNotebook(
   if (!data?.notebook_path) {
     throw new TransportError('protocol', 'the server named no notebook');
   }
-  return data.notebook_path;
+  return { path: data.notebook_path, created: data.created !== false, run: data.run === true };
 }
