@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from sds_jupyter.stack.stack import Stack
-from sds_jupyter.stack.writer import VersionWriter
+from sds_jupyter.stack.writer import VersionWriter, no_auto_sharding
 
 __all__ = ["build_demo", "demo_dataset_id"]
 
@@ -43,7 +43,8 @@ def build_demo(out: str | Path, *, quiet: bool = True) -> Path:
     base_folder = datasets / demo_dataset_id("base")
     base_folder.mkdir()
     sdata: spatialdata.SpatialData = blobs()
-    sdata.write(base_folder / "blobs.sdata.zarr")
+    with no_auto_sharding():
+        sdata.write(base_folder / "blobs.sdata.zarr")
 
     stack = Stack.resolve(base_folder / "blobs.sdata.zarr")
     centroids = _label_centroids(sdata)
@@ -158,7 +159,7 @@ def _chart(title: str, result: str, mark: str, x: str, y: str, color: str) -> di
     return {
         "kind": "chart",
         "title": title,
-        "caption": f"{title}, from result {result}",
+        "caption": f"Drawn from the result {result}.",
         "print_width": 89,
         "result": result,
         "table": "table",

@@ -114,6 +114,14 @@ class VersionBrowser(anywidget.AnyWidget):
             namespace[self.variable_name] = adata
         return adata
 
+    def result(self, result: str, table: str = "table", version: int | str | None = None) -> Any:
+        """A saved result's table as a DataFrame, with the result's meta as ``.meta`` (a dict).
+
+        ``version`` (depth, dataset ID or title) defaults to the selected version;
+        the result view's "Copy code" button copies the line that calls this.
+        """
+        return self.service.result_table(result, table, self.selected if version is None else version)
+
     # ------------------------------------------------------------------ messages
 
     def answer(self, content: Mapping[str, Any]) -> Reply:

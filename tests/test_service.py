@@ -222,7 +222,7 @@ def test_compare_with_itself_is_empty(service) -> None:
 
 
 def test_request_table_matches_the_protocol() -> None:
-    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "compare"]
+    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "result_csv", "compare", "expression", "cell_mask"]
 
 
 def test_unknown_request_and_parameter_are_refused(service) -> None:

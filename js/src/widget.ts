@@ -100,7 +100,10 @@ function render({ model, el }: RenderProps): () => void {
   const host = document.createElement('div');
   host.className = 'sds-widget';
   el.append(host);
+  const path = (model as unknown as { get(name: string): unknown }).get('path');
   const app = mountApp(host, transport, {
+    // "Copy code" opens the same path the browser was opened on
+    path: typeof path === 'string' && path ? path : undefined,
     // the Python side's `selected` trait follows the selection (`browser.adata`)
     onSelect: depth => {
       try {

@@ -228,6 +228,126 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.close();
   });
 
+  /** Open the top version's Results tab in a panel exactly `width` px wide (the left sidebar closed). */
+  async function resultsAt(page, width) {
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-history-row', { timeout: 30000 });
+    await page.keyboard.press('Control+b'); // close the file browser: the panel takes the main area
+    await page.waitForTimeout(500);
+    for (let i = 0; i < 3; i++) {
+      const have = await page.locator('.sds-panel').evaluate(el => el.getBoundingClientRect().width);
+      if (Math.abs(have - width) < 1) break;
+      const vp = page.viewportSize();
+      await page.setViewportSize({ width: Math.round(vp.width + width - have), height: vp.height });
+      await page.waitForTimeout(400);
+    }
+    await page.locator('.sds-tab[data-tab="results"]').click();
+    await page.waitForSelector('.sds-result .sds-table tbody tr', { timeout: 30000 });
+    // every default chart drawn (and redrawn at the settled width)
+    await page.waitForFunction(() => {
+      const charts = [...document.querySelectorAll('.sds-result .sds-chart')];
+      return charts.length >= 3 && charts.every(c => c.querySelector('svg'));
+    }, null, { timeout: 30000 });
+    await page.waitForTimeout(800);
+  }
+
+  /** axe-core on the panel: serious and critical violations fail, with what and where. */
+  async function axeProblems(page) {
+    await page.addScriptTag({ path: join(here, '..', 'node_modules', 'axe-core', 'axe.min.js') });
+    const found = await page.evaluate(async () => {
+      const r = await window.axe.run(document.querySelector('.sds-panel'), { resultTypes: ['violations'] });
+      return r.violations.map(v => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map(n => n.target.join(' ')) }));
+    });
+    return found.filter(v => v.impact === 'serious' || v.impact === 'critical');
+  }
+
+  for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
+    it(`results at a 700 px panel fit without horizontal scrolling, axe clean (${theme})`, async () => {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme });
+      const page = await newPage();
+      await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+      try {
+        await resultsAt(page, 700);
+        const dark = theme.includes('Dark');
+        await page.waitForFunction(d => document.body.dataset.jpThemeLight === String(!d), dark, { timeout: 30000 });
+        await shot(page, `results-700-${dark ? 'dark' : 'light'}`);
+        const overflow = await page.evaluate(() =>
+          [document.querySelector('.sds-panels'), ...document.querySelectorAll('.sds-result .sds-chart')]
+            .filter(el => el.scrollWidth > el.clientWidth + 1)
+            .map(el => `${el.className} ${el.scrollWidth}>${el.clientWidth}`)
+        );
+        assert.deepEqual(overflow, [], 'nothing scrolls sideways at 700 px');
+        // the markers chart wraps its four facets into rows, 0 first
+        const facets = await page.locator('[data-result="markers-leiden"] .sds-chart').evaluate(el => {
+          const headers = [...el.querySelectorAll('.role-column-title text, .mark-text.role-title text, text')]
+            .map(t => t.textContent.trim()).filter(t => /^[0-3]$/.test(t));
+          return headers;
+        });
+        assert.ok(facets.length >= 4 && facets[0] === '0', `facet headers ${facets.join(',')}`);
+        assert.deepEqual(await axeProblems(page), []);
+        if (!dark) {
+          // numbers per column, full value on hover
+          const p = page.locator('[data-result="markers-leiden"] .sds-table tbody tr').first().locator('td').nth(4);
+          assert.match(await p.innerText(), /^\d\.\d\de-\d+$|^0$/);
+          assert.ok(await p.getAttribute('title'));
+          // the filter runs in Python, the CSV comes whole from Python
+          const card = page.locator('[data-result="markers-leiden"]');
+          await card.locator('input.sds-filter').fill('channel_1');
+          await page.waitForFunction(() => /of 4 \(filtered from 12\)/.test(document.querySelector('[data-result="markers-leiden"] .sds-page-status')?.textContent ?? ''), null, { timeout: 30000 });
+          await shot(page, 'results-700-filtered');
+          const [download] = await Promise.all([page.waitForEvent('download'), card.locator('.sds-csv').click()]);
+          const csv = readFileSync(await download.path(), 'utf8').trim().split('\n');
+          assert.equal(csv[0], 'group,gene,score,logfoldchange,pval_adj');
+          assert.equal(csv.length, 5);
+          // Copy code puts the line on the clipboard; it runs in Python and gives the table with its meta
+          await card.locator('.sds-copy-code').click();
+          await page.waitForFunction(() => /Copied|Copy this line/.test(document.querySelector('[data-result="markers-leiden"] .sds-code-status')?.textContent ?? ''));
+          const line = await page.evaluate(() => navigator.clipboard.readText());
+          assert.match(line, /VersionBrowser\(".*"\)\.result\("markers-leiden", version=\d+\)/);
+          const run = spawnSync(PYTHON, ['-c', `${line}\nprint(type(table).__name__, len(table), table.meta["kind"])`], {
+            cwd: join(work, 'root'), encoding: 'utf8'
+          });
+          assert.equal(run.status, 0, run.stderr);
+          assert.equal(run.stdout.trim(), 'ResultTable 12 markers');
+          // keyboard: one Tab stop in the tab list, arrows move, the panel scrolls by keyboard
+          await page.locator('.sds-tab[data-tab="results"]').focus();
+          await page.keyboard.press('ArrowRight');
+          assert.equal(await page.evaluate(() => document.activeElement?.dataset.tab), 'compare');
+          await page.keyboard.press('Home');
+          assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-selected')), 'true');
+        }
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+        await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+      }
+    });
+  }
+
+  it('results in a narrow panel (420 px) still fit', async () => {
+    const page = await newPage();
+    try {
+      await resultsAt(page, 420);
+      await shot(page, 'results-420-narrow');
+      const overflow = await page.evaluate(() =>
+        [document.querySelector('.sds-panels'), ...document.querySelectorAll('.sds-result .sds-chart')]
+          .filter(el => el.scrollWidth > el.clientWidth + 1)
+          .map(el => `${el.className} ${el.scrollWidth}>${el.clientWidth}`)
+      );
+      assert.deepEqual(overflow, []);
+      // after Refresh the list's active descendant is a row that exists; "Refreshed" clears itself
+      await page.locator('.sds-action[data-action="refresh"]').click();
+      await page.waitForFunction(() => document.querySelector('.sds-action-msg')?.textContent === 'Refreshed');
+      const active = await page.locator('.sds-history').getAttribute('aria-activedescendant');
+      assert.ok(active && (await page.locator(`[id="${active}"]`).count()) === 1, `aria-activedescendant ${active}`);
+      await page.waitForFunction(() => document.querySelector('.sds-action-msg')?.textContent === '', null, { timeout: 10000 });
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('an open version panel comes back after a reload', async () => {
     const page = await newPage();
     await openListing(page);

@@ -25,11 +25,14 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "canvas": StackService.canvas,
     "results": StackService.results,
     "result_page": StackService.result_page,
+    "result_csv": StackService.result_csv,
     "compare": StackService.compare,
+    "expression": StackService.expression,
+    "cell_mask": StackService.cell_mask,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas"})
+BINARY_REQUESTS = frozenset({"canvas", "expression", "cell_mask"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

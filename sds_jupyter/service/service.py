@@ -35,6 +35,7 @@ from sds_jupyter.service.types import (
     HistoryData,
     KeySize,
     ObsChange,
+    ResultCsv,
     ResultPage,
     ResultsData,
     ResultSummary,
@@ -48,7 +49,7 @@ from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_inde
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
-from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry, read_result, read_results
+from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry, ResultTable, read_result, read_results
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part, studio_section
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
@@ -144,6 +145,11 @@ class StackService:
             self._adatas[depth] = open_anndata(self.stack.at(depth), table=self.table_name)
         return self._adatas[depth]
 
+    def result_table(self, result: str, table: str = MAIN_TABLE, version: int | str | None = None) -> ResultTable:
+        """One table of a saved result as a DataFrame with the result's meta as ``.meta`` (for notebooks)."""
+        entry = read_result(self._studio_uns(version, [result]), result)
+        return ResultTable.of(entry.table(table), entry.meta)
+
     def _studio_uns(self, version: int | str | None, results: Iterable[str] | Literal["all"] = ()) -> dict[str, Any]:
         """The table's studio figures and the named results, refusing a table the app never saved into."""
         uns = self.table_view(version).studio_uns(results)
@@ -235,7 +241,7 @@ class StackService:
         if figure.kind == "chart":
             try:
                 result = read_result(uns, str(figure.spec["result"]))
-                summary["vega_lite"] = chart_for_figure(figure.spec, result)
+                summary["vega_lite"] = chart_for_figure(figure.spec, result, titled=False)
             except StackError as exc:
                 summary.update(kind="unsupported", reason=str(exc))
         elif figure.kind == "canvas":
@@ -266,6 +272,46 @@ class StackService:
         view = self.table_view(version, spec.get("table"))
         drawn = build_canvas(spec, view.as_anndata(), view.root, view.attrs)
         return Reply(drawn.payload, [as_buffer(buffer) for buffer in drawn.buffers])
+
+    def expression(self, version: int | str | None = None, gene: str = "", layer: str | None = None) -> Reply:
+        """One gene's value for every cell (float32, obs order: the canvas's cells), from X or a layer.
+
+        The data side of "click a gene, see it on the tissue": the canvas colours
+        its cells by this buffer without another round trip per cell.
+        """
+        if not gene:
+            raise RequestError("The expression request needs a gene name.")
+        view = self.table_view(version)
+        names = view.var_names
+        matches = np.flatnonzero(names == gene)
+        if not len(matches):
+            raise RequestError(f"Gene {gene!r} is not among the {len(names)} variables of table {view.name!r}.")
+        if layer is not None and layer not in view.layer_names():
+            have = ", ".join(view.layer_names()) or "none"
+            raise RequestError(f"Table {view.name!r} has no layer {layer!r} (layers: {have}).")
+        values = view.matrix_column(int(matches[0]), layer)
+        finite = values[np.isfinite(values)]
+        data = {
+            "gene": gene,
+            "layer": layer,
+            "n_cells": int(values.size),
+            "min": float(finite.min()) if finite.size else None,
+            "max": float(finite.max()) if finite.size else None,
+            "dtype": "float32",
+        }
+        return Reply(data, [as_buffer(values)])
+
+    def cell_mask(self, version: int | str | None = None, column: str = "", value: str = "") -> Reply:
+        """Which cells have ``value`` in obs ``column`` (a cluster, a group, a niche): one uint8 per cell, obs order."""
+        if not column:
+            raise RequestError("The cell_mask request needs an obs column.")
+        view = self.table_view(version)
+        if column not in view.obs.columns:
+            raise RequestError(f"Table {view.name!r} has no obs column {column!r}.")
+        series = view.obs[column]
+        mask = (series.astype(str) == value).to_numpy() & series.notna().to_numpy()
+        data = {"column": column, "value": value, "n_cells": int(mask.size), "n_selected": int(mask.sum()), "dtype": "uint8"}
+        return Reply(data, [as_buffer(mask.astype(np.uint8))])
 
     def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""
@@ -311,6 +357,22 @@ class StackService:
             return {"results": [], "error": error_payload(exc)}
         return {"results": [self._result_summary(result) for result in read_results(uns)]}
 
+    def _result_frame(
+        self, version: int | str | None, result: str, table: str, sort: str | None, descending: bool, filter: str | None
+    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """A result table (index as a column), and the same filtered and sorted as shown."""
+        if not result:
+            raise RequestError("The request needs a result id.")
+        full = with_index_column(read_result(self._studio_uns(version, [result]), result).table(table))
+        frame = full
+        if filter:
+            frame = _filtered(frame, filter)
+        if sort:
+            if sort not in frame.columns:
+                raise RequestError(f"Cannot sort by {sort!r}: the table has no such column.")
+            frame = _sorted(frame, sort, descending)
+        return full, frame
+
     def result_page(
         self,
         version: int | str | None = None,
@@ -320,20 +382,44 @@ class StackService:
         limit: int = DEFAULT_PAGE_SIZE,
         sort: str | None = None,
         descending: bool = False,
+        filter: str | None = None,
     ) -> ResultPage:
-        """One page of one result table, sorted here so the browser never holds the whole table."""
-        if not result:
-            raise RequestError("The result_page request needs a result id.")
+        """One page of one result table, filtered and sorted here so the browser never holds the whole table.
+
+        ``filter`` keeps the rows where any cell's text contains it (ignoring case).
+        Numeric columns carry their range over the whole table, so every page of a
+        column is printed with the same precision.
+        """
         if offset < 0 or not 0 < limit <= MAX_PAGE_SIZE:
             raise RequestError(f"offset must be >= 0 and limit between 1 and {MAX_PAGE_SIZE}.")
-        frame = with_index_column(read_result(self._studio_uns(version, [result]), result).table(table))
-        if sort:
-            if sort not in frame.columns:
-                raise RequestError(f"Cannot sort by {sort!r}: the table has no such column.")
-            frame = _sorted(frame, sort, descending)
+        full, frame = self._result_frame(version, result, table, sort, descending, filter)
         page = frame.iloc[offset : offset + limit]
         rows = [[json_scalar(value) for value in row] for row in page.itertuples(index=False, name=None)]
-        return {"columns": self._columns(frame), "rows": rows, "total": int(len(frame)), "offset": offset}
+        return {
+            "columns": _ranged_columns(full),
+            "rows": rows,
+            "total": len(frame),
+            "offset": offset,
+            "unfiltered": len(full),
+        }
+
+    def result_csv(
+        self,
+        version: int | str | None = None,
+        result: str = "",
+        table: str = MAIN_TABLE,
+        sort: str | None = None,
+        descending: bool = False,
+        filter: str | None = None,
+    ) -> ResultCsv:
+        """A whole result table as CSV text (full precision), filtered and sorted as the browser shows it.
+
+        Text cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``,
+        ``@``, tab, carriage return first) get a leading apostrophe: table values
+        are data, never code.
+        """
+        _, frame = self._result_frame(version, result, table, sort, descending, filter)
+        return {"csv": _csv_text(frame), "filename": _csv_name(result, table), "rows": len(frame)}
 
     # ------------------------------------------------------------------ compare
 
@@ -380,6 +466,56 @@ class StackService:
             return False
 
         return touched
+
+
+def _filtered(frame: pd.DataFrame, text: str) -> pd.DataFrame:
+    """Rows where any cell, as text, contains ``text`` (ignoring case)."""
+    needle = text.strip().lower()
+    if not needle or frame.empty:
+        return frame
+    hit = np.zeros(len(frame), dtype=bool)
+    for column in frame.columns:
+        cells = frame[column].astype(str).str.lower()
+        hit |= cells.str.contains(needle, regex=False, na=False).to_numpy()
+    return frame[hit]
+
+
+def _ranged_columns(frame: pd.DataFrame) -> list[Column]:
+    """Columns with their dtype; numeric ones with their finite range."""
+    columns: list[Column] = []
+    for name, dtype in frame.dtypes.items():
+        column: Column = {"name": str(name), "dtype": str(dtype)}
+        series = frame[name]
+        if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+            values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+            finite = values[np.isfinite(values)]
+            column["min"] = float(finite.min()) if finite.size else None
+            column["max"] = float(finite.max()) if finite.size else None
+        columns.append(column)
+    return columns
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_safe(value: Any) -> Any:
+    return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_START) else value
+
+
+def _csv_text(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV: every float with all its digits, formula-like texts defused."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[column]):
+            safe[column] = safe[column].map(_csv_safe)
+    return safe.to_csv(index=False, lineterminator="\n", float_format=None)
+
+
+def _csv_name(result: str, table: str) -> str:
+    """A download file name from the result id and table name (safe characters only)."""
+    stem = f"{result}" if table == MAIN_TABLE else f"{result}-{table}"
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem).strip("._") or "result"
+    return f"{cleaned[:100]}.csv"
 
 
 def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:

@@ -122,6 +122,42 @@ class TableView:
             self._anndata[obsm_keys] = AnnData(obs=self.obs, obsm=obsm, uns=self.uns_without_studio)
         return self._anndata[obsm_keys]
 
+    @cached_property
+    def var_names(self) -> pd.Index:
+        """The variable (gene) names, read from var's index alone."""
+        var = self.group["var"]
+        index_key = str(var.attrs.get("_index", "_index"))
+        return pd.Index([str(name) for name in read_elem(var[index_key])])
+
+    def matrix_column(self, position: int, layer: str | None = None) -> np.ndarray:
+        """One column of X (or of ``layers/<layer>``) for every cell, as float32, in obs order.
+
+        Dense matrices are read by a column slice (only the chunks that hold it);
+        a CSC matrix by its one column's range; a CSR matrix has to be scanned.
+        """
+        key = "X" if layer is None else f"layers/{layer}"
+        node = self.group[key]
+        if isinstance(node, zarr.Array):
+            return np.asarray(node[:, position], dtype=np.float32)
+        encoding = str(node.attrs.get("encoding-type", ""))
+        n_obs, _ = (int(n) for n in node.attrs["shape"])
+        indptr = np.asarray(node["indptr"][:])
+        column = np.zeros(n_obs, dtype=np.float32)
+        if encoding == "csc_matrix":
+            start, stop = int(indptr[position]), int(indptr[position + 1])
+            column[np.asarray(node["indices"][start:stop])] = np.asarray(node["data"][start:stop], dtype=np.float32)
+            return column
+        if encoding != "csr_matrix":
+            raise ValueError(f"{key} is stored as {encoding or 'an unknown encoding'}, not a matrix this view reads.")
+        indices = np.asarray(node["indices"][:])
+        hit = indices == position
+        rows = np.repeat(np.arange(n_obs), np.diff(indptr))[hit]
+        column[rows] = np.asarray(node["data"][:], dtype=np.float32)[hit]
+        return column
+
+    def layer_names(self) -> list[str]:
+        return sorted(self.group["layers"].keys()) if "layers" in self.group else []
+
     def obs_counts(self, column: str) -> Mapping[str, int] | None:
         """Value counts of a categorical-like obs column; None for numeric columns."""
         series = self.obs[column]

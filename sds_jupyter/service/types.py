@@ -22,6 +22,7 @@ __all__ = [
     "KeySize",
     "ObsChange",
     "ObsDelta",
+    "ResultCsv",
     "ResultPage",
     "ResultSummary",
     "ResultsData",
@@ -131,6 +132,10 @@ class CanvasPayload(TypedDict):
 class Column(TypedDict):
     name: str
     dtype: str
+    #: Smallest and largest finite value of a numeric column over the whole table
+    #: (result_page only): the front end picks one precision per column from them.
+    min: NotRequired[float | None]
+    max: NotRequired[float | None]
 
 
 class ResultTableSummary(TypedDict):
@@ -159,6 +164,14 @@ class ResultPage(TypedDict):
     rows: list[list[Any]]
     total: int
     offset: int
+    #: Rows of the table before the filter (``total`` counts the rows that match).
+    unfiltered: int
+
+
+class ResultCsv(TypedDict):
+    csv: str
+    filename: str
+    rows: int
 
 
 class Delta(TypedDict):

@@ -6,6 +6,8 @@ re-encodes every array as Zarr v3 in a single chunk with gzip.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import zarr
@@ -14,7 +16,7 @@ from zarr.codecs import GzipCodec
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
-__all__ = ["STUDIO_KEY", "encode_element", "studio_path"]
+__all__ = ["STUDIO_KEY", "encode_element", "no_auto_sharding", "studio_path"]
 
 STUDIO_KEY = "spatial_data_studio"
 
@@ -45,15 +47,31 @@ def encode_element(value: Any) -> dict[str, bytes]:
     return objects
 
 
-def _write_elem(anndata: Any, group: zarr.Group, value: Any) -> None:
-    previous = getattr(anndata.settings, "auto_shard_zarr_v3", None)
-    if previous is not None:
-        anndata.settings.auto_shard_zarr_v3 = False
+@contextmanager
+def no_auto_sharding() -> Iterator[None]:
+    """anndata writes Zarr v3 without shards here, and says nothing about it.
+
+    Left at its default (None) anndata warns on every array that autosharding
+    will become the default: a warning about its future a user of this package
+    cannot act on. Versions hold one chunk per array, so shards are not wanted.
+    """
+    import anndata  # heavy: loaded when a version is first written
+
+    settings = anndata.settings
+    if not hasattr(settings, "auto_shard_zarr_v3"):
+        yield
+        return
+    previous = settings.auto_shard_zarr_v3
+    settings.auto_shard_zarr_v3 = False
     try:
-        anndata.io.write_elem(group, "e", value)
+        yield
     finally:
-        if previous is not None:
-            anndata.settings.auto_shard_zarr_v3 = previous
+        settings.auto_shard_zarr_v3 = previous
+
+
+def _write_elem(anndata: Any, group: zarr.Group, value: Any) -> None:
+    with no_auto_sharding():
+        anndata.io.write_elem(group, "e", value)
 
 
 async def _collect(store: Store, prefix: str) -> list[str]:

@@ -17,12 +17,20 @@ from sds_jupyter.errors import WriteRefusedError
 from sds_jupyter.stack.commit import APP_ID, commit_version
 from sds_jupyter.stack.consolidate import consolidated_index
 from sds_jupyter.stack.cow import CopyOnWriteStore
-from sds_jupyter.stack.encode import STUDIO_KEY, encode_element, studio_path
+from sds_jupyter.stack.encode import STUDIO_KEY, encode_element, no_auto_sharding, studio_path
 from sds_jupyter.stack.location import LocalLocation
 from sds_jupyter.stack.ops import VersionOps
 from sds_jupyter.stack.stack import Stack
 
-__all__ = ["APP_ID", "STUDIO_KEY", "VersionWriter", "consolidated_index", "encode_element", "studio_path"]
+__all__ = [
+    "APP_ID",
+    "STUDIO_KEY",
+    "VersionWriter",
+    "consolidated_index",
+    "encode_element",
+    "no_auto_sharding",
+    "studio_path",
+]
 
 
 class VersionWriter(VersionOps):

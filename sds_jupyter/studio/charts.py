@@ -30,12 +30,18 @@ __all__ = [
     "default_chart",
     "field_type",
     "inline_values",
+    "natural_order",
 ]
 
-VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+#: The Vega-Lite major version the front end runs (vega-lite 6 through vega-embed 7).
+VEGA_LITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 TOP_PER_GROUP = 10
 TOP_FEATURES = 20
 MAX_INLINE_ROWS = 20_000
+#: Narrowest plot area of one facet, and the pixels per character of an axis label:
+#: the front end divides the card's width by their sum to choose how many facets per row.
+FACET_MIN_WIDTH = 140
+LABEL_PX_PER_CHAR = 6.5
 
 GROUP_NAMES = ("group", "groups", "cluster", "clusters", "leiden", "louvain")
 FEATURE_NAMES = ("names", "name", "gene", "genes", "gene_symbols", "feature", "features", "var_names", "index")
@@ -63,6 +69,45 @@ def field_type(series: pd.Series) -> str:
     if pd.api.types.is_datetime64_any_dtype(series):
         return "temporal"
     return "nominal"
+
+
+def natural_order(values: Iterable[Any]) -> list[Any]:
+    """Distinct ``values`` in reading order: numbers (or texts that are numbers) by value.
+
+    Vega-Lite sorts nominal fields as text, so clusters "0".."11" would read
+    0, 1, 10, 11, 2; an explicit order keeps 2 before 10.
+    """
+    distinct = [json_scalar(v) for v in dict.fromkeys(values)]
+    distinct = [v for v in distinct if v is not None]
+
+    def as_number(value: Any) -> float | None:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, (int, float)):
+            return float(value)
+        try:
+            return float(str(value))
+        except ValueError:
+            return None
+
+    numbers = [as_number(v) for v in distinct]
+    if distinct and all(n is not None for n in numbers):
+        return [v for _, v in sorted(zip(numbers, distinct, strict=True), key=lambda pair: pair[0])]
+    return sorted(distinct, key=lambda v: (str(type(v)), str(v)))
+
+
+def _all_numbers(values: list[Any]) -> bool:
+    try:
+        [float(str(v)) for v in values]
+    except ValueError:
+        return False
+    return bool(values)
+
+
+def _label_width(values: Iterable[Any]) -> int:
+    """Pixels an axis needs for the longest of ``values`` (capped: Vega-Lite truncates at 180)."""
+    longest = max((len(str(v)) for v in values), default=4)
+    return int(min(180, longest * LABEL_PX_PER_CHAR) + 24)
 
 
 def inline_values(frame: pd.DataFrame, columns: Iterable[str] | None = None) -> list[dict[str, Any]]:
@@ -121,7 +166,11 @@ def _base(title: str | None, data: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _channel(frame: pd.DataFrame, column: str, **extra: Any) -> dict[str, Any]:
-    return {"field": column, "type": field_type(frame[column]), **extra}
+    """An encoding channel; nominal numbers get an explicit numeric order."""
+    channel = {"field": column, "type": field_type(frame[column]), **extra}
+    if channel["type"] == "nominal" and "sort" not in channel and _all_numbers(list(frame[column].dropna().unique())):
+        channel["sort"] = natural_order(frame[column])
+    return channel
 
 
 # ------------------------------------------------------------ chart figures
@@ -147,7 +196,9 @@ def chart_spec(
     if mark == "bar" and field_type(frame[y]) == "nominal" and field_type(frame[x]) == "quantitative":
         encoding["y"]["sort"] = "-x"
     if mark == "rect":
-        encoding["x"]["type"] = encoding["y"]["type"] = "nominal"
+        for axis, column in (("x", x), ("y", y)):
+            encoding[axis]["type"] = "nominal"
+            encoding[axis].setdefault("sort", natural_order(frame[column]))
     if color:
         encoding["color"] = _channel(frame, color)
         if mark == "rect" and field_type(frame[color]) == "quantitative":
@@ -159,8 +210,12 @@ def chart_spec(
     return spec
 
 
-def chart_for_figure(spec: Mapping[str, Any], result: ResultEntry) -> dict[str, Any]:
-    """The Vega-Lite spec of a validated chart figure over ``result``."""
+def chart_for_figure(spec: Mapping[str, Any], result: ResultEntry, *, titled: bool = True) -> dict[str, Any]:
+    """The Vega-Lite spec of a validated chart figure over ``result``.
+
+    ``titled=False`` leaves the title to the card that shows the chart (the
+    browser), so a figure shows its title once; an exported file keeps it.
+    """
     frame = result.table(str(spec.get("table") or MAIN_TABLE))
     return chart_spec(
         frame,
@@ -168,7 +223,7 @@ def chart_for_figure(spec: Mapping[str, Any], result: ResultEntry) -> dict[str, 
         x=str(spec["x"]),
         y=str(spec["y"]),
         color=spec.get("color") or None,
-        title=spec.get("title") or result.title,
+        title=(spec.get("title") or result.title) if titled else None,
     )
 
 
@@ -180,7 +235,12 @@ def _top_rows(frame: pd.DataFrame, score: str, n: int, group: str | None) -> pd.
     return ordered.groupby(group, sort=False, observed=True).head(n) if group else ordered.head(n)
 
 
-def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None, n: int, title: str | None) -> dict[str, Any]:
+def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None, n: int) -> dict[str, Any]:
+    """Top ``n`` features by score as bars; one facet per group, wrapped into rows by the front end.
+
+    ``usermeta.fit`` tells the front end what one facet needs (its narrowest
+    plot and its label axis), so it can pick the columns from the card width.
+    """
     top = _top_rows(frame, score, n, group)
     used = [feature, score] + ([group] if group else [])
     bar = {
@@ -190,11 +250,19 @@ def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None
             "y": {"field": feature, "type": "nominal", "sort": "-x", "title": None},
         },
     }
-    spec = _base(title, inline_values(top, used))
+    spec = _base(None, inline_values(top, used))
     if group:
-        bar["encoding"]["color"] = {"field": group, "type": "nominal", "legend": None}
-        spec.update({"facet": {"field": group, "type": "nominal", "columns": 4}, "spec": bar,
-                     "resolve": {"scale": {"y": "independent"}}})
+        order = natural_order(top[group])
+        bar["encoding"]["color"] = {"field": group, "type": "nominal", "legend": None, "sort": order}
+        bar["width"] = FACET_MIN_WIDTH
+        bar["height"] = {"step": 14}
+        spec.update({
+            "facet": {"field": group, "type": "nominal", "sort": order, "header": {"labelFontWeight": "bold"}},
+            "columns": min(4, max(1, len(order))),
+            "spec": bar,
+            "resolve": {"scale": {"y": "independent"}},
+            "usermeta": {"fit": {"facets": len(order), "label": _label_width(top[feature]), "min": FACET_MIN_WIDTH}},
+        })
     else:
         spec.update(bar)
     return spec
@@ -208,7 +276,7 @@ def markers_chart(result: ResultEntry) -> dict[str, Any] | None:
     if feature is None or score is None:
         return None
     group = _find(frame, GROUP_NAMES)
-    return _ranked_bar(frame, feature, score, group, TOP_PER_GROUP, result.title)
+    return _ranked_bar(frame, feature, score, group, TOP_PER_GROUP)
 
 
 def _cutoff(result: ResultEntry, names: Sequence[str], default: float) -> float:
@@ -238,7 +306,7 @@ def comparison_chart(result: ResultEntry) -> dict[str, Any] | None:
     if feature:
         volcano[feature] = frame[feature].astype(str)
     tooltip = [{"field": c, "type": field_type(volcano[c])} for c in ([feature] if feature else []) + [logfc, "neg_log10_p"]]
-    spec = _base(result.title, inline_values(volcano))
+    spec = _base(None, inline_values(volcano))
     spec["mark"] = {"type": "point", "filled": True, "size": 20}
     spec["encoding"] = {
         "x": {"field": logfc, "type": "quantitative"},
@@ -257,7 +325,7 @@ def morans_i_chart(result: ResultEntry) -> dict[str, Any] | None:
     score = _find(frame, MORAN_NAMES, numeric=True)
     if feature is None or score is None:
         return None
-    return _ranked_bar(frame, feature, score, None, TOP_FEATURES, result.title)
+    return _ranked_bar(frame, feature, score, None, TOP_FEATURES)
 
 
 def _pairs_long(frame: pd.DataFrame) -> tuple[pd.DataFrame, str, str, str] | None:
@@ -285,7 +353,7 @@ def nhood_enrichment_chart(result: ResultEntry) -> dict[str, Any] | None:
     if found is None:
         return None
     frame, a, b, value = found
-    return chart_spec(frame, mark="rect", x=a, y=b, color=value, title=result.title)
+    return chart_spec(frame, mark="rect", x=a, y=b, color=value)
 
 
 FRACTION_NAMES = ("fraction", "proportion", "share", "frequency")
@@ -318,9 +386,9 @@ def niches_chart(result: ResultEntry) -> dict[str, Any] | None:
     composition = _niche_composition(frame, niche)
     if composition is None:
         size = _find(frame, AMOUNT_NAMES, numeric=True)
-        return chart_spec(frame, mark="bar", x=niche, y=size, title=result.title) if size else None
+        return chart_spec(frame, mark="bar", x=niche, y=size) if size else None
     rows, category, amount = composition
-    spec = chart_spec(rows, mark="bar", x=niche, y=amount, color=category, title=result.title)
+    spec = chart_spec(rows, mark="bar", x=niche, y=amount, color=category)
     spec["encoding"]["y"]["stack"] = "normalize" if amount in FRACTION_NAMES else True
     return spec
 
@@ -336,8 +404,8 @@ def clusters_chart(result: ResultEntry) -> dict[str, Any] | None:
         counts = frame[cluster].astype(str).value_counts(sort=False).rename("n_cells")
         frame, size = counts.rename_axis(cluster).reset_index(), "n_cells"
     frame = frame.astype({cluster: str})
-    spec = chart_spec(frame, mark="bar", x=cluster, y=size, title=result.title)
-    spec["encoding"]["x"]["sort"] = None
+    spec = chart_spec(frame, mark="bar", x=cluster, y=size)
+    spec["encoding"]["x"]["sort"] = natural_order(frame[cluster])
     return spec
 
 
@@ -352,7 +420,10 @@ DEFAULT_CHARTS: dict[str, Callable[[ResultEntry], dict[str, Any] | None]] = {
 
 
 def default_chart(result: ResultEntry) -> dict[str, Any] | None:
-    """The usual chart for the result's kind; None when the kind or its columns are unknown."""
+    """The usual chart for the result's kind; None when the kind or its columns are unknown.
+
+    It carries no title: the result's card already shows one.
+    """
     builder = DEFAULT_CHARTS.get(result.kind or "")
     if builder is None or MAIN_TABLE not in result.tables:
         return None

@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
 from sds_jupyter.studio.errors import ResultError
 from sds_jupyter.studio.uns import RESULTS_KEY, as_text, studio_part
 
-__all__ = ["MAIN_TABLE", "META_KEY", "ResultEntry", "as_dataframe", "read_result", "read_results"]
+__all__ = ["MAIN_TABLE", "META_KEY", "ResultEntry", "ResultTable", "as_dataframe", "read_result", "read_results"]
 
 MAIN_TABLE = "table"
 META_KEY = "meta"
@@ -49,6 +49,28 @@ class ResultEntry:
             have = ", ".join(sorted(self.tables)) or "none"
             raise ResultError(f"Result {self.id!r} has no table {name!r} (tables: {have}).")
         return self.tables[name]
+
+
+class ResultTable(pd.DataFrame):
+    """A result's table as a DataFrame that also carries the result's meta as ``.meta``.
+
+    ``.meta`` is a dict (also in ``.attrs["meta"]``), so a notebook gets the
+    table and what made it in one value.
+    """
+
+    _metadata: ClassVar[list[str]] = ["meta"]
+
+    @property
+    def _constructor(self) -> type[ResultTable]:
+        return ResultTable
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, meta: dict[str, Any] | None) -> ResultTable:
+        """A copy of ``frame`` with ``meta`` attached (an empty dict when the result has none)."""
+        table = cls(frame.copy())
+        table.meta = dict(meta or {})
+        table.attrs["meta"] = table.meta
+        return table
 
 
 def as_dataframe(value: Any) -> pd.DataFrame | None:

@@ -182,7 +182,9 @@ describe('history', () => {
     });
     const el = mount(t);
     await settle();
-    expect(text(el.querySelector('.sds-side .sds-error'))).toContain('no such path: x');
+    // once, in the banner (not again beside the empty history)
+    expect(text(el.querySelector('.sds-banner .sds-error'))).toContain('no such path: x');
+    expect(el.querySelectorAll('.sds-error').length).toBe(1);
     expect(rows(el).length).toBe(0);
   });
 });

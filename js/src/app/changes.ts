@@ -1,7 +1,7 @@
 /** Changes of the selected version: its ops, and the keys it adds, replaces, deletes. */
 
 import { empty, errorBox, fill, h, loading, report } from './dom';
-import { changeFamily, changeLabel, formatBytes, short } from './format';
+import { changeFamily, changeLabel, formatBytes, plural, short } from './format';
 import { badge } from './history';
 import { TransportError, type Transport } from './transport';
 import type { BaseSummary, Changes, KeySize, Whiteout } from './types';
@@ -75,7 +75,7 @@ function keyTable(title: string, keys: KeySize[]): HTMLElement {
   return h(
     'section',
     { class: `sds-keys sds-keys-${title.toLowerCase()}` },
-    h('h3', {}, `${title} `, h('span', { class: 'sds-count' }, `${keys.length} keys, ${formatBytes(total)}`)),
+    h('h3', {}, `${title} `, h('span', { class: 'sds-count' }, `${plural(keys.length, 'key')}, ${formatBytes(total)}`)),
     keys.length
       ? h(
           'table',

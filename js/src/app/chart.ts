@@ -33,16 +33,99 @@ function themeConfig(el: HTMLElement): object {
   };
 }
 
+/** What a faceted chart built in Python says about one facet (`usermeta.fit`). */
+type FacetFit = { facets: number; label: number; min: number };
+
+/** Pixels between facets and around the chart (Vega-Lite's default spacing and padding). */
+const FACET_GAP = 20;
+const PAD = 12;
+
+type Spec = Record<string, unknown> & {
+  facet?: unknown;
+  spec?: Record<string, unknown>;
+  usermeta?: { fit?: FacetFit };
+};
+
+/** Composite specs Vega-Lite cannot autosize to a width. */
+function isComposite(spec: Spec): boolean {
+  return ['facet', 'hconcat', 'vconcat', 'concat', 'repeat', 'layer'].some(k => k in spec);
+}
+
+/**
+ * A copy of a Vega-Lite spec fitted to `width` pixels: facets wrap into as many
+ * columns as fit (each needs its label axis plus its narrowest plot, as the
+ * Python builder says in `usermeta.fit`) and share the width; a single view
+ * takes the whole width (`autosize: fit-x`). Specs that already set a width keep it.
+ */
+export function fitSpec(spec: object, width: number): object {
+  const out = JSON.parse(JSON.stringify(spec)) as Spec;
+  const room = Math.floor(width) - PAD;
+  if (!(room > 0)) {
+    return out;
+  }
+  const fit = out.usermeta?.fit;
+  if (fit && out.facet && out.spec) {
+    const cell = fit.label + fit.min + FACET_GAP;
+    const columns = Math.max(1, Math.min(fit.facets, Math.floor(room / cell)));
+    out.columns = columns;
+    out.spec.width = Math.max(60, Math.floor(room / columns) - fit.label - FACET_GAP);
+    return out;
+  }
+  if (!isComposite(out) && out.width === undefined) {
+    out.width = room;
+    out.autosize = { type: 'fit-x', contains: 'padding' };
+  }
+  return out;
+}
+
+/** Widths closer than this draw the same chart (no redraw for a scrollbar coming and going). */
+const RESIZE_STEP = 24;
+
 export const vegaRenderer: ChartRenderer = async (el, spec) => {
   const { default: embed } = await import('vega-embed');
-  const result = await embed(el, spec as never, {
+  let drawnWidth = el.clientWidth;
+  let result = await embed(el, fitSpec(spec, drawnWidth) as never, {
     actions: false,
     renderer: 'svg',
     config: themeConfig(el) as never
   });
+  let disposed = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  // the card follows the panel: redraw at the new width once resizing rests
+  const observer =
+    typeof ResizeObserver === 'undefined'
+      ? null
+      : new ResizeObserver(() => {
+          const w = el.clientWidth;
+          if (!w || Math.abs(w - drawnWidth) < RESIZE_STEP) {
+            return;
+          }
+          clearTimeout(timer);
+          timer = setTimeout(async () => {
+            if (disposed) {
+              return;
+            }
+            drawnWidth = el.clientWidth;
+            result.finalize();
+            result = await embed(el, fitSpec(spec, drawnWidth) as never, {
+              actions: false,
+              renderer: 'svg',
+              config: themeConfig(el) as never
+            });
+            if (disposed) {
+              result.finalize();
+            }
+          }, 150);
+        });
+  observer?.observe(el);
   return {
     toSVG: () => result.view.toSVG(),
     toPNG: () => result.view.toImageURL('png', 2),
-    dispose: () => result.finalize()
+    dispose: () => {
+      disposed = true;
+      clearTimeout(timer);
+      observer?.disconnect();
+      result.finalize();
+    }
   };
 };

@@ -2,6 +2,7 @@
 
 import { empty, errorBox, fill, h, loading } from './dom';
 import { badge } from './history';
+import { plural } from './format';
 import { TransportError, type Transport } from './transport';
 import type { Comparison, Delta, ObsChange } from './types';
 
@@ -151,7 +152,7 @@ function counts(ch: ObsChange, a: number, b: number): HTMLElement {
   return h(
     'details',
     { class: 'sds-obs-change', open: values.length <= 12 },
-    h('summary', {}, badge(ch.column, 'set'), values.length ? ` ${values.length} values` : ' values changed'),
+    h('summary', {}, badge(ch.column, 'set'), values.length ? ` ${plural(values.length, 'value')}` : ' values changed'),
     values.length
       ? h(
           'table',

@@ -51,8 +51,14 @@ export function errorBox(message: string, kind?: string): HTMLElement {
   );
 }
 
+/** A spinner in place of what is loading, with its name for screen readers. */
 export function loading(what = 'Loading…'): HTMLElement {
-  return h('div', { class: 'sds-loading' }, what);
+  return h(
+    'div',
+    { class: 'sds-loading', role: 'status' },
+    h('span', { class: 'sds-spinner', 'aria-hidden': 'true' }),
+    h('span', { class: 'sds-loading-text' }, what)
+  );
 }
 
 export function empty(what: string): HTMLElement {

@@ -155,3 +155,71 @@ export function printWidth(w: number | string | null | undefined): string {
   }
   return w;
 }
+
+/** "1 key", "2 keys", "1,024 rows": one place for counted nouns (`many` for irregular plurals). */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
+}
+
+/** Significant digits shown for the largest value of a float column. */
+const SIGNIFICANT = 4;
+/** Most decimals shown; smaller or larger magnitudes switch to scientific notation. */
+const MAX_DECIMALS = 6;
+
+export type CellFormat = (v: unknown) => string;
+
+/** True for p-value and q-value columns by their name (pvals_adj, padj, qval, fdr, p_value, ...). */
+export function isPValueColumn(name: string): boolean {
+  const letters = name.toLowerCase().replace(/[^a-z]/g, '');
+  return /^[pq]$/.test(letters) || /pval|qval|padj|fdr/.test(letters);
+}
+
+function isIntegerDtype(dtype: string): boolean {
+  return /^u?int\d*$/i.test(dtype.trim());
+}
+
+function isFloatDtype(dtype: string): boolean {
+  return /float|double|decimal/i.test(dtype);
+}
+
+/**
+ * One format for a whole column, so every row (and every page) of it lines up:
+ * integers as integers, p-/q-values in scientific notation, other floats with
+ * the decimals that give the column's largest magnitude four significant digits
+ * (from `range`, the column's finite min and max over the whole table).
+ */
+export function columnFormat(name: string, dtype: string, range: { min?: number | null; max?: number | null } = {}): CellFormat {
+  if (isIntegerDtype(dtype)) {
+    return v => (typeof v === 'number' && Number.isFinite(v) ? Math.round(v).toLocaleString('en') : cell(v));
+  }
+  if (!isFloatDtype(dtype)) {
+    return cell;
+  }
+  if (isPValueColumn(name)) {
+    return v => (typeof v === 'number' && Number.isFinite(v) ? (v === 0 ? '0' : v.toExponential(2)) : cell(v));
+  }
+  const largest = Math.max(Math.abs(range.min ?? 0), Math.abs(range.max ?? 0));
+  if (!Number.isFinite(largest) || largest === 0) {
+    return cell;
+  }
+  const magnitude = Math.floor(Math.log10(largest));
+  if (magnitude >= 7 || SIGNIFICANT - 1 - magnitude > MAX_DECIMALS) {
+    return v => (typeof v === 'number' && Number.isFinite(v) ? (v === 0 ? '0' : v.toExponential(SIGNIFICANT - 1)) : cell(v));
+  }
+  const decimals = Math.min(MAX_DECIMALS, Math.max(0, SIGNIFICANT - 1 - magnitude));
+  return v => {
+    if (typeof v !== 'number' || !Number.isFinite(v)) {
+      return cell(v);
+    }
+    const text = v.toLocaleString('en', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+    return text === '-0' || /^-0\.0*$/.test(text) ? text.slice(1) : text;
+  };
+}
+
+/** A value with every digit it has (hover text and copies of formatted cells). */
+export function fullValue(v: unknown): string {
+  if (typeof v === 'number') {
+    return String(v);
+  }
+  return cell(v);
+}

@@ -10,7 +10,9 @@ import { CompareView } from './compare';
 import { empty, errorBox, fill, h, loading } from './dom';
 import { FiguresView } from './figures';
 import { HistoryView } from './history';
-import { ResultsView } from './results';
+import { plural } from './format';
+import { ResultsView, resultCodeFor } from './results';
+import { tabKeyTarget } from './tabs';
 import { TransportError, type Transport } from './transport';
 import type { History } from './types';
 
@@ -47,7 +49,16 @@ export type AppOptions = {
   /** The clock for relative times (tests). */
   now?: () => number;
   initialTab?: TabName;
+  /** The path Python opens this stack by, for the results' "Copy code" line. */
+  path?: string;
+  /** Closes the host (a panel): offered when the stack cannot be read at all. */
+  onClose?: () => void;
 };
+
+/** A done message ("Refreshed") clears itself after this long; errors stay. */
+export const ACTION_MESSAGE_MS = 4000;
+
+let appIds = 0;
 
 export type AppHandle = {
   dispose(): void;
@@ -69,7 +80,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
 
   const changes = new ChangesView(transport);
   const figures = new FiguresView(transport, renderChart);
-  const results = new ResultsView(transport, renderChart, now);
+  const results = new ResultsView(transport, renderChart, now, resultCodeFor(options.path));
   const compare = new CompareView(transport);
   const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare };
   const historyView = new HistoryView(depth => onSelect(depth), now);
@@ -95,6 +106,8 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     ),
     actionMsg
   );
+  // WAI-ARIA tabs: one Tab stop (the selected tab), arrows/Home/End move and select
+  const uid = `sds-app-${++appIds}`;
   const tabButtons = TABS.map(([name, label]) =>
     h(
       'button',
@@ -102,13 +115,26 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         class: 'sds-tab',
         type: 'button',
         role: 'tab',
+        id: `${uid}-tab-${name}`,
+        'aria-controls': `${uid}-panel`,
+        tabindex: '-1',
         'data-tab': name,
         onclick: () => showTab(name)
       },
       label
     )
   );
-  const panels = h('div', { class: 'sds-panels' });
+  const tablist = h('div', { class: 'sds-tabs', role: 'tablist', 'aria-label': 'Views of the selected version' }, tabButtons);
+  tablist.addEventListener('keydown', e => {
+    const next = tabKeyTarget(e.key, tabButtons.indexOf(e.target as HTMLButtonElement), tabButtons.length);
+    if (next !== null) {
+      e.preventDefault();
+      showTab(tabButtons[next].dataset.tab as TabName);
+      tabButtons[next].focus();
+    }
+  });
+  // the panel scrolls: it takes focus so the keyboard can scroll it
+  const panels = h('div', { class: 'sds-panels', role: 'tabpanel', id: `${uid}-panel`, tabindex: '0' });
   const sideStatus = h('div', { class: 'sds-side-status' });
   const root = h(
     'div',
@@ -122,23 +148,31 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       h(
         'div',
         { class: 'sds-detail' },
-        h('div', { class: 'sds-tabs', role: 'tablist' }, tabButtons),
+        tablist,
         panels
       )
     )
   );
   el.append(root);
 
+  let actionTimer: ReturnType<typeof setTimeout> | undefined;
+
   async function runAction(a: AppAction): Promise<void> {
     if (selected === null) {
       actionMsg.textContent = 'Select a version first.';
       return;
     }
+    clearTimeout(actionTimer);
     actionMsg.classList.remove('sds-action-error');
     actionMsg.textContent = `${a.label}…`;
     try {
-      const msg = await a.run(selected);
-      actionMsg.textContent = msg || `${a.label}: done`;
+      const msg = (await a.run(selected)) || `${a.label}: done`;
+      actionMsg.textContent = msg;
+      actionTimer = setTimeout(() => {
+        if (actionMsg.textContent === msg) {
+          actionMsg.textContent = '';
+        }
+      }, ACTION_MESSAGE_MS);
     } catch (err) {
       actionMsg.classList.add('sds-action-error');
       actionMsg.textContent = TransportError.from(err).message;
@@ -151,6 +185,10 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       const on = b.dataset.tab === name;
       b.classList.toggle('sds-active', on);
       b.setAttribute('aria-selected', String(on));
+      b.tabIndex = on ? 0 : -1;
+      if (on) {
+        panels.setAttribute('aria-labelledby', b.id);
+      }
     }
     fill(panels, views[name].node);
     loadTab();
@@ -206,7 +244,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         h(
           'span',
           { class: 'sds-title-sub' },
-          `${(data.versions ?? []).length} version${(data.versions ?? []).length === 1 ? '' : 's'} over ${data.base?.dataset_id ?? 'the base'}`
+          `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? 'the base'}`
         )
       );
       fill(banner, data.error ? errorBox(data.error.message, data.error.kind) : null);
@@ -232,9 +270,16 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       }
       options.onHistory?.(data);
     } catch (err) {
+      // one message, in the banner; the history side stays empty
       const e = TransportError.from(err);
-      fill(sideStatus, errorBox(e.message, e.kind));
-      fill(banner, errorBox(`Could not read the history: ${e.message}`, e.kind));
+      fill(sideStatus, null);
+      fill(
+        banner,
+        errorBox(`Could not read the history: ${e.message}`, e.kind),
+        options.onClose
+          ? h('button', { class: 'sds-button sds-close', type: 'button', onclick: () => options.onClose?.() }, 'Close')
+          : null
+      );
     }
   }
 
@@ -247,6 +292,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     showTab,
     select: depth => historyView.selectDepth(depth),
     dispose() {
+      clearTimeout(actionTimer);
       historyView.dispose();
       figures.dispose();
       results.dispose();

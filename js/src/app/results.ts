@@ -1,13 +1,45 @@
 /** Results of the selected version: meta as a report, tables paged and sorted by the server. */
 
 import type { ChartHandle, ChartRenderer } from './chart';
-import { empty, errorBox, fill, h, loading, report, runDisposers } from './dom';
-import { cell, exactTime, relativeTime } from './format';
+import { download, empty, errorBox, fill, h, loading, report, runDisposers } from './dom';
+import { cell, columnFormat, exactTime, fullValue, plural, relativeTime, type CellFormat } from './format';
 import { badge } from './history';
 import { TransportError, type Transport } from './transport';
 import type { Result, ResultMeta, ResultPage, ResultTable } from './types';
 
 export const PAGE_SIZE = 50;
+/** Wait this long after the last key in a filter box before asking the server. */
+export const FILTER_DELAY_MS = 250;
+
+/** The Python line that brings a result's table into a notebook. */
+export type ResultCode = (result: string, table: string, version: number) => string;
+
+/** A Python string literal for any text (JSON's escapes are Python's too). */
+export function pyString(text: string): string {
+  return JSON.stringify(text);
+}
+
+/** `VersionBrowser(path).result(...)` for a browser opened on `path`. */
+export function resultCodeFor(path: string | undefined): ResultCode {
+  return (result, table, version) => {
+    const args = [pyString(result), table === 'table' ? null : `table=${pyString(table)}`, `version=${version}`]
+      .filter(Boolean)
+      .join(', ');
+    const browser = path === undefined ? 'browser' : `VersionBrowser(${pyString(path)})`;
+    const imports = path === undefined ? '' : 'from sds_jupyter import VersionBrowser; ';
+    return `${imports}table = ${browser}.result(${args})`;
+  };
+}
+
+/** Put `text` on the clipboard; false when the browser refuses (no permission, no secure context). */
+async function copyText(text: string): Promise<boolean> {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export class ResultsView {
   readonly node: HTMLElement;
@@ -17,7 +49,8 @@ export class ResultsView {
   constructor(
     private readonly transport: Transport,
     private readonly renderChart: ChartRenderer,
-    private readonly now: () => number = Date.now
+    private readonly now: () => number = Date.now,
+    private readonly code: ResultCode = resultCodeFor(undefined)
   ) {
     this.node = h('div', { class: 'sds-results' });
   }
@@ -57,21 +90,25 @@ export class ResultsView {
   private result(version: number, r: Result, token: number): HTMLElement {
     const meta = r.meta ?? {};
     const kind = r.kind ?? meta.kind ?? null;
+    const title = r.title || meta.title || r.id;
+    const tables = r.tables ?? [];
+    const headingId = `sds-result-${++resultIds}`;
     const node = h(
       'section',
-      { class: 'sds-result', 'data-result': r.id },
+      { class: 'sds-result', 'data-result': r.id, 'aria-labelledby': headingId },
       h(
         'header',
         { class: 'sds-result-head' },
-        h('span', { class: 'sds-result-title' }, r.title || meta.title || r.id),
-        kind ? badge(kind, 'result') : null
+        h('h3', { class: 'sds-result-title', id: headingId }, title),
+        kind ? badge(kind, 'result') : null,
+        tables.length ? this.codeButton(version, r.id) : null
       ),
       r.error ? errorBox(r.error.message, r.error.kind) : null,
-      r.meta ? this.reportOf(r.id, kind, meta) : null
+      r.meta ? this.reportOf(r.id, kind, meta, title) : null
     );
-    const tables = r.tables ?? [];
     if (r.chart) {
-      const target = h('div', { class: 'sds-chart' });
+      // wider than the card only when the card is very narrow: then it scrolls, by keyboard too
+      const target = h('div', { class: 'sds-chart', tabindex: '0', role: 'group', 'aria-label': `Chart of ${title}` });
       node.append(target);
       let handle: ChartHandle | null = null;
       this.disposers.push(() => handle?.dispose());
@@ -94,7 +131,7 @@ export class ResultsView {
       const details = h(
         'details',
         { class: 'sds-more-table' },
-        h('summary', {}, `${t.name} `, h('span', { class: 'sds-count' }, `${t.n_rows.toLocaleString()} rows`))
+        h('summary', {}, `${t.name} `, h('span', { class: 'sds-count' }, plural(t.n_rows, 'row')))
       );
       let opened = false;
       details.addEventListener('toggle', () => {
@@ -108,7 +145,32 @@ export class ResultsView {
     return node;
   }
 
-  private reportOf(id: string, kind: string | null, meta: ResultMeta): HTMLElement {
+  /** "Copy code": the line that returns this result's main table in a notebook. */
+  private codeButton(version: number, id: string): HTMLElement {
+    const line = this.code(id, 'table', version);
+    const status = h('span', { class: 'sds-code-status', role: 'status' });
+    const button = h(
+      'button',
+      {
+        class: 'sds-button sds-copy-code',
+        type: 'button',
+        title: `Copy the Python line that returns this table as a DataFrame: ${line}`,
+        onclick: async () => {
+          const ok = await copyText(line);
+          status.textContent = ok ? 'Copied' : `Copy this line: ${line}`;
+          if (ok) {
+            setTimeout(() => {
+              status.textContent = '';
+            }, 2500);
+          }
+        }
+      },
+      'Copy code'
+    );
+    return h('span', { class: 'sds-code' }, button, status);
+  }
+
+  private reportOf(id: string, kind: string | null, meta: ResultMeta, heading: string): HTMLElement {
     const rows: [string, Node | string][] = [];
     const add = (label: string, value: Node | string | null | undefined) => {
       if (value !== null && value !== undefined && value !== '') {
@@ -117,7 +179,8 @@ export class ResultsView {
     };
     add('Result', id);
     add('Kind', kind ?? undefined);
-    add('Title', meta.title);
+    // the card's heading already shows the title
+    add('Title', meta.title === heading ? undefined : meta.title);
     add('Method', meta.method);
     add('Parameters', mapping(meta.parameters));
     add('Summary', mapping(meta.summary));
@@ -136,6 +199,8 @@ export class ResultsView {
     return report(rows);
   }
 }
+
+let resultIds = 0;
 
 /** The table named "table" first (the request's default), then the rest by name. */
 function sortTables(tables: ResultTable[]): ResultTable[] {
@@ -163,17 +228,23 @@ function mapping(m: Record<string, unknown> | undefined): HTMLElement | null {
   );
 }
 
-/** One result table, paged and sorted on the server through `result_page`. */
+/** One result table, paged, sorted and filtered on the server through `result_page`. */
 export class TableView {
   readonly node: HTMLElement;
   offset = 0;
   sort: string | undefined;
   descending = false;
+  filter = '';
   private token = 0;
   private page: ResultPage | null = null;
+  private filterTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The value behind each drawn cell: hover and copies show every digit. */
+  private values = new WeakMap<Element, unknown>();
   private readonly grid: HTMLElement;
   private readonly pager: HTMLElement;
   private readonly status: HTMLElement;
+  private readonly search: HTMLInputElement;
+  private readonly csvStatus: HTMLElement;
 
   constructor(
     private readonly transport: Transport,
@@ -182,8 +253,18 @@ export class TableView {
     private readonly table: ResultTable,
     private readonly limit = PAGE_SIZE
   ) {
-    this.grid = h('div', { class: 'sds-grid' });
-    this.status = h('span', { class: 'sds-page-status' });
+    const label = `${table.name} of ${result}`;
+    this.grid = h('div', { class: 'sds-grid', tabindex: '0', role: 'region', 'aria-label': `Table ${label}` });
+    this.grid.addEventListener('copy', e => this.onCopy(e));
+    this.status = h('span', { class: 'sds-page-status', 'aria-live': 'polite' });
+    this.search = h('input', {
+      class: 'sds-filter',
+      type: 'search',
+      placeholder: 'Filter rows',
+      'aria-label': `Filter the rows of ${label}`,
+      oninput: () => this.onFilterInput()
+    }) as HTMLInputElement;
+    this.csvStatus = h('span', { class: 'sds-csv-status', role: 'status' });
     this.pager = h(
       'div',
       { class: 'sds-pager' },
@@ -194,7 +275,23 @@ export class TableView {
     this.node = h(
       'div',
       { class: 'sds-table-view', 'data-table': table.name },
-      h('div', { class: 'sds-table-name' }, table.name),
+      h(
+        'div',
+        { class: 'sds-table-tools' },
+        h('span', { class: 'sds-table-name' }, table.name),
+        this.search,
+        h(
+          'button',
+          {
+            class: 'sds-button sds-csv',
+            type: 'button',
+            title: 'Download the whole table (filtered and sorted as shown) as CSV, every digit kept',
+            onclick: () => void this.downloadCsv()
+          },
+          'Download CSV'
+        ),
+        this.csvStatus
+      ),
       this.grid,
       this.pager
     );
@@ -223,28 +320,44 @@ export class TableView {
     return this.load();
   }
 
+  /** Keep the rows whose text contains `text` (ignoring case); from the first page. */
+  filterBy(text: string): Promise<void> {
+    clearTimeout(this.filterTimer);
+    this.filter = text.trim();
+    this.offset = 0;
+    return this.load();
+  }
+
+  private onFilterInput(): void {
+    clearTimeout(this.filterTimer);
+    this.filterTimer = setTimeout(() => void this.filterBy(this.search.value), FILTER_DELAY_MS);
+  }
+
+  /** What the server needs to reproduce the view: sort and filter. */
+  private viewParams(): { sort?: string; descending?: boolean; filter?: string } {
+    const p: { sort?: string; descending?: boolean; filter?: string } = {};
+    if (this.sort !== undefined) {
+      p.sort = this.sort;
+      p.descending = this.descending;
+    }
+    if (this.filter) {
+      p.filter = this.filter;
+    }
+    return p;
+  }
+
   async load(): Promise<void> {
     const token = ++this.token;
     this.node.classList.add('sds-busy');
-    const params: {
-      version: number;
-      result: string;
-      table: string;
-      offset: number;
-      limit: number;
-      sort?: string;
-      descending?: boolean;
-    } = {
+    this.grid.setAttribute('aria-busy', 'true');
+    const params = {
       version: this.version,
       result: this.result,
       table: this.table.name,
       offset: this.offset,
-      limit: this.limit
+      limit: this.limit,
+      ...this.viewParams()
     };
-    if (this.sort !== undefined) {
-      params.sort = this.sort;
-      params.descending = this.descending;
-    }
     try {
       const { data } = await this.transport.request('result_page', params);
       if (token !== this.token) {
@@ -260,21 +373,60 @@ export class TableView {
     } finally {
       if (token === this.token) {
         this.node.classList.remove('sds-busy');
+        this.grid.removeAttribute('aria-busy');
       }
+    }
+  }
+
+  /** The whole table as CSV, made in Python (every row, every digit) and saved as a file. */
+  async downloadCsv(): Promise<void> {
+    this.csvStatus.textContent = 'Preparing CSV…';
+    try {
+      const { data } = await this.transport.request('result_csv', {
+        version: this.version,
+        result: this.result,
+        table: this.table.name,
+        ...this.viewParams()
+      });
+      download(new Blob([data.csv], { type: 'text/csv;charset=utf-8' }), data.filename);
+      this.csvStatus.textContent = `Saved ${data.filename} (${plural(data.rows, 'row')})`;
+    } catch (err) {
+      this.csvStatus.textContent = `CSV failed: ${TransportError.from(err).message}`;
+    }
+  }
+
+  /** Copying cells copies their full values, tab-separated by row, not the rounded text. */
+  private onCopy(e: ClipboardEvent): void {
+    const selection = document.getSelection();
+    if (!selection || selection.isCollapsed || !e.clipboardData) {
+      return;
+    }
+    const lines: string[] = [];
+    for (const tr of this.grid.querySelectorAll('tr')) {
+      const cells = [...tr.children].filter(c => selection.containsNode(c, true));
+      if (cells.length) {
+        lines.push(cells.map(c => (this.values.has(c) ? fullValue(this.values.get(c)) : (c.textContent ?? '').trim())).join('\t'));
+      }
+    }
+    if (lines.length) {
+      e.clipboardData.setData('text/plain', lines.join('\n'));
+      e.preventDefault();
     }
   }
 
   private render(page: ResultPage): void {
     const columns = page.columns?.length ? page.columns : this.table.columns;
     const numeric = columns.map(c => /int|float|uint|double|decimal/i.test(c.dtype));
+    const formats: CellFormat[] = columns.map(c => columnFormat(c.name, c.dtype, c));
     const head = h(
       'tr',
       {},
       columns.map(c => {
         const sorted = this.sort === c.name;
-        const th = h(
+        return h(
           'th',
           {
+            scope: 'col',
             class: sorted ? 'sds-sorted' : null,
             'aria-sort': sorted ? (this.descending ? 'descending' : 'ascending') : 'none',
             title: `${c.name} (${c.dtype}): click to sort`,
@@ -287,7 +439,6 @@ export class TableView {
             sorted ? (this.descending ? ' ▼' : ' ▲') : ''
           )
         );
-        return th;
       })
     );
     const body = h(
@@ -297,14 +448,26 @@ export class TableView {
         h(
           'tr',
           {},
-          row.map((v, i) => h('td', { class: numeric[i] ? 'sds-num' : null }, cell(v)))
+          row.map((v, i) => {
+            const shown = (formats[i] ?? cell)(v);
+            const full = fullValue(v);
+            const td = h('td', { class: numeric[i] ? 'sds-num' : null, title: full !== shown ? full : null }, shown);
+            this.values.set(td, v);
+            return td;
+          })
         )
       )
     );
-    fill(this.grid, h('table', { class: 'sds-table' }, h('thead', {}, head), body));
     const n = page.rows?.length ?? 0;
+    fill(
+      this.grid,
+      h('table', { class: 'sds-table' }, h('thead', {}, head), body),
+      n ? null : empty(this.filter ? `No rows contain “${this.filter}”.` : 'This table has no rows.')
+    );
     const from = n ? page.offset + 1 : 0;
-    this.status.textContent = `rows ${from.toLocaleString()}–${(page.offset + n).toLocaleString()} of ${page.total.toLocaleString()}`;
+    const filtered =
+      this.filter && page.unfiltered !== undefined ? ` (filtered from ${page.unfiltered.toLocaleString('en')})` : '';
+    this.status.textContent = `rows ${from.toLocaleString('en')}–${(page.offset + n).toLocaleString('en')} of ${page.total.toLocaleString('en')}${filtered}`;
     (this.pager.querySelector('.sds-prev') as HTMLButtonElement).disabled = page.offset <= 0;
     (this.pager.querySelector('.sds-next') as HTMLButtonElement).disabled = page.offset + n >= page.total;
   }

@@ -67,7 +67,8 @@ export type Figure = {
 
 export type Figures = { figures: Figure[]; error?: ErrorInfo };
 
-export type Column = { name: string; dtype: string };
+/** A table column; numeric ones carry their finite range over the whole table (result_page). */
+export type Column = { name: string; dtype: string; min?: number | null; max?: number | null };
 
 export type ResultTable = { name: string; n_rows: number; columns: Column[] };
 
@@ -100,7 +101,11 @@ export type ResultPage = {
   rows: unknown[][];
   total: number;
   offset: number;
+  /** Rows before the filter (`total` counts the matching rows). */
+  unfiltered?: number;
 };
+
+export type ResultCsv = { csv: string; filename: string; rows: number };
 
 export type Delta = { added: string[]; removed: string[]; changed: string[] };
 
@@ -166,11 +171,31 @@ export interface Requests {
       limit: number;
       sort?: string;
       descending?: boolean;
+      filter?: string;
     },
     ResultPage
   ];
+  result_csv: [
+    { version: number; result: string; table?: string; sort?: string; descending?: boolean; filter?: string },
+    ResultCsv
+  ];
   compare: [{ a: number; b: number }, Comparison];
+  /** One gene per cell (buffer: float32, obs order, as the canvas's cells). */
+  expression: [{ version: number; gene: string; layer?: string }, Expression];
+  /** The cells of one group (buffer: uint8 per cell, obs order). */
+  cell_mask: [{ version: number; column: string; value: string }, CellMask];
 }
+
+export type Expression = {
+  gene: string;
+  layer: string | null;
+  n_cells: number;
+  min: number | null;
+  max: number | null;
+  dtype: 'float32';
+};
+
+export type CellMask = { column: string; value: string; n_cells: number; n_selected: number; dtype: 'uint8' };
 
 export type RequestName = keyof Requests;
 export type Params<N extends RequestName> = Requests[N][0];
@@ -184,5 +209,8 @@ export const REQUESTS: readonly RequestName[] = [
   'canvas',
   'results',
   'result_page',
-  'compare'
+  'result_csv',
+  'compare',
+  'expression',
+  'cell_mask'
 ];

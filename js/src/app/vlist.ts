@@ -12,6 +12,14 @@ export type VirtualListOptions = {
   fallbackHeight?: number;
 };
 
+let listIds = 0;
+
+/**
+ * Rows carry their place in the whole list (`aria-setsize`, `aria-posinset`),
+ * since only some are in the DOM; and the list's `aria-activedescendant` names
+ * the selected row (`aria-selected="true"`) only while that row is rendered, so
+ * it never points at a row that scrolled away or was replaced by a refresh.
+ */
 export class VirtualList {
   readonly node: HTMLElement;
   private readonly spacer: HTMLElement;
@@ -22,6 +30,7 @@ export class VirtualList {
   private raf = 0;
   private resize: ResizeObserver | null = null;
   private readonly rows = new Map<number, HTMLElement>();
+  private readonly idPrefix = `sds-vrow-${++listIds}`;
 
   constructor(node: HTMLElement, opts: VirtualListOptions) {
     this.node = node;
@@ -60,6 +69,7 @@ export class VirtualList {
     this.rows.clear();
     this.first = this.last = -1;
     this.update();
+    this.syncActive();
   }
 
   /** Scroll the least distance that brings row `index` fully into view. */
@@ -109,6 +119,7 @@ export class VirtualList {
     const first = Math.max(0, Math.floor(top / rh) - overscan);
     const last = Math.min(this.count - 1, Math.ceil((top + this.viewHeight()) / rh) + overscan);
     if (first === this.first && last === this.last) {
+      this.syncActive();
       return;
     }
     this.first = first;
@@ -131,8 +142,30 @@ export class VirtualList {
       row.style.left = '0';
       row.style.right = '0';
       row.dataset.index = String(i);
+      row.setAttribute('aria-setsize', String(this.count));
+      row.setAttribute('aria-posinset', String(i + 1));
+      if (!row.id) {
+        row.id = `${this.idPrefix}-${i}`;
+      }
       this.rows.set(i, row);
       this.node.append(row);
+    }
+    this.syncActive();
+  }
+
+  /** Point `aria-activedescendant` at the rendered selected row, or drop it. */
+  syncActive(): void {
+    let active: HTMLElement | null = null;
+    for (const row of this.rows.values()) {
+      if (row.getAttribute('aria-selected') === 'true') {
+        active = row;
+        break;
+      }
+    }
+    if (active) {
+      this.node.setAttribute('aria-activedescendant', active.id);
+    } else {
+      this.node.removeAttribute('aria-activedescendant');
     }
   }
 }

@@ -10,11 +10,11 @@ export class VersionContent extends Widget {
   readonly path: string;
   private app: AppHandle | null = null;
 
-  constructor(path: string, actions: AppAction[], onHistory: (h: History) => void) {
+  constructor(path: string, actions: AppAction[], onHistory: (h: History) => void, onClose?: () => void) {
     super();
     this.path = path;
     this.addClass('sds-panel');
-    this.app = mountApp(this.node, new RestTransport(path), { actions, onHistory });
+    this.app = mountApp(this.node, new RestTransport(path), { actions, onHistory, path, onClose });
   }
 
   refresh(): Promise<void> {
@@ -46,7 +46,7 @@ export function createVersionPanel(
     const title = top?.title || top?.dataset_id || name;
     panel.title.label = title;
     panel.title.caption = `${title}\n${path}`;
-  });
+  }, () => panel?.close());
   panel = new MainAreaWidget({ content });
   panel.id = `sds-version-${encodeURIComponent(path)}`;
   panel.title.label = name;
