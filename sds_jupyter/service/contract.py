@@ -26,7 +26,11 @@ __all__ = ["GENERATED", "REPLY_PAYLOADS", "generated_files", "payload_schema", "
 GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js/src/app/payloads.gen.ts")}
 
 #: Requests answering a :class:`Reply` (a payload with buffers): the payload's type.
-REPLY_PAYLOADS: dict[str, type] = {"canvas": payloads.CanvasPayload}
+REPLY_PAYLOADS: dict[str, type] = {
+    "canvas": payloads.CanvasPayload,
+    "expression": payloads.ExpressionPayload,
+    "cell_mask": payloads.CellMaskPayload,
+}
 
 _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {
     str: ({"type": "string"}, "string"),

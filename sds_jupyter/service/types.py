@@ -11,11 +11,13 @@ __all__ = [
     "BaseSummary",
     "CanvasImage",
     "CanvasPayload",
+    "CellMaskPayload",
     "ChangesData",
     "Column",
     "Comparison",
     "Delta",
     "ErrorInfo",
+    "ExpressionPayload",
     "FigureSummary",
     "FiguresData",
     "HistoryData",
@@ -200,3 +202,24 @@ class Comparison(TypedDict):
     uns: Delta
     figures: Delta
     results: Delta
+
+
+class ExpressionPayload(TypedDict):
+    """The JSON part of an ``expression`` reply; the values are its one float32 buffer."""
+
+    gene: str
+    layer: str | None
+    n_cells: int
+    min: float | None
+    max: float | None
+    dtype: Literal["float32"]
+
+
+class CellMaskPayload(TypedDict):
+    """The JSON part of a ``cell_mask`` reply; the mask is its one uint8 buffer."""
+
+    column: str
+    value: str
+    n_cells: int
+    n_selected: int
+    dtype: Literal["uint8"]

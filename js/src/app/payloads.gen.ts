@@ -100,6 +100,8 @@ export type CanvasPayload = {
 export type Column = {
   name: string;
   dtype: string;
+  min?: number | null;
+  max?: number | null;
 };
 
 export type ResultTableSummary = {
@@ -128,6 +130,13 @@ export type ResultPage = {
   rows: unknown[][];
   total: number;
   offset: number;
+  unfiltered: number;
+};
+
+export type ResultCsv = {
+  csv: string;
+  filename: string;
+  rows: number;
 };
 
 export type Delta = {
@@ -158,6 +167,23 @@ export type Comparison = {
   results: Delta;
 };
 
+export type ExpressionPayload = {
+  gene: string;
+  layer: string | null;
+  n_cells: number;
+  min: number | null;
+  max: number | null;
+  dtype: 'float32';
+};
+
+export type CellMaskPayload = {
+  column: string;
+  value: string;
+  n_cells: number;
+  n_selected: number;
+  dtype: 'uint8';
+};
+
 /** Request name -> the payload type of its reply. */
 export interface ReplyTypes {
   history: HistoryData;
@@ -166,8 +192,11 @@ export interface ReplyTypes {
   canvas: CanvasPayload;
   results: ResultsData;
   result_page: ResultPage;
+  result_csv: ResultCsv;
   compare: Comparison;
+  expression: ExpressionPayload;
+  cell_mask: CellMaskPayload;
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'compare'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'expression', 'cell_mask'] as const;
