@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.terminal import escape_controls
 
 __all__ = ["main"]
 
@@ -20,8 +23,27 @@ EXIT_REFUSED = 2
 EXIT_PROBLEMS = 1
 
 
+def say(text: str, file: TextIO | None = None, *, block: bool = False) -> None:
+    """Print ``text`` as one line, control characters (newlines too) escaped: the one print of the CLI.
+
+    ``block`` prints text of our own making line by line (JSON, argparse's
+    usage), still escaping within each line.
+    """
+    stream = file if file is not None else sys.stdout
+    for line in text.split("\n") if block else (text,):
+        print(escape_controls(line), file=stream)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose messages repeat what was typed (a pasted folder name), printed safely."""
+
+    def _print_message(self, message: str, file: TextIO | None = None) -> None:
+        if message:
+            say(message.rstrip("\n"), file if file is not None else sys.stderr, block=True)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="sds-jupyter",
         description="Open, check and flatten versioned SpatialData stores (version stacks).",
     )
@@ -69,15 +91,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except StackError as exc:
-        print(f"sds-jupyter: error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return EXIT_REFUSED
     except OSError as exc:
-        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        print(f"sds-jupyter: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        where = f" ({os.fsdecode(exc.filename)})" if getattr(exc, "filename", None) else ""
+        _error(f"{exc.strerror or exc}{where}")
         return EXIT_REFUSED
     except KeyboardInterrupt:
-        print("sds-jupyter: interrupted; nothing was left half-written", file=sys.stderr)
+        _error("interrupted; nothing was left half-written", prefix="sds-jupyter: ")
         return 130
+
+
+def _error(message: str, prefix: str = "sds-jupyter: error: ") -> None:
+    # One line whatever the message holds: its newlines are escaped with the rest.
+    say(prefix + message, sys.stderr)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -86,36 +113,59 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.command == "describe":
         info = describe(args.path, folders=args.folders)
-        print(json.dumps(info, indent=2) if args.json else _describe_text(info))
+        if args.json:
+            say(strict_json(info), block=True)
+        else:
+            for line in _describe_text(info):
+                say(line)
         return 0
     if args.command == "flatten":
         out = flatten(args.path, args.out, folders=args.folders, link=not args.copy)
-        print(f"wrote {out}")
+        say(f"wrote {out}")
         return 0
     if args.command == "check":
         report = check(args.path, folders=args.folders)
         for problem in report.problems:
-            print(f"problem: {problem}")
+            say(f"problem: {problem}")
         for item in report.checked:
-            print(f"checked: {item}")
-        print("ok" if report.ok else f"{len(report.problems)} problem(s)")
+            say(f"checked: {item}")
+        say("ok" if report.ok else f"{len(report.problems)} problem(s)")
         return 0 if report.ok else EXIT_PROBLEMS
     if args.command == "export":
         from sds_jupyter.studio.export import export_figure
 
         out = export_figure(args.path, args.figure, args.out, version=args.version, folders=args.folders)
-        print(f"wrote {out}")
+        say(f"wrote {out}")
         return 0
     if args.command == "demo":
         from sds_jupyter.demo import build_demo
 
         top = build_demo(args.out)
-        print(top)
+        say(str(top))
         return 0
     raise AssertionError(args.command)
 
 
-def _describe_text(info: dict[str, Any]) -> str:
+def strict_json(value: Any) -> str:
+    """``value`` as strict JSON: a number JSON cannot hold (inf, nan) is written as a string.
+
+    ``json.dumps`` would print ``Infinity`` and ``NaN``, which JSON readers refuse.
+    Non-ASCII is escaped too, so the text holds no control characters.
+    """
+    return json.dumps(_finite(value), indent=2, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # "inf", "-inf", "nan"
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _describe_text(info: dict[str, Any]) -> list[str]:
     lines = [f"{info['depth']} version(s), top first:"]
     for version in info["versions"]:
         title = version["title"] or "(untitled)"
@@ -128,7 +178,7 @@ def _describe_text(info: dict[str, Any]) -> str:
             lines.append(f"      - {format_change(change)}")
     base = info["base"]
     lines.append(f"  [0] base: {base['path']} ({base['kind']}, Zarr v{base['zarr_format']}, dataset {base['dataset_id']})")
-    return "\n".join(lines)
+    return lines
 
 
 def format_change(change: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ command line) hand to the front end unchanged::
     └── StackError                  kind "stack"
         ├── ManifestError           kind "manifest"     a layer.json is malformed or unsupported
         ├── UnsafePathError         kind "unsafe-path"  a key, path or folder escapes where it may point
+        │   └── SpecialFileError                        a file to read is a FIFO, socket or device
         ├── ReferenceError_         kind "reference"    a parent/base reference cannot be parsed
         ├── MissingDatasetError     kind "missing-dataset"  a referenced dataset is not present
         ├── StackCycleError         kind "cycle"        a parent chain loops back on itself
@@ -27,6 +28,7 @@ __all__ = [
     "ManifestError",
     "MissingDatasetError",
     "ReferenceError_",
+    "SpecialFileError",
     "StackCycleError",
     "StackError",
     "StackTooDeepError",
@@ -47,6 +49,10 @@ class ManifestError(StackError):
 
 class UnsafePathError(StackError):
     kind = "unsafe-path"
+
+
+class SpecialFileError(UnsafePathError):
+    """A file a stack names is a FIFO, socket or device, which could block or never end."""
 
 
 class ReferenceError_(StackError):  # noqa: N801 - the builtin name is taken

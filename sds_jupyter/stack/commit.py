@@ -1,7 +1,8 @@
 """Committing a new version: its overlay and ``layer.json``, written beside its parent at once.
 
 The objects and the manifest are written into a temporary folder that is then
-renamed into place, so a reader sees the whole version or none of it. Nothing of
+renamed into place, so a reader sees the whole version or none of it; one left
+by a killed commit is removed by the next (see :mod:`~sds_jupyter.stack.partial`). Nothing of
 the stack below is ever written to.
 """
 
@@ -22,7 +23,8 @@ from sds_jupyter.stack.consolidate import write_root_index
 from sds_jupyter.stack.cow import CopyOnWriteStore
 from sds_jupyter.stack.location import LocalLocation
 from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME
-from sds_jupyter.stack.paths import check_dataset_id, is_within
+from sds_jupyter.stack.partial import new_partial, release_partial
+from sds_jupyter.stack.paths import check_dataset_id
 from sds_jupyter.stack.stack import Stack
 
 __all__ = ["APP_ID", "commit_version", "manifest_of"]
@@ -55,7 +57,7 @@ def commit_version(
     _check_destination(stack, dest_path)
     write_root_index(store)
     manifest = manifest_of(stack, store, changes, title, message, created_by)
-    tmp = dest_path.parent / f".{dest_path.name}.partial-{uuid.uuid4().hex[:8]}"
+    tmp = new_partial(dest_path.parent, dest_path.name)
     try:
         overlay = tmp / "overlay"
         for key, data in sorted(store.staged.items()):
@@ -72,6 +74,8 @@ def commit_version(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        release_partial(tmp)
     return dest_path
 
 
@@ -113,14 +117,7 @@ def manifest_of(
 def _check_destination(stack: Stack, dest: Path) -> None:
     if dest.exists() or dest.is_symlink():
         raise WriteRefusedError(f"{dest} exists; a new version needs a new folder")
-    real = os.path.realpath(dest)
-    protected = [stack.base.path] + [p for v in stack.versions for p in (v.folder, v.data_dir)]
-    for folder in protected:
-        if is_within(real, str(folder.real())):
-            raise WriteRefusedError(
-                f"{dest} is inside {folder}, part of the stack; versions and bases are never "
-                "written to: save the new version in its own folder"
-            )
+    stack.refuse_output_inside(dest, "new version in its own folder")
 
 
 def _dataset_id_of(value: str, what: str) -> str:

@@ -10,7 +10,8 @@ version or the base. (zarr writes through a temporary file and a rename, which
 replaces a link rather than writing through it.) A ``.zarr.zip`` base is extracted.
 
 Everything is written into a hidden temporary folder beside ``out`` and renamed
-at the end, so an interrupted flatten leaves nothing under ``out``.
+at the end, so an interrupted flatten leaves nothing under ``out``; one left by a
+killed run is removed by the next (see :mod:`~sds_jupyter.stack.partial`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from sds_jupyter.errors import StackError, WriteRefusedError
+from sds_jupyter.stack.partial import new_partial, release_partial
 from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.store import BASE, StackStore
@@ -69,17 +70,18 @@ def flatten(
     _check_destination(stack, out_path)
     report = _progress_reporter(progress)
     store = StackStore(stack)
-    tmp = out_path.parent / f".{out_path.name}.partial-{uuid.uuid4().hex[:8]}"
+    tmp: Path | None = None
     # Where each read is a round trip, several are kept in flight.
     costly = stack.base.path.costly_requests
     pool = ThreadPoolExecutor(max_workers=_REMOTE_WORKERS) if costly else None
     try:
         keys = list(store.keys_raw(""))
-        tmp.mkdir(parents=True)
+        tmp = new_partial(out_path.parent, out_path.name)
+        root = tmp
         if pool is None:
-            written: Iterator[None] = (_write_one(store, key, tmp, link) for key in keys)  # type: ignore[func-returns-value]
+            written: Iterator[None] = (_write_one(store, key, root, link) for key in keys)  # type: ignore[func-returns-value]
         else:
-            written = pool.map(lambda key: _write_one(store, key, tmp, link), keys)
+            written = pool.map(lambda key: _write_one(store, key, root, link), keys)
         for done, _ in enumerate(written, 1):
             if report and (done == len(keys) or done % 200 == 0):
                 report(done, len(keys))
@@ -89,9 +91,12 @@ def flatten(
     except BaseException:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         raise
     finally:
+        if tmp is not None:
+            release_partial(tmp)
         if pool is not None:
             pool.shutdown(wait=True)
         store.close()
@@ -108,22 +113,19 @@ def _write_one(store: StackStore, key: str, root: Path, link: bool) -> None:
     if link and number == BASE and source is not None and basename not in METADATA_DOCUMENTS:
         os.symlink(source, dest)
         return
-    data = store.read_raw(key)
-    if data is None:
+    chunks = store.stream_raw(key)
+    if chunks is None:
         raise StackError(f"{key!r} vanished while flattening; is the stack being changed?")
     with open(dest, "xb") as handle:
-        handle.write(data)
+        handle.writelines(chunks)  # a few MiB at a time, however large the object
 
 
 def _check_destination(stack: Stack, out: Path) -> None:
     if (out.exists() or out.is_symlink()) and (out.is_symlink() or not out.is_dir() or any(out.iterdir())):
         raise WriteRefusedError(f"{out} exists and is not an empty folder; choose a new output path")
     real_out = os.path.realpath(out)
-    protected = [stack.base.path] + [v.folder for v in stack.versions] + [
-        v.data_dir for v in stack.versions
-    ]
     # A folder in object storage cannot overlap a local output.
-    for folder in (p for p in protected if isinstance(p, Path)):
+    for folder in stack.protected_folders:
         real = os.path.realpath(folder)
         if is_within(real_out, real) or is_within(real, real_out):
             raise WriteRefusedError(

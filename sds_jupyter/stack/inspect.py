@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sds_jupyter.errors import SpecialFileError, StackError
+from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.store import StackStore
 
-__all__ = ["CheckReport", "check", "describe"]
+__all__ = ["MAX_DOCUMENT_BYTES", "CheckReport", "check", "describe"]
 
 
 def _as_stack(
@@ -80,19 +81,30 @@ def check(
     *,
     storage_options: Mapping[str, Any] | None = None,
 ) -> CheckReport:
-    """Verify the indexes readers rely on and every version's listed files."""
+    """Verify the indexes readers rely on and every version's listed files.
+
+    Problems in the data (a missing or oversized file, a document that is not
+    JSON, a zip member no store has) are reported, never raised, and no object
+    is read whole unless it is a metadata document of at most
+    :data:`MAX_DOCUMENT_BYTES`.
+    """
     stack = _as_stack(path, folders, storage_options)
     report = CheckReport()
     _check_files(stack, report)
     _check_manifest_fields(stack, report)
     store = StackStore(stack)
     try:
+        report.problems.extend(store.base_problems())
         if stack.base.zarr_format == 3:
             _check_consolidated(store, report)
         _check_column_orders(store, report)
     finally:
         store.close()
     return report
+
+
+#: The largest metadata document (``zarr.json``, ``.zattrs``) check reads.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 
 def _check_files(stack: Stack, report: CheckReport) -> None:
@@ -102,6 +114,8 @@ def _check_files(stack: Stack, report: CheckReport) -> None:
             size = sizes(entry.key)
             if size is None:
                 report.problems.append(f"version {version.dataset_id}: {entry.key} is listed but missing")
+            elif isinstance(size, str):
+                report.problems.append(f"version {version.dataset_id}: {entry.key} {size}")
             elif size != entry.size:
                 report.problems.append(
                     f"version {version.dataset_id}: {entry.key} is {size} bytes, "
@@ -110,9 +124,19 @@ def _check_files(stack: Stack, report: CheckReport) -> None:
     report.checked.append("every listed file exists with its size")
 
 
-def _overlay_sizes(version: Any) -> Any:
-    """``key -> size or None`` for a version's overlay: stat locally, one LIST remotely."""
-    return version.overlay_dir.size_lookup()
+def _overlay_sizes(version: Any) -> Callable[[str], int | str | None]:
+    """``key -> size, None (missing) or a problem`` for a version's overlay: stat locally, one LIST remotely."""
+    lookup: Callable[[str], int | None] = version.overlay_dir.size_lookup()
+
+    def size(key: str) -> int | str | None:
+        try:
+            return lookup(key)  # never follows a link out of the overlay
+        except SpecialFileError:
+            return "is a FIFO, socket or device, not a regular file"
+        except StackError:
+            return "leads outside the overlay folder through a symbolic link"
+
+    return size
 
 
 def _check_manifest_fields(stack: Stack, report: CheckReport) -> None:
@@ -134,12 +158,38 @@ def _depth_then_path(path: str) -> tuple[int, str]:
     return (path.count("/"), path)
 
 
+def _document(store: StackStore, key: str, report: CheckReport) -> dict[str, Any] | None:
+    """The JSON object at ``key``, or None (absent, or a problem reported): bounded, never raising."""
+    try:
+        size = store.size_raw(key)
+        if size is None:
+            return None
+        if size > MAX_DOCUMENT_BYTES:
+            report.problems.append(f"{key} is {size} bytes; no metadata document is that large")
+            return None
+        raw = store.read_raw(key)
+    except StackError as exc:
+        report.problems.append(f"{key} cannot be read: {exc}")
+        return None
+    if raw is None:
+        return None
+    try:
+        doc = loads_bounded(raw[: MAX_DOCUMENT_BYTES + 1], strict=False)
+    except JSONRefused as exc:
+        report.problems.append(f"{key} is not valid JSON ({exc})")
+        return None
+    if not isinstance(doc, dict):
+        report.problems.append(f"{key} is not a JSON object")
+        return None
+    return doc
+
+
 def _check_consolidated(store: StackStore, report: CheckReport) -> None:
-    raw = store.read_raw("zarr.json")
-    root = json.loads(raw) if raw else {}
-    index = (root.get("consolidated_metadata") or {}).get("metadata")
+    root = _document(store, "zarr.json", report) or {}
+    consolidated = root.get("consolidated_metadata")
+    index = consolidated.get("metadata") if isinstance(consolidated, dict) else None
     report.checked.append("the root consolidated index lists exactly the store's nodes, sorted")
-    if index is None:
+    if not isinstance(index, dict):
         report.problems.append("the root zarr.json has no consolidated index")
         return
     present = {k[: -len("/zarr.json")] for k in store.keys_raw("") if k.endswith("/zarr.json")}
@@ -151,9 +201,12 @@ def _check_consolidated(store: StackStore, report: CheckReport) -> None:
     if listed != sorted(listed, key=_depth_then_path):
         report.problems.append("consolidated index is not sorted by depth, then path")
     for node in sorted(present & set(listed), key=_depth_then_path):
-        doc = json.loads(store.read_raw(f"{node}/zarr.json") or b"{}")
-        if index[node].get("node_type") != doc.get("node_type") or (
-            index[node].get("attributes", {}) != doc.get("attributes", {})
+        doc = _document(store, f"{node}/zarr.json", report)
+        entry = index[node]
+        if doc is None:
+            continue
+        if not isinstance(entry, dict) or entry.get("node_type") != doc.get("node_type") or (
+            entry.get("attributes", {}) != doc.get("attributes", {})
         ):
             report.problems.append(f"consolidated index entry for {node} differs from its zarr.json")
 
@@ -161,10 +214,13 @@ def _check_consolidated(store: StackStore, report: CheckReport) -> None:
 def _check_column_orders(store: StackStore, report: CheckReport) -> None:
     for table in store.children_raw("tables"):
         obs = f"tables/{table}/obs"
-        attrs = _attributes(store, obs)
+        attrs = _attributes(store, obs, report)
         if attrs is None:
             continue
-        order = list(attrs.get("column-order", []))
+        order = attrs.get("column-order", [])
+        if not isinstance(order, list) or not all(isinstance(c, str) for c in order):
+            report.problems.append(f"{obs}: column-order is not a list of names")
+            continue
         index_name = attrs.get("_index", "_index")
         children = {
             name for name in store.children_raw(obs)
@@ -179,10 +235,11 @@ def _check_column_orders(store: StackStore, report: CheckReport) -> None:
     report.checked.append("obs column-order matches the stored columns")
 
 
-def _attributes(store: StackStore, node: str) -> dict[str, Any] | None:
-    raw = store.read_raw(f"{node}/zarr.json")
-    if raw is not None:
-        attributes: dict[str, Any] = json.loads(raw).get("attributes", {})
-        return attributes
-    raw = store.read_raw(f"{node}/.zattrs")
-    return json.loads(raw) if raw is not None else None
+def _attributes(store: StackStore, node: str, report: CheckReport) -> dict[str, Any] | None:
+    doc = _document(store, f"{node}/zarr.json", report)
+    if doc is not None:
+        attributes = doc.get("attributes", {})
+        return attributes if isinstance(attributes, dict) else None
+    if store.exists_raw(f"{node}/zarr.json"):
+        return None
+    return _document(store, f"{node}/.zattrs", report)

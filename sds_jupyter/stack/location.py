@@ -29,13 +29,14 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
-from sds_jupyter.errors import StackError, UnsafePathError
-from sds_jupyter.stack.paths import check_relative_path, contained_real, is_within
+from sds_jupyter.errors import SpecialFileError, StackError, UnsafePathError
+from sds_jupyter.stack.paths import check_relative_path, contained_real, is_within, open_regular_fd
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 __all__ = [
+    "LOCAL_SCHEMES",
     "FsspecLocation",
     "LocalLocation",
     "Location",
@@ -44,14 +45,15 @@ __all__ = [
     "location_of",
 ]
 
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
+
+
+#: URL schemes that name the local disk: read as plain paths, so links are confined.
+LOCAL_SCHEMES = ("file://", "local://")
 
 
 def is_url(path: object) -> bool:
     """Whether ``path`` names object storage: a string with ``://`` that is not ``file://``."""
-    return isinstance(path, str) and "://" in path and not path.startswith("file://")
+    return isinstance(path, str) and "://" in path and not path.startswith(LOCAL_SCHEMES)
 
 
 class Location(ABC):
@@ -155,26 +157,11 @@ def _range_limits(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
 
 
 def _open_regular(path: str, what: str) -> tuple[int, os.stat_result] | None:
-    """An open descriptor of the regular file at ``path`` and its stat; None if missing.
-
-    Opened without blocking (a FIFO would otherwise wait for a writer) and
-    checked on the descriptor, so what is read is what was checked.
-    """
+    """An open descriptor of the regular file at ``path`` and its stat; None if missing or a folder."""
     try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _BINARY)
+        return open_regular_fd(path, what)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
-    try:
-        info = os.fstat(fd)
-    except OSError:
-        os.close(fd)
-        raise
-    if stat.S_ISREG(info.st_mode):
-        return fd, info
-    os.close(fd)
-    if stat.S_ISDIR(info.st_mode):
-        return None
-    raise UnsafePathError(f"{what} {path!r} is not a regular file; refusing to read it")
 
 
 def _pread_all(fd: int, start: int, end: int) -> bytes:
@@ -257,7 +244,13 @@ class LocalLocation(_LocalPath, Location):
     def object_size(self, key: str = "") -> int | None:
         # docstring inherited
         info = self._stat(key)
-        return info.st_size if info is not None and stat.S_ISREG(info.st_mode) else None
+        if info is None or stat.S_ISDIR(info.st_mode):
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecialFileError(
+                f"object {key!r} in {self} is a FIFO, socket or device, not a regular file; refusing it"
+            )
+        return info.st_size
 
     def has_object(self, key: str = "") -> bool:
         # docstring inherited
@@ -310,8 +303,8 @@ class LocalLocation(_LocalPath, Location):
                     continue
                 if os.path.isdir(real):
                     pending.append((real, child))
-                elif os.path.isfile(real):
-                    yield child
+                else:
+                    yield child  # a FIFO or device too: reading it is what refuses it
 
     def open_object(self) -> IO[bytes]:
         # docstring inherited
@@ -333,6 +326,13 @@ class LocalLocation(_LocalPath, Location):
 
 
 # -- object storage ------------------------------------------------------------------------
+
+
+def _on_local_disk(fs: AbstractFileSystem) -> bool:
+    """Whether an fsspec filesystem (or the one a caching layer wraps) is the local disk."""
+    from fsspec.implementations.local import LocalFileSystem  # needed for URLs only
+
+    return isinstance(fs, LocalFileSystem) or isinstance(getattr(fs, "fs", None), LocalFileSystem)
 
 
 def _check_url_part(value: str, what: str) -> str:
@@ -394,6 +394,9 @@ class FsspecLocation(Location):
             fs, path = url_to_fs(url, **dict(storage_options or {}))
         except (ValueError, ImportError) as exc:
             raise StackError(f"cannot open {url!r}: {exc}") from None
+        if _on_local_disk(fs):
+            # The local reader confines links and refuses FIFOs and devices; this one could not.
+            raise StackError(f"{url!r} is on the local disk; give it as a plain path instead of a URL")
         if not path.strip("/"):
             raise StackError(f"{url!r} names no folder; give a dataset folder under a bucket")
         return cls(fs, path)
@@ -596,6 +599,6 @@ def location_of(
     if is_url(path):
         return FsspecLocation.from_url(str(path), storage_options)
     text = os.fspath(path)
-    if isinstance(text, str) and text.startswith("file://"):
-        text = text[len("file://"):]
+    if text.startswith(LOCAL_SCHEMES):
+        text = text.split("://", 1)[1]
     return LocalLocation(os.path.abspath(os.path.expanduser(text)))

@@ -7,7 +7,7 @@ with the list of what this reader understands.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,11 +15,23 @@ from pathlib import Path
 from typing import Any
 
 from sds_jupyter.errors import ManifestError, StackError
-from sds_jupyter.stack.paths import check_relative_path, check_whiteout
+from sds_jupyter.stack.jsontext import (
+    MAX_JSON_DEPTH,
+    JSONRefused,
+    json_depth,
+    loads_bounded,
+)
+from sds_jupyter.stack.paths import (
+    check_relative_path,
+    check_whiteout,
+    open_regular_file,
+)
 
 __all__ = [
     "FORMAT",
     "MANIFEST_NAME",
+    "MAX_MANIFEST_BYTES",
+    "MAX_STACK_MANIFEST_BYTES",
     "FileEntry",
     "LayerFormat",
     "Manifest",
@@ -33,6 +45,8 @@ FORMAT = "spatial-data-studio.layer"
 MANIFEST_NAME = "layer.json"
 #: Manifests are small; a larger file is refused before parsing.
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+#: All the manifests of one stack together, at most: 500 versions of 64 MiB each would not fit in memory.
+MAX_STACK_MANIFEST_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -72,6 +86,8 @@ class Manifest:
     deleted: tuple[str, ...]
     changes: tuple[dict[str, Any], ...]
     extra: dict[str, Any] = field(default_factory=dict)
+    source_bytes: int = field(default=0, compare=False, repr=False)
+    """How many bytes the ``layer.json`` read held (0 when parsed from a document)."""
 
     def to_json(self) -> dict[str, Any]:
         """The manifest as ``layer.json`` holds it (known fields first)."""
@@ -119,10 +135,12 @@ def supported_formats() -> list[LayerFormat]:
 def read_manifest(path: Path) -> Manifest:
     """Read and parse the ``layer.json`` at ``path``."""
     try:
-        with open(path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_MANIFEST_BYTES:
+        with open_regular_file(path, "manifest") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_MANIFEST_BYTES:
                 raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
-            raw = handle.read()
+            # read(n) sets n bytes aside first: ask for what is there, plus one to see growth.
+            raw = handle.read(size + 1)
     except OSError as exc:
         raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
     return load_manifest(raw, str(path))
@@ -133,16 +151,18 @@ def load_manifest(raw: bytes, path: str) -> Manifest:
     if len(raw) > MAX_MANIFEST_BYTES:
         raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
     try:
-        doc = _DECODER.decode(raw.decode(json.detect_encoding(raw)))
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise ManifestError(f"{path} is not valid JSON ({_short(exc)}); re-download the version") from None
-    return parse_manifest(doc, str(path))
+        doc = loads_bounded(raw)
+    except JSONRefused as exc:
+        raise ManifestError(f"{path} is not valid JSON ({exc}); re-download the version") from None
+    return dataclasses.replace(parse_manifest(doc, str(path)), source_bytes=len(raw))
 
 
 def parse_manifest(doc: object, where: str = "layer.json") -> Manifest:
     """Check a decoded ``layer.json`` document and return its :class:`Manifest`."""
     if not isinstance(doc, dict):
         raise ManifestError(f"{where}: a manifest must be a JSON object")
+    if json_depth(doc, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
+        raise ManifestError(f"{where}: it nests more than {MAX_JSON_DEPTH} levels deep; not a manifest")
     fmt_name = doc.get("format")
     fmt_version = doc.get("format_version")
     if fmt_name != FORMAT:
@@ -246,19 +266,3 @@ def _optional_depth(doc: Mapping[str, Any]) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ManifestError(f"depth must be a positive integer, got {value!r}")
     return value
-
-
-def _reject_constant(name: str) -> float:
-    # NaN and Infinity are not JSON; a manifest holding them was not written by a writer.
-    raise ValueError(f"{name} is not valid JSON")
-
-
-# One decoder, built once: NaN and Infinity are not JSON, so a manifest holding
-# them was not written by a writer.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text if len(text) < 120 else text[:117] + "..."
-

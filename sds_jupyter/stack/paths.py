@@ -13,8 +13,9 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from sds_jupyter.errors import UnsafePathError
+from sds_jupyter.errors import SpecialFileError, UnsafePathError
 
 __all__ = [
     "ancestors",
@@ -24,6 +25,8 @@ __all__ = [
     "contained_path",
     "contained_real",
     "is_within",
+    "open_regular_fd",
+    "open_regular_file",
 ]
 
 _DATASET_ID = re.compile(r"[A-Za-z0-9-]+")
@@ -121,3 +124,39 @@ def contained_real(root_real: str, relative: str, what: str) -> str:
 def contained_path(root_real: Path, relative: str, what: str) -> Path:
     """:func:`contained_real` for :class:`~pathlib.Path` objects."""
     return Path(contained_real(os.fspath(root_real), relative, what))
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_regular_fd(path: str | os.PathLike[str], what: str = "file") -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading, refusing anything but a regular file: a descriptor and its stat.
+
+    Every file of a stack is read through here. A FIFO would block a plain
+    ``open`` until some writer came, and a device (``/dev/zero``) never ends, so
+    the file is opened without blocking, checked with ``fstat`` on the open
+    descriptor (no race with a rename), and only then handed out. Missing files
+    raise ``FileNotFoundError`` as ``open`` does; a folder ``IsADirectoryError``.
+    """
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(21, "Is a directory", os.fspath(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecialFileError(
+                f"{what} {os.fspath(path)} is a FIFO, socket or device, not a regular file; "
+                "refusing to read it (replace it with the real file)"
+            )
+        if _OPEN_FLAGS & getattr(os, "O_NONBLOCK", 0):
+            os.set_blocking(fd, True)
+        return fd, info
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_regular_file(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
+    """:func:`open_regular_fd` as a binary file object."""
+    fd, _ = open_regular_fd(path, what)
+    return os.fdopen(fd, "rb")

@@ -8,12 +8,12 @@ datasets folder, named by its ID or by the folder map ``{id: folder name}``.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from sds_jupyter.errors import ReferenceError_, UnsafePathError
+from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.stack.paths import check_dataset_id, check_relative_path
 
 __all__ = [
@@ -105,10 +105,10 @@ def parse_folder_map(value: str | Mapping[str, str] | None) -> FolderMap:
             return FolderMap()
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = loads_bounded(value)
+        except JSONRefused as exc:
             raise UnsafePathError(
-                'the folder map is not valid JSON; give an object like {"<dataset id>": "<folder>"}'
+                f'the folder map is not valid JSON ({exc}); give an object like {{"<dataset id>": "<folder>"}}'
             ) from None
     if not isinstance(value, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()

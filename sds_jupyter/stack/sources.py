@@ -25,11 +25,14 @@ from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.paths import check_relative_path
 
 __all__ = [
+    "CHUNK_BYTES",
+    "MAX_ZIP_RATIO",
     "ROOT_DOCS",
     "FolderSource",
     "Source",
     "ZipSource",
     "open_source",
+    "ranged_chunks",
     "slice_range",
     "zarr_format_of",
 ]
@@ -49,7 +52,37 @@ class Source(Protocol):
     def keys(self, prefix: str = "") -> Iterator[str]: ...
     def children(self, prefix: str) -> Iterator[tuple[str, bool]]: ...
     def path_of(self, key: str) -> Path | None: ...
+    def open_stream(self, key: str) -> Iterator[bytes] | None: ...
     def close(self) -> None: ...
+
+
+#: Copies move this many bytes at a time, so no object is ever held whole.
+CHUNK_BYTES = 4 * 1024 * 1024
+#: A zip member may inflate to at most this many times its compressed size (once past
+#: MIN_RATIO_CHECK_BYTES). Deflate's own ceiling is about 1032:1, which only a run of one
+#: repeated byte reaches; stores hold compressed chunks (about 1:1) and JSON (about 10:1).
+MAX_ZIP_RATIO = 1000
+MIN_RATIO_CHECK_BYTES = 1024 * 1024
+#: The local header before a member's data: 30 bytes and the name, at least.
+_LOCAL_HEADER_BYTES = 30
+
+
+def ranged_chunks(source: Source, key: str) -> Iterator[bytes] | None:
+    """A key's bytes by ranged reads of :data:`CHUNK_BYTES`, or None if missing."""
+    first = source.read(key, RangeByteRequest(0, CHUNK_BYTES))
+    if first is None:
+        return None
+
+    def rest() -> Iterator[bytes]:
+        data, start = first, 0
+        while data:
+            yield data
+            if len(data) < CHUNK_BYTES:
+                return
+            start += CHUNK_BYTES
+            data = source.read(key, RangeByteRequest(start, start + CHUNK_BYTES)) or b""
+
+    return rest()
 
 
 def slice_range(data: bytes, byte_range: ByteRequest | None) -> bytes:
@@ -90,6 +123,10 @@ class FolderSource:
 
     def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         return self.root.read_object(key, byte_range)
+
+    def open_stream(self, key: str) -> Iterator[bytes] | None:
+        """The object's bytes in chunks of :data:`CHUNK_BYTES`, or None if it is missing."""
+        return ranged_chunks(self, key)
 
     def size(self, key: str) -> int | None:
         return self.root.object_size(key)
@@ -144,48 +181,74 @@ class ZipSource:
     source serves every store over a stack, and it pickles with its member table.
     """
 
-    def __init__(self, location: Location, members: dict[str, zipfile.ZipInfo] | None = None) -> None:
+    def __init__(
+        self,
+        location: Location,
+        members: dict[str, zipfile.ZipInfo] | None = None,
+        problems: dict[str, str] | None = None,
+    ) -> None:
         self.path = location
         self._data_offsets: dict[str, int] = {}
         if members is None:
-            members = self._index_members(self._read_directory(location), location.name)
+            infos, data_end = self._read_directory(location)
+            members, problems = self._index_members(infos, location.name, data_end)
         self._members = members
+        self.problems: dict[str, str] = problems or {}
         self._sorted = sorted(self._members)
         self._folders: dict[str, dict[str, bool]] = {}
         self._index_folders()
 
     @staticmethod
-    def _read_directory(location: Location) -> list[zipfile.ZipInfo]:
+    def _read_directory(location: Location) -> tuple[list[zipfile.ZipInfo], int]:
+        """The members, and where the central directory starts (every member's data is before it)."""
         try:
             with location.open_object() as handle, zipfile.ZipFile(handle, "r") as archive:
-                return archive.infolist()
+                return archive.infolist(), archive.start_dir
         except FileNotFoundError:
             raise BaseStoreError(f"{location} does not exist") from None
         except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
             raise BaseStoreError(f"{location} is not a readable zip file ({exc}); re-download it") from None
 
     @staticmethod
-    def _index_members(infos: list[zipfile.ZipInfo], zip_name: str) -> dict[str, zipfile.ZipInfo]:
-        """Store keys to members: names checked, directory entries dropped, root found."""
-        members = {}
+    def _index_members(
+        infos: list[zipfile.ZipInfo], zip_name: str, data_end: int
+    ) -> tuple[dict[str, zipfile.ZipInfo], dict[str, str]]:
+        """Store keys to members (names checked, directory entries dropped, root found),
+        and what is wrong with the members no real store holds, by key.
+
+        ``data_end`` is where the central directory starts: every member's data lies before it.
+        """
+        members: dict[str, zipfile.ZipInfo] = {}
         for info in infos:
             name = info.filename
             if name.endswith("/"):
                 check_relative_path(name[:-1], f"zip member name in {zip_name}")
                 continue
             members[check_relative_path(name, f"zip member name in {zip_name}")] = info
+        problems = _member_problems(infos, data_end)
         root = _zip_root(members)
-        return {name[len(root):]: info for name, info in members.items() if name.startswith(root)}
+        keys = {name: name[len(root):] for name in members if name.startswith(root)}
+        return (
+            {keys[name]: info for name, info in members.items() if name in keys},
+            {keys[name]: reason for name, reason in problems.items() if name in keys},
+        )
+
+    def _member(self, key: str) -> zipfile.ZipInfo | None:
+        """The member holding ``key``; refuses one that is implausible (a zip bomb, an overlap)."""
+        info = self._members.get(key)
+        if info is not None and key in self.problems:
+            raise BaseStoreError(f"{self.path}: member {key!r} {self.problems[key]}; refusing to read it")
+        return info
 
     def __repr__(self) -> str:
         return f"ZipSource({str(self.path)!r})"
 
     def __getstate__(self) -> dict[str, object]:
         # The member table travels too, so a dask worker never reads the central directory.
-        return {"path": self.path, "members": self._members}
+        return {"path": self.path, "members": self._members, "problems": self.problems}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["members"])  # type: ignore[misc]
+        self.__init__(state["path"], state["members"], state.get("problems"))  # type: ignore[misc]
 
     def _index_folders(self) -> None:
         for key in self._sorted:
@@ -202,7 +265,7 @@ class ZipSource:
         return None
 
     def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
-        info = self._members.get(key)
+        info = self._member(key)
         if info is None:
             return None
         if byte_range is not None and info.compress_type == zipfile.ZIP_STORED:
@@ -215,6 +278,15 @@ class ZipSource:
             data = self.path.read_object("", RangeByteRequest(start + begin, start + end))
             return b"" if data is None else data
         return slice_range(self._whole_member(key, info), byte_range)
+
+    def open_stream(self, key: str) -> Iterator[bytes] | None:
+        """Stored members by ranged reads; a deflated one whole (its size passed the ratio check)."""
+        info = self._member(key)
+        if info is None:
+            return None
+        if info.compress_type == zipfile.ZIP_STORED:
+            return ranged_chunks(self, key)
+        return iter((self._whole_member(key, info),))
 
     def _span(self, start: int, end: int) -> bytes:
         return self.path.read_object("", RangeByteRequest(start, end)) or b""
@@ -280,6 +352,42 @@ class ZipSource:
 
     def close(self) -> None:
         pass
+
+
+def _member_problems(infos: list[zipfile.ZipInfo], data_end: int) -> dict[str, str]:
+    """Members a real store never has, by name: what is wrong with each.
+
+    Duplicated names (which copy is the store's?), data that overlaps another
+    member's or runs into the central directory (a crafted zip reusing bytes),
+    stored members whose two sizes differ, and members that inflate beyond
+    :data:`MAX_ZIP_RATIO` (a zip bomb).
+    """
+    problems: dict[str, str] = {}
+    seen: set[str] = set()
+    for info in infos:
+        if info.filename in seen:
+            problems[info.filename] = "appears more than once in the zip"
+        seen.add(info.filename)
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+            problems[info.filename] = (
+                f"is stored uncompressed but lists {info.file_size} bytes against {info.compress_size}"
+            )
+        elif info.file_size > MIN_RATIO_CHECK_BYTES and info.file_size > MAX_ZIP_RATIO * max(1, info.compress_size):
+            problems[info.filename] = (
+                f"inflates {info.compress_size} bytes to {info.file_size}, more than "
+                f"{MAX_ZIP_RATIO} times (a zip bomb, not a store)"
+            )
+    extents = sorted(
+        (info.header_offset, info.header_offset + _LOCAL_HEADER_BYTES + len(info.orig_filename.encode("utf-8", "replace")) + info.compress_size, info.filename)
+        for info in infos
+    )
+    for (_start, end, name), following in zip(extents, [*extents[1:], None]):
+        if end > data_end:
+            problems.setdefault(name, "runs past the end of the zip's data")
+        if following is not None and following[0] < end:
+            problems.setdefault(name, f"overlaps member {following[2]!r}")
+            problems.setdefault(following[2], f"overlaps member {name!r}")
+    return problems
 
 
 def _member_range(size: int, byte_range: ByteRequest) -> tuple[int, int]:

@@ -12,10 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sds_jupyter.errors import StackCycleError, StackError, StackTooDeepError
-from sds_jupyter.stack.location import Location, location_of
+from sds_jupyter.errors import (
+    ManifestError,
+    StackCycleError,
+    StackError,
+    StackTooDeepError,
+    WriteRefusedError,
+)
+from sds_jupyter.stack.location import LocalLocation, Location, location_of
 from sds_jupyter.stack.locator import DatasetLocator, ManifestReader, locate_version
-from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
+from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
+from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
 
 __all__ = ["MAX_DEPTH", "BaseInfo", "Stack", "Version"]
@@ -156,6 +163,28 @@ class Stack:
     # -- views --------------------------------------------------------------------------
 
     @property
+    def protected_folders(self) -> list[LocalLocation]:
+        """Every local folder of the stack: the base and each version's folder, data and overlay.
+
+        Nothing sds-jupyter writes (a new version, a flattened store, an exported
+        figure) may land inside one of them.
+        """
+        folders = [self.base.path] + [
+            p for v in self.versions for p in (v.folder, v.data_dir, v.overlay_dir)
+        ]
+        return [folder for folder in folders if isinstance(folder, LocalLocation)]
+
+    def refuse_output_inside(self, out: os.PathLike[str] | str, what: str) -> None:
+        """Raise WriteRefusedError if ``out`` (followed through links) lies inside the stack."""
+        real_out = os.path.realpath(out)
+        for folder in self.protected_folders:
+            if is_within(real_out, os.path.realpath(folder)):
+                raise WriteRefusedError(
+                    f"{out} is inside {folder}, part of the stack; versions and bases are never "
+                    f"written to: write the {what} outside them"
+                )
+
+    @property
     def depth(self) -> int:
         """How many versions sit on the base (0 for a store alone)."""
         return len(self.versions)
@@ -226,6 +255,7 @@ def _walk_chain(
 ) -> Stack:
     chain: list[tuple[str, Location, Location, Location, Manifest]] = []
     seen: set[str] = set()
+    manifest_bytes = 0
     dataset_id = top_id
     manifest_path = data_dir.join(MANIFEST_NAME, f"manifest of {dataset_id}")
     while True:
@@ -241,6 +271,12 @@ def _walk_chain(
             )
         seen.add(str(manifest_path))
         manifest = locator.read_manifest(manifest_path)
+        manifest_bytes += manifest.source_bytes
+        if manifest_bytes > MAX_STACK_MANIFEST_BYTES:
+            raise ManifestError(
+                f"the manifests of this stack add up to more than {MAX_STACK_MANIFEST_BYTES} bytes "
+                f"(reached at {dataset_id}); no real stack has manifests this large"
+            )
         if not chain:
             locator.hint_base(manifest.base)
         real_data_dir = manifest_path.parent

@@ -167,6 +167,27 @@ class StackStore(RawKeyStore):
             )
         return data
 
+    def stream_raw(self, key: str) -> Iterator[bytes] | None:
+        """The bytes of ``key`` in chunks, as :meth:`read_raw` composes them: copies never hold a whole object."""
+        number = self.index.locate(key)
+        if number == HIDDEN:
+            return None
+        if number == BASE:
+            return self._base.open_stream(key)
+        chunks = self._overlays[number].open_stream(key)
+        if chunks is None:
+            version = self.stack.versions[number]
+            raise BaseStoreError(
+                f"version {version.dataset_id} lists {key!r} but its overlay folder has no such "
+                "file; re-download that version"
+            )
+        return chunks
+
+    def base_problems(self) -> list[str]:
+        """What is wrong with the base's members that readers refuse (a zip's bombs and overlaps)."""
+        problems: dict[str, str] = getattr(self._base, "problems", {})
+        return [f"base member {key!r} {reason}" for key, reason in sorted(problems.items())]
+
     def source_path(self, key: str) -> tuple[Path | None, int]:
         """The real file behind ``key`` (None inside a zip) and the version number or BASE."""
         number = self.index.locate(key)

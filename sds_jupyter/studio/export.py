@@ -117,13 +117,15 @@ def export_figure(
     """Draw figure ``figure_id`` of a version (default: the top) to ``out`` (.svg/.png/.pdf).
 
     ``path`` is a version folder or anything :meth:`Stack.resolve` takes. The
-    version is only read; nothing is written but ``out``.
+    version is only read; nothing is written but ``out``, which must lie outside
+    every folder of the stack (its versions, their overlays, the base).
     """
     from sds_jupyter.service import StackService
 
-    target = Path(out)
+    target = Path(os.path.abspath(os.path.expanduser(os.fspath(out))))
     _format_of(target)
     service = StackService(path, folders=folders, storage_options=storage_options)
+    service.stack.refuse_output_inside(target, "figure")
     figure, drawing = service.export_figure(version, figure_id)
     width = print_width_mm(figure.print_width)
     if isinstance(drawing, CanvasData):
