@@ -27,6 +27,8 @@ BENCHMARKS = [
     "bench_deep_get.py",
     "bench_open.py",
     "bench_flatten.py",
+    "bench_tree.py",
+    "bench_save.py",
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without
 ]
 

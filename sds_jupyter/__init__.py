@@ -14,6 +14,7 @@ from sds_jupyter.stack import Stack, StackStore, open_stack
 from sds_jupyter.stack.flatten import flatten
 from sds_jupyter.stack.inspect import check, describe
 from sds_jupyter.stack.open import open_anndata, open_spatialdata
+from sds_jupyter.stack.save import save_version
 from sds_jupyter.stack.writer import VersionWriter
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ __all__ = [
     "open_anndata",
     "open_spatialdata",
     "open_stack",
+    "save_version",
 ]
 
 # Jupyter-side names load on first use, so the stack library imports no Jupyter.

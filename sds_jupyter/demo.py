@@ -48,12 +48,28 @@ def build_demo(out: str | Path, *, quiet: bool = True) -> Path:
 
     stack = Stack.resolve(base_folder / "blobs.sdata.zarr")
     centroids = _label_centroids(sdata)
+    chain: list[Stack] = []
     for step in (_regions, _clusters, _redrawn_regions, _neighborhood):
         writer = VersionWriter(stack)
         info = step(writer, centroids)
         top = writer.commit(datasets / demo_dataset_id(info["title"]), **info)
         stack = Stack.resolve(top)
+        chain.append(stack)
+    # a branch: saved from the clusters version, beside the main line (the tree shows both)
+    writer = VersionWriter(chain[1])
+    info = _coarser_clusters(writer, centroids)
+    writer.commit(datasets / demo_dataset_id(info["title"]), **info)
     return top
+
+
+def _coarser_clusters(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
+    coarse = pd.Categorical((cells["x"] // 256).astype(int).astype(str), categories=["0", "1"])
+    writer.set_obs(TABLE, "clusters", coarse)
+    return {
+        "title": "Coarser clusters",
+        "message": "Resolution 0.4: a branch saved from Leiden clusters",
+        "created_by": "ben@example.org",
+    }
 
 
 def _label_centroids(sdata: Any) -> pd.DataFrame:

@@ -1,10 +1,11 @@
-"""``%sds_open``: open a version in a notebook.
+"""``%sds_open`` and ``%sds_save``: a version into a notebook, and back.
 
-``%load_ext sds_jupyter`` registers it. ``%sds_open PATH [--folders JSON] [--as NAME]``
+``%load_ext sds_jupyter`` registers them. ``%sds_open PATH [--folders JSON] [--as NAME]``
 shows the version browser and binds the top version's AnnData to ``adata``
-(or NAME) in the user namespace. Bad input is one line (a UsageError), never
-a traceback. The line is data: it is split like a shell line and never
-expanded (:func:`parse_magic_line`), since a path may hold ``{…}`` or ``$``.
+(or NAME) in the user namespace. ``%sds_save "title" [--message M] [--from NAME]``
+saves what ``adata`` (or NAME) changed as a new version on the one it was opened
+from. Bad input is one line (a UsageError), never a traceback, because the path
+usually comes from a generated notebook cell.
 """
 
 from __future__ import annotations
@@ -104,12 +105,72 @@ class StackMagics(Magics):
             browser = VersionBrowser(
                 path, folders=folders, name=args.name, namespace=self.shell.user_ns, storage_options=options
             )
-            browser.service.stack  # noqa: B018 - surfaces a stack that cannot be followed
-            adata = browser.adata
+            broken = browser.service.partial
+            if broken is None:
+                browser.service.stack  # noqa: B018 - surfaces a stack that cannot be followed
+                browser.open(browser.selected)  # binds args.name in user_ns, marks the version bound
         except (StackError, RuntimeError) as exc:
             raise UsageError(f"sds_open: {exc}") from None
-        self.shell.user_ns[args.name] = adata
         display(browser)
+        if broken is not None:  # show what resolves; there is no data to bind
+            print(f"sds_open: bound nothing to {args.name!r}: dataset {broken.missing_id} is missing; attach it in the workspace")
+        else:
+            print(browser.bound_message())
+
+    @no_var_expand
+    @line_magic
+    def sds_save(self, line: str) -> None:
+        """Save what ``adata`` (or --from NAME) changed as a new version; the browser shows it."""
+        from sds_jupyter.widget import bound_browser
+
+        args = _save_arguments(line)
+        browser = bound_browser(self.shell.user_ns, args.source)
+        if browser is None:
+            raise UsageError(
+                f"sds_save: `{args.source}` was not bound by %sds_open; open its version first "
+                f"(%sds_open PATH --as {args.source})"
+            )
+        if args.source not in self.shell.user_ns:
+            raise UsageError(f"sds_save: `{args.source}` is not defined; run %sds_open again")
+        try:
+            top = browser.save(args.title, args.message, adata=self.shell.user_ns[args.source])
+        except StackError as exc:
+            raise UsageError(f"sds_save: {exc}") from None
+        print(_saved_line(browser, args.source, top))
+
+
+class _SaveParser(argparse.ArgumentParser):
+    """argparse that reports a bad line as one UsageError instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"sds_save: {message}; usage: %sds_save \"title\" [--message M] [--from NAME]")
+
+
+def _save_arguments(line: str) -> argparse.Namespace:
+    """Parse ``%sds_save``'s line with shell quoting; nothing in it is expanded or run."""
+    parser = _SaveParser(prog="%sds_save", add_help=False)
+    parser.add_argument("title", nargs="+")
+    parser.add_argument("--message", "-m", default=None)
+    parser.add_argument("--from", dest="source", default="adata")
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"sds_save: {exc} (check the quotes)") from None
+    args = parser.parse_args(words)
+    args.title = " ".join(args.title)
+    if not args.source.isidentifier():
+        raise UsageError(f"sds_save: --from needs a Python name, not {args.source!r}")
+    return args
+
+
+def _saved_line(browser: Any, name: str, top: Path) -> str:
+    """One line: which version was saved from which variable, with its changes."""
+    version = browser.service.stack.top
+    ops = [str(change.get("op")) for change in version.manifest.changes]
+    counts = ", ".join(f"{ops.count(op)} {op}" for op in dict.fromkeys(ops))
+    from sds_jupyter.widget import _printable
+
+    return _printable(f"Saved `{name}` as v{version.depth} “{version.label}” ({counts}) in {top}")
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -3,14 +3,19 @@
 The JS side (``sds_jupyter/static/widget.js``, built from ``js/``) sends
 ``{type: "request", id, name, params}`` custom messages; this side answers
 ``{type: "response", id, ok, data | error}`` with the buffers alongside. The
-"Open AnnData" button sends ``{type: "open_adata", id, version}``, which binds
+"Bind as `adata`" button sends ``{type: "open_adata", id, version}``, which binds
 that version's AnnData here (``browser.adata``) and, in a notebook, to a name
-in the user namespace. Everything else is the service's business.
+in the user namespace; the ``bound`` trait tells the front end which version
+that is. :meth:`VersionBrowser.save` saves the bound AnnData's edits as a new
+version and moves the browser onto it (the ``path`` trait changes, and the front
+end reloads the history). Everything else is the service's business.
 """
 
 from __future__ import annotations
 
+import html
 import os
+import weakref
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +26,7 @@ import traitlets
 from sds_jupyter.service import Reply, StackService, dispatch, error_payload
 from sds_jupyter.service.errors import RequestError
 
-__all__ = ["STATIC_DIR", "VersionBrowser"]
+__all__ = ["STATIC_DIR", "VersionBrowser", "bound_browser"]
 
 STATIC_DIR = Path(__file__).parent / "static"
 _ESM_PATH = STATIC_DIR / "widget.js"
@@ -35,6 +40,19 @@ def _require_static() -> None:
             f"The version browser's front end is not built ({', '.join(missing)} missing in {STATIC_DIR}); "
             "build the package (cd js && npm ci && npm run build) or install a built wheel."
         )
+
+
+# Which browser bound which name in which namespace, so that `%sds_save --from NAME`
+# finds the version NAME came from. Weak: a browser nobody holds is forgotten.
+_BINDINGS: weakref.WeakValueDictionary[tuple[int, str], VersionBrowser] = weakref.WeakValueDictionary()
+
+# The text/HTML history summary lists at most this many versions.
+_SUMMARY_ROWS = 50
+
+
+def bound_browser(namespace: MutableMapping[str, Any], name: str) -> VersionBrowser | None:
+    """The browser that last bound ``name`` in ``namespace``, if it is still alive."""
+    return _BINDINGS.get((id(namespace), name))
 
 
 def _user_namespace() -> MutableMapping[str, Any] | None:
@@ -70,6 +88,10 @@ class VersionBrowser(anywidget.AnyWidget):
     path = traitlets.Unicode(read_only=True).tag(sync=True)
     selected = traitlets.Int(0).tag(sync=True)
     """The depth of the version whose AnnData ``adata`` returns (the top, at first)."""
+    bound = traitlets.Int(-1).tag(sync=True)
+    """The depth of the version whose AnnData is bound in the namespace (-1: none yet)."""
+    bound_name = traitlets.Unicode("adata").tag(sync=True)
+    """The variable the bind button binds (shown on the button)."""
 
     def __init__(
         self,
@@ -86,10 +108,13 @@ class VersionBrowser(anywidget.AnyWidget):
         self.service = StackService(path, folders=folders, table=table, storage_options=storage_options)
         self.variable_name = name
         self._namespace = namespace
+        self._folders = folders
+        self._storage_options = storage_options
         top = 0 if self.service.error is not None else self.service.stack.depth
         super().__init__(**kwargs)
         self.set_trait("path", os.fspath(path))
         self.selected = top
+        self.bound_name = name
         self.on_msg(self._on_custom_message)
 
     # ------------------------------------------------------------------ notebook API
@@ -109,9 +134,11 @@ class VersionBrowser(anywidget.AnyWidget):
             return super().open()
         self.selected = self.service.depth(version)
         adata = self.adata
-        namespace = self._namespace if self._namespace is not None else _user_namespace()
+        namespace = self._target_namespace()
         if namespace is not None and self.variable_name:
             namespace[self.variable_name] = adata
+            _BINDINGS[(id(namespace), self.variable_name)] = self
+        self.bound = self.selected
         return adata
 
     def result(self, result: str, table: str = "table", version: int | str | None = None) -> Any:
@@ -121,6 +148,52 @@ class VersionBrowser(anywidget.AnyWidget):
         the result view's "Copy code" button copies the line that calls this.
         """
         return self.service.result_table(result, table, self.selected if version is None else version)
+    def save(self, title: str, message: str | None = None, adata: Any = None) -> Path:
+        """Save what ``adata`` changed as a new version, and show that version here.
+
+        ``adata`` defaults to the AnnData bound by :meth:`open` (the notebook's
+        ``adata``, edits and all), else the selected version's. The new version sits
+        on the bound version (else the selected one); see
+        :func:`sds_jupyter.save_version` for what is saved and what is refused.
+        Returns the new version's folder.
+        """
+        from sds_jupyter.stack.save import save_version
+
+        depth = self.bound if self.bound >= 0 else self.selected
+        if adata is None:
+            adata = self._bound_value()
+        top = save_version(
+            self.service.stack.at(depth), adata, title=title, message=message, table=self.service.table_name
+        )
+        self._move_to(top)
+        return top
+
+    def bound_message(self) -> str:
+        """One line saying which variable holds which version's AnnData (safe to print)."""
+        return _printable(self._bound_message(self.adata))
+
+    def _target_namespace(self) -> MutableMapping[str, Any] | None:
+        return self._namespace if self._namespace is not None else _user_namespace()
+
+    def _bound_value(self) -> Any:
+        namespace = self._target_namespace()
+        if self.bound >= 0 and namespace is not None and self.variable_name in namespace:
+            return namespace[self.variable_name]
+        return self.adata
+
+    def _move_to(self, top: Path) -> None:
+        """Browse the stack topped by ``top`` (a version just saved), bound and selected."""
+        self.service = StackService(
+            top, folders=self._folders, table=self.service.table_name, storage_options=self._storage_options
+        )
+        depth = self.service.stack.depth
+        namespace = self._target_namespace()
+        if namespace is not None and self.variable_name:
+            _BINDINGS[(id(namespace), self.variable_name)] = self
+        with self.hold_sync():
+            self.selected = depth
+            self.bound = depth
+            self.set_trait("path", os.fspath(top))  # the front end reloads the history on this
 
     # ------------------------------------------------------------------ messages
 
@@ -132,11 +205,22 @@ class VersionBrowser(anywidget.AnyWidget):
             if not isinstance(params, Mapping):
                 raise RequestError("Request params must be an object.")
             return dispatch(self.service, str(content.get("name")), params)
+        if kind == "open_version":
+            return self._open_version(content.get("folder"))
         if kind == "open_adata":
             version = content.get("version")
             adata = self.open(self.service.depth(version) if version is not None else self.service.stack.depth)
             return Reply({"message": self._bound_message(adata)})
         raise RequestError(f"Unknown message type {kind!r}.")
+
+    def _open_version(self, folder: Any) -> Reply:
+        """Move to another version of the datasets folder (a node of the tree); binds nothing."""
+        if not isinstance(folder, str) or not folder:
+            raise RequestError("open_version needs the version's folder.")
+        self.service = self.service.sibling(folder)
+        self.set_trait("path", folder)
+        self.selected = 0 if self.service.error is not None else self.service.stack.depth
+        return Reply({"path": folder})
 
     def _bound_message(self, adata: Any) -> str:
         stack = self.service.stack
@@ -144,8 +228,48 @@ class VersionBrowser(anywidget.AnyWidget):
         where = f"`{self.variable_name}`" if self.variable_name else "`browser.adata`"
         return f"{where} is the AnnData of {label}: {adata.n_obs} cells × {adata.n_vars} variables."
 
+    # ------------------------------------------------------------------ saved notebooks
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget, plus a text and an HTML summary of the history.
+
+        A notebook saved without widget state (GitHub, nbviewer, nbconvert) shows
+        the summary instead of ``<VersionBrowser object at 0x…>``.
+        """
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        rows = self._summary_rows()
+        data = {**data, "text/plain": _summary_text(self.path, rows), "text/html": _summary_html(self.path, rows)}
+        return data, metadata
+
+    def _summary_rows(self) -> list[dict[str, str]]:
+        if self.service.error is not None:
+            return [{"version": "error", "title": str(self.service.error)}]
+        stack = self.service.stack
+        rows = []
+        for version in stack.versions[:_SUMMARY_ROWS]:
+            manifest = version.manifest
+            marks = [m for m, on in (("selected", version.depth == self.selected), (f"bound as {self.variable_name}", version.depth == self.bound)) if on]
+            rows.append(
+                {
+                    "version": f"v{version.depth}",
+                    "title": version.label,
+                    "message": manifest.message or "",
+                    "by": manifest.created_by or "",
+                    "at": manifest.created_at or "",
+                    "changes": str(len(manifest.changes)),
+                    "marks": ", ".join(marks),
+                }
+            )
+        if len(stack.versions) > _SUMMARY_ROWS:
+            rows.append({"version": "…", "title": f"{len(stack.versions) - _SUMMARY_ROWS} more versions"})
+        rows.append({"version": "base", "title": str(stack.base.dataset_id or stack.base.path)})
+        return rows
+
     def _on_custom_message(self, _widget: Any, content: Any, buffers: list[Any]) -> None:
-        if not isinstance(content, Mapping) or content.get("type") not in ("request", "open_adata"):
+        if not isinstance(content, Mapping) or content.get("type") not in ("request", "open_adata", "open_version"):
             return
         message_id = content.get("id")
         try:
@@ -154,3 +278,34 @@ class VersionBrowser(anywidget.AnyWidget):
             self.send({"type": "response", "id": message_id, "ok": False, "error": error_payload(exc)})
             return
         self.send({"type": "response", "id": message_id, "ok": True, "data": reply.data}, reply.buffers)
+
+
+_COLUMNS = (("version", "Version"), ("title", "Title"), ("message", "Message"), ("by", "By"),
+            ("at", "Saved"), ("changes", "Changes"), ("marks", ""))
+
+
+def _summary_text(path: str, rows: list[dict[str, str]]) -> str:
+    """The history as plain lines; control characters in data are shown escaped."""
+    lines = [f"VersionBrowser: {_printable(path)}"]
+    for row in rows:
+        parts = [_printable(row.get(key, "")) for key, _ in _COLUMNS]
+        lines.append("  " + "  ".join(p for p in parts if p))
+    return "\n".join(lines)
+
+
+def _printable(text: str) -> str:
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(text))
+
+
+def _summary_html(path: str, rows: list[dict[str, str]]) -> str:
+    """The history as an HTML table; every value is escaped, none is markup."""
+    head = "".join(f"<th>{html.escape(label)}</th>" for _, label in _COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(row.get(key, ''))}</td>" for key, _ in _COLUMNS) + "</tr>"
+        for row in rows
+    )
+    return (
+        f"<div class=\"sds-history-summary\"><p>Versions of <code>{html.escape(path)}</code>"
+        " (the interactive browser needs a running kernel)</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    )

@@ -180,6 +180,13 @@ def studio_stack(tmp_path_factory: pytest.TempPathFactory, blobs_store: Path) ->
     return _build_studio_stack(tmp_path_factory.mktemp("studio") / "datasets", blobs_store)
 
 
+@pytest.fixture
+def studio_copy(tmp_path: Path, studio_stack: StudioStack) -> StudioStack:
+    """A private copy of the studio stack, for tests that save versions into its datasets folder."""
+    datasets = Path(shutil.copytree(studio_stack.datasets, tmp_path / "studio-datasets", symlinks=True))
+    return StudioStack(datasets, datasets / BASE_ID / "blobs.zarr", datasets / STUDIO_ID, datasets / EDIT_ID)
+
+
 @pytest.fixture(scope="session")
 def demo_top(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package's demo stack (four versions on blobs); its top version's folder."""

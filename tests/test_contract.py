@@ -36,6 +36,9 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "compare": {"a": 1, "b": 2},
     "expression": lambda service: {"version": 2, "gene": str(service.adata(2).var_names[0])},
     "cell_mask": {"version": 2, "column": "region_class", "value": "tumor"},
+    "tree": {},
+    "fingerprint": {},
+    "contents": {"version": 2},
 }
 
 

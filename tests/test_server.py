@@ -115,12 +115,41 @@ def test_demo_stack_under_the_root(jp_root_dir, demo_top, fetch) -> None:
     assert len(buffers) >= 2
 
 
+def test_tree_and_fingerprint(root, fetch) -> None:
+    tree = _get(fetch, "tree", path="datasets/edit-2222")
+    assert tree["current"] == "edit-2222" and tree["base"]["dataset_id"] == "base-0000"
+    assert {(n["dataset_id"], n["parent"]) for n in tree["nodes"]} == {("edit-2222", "studio-1111"), ("studio-1111", None)}
+    assert {n["folder"] for n in tree["nodes"]} == {"datasets/edit-2222", "datasets/studio-1111"}  # relative to the root
+    first = _get(fetch, "fingerprint", path="datasets/edit-2222")["fingerprint"]
+    shutil.copytree(root / "datasets" / "edit-2222", root / "datasets" / "edit-3333")
+    assert _get(fetch, "fingerprint", path="datasets/edit-2222")["fingerprint"] != first
+
+
+def test_versions_of_a_listing(root, fetch) -> None:
+    (root / "datasets" / "broken").mkdir()
+    (root / "datasets" / "broken" / "layer.json").write_text("{")
+    answer = _get(fetch, "versions", path="datasets")
+    assert answer == {
+        "path": "datasets", "versions": [{"name": "edit-2222", "title": "Edit"}, {"name": "studio-1111", "title": "Studio section"}]
+    }
+    assert _get(fetch, "versions", path="")["versions"] == []
+    # a listing with links out names none of them
+    assert _get(fetch, "versions", path="escape")["versions"] == []
+    code, _ = _error(fetch, "versions", path="../x")
+    assert code == 403
+
+
+def test_notebook_of_a_broken_chain(root, fetch) -> None:
+    response = fetch(NAMESPACE, "api", "notebook", method="POST", body=json.dumps({"path": "orphan/edit-2222"}))
+    assert json.loads(response.body)["notebook_path"].endswith(".ipynb")
+
+
 # ------------------------------------------------------------------ refusals
 
 
 def test_requests_need_a_token(root, http_server_client, jp_base_url, jp_asyncio_loop) -> None:
     query = urlencode({"path": "datasets/edit-2222"})
-    for name in ("history", "canvas"):
+    for name in ("history", "canvas", "tree", "fingerprint", "versions"):
         url = f"{jp_base_url}{NAMESPACE}/api/{name}?{query}"
         response = jp_asyncio_loop.run_until_complete(http_server_client.fetch(url, raise_error=False))
         assert response.code == 403, name
@@ -156,6 +185,10 @@ def test_a_version_at_the_root_is_refused(jp_root_dir, studio_stack, fetch) -> N
 def test_missing_parent_is_named(root, fetch) -> None:
     history = _get(fetch, "history", path="orphan/edit-2222")
     assert history["error"]["kind"] == "missing-dataset" and "studio-1111" in history["error"]["message"]
+    assert history["error"]["dataset_id"] == "studio-1111"
+    assert [v["dataset_id"] for v in history["versions"]] == ["edit-2222"]
+    tree = _get(fetch, "tree", path="orphan/edit-2222")
+    assert tree["current"] == "edit-2222" and [n["parent"] for n in tree["nodes"]] == ["studio-1111"]
     code, error = _error(fetch, "canvas", path="orphan/edit-2222", figure="fig_canvas")
     assert code == 400 and "studio-1111" in error["message"]
 
@@ -252,7 +285,7 @@ def test_notebook_in_the_root_without_a_work_dir_under_it(root, fetch, monkeypat
 
 @pytest.mark.parametrize(
     ("body", "status"),
-    [({"path": "../x"}, 403), ({"path": "datasets/nope"}, 404), ({}, 400), ({"path": "orphan/edit-2222"}, 400)],
+    [({"path": "../x"}, 403), ({"path": "datasets/nope"}, 404), ({}, 400), ({"path": "orphan/nope"}, 404)],
 )
 def test_notebook_refusals(root, fetch, body, status) -> None:
     code, _ = _error(fetch, "notebook", method="POST", body=body)

@@ -55,10 +55,12 @@ def test_history_of_a_store_alone(studio_stack) -> None:
 def test_history_reports_a_missing_parent_in_place(orphan_version) -> None:
     service = StackService(orphan_version)
     history = _json(dispatch(service, "history").data)
-    assert history["versions"] == [] and history["base"] is None
-    assert history["error"]["kind"] == "missing-dataset"
+    # the version that resolves is listed, down to the break (issue 11)
+    assert [v["dataset_id"] for v in history["versions"]] == ["edit-2222"] and history["base"] is None
+    assert history["error"]["kind"] == "missing-dataset" and history["error"]["dataset_id"] == "studio-1111"
     assert "studio-1111" in history["error"]["message"]
-    assert dispatch(service, "figures").data["error"]["kind"] == "missing-dataset"
+    figures = dispatch(service, "figures").data["error"]
+    assert figures["kind"] == "missing-dataset" and "attach it in the workspace" in figures["message"]
     with pytest.raises(MissingDatasetError, match="studio-1111"):
         dispatch(service, "canvas", {"figure": "fig_canvas"})
 
@@ -80,7 +82,7 @@ def test_changes_split_added_and_replaced_keys(service) -> None:
     assert any(key.startswith("tables/table/obsm/spatial/") for key in added)
     assert {"entry": "tables/table/obs/score/", "node": True} in changes["deleted"]
     assert [op["op"] for op in changes["ops"]][:2] == ["set-obs", "set-obs"]
-    assert dispatch(service, "changes", {"version": 0}).data == {"ops": [], "added": [], "replaced": [], "deleted": []}
+    assert dispatch(service, "changes", {"version": 0}).data == {"ops": [], "details": [], "added": [], "replaced": [], "deleted": []}
 
 
 # ------------------------------------------------------------------ figures / canvas
@@ -205,24 +207,32 @@ def test_compare_versions(service) -> None:
     assert comparison["a"] == 1 and comparison["b"] == 2
     assert comparison["obs"]["added"] == ["added_col"] and comparison["obs"]["removed"] == ["score"]
     (changed,) = comparison["obs"]["changed"]
-    assert changed == {"column": "region_class", "counts_a": {"stroma": 13, "tumor": 13}, "counts_b": {"tumor": 26}}
+    assert changed["column"] == "region_class" and changed["kind"] == "categorical" and changed["n_changed"] == 13
+    assert changed["transitions"] == [{"a": "stroma", "b": "tumor", "count": 13}]
+    assert changed["counts_a"] == {"stroma": 13, "tumor": 13} and changed["counts_b"] == {"tumor": 26}
     assert comparison["obsm"] == {"added": ["spatial"], "removed": [], "changed": []}
-    assert comparison["uns"]["added"] == ["notes"] and comparison["uns"]["changed"] == ["spatial_data_studio"]
+    # the app's section is reported as figures and results, by title, not as one uns key
+    assert comparison["uns"] == {"added": ["notes"], "removed": [], "changed": []}
     assert comparison["figures"] == {"added": ["fig_new"], "removed": ["fig_not_json"], "changed": []}
     assert comparison["results"] == {"added": [], "removed": [], "changed": ["res_clusters"]}
 
 
 def test_compare_with_itself_is_empty(service) -> None:
     comparison = dispatch(service, "compare", {"a": 2, "b": 2}).data
-    for part in ("obs", "obsm", "uns", "figures", "results"):
+    for part in ("obsm", "uns", "figures", "results"):
         assert not any(comparison[part].values()), part
+    assert not comparison["obs"]["added"] and not comparison["obs"]["removed"] and not comparison["obs"]["changed"]
+    assert not any(comparison[part] for part in ("obsm_changes", "uns_changes", "figure_changes", "result_changes"))
 
 
 # ------------------------------------------------------------------ dispatch, errors, framing
 
 
 def test_request_table_matches_the_protocol() -> None:
-    assert list(REQUESTS) == ["history", "changes", "figures", "canvas", "results", "result_page", "result_csv", "compare", "expression", "cell_mask"]
+    assert list(REQUESTS) == [
+        "history", "changes", "figures", "canvas", "results", "result_page", "result_csv", "compare",
+        "expression", "cell_mask", "tree", "fingerprint", "contents",
+    ]
 
 
 def test_unknown_request_and_parameter_are_refused(service) -> None:
@@ -240,7 +250,9 @@ def test_versions_by_dataset_id_and_title(service) -> None:
 
 
 def test_error_payload_maps_once() -> None:
-    assert error_payload(MissingDatasetError("gone", dataset_id="x")) == {"kind": "missing-dataset", "message": "gone"}
+    assert error_payload(MissingDatasetError("gone", dataset_id="x")) == {
+        "kind": "missing-dataset", "message": "gone", "dataset_id": "x"
+    }
     assert error_payload(RequestError("bad")) == {"kind": "bad-request", "message": "bad"}
     assert error_payload(KeyError("k")) == {"kind": "internal", "message": "KeyError: 'k'"}
 

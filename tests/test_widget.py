@@ -104,3 +104,67 @@ def test_unbuilt_front_end_is_a_clear_error(studio_stack, monkeypatch, tmp_path)
     monkeypatch.setattr(widget_module, "_ESM_PATH", tmp_path / "widget.js")
     with pytest.raises(RuntimeError, match="front end is not built.*build the package"):
         VersionBrowser(studio_stack.v2)
+
+
+def test_open_version_moves_to_another_version_of_the_folder(browser, studio_stack, recorded_messages, tmp_path) -> None:
+    _deliver(browser, {"type": "open_version", "id": 7, "folder": str(studio_stack.datasets / "studio-1111")})
+    (reply,) = _responses(recorded_messages)
+    assert reply["ok"] and browser.selected == 1
+    assert browser.service.history()["versions"][0]["dataset_id"] == "studio-1111"
+    # only version folders of the same datasets folder
+    for folder in (str(tmp_path), str(studio_stack.datasets / "base-0000"), "../../etc"):
+        _deliver(browser, {"type": "open_version", "id": 8, "folder": folder})
+    assert [r["ok"] for r in _responses(recorded_messages)[1:]] == [False, False, False]
+    assert browser.service.history()["versions"][0]["dataset_id"] == "studio-1111"
+def _state_updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m["data"]["state"] for m in messages if m["msg_type"] == "comm_msg" and m["data"].get("method") == "update"]
+
+
+def test_open_marks_the_bound_version(studio_stack, recorded_messages) -> None:
+    browser = VersionBrowser(studio_stack.v2, name="tbl", namespace={})
+    assert browser.bound == -1 and browser.bound_name == "tbl"
+    _deliver(browser, {"type": "open_adata", "id": 5, "version": 1})
+    assert browser.bound == 1
+    assert {"bound": 1} in [{k: v for k, v in s.items() if k == "bound"} for s in _state_updates(recorded_messages)]
+
+
+def test_save_moves_the_browser_onto_the_new_version(studio_copy, recorded_messages) -> None:
+    namespace: dict[str, Any] = {}
+    browser = VersionBrowser(studio_copy.v2, namespace=namespace)
+    adata = browser.open(2)
+    adata.obs["note"] = 1.5
+    top = browser.save("Noted", "one column")
+    assert top.parent == studio_copy.datasets and browser.path == str(top)
+    assert browser.selected == browser.bound == 3
+    # the front end hears the new path (it reloads the history) with the new selection
+    update = _state_updates(recorded_messages)[-1]
+    assert update["path"] == str(top) and update["selected"] == 3 and update["bound"] == 3
+    recorded_messages.clear()
+    _deliver(browser, {"type": "request", "id": 9, "name": "history", "params": {}})
+    (reply,) = _responses(recorded_messages)
+    assert reply["data"]["top_depth"] == 3
+    assert any(v["title"] == "Noted" and v["depth"] == 3 for v in reply["data"]["versions"])
+    assert "note" in browser.adata.obs
+
+
+def test_save_on_an_older_version_branches_from_it(studio_copy, recorded_messages) -> None:
+    browser = VersionBrowser(studio_copy.v2, namespace={})
+    adata = browser.open("Studio section")
+    adata.uns["extra"] = "x"
+    top = browser.save("Branch")
+    assert browser.service.stack.depth == 2 and browser.service.stack.versions[1].folder == studio_copy.v1
+    assert top.parent == studio_copy.datasets
+
+
+def test_mimebundle_has_an_escaped_text_and_html_history(studio_copy, recorded_messages) -> None:
+    browser = VersionBrowser(studio_copy.v2, namespace={})
+    adata = browser.open(2)
+    adata.uns["x"] = 1
+    browser.save('<img src=x onerror=alert(1)> & "quotes"', message="line\x1b[31m red")
+    data, _metadata = browser._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in data
+    html_text, plain = data["text/html"], data["text/plain"]
+    assert "<img" not in html_text and "&lt;img src=x onerror=alert(1)&gt; &amp; &quot;quotes&quot;" in html_text
+    assert "\x1b" not in plain and "\\x1b[31m" in plain
+    assert "v3" in plain and "Edit" in plain and "Studio section" in plain and "bound as adata" in plain
+    assert plain.splitlines()[-1].strip().startswith("base")

@@ -3,8 +3,10 @@
  *
  * Requests go out as `{type: "request", id, name, params}` custom messages and
  * come back as `{type: "response", id, ok, data | error}` with buffers
- * (docs/service-protocol.md). "Open AnnData" sends `{type: "open_adata", id,
- * version}` and is answered the same way with `data: {message}`.
+ * (docs/service-protocol.md). "Bind as `adata`" sends `{type: "open_adata", id,
+ * version}` and is answered the same way with `data: {message}`. The model's
+ * `bound` trait marks the bound version in the history; a new `path` (a version
+ * saved from Python) reloads the history and selects the model's `selected`.
  */
 
 import type { AnyModel, RenderProps } from '@anywidget/types';
@@ -95,8 +97,19 @@ export class CommTransport implements Transport {
   };
 }
 
+/** A trait of the model, or `fallback` for a model without it (an older kernel side). */
+function trait<T>(model: AnyModel, name: string, fallback: T): T {
+  try {
+    const value = model.get(name) as T | undefined;
+    return value === undefined || value === null ? fallback : value;
+  } catch {
+    return fallback;
+  }
+}
+
 function render({ model, el }: RenderProps): () => void {
   const transport = new CommTransport(model);
+  const name = trait(model, 'bound_name', 'adata') || 'adata';
   const host = document.createElement('div');
   host.className = 'sds-widget';
   el.append(host);
@@ -113,11 +126,15 @@ function render({ model, el }: RenderProps): () => void {
         // a model without the trait: nothing to keep in sync
       }
     },
+    // a version chosen in the tree (or a new one) replaces the opened one in Python
+    openVersion: async folder => {
+      await transport.send({ type: 'open_version', folder });
+    },
     actions: [
       {
         id: 'open-adata',
-        label: 'Open AnnData',
-        title: 'Bind this version’s table as an AnnData in the notebook',
+        label: `Bind as \`${name}\``,
+        title: `Bind the selected version’s table to the notebook variable ${name}`,
         run: async version => {
           const { data } = await transport.send({ type: 'open_adata', version });
           const message = (data as { message?: string } | null)?.message;
@@ -126,7 +143,26 @@ function render({ model, el }: RenderProps): () => void {
       }
     ]
   });
+  const markBound = (): void => {
+    const depth = trait(model, 'bound', -1);
+    app.markBound(depth >= 0 ? { depth, label: name } : null);
+  };
+  // a version saved from Python: show the new history, its top selected
+  const onPath = (): void => {
+    // read it first: the reload reselects the old version and syncs that back
+    const target = trait(model, 'selected', 0);
+    void app.refresh().then(() => {
+      app.select(target);
+      markBound();
+      app.say(`v${target} saved from the notebook; \`${name}\` is bound to it.`);
+    });
+  };
+  markBound();
+  model.on('change:bound', markBound);
+  model.on('change:path', onPath);
   return () => {
+    model.off('change:bound', markBound);
+    model.off('change:path', onPath);
     app.dispose();
     transport.dispose();
     host.remove();

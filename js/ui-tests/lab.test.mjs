@@ -6,7 +6,7 @@
 //   SDS_PYTHON=/path/to/python  CHROMIUM=/usr/bin/chromium   to override the defaults
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -60,6 +60,22 @@ async function setSetting(plugin, values) {
   assert.ok(r.ok, `settings ${plugin}: ${r.status}`);
 }
 
+const AXE = resolve(here, '..', 'node_modules', 'axe-core', 'axe.min.js');
+
+/** axe-core over the version panel: no serious or critical violation. */
+async function checkAxe(page, what) {
+  if (!(await page.evaluate(() => typeof window.axe !== 'undefined'))) {
+    await page.addScriptTag({ path: AXE });
+  }
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document.querySelector('.sds-app'), { resultTypes: ['violations'] });
+    return result.violations
+      .filter(v => v.impact === 'serious' || v.impact === 'critical')
+      .map(v => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.slice(0, 3).map(n => n.target.join(' ')).join('; ')}`);
+  });
+  assert.deepEqual(violations, [], `${what}: ${violations.join('\n')}`);
+}
+
 async function newPage() {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
   page.errors = [];
@@ -97,6 +113,24 @@ async function runCell(page, index) {
     }
   }
   throw new Error(`cell ${index} never started (prompt ${JSON.stringify(await prompt())})`);
+}
+
+/** Run Python (the package on the same path as the server) and answer its last line of output. */
+function python(code) {
+  const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  return run.stdout.trim().split('\n').pop();
+}
+
+/** axe-core's serious and critical violations inside `selector` (its source injected into the page). */
+async function axeViolations(page, selector) {
+  await page.addScriptTag({ content: readFileSync(join(here, '..', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8') });
+  return page.evaluate(async sel => {
+    const result = await window.axe.run(document.querySelector(sel), { resultTypes: ['violations'] });
+    return result.violations
+      .filter(v => v.impact === 'serious' || v.impact === 'critical')
+      .map(v => `${v.id} (${v.impact}): ${v.nodes.map(n => n.target.join(' ')).slice(0, 3).join(', ')}`);
+  }, selector);
 }
 
 const item = (page, name) => page.locator('.jp-DirListing-item', { hasText: name }).first();
@@ -226,6 +260,112 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     assert.equal(await page.locator('.sds-history-row.sds-selected').getAttribute('data-depth'), second);
     assert.deepEqual(page.errors, []);
     await page.close();
+  });
+
+  it('compare, changes and contents say what changed, in words, counts a crosstab confirms, accessibly', async () => {
+    // the transitions of "regions" from v2 to v3, computed by pandas on the two AnnData objects
+    const crosstab = spawnSync(
+      PYTHON,
+      [
+        '-c',
+        [
+          'import json, sys, pandas as pd, sds_jupyter as sds',
+          'stack = sds.Stack.resolve(sys.argv[1])',
+          'a, b = (sds.open_anndata(stack.at(d)).obs["regions"] for d in (2, 3))',
+          't = pd.crosstab(a.astype(str), b.astype(str))',
+          'print(json.dumps(sorted(([x, y, int(t.loc[x, y])] for x in t.index for y in t.columns if t.loc[x, y] and x != y), key=lambda r: (-r[2], r[0], r[1]))))'
+        ].join('\n'),
+        join(work, 'root', top)
+      ],
+      { encoding: 'utf8' }
+    );
+    assert.equal(crosstab.status, 0, crosstab.stderr);
+    const expected = JSON.parse(crosstab.stdout.trim().split('\n').pop());
+    assert.ok(expected.length >= 2, crosstab.stdout);
+
+    const page = await newPage();
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-history-row');
+    // Changes of v3: sentences with their values, files closed
+    await page.locator('.sds-history-row[data-depth="3"]').click();
+    await page.waitForFunction(() => /Set uns notes: 'Regions redrawn/.test(document.querySelector('.sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
+    const sentences = await page.locator('.sds-changes > .sds-ops > li').allInnerTexts();
+    assert.ok(sentences.some(s => /^Set obs regions \(categorical: left 16 · right 10\)$/.test(s)), sentences.join(' | '));
+    assert.ok(sentences.includes("Added result 'Spatial autocorrelation' (morans_i, moran): 3 rows"), sentences.join(' | '));
+    assert.equal(await page.locator('details.sds-files').evaluate(d => d.open), false);
+    await checkAxe(page, 'Changes');
+    await shot(page, 'panel-changes-sentences');
+
+    // Compare follows the selection: A = v3, B = its parent v2
+    await page.locator('.sds-tab[data-tab="compare"]').click();
+    await page.waitForSelector('.sds-transitions tbody tr', { timeout: 30000 });
+    assert.deepEqual(await page.locator('.sds-compare select').evaluateAll(s => s.map(x => x.value)), ['3', '2']);
+    const rows = async () =>
+      page.locator('.sds-obs-change[data-column="regions"] .sds-transitions tbody tr').evaluateAll(trs =>
+        trs.map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent.trim()).filter(t => t && t !== '→'))
+      );
+    assert.deepEqual(await rows(), expected.map(([x, y, n]) => [x, y, String(n)]));
+    const total = expected.reduce((s, r) => s + r[2], 0);
+    const headline = await page.locator('.sds-headline').innerText();
+    assert.ok(headline.includes(`regions: ${total} cells changed`), headline);
+    assert.ok(/uns added: notes/.test(headline) && /figure added: Redrawn regions/.test(headline), headline);
+    await page.waitForSelector('.sds-compare-chart svg', { timeout: 30000 });
+    await checkAxe(page, 'Compare');
+    await shot(page, 'panel-compare-transitions');
+    // swap: the same pairs, mirrored
+    await page.locator('.sds-swap').click();
+    await page.waitForFunction(() => document.querySelector('.sds-compare select')?.value === '2');
+    await page.waitForSelector('.sds-transitions tbody tr');
+    const swapped = await rows();
+    assert.deepEqual(
+      swapped.map(r => r.join(' ')).sort(),
+      expected.map(([x, y, n]) => `${y} ${x} ${n}`).sort()
+    );
+
+    // Contents: every element of blobs, the table's columns, what v3 wrote marked
+    await page.locator('.sds-tab[data-tab="contents"]').click();
+    await page.waitForSelector('.sds-elements-table tbody tr', { timeout: 30000 });
+    assert.equal(await page.locator('.sds-elements-table tbody tr').count(), 9);
+    const regions = await page.locator('.sds-obs-columns tr[data-column="regions"]').innerText();
+    assert.match(regions, /left 16 · right 10/);
+    assert.match(regions, /changed/);
+    await checkAxe(page, 'Contents');
+    await shot(page, 'panel-contents');
+
+    // narrow panel
+    await page.setViewportSize({ width: 560, height: 900 });
+    await page.waitForTimeout(500);
+    await shot(page, 'panel-contents-narrow');
+    await checkAxe(page, 'Contents (narrow)');
+    await page.locator('.sds-tab[data-tab="compare"]').click();
+    await page.waitForSelector('.sds-transitions tbody tr');
+    await shot(page, 'panel-compare-narrow');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+
+    // dark theme
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+    try {
+      const dark = await newPage();
+      await openListing(dark);
+      await item(dark, top.split('/').pop()).dblclick();
+      await dark.waitForSelector('.sds-history-row');
+      await dark.locator('.sds-history-row[data-depth="3"]').click();
+      await dark.waitForSelector('.sds-changes > .sds-ops > li', { timeout: 30000 });
+      await shot(dark, 'panel-changes-dark');
+      await dark.locator('.sds-tab[data-tab="compare"]').click();
+      await dark.waitForSelector('.sds-compare-chart svg', { timeout: 30000 });
+      await checkAxe(dark, 'Compare (dark)');
+      await shot(dark, 'panel-compare-dark');
+      await dark.locator('.sds-tab[data-tab="contents"]').click();
+      await dark.waitForSelector('.sds-elements-table tbody tr', { timeout: 30000 });
+      await checkAxe(dark, 'Contents (dark)');
+      await shot(dark, 'panel-contents-dark');
+      await dark.close();
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
   });
 
   /** Open the top version's Results tab in a panel exactly `width` px wide (the left sidebar closed). */
@@ -427,7 +567,9 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         cells: [{ cell_type: 'code', id: 'c1', metadata: {}, outputs: [], execution_count: null,
           source: `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)} --as cells` },
           { cell_type: 'code', id: 'c2', metadata: {}, outputs: [], execution_count: null,
-          source: `print(type(cells).__name__, cells.n_obs)` }]
+          source: `print(type(cells).__name__, cells.n_obs)` },
+          { cell_type: 'code', id: 'c3', metadata: {}, outputs: [], execution_count: null,
+          source: `cells.obs["my_annotation"] = ["left" if i % 2 else "right" for i in range(cells.n_obs)]\n%sds_save "My annotation" --from cells` }]
       }
     };
     assert.ok((await api('/api/contents/widget.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
@@ -453,8 +595,165 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     // the magic bound the top version's table under the name given with --as
     await runCell(page, 1);
     await page.waitForFunction(() => /AnnData \d+/.test(document.querySelectorAll('.jp-Cell')[1]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 60000 });
+    // %sds_open said what it bound; the button names the variable; the bound version is marked
+    assert.match(await page.locator('.jp-Cell').first().locator('.jp-OutputArea-output pre').first().innerText(), /^`cells` is the AnnData of v\d+ /);
+    assert.equal(await page.locator('.jp-OutputArea [data-action="open-adata"]').innerText(), 'Bind as `cells`');
+    assert.equal(await page.locator('.jp-OutputArea .sds-history-row .sds-bound').count(), 1);
+    // edit obs and save: the widget shows the new version at once, selected and bound
+    await runCell(page, 2);
+    await page.waitForFunction(() => /Saved `cells` as v\d+|rror/.test(document.querySelectorAll('.jp-Cell')[2]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 120000 });
+    assert.match(await page.locator('.jp-Cell').nth(2).locator('.jp-OutputArea').innerText(), /Saved `cells` as v\d+ “My annotation” \(1 set-obs\)/);
+    const saved = page.locator('.jp-OutputArea .sds-history-row.sds-selected');
+    await page.waitForFunction(() => /My annotation/.test(document.querySelector('.jp-OutputArea .sds-history-row.sds-selected')?.textContent ?? ''), null, { timeout: 60000 });
+    assert.match(await saved.innerText(), /bound: cells/);
+    assert.match(await page.locator('.jp-OutputArea .sds-action-msg').innerText(), /^v\d+ saved from the notebook; `cells` is bound to it\.$/);
+    await page.locator('.jp-OutputArea .sds-tab[data-tab="changes"]').click();
+    await page.waitForFunction(() => /my_annotation/.test(document.querySelector('.jp-OutputArea .sds-panels')?.textContent ?? ''), null, { timeout: 60000 });
+    await shot(page, 'notebook-sds-save');
+    // the divider between history and details: focus it, widen the history with the keyboard
+    const side = page.locator('.jp-OutputArea .sds-side');
+    const before = (await side.boundingBox()).width;
+    await page.locator('.jp-OutputArea .sds-divider[role="separator"]').focus();
+    await page.keyboard.press('ArrowRight');
+    await page.keyboard.press('ArrowRight');
+    await page.waitForTimeout(200);
+    assert.ok((await side.boundingBox()).width >= before + 24, `history ${before} px -> ${(await side.boundingBox()).width} px`);
+    // the same in the dark theme and in a narrow window (looked at by hand)
+    const theme = async name => {
+      await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
+      await page.locator('.lm-Menu-itemLabel', { hasText: new RegExp(`^${name}$`) }).click();
+      await page.waitForFunction(light => document.body.dataset.jpThemeLight === light, String(name.includes('Light')), { timeout: 30000 });
+      await page.waitForTimeout(500);
+    };
+    await theme('JupyterLab Dark');
+    await shot(page, 'notebook-sds-save-dark');
+    await page.setViewportSize({ width: 640, height: 900 });
+    await page.waitForTimeout(500);
+    await shot(page, 'notebook-sds-save-narrow');
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await theme('JupyterLab Light');
     assert.deepEqual(page.errors, []);
     await page.close();
+  });
+
+  it('the tree shows both branches; a version written by Python appears live and opens on click', async () => {
+    const page = await newPage();
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-history-row', { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelectorAll('.sds-tree-row').length >= 5, null, { timeout: 30000 });
+    // the branch saved from an earlier version is in the tree, off the opened line, in its own lane
+    const branch = page.locator('.sds-tree-row', { hasText: 'Coarser clusters' });
+    assert.equal(await branch.count(), 1);
+    assert.equal(await branch.evaluate(r => r.classList.contains('sds-tree-chain')), false);
+    const lanes = await page.$$eval('.sds-tree-dot', dots => new Set(dots.map(d => d.getAttribute('cx'))).size);
+    assert.ok(lanes >= 2, `${lanes} lanes`);
+    const topTitle = await page.locator('.sds-history-row').first().locator('.sds-row-title').innerText();
+    assert.equal(await page.locator('.sds-tree-row.sds-tree-current .sds-tree-title').innerText(), topTitle);
+    assert.equal(await page.locator('.sds-tree-row.sds-tree-chain').count(), await page.locator('.sds-history-row:not(.sds-base-row)').count());
+    await shot(page, 'panel-tree');
+    // search narrows the history (author) and the tree
+    await page.locator('.sds-search').fill('coarser');
+    await page.waitForFunction(() => document.querySelectorAll('.sds-tree-row').length === 1);
+    assert.equal(await page.locator('.sds-history-row').count(), 0);
+    await page.locator('.sds-search').fill('author:ana');
+    await page.waitForFunction(() => document.querySelectorAll('.sds-history-row').length === 2);
+    await page.locator('.sds-search').fill('op:set-obs regions');
+    await page.waitForFunction(() => document.querySelectorAll('.sds-history-row').length >= 1);
+    for (const title of await page.locator('.sds-history-row .sds-row-title').allInnerTexts()) {
+      assert.match(title, /region/i);
+    }
+    await page.locator('.sds-search').fill('');
+    // a version saved from Python while the panel is open
+    const saved = python(
+      `from sds_jupyter.stack.writer import VersionWriter\n` +
+        `w = VersionWriter(${JSON.stringify(join(work, 'root', top))})\n` +
+        `w.set_uns('table', 'live_note', {'saved': 'while the panel is open'})\n` +
+        `print(w.commit(title='Saved live', message='written while the panel was open', created_by='ui@example.org'))`
+    );
+    assert.ok(saved.endsWith(saved.split('/').pop()));
+    await page.waitForSelector('.sds-new-versions:not([hidden])', { timeout: 30000 });
+    assert.equal(await page.locator('.sds-new-versions').innerText(), '1 new version');
+    const fresh = page.locator('.sds-tree-row', { hasText: 'Saved live' });
+    assert.equal(await fresh.evaluate(r => r.classList.contains('sds-tree-newer')), true);
+    await shot(page, 'panel-tree-new-version');
+    await page.locator('.sds-new-versions').click();
+    await page.waitForFunction(() => document.querySelector('.sds-history-row .sds-row-title')?.textContent === 'Saved live', null, { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelector('.sds-tree-row.sds-tree-current')?.textContent?.includes('Saved live'));
+    assert.equal(await page.locator('.sds-new-versions').isHidden(), true);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  it('a missing parent: the versions that resolve, the break named, figures say why', async () => {
+    const name = top.split('/').pop();
+    cpSync(join(work, 'root', top), join(work, 'root', 'orphan', name), { recursive: true });
+    const page = await newPage();
+    await openListing(page, 'orphan');
+    await item(page, name).dblclick();
+    await page.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
+    assert.match(await page.locator('.sds-missing-row').innerText(), /^missing: dataset [0-9a-f-]+: attach it in the workspace$/);
+    assert.equal(await page.locator('.sds-history-row').count(), 1);
+    await page.waitForSelector('.sds-changes .sds-note');
+    await page.waitForSelector('.sds-changes .sds-ops li');
+    await shot(page, 'panel-missing-parent');
+    await page.locator('.sds-tab[data-tab="figures"]').click();
+    await page.waitForFunction(() => /attach it in the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  it('version folders are marked in the file browser from one request per listing', async () => {
+    const page = await newPage();
+    const asked = [];
+    page.on('request', r => asked.push(new URL(r.url()).pathname));
+    await openListing(page);
+    await page.waitForSelector('.jp-DirListing-item.sds-version-item', { timeout: 30000 });
+    const name = top.split('/').pop();
+    assert.match(await item(page, name).getAttribute('title'), /^Version: .+\n/);
+    assert.equal(await item(page, baseFolder).evaluate(el => el.classList.contains('sds-version-item')), false);
+    assert.ok((await page.locator('.jp-DirListing-item.sds-version-item').count()) >= 5);
+    // no per-folder lookups: the listing's versions come in one request
+    assert.deepEqual(asked.filter(p => p.includes('/api/contents/datasets/')), []);
+    assert.ok(asked.filter(p => p.endsWith('/sds-jupyter/api/versions')).length <= 3, asked.join('\n'));
+    await page.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'file-browser-versions.png') });
+    await item(page, baseFolder).click({ button: 'right' });
+    assert.ok(!(await page.locator('.lm-Menu-itemLabel').allInnerTexts()).includes('Open version'));
+    await page.keyboard.press('Escape');
+    await item(page, name).click({ button: 'right' });
+    assert.ok((await page.locator('.lm-Menu-itemLabel').allInnerTexts()).includes('Open version'));
+    await page.keyboard.press('Escape');
+    await page.close();
+  });
+
+  it('the history and tree pass axe in the light and dark themes, and read in a narrow panel', async () => {
+    const open = async page => {
+      await openListing(page);
+      await item(page, top.split('/').pop()).dblclick();
+      await page.waitForSelector('.sds-tree-row', { timeout: 30000 });
+      await page.waitForTimeout(500);
+    };
+    const page = await newPage();
+    await open(page);
+    assert.deepEqual(await axeViolations(page, '.sds-side'), []);
+    await shot(page, 'panel-tree-light');
+    await page.setViewportSize({ width: 640, height: 900 });
+    await page.waitForTimeout(500);
+    await shot(page, 'panel-tree-narrow');
+    await page.close();
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+    try {
+      const dark = await newPage();
+      await open(dark);
+      await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+      await dark.waitForTimeout(500);
+      assert.deepEqual(await axeViolations(dark, '.sds-side'), []);
+      await shot(dark, 'panel-tree-dark');
+      await dark.close();
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
   });
 
   it('the setting turns the double-click interception off', async () => {

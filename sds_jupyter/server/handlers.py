@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -36,6 +37,7 @@ from sds_jupyter.server.notebook import (
     work_dir_in_root,
 )
 from sds_jupyter.server.paths import OutsideRootError, PathNotFoundError
+from sds_jupyter.stack.tree import scan_versions
 
 __all__ = ["NAMESPACE", "SETTINGS_KEY", "NotebookWriteError", "setup_handlers", "status_for"]
 
@@ -153,6 +155,29 @@ def _version_key(relative: str, top: dict[str, Any] | None) -> str:
     return PurePosixPath(relative.strip()).as_posix()
 
 
+class VersionsHandler(StackAPIHandler):
+    """``GET api/versions?path=<folder>``: which entries of a folder are versions, with their titles.
+
+    One request per listing of the file browser; the rule and the manifest cache
+    are :mod:`sds_jupyter.stack.tree`'s. Unreadable manifests are left out.
+    """
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        relative = self.get_argument("path", "")
+        try:
+            folder = await self.in_thread(self.services.resolve, relative)
+            if not folder.is_dir():
+                raise RequestError(f"{relative or '/'} is not a folder.")
+            scan = await self.in_thread(scan_versions, folder)
+        except Exception as exc:  # noqa: BLE001
+            self.fail(exc)
+            return
+        versions = [{"name": os.path.basename(v.folder), "title": v.manifest.title} for v in scan.versions]
+        self.reply_json({"path": relative, "versions": versions})
+
+
 class NotebookHandler(StackAPIHandler):
     """``POST api/notebook {path}``: the notebook that opens the version, in a writable folder.
 
@@ -169,7 +194,7 @@ class NotebookHandler(StackAPIHandler):
             await self.in_thread(self.services.resolve, relative)
             service = await self.in_thread(self.services.service, relative)
             history = await self.in_thread(service.history)
-            if history.get("error"):
+            if history.get("error") and not history["versions"]:
                 raise StackError(history["error"]["message"])
             top = history["versions"][0] if history["versions"] else None
             title = top["title"] if top and top["title"] else None
@@ -246,6 +271,7 @@ def setup_handlers(web_app: Any, services: ServiceCache) -> None:
     web_app.add_handlers(
         ".*$",
         [
+            (url_path_join(base, "versions"), VersionsHandler),
             (url_path_join(base, "notebook"), NotebookHandler),
             (url_path_join(base, f"({names})"), RequestHandler),
         ],

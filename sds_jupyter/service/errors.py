@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sds_jupyter.errors import StackError
+from sds_jupyter.errors import MissingDatasetError, StackError
 from sds_jupyter.service.types import ErrorInfo
 
 __all__ = ["RequestError", "error_payload"]
@@ -22,6 +22,9 @@ def error_payload(exc: BaseException) -> ErrorInfo:
     browser shows it in place instead of failing silently.
     """
     if isinstance(exc, StackError):
-        return {"kind": exc.kind, "message": str(exc)}
+        payload: ErrorInfo = {"kind": exc.kind, "message": str(exc)}
+        if isinstance(exc, MissingDatasetError):
+            payload["dataset_id"] = exc.dataset_id
+        return payload
     message = str(exc) or type(exc).__name__
     return {"kind": "internal", "message": f"{type(exc).__name__}: {message}"}

@@ -29,6 +29,9 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "compare": StackService.compare,
     "expression": StackService.expression,
     "cell_mask": StackService.cell_mask,
+    "tree": StackService.tree,
+    "fingerprint": StackService.fingerprint,
+    "contents": StackService.contents,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).

@@ -21,36 +21,50 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from sds_jupyter.errors import StackError
+from sds_jupyter.errors import MissingDatasetError, StackError
+from sds_jupyter.service.compare import compare_tables
+from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
+from sds_jupyter.service.opdetails import op_details
 from sds_jupyter.service.tables import TableView
+from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.service.types import (
     BaseSummary,
     ChangesData,
     Column,
     Comparison,
-    Delta,
+    ContentsData,
     FiguresData,
     FigureSummary,
+    Fingerprint,
     HistoryData,
     KeySize,
-    ObsChange,
     ResultCsv,
     ResultPage,
     ResultsData,
     ResultSummary,
+    TreeData,
+    TreeNode,
     VersionSummary,
     Whiteout,
 )
 from sds_jupyter.stack import Stack, StackStore
 from sds_jupyter.stack.open import open_anndata, open_table_group
+from sds_jupyter.stack.location import RemotePath
+from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
 from sds_jupyter.studio.canvas import build_canvas
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
-from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry, ResultTable, read_result, read_results
-from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part, studio_section
+from sds_jupyter.studio.results import (
+    MAIN_TABLE,
+    ResultEntry,
+    ResultTable,
+    read_result,
+    read_results,
+)
+from sds_jupyter.studio.uns import STUDIO_KEY, studio_section
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 
@@ -97,6 +111,7 @@ class StackService:
         self._relative_to = Path(relative_to) if relative_to is not None else None
         self._stack: Stack | None = None
         self._stack_error: StackError | None = None
+        self._partial: PartialChain | None = None
         self._tables: dict[tuple[int, str], TableView] = {}
         self._adatas: dict[int, Any] = {}
         if isinstance(path_or_stack, Stack):
@@ -106,6 +121,7 @@ class StackService:
                 self._stack = Stack.resolve(path_or_stack, folders=folders, storage_options=storage_options)
             except StackError as exc:
                 self._stack_error = exc
+                self._partial = getattr(exc, "partial", None)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -119,9 +135,21 @@ class StackService:
         """The resolved stack; raises the resolution error when there is none."""
         if self._stack is None:
             assert self._stack_error is not None
+            if self._partial is not None:
+                missing = self._partial.missing_id
+                raise MissingDatasetError(
+                    f"the data cannot be read: dataset {missing}, below the versions shown, is missing; "
+                    "attach it in the workspace (or give its folder in the folder map)",
+                    missing,
+                )
             # the same error object is raised on every request: drop the last traceback
             raise self._stack_error.with_traceback(None)
         return self._stack
+
+    @property
+    def partial(self) -> PartialChain | None:
+        """The versions that resolved above a missing parent, or None."""
+        return self._partial
 
     def depth(self, version: int | str | None) -> int:
         """The depth ``version`` names (None: the top)."""
@@ -155,8 +183,8 @@ class StackService:
         uns = self.table_view(version).studio_uns(results)
         if studio_section(uns) is None:
             raise NoStudioDataError(
-                f"Table {self.table_name!r} of this version keeps no {STUDIO_KEY!r} section in uns: "
-                "it holds no saved figures or results."
+                "This version keeps no saved figures or results "
+                f"(table {self.table_name!r} has no {STUDIO_KEY!r} section in uns)."
             )
         return uns
 
@@ -199,7 +227,13 @@ class StackService:
     def history(self) -> HistoryData:
         """The versions top first and the base, or the reason the stack cannot be followed."""
         if self._stack is None:
-            return {"top_depth": 0, "versions": [], "base": None, "error": error_payload(self._stack_error)}
+            versions = self._partial.versions if self._partial is not None else ()
+            return {
+                "top_depth": len(versions),
+                "versions": [self._version_summary(version) for version in versions],
+                "base": None,
+                "error": error_payload(self._stack_error),
+            }
         return {
             "top_depth": self.stack.depth,
             "versions": [self._version_summary(version) for version in self.stack.versions],
@@ -210,9 +244,11 @@ class StackService:
 
     def changes(self, version: int | str | None = None) -> ChangesData:
         """What one version wrote: its ops, the keys it added or replaced, its whiteouts."""
+        if self._stack is None and self._partial is not None:
+            return _partial_changes(self._partial, version)
         depth = self.depth(version)
         if depth == 0:
-            return {"ops": [], "added": [], "replaced": [], "deleted": []}
+            return {"ops": [], "details": [], "added": [], "replaced": [], "deleted": []}
         entry = self.stack.versions[self.stack.depth - depth]
         below = StackStore(self.stack.at(depth - 1))
         added: list[KeySize] = []
@@ -220,12 +256,75 @@ class StackService:
         for file in entry.manifest.files:
             (replaced if below.exists_raw(file.key) else added).append({"key": file.key, "size": file.size})
         deleted: list[Whiteout] = [{"entry": item, "node": item.endswith("/")} for item in entry.manifest.deleted]
+        ops = [jsonable(change) for change in entry.manifest.changes]
         return {
-            "ops": [jsonable(change) for change in entry.manifest.changes],
+            "ops": ops,
+            "details": op_details(
+                ops, lambda table: self.table_view(depth, table), lambda table: self.table_view(depth - 1, table)
+            ),
             "added": added,
             "replaced": replaced,
             "deleted": deleted,
         }
+
+    # ------------------------------------------------------------------ tree
+
+    def _chain(self) -> tuple[tuple[Any, ...], Path | RemotePath, Any]:
+        """The opened chain's versions, datasets folder and folder map (a broken chain's too)."""
+        if self._stack is not None:
+            return self._stack.versions, self._stack.datasets_dir, self._stack.folders
+        if self._partial is not None:
+            return self._partial.versions, self._partial.datasets_dir, self._partial.folders
+        return self.stack.versions, self.stack.datasets_dir, self.stack.folders  # raises
+
+    def tree(self) -> TreeData:
+        """Every version in the datasets folder whose chain ends where this one's does.
+
+        In object storage nothing is listed: the tree is the opened chain.
+        """
+        versions, datasets_dir, folders = self._chain()
+        current = versions[0].dataset_id if versions else None
+        if self._stack is not None:
+            end = chain_end(self._stack.base.reference)
+            base = self._base_summary() if self._stack.base.reference is not None else None
+        else:
+            assert self._partial is not None
+            end, base = chain_end(None, self._partial.missing_id), None
+        if isinstance(datasets_dir, RemotePath) or not versions:
+            nodes = [self._tree_node(v, versions) for v in versions]
+            note = ["object storage is not listed: only the opened chain is shown"] if versions else []
+            return {"current": current, "nodes": nodes, "base": base, "notes": note}
+        return build_tree(Path(datasets_dir), folders, current or "", end, base, self._folder_text)
+
+    def _tree_node(self, version: Any, versions: tuple[Any, ...]) -> TreeNode:
+        below = [v for v in versions if v.depth == version.depth - 1]
+        return {
+            "dataset_id": version.dataset_id,
+            "parent": below[0].dataset_id if below else None,
+            "depth": version.depth,
+            "title": version.manifest.title,
+            "folder": self._folder_text(version.folder),
+            "created_at": version.manifest.created_at,
+            "created_by": version.manifest.created_by,
+        }
+
+    def sibling(self, folder: str | os.PathLike[str]) -> StackService:
+        """A service for another version of this datasets folder (a node of the tree)."""
+        _, datasets_dir, folders = self._chain()
+        if isinstance(datasets_dir, RemotePath):
+            raise StackError("moving to another version is not done in object storage; open it by its URL")
+        path = sibling_folder(Path(datasets_dir), folder, self._relative_to)
+        return StackService(path, dict(folders) or None, table=self.table_name, relative_to=self._relative_to)
+
+    def fingerprint(self) -> Fingerprint:
+        """A hash of the datasets folder's version folders and their manifests' mtimes.
+
+        The browser asks for it every few seconds and reloads the tree when it changes.
+        """
+        _, datasets_dir, folders = self._chain()
+        if isinstance(datasets_dir, RemotePath):
+            return {"fingerprint": ""}
+        return {"fingerprint": listing_fingerprint(datasets_dir, folders)}
 
     # ------------------------------------------------------------------ figures
 
@@ -424,28 +523,15 @@ class StackService:
     # ------------------------------------------------------------------ compare
 
     def compare(self, a: int | str, b: int | str) -> Comparison:
-        """What differs in the table between versions ``a`` and ``b`` (b relative to a)."""
+        """What differs in the table between versions ``a`` and ``b`` (b relative to a), cell by cell."""
         depth_a, depth_b = self.depth(a), self.depth(b)
-        view_a, view_b = self.table_view(depth_a), self.table_view(depth_b)
-        touched = self._touched(depth_a, depth_b)
-        table = view_b.group.path
-        return {
-            "a": depth_a,
-            "b": depth_b,
-            "obs": _obs_delta(view_a, view_b, lambda column: touched(f"{table}/obs/{column}")),
-            "obsm": _delta(
-                view_a.obsm_keys,
-                view_b.obsm_keys,
-                lambda key: touched(f"{table}/obsm/{key}") and not _same_array(view_a.obsm(key), view_b.obsm(key)),
-            ),
-            "uns": _delta(
-                list(view_a.uns),
-                list(view_b.uns),
-                lambda key: touched(f"{table}/uns/{key}") and not _same_value(view_a.uns[key], view_b.uns[key]),
-            ),
-            "figures": _part_delta(view_a.uns, view_b.uns, FIGURES_KEY),
-            "results": _part_delta(view_a.uns, view_b.uns, RESULTS_KEY),
-        }
+        return compare_tables(depth_a, depth_b, self.table_view(depth_a), self.table_view(depth_b), self._touched(depth_a, depth_b))
+
+    # ------------------------------------------------------------------ contents
+
+    def contents(self, version: int | str | None = None) -> ContentsData:
+        """The version's elements and its tables' columns, marked where this version wrote them."""
+        return read_contents(self.stack, self.depth(version))
 
     def _touched(self, depth_a: int, depth_b: int) -> Any:
         """A test whether any version between two depths wrote or deleted under a node.
@@ -516,6 +602,31 @@ def _csv_name(result: str, table: str) -> str:
     stem = f"{result}" if table == MAIN_TABLE else f"{result}-{table}"
     cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem).strip("._") or "result"
     return f"{cleaned[:100]}.csv"
+def _partial_changes(partial: PartialChain, version: int | str | None) -> ChangesData:
+    """A version's changes above a missing parent: what it wrote, unsorted into added or replaced."""
+    versions = {v.depth: v for v in partial.versions}
+    depth: int | None = None
+    if version is None:
+        depth = max(versions, default=None)
+    elif isinstance(version, int) or (str(version).isascii() and str(version).isdigit()):
+        depth = int(version)
+    else:
+        depth = next((v.depth for v in partial.versions if version in (v.dataset_id, v.manifest.title)), None)
+    entry = versions.get(depth) if depth is not None else None
+    if entry is None:
+        raise RequestError(f"no version {version!r} above the missing dataset {partial.missing_id}")
+    manifest = entry.manifest
+    return {
+        "ops": [jsonable(change) for change in manifest.changes],
+        "details": [],
+        "added": [{"key": f.key, "size": f.size} for f in manifest.files],
+        "replaced": [],
+        "deleted": [{"entry": item, "node": item.endswith("/")} for item in manifest.deleted],
+        "note": (
+            f"Dataset {partial.missing_id} below this version is missing, so keys it replaced "
+            "cannot be told from keys it added: all are listed as added."
+        ),
+    }
 
 
 def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:
@@ -526,61 +637,3 @@ def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:
         return frame.sort_values(
             column, ascending=not descending, na_position="last", kind="stable", key=lambda s: s.astype(str).where(s.notna())
         )
-
-
-# ---------------------------------------------------------------------- comparing
-
-
-def _delta(keys_a: list[str], keys_b: list[str], differs: Any) -> Delta:
-    set_a, set_b = set(keys_a), set(keys_b)
-    return {
-        "added": [key for key in keys_b if key not in set_a],
-        "removed": [key for key in keys_a if key not in set_b],
-        "changed": [key for key in keys_b if key in set_a and differs(key)],
-    }
-
-
-def _same_array(a: Any, b: Any) -> bool:
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        return False
-    try:
-        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc"))
-    except TypeError:
-        return bool(np.array_equal(a.astype(str), b.astype(str)))
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    """Deep equality for uns values: dicts, dataframes, arrays, scalars."""
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
-    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
-        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and a.equals(b)
-    if isinstance(a, (np.ndarray, list, tuple)) or isinstance(b, (np.ndarray, list, tuple)):
-        return _same_array(a, b)
-    return bool(a == b) if type(a) is type(b) else jsonable(a) == jsonable(b)
-
-
-def _part_delta(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any], part: str) -> Delta:
-    items_a, items_b = studio_part(uns_a, part), studio_part(uns_b, part)
-    return _delta(list(items_a), list(items_b), lambda key: not _same_value(items_a[key], items_b[key]))
-
-
-def _obs_delta(view_a: TableView, view_b: TableView, touched: Any) -> dict[str, Any]:
-    cols_a, cols_b = list(view_a.obs.columns), list(view_b.obs.columns)
-    delta = _delta(cols_a, cols_b, lambda c: touched(c) and not _same_series(view_a.obs[c], view_b.obs[c]))
-    changed: list[ObsChange] = []
-    for column in delta["changed"]:
-        change: ObsChange = {"column": column}
-        counts_a, counts_b = view_a.obs_counts(column), view_b.obs_counts(column)
-        if counts_a is not None and counts_b is not None:
-            change.update(counts_a=dict(counts_a), counts_b=dict(counts_b))
-        changed.append(change)
-    return {"added": delta["added"], "removed": delta["removed"], "changed": changed}
-
-
-def _same_series(a: pd.Series, b: pd.Series) -> bool:
-    """Same values in the same order (NaN equals NaN; categories compared by value)."""
-    if len(a) != len(b):
-        return False
-    return a.astype(object).reset_index(drop=True).equals(b.astype(object).reset_index(drop=True))

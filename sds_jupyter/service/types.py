@@ -14,21 +14,40 @@ __all__ = [
     "CellMaskPayload",
     "ChangesData",
     "Column",
+    "ColumnKind",
+    "ColumnSummary",
     "Comparison",
+    "ContentsData",
     "Delta",
+    "ElementSummary",
     "ErrorInfo",
     "ExpressionPayload",
+    "FigureChange",
     "FigureSummary",
     "FiguresData",
+    "Fingerprint",
+    "Histogram",
     "HistoryData",
+    "KeyEntry",
     "KeySize",
+    "NumericSummary",
     "ObsChange",
     "ObsDelta",
+    "ObsmChange",
+    "OpDetail",
+    "PartStatus",
+    "ResultChange",
     "ResultCsv",
     "ResultPage",
     "ResultSummary",
-    "ResultsData",
     "ResultTableSummary",
+    "ResultsData",
+    "TableContents",
+    "Transition",
+    "TreeData",
+    "TreeNode",
+    "UnsChange",
+    "ValueCount",
     "VersionSummary",
     "Viewport",
     "Whiteout",
@@ -38,6 +57,8 @@ __all__ = [
 class ErrorInfo(TypedDict):
     kind: str
     message: str
+    dataset_id: NotRequired[str]
+    """The dataset to attach, when one is missing."""
 
 
 class VersionSummary(TypedDict):
@@ -81,9 +102,33 @@ class Whiteout(TypedDict):
 
 class ChangesData(TypedDict):
     ops: list[dict[str, Any]]
+    details: list[OpDetail]
     added: list[KeySize]
     replaced: list[KeySize]
     deleted: list[Whiteout]
+    note: NotRequired[str]
+    """Why added and replaced could not be told apart (a missing parent below)."""
+
+
+class TreeNode(TypedDict):
+    dataset_id: str
+    parent: str | None
+    depth: int
+    title: str | None
+    folder: str
+    created_at: str | None
+    created_by: str | None
+
+
+class TreeData(TypedDict):
+    current: str | None
+    nodes: list[TreeNode]
+    base: BaseSummary | None
+    notes: list[str]
+
+
+class Fingerprint(TypedDict):
+    fingerprint: str
 
 
 class Viewport(TypedDict):
@@ -182,8 +227,55 @@ class Delta(TypedDict):
     changed: list[str]
 
 
+ColumnKind = Literal["categorical", "numeric", "boolean", "string"]
+PartStatus = Literal["added", "removed", "changed"]
+
+
+class ValueCount(TypedDict):
+    value: str
+    count: int
+
+
+class NumericSummary(TypedDict):
+    min: float
+    median: float
+    mean: float
+    max: float
+
+
+class ColumnSummary(TypedDict):
+    """An obs column: counts (categorical, boolean, string) or a summary (numeric)."""
+
+    column: str
+    kind: ColumnKind
+    dtype: str
+    n: int
+    n_missing: int
+    n_values: NotRequired[int]
+    counts: NotRequired[list[ValueCount]]
+    summary: NotRequired[NumericSummary]
+    status: NotRequired[Literal["added", "changed"]]
+
+
+class Transition(TypedDict):
+    a: str | None
+    b: str | None
+    count: int
+
+
+class Histogram(TypedDict):
+    edges: list[float]
+    counts: list[int]
+
+
 class ObsChange(TypedDict):
     column: str
+    kind: ColumnKind
+    n_changed: int
+    transitions: NotRequired[list[Transition]]
+    n_transitions: NotRequired[int]
+    max_abs_delta: NotRequired[float | None]
+    delta_histogram: NotRequired[Histogram]
     counts_a: NotRequired[dict[str, int]]
     counts_b: NotRequired[dict[str, int]]
 
@@ -192,6 +284,44 @@ class ObsDelta(TypedDict):
     added: list[str]
     removed: list[str]
     changed: list[ObsChange]
+    added_columns: list[ColumnSummary]
+    removed_columns: list[ColumnSummary]
+    n_cells_a: int
+    n_cells_b: int
+    n_common: int
+
+
+class ObsmChange(TypedDict):
+    key: str
+    change: PartStatus
+    shape_a: list[int] | None
+    shape_b: list[int] | None
+    n_rows_changed: NotRequired[int]
+    max_displacement: NotRequired[float]
+
+
+class UnsChange(TypedDict):
+    key: str
+    change: PartStatus
+    a: NotRequired[Any]
+    b: NotRequired[Any]
+
+
+class FigureChange(TypedDict):
+    id: str
+    change: PartStatus
+    title: str | None
+
+
+class ResultChange(TypedDict):
+    id: str
+    change: PartStatus
+    title: str | None
+    kind: str | None
+    n_rows_a: NotRequired[int]
+    n_rows_b: NotRequired[int]
+    table_changed: NotRequired[bool]
+    n_rows_changed: NotRequired[int]
 
 
 class Comparison(TypedDict):
@@ -202,6 +332,64 @@ class Comparison(TypedDict):
     uns: Delta
     figures: Delta
     results: Delta
+    obsm_changes: list[ObsmChange]
+    uns_changes: list[UnsChange]
+    figure_changes: list[FigureChange]
+    result_changes: list[ResultChange]
+
+
+class OpDetail(TypedDict, total=False):
+    """What an op of ``changes`` set, read from the version (the op itself names only the key)."""
+
+    column: ColumnSummary
+    value: Any
+    shape: list[int]
+    title: str | None
+    kind: str | None
+    method: str | None
+    n_rows: int
+    existed: bool
+
+
+class ElementSummary(TypedDict):
+    kind: Literal["images", "labels", "shapes", "points", "tables"]
+    name: str
+    status: NotRequired[Literal["added", "changed"]]
+    shape: NotRequired[list[int]]
+    dtype: NotRequired[str]
+    axes: NotRequired[list[str]]
+    levels: NotRequired[int]
+    channels: NotRequired[list[str]]
+    n: NotRequired[int]
+    geometry: NotRequired[list[str]]
+    n_obs: NotRequired[int]
+    n_vars: NotRequired[int]
+    annotates: NotRequired[list[str]]
+    error: NotRequired[str]
+
+
+class KeyEntry(TypedDict):
+    key: str
+    shape: NotRequired[list[int]]
+    status: NotRequired[Literal["added", "changed"]]
+
+
+class TableContents(TypedDict):
+    name: str
+    n_obs: int
+    n_vars: int
+    annotates: list[str]
+    status: Literal["added", "changed"] | None
+    obs: list[ColumnSummary]
+    removed_obs: list[str]
+    obsm: list[KeyEntry]
+    uns: list[KeyEntry]
+
+
+class ContentsData(TypedDict):
+    depth: int
+    elements: list[ElementSummary]
+    tables: list[TableContents]
 
 
 class ExpressionPayload(TypedDict):

@@ -27,7 +27,7 @@ from sds_jupyter.stack.partial import new_partial, release_partial
 from sds_jupyter.stack.paths import check_dataset_id
 from sds_jupyter.stack.stack import Stack
 
-__all__ = ["APP_ID", "commit_version", "manifest_of"]
+__all__ = ["APP_ID", "USER_VARIABLES", "commit_version", "manifest_of"]
 
 APP_ID = "sds-jupyter"
 
@@ -130,8 +130,15 @@ def _dataset_id_of(value: str, what: str) -> str:
         ) from None
 
 
+USER_VARIABLES = ("SDS_USER", "JUPYTERHUB_USER")
+"""Environment variables naming who saves a version, first set wins; else the login name."""
+
+
 def _user() -> str | None:
+    for variable in USER_VARIABLES:
+        if os.environ.get(variable):
+            return os.environ[variable]
     try:
-        return os.environ.get("SDS_USER") or getpass.getuser()
+        return getpass.getuser()
     except (KeyError, OSError):
         return None

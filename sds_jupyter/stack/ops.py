@@ -110,7 +110,7 @@ class VersionOps:
         columns = self.obs_columns(table)
         _check_unique_name(column, columns, "obs column")
         obs = f"{self._table(table)}/obs"
-        self._put(f"{obs}/{column}", series.to_numpy() if not isinstance(series.dtype, pd.CategoricalDtype) else series.array)
+        self._put(f"{obs}/{column}", _column_values(series))
         if column not in columns:
             self._set_column_order(obs, [*columns, column])
         self._record({"op": "set-obs", "table": table, "column": column, "kind": _kind_of(series)})
@@ -215,10 +215,31 @@ class VersionOps:
             }
         )
 
+    def delete_result(self, table: str, result_id: str) -> None:
+        """Remove an analysis result; recorded as a ``delete-uns`` of its key, as set_result records."""
+        self._check_open()
+        path = studio_path(table, "results", result_id)
+        if not self.store.exists_raw(f"{path}/zarr.json"):
+            raise StackError(f"table {table!r} has no result {result_id!r}")
+        self.store.delete_node(path)
+        self._record({"op": "delete-uns", "table": table, "key": f"{STUDIO_KEY}/results/{result_id}", "result": result_id})
+
     def _set_column_order(self, obs: str, columns: list[str]) -> None:
         doc = self._doc(f"{obs}/zarr.json")
         doc.setdefault("attributes", {})["column-order"] = columns
         self.store.write_raw(f"{obs}/zarr.json", json.dumps(doc, indent=2).encode())
+
+
+def _column_values(series: pd.Series) -> Any:
+    """What anndata encodes for a column: categoricals and nullable ints/booleans keep
+    their pandas arrays (so their encodings, missing values included), the rest as numpy."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype) or (
+        pd.api.types.is_extension_array_dtype(dtype)
+        and (pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+    ):
+        return series.array
+    return series.to_numpy()
 
 
 def _kind_of(series: pd.Series) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from sds_jupyter.errors import (
     ManifestError,
+    MissingDatasetError,
     StackCycleError,
     StackError,
     StackTooDeepError,
@@ -24,6 +25,7 @@ from sds_jupyter.stack.locator import DatasetLocator, ManifestReader, locate_ver
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
 from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
+from sds_jupyter.stack.tree import PartialChain
 
 __all__ = ["MAX_DEPTH", "BaseInfo", "Stack", "Version"]
 
@@ -283,15 +285,27 @@ def _walk_chain(
         overlay_dir = real_data_dir.join(manifest.overlay, f"overlay folder of {dataset_id}")
         chain.append((dataset_id, dataset_folder, real_data_dir, overlay_dir, manifest))
         ref = CirroRef.parse(manifest.parent)
-        target = locator.resolve(ref)
+        try:
+            target = locator.resolve(ref)
+        except MissingDatasetError as exc:
+            # keep what did resolve: a browser still shows it, down to the break
+            exc.partial = PartialChain(  # type: ignore[attr-defined]
+                _versions(chain), locator.datasets_dir, folder_map, exc.dataset_id  # type: ignore[arg-type]
+            )
+            raise
         if not ref.names_manifest:
             base = _base_info(ref, target, locator)
             break
         dataset_id = ref.dataset_id
         dataset_folder = locator.dataset_folder(ref.dataset_id)
         manifest_path = target  # resolve() gave its real location already
+    return Stack(versions=_versions(chain), base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
+
+
+def _versions(chain: list[tuple[str, Location, Location, Location, Manifest]]) -> tuple[Version, ...]:
+    """The walked chain as Versions, top first, the lowest at depth 1."""
     depth = len(chain)
-    versions = tuple(
+    return tuple(
         Version(
             dataset_id=dataset_id,
             folder=folder,
@@ -302,7 +316,6 @@ def _walk_chain(
         )
         for index, (dataset_id, folder, data, overlay, manifest) in enumerate(chain)
     )
-    return Stack(versions=versions, base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
 
 
 def _base_info(ref: CirroRef, target: Location, locator: DatasetLocator) -> BaseInfo:

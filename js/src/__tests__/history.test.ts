@@ -203,9 +203,11 @@ describe('changes', () => {
     const el = mount(t);
     await settle();
     const c = el.querySelector('.sds-changes')!;
-    expect(text(c.querySelector('.sds-ops'))).toContain('set-obs leiden (categorical)');
-    const added = c.querySelector('.sds-keys-added')!;
-    expect(text(added.querySelector('h3'))).toContain('2 keys');
+    expect(text(c.querySelector('.sds-ops'))).toContain('Set obs leiden (categorical)');
+    // the storage keys sit under a closed "Files" disclosure
+    expect(c.querySelector<HTMLDetailsElement>('details.sds-files')!.open).toBe(false);
+    const added = c.querySelector('.sds-files .sds-keys-added')!;
+    expect(text(added.querySelector('h4'))).toContain('2 keys');
     expect(text(added)).toContain('tables/table/obs/leiden/codes/c/0');
     expect(text(added)).toContain('2.0 KiB');
     expect(text(c.querySelector('.sds-keys-replaced'))).toContain('5.0 MiB');
@@ -227,7 +229,7 @@ describe('changes', () => {
     rows(el)[1].click();
     await settle();
     expect(el.querySelector('.sds-changes .sds-error')).toBeNull();
-    expect(text(el.querySelector('.sds-changes'))).toContain('No operations recorded.');
+    expect(text(el.querySelector('.sds-changes'))).toContain('This version records no operations.');
   });
 });
 

@@ -6,48 +6,59 @@ import { settle } from './fixtures';
 
 type Item = { name: string; path: string; type: string };
 
-/** A contents manager over a tiny tree: {folder: [children]}. */
-function contents(tree: Record<string, Item[]>) {
+/** The server's `versions` answer per directory: {dir: [version folders]}; counts the requests. */
+function lister(listings: Record<string, { name: string; title: string | null }[]>) {
   const calls: string[] = [];
-  return {
-    calls,
-    get: async (path: string) => {
-      calls.push(path);
-      if (!(path in tree)) {
-        throw new Error(`no ${path}`);
-      }
-      return { name: path, path, type: 'directory', content: tree[path] } as never;
-    }
+  const list = async (dir: string) => {
+    calls.push(dir);
+    return listings[dir] ?? [];
   };
+  return Object.assign(list, { calls });
 }
 
 const dir = (path: string): Item => ({ name: path.split('/').pop()!, path, type: 'directory' });
 const file = (path: string): Item => ({ name: path.split('/').pop()!, path, type: 'file' });
 
-const TREE: Record<string, Item[]> = {
-  'stacks/v2': [file('stacks/v2/layer.json'), dir('stacks/v2/overlay')],
-  'stacks/v3': [dir('stacks/v3/data')],
-  'stacks/v3/data': [file('stacks/v3/data/layer.json')],
-  'stacks/plain': [file('stacks/plain/notes.txt'), dir('stacks/plain/data')],
-  'stacks/plain/data': [file('stacks/plain/data/x.csv')]
+const LISTINGS = {
+  stacks: [
+    { name: 'v2', title: 'Second' },
+    { name: 'v3', title: null }
+  ]
 };
 
 describe('VersionDetector', () => {
-  it('finds layer.json at the top or under data/, once per folder until cleared', async () => {
-    const c = contents(TREE);
-    const d = new VersionDetector(c);
+  it('asks once per directory, not per folder, until cleared', async () => {
+    const l = lister(LISTINGS);
+    const d = new VersionDetector(l);
+    expect(d.cached('stacks/v2')).toBeUndefined();
     expect(await d.check('stacks/v2')).toBe(true);
     expect(await d.check('stacks/v3')).toBe(true);
     expect(await d.check('stacks/plain')).toBe(false);
-    expect(await d.check('stacks/missing')).toBe(false);
+    expect(await d.check('elsewhere/x')).toBe(false);
     expect(d.cached('stacks/v3')).toBe(true);
     expect(d.cached('stacks/plain')).toBe(false);
-    await d.check('stacks/v2');
-    expect(c.calls.filter(p => p === 'stacks/v2').length).toBe(1);
+    expect(d.title('stacks/v2')).toBe('Second');
+    expect(l.calls).toEqual(['stacks', 'elsewhere']);
     d.clear();
     expect(d.cached('stacks/v2')).toBeUndefined();
     await d.check('stacks/v2');
-    expect(c.calls.filter(p => p === 'stacks/v2').length).toBe(2);
+    expect(l.calls).toEqual(['stacks', 'elsewhere', 'stacks']);
+  });
+
+  it('keeps its answer through a refresh that changed nothing in the listing', async () => {
+    const l = lister(LISTINGS);
+    let stamp = 'a';
+    const d = new VersionDetector(l, dir => (dir === 'stacks' ? stamp : null));
+    await d.check('stacks/v2');
+    d.clear();
+    expect(d.cached('stacks/v2')).toBe(true);
+    await d.check('stacks/v2');
+    expect(l.calls).toEqual(['stacks']);
+    stamp = 'b'; // a folder appeared or changed
+    d.clear();
+    expect(d.cached('stacks/v2')).toBeUndefined();
+    await d.check('stacks/v2');
+    expect(l.calls).toEqual(['stacks', 'stacks']);
   });
 });
 
@@ -124,7 +135,7 @@ describe('file browser open handler', () => {
 
   function setup() {
     const fb = fakeBrowser(items);
-    const detector = new VersionDetector(contents(TREE));
+    const detector = new VersionDetector(lister(LISTINGS));
     const opened: string[] = [];
     const entered: string[] = [];
     const remove = installOpenHandler(

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
 import { TransportError } from '../app/transport';
-import type { Comparison, Result, ResultPage } from '../app/types';
+import type { Result, ResultPage } from '../app/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 let app: AppHandle | null = null;
@@ -145,69 +145,5 @@ describe('results view', () => {
     await settle(10);
     expect(text(el.querySelector('.sds-table-view .sds-error'))).toContain('unknown column');
     expect(text(el.querySelector('.sds-report'))).toContain('wilcoxon');
-  });
-});
-
-describe('compare view', () => {
-  const COMPARISON: Comparison = {
-    a: 1,
-    b: 3,
-    obs: {
-      added: ['leiden'],
-      removed: ['old_col'],
-      changed: [{ column: 'regions', counts_a: { tumor: 10, stroma: 5 }, counts_b: { tumor: 12, stroma: 3, edge: 1 } }]
-    },
-    obsm: { added: ['X_umap'], removed: [], changed: [] },
-    uns: { added: [], removed: ['foo'], changed: ['spatial_data_studio'] },
-    figures: { added: ['tissue'], removed: [], changed: [] },
-    results: { added: [], removed: [], changed: [] }
-  };
-
-  it('compares the top with its parent by default, then any two picked', async () => {
-    const t = new FakeTransport().on('history', () => history(3)).on('compare', () => COMPARISON);
-    const el = mount(t, 'compare');
-    await settle(10);
-    const selects = el.querySelectorAll('select');
-    expect([...selects[0].options].map(o => o.value)).toEqual(['3', '2', '1', '0']);
-    expect(text(selects[0].options[3])).toBe('base (base-ds)');
-    expect(selects[0].value).toBe('2');
-    expect(selects[1].value).toBe('3');
-    // shown: compared at once
-    expect(t.callsOf('compare')).toEqual([{ a: 2, b: 3 }]);
-    selects[0].value = '1';
-    selects[0].dispatchEvent(new Event('change'));
-    await settle();
-    expect(t.callsOf('compare')).toEqual([{ a: 2, b: 3 }, { a: 1, b: 3 }]);
-    const obs = el.querySelector('.sds-delta-obs')!;
-    expect(text(obs.querySelector('.sds-delta-added'))).toBe('added: leiden');
-    expect(text(obs.querySelector('.sds-delta-removed'))).toBe('removed: old_col');
-    const rows = [...obs.querySelectorAll('.sds-obs-change tbody tr')].map(r =>
-      [...r.querySelectorAll('td')].map(td => text(td)).join(' ')
-    );
-    expect(rows).toEqual(['tumor 10 12 +2', 'stroma 5 3 -2', 'edge – 1 +1']);
-    expect(text(el.querySelector('.sds-delta-obsm'))).toContain('X_umap');
-    expect(text(el.querySelector('.sds-delta-uns .sds-delta-removed'))).toBe('removed: foo');
-    expect(text(el.querySelector('.sds-delta-uns .sds-delta-changed'))).toBe('changed: spatial_data_studio');
-    expect(text(el.querySelector('.sds-delta-results'))).toContain('no difference');
-
-    // the same version on both sides: nothing asked
-    selects[1].value = '1';
-    selects[1].dispatchEvent(new Event('change'));
-    await settle();
-    expect(t.callsOf('compare').length).toBe(2);
-    expect(text(el.querySelector('.sds-compare-out'))).toBe('Pick two different versions.');
-  });
-
-  it('shows a failed comparison in place', async () => {
-    const t = new FakeTransport()
-      .on('history', () => history(2))
-      .on('compare', () => {
-        throw new TransportError('refused', 'cannot read obs of v1');
-      });
-    const el = mount(t, 'compare');
-    await settle(10);
-    expect(text(el.querySelector('.sds-compare .sds-error'))).toContain('cannot read obs of v1');
-    // the pickers still work after a failure
-    expect(el.querySelectorAll('.sds-compare select').length).toBe(2);
   });
 });

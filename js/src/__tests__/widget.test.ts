@@ -9,13 +9,25 @@ type Handler = (msg: unknown, buffers: DataView[]) => void;
 class FakeModel {
   sent: Record<string, unknown>[] = [];
   handlers: Handler[] = [];
+  /** Listeners of trait changes (`change:<name>`), apart from custom messages. */
+  changes: Record<string, (() => void)[]> = {};
   answer: (msg: Record<string, unknown>) => [unknown, DataView[]] | null = () => null;
 
-  on(_event: string, cb: Handler): void {
-    this.handlers.push(cb);
+  on(event: string, cb: Handler): void {
+    if (event === 'msg:custom') {
+      this.handlers.push(cb);
+    } else {
+      (this.changes[event] ??= []).push(cb as () => void);
+    }
   }
-  off(_event: string, cb: Handler): void {
+  off(event: string, cb: Handler): void {
     this.handlers = this.handlers.filter(h => h !== cb);
+    this.changes[event] = (this.changes[event] ?? []).filter(h => h !== (cb as () => void));
+  }
+  /** Set a trait from the "kernel" and tell the listeners, as a state update does. */
+  update(key: string, value: unknown): void {
+    this.state[key] = value;
+    (this.changes[`change:${key}`] ?? []).forEach(cb => cb());
   }
   state: Record<string, unknown> = {};
   saved = 0;
@@ -109,5 +121,40 @@ describe('widget render', () => {
     cleanup();
     expect(el.querySelector('.sds-app')).toBeNull();
     expect(model.handlers.length).toBe(0);
+  });
+
+  it('names the variable on the button, marks the bound version, and follows a save', async () => {
+    const model = new FakeModel();
+    let depth = 2;
+    model.state = { bound_name: 'tbl', bound: -1, selected: 2 };
+    model.answer = m => {
+      const id = m.id as number;
+      if (m.name === 'history') {
+        return [{ type: 'response', id, ok: true, data: history(depth) }, []];
+      }
+      return [{ type: 'response', id, ok: true, data: { ops: [], added: [], replaced: [], deleted: [] } }, []];
+    };
+    const el = document.createElement('div');
+    document.body.append(el);
+    const cleanup = widget.render({ model: model as never, el } as never);
+    await settle(10);
+    expect(text(el.querySelector('[data-action="open-adata"]'))).toBe('Bind as `tbl`');
+    expect(el.querySelector('.sds-bound')).toBeNull();
+    model.update('bound', 1);
+    const marked = el.querySelector('.sds-bound')!;
+    expect(text(marked)).toBe('bound: tbl');
+    expect(marked.closest<HTMLElement>('.sds-history-row')!.dataset.depth).toBe('1');
+    // Python saved v3 and moved onto it: a new path reloads the history
+    depth = 3;
+    model.state.selected = 3;
+    model.state.bound = 3;
+    model.update('path', '/datasets/new');
+    await settle(10);
+    expect(el.querySelectorAll('.sds-history-row').length).toBe(4);
+    expect(el.querySelector<HTMLElement>('.sds-selected')!.dataset.depth).toBe('3');
+    expect(el.querySelector('.sds-bound')!.closest<HTMLElement>('.sds-history-row')!.dataset.depth).toBe('3');
+    expect(text(el.querySelector('.sds-action-msg'))).toBe('v3 saved from the notebook; `tbl` is bound to it.');
+    cleanup();
+    expect(Object.values(model.changes).every(list => list.length === 0)).toBe(true);
   });
 });

@@ -1,10 +1,62 @@
-/** Changes of the selected version: its ops, and the keys it adds, replaces, deletes. */
+/**
+ * Changes of the selected version, as sentences with their values
+ * ("Set obs regions (categorical: core 80 · margin 75)"). The raw ops and the
+ * storage keys it added, replaced and deleted sit under a closed "Files" disclosure.
+ */
 
+import { valuesText, valueText } from './compare';
 import { empty, errorBox, fill, h, loading, report } from './dom';
-import { changeFamily, changeLabel, formatBytes, plural, short } from './format';
+import { changeLabel, formatBytes, plural, short } from './format';
 import { badge } from './history';
 import { TransportError, type Transport } from './transport';
-import type { BaseSummary, Changes, KeySize, Whiteout } from './types';
+import type { BaseSummary, Change, Changes, KeySize, OpDetail, Whiteout } from './types';
+
+const STUDIO_RESULTS = 'spatial_data_studio/results/';
+
+/** One op as a sentence: plain text and code-styled names, never markup from the data. */
+export function opSentence(op: Change, d: OpDetail = {}): (Node | string)[] {
+  const name = (field: string) => h('code', {}, String(op[field] ?? '?'));
+  const again = d.existed ? 'Replaced' : 'Added';
+  switch (op.op) {
+    case 'set-obs': {
+      const c = d.column;
+      const declared = [op.kind, op.dtype].find(v => typeof v === 'string');
+      const values = c ? ` (${c.kind}: ${valuesText(c, 6)})` : declared ? ` (${String(declared)})` : '';
+      return ['Set obs ', name('column'), values];
+    }
+    case 'delete-obs':
+      return ['Removed obs ', name('column')];
+    case 'set-obsm': {
+      const dims = d.shape ?? (Array.isArray(op.shape) ? (op.shape as number[]) : null);
+      return ['Set obsm ', name('key'), dims ? ` (${dims.map(n => Number(n).toLocaleString('en')).join(' × ')})` : ''];
+    }
+    case 'delete-obsm':
+      return ['Removed obsm ', name('key')];
+    case 'set-figure': {
+      const title = d.title ?? (typeof op.title === 'string' ? op.title : null);
+      return [`${again} figure `, title ? `'${title}'` : name('figure')];
+    }
+    case 'delete-figure':
+      return ['Removed figure ', d.title ? `'${d.title}'` : name('figure')];
+    case 'set-uns': {
+      if (typeof op.result === 'string' || String(op.key ?? '').startsWith(STUDIO_RESULTS)) {
+        const title = d.title ?? null;
+        const what = [d.kind ?? (typeof op.kind === 'string' ? op.kind : null), d.method].filter(Boolean).join(', ');
+        return [
+          `${again} result `,
+          title ? `'${title}'` : name('result'),
+          what ? ` (${what})` : '',
+          d.n_rows !== undefined ? `: ${d.n_rows.toLocaleString('en')} row${d.n_rows === 1 ? '' : 's'}` : ''
+        ];
+      }
+      return ['Set uns ', name('key'), 'value' in d ? `: ${valueText(d.value, 200)}` : ''];
+    }
+    case 'delete-uns':
+      return ['Removed uns ', name('key')];
+    default:
+      return [changeLabel(op)];
+  }
+}
 
 export class ChangesView {
   readonly node: HTMLElement;
@@ -46,26 +98,51 @@ export class ChangesView {
 
   private render(c: Changes): void {
     const ops = c.ops ?? [];
+    const details = c.details ?? [];
+    const added = c.added ?? [];
+    const replaced = c.replaced ?? [];
+    const deleted = c.deleted ?? [];
+    const bytes = [...added, ...replaced].reduce((s, k) => s + (k.size || 0), 0);
     fill(
       this.node,
-      h('h3', {}, 'Operations'),
+      c.note ? h('p', { class: 'sds-note', role: 'note' }, c.note) : null,
+      h('h3', {}, 'What this version changed'),
       ops.length
         ? h(
             'ol',
-            { class: 'sds-ops' },
-            ops.map(op =>
+            { class: 'sds-ops sds-sentences' },
+            ops.map((op, i) => h('li', { 'data-op': String(op.op ?? '') }, opSentence(op, details[i] ?? {})))
+          )
+        : empty('This version records no operations.'),
+      h(
+        'details',
+        { class: 'sds-files' },
+        h(
+          'summary',
+          {},
+          'Files ',
+          h(
+            'span',
+            { class: 'sds-count' },
+            `${added.length} added, ${replaced.length} replaced, ${deleted.length} deleted · ${formatBytes(bytes)}`
+          )
+        ),
+        ops.length
+          ? h(
+              'section',
+              { class: 'sds-raw-ops' },
+              h('h4', {}, 'Operations as recorded'),
               h(
-                'li',
-                {},
-                badge(changeLabel(op), changeFamily(op)),
-                h('code', { class: 'sds-op-json' }, short(op, 200))
+                'ol',
+                { class: 'sds-ops' },
+                ops.map(op => h('li', {}, h('code', { class: 'sds-op-json' }, short(op, 400))))
               )
             )
-          )
-        : empty('No operations recorded.'),
-      keyTable('Added', c.added ?? []),
-      keyTable('Replaced', c.replaced ?? []),
-      deletedTable(c.deleted ?? [])
+          : null,
+        keyTable('Added', added),
+        keyTable('Replaced', replaced),
+        deletedTable(deleted)
+      )
     );
   }
 }
@@ -75,12 +152,12 @@ function keyTable(title: string, keys: KeySize[]): HTMLElement {
   return h(
     'section',
     { class: `sds-keys sds-keys-${title.toLowerCase()}` },
-    h('h3', {}, `${title} `, h('span', { class: 'sds-count' }, `${plural(keys.length, 'key')}, ${formatBytes(total)}`)),
+    h('h4', {}, `${title} `, h('span', { class: 'sds-count' }, `${plural(keys.length, 'key')}, ${formatBytes(total)}`)),
     keys.length
       ? h(
           'table',
           { class: 'sds-table' },
-          h('thead', {}, h('tr', {}, h('th', {}, 'key'), h('th', { class: 'sds-num' }, 'size'))),
+          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'key'), h('th', { scope: 'col', class: 'sds-num' }, 'size'))),
           h(
             'tbody',
             {},
@@ -102,7 +179,7 @@ function deletedTable(entries: Whiteout[]): HTMLElement {
   return h(
     'section',
     { class: 'sds-keys sds-keys-deleted' },
-    h('h3', {}, 'Deleted ', h('span', { class: 'sds-count' }, `${entries.length}`)),
+    h('h4', {}, 'Deleted ', h('span', { class: 'sds-count' }, `${entries.length}`)),
     entries.length
       ? h(
           'ul',

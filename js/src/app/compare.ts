@@ -1,58 +1,178 @@
-/** Compare two versions: obs columns and value counts, and obsm/uns/figures/results deltas. */
+/**
+ * Compare two versions in the terms of the cells: which obs columns changed in
+ * how many cells (and from what to what), what obsm, uns, figures and results
+ * differ. A follows the version selected in the history, B defaults to its
+ * parent; both can be picked and swapped. The view reads "from B to A".
+ *
+ * The headline and the sections are rendered from one model (`compareModel`),
+ * so a number in the headline is the number in its table.
+ */
 
+import type { ChartRenderer, ChartHandle } from './chart';
 import { empty, errorBox, fill, h, loading } from './dom';
-import { badge } from './history';
-import { plural } from './format';
+import { cell } from './format';
 import { TransportError, type Transport } from './transport';
-import type { Comparison, Delta, ObsChange } from './types';
+import type {
+  ColumnSummary,
+  Comparison,
+  FigureChange,
+  ObsChange,
+  ObsmChange,
+  ResultChange,
+  Transition,
+  UnsChange
+} from './types';
 
 export type Choice = { depth: number; label: string };
+
+/** Shown for a missing value in transitions and counts. */
+export const MISSING = '(missing)';
+/** Transition rows shown before "… n more". */
+const MAX_ROWS = 50;
+
+/** One line of the headline, and the section that holds its details. */
+export type HeadlineItem = { section: string; text: string };
+
+/** Everything the view shows, derived once from the payload. */
+export type CompareModel = {
+  changed: ObsChange[];
+  added: ColumnSummary[];
+  removed: ColumnSummary[];
+  obsm: ObsmChange[];
+  uns: UnsChange[];
+  figures: FigureChange[];
+  results: ResultChange[];
+  headline: HeadlineItem[];
+};
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
+}
+
+/** The model of one comparison: the lists the sections render and the headline built from them. */
+export function compareModel(c: Comparison): CompareModel {
+  const obs = c.obs ?? ({} as Comparison['obs']);
+  const model: CompareModel = {
+    changed: obs.changed ?? [],
+    added: obs.added_columns ?? (obs.added ?? []).map(column => ({ column }) as ColumnSummary),
+    removed: obs.removed_columns ?? (obs.removed ?? []).map(column => ({ column }) as ColumnSummary),
+    obsm: c.obsm_changes ?? [],
+    uns: c.uns_changes ?? [],
+    figures: c.figure_changes ?? [],
+    results: c.result_changes ?? [],
+    headline: []
+  };
+  const items = model.headline;
+  for (const ch of model.changed) {
+    items.push({ section: 'obs', text: `${ch.column}: ${plural(ch.n_changed, 'cell')} changed` });
+  }
+  if (model.added.length) {
+    items.push({ section: 'obs', text: `obs ${model.added.length === 1 ? 'column' : 'columns'} added: ${model.added.map(a => a.column).join(', ')}` });
+  }
+  if (model.removed.length) {
+    items.push({ section: 'obs', text: `obs ${model.removed.length === 1 ? 'column' : 'columns'} removed: ${model.removed.map(a => a.column).join(', ')}` });
+  }
+  for (const [section, list, noun] of [
+    ['obsm', model.obsm.map(o => ({ change: o.change, name: o.key })), 'obsm'],
+    ['uns', model.uns.map(o => ({ change: o.change, name: o.key })), 'uns'],
+    ['figures', model.figures.map(f => ({ change: f.change, name: f.title ?? f.id })), 'figure'],
+    ['results', model.results.map(r => ({ change: r.change, name: r.title ?? r.id })), 'result']
+  ] as const) {
+    for (const change of ['added', 'removed', 'changed'] as const) {
+      const names = list.filter(x => x.change === change).map(x => x.name);
+      if (names.length) {
+        const label = noun === 'figure' || noun === 'result' ? (names.length === 1 ? noun : `${noun}s`) : noun;
+        items.push({ section, text: `${label} ${change}: ${names.join(', ')}` });
+      }
+    }
+  }
+  return model;
+}
 
 export class CompareView {
   readonly node: HTMLElement;
   readonly selectA: HTMLSelectElement;
   readonly selectB: HTMLSelectElement;
+  readonly swapButton: HTMLButtonElement;
   private readonly out: HTMLElement;
   private token = 0;
   private ran = false;
+  private choices: Choice[] = [];
+  private charts: ChartHandle[] = [];
 
-  constructor(private readonly transport: Transport) {
+  constructor(
+    private readonly transport: Transport,
+    private readonly renderChart?: ChartRenderer
+  ) {
     this.selectA = h('select', { class: 'sds-select', 'aria-label': 'Version A' });
-    this.selectB = h('select', { class: 'sds-select', 'aria-label': 'Version B' });
+    this.selectB = h('select', { class: 'sds-select', 'aria-label': 'Version B, compared with A' });
     this.selectA.addEventListener('change', () => void this.run());
     this.selectB.addEventListener('change', () => void this.run());
-    this.out = h('div', { class: 'sds-compare-out' });
+    this.swapButton = h(
+      'button',
+      { class: 'sds-button sds-swap', type: 'button', title: 'Swap A and B', 'aria-label': 'Swap A and B' },
+      '⇄ Swap'
+    );
+    this.swapButton.addEventListener('click', () => void this.swap());
+    this.out = h('div', { class: 'sds-compare-out', 'aria-live': 'polite' });
     this.node = h(
       'div',
       { class: 'sds-compare' },
       h(
         'div',
         { class: 'sds-compare-pick' },
-        h('label', {}, 'A ', this.selectA),
-        h('span', { class: 'sds-arrow' }, '→'),
-        h('label', {}, 'B ', this.selectB)
+        h('label', {}, h('span', { class: 'sds-pick-name' }, 'A'), this.selectA),
+        this.swapButton,
+        h('label', {}, h('span', { class: 'sds-pick-name' }, 'B'), this.selectB)
       ),
       this.out
     );
   }
 
-  /** The versions to pick from (top first); defaults: A = the parent of the top, B = the top. */
+  /** The versions to pick from (top first). Picks stay when still offered; else A = the top. */
   setChoices(choices: Choice[]): void {
+    const keepA = this.selectA.value;
+    const keepB = this.selectB.value;
+    this.choices = choices;
     for (const sel of [this.selectA, this.selectB]) {
       fill(
         sel,
         choices.map(c => h('option', { value: c.depth }, c.label))
       );
     }
-    if (choices.length) {
-      this.selectB.value = String(choices[0].depth);
-      this.selectA.value = String(choices[Math.min(1, choices.length - 1)].depth);
+    const offered = (v: string) => choices.some(c => String(c.depth) === v);
+    if (choices.length && offered(keepA) && offered(keepB)) {
+      this.selectA.value = keepA;
+      this.selectB.value = keepB;
+    } else if (choices.length) {
+      this.selectA.value = String(choices[0].depth);
+      this.selectB.value = String(this.parentOf(choices[0].depth));
     }
     fill(this.out, choices.length < 2 ? empty('Only one version: nothing to compare.') : null);
     this.ran = choices.length < 2;
   }
 
-  /** Compare the current picks unless done already (when the tab is first shown). */
+  /** A follows the selected version, B becomes its parent (for the base: the version above it). */
+  follow(depth: number): void {
+    if (!this.choices.some(c => c.depth === depth) || this.selectA.value === String(depth)) {
+      return;
+    }
+    this.selectA.value = String(depth);
+    this.selectB.value = String(this.parentOf(depth));
+    this.ran = false;
+  }
+
+  private parentOf(depth: number): number {
+    const depths = this.choices.map(c => c.depth).sort((x, y) => y - x);
+    const below = depths.find(d => d < depth);
+    if (below !== undefined) {
+      return below;
+    }
+    const above = [...depths].reverse().find(d => d > depth);
+    return above ?? depth;
+  }
+
+  /** Compare the current picks unless done already (when the tab is shown). */
   ensure(): void {
     if (!this.ran) {
       void this.run();
@@ -66,21 +186,41 @@ export class CompareView {
     return this.run();
   }
 
+  swap(): Promise<void> {
+    return this.pick(Number(this.selectB.value), Number(this.selectA.value));
+  }
+
+  dispose(): void {
+    this.disposeCharts();
+  }
+
+  private disposeCharts(): void {
+    for (const c of this.charts.splice(0)) {
+      try {
+        c.dispose();
+      } catch {
+        // already gone
+      }
+    }
+  }
+
   async run(): Promise<void> {
-    const a = Number(this.selectA.value);
-    const b = Number(this.selectB.value);
     if (this.selectA.value === '' || this.selectB.value === '') {
       return;
     }
+    const a = Number(this.selectA.value);
+    const b = Number(this.selectB.value);
     const token = ++this.token;
     this.ran = true;
+    this.disposeCharts();
     if (a === b) {
       fill(this.out, empty('Pick two different versions.'));
       return;
     }
     fill(this.out, loading());
     try {
-      const { data } = await this.transport.request('compare', { a, b });
+      // what changed going from B to A: B is the request's `a`
+      const { data } = await this.transport.request('compare', { a: b, b: a });
       if (token === this.token) {
         this.render(data);
       }
@@ -92,106 +232,346 @@ export class CompareView {
     }
   }
 
+  private label(depth: number): string {
+    return this.choices.find(c => c.depth === depth)?.label ?? short(depth);
+  }
+
   private render(c: Comparison): void {
-    const obs = c.obs ?? { added: [], removed: [], changed: [] };
+    const model = compareModel(c);
+    const from = short(c.a);
+    const to = short(c.b);
+    const cells = c.obs?.n_common;
+    const intro = h(
+      'p',
+      { class: 'sds-compare-intro' },
+      `From B (${this.label(c.a)}) to A (${this.label(c.b)})`,
+      cells !== undefined ? `, ${plural(cells, 'cell')} in both` : '',
+      c.obs && c.obs.n_cells_a !== c.obs.n_cells_b
+        ? ` (${short(c.a)} has ${plural(c.obs.n_cells_a, 'cell')}, ${short(c.b)} has ${plural(c.obs.n_cells_b, 'cell')})`
+        : '',
+      '.'
+    );
+    if (!model.headline.length) {
+      fill(this.out, intro, empty('No difference: both versions hold the same table, figures and results.'));
+      return;
+    }
+    const headline = h(
+      'ul',
+      { class: 'sds-headline', 'aria-label': 'What changed' },
+      model.headline.map(item => h('li', { 'data-section': item.section }, item.text))
+    );
     fill(
       this.out,
-      h(
-        'section',
-        { class: 'sds-delta sds-delta-obs' },
-        h('h3', {}, 'obs columns'),
-        deltaLists({ added: obs.added ?? [], removed: obs.removed ?? [], changed: [] }),
-        (obs.changed ?? []).length
-          ? h('div', { class: 'sds-obs-changed' }, obs.changed.map(ch => counts(ch, c.a, c.b)))
-          : null
-      ),
-      delta('obsm', c.obsm),
-      delta('uns', c.uns),
-      delta('figures', c.figures),
-      delta('results', c.results)
+      intro,
+      headline,
+      model.changed.length || model.added.length || model.removed.length
+        ? h(
+            'section',
+            { class: 'sds-delta sds-delta-obs', 'aria-label': 'obs columns' },
+            h('h3', {}, 'Cells (obs columns)'),
+            model.changed.map(ch => this.obsChange(ch, from, to)),
+            model.added.length ? columnList('Added columns', 'added', model.added, to) : null,
+            model.removed.length ? columnList('Removed columns', 'removed', model.removed, from) : null
+          )
+        : null,
+      model.obsm.length
+        ? section('obsm', 'Embeddings and coordinates (obsm)', model.obsm.map(o => h('li', {}, obsmSentence(o))))
+        : null,
+      model.uns.length ? section('uns', 'Unstructured values (uns)', model.uns.map(u => h('li', {}, unsSentence(u)))) : null,
+      model.figures.length
+        ? section('figures', 'Figures', model.figures.map(f => h('li', {}, partSentence('figure', f.change, f.title, f.id))))
+        : null,
+      model.results.length ? section('results', 'Results', model.results.map(r => h('li', {}, resultSentence(r)))) : null
     );
+  }
+
+  private obsChange(ch: ObsChange, from: string, to: string): HTMLElement {
+    const kind = ch.kind ?? 'string';
+    const node = h(
+      'section',
+      { class: `sds-obs-change sds-obs-${kind}`, 'data-column': ch.column },
+      h(
+        'h4',
+        {},
+        h('code', {}, ch.column),
+        ` ${kind}: ${plural(ch.n_changed, 'cell')} changed`,
+        kind === 'numeric' && ch.max_abs_delta !== undefined && ch.max_abs_delta !== null
+          ? `, largest change ${cell(ch.max_abs_delta)}`
+          : ''
+      )
+    );
+    if (kind === 'numeric') {
+      const hist = ch.delta_histogram;
+      if (hist && hist.counts.length) {
+        node.append(this.chart(histogramSpec(hist, ch.column), `Histogram of the changes of ${ch.column} from ${from} to ${to}`));
+        node.append(histogramTable(hist));
+      }
+      return node;
+    }
+    const transitions = ch.transitions ?? [];
+    node.append(transitionTable(transitions, ch.n_transitions ?? transitions.length, from, to, ch.column));
+    if (kind !== 'string' && transitions.length > 1) {
+      node.append(
+        this.chart(
+          transitionSpec(transitions.slice(0, MAX_ROWS), from, to),
+          `Cells of ${ch.column} by their value in ${from} and in ${to}`
+        )
+      );
+    }
+    return node;
+  }
+
+  /** A Vega-Lite chart drawn when a renderer is given; the table next to it carries the numbers. */
+  private chart(spec: object, label: string): HTMLElement {
+    const target = h('div', { class: 'sds-chart sds-compare-chart', role: 'img', 'aria-label': label });
+    if (this.renderChart) {
+      this.renderChart(target, spec).then(
+        handle => this.charts.push(handle),
+        err => target.replaceWith(errorBox(`chart failed: ${TransportError.from(err).message}`, 'chart'))
+      );
+    }
+    return target;
   }
 }
 
-function delta(title: string, d: Delta | undefined): HTMLElement {
+function short(depth: number): string {
+  return depth === 0 ? 'base' : `v${depth}`;
+}
+
+function section(name: string, title: string, items: HTMLElement[]): HTMLElement {
   return h(
     'section',
-    { class: `sds-delta sds-delta-${title}` },
+    { class: `sds-delta sds-delta-${name}`, 'aria-label': title },
     h('h3', {}, title),
-    deltaLists(d ?? { added: [], removed: [], changed: [] })
+    h('ul', { class: 'sds-sentences' }, items)
   );
 }
 
-function deltaLists(d: Delta): HTMLElement {
-  const groups: [keyof Delta, string][] = [
-    ['added', 'add'],
-    ['removed', 'delete'],
-    ['changed', 'set']
-  ];
-  const parts = groups
-    .filter(([k]) => (d[k] ?? []).length)
-    .map(([k, family]) =>
+function shown(value: string | null): HTMLElement {
+  return value === null ? h('span', { class: 'sds-missing' }, MISSING) : h('span', {}, value);
+}
+
+function transitionTable(rows: Transition[], total: number, from: string, to: string, column: string): HTMLElement {
+  const visible = rows.slice(0, MAX_ROWS);
+  return h(
+    'table',
+    { class: 'sds-table sds-transitions' },
+    h('caption', { class: 'sds-visually-hidden' }, `Cells of ${column} whose value changed`),
+    h(
+      'thead',
+      {},
       h(
-        'div',
-        { class: `sds-delta-${k}` },
-        h('span', { class: 'sds-delta-label' }, `${k}: `),
-        d[k].map(name => badge(name, family))
+        'tr',
+        {},
+        h('th', { scope: 'col' }, `in ${from} (B)`),
+        h('th', { scope: 'col', 'aria-hidden': 'true' }, ''),
+        h('th', { scope: 'col' }, `in ${to} (A)`),
+        h('th', { scope: 'col', class: 'sds-num' }, 'cells')
       )
-    );
-  return parts.length ? h('div', { class: 'sds-delta-lists' }, parts) : empty('no difference');
+    ),
+    h(
+      'tbody',
+      {},
+      visible.map(t =>
+        h(
+          'tr',
+          {},
+          h('td', {}, shown(t.a)),
+          h('td', { class: 'sds-arrow', 'aria-hidden': 'true' }, '→'),
+          h('td', {}, shown(t.b)),
+          h('td', { class: 'sds-num' }, t.count.toLocaleString('en'))
+        )
+      ),
+      total > visible.length
+        ? h('tr', {}, h('td', { colspan: 4, class: 'sds-muted' }, `… ${plural(total - visible.length, 'more pair')}`))
+        : null
+    )
+  );
 }
 
-/** Value counts of a changed obs column, A against B. */
-function counts(ch: ObsChange, a: number, b: number): HTMLElement {
-  const ca = ch.counts_a ?? {};
-  const cb = ch.counts_b ?? {};
-  const values = [...new Set([...Object.keys(ca), ...Object.keys(cb)])].sort(
-    (x, y) => (cb[y] ?? 0) + (ca[y] ?? 0) - ((cb[x] ?? 0) + (ca[x] ?? 0))
-  );
-  const shown = values.slice(0, 50);
+/** A heatmap of the transitions: B's values down, A's across, cells per pair. */
+export function transitionSpec(rows: Transition[], from: string, to: string): object {
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    data: { values: rows.map(t => ({ from: t.a ?? MISSING, to: t.b ?? MISSING, cells: t.count })) },
+    width: { step: 28 },
+    height: { step: 22 },
+    encoding: {
+      x: { field: 'to', type: 'nominal', title: `in ${to} (A)`, axis: { labelAngle: -40 } },
+      y: { field: 'from', type: 'nominal', title: `in ${from} (B)` }
+    },
+    layer: [
+      {
+        mark: 'rect',
+        encoding: {
+          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' } },
+          tooltip: [
+            { field: 'from', title: `in ${from}` },
+            { field: 'to', title: `in ${to}` },
+            { field: 'cells', type: 'quantitative' }
+          ]
+        }
+      },
+      {
+        mark: { type: 'text', fontSize: 10 },
+        encoding: {
+          text: { field: 'cells', type: 'quantitative' },
+          // dark text on the light cells, white on the dark ones
+          color: { condition: { test: `datum.cells > ${Math.max(...rows.map(t => t.count), 0) / 2}`, value: '#fff' }, value: '#111' }
+        }
+      }
+    ]
+  };
+}
+
+/** Bars over the bins of the differences (A minus B). */
+export function histogramSpec(hist: { edges: number[]; counts: number[] }, column: string): object {
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    data: { values: hist.counts.map((n, i) => ({ start: hist.edges[i], end: hist.edges[i + 1], cells: n })) },
+    width: 260,
+    height: 120,
+    mark: { type: 'bar', tooltip: true },
+    encoding: {
+      x: { field: 'start', type: 'quantitative', bin: { binned: true }, title: `change of ${column} (A − B)` },
+      x2: { field: 'end' },
+      y: { field: 'cells', type: 'quantitative', title: 'cells' }
+    }
+  };
+}
+
+function histogramTable(hist: { edges: number[]; counts: number[] }): HTMLElement {
   return h(
     'details',
-    { class: 'sds-obs-change', open: values.length <= 12 },
-    h('summary', {}, badge(ch.column, 'set'), values.length ? ` ${plural(values.length, 'value')}` : ' values changed'),
-    values.length
-      ? h(
-          'table',
-          { class: 'sds-table' },
-          h(
-            'thead',
-            {},
-            h(
-              'tr',
-              {},
-              h('th', {}, 'value'),
-              h('th', { class: 'sds-num' }, label(a)),
-              h('th', { class: 'sds-num' }, label(b)),
-              h('th', { class: 'sds-num' }, 'Δ')
-            )
-          ),
-          h(
-            'tbody',
-            {},
-            shown.map(v => {
-              const d = (cb[v] ?? 0) - (ca[v] ?? 0);
-              return h(
-                'tr',
-                {},
-                h('td', {}, v),
-                h('td', { class: 'sds-num' }, v in ca ? String(ca[v]) : '–'),
-                h('td', { class: 'sds-num' }, v in cb ? String(cb[v]) : '–'),
-                h('td', { class: `sds-num ${d > 0 ? 'sds-up' : d < 0 ? 'sds-down' : ''}` }, d > 0 ? `+${d}` : String(d))
-              );
-            }),
-            values.length > shown.length
-              ? h('tr', {}, h('td', { colspan: 4, class: 'sds-muted' }, `… ${values.length - shown.length} more`))
-              : null
-          )
+    { class: 'sds-hist-table' },
+    h('summary', {}, 'Differences as a table'),
+    h(
+      'table',
+      { class: 'sds-table' },
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'change from'), h('th', { scope: 'col' }, 'to'), h('th', { scope: 'col', class: 'sds-num' }, 'cells'))),
+      h(
+        'tbody',
+        {},
+        hist.counts.map((n, i) =>
+          h('tr', {}, h('td', {}, cell(hist.edges[i])), h('td', {}, cell(hist.edges[i + 1])), h('td', { class: 'sds-num' }, String(n)))
         )
-      : null
+      )
+    )
   );
 }
 
-function label(depth: number): string {
-  return depth === 0 ? 'base' : `v${depth}`;
+/** "core 80 · margin 75 · stroma 85" or "min 1 · median 3 · max 9". */
+export function valuesText(c: ColumnSummary, max = 8): string {
+  if (c.summary) {
+    return `min ${cell(c.summary.min)} · median ${cell(c.summary.median)} · max ${cell(c.summary.max)}`;
+  }
+  const counts = c.counts ?? [];
+  const parts = counts.slice(0, max).map(v => `${v.value} ${v.count.toLocaleString('en')}`);
+  const more = (c.n_values ?? counts.length) - Math.min(max, counts.length);
+  return parts.join(' · ') + (more > 0 ? ` · … ${more} more` : '');
+}
+
+function columnList(title: string, status: string, columns: ColumnSummary[], where: string): HTMLElement {
+  return h(
+    'div',
+    { class: `sds-delta-${status}` },
+    h('h4', {}, `${title} (values in ${where})`),
+    h(
+      'table',
+      { class: 'sds-table sds-columns' },
+      h(
+        'thead',
+        {},
+        h('tr', {}, h('th', { scope: 'col' }, 'column'), h('th', { scope: 'col' }, 'kind'), h('th', { scope: 'col' }, 'values'))
+      ),
+      h(
+        'tbody',
+        {},
+        columns.map(c =>
+          h(
+            'tr',
+            {},
+            h('td', {}, h('code', {}, c.column)),
+            h('td', {}, c.kind ?? ''),
+            h('td', { class: 'sds-values' }, c.kind ? valuesText(c) : '')
+          )
+        )
+      )
+    )
+  );
+}
+
+function shape(s: number[] | null | undefined): string {
+  return s ? s.map(n => n.toLocaleString('en')).join(' × ') : '';
+}
+
+function obsmSentence(o: ObsmChange): (Node | string)[] {
+  const name = h('code', {}, o.key);
+  if (o.change === 'added') {
+    return ['Added ', name, ` (${shape(o.shape_b)})`];
+  }
+  if (o.change === 'removed') {
+    return ['Removed ', name, ` (${shape(o.shape_a)})`];
+  }
+  const parts: (Node | string)[] = ['Changed ', name];
+  if (shape(o.shape_a) !== shape(o.shape_b)) {
+    parts.push(`: ${shape(o.shape_a)} → ${shape(o.shape_b)}`);
+  } else if (o.n_rows_changed !== undefined) {
+    parts.push(`: ${plural(o.n_rows_changed, 'row')} of ${(o.shape_b?.[0] ?? 0).toLocaleString('en')} changed`);
+    if (o.max_displacement !== undefined) {
+      parts.push(`, largest displacement ${cell(o.max_displacement)}`);
+    }
+  }
+  return parts;
+}
+
+/** A small uns value as text: strings quoted, lists joined. */
+export function valueText(v: unknown, max = 160): string {
+  let s: string;
+  if (typeof v === 'string') {
+    s = `'${v}'`;
+  } else if (Array.isArray(v)) {
+    s = `[${v.map(x => valueText(x, 40)).join(', ')}]`;
+  } else if (typeof v === 'number') {
+    s = cell(v);
+  } else {
+    s = JSON.stringify(v) ?? String(v);
+  }
+  return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+}
+
+function unsSentence(u: UnsChange): (Node | string)[] {
+  const name = h('code', {}, u.key);
+  const value = (side: 'a' | 'b') => (side in u ? valueText(u[side]) : 'a value too large to show');
+  if (u.change === 'added') {
+    return ['Added ', name, `: ${value('b')}`];
+  }
+  if (u.change === 'removed') {
+    return ['Removed ', name, ` (was ${value('a')})`];
+  }
+  return ['Changed ', name, `: ${value('a')} → ${value('b')}`];
+}
+
+function partSentence(noun: string, change: string, title: string | null, id: string): (Node | string)[] {
+  const verb = change === 'added' ? 'Added' : change === 'removed' ? 'Removed' : 'Changed';
+  return [`${verb} ${noun} `, title ? `'${title}'` : h('code', {}, id)];
+}
+
+function resultSentence(r: ResultChange): (Node | string)[] {
+  const parts = partSentence('result', r.change, r.title, r.id);
+  if (r.kind) {
+    parts.push(` (${r.kind})`);
+  }
+  if (r.change === 'added' && r.n_rows_b !== undefined) {
+    parts.push(`: ${plural(r.n_rows_b, 'row')}`);
+  } else if (r.change === 'changed') {
+    if (r.table_changed === false) {
+      parts.push(': its table is the same, its description changed');
+    } else if (r.n_rows_changed !== undefined) {
+      parts.push(`: ${plural(r.n_rows_changed, 'row')} of ${(r.n_rows_b ?? 0).toLocaleString('en')} changed`);
+    } else if (r.n_rows_a !== undefined && r.n_rows_b !== undefined) {
+      parts.push(`: its table changed (${r.n_rows_a.toLocaleString('en')} → ${plural(r.n_rows_b, 'row')})`);
+    }
+  }
+  return parts;
 }

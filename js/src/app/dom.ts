@@ -41,8 +41,14 @@ export function fill(el: Element, ...children: (Child | Child[])[]): void {
   append(el, ...children);
 }
 
-/** An in-place error message for a failed request. */
+/** Error kinds that name an ordinary state (nothing saved yet): shown as information, not in red. */
+const INFO_KINDS = new Set(['no-studio-data']);
+
+/** An in-place error message for a failed request (a note for the ordinary states of INFO_KINDS). */
 export function errorBox(message: string, kind?: string): HTMLElement {
+  if (kind && INFO_KINDS.has(kind)) {
+    return h('div', { class: 'sds-note', role: 'status', 'data-kind': kind }, message);
+  }
   return h(
     'div',
     { class: 'sds-error', role: 'alert' },

@@ -15,7 +15,10 @@ export class HistoryView {
   readonly node: HTMLElement;
   private readonly list: VirtualList;
   private entries: Entry[] = [];
+  private all: Entry[] = [];
+  private match: ((v: VersionSummary) => boolean) | null = null;
   private selected = -1;
+  private bound: { depth: number; label: string } | null = null;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private readonly tick: ReturnType<typeof setInterval>;
   private readonly onSelect: (depth: number) => void;
@@ -50,12 +53,37 @@ export class HistoryView {
 
   setHistory(history: History): void {
     const versions = [...(history.versions ?? [])].sort((a, b) => b.depth - a.depth);
-    this.entries = versions.map(v => ({ kind: 'version', v }) as Entry);
+    this.all = versions.map(v => ({ kind: 'version', v }) as Entry);
     if (history.base) {
-      this.entries.push({ kind: 'base', b: history.base });
+      this.all.push({ kind: 'base', b: history.base });
     }
     this.selected = -1;
+    this.applyFilter();
+  }
+
+  /** Show only the versions `match` accepts (the base only when there is no filter). */
+  setFilter(match: ((v: VersionSummary) => boolean) | null): void {
+    const keep = this.selectedDepth();
+    this.match = match;
+    this.applyFilter();
+    if (keep !== null && this.depths().includes(keep)) {
+      this.selected = this.depths().indexOf(keep);
+      this.list.refresh();
+    }
+  }
+
+  private applyFilter(): void {
+    const match = this.match;
+    this.entries = match ? this.all.filter(e => e.kind === 'version' && match(e.v)) : this.all;
+    this.selected = -1;
+    this.node.classList.toggle('sds-history-filtered', !!match);
     this.list.setCount(this.entries.length);
+  }
+
+  /** Mark the version whose data the host holds (e.g. bound as `adata`); null clears it. */
+  setBound(bound: { depth: number; label: string } | null): void {
+    this.bound = bound;
+    this.list.refresh();
   }
 
   /** Depths in display order (top first, base last). */
@@ -158,6 +186,7 @@ export class HistoryView {
         { class: 'sds-row-line sds-row-head' },
         h('span', { class: 'sds-depth', title: `depth ${v.depth}` }, `v${v.depth}`),
         h('span', { class: 'sds-row-title', title: v.title ?? v.dataset_id }, v.title || v.dataset_id),
+        this.boundMark(v.depth),
         v.created_at
           ? h(
               'time',
@@ -181,6 +210,13 @@ export class HistoryView {
     );
   }
 
+  private boundMark(depth: number): HTMLElement | null {
+    if (!this.bound || this.bound.depth !== depth) {
+      return null;
+    }
+    return h('span', { class: 'sds-bound', title: `bound as ${this.bound.label} in the notebook` }, `bound: ${this.bound.label}`);
+  }
+
   private baseRow(b: BaseSummary): HTMLElement {
     return h(
       'div',
@@ -189,7 +225,8 @@ export class HistoryView {
         'div',
         { class: 'sds-row-line sds-row-head' },
         h('span', { class: 'sds-depth', title: 'the base store' }, 'base'),
-        h('span', { class: 'sds-row-title', title: b.dataset_id ?? '' }, b.dataset_id ?? 'base store')
+        h('span', { class: 'sds-row-title', title: b.dataset_id ?? '' }, b.dataset_id ?? 'base store'),
+        this.boundMark(0)
       ),
       h('div', { class: 'sds-row-line sds-row-message', title: b.path }, b.path),
       h(

@@ -7,12 +7,15 @@
 import { ChangesView } from './changes';
 import { vegaRenderer, type ChartRenderer } from './chart';
 import { CompareView } from './compare';
+import { divider } from './divider';
+import { ContentsView } from './contents';
 import { empty, errorBox, fill, h, loading } from './dom';
 import { FiguresView } from './figures';
 import { HistoryView } from './history';
 import { plural } from './format';
 import { ResultsView, resultCodeFor } from './results';
 import { tabKeyTarget } from './tabs';
+import { TreeSection } from './tree';
 import { TransportError, type Transport } from './transport';
 import type { History } from './types';
 
@@ -21,12 +24,13 @@ export { TransportError, decodeFrame, encodeFrame } from './transport';
 export type { Transport, Reply, Buffer } from './transport';
 export type { ChartRenderer, ChartHandle } from './chart';
 
-export type TabName = 'changes' | 'figures' | 'results' | 'compare';
+export type TabName = 'changes' | 'figures' | 'results' | 'compare' | 'contents';
 const TABS: [TabName, string][] = [
   ['changes', 'Changes'],
   ['figures', 'Figures'],
   ['results', 'Results'],
-  ['compare', 'Compare']
+  ['compare', 'Compare'],
+  ['contents', 'Contents']
 ];
 
 /** A button in the app's toolbar that acts on the selected version. */
@@ -49,10 +53,12 @@ export type AppOptions = {
   /** The clock for relative times (tests). */
   now?: () => number;
   initialTab?: TabName;
-  /** The path Python opens this stack by, for the results' "Copy code" line. */
-  path?: string;
+  /** The path Python opens this stack by, for the results' "Copy code" line (a getter when it can change). */
+  path?: string | (() => string);
   /** Closes the host (a panel): offered when the stack cannot be read at all. */
   onClose?: () => void;
+  /** Move the view to another version (a folder named by the `tree` request); the app then refreshes. */
+  openVersion?: (folder: string) => Promise<void>;
 };
 
 /** A done message ("Refreshed") clears itself after this long; errors stay. */
@@ -66,6 +72,10 @@ export type AppHandle = {
   refresh(): Promise<void>;
   /** Select a version by depth. */
   select(depth: number): void;
+  /** Show a message next to the action buttons (what the host just did). */
+  say(message: string): void;
+  /** Mark the version the host has bound (its depth and the name it is bound to); null clears. */
+  markBound(bound: { depth: number; label: string } | null): void;
   showTab(tab: TabName): void;
   readonly root: HTMLElement;
 };
@@ -81,9 +91,21 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const changes = new ChangesView(transport);
   const figures = new FiguresView(transport, renderChart);
   const results = new ResultsView(transport, renderChart, now, resultCodeFor(options.path));
-  const compare = new CompareView(transport);
-  const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare };
+  const compare = new CompareView(transport, renderChart);
+  const contents = new ContentsView(transport);
+  const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare, contents };
   const historyView = new HistoryView(depth => onSelect(depth), now);
+  const treeSection = new TreeSection(transport, {
+    selectDepth: depth => historyView.selectDepth(depth),
+    openVersion: options.openVersion
+      ? async folder => {
+          await options.openVersion!(folder);
+          await refresh();
+        }
+      : undefined,
+    onFilter: match => historyView.setFilter(match),
+    now
+  });
 
   const title = h('div', { class: 'sds-title' });
   const banner = h('div', { class: 'sds-banner' });
@@ -136,23 +158,17 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   // the panel scrolls: it takes focus so the keyboard can scroll it
   const panels = h('div', { class: 'sds-panels', role: 'tabpanel', id: `${uid}-panel`, tabindex: '0' });
   const sideStatus = h('div', { class: 'sds-side-status' });
-  const root = h(
+  const side = h('div', { class: 'sds-side' }, treeSection.node, sideStatus, historyView.node, treeSection.missing);
+  const detail = h(
     'div',
-    { class: 'sds-app' },
-    h('div', { class: 'sds-header' }, title, actionBar),
-    banner,
-    h(
-      'div',
-      { class: 'sds-main' },
-      h('div', { class: 'sds-side' }, sideStatus, historyView.node),
-      h(
-        'div',
-        { class: 'sds-detail' },
-        tablist,
-        panels
-      )
-    )
+    { class: 'sds-detail' },
+    tablist,
+    panels
   );
+  const main = h('div', { class: 'sds-main' }, side);
+  const root = h('div', { class: 'sds-app' }, h('div', { class: 'sds-header' }, title, actionBar), banner, main);
+  const split = divider(root, main, side);
+  main.append(split.node, detail);
   el.append(root);
 
   let actionTimer: ReturnType<typeof setTimeout> | undefined;
@@ -218,12 +234,15 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       void figures.show(selected);
     } else if (tab === 'results') {
       void results.show(selected);
+    } else if (tab === 'contents') {
+      void contents.show(selected);
     }
   }
 
   function onSelect(depth: number): void {
     selected = depth;
     root.dataset.selected = String(depth);
+    compare.follow(depth);
     loadTab();
     options.onSelect?.(depth);
   }
@@ -244,7 +263,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         h(
           'span',
           { class: 'sds-title-sub' },
-          `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? 'the base'}`
+          `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? (data.error?.dataset_id ? `the missing dataset ${data.error.dataset_id}` : 'the base')}`
         )
       );
       fill(banner, data.error ? errorBox(data.error.message, data.error.kind) : null);
@@ -253,6 +272,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         delete loaded[k];
       }
       historyView.setHistory(data);
+      treeSection.setHistory(data);
       compare.setChoices(
         historyView.depths().map(d => ({
           depth: d,
@@ -291,11 +311,19 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     refresh,
     showTab,
     select: depth => historyView.selectDepth(depth),
+    markBound: bound => historyView.setBound(bound),
+    say: message => {
+      actionMsg.classList.remove('sds-action-error');
+      actionMsg.textContent = message;
+    },
     dispose() {
       clearTimeout(actionTimer);
+      split.dispose();
       historyView.dispose();
+      treeSection.dispose();
       figures.dispose();
       results.dispose();
+      compare.dispose();
       root.remove();
     }
   };

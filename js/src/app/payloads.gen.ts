@@ -4,6 +4,7 @@
 export type ErrorInfo = {
   kind: string;
   message: string;
+  dataset_id?: string;
 };
 
 export type VersionSummary = {
@@ -47,9 +48,32 @@ export type Whiteout = {
 
 export type ChangesData = {
   ops: Record<string, unknown>[];
+  details: OpDetail[];
   added: KeySize[];
   replaced: KeySize[];
   deleted: Whiteout[];
+  note?: string;
+};
+
+export type TreeNode = {
+  dataset_id: string;
+  parent: string | null;
+  depth: number;
+  title: string | null;
+  folder: string;
+  created_at: string | null;
+  created_by: string | null;
+};
+
+export type TreeData = {
+  current: string | null;
+  nodes: TreeNode[];
+  base: BaseSummary | null;
+  notes: string[];
+};
+
+export type Fingerprint = {
+  fingerprint: string;
 };
 
 export type Viewport = {
@@ -145,8 +169,49 @@ export type Delta = {
   changed: string[];
 };
 
+export type ValueCount = {
+  value: string;
+  count: number;
+};
+
+export type NumericSummary = {
+  min: number;
+  median: number;
+  mean: number;
+  max: number;
+};
+
+export type ColumnSummary = {
+  column: string;
+  kind: 'categorical' | 'numeric' | 'boolean' | 'string';
+  dtype: string;
+  n: number;
+  n_missing: number;
+  n_values?: number;
+  counts?: ValueCount[];
+  summary?: NumericSummary;
+  status?: 'added' | 'changed';
+};
+
+export type Transition = {
+  a: string | null;
+  b: string | null;
+  count: number;
+};
+
+export type Histogram = {
+  edges: number[];
+  counts: number[];
+};
+
 export type ObsChange = {
   column: string;
+  kind: 'categorical' | 'numeric' | 'boolean' | 'string';
+  n_changed: number;
+  transitions?: Transition[];
+  n_transitions?: number;
+  max_abs_delta?: number | null;
+  delta_histogram?: Histogram;
   counts_a?: Record<string, number>;
   counts_b?: Record<string, number>;
 };
@@ -155,6 +220,44 @@ export type ObsDelta = {
   added: string[];
   removed: string[];
   changed: ObsChange[];
+  added_columns: ColumnSummary[];
+  removed_columns: ColumnSummary[];
+  n_cells_a: number;
+  n_cells_b: number;
+  n_common: number;
+};
+
+export type ObsmChange = {
+  key: string;
+  change: 'added' | 'removed' | 'changed';
+  shape_a: number[] | null;
+  shape_b: number[] | null;
+  n_rows_changed?: number;
+  max_displacement?: number;
+};
+
+export type UnsChange = {
+  key: string;
+  change: 'added' | 'removed' | 'changed';
+  a?: unknown;
+  b?: unknown;
+};
+
+export type FigureChange = {
+  id: string;
+  change: 'added' | 'removed' | 'changed';
+  title: string | null;
+};
+
+export type ResultChange = {
+  id: string;
+  change: 'added' | 'removed' | 'changed';
+  title: string | null;
+  kind: string | null;
+  n_rows_a?: number;
+  n_rows_b?: number;
+  table_changed?: boolean;
+  n_rows_changed?: number;
 };
 
 export type Comparison = {
@@ -165,6 +268,62 @@ export type Comparison = {
   uns: Delta;
   figures: Delta;
   results: Delta;
+  obsm_changes: ObsmChange[];
+  uns_changes: UnsChange[];
+  figure_changes: FigureChange[];
+  result_changes: ResultChange[];
+};
+
+export type OpDetail = {
+  column?: ColumnSummary;
+  value?: unknown;
+  shape?: number[];
+  title?: string | null;
+  kind?: string | null;
+  method?: string | null;
+  n_rows?: number;
+  existed?: boolean;
+};
+
+export type ElementSummary = {
+  kind: 'images' | 'labels' | 'shapes' | 'points' | 'tables';
+  name: string;
+  status?: 'added' | 'changed';
+  shape?: number[];
+  dtype?: string;
+  axes?: string[];
+  levels?: number;
+  channels?: string[];
+  n?: number;
+  geometry?: string[];
+  n_obs?: number;
+  n_vars?: number;
+  annotates?: string[];
+  error?: string;
+};
+
+export type KeyEntry = {
+  key: string;
+  shape?: number[];
+  status?: 'added' | 'changed';
+};
+
+export type TableContents = {
+  name: string;
+  n_obs: number;
+  n_vars: number;
+  annotates: string[];
+  status: 'added' | 'changed' | null;
+  obs: ColumnSummary[];
+  removed_obs: string[];
+  obsm: KeyEntry[];
+  uns: KeyEntry[];
+};
+
+export type ContentsData = {
+  depth: number;
+  elements: ElementSummary[];
+  tables: TableContents[];
 };
 
 export type ExpressionPayload = {
@@ -196,7 +355,10 @@ export interface ReplyTypes {
   compare: Comparison;
   expression: ExpressionPayload;
   cell_mask: CellMaskPayload;
+  tree: TreeData;
+  fingerprint: Fingerprint;
+  contents: ContentsData;
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'expression', 'cell_mask'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'expression', 'cell_mask', 'tree', 'fingerprint', 'contents'] as const;

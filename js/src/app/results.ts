@@ -20,8 +20,9 @@ export function pyString(text: string): string {
 }
 
 /** `VersionBrowser(path).result(...)` for a browser opened on `path`. */
-export function resultCodeFor(path: string | undefined): ResultCode {
+export function resultCodeFor(pathOrGetter: string | (() => string) | undefined): ResultCode {
   return (result, table, version) => {
+    const path = typeof pathOrGetter === 'function' ? pathOrGetter() : pathOrGetter;
     const args = [pyString(result), table === 'table' ? null : `table=${pyString(table)}`, `version=${version}`]
       .filter(Boolean)
       .join(', ');

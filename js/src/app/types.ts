@@ -5,7 +5,12 @@
  * request is one line in `REQUESTS` below and one payload type.
  */
 
-export type ErrorInfo = { kind: string; message: string };
+export type ErrorInfo = {
+  kind: string;
+  message: string;
+  /** The dataset to attach, when one is missing. */
+  dataset_id?: string;
+};
 
 /** One `changes` entry as stored in layer.json: `op` plus op-specific fields. */
 export type Change = { op: string; [field: string]: unknown };
@@ -44,12 +49,52 @@ export type History = {
 export type KeySize = { key: string; size: number };
 export type Whiteout = { entry: string; node: boolean };
 
+/** What an op set, read from the version: a column's counts, a short uns value, a title. */
+export type OpDetail = {
+  column?: ColumnSummary;
+  value?: unknown;
+  shape?: number[];
+  title?: string | null;
+  kind?: string | null;
+  method?: string | null;
+  n_rows?: number;
+  /** set-figure, result set-uns: whether the version below had it (replaced, not added) */
+  existed?: boolean;
+};
+
 export type Changes = {
   ops: Change[];
+  /** One per op, in the same order ({} when there is nothing more to say). */
+  details?: OpDetail[];
   added: KeySize[];
   replaced: KeySize[];
   deleted: Whiteout[];
+  /** Why added and replaced could not be told apart (a missing parent below). */
+  note?: string;
 };
+
+/** A version of the datasets folder on the opened version's base (`tree`). */
+export type TreeNode = {
+  dataset_id: string;
+  /** The parent's dataset ID, or null when the parent is the base. */
+  parent: string | null;
+  depth: number;
+  title: string | null;
+  folder: string;
+  created_at: string | null;
+  created_by: string | null;
+};
+
+export type Tree = {
+  /** The dataset ID of the opened version. */
+  current: string | null;
+  nodes: TreeNode[];
+  base: BaseSummary | null;
+  /** Folders skipped (unreadable or hostile manifests), one line each. */
+  notes: string[];
+};
+
+export type Fingerprint = { fingerprint: string };
 
 export type CanvasSummary = { [field: string]: unknown };
 
@@ -109,21 +154,124 @@ export type ResultCsv = { csv: string; filename: string; rows: number };
 
 export type Delta = { added: string[]; removed: string[]; changed: string[] };
 
+export type ColumnKind = 'categorical' | 'numeric' | 'boolean' | 'string';
+export type PartStatus = 'added' | 'removed' | 'changed';
+
+export type ValueCount = { value: string; count: number };
+export type NumericSummary = { min: number; median: number; mean: number; max: number };
+
+/** An obs column: counts (categorical, boolean, string) or a summary (numeric). */
+export type ColumnSummary = {
+  column: string;
+  kind: ColumnKind;
+  dtype: string;
+  n: number;
+  n_missing: number;
+  n_values?: number;
+  counts?: ValueCount[];
+  summary?: NumericSummary;
+  /** contents only: what this version did to the column */
+  status?: 'added' | 'changed';
+};
+
+/** Cells whose value went from `a` (in version a) to `b` (in version b); null is missing. */
+export type Transition = { a: string | null; b: string | null; count: number };
+export type Histogram = { edges: number[]; counts: number[] };
+
 export type ObsChange = {
   column: string;
+  kind: ColumnKind;
+  n_changed: number;
+  transitions?: Transition[];
+  n_transitions?: number;
+  max_abs_delta?: number | null;
+  delta_histogram?: Histogram;
   counts_a?: Record<string, number>;
   counts_b?: Record<string, number>;
+};
+
+export type ObsDelta = {
+  added: string[];
+  removed: string[];
+  changed: ObsChange[];
+  added_columns: ColumnSummary[];
+  removed_columns: ColumnSummary[];
+  n_cells_a: number;
+  n_cells_b: number;
+  n_common: number;
+};
+
+export type ObsmChange = {
+  key: string;
+  change: PartStatus;
+  shape_a: number[] | null;
+  shape_b: number[] | null;
+  n_rows_changed?: number;
+  max_displacement?: number;
+};
+
+/** `a`/`b` are present only when the value is small enough to read at a glance. */
+export type UnsChange = { key: string; change: PartStatus; a?: unknown; b?: unknown };
+export type FigureChange = { id: string; change: PartStatus; title: string | null };
+export type ResultChange = {
+  id: string;
+  change: PartStatus;
+  title: string | null;
+  kind: string | null;
+  n_rows_a?: number;
+  n_rows_b?: number;
+  table_changed?: boolean;
+  n_rows_changed?: number;
 };
 
 export type Comparison = {
   a: number;
   b: number;
-  obs: { added: string[]; removed: string[]; changed: ObsChange[] };
+  obs: ObsDelta;
   obsm: Delta;
   uns: Delta;
   figures: Delta;
   results: Delta;
+  obsm_changes: ObsmChange[];
+  uns_changes: UnsChange[];
+  figure_changes: FigureChange[];
+  result_changes: ResultChange[];
 };
+
+export type ElementKind = 'images' | 'labels' | 'shapes' | 'points' | 'tables';
+
+export type ElementSummary = {
+  kind: ElementKind;
+  name: string;
+  status?: 'added' | 'changed';
+  shape?: number[];
+  dtype?: string;
+  axes?: string[];
+  levels?: number;
+  channels?: string[];
+  n?: number;
+  geometry?: string[];
+  n_obs?: number;
+  n_vars?: number;
+  annotates?: string[];
+  error?: string;
+};
+
+export type KeyEntry = { key: string; shape?: number[]; status?: 'added' | 'changed' };
+
+export type TableContents = {
+  name: string;
+  n_obs: number;
+  n_vars: number;
+  annotates: string[];
+  status: 'added' | 'changed' | null;
+  obs: ColumnSummary[];
+  removed_obs: string[];
+  obsm: KeyEntry[];
+  uns: KeyEntry[];
+};
+
+export type Contents = { depth: number; elements: ElementSummary[]; tables: TableContents[] };
 
 export type Bounds = [number, number, number, number];
 
@@ -184,6 +332,9 @@ export interface Requests {
   expression: [{ version: number; gene: string; layer?: string }, Expression];
   /** The cells of one group (buffer: uint8 per cell, obs order). */
   cell_mask: [{ version: number; column: string; value: string }, CellMask];
+  tree: [Record<string, never>, Tree];
+  fingerprint: [Record<string, never>, Fingerprint];
+  contents: [{ version: number }, Contents];
 }
 
 export type Expression = {
@@ -212,5 +363,8 @@ export const REQUESTS: readonly RequestName[] = [
   'result_csv',
   'compare',
   'expression',
-  'cell_mask'
+  'cell_mask',
+  'tree',
+  'fingerprint',
+  'contents'
 ];

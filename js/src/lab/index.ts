@@ -17,7 +17,8 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { folderIcon } from '@jupyterlab/ui-components';
 import { createVersionPanel, type VersionContent } from './panel';
 import { CommandIDs, PLUGIN_ID } from './tokens';
-import { createNotebook } from './transport';
+import { createNotebook, listVersions } from './transport';
+import { installDecorator } from './decorate';
 import { installOpenHandler, settingsState as current } from './handler';
 import { VersionDetector } from './versions';
 
@@ -82,7 +83,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           label: 'Open in notebook',
           title: 'Open this version’s notebook (made on first use) and run it',
           run: async () => {
-            const nb = await commands.execute(CommandIDs.openInNotebook, { path });
+            const nb = await commands.execute(CommandIDs.openInNotebook, { path: panel.content.path });
             return `Opened ${nb}`;
           }
         },
@@ -166,7 +167,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
 
-    const selector = '.jp-DirListing-item[data-isdir="true"]';
+    // only version folders (marked by the file-browser plugin from one request per listing)
+    const selector = '.jp-DirListing-item[data-isdir="true"][data-sds-version="true"]';
     app.contextMenu.addItem({
       command: CommandIDs.openVersion,
       selector,
@@ -198,13 +200,26 @@ const fileBrowserPlugin: JupyterFrontEndPlugin<void> = {
   requires: [IDefaultFileBrowser],
   activate: (app: JupyterFrontEnd, browser: FileBrowser) => {
     const contents = app.serviceManager.contents;
-    const detector = new VersionDetector(contents);
+    // keyed by contents paths (as the listing's items name them); the server gets local paths
+    const detector = new VersionDetector(
+      dir => listVersions(contents.localPath(dir)),
+      // the listing shown: a refresh that changed no name or mtime keeps the answer
+      dir =>
+        dir === browser.model.path
+          ? [...browser.model.items()].map(i => `${i.name}\u0000${i.last_modified}`).join('\n')
+          : null
+    );
+    const decorator = installDecorator({ node: browser.node, path: () => browser.model.path }, detector);
+    // the handler clears the detector on a refresh (connected first); then list again
+    const relist = () => void decorator.reload();
     installOpenHandler(
       browser,
       detector,
       item => void app.commands.execute(CommandIDs.openVersion, { path: contents.localPath(item.path) }),
       item => browser.model.cd(`/${contents.localPath(item.path)}`)
     );
+    browser.model.refreshed.connect(relist);
+    browser.model.pathChanged.connect(relist);
   }
 };
 

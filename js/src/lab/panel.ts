@@ -7,14 +7,28 @@ import type { History } from '../app/types';
 import { RestTransport } from './transport';
 
 export class VersionContent extends Widget {
-  readonly path: string;
   private app: AppHandle | null = null;
+  private readonly transport: RestTransport;
 
   constructor(path: string, actions: AppAction[], onHistory: (h: History) => void, onClose?: () => void) {
     super();
-    this.path = path;
+    this.transport = new RestTransport(path);
     this.addClass('sds-panel');
-    this.app = mountApp(this.node, new RestTransport(path), { actions, onHistory, path, onClose });
+    this.app = mountApp(this.node, this.transport, {
+      actions,
+      onHistory,
+      onClose,
+      path: () => this.transport.path,
+      // another version of the tree opens in this panel (folders are relative to the server root)
+      openVersion: async folder => {
+        this.transport.path = folder;
+      }
+    });
+  }
+
+  /** The version folder shown (relative to the server root). */
+  get path(): string {
+    return this.transport.path;
   }
 
   refresh(): Promise<void> {
@@ -45,7 +59,7 @@ export function createVersionPanel(
     const top = [...(history.versions ?? [])].sort((a, b) => b.depth - a.depth)[0];
     const title = top?.title || top?.dataset_id || name;
     panel.title.label = title;
-    panel.title.caption = `${title}\n${path}`;
+    panel.title.caption = `${title}\n${content.path}`;
   }, () => panel?.close());
   panel = new MainAreaWidget({ content });
   panel.id = `sds-version-${encodeURIComponent(path)}`;

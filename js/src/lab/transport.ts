@@ -78,7 +78,8 @@ function isFrame(body: ArrayBuffer): boolean {
 /** The Transport for one version folder (`path` relative to the server root). */
 export class RestTransport implements Transport {
   constructor(
-    readonly path: string,
+    /** The version folder asked about; moves when the view opens another version. */
+    public path: string,
     private readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
   ) {}
 
@@ -117,4 +118,18 @@ export async function createNotebook(
     throw new TransportError('protocol', 'the server named no notebook');
   }
   return { path: data.notebook_path, created: data.created !== false, run: data.run === true };
+}
+
+/** The version folders of a directory (relative to the server root) and their titles. */
+export async function listVersions(
+  dir: string,
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<{ name: string; title: string | null }[]> {
+  const { data } = await requestAPI<{ versions?: { name: string; title: string | null }[] }>(
+    'versions',
+    { path: dir },
+    { method: 'GET' },
+    settings
+  );
+  return Array.isArray(data?.versions) ? data.versions : [];
 }

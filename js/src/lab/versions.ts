@@ -1,55 +1,89 @@
-/** Which folders are versions: they hold `layer.json` at the top or under `data/`. */
+/**
+ * Which folders of a listing are versions, and their titles: one request per
+ * directory (`GET api/versions?path=<dir>`), answered by the server with the
+ * Python rule (`layer.json` at a folder's top or under `data/`), cached until
+ * the listing refreshes.
+ */
 
-import type { Contents } from '@jupyterlab/services';
+/** One version folder of a directory, as the server names it. */
+export type VersionEntry = { name: string; title: string | null };
 
-type Getter = Pick<Contents.IManager, 'get'>;
+/** Lists the version folders of a directory (a server path). */
+export type Lister = (dir: string) => Promise<VersionEntry[]>;
+
+function split(path: string): [string, string] {
+  const clean = path.replace(/\/+$/, '');
+  const cut = clean.lastIndexOf('/');
+  return cut < 0 ? ['', clean] : [clean.slice(0, cut), clean.slice(cut + 1)];
+}
+
+/** A directory's listing as the file browser holds it (names and mtimes), or null when it has none. */
+export type Stamp = (dir: string) => string | null;
 
 export class VersionDetector {
-  private readonly pending = new Map<string, Promise<boolean>>();
-  private readonly known = new Map<string, boolean>();
+  private readonly pending = new Map<string, Promise<Map<string, string | null>>>();
+  private readonly known = new Map<string, Map<string, string | null>>();
+  private readonly stamps = new Map<string, string>();
 
-  constructor(private readonly contents: Getter) {}
+  /**
+   * `stamp` lets a refresh that changed nothing in a directory (same names, same
+   * modification times) keep its answer instead of asking again.
+   */
+  constructor(
+    private readonly list: Lister,
+    private readonly stamp: Stamp = () => null
+  ) {}
 
-  /** The cached answer for `path`, or undefined when not checked yet. */
-  cached(path: string): boolean | undefined {
-    return this.known.get(path);
-  }
-
-  /** Forget every answer (the listing was refreshed). */
+  /** Forget every answer (the listing was refreshed); unchanged listings are kept. */
   clear(): void {
-    this.pending.clear();
-    this.known.clear();
+    for (const dir of [...this.pending.keys()]) {
+      const now = this.stamp(dir);
+      if (now === null || now !== this.stamps.get(dir)) {
+        this.pending.delete(dir);
+        this.known.delete(dir);
+        this.stamps.delete(dir);
+      }
+    }
   }
 
-  /** Whether `path` is a version folder; one contents request per folder until cleared. */
-  check(path: string): Promise<boolean> {
-    let p = this.pending.get(path);
+  /** The version folders of `dir` by name, with their titles; one request per directory. */
+  listing(dir: string): Promise<Map<string, string | null>> {
+    let p = this.pending.get(dir);
     if (!p) {
-      p = this.lookup(path).then(
-        is => {
-          if (this.pending.get(path) === p) {
-            this.known.set(path, is);
+      const stamp = this.stamp(dir);
+      if (stamp !== null) {
+        this.stamps.set(dir, stamp);
+      }
+      p = this.list(dir).then(
+        entries => {
+          const map = new Map(entries.map(e => [e.name, e.title] as [string, string | null]));
+          if (this.pending.get(dir) === p) {
+            this.known.set(dir, map);
           }
-          return is;
+          return map;
         },
-        () => false
+        () => new Map<string, string | null>()
       );
-      this.pending.set(path, p);
+      this.pending.set(dir, p);
     }
     return p;
   }
 
-  private async lookup(path: string): Promise<boolean> {
-    const dir = await this.contents.get(path, { content: true });
-    const items = (Array.isArray(dir.content) ? dir.content : []) as Contents.IModel[];
-    if (items.some(i => i.name === 'layer.json' && i.type !== 'directory')) {
-      return true;
-    }
-    if (!items.some(i => i.name === 'data' && i.type === 'directory')) {
-      return false;
-    }
-    const data = await this.contents.get(`${path}/data`, { content: true });
-    const inner = (Array.isArray(data.content) ? data.content : []) as Contents.IModel[];
-    return inner.some(i => i.name === 'layer.json' && i.type !== 'directory');
+  /** Whether `path` is a version folder, when its directory was listed already. */
+  cached(path: string): boolean | undefined {
+    const [dir, name] = split(path);
+    return this.known.get(dir)?.has(name);
+  }
+
+  /** The title of the version at `path` (null: untitled; undefined: not a version or not listed). */
+  title(path: string): string | null | undefined {
+    const [dir, name] = split(path);
+    return this.known.get(dir)?.get(name);
+  }
+
+  /** Whether `path` is a version folder (asks for its directory's listing once). */
+  async check(path: string): Promise<boolean> {
+    const [dir, name] = split(path);
+    return (await this.listing(dir)).has(name);
   }
 }

@@ -1,0 +1,161 @@
+"""Saving one changed obs column as a version vs writing that column alone with anndata.
+
+Data: a 200,000 x 50 AnnData (dense float32 X; categorical and numeric obs
+columns) written by spatialdata as the base store's ``tables/table``, with one
+version on it. The table is read once; then its numeric obs column ``n_counts``
+is changed.
+
+A: ``save_version(top, adata, title=...)``: compares the whole AnnData with the
+   version's table (obs, var, X, layers, obsm, obsp, uns), then writes the
+   changed column, the obs ``column-order`` and the root's consolidated index, and
+   the manifest (a new version folder, removed after each run, outside the timing).
+B: ``anndata.io.write_elem(group, "n_counts", column)`` into a new local Zarr v3
+   group (anndata's defaults: zarr's default chunks and codec).
+B2 (for the breakdown, no goal): the same write_elem with the format's layout,
+   one chunk with gzip, as a version must store its arrays.
+
+Goal: A / B <= 1.5. The run also checks that the version wrote only the column's
+objects plus the metadata documents the format requires (here the root's index).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from _common import (
+    alternate,
+    commit_versions,
+    comparison,
+    emit,
+    fmt_time,
+    median,
+    parse_args,
+    quiet_warnings,
+    workdir,
+)
+
+GOAL = 1.5
+
+
+def build(root: Path, n_obs: int, n_vars: int) -> Path:
+    """Write the base and one version on it; return the version's folder."""
+    import anndata
+    import numpy as np
+    import pandas as pd
+    import spatialdata
+
+    rng = np.random.default_rng(0)
+    obs = pd.DataFrame(
+        {
+            "cell_type": pd.Categorical(rng.choice([f"type_{i}" for i in range(12)], n_obs)),
+            "sample": pd.Categorical(rng.choice(["s1", "s2", "s3"], n_obs)),
+            "n_counts": rng.poisson(200, n_obs).astype(np.float64),
+            "area": rng.integers(10, 500, n_obs),
+        },
+        index=[f"cell-{i}" for i in range(n_obs)],
+    )
+    var = pd.DataFrame(index=[f"gene-{j}" for j in range(n_vars)])
+    x = rng.standard_normal((n_obs, n_vars), dtype=np.float32)
+    datasets = root / "datasets"
+    base = datasets / "base-0000" / "table.sdata.zarr"
+    base.parent.mkdir(parents=True)
+    spatialdata.SpatialData(tables={"table": anndata.AnnData(X=x, obs=obs, var=var)}).write(base)
+    leiden = pd.Categorical(rng.integers(0, 20, n_obs).astype(str))
+    return commit_versions(base, datasets, [("leiden", lambda w: w.set_obs("table", "leiden", leiden))])
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+    quiet_warnings()
+    import anndata
+    import numpy as np
+    import zarr
+
+    from sds_jupyter import open_anndata, save_version
+    from sds_jupyter.stack import Stack
+    from sds_jupyter.stack.manifest import read_manifest
+    from sds_jupyter.stack.save import plan_save
+
+    n_obs = 20_000 if args.quick else 200_000
+    n_vars = 50
+    rounds = args.rounds or (3 if args.quick else 11)
+    print(f"bench_save: {n_obs:,} x {n_vars} table, one changed obs column saved as a version")
+    with workdir(args.keep) as root:
+        top = build(root, n_obs, n_vars)
+        adata = open_anndata(top)
+        adata.obs["n_counts"] = adata.obs["n_counts"] + 1.0
+        column = adata.obs["n_counts"].to_numpy()
+        saved: list[Path] = []
+        scratch = root / "scratch"
+
+        def save() -> None:
+            saved.append(save_version(top, adata, title="n_counts + 1", created_by="bench"))
+
+        def remove_saved() -> None:
+            while saved:
+                shutil.rmtree(saved.pop())
+
+        def fresh_group() -> None:
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
+
+        def write_column() -> None:
+            group = zarr.open_group(scratch / "col.zarr", mode="w", zarr_format=3)
+            anndata.io.write_elem(group, "n_counts", column)
+
+        def write_column_gzip() -> None:
+            group = zarr.open_group(scratch / "col.zarr", mode="w", zarr_format=3)
+            anndata.io.write_elem(
+                group, "n_counts", column,
+                dataset_kwargs={"chunks": (len(column),), "compressors": [zarr.codecs.GzipCodec()]},
+            )
+
+        # What a save writes: the column's objects and the root's consolidated index (the
+        # column exists, so obs's column-order, the other index, is unchanged and not rewritten).
+        save()
+        manifest = read_manifest(saved[0] / "layer.json")
+        keys = sorted(entry.key for entry in manifest.files)
+        expected = {"zarr.json", "tables/table/obs/n_counts/zarr.json", "tables/table/obs/n_counts/c/0"}
+        assert set(keys) == expected, keys
+        assert [c["op"] for c in manifest.changes] == ["set-obs"], manifest.changes
+        print(f"  the version holds {len(keys)} objects: {', '.join(keys)}")
+        remove_saved()
+
+        times_a, times_b = alternate(
+            save, write_column, rounds, warmup=1, after_a=remove_saved, before_b=fresh_group
+        )
+        result = comparison(
+            "save one changed obs column",
+            "save_version (diff + write + commit)",
+            "anndata write_elem of the column",
+            times_a,
+            times_b,
+            goal=GOAL,
+            unit="save",
+        )
+        # Where A's time goes, and the column alone in the format's layout.
+        stack = Stack.resolve(top)
+        diffs = []
+        for _ in range(max(3, rounds // 2)):
+            start = time.perf_counter()
+            plan_save(stack, adata)
+            diffs.append(time.perf_counter() - start)
+        _, times_gzip = alternate(write_column_gzip, write_column_gzip, max(3, rounds // 2), before_a=fresh_group,
+                                  before_b=fresh_group)
+        print(f"  of which the diff (reading and comparing the whole table): median {fmt_time(median(diffs))}")
+        print(f"  write_elem of the column in one gzip chunk (the format's layout): median {fmt_time(median(times_gzip))}")
+    emit(
+        "bench_save",
+        [result],
+        size=f"{n_obs}x{n_vars}",
+        diff_s=median(diffs),
+        gzip_column_s=median(times_gzip),
+        objects=keys,
+    )
+    del np
+
+
+if __name__ == "__main__":
+    main()

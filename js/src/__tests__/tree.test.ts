@@ -1,0 +1,162 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mountApp, type AppHandle } from '../app';
+import { descendants, layoutGraph, matchesQuery, topoOrder } from '../app/tree';
+import type { Tree, TreeNode } from '../app/types';
+import { FakeTransport, NOW, fakeCharts, history, settle, version } from './fixtures';
+
+let app: AppHandle | null = null;
+afterEach(() => {
+  app?.dispose();
+  app = null;
+  document.body.replaceChildren();
+});
+
+function node(id: string, parent: string | null, depth: number, hoursAgo: number): TreeNode {
+  return {
+    dataset_id: id,
+    parent,
+    depth,
+    title: `T ${id}`,
+    folder: `datasets/${id}`,
+    created_at: new Date(NOW - hoursAgo * 3600_000).toISOString(),
+    created_by: 'ana'
+  };
+}
+
+/** ds-1 ← ds-2 ← ds-3 (the opened chain), a branch b1 on ds-2, b2 on b1, and c1 on ds-1. */
+const NODES = [
+  node('b2', 'b1', 4, 0.5),
+  node('ds-3', 'ds-2', 3, 3),
+  node('b1', 'ds-2', 3, 1),
+  node('c1', 'ds-1', 2, 0.7),
+  node('ds-2', 'ds-1', 2, 2),
+  node('ds-1', null, 1, 5)
+];
+
+describe('tree layout', () => {
+  it('puts every child before its parent and gives each branch a lane', () => {
+    const order = topoOrder(NODES).map(n => n.dataset_id);
+    for (const n of NODES) {
+      if (n.parent) {
+        expect(order.indexOf(n.dataset_id)).toBeLessThan(order.indexOf(n.parent));
+      }
+    }
+    const rows = layoutGraph(topoOrder(NODES));
+    const lane = Object.fromEntries(rows.map(r => [r.node.dataset_id, r.lane]));
+    expect(lane['b2']).toBe(lane['b1']); // one branch, one lane
+    expect(new Set([lane['b2'], lane['ds-3'], lane['c1']]).size).toBe(3); // three heads, three lanes
+    const root = rows[rows.length - 1];
+    expect(root.node.dataset_id).toBe('ds-1');
+    expect(root.below.every(x => x === null)).toBe(true); // every lane closes at the root
+  });
+
+  it('keeps the opened chain in the first lane', () => {
+    const rows = layoutGraph(topoOrder(NODES), new Set(['ds-3', 'ds-2', 'ds-1']));
+    for (const r of rows) {
+      expect(r.lane === 0).toBe(['ds-3', 'ds-2', 'ds-1'].includes(r.node.dataset_id));
+    }
+  });
+
+  it('finds the versions built on one', () => {
+    expect([...descendants(NODES, 'ds-2')].sort()).toEqual(['b1', 'b2', 'ds-3']);
+    expect(descendants(NODES, 'b2').size).toBe(0);
+  });
+});
+
+describe('search', () => {
+  const v = version(2, {
+    title: 'Regions drawn',
+    message: 'around the front',
+    created_by: 'bob@example.org',
+    changes: [{ op: 'set-obs', table: 'table', column: 'regions' }]
+  });
+
+  it('matches title, message, author, op and column, every word', () => {
+    for (const q of ['regions', 'FRONT', 'bob', 'set-obs', 'op:set-obs', 'column:regions', 'author:bob drawn']) {
+      expect(matchesQuery(v, q)).toBe(true);
+    }
+    for (const q of ['op:delete', 'column:front', 'author:ana', 'regions nothing']) {
+      expect(matchesQuery(v, q)).toBe(false);
+    }
+    expect(matchesQuery(v, '  ')).toBe(true);
+  });
+});
+
+function tree(nodes: TreeNode[], current = 'ds-3'): Tree {
+  return { current, nodes, base: history(3).base, notes: [] };
+}
+
+function mount(t: FakeTransport, openVersion?: (folder: string) => Promise<void>): HTMLElement {
+  const el = document.createElement('div');
+  document.body.append(el);
+  app = mountApp(el, t, { now: () => NOW, renderChart: fakeCharts().render, openVersion });
+  return el;
+}
+
+describe('tree section', () => {
+  it('draws the tree, marks the opened line and newer versions, and filters the history', async () => {
+    const t = new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => tree(NODES, 'ds-2'))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t);
+    await settle();
+    const rows = [...el.querySelectorAll<HTMLElement>('.sds-tree-row')];
+    expect(rows.length).toBe(6);
+    const byId = (id: string) => rows.find(r => r.dataset.id === id)!;
+    expect(byId('ds-2').classList.contains('sds-tree-current')).toBe(true);
+    expect(byId('ds-3').classList.contains('sds-tree-chain')).toBe(true);
+    expect(byId('b1').classList.contains('sds-tree-chain')).toBe(false);
+    expect(byId('b2').classList.contains('sds-tree-newer')).toBe(true);
+    expect(byId('c1').classList.contains('sds-tree-newer')).toBe(false);
+    expect(byId('b2').getAttribute('aria-label')).toContain('newer than the opened version');
+    const search = el.querySelector<HTMLInputElement>('.sds-search')!;
+    search.value = 'Version 2';
+    search.dispatchEvent(new Event('input'));
+    expect([...el.querySelectorAll('.sds-history-row')].map(r => r.getAttribute('data-depth'))).toEqual(['2']);
+    search.value = 'author:nobody';
+    search.dispatchEvent(new Event('input'));
+    expect(el.querySelectorAll('.sds-history-row').length).toBe(0);
+    search.value = 'message 3';
+    search.dispatchEvent(new Event('input'));
+    expect([...el.querySelectorAll('.sds-history-row')].map(r => r.getAttribute('data-depth'))).toEqual(['3']);
+    search.value = '';
+    search.dispatchEvent(new Event('input'));
+    expect(el.querySelectorAll('.sds-history-row').length).toBe(4);
+  });
+
+  it('a chain node selects its version; another node opens it', async () => {
+    const opened: string[] = [];
+    const t = new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => tree(NODES))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t, async folder => void opened.push(folder));
+    await settle();
+    (el.querySelector('.sds-tree-row[data-id="ds-1"]') as HTMLElement).click();
+    await settle();
+    expect(el.querySelector('.sds-selected')!.getAttribute('data-depth')).toBe('1');
+    (el.querySelector('.sds-tree-row[data-id="b1"]') as HTMLElement).click();
+    await settle();
+    expect(opened).toEqual(['datasets/b1']);
+  });
+
+  it('shows a missing dataset at the break', async () => {
+    const broken = history(2, { base: null, error: { kind: 'missing-dataset', message: 'gone', dataset_id: 'gone-1' } });
+    const t = new FakeTransport()
+      .on('history', () => broken)
+      .on('changes', () => ({ ops: [], added: [], replaced: [], deleted: [], note: 'cannot tell' }))
+      .on('tree', () => ({ current: 'ds-2', nodes: [], base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t);
+    await settle();
+    const missing = el.querySelector<HTMLElement>('.sds-missing-row')!;
+    expect(missing.hidden).toBe(false);
+    expect(missing.textContent).toBe('missing: dataset gone-1: attach it in the workspace');
+    expect(el.querySelectorAll('.sds-history-row').length).toBe(2);
+    expect(el.querySelector('.sds-note')!.textContent).toBe('cannot tell');
+    expect(el.querySelector('.sds-tree-summary')!.textContent).toBe('Tree: 0 versions above the missing dataset');
+  });
+});

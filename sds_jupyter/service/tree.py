@@ -1,0 +1,153 @@
+"""The ``tree`` request: every version of the datasets folder on the opened version's base.
+
+Versions saved from an earlier version are branches; they never show in a
+stack's history (which follows one chain of parents down), so the tree lists
+the datasets folder (:func:`sds_jupyter.stack.tree.scan_versions`), follows each
+version's parents among the versions found, and keeps those whose chain ends
+where the opened version's does: the same base, or, for a broken chain, the
+same missing dataset.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sds_jupyter.errors import StackError, UnsafePathError
+from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
+from sds_jupyter.stack.paths import is_within
+from sds_jupyter.stack.refs import CirroRef, FolderMap
+from sds_jupyter.stack.tree import FoundVersion, find_manifest, scan_versions
+
+__all__ = ["build_tree", "chain_end", "sibling_folder"]
+
+#: Where a chain ends: ("base", dataset id, path in the dataset) or ("missing", dataset id, "").
+End = tuple[str, str, str]
+
+
+def _store_path(path: str) -> str:
+    """A base reference's path as the resolver finds it (``data/`` is tried too)."""
+    return path.removeprefix("data/")
+
+
+def chain_end(reference: str | None, missing_id: str | None = None) -> End | None:
+    """Where the chain of a stack ends, from its base reference or its missing dataset."""
+    if missing_id is not None:
+        return ("missing", missing_id, "")
+    if reference is None:
+        return None
+    ref = CirroRef.parse(reference)
+    return ("base", ref.dataset_id, _store_path(ref.path))
+
+
+def sibling_folder(datasets_dir: Path, folder: str | os.PathLike[str], relative_to: Path | None) -> Path:
+    """``folder`` (as the tree names it) when it is a version folder of ``datasets_dir``; else refused.
+
+    A browser moves to another version of the tree by its folder; that folder
+    comes back from the front end, so it is checked like any other path.
+    """
+    path = Path(folder)
+    if not path.is_absolute() and relative_to is not None:
+        path = relative_to / path
+    real = Path(os.path.realpath(path))
+    if not is_within(real, os.path.realpath(datasets_dir)) or real == Path(os.path.realpath(datasets_dir)):
+        raise UnsafePathError(f"{folder} is not a folder of the datasets folder {datasets_dir}; open it directly")
+    if find_manifest(real) is None:
+        raise StackError(f"{folder} holds no layer.json: it is not a version")
+    return real
+
+
+@dataclass
+class _Node:
+    found: FoundVersion
+    parent_id: str | None
+    base: End | None
+    depth: int = 0
+    end: End | None = None
+
+
+def _parents(scan_versions_: list[FoundVersion], notes: list[str]) -> dict[str, _Node]:
+    """Each found version by dataset ID, with its parent's ID or the base it names."""
+    nodes: dict[str, _Node] = {}
+    for found in scan_versions_:
+        try:
+            ref = CirroRef.parse(found.manifest.parent)
+        except StackError as exc:
+            notes.append(f"skipped {os.path.basename(found.folder)!r}: {exc}")
+            continue
+        if found.dataset_id in nodes:
+            notes.append(f"skipped {os.path.basename(found.folder)!r}: dataset {found.dataset_id} is listed twice")
+            continue
+        if ref.names_manifest:
+            nodes[found.dataset_id] = _Node(found, ref.dataset_id, None)
+        else:
+            nodes[found.dataset_id] = _Node(found, None, ("base", ref.dataset_id, _store_path(ref.path)))
+    return nodes
+
+
+def _settle(nodes: dict[str, _Node], notes: list[str]) -> None:
+    """Give every node its depth and where its chain ends (a loop ends nowhere)."""
+    for start in nodes.values():
+        path: list[_Node] = []
+        on_path: set[str] = set()
+        node: _Node | None = start
+        end: End | None = None
+        depth = 0
+        while node is not None and node.end is None:
+            if node.found.dataset_id in on_path:
+                notes.append(f"skipped {os.path.basename(node.found.folder)!r}: its parent references form a loop")
+                end, node = ("loop", node.found.dataset_id, ""), None
+                break
+            on_path.add(node.found.dataset_id)
+            path.append(node)
+            if node.base is not None:
+                end, node = node.base, None
+            elif node.parent_id in nodes:
+                node = nodes[node.parent_id]
+            else:
+                end, node = ("missing", str(node.parent_id), ""), None
+        if node is not None:  # reached a settled node
+            end, depth = node.end, node.depth
+        for item in reversed(path):
+            depth += 1
+            item.end, item.depth = end, depth
+
+
+def build_tree(
+    datasets_dir: Path,
+    folders: FolderMap,
+    current: str,
+    end: End | None,
+    base: BaseSummary | None,
+    folder_text: Callable[[Path], str],
+) -> TreeData:
+    """The ``tree`` payload: the versions whose chain ends at ``end``, newest first."""
+    scan = scan_versions(datasets_dir, folders)
+    graph = scan.derived.get("tree")
+    if graph is None:  # settled once per scan; an unchanged folder reuses it
+        notes = list(scan.notes)
+        nodes = _parents(scan.versions, notes)
+        _settle(nodes, notes)
+        by_end: dict[End | None, list[_Node]] = {}
+        for node in nodes.values():
+            by_end.setdefault(node.end, []).append(node)
+        for group in by_end.values():
+            group.sort(key=lambda n: (n.found.manifest.created_at or "", n.depth), reverse=True)
+        graph = scan.derived["tree"] = (by_end, notes)
+    by_end, notes = graph
+    kept = by_end.get(end, []) if end is not None else []
+    out: list[TreeNode] = [
+        {
+            "dataset_id": node.found.dataset_id,
+            "parent": node.parent_id,
+            "depth": node.depth,
+            "title": node.found.manifest.title,
+            "folder": folder_text(Path(node.found.folder)),
+            "created_at": node.found.manifest.created_at,
+            "created_by": node.found.manifest.created_by,
+        }
+        for node in kept
+    ]
+    return {"current": current, "nodes": out, "base": base, "notes": list(notes)}

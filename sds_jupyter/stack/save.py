@@ -1,0 +1,383 @@
+"""Save an edited AnnData as a new version: only what differs, through the writer.
+
+An analyst opens a version's table, computes, and wants the result back as a
+version. :func:`save_version` compares the AnnData with the table it came from,
+element by element, and turns each difference into one of the format's ops on
+a :class:`~sds_jupyter.stack.writer.VersionWriter`. Objects that did not change
+are never rewritten. A change the ops cannot express (X, layers, var, cells...)
+is refused as a whole before anything is written, so a save either keeps every
+edit or writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sds_jupyter.errors import StackError
+from sds_jupyter.stack.open import open_table_group
+from sds_jupyter.stack.stack import Stack
+from sds_jupyter.stack.store import StackStore
+from sds_jupyter.stack.writer import STUDIO_KEY, VersionWriter
+
+__all__ = ["SavePlan", "plan_save", "save_version"]
+
+Folders = str | Mapping[str, str] | None
+Op = Callable[[VersionWriter], None]
+
+# Elements of an AnnData that no op of the format can change.
+_FIXED_MATRICES = ("X",)
+_FIXED_MAPPINGS = ("layers", "obsp", "varm", "varp")
+
+
+@dataclass
+class SavePlan:
+    """What a save would write (``ops``, in order) and what it cannot (``refused``)."""
+
+    ops: list[Op] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def add(self, text: str, op: Op) -> None:
+        self.summary.append(text)
+        self.ops.append(op)
+
+
+def save_version(
+    path: str | os.PathLike[str] | Stack,
+    adata: Any,
+    *,
+    title: str,
+    message: str | None = None,
+    table: str = "table",
+    folders: Folders = None,
+    created_by: str | None = None,
+) -> Path:
+    """Save what ``adata`` changed in the version at ``path`` as a new version on it.
+
+    Returns the new version's folder, beside its parent in the same datasets folder.
+    ``created_by`` defaults to ``$SDS_USER``, then ``$JUPYTERHUB_USER``, then the
+    login name. Raises :class:`~sds_jupyter.errors.StackError` naming every change
+    a version cannot hold (X, layers, var, obsp, varm, varp, raw, removed obsm
+    keys, cells added, removed or reordered), or when nothing changed; nothing
+    is written then.
+    """
+    stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders)
+    writer = VersionWriter(stack)  # refuses object storage and Zarr v2 bases up front
+    plan = plan_save(stack, adata, table)
+    label = _label(stack)
+    if plan.refused:
+        raise StackError(
+            f"cannot save this AnnData as a version of {label}: {'; '.join(plan.refused)}. "
+            "A version can add, change or delete obs columns, obsm entries, uns entries, figures and "
+            "results only; undo those changes, or write a new store with spatialdata"
+        )
+    if not plan.ops:
+        raise StackError(f"nothing to save: this AnnData is the same as table {table!r} of {label}")
+    for op in plan.ops:
+        op(writer)
+    return writer.commit(title=title, message=message, created_by=created_by)
+
+
+def plan_save(stack: Stack, adata: Any, table: str = "table") -> SavePlan:
+    """Compare ``adata`` with table ``table`` of ``stack``'s top; return the ops and refusals."""
+    _check_in_memory(adata)
+    group = open_table_group(StackStore(stack), table)
+    plan = SavePlan()
+    obs = _read(group, "obs")  # read once: the cell check and the column diff both need it
+    if obs is None:
+        raise StackError(f"table {table!r} of this version has no obs; it is not an AnnData table")
+    if not _diff_fixed(group, obs, adata, plan):
+        return plan  # per-cell values cannot be compared across different cells
+    _diff_obs(obs, adata, table, plan)
+    _diff_obsm(group, adata, table, plan)
+    _diff_uns(group, adata, table, plan)
+    return plan
+
+
+def _label(stack: Stack) -> str:
+    top = stack.top
+    return "the base store" if top is None else f"v{stack.depth} {top.label!r}"
+
+
+def _check_in_memory(adata: Any) -> None:
+    import anndata
+
+    if not isinstance(adata, anndata.AnnData):
+        raise StackError(f"save_version needs an AnnData, not {type(adata).__name__}")
+    if getattr(adata, "isbacked", False) or not isinstance(adata.obs, pd.DataFrame):
+        raise StackError(
+            "this AnnData is read lazily or backed by a file; load it first (adata.to_memory()) and save that"
+        )
+
+
+# -- reading the parent's elements -------------------------------------------------------
+
+
+def _read(group: Any, key: str) -> Any:
+    """The parent's element ``key`` as anndata reads it, or None when absent."""
+    import anndata
+
+    if key not in group:
+        return None
+    return anndata.io.read_elem(group[key])
+
+
+# -- what no op can change ----------------------------------------------------------------
+
+
+def _diff_fixed(group: Any, obs: pd.DataFrame, adata: Any, plan: SavePlan) -> bool:
+    """Refuse changes to what no op can write; return whether the cells are the same."""
+    parent_names = obs.index
+    names = adata.obs_names
+    same_cells = False
+    if len(names) != len(parent_names):
+        plan.refused.append(f"cells added or removed ({len(parent_names)} in the version, {len(names)} here)")
+    elif not names.equals(parent_names):
+        same_set = set(names) == set(parent_names)
+        plan.refused.append("cells reordered" if same_set else "cells renamed or replaced (obs_names differ)")
+    else:
+        same_cells = True
+    var = _read(group, "var")
+    if var is None or not _same_frame(adata.var, var, check_index=True):
+        plan.refused.append("var changed (genes or their annotations)")
+    if same_cells and not _same_matrix(adata.X, _read(group, "X")):
+        plan.refused.append("X changed")
+    for name in _FIXED_MAPPINGS:
+        changed = _changed_keys(getattr(adata, name), group, name)
+        if changed:
+            plan.refused.append(f"{name} changed ({', '.join(repr(k) for k in changed)})")
+    if not _same_raw(adata, group):
+        plan.refused.append("raw changed")
+    return same_cells
+
+
+def _changed_keys(mine: Mapping[str, Any], group: Any, name: str) -> list[str]:
+    """Keys of an aligned mapping (layers, obsp...) that differ from the parent's."""
+    parent_keys = set(group[name].keys()) if name in group else set()
+    keys = set(mine.keys())
+    changed = sorted(keys ^ parent_keys)
+    for key in sorted(keys & parent_keys):
+        if not _same_value(mine[key], _read(group[name], key)):
+            changed.append(key)
+    return changed
+
+
+def _same_raw(adata: Any, group: Any) -> bool:
+    raw = adata.raw
+    has_raw = "raw" in group and "X" in group["raw"]  # anndata writes an empty group for no raw
+    if raw is None or not has_raw:
+        return raw is None and not has_raw
+    parent = group["raw"]
+    return _same_matrix(raw.X, _read(parent, "X")) and _same_frame(raw.var, _read(parent, "var"), check_index=True)
+
+
+# -- obs, obsm, uns: the ops ----------------------------------------------------------------
+
+
+def _diff_obs(parent: pd.DataFrame, adata: Any, table: str, plan: SavePlan) -> None:
+    for column in adata.obs.columns:
+        values = adata.obs[column]
+        if column not in parent.columns:
+            plan.add(f"obs column {column!r} added", _set_obs(table, column, values))
+        elif not _same_series(values, parent[column]):
+            plan.add(f"obs column {column!r} changed", _set_obs(table, column, values))
+    for column in parent.columns:
+        if column not in adata.obs.columns:
+            plan.add(f"obs column {column!r} deleted", lambda w, c=column: w.delete_obs(table, c))
+
+
+def _set_obs(table: str, column: Any, values: pd.Series) -> Op:
+    return lambda writer: writer.set_obs(table, str(column), values)
+
+
+def _diff_obsm(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
+    parent_keys = set(group["obsm"].keys()) if "obsm" in group else set()
+    for key, value in adata.obsm.items():
+        if key not in parent_keys:
+            plan.add(f"obsm {key!r} added", lambda w, k=key, v=value: w.set_obsm(table, k, v))
+        elif not _same_value(value, _read(group["obsm"], key)):
+            plan.add(f"obsm {key!r} changed", lambda w, k=key, v=value: w.set_obsm(table, k, v))
+    removed = sorted(parent_keys - set(adata.obsm.keys()))
+    if removed:
+        plan.refused.append(f"obsm {', '.join(repr(k) for k in removed)} removed (a version cannot delete obsm)")
+
+
+def _diff_uns(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
+    uns_group = group.get("uns")
+    parent_keys = set(uns_group.keys()) if uns_group is not None else set()
+    for key, value in adata.uns.items():
+        if key == STUDIO_KEY:
+            parent = _read(uns_group, key) if key in parent_keys else {}
+            _diff_studio(value, parent if isinstance(parent, Mapping) else {}, table, plan)
+        elif key not in parent_keys:
+            plan.add(f"uns {key!r} added", lambda w, k=key, v=value: w.set_uns(table, k, v))
+        elif not _same_value(value, _read(uns_group, key)):
+            plan.add(f"uns {key!r} changed", lambda w, k=key, v=value: w.set_uns(table, k, v))
+    for key in sorted(parent_keys - set(adata.uns.keys())):
+        plan.add(f"uns {key!r} deleted", lambda w, k=key: w.delete_uns(table, k))
+
+
+def _diff_studio(mine: Any, parent: Mapping[str, Any], table: str, plan: SavePlan) -> None:
+    if not isinstance(mine, Mapping):
+        plan.refused.append(f"uns[{STUDIO_KEY!r}] is a {type(mine).__name__}, not a dict of figures and results")
+        return
+    for key in sorted(set(mine) | set(parent)):
+        if key in ("figures", "results"):
+            continue
+        if key not in mine or key not in parent or not _same_value(mine[key], parent[key]):
+            plan.refused.append(f"uns[{STUDIO_KEY!r}][{key!r}] changed (only figures and results are saved there)")
+    _diff_figures(_section(mine, "figures", plan), _section(parent, "figures", None), table, plan)
+    _diff_results(_section(mine, "results", plan), _section(parent, "results", None), table, plan)
+
+
+def _section(studio: Mapping[str, Any], name: str, plan: SavePlan | None) -> Mapping[str, Any]:
+    value = studio.get(name, {})
+    if isinstance(value, Mapping):
+        return value
+    if plan is not None:
+        plan.refused.append(f"uns[{STUDIO_KEY!r}][{name!r}] is a {type(value).__name__}, not a dict")
+    return {}
+
+
+def _diff_figures(mine: Mapping[str, Any], parent: Mapping[str, Any], table: str, plan: SavePlan) -> None:
+    for figure_id, spec in mine.items():
+        if figure_id in parent and _same_figure(spec, parent[figure_id]):
+            continue
+        if not isinstance(spec, (str, Mapping)):
+            plan.refused.append(f"figure {figure_id!r} is a {type(spec).__name__}; a figure is a JSON string or a dict")
+            continue
+        verb = "changed" if figure_id in parent else "added"
+        plan.add(f"figure {figure_id!r} {verb}", lambda w, f=figure_id, s=spec: w.set_figure(table, f, s))
+    for figure_id in sorted(set(parent) - set(mine)):
+        plan.add(f"figure {figure_id!r} deleted", lambda w, f=figure_id: w.delete_figure(table, f))
+
+
+def _same_figure(mine: Any, parent: Any) -> bool:
+    if isinstance(mine, Mapping) and isinstance(parent, str):
+        try:
+            return json.loads(parent) == mine
+        except json.JSONDecodeError:
+            return False
+    return _same_value(mine, parent)
+
+
+def _diff_results(mine: Mapping[str, Any], parent: Mapping[str, Any], table: str, plan: SavePlan) -> None:
+    for result_id, result in mine.items():
+        if result_id in parent and _same_value(result, parent[result_id]):
+            continue
+        parts = _result_parts(result_id, result)
+        if isinstance(parts, str):
+            plan.refused.append(parts)
+            continue
+        tables, meta = parts
+        verb = "changed" if result_id in parent else "added"
+        plan.add(
+            f"result {result_id!r} {verb}",
+            lambda w, r=result_id, t=tables, m=meta: w.set_result(table, r, t, m),
+        )
+    for result_id in sorted(set(parent) - set(mine)):
+        plan.add(f"result {result_id!r} deleted", lambda w, r=result_id: w.delete_result(table, r))
+
+
+def _result_parts(result_id: str, result: Any) -> tuple[dict[str, pd.DataFrame], dict[str, Any]] | str:
+    """A result's tables and meta as the writer takes them, or why it cannot be saved."""
+    if not isinstance(result, Mapping):
+        return f"result {result_id!r} is a {type(result).__name__}; a result is a dict of tables and 'meta'"
+    meta = result.get("meta")
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except json.JSONDecodeError:
+            meta = None
+    if not isinstance(meta, Mapping):
+        return f"result {result_id!r} has no 'meta' (a JSON object of what made it); add one"
+    tables = {name: value for name, value in result.items() if name != "meta"}
+    if not all(isinstance(value, pd.DataFrame) for value in tables.values()) or "table" not in tables:
+        return f"result {result_id!r} needs its main table as a DataFrame under 'table' (and only DataFrames beside it)"
+    return tables, dict(meta)
+
+
+# -- equality, the way a reader would see it ------------------------------------------------
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Whether two uns/obsm/layer values would be saved as the same objects."""
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        if not (isinstance(a, Mapping) and isinstance(b, Mapping)) or set(a) != set(b):
+            return False
+        return all(_same_value(a[k], b[k]) for k in a)
+    if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
+        return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and _same_frame(a, b, check_index=True)
+    if _is_array(a) or _is_array(b):
+        return _same_matrix(a, b)
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    try:
+        if a is None or b is None:
+            return a is b
+        if np.isscalar(a) and np.isscalar(b) and pd.isna(a) and pd.isna(b):
+            return True
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _is_array(value: Any) -> bool:
+    import scipy.sparse
+
+    return isinstance(value, (np.ndarray, list, tuple)) or scipy.sparse.issparse(value)
+
+
+def _same_matrix(a: Any, b: Any) -> bool:
+    """Same shape, dtype and values (NaN equal to NaN); sparse equals sparse only."""
+    import scipy.sparse
+
+    if a is None or b is None:
+        return a is None and b is None
+    if scipy.sparse.issparse(a) or scipy.sparse.issparse(b):
+        if not (scipy.sparse.issparse(a) and scipy.sparse.issparse(b)):
+            return False
+        if a.shape != b.shape or a.dtype != b.dtype or a.format != b.format:
+            return False
+        return (a != b).nnz == 0
+    if hasattr(a, "compute") or hasattr(b, "compute"):  # dask: compare what it holds
+        a = np.asarray(a)
+        b = np.asarray(b)
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if np.array_equal(a, b):
+        return True
+    # only arrays that differ pay for the NaN-aware comparison (several times slower)
+    return a.dtype.kind in "fc" and bool(np.array_equal(a, b, equal_nan=True))
+
+
+def _same_frame(a: pd.DataFrame, b: pd.DataFrame | None, *, check_index: bool) -> bool:
+    if b is None or list(a.columns) != list(b.columns) or len(a) != len(b):
+        return False
+    if check_index and not a.index.equals(b.index):
+        return False
+    return all(_same_series(a[c], b[c]) for c in a.columns)
+
+
+def _same_series(a: pd.Series, b: pd.Series) -> bool:
+    """Same kind, same categories in the same order, same values (NaN equal to NaN)."""
+    if isinstance(a.dtype, pd.CategoricalDtype) or isinstance(b.dtype, pd.CategoricalDtype):
+        if not (isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype)):
+            return False
+        return (
+            a.cat.ordered == b.cat.ordered
+            and a.cat.categories.equals(b.cat.categories)
+            and np.array_equal(a.cat.codes.to_numpy(), b.cat.codes.to_numpy())
+        )
+    if a.dtype != b.dtype:
+        return False
+    return a.reset_index(drop=True).equals(b.reset_index(drop=True))

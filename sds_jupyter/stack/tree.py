@@ -1,0 +1,282 @@
+"""Every version in a datasets folder: the one place that finds a version's manifest.
+
+A folder is a version when it holds ``layer.json`` at its top or under ``data/``.
+:func:`find_manifest` says so with a few ``lstat`` calls (no real-path walk unless a
+symbolic link is on the way), so listing thousands of folders stays cheap.
+:class:`ManifestCache` keeps parsed manifests keyed by real path, size and
+modification time (ns): a rewritten manifest is read again, an unchanged one never.
+Nothing here follows ``parent`` references; :mod:`sds_jupyter.stack.stack` does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from sds_jupyter.errors import StackError
+from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest, read_manifest
+from sds_jupyter.stack.paths import contained_path, is_within
+from sds_jupyter.stack.refs import FolderMap
+
+__all__ = [
+    "Found",
+    "FoundVersion",
+    "ManifestCache",
+    "PartialChain",
+    "Scan",
+    "find_manifest",
+    "listing_fingerprint",
+    "scan_versions",
+]
+
+#: How many parsed manifests one cache keeps before it starts over.
+CACHE_LIMIT = 50_000
+
+
+@dataclass(frozen=True)
+class PartialChain:
+    """The versions that resolved, top first, when a parent is missing below them."""
+
+    versions: tuple  # tuple[Version, ...]; typed loosely so stack.py can import this module
+    datasets_dir: Path
+    folders: FolderMap
+    missing_id: str
+
+
+def _regular(path: str) -> os.stat_result | None:
+    """``lstat`` of ``path`` when it is a regular file (not a link), else None."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _plain_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _followed(data_dir: str) -> Found | None:
+    """The manifest in ``data_dir`` when it is a file, following links."""
+    path = os.path.join(data_dir, MANIFEST_NAME)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return Found(data_dir, os.path.realpath(path), st) if stat.S_ISREG(st.st_mode) else None
+
+
+class Found(NamedTuple):
+    """Where a version folder keeps its manifest (a tuple: thousands are made per listing)."""
+
+    data_dir: str
+    """The folder holding ``layer.json`` as given: the version folder or its ``data/``."""
+    real_path: str
+    """The manifest's real path."""
+    stat: os.stat_result
+
+
+#: Folders last seen keeping their manifest under data/ (a hint only: every answer is checked).
+_UNDER_DATA: set[str] = set()
+
+
+def find_manifest(folder: str | os.PathLike[str], plain: bool = False) -> Found | None:
+    """Where the ``layer.json`` of version folder ``folder`` is, or None for any other folder.
+
+    ``layer.json`` at the folder's top wins over ``data/layer.json``. ``plain``
+    says the caller knows ``folder`` is a real path with no link in it; then a
+    manifest reached without links is returned without asking for its real path.
+    """
+    folder = os.fspath(folder)
+    inner_dir = folder + os.sep + "data"
+    if plain:
+        top = folder + os.sep + MANIFEST_NAME
+        st: os.stat_result | None = None
+        # a folder seen with data/layer.json: ask whether a top one exists without an exception
+        if folder not in _UNDER_DATA or os.access(top, os.F_OK, follow_symlinks=False):
+            try:
+                st = os.lstat(top)
+            except FileNotFoundError:
+                st = None
+            except OSError:
+                return _followed(folder) or _followed(inner_dir)
+        if st is not None:
+            if stat.S_ISREG(st.st_mode):
+                return Found(folder, top, st)
+        elif _plain_dir(inner_dir):
+            inner = inner_dir + os.sep + MANIFEST_NAME
+            st = _regular(inner)
+            if st is not None:
+                if len(_UNDER_DATA) < CACHE_LIMIT:
+                    _UNDER_DATA.add(folder)
+                return Found(inner_dir, inner, st)
+            if not os.path.lexists(inner):
+                return None
+    return _followed(folder) or _followed(inner_dir)
+
+
+class ManifestCache:
+    """Parsed manifests by real path, re-read when the size or mtime (ns) changes."""
+
+    def __init__(self, limit: int = CACHE_LIMIT) -> None:
+        self._entries: dict[str, tuple[int, int, Manifest]] = {}
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def read(self, real_path: str, st: os.stat_result) -> Manifest:
+        """The manifest at ``real_path`` whose ``stat`` is ``st`` (parsed once per change)."""
+        key = (st.st_size, st.st_mtime_ns)
+        entry = self._entries.get(real_path)
+        if entry is not None and entry[:2] == key:
+            return entry[2]
+        manifest = read_manifest(Path(real_path))
+        with self._lock:
+            if len(self._entries) >= self._limit:
+                self._entries.clear()
+            self._entries[real_path] = (*key, manifest)
+        return manifest
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: The cache every scan shares unless given its own.
+MANIFESTS = ManifestCache()
+
+
+@dataclass(frozen=True)
+class FoundVersion:
+    """A version folder of the datasets folder and its parsed manifest."""
+
+    dataset_id: str
+    folder: str
+    """The version folder's path (as listed: the datasets folder's real path, then its name)."""
+    manifest_path: str
+    manifest: Manifest
+
+
+@dataclass(eq=False)
+class Scan:
+    """What a scan found: versions, and one note per folder it had to skip.
+
+    ``derived`` is free for a caller to keep what it computed from this scan: the
+    same Scan object comes back while the folder's listing and manifests are unchanged.
+    """
+
+    versions: list[FoundVersion] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    signature: list = field(default_factory=list)
+    derived: dict = field(default_factory=dict)
+
+
+#: The last scan of each datasets folder (and folder map), reused while nothing changed.
+_LAST_SCANS: dict[tuple[str, tuple], Scan] = {}
+
+
+def _candidates(datasets_real: str, folders: FolderMap, notes: list[str]) -> Iterator[tuple[str, str, bool]]:
+    """``(folder name, folder path, plain)`` of every folder that may be a version.
+
+    The datasets folder's own entries, then the folder map's (which may be nested).
+    ``plain`` is True for an entry that is a directory and not a link.
+    """
+    seen: set[str] = set()
+    try:
+        with os.scandir(datasets_real) as entries:
+            listed = sorted(entries, key=lambda e: e.name)
+    except OSError as exc:
+        notes.append(f"cannot list {datasets_real}: {exc.strerror or exc}")
+        listed = []
+    for entry in listed:
+        if entry.name.startswith("."):
+            continue  # a writer's temporary folder (renamed into place when complete), or hidden
+        try:
+            plain = entry.is_dir(follow_symlinks=False)
+            if not plain and not entry.is_dir():
+                continue
+        except OSError:
+            continue
+        seen.add(entry.name)
+        yield entry.name, entry.path, plain
+    for dataset_id, name in folders.items():
+        name = name.rstrip("/")
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            path = contained_path(Path(datasets_real), name, f"folder of dataset {dataset_id}")
+        except StackError as exc:
+            notes.append(f"skipped {name!r}: {exc}")
+            continue
+        if path.is_dir():
+            yield name, str(path), False
+
+
+def scan_versions(
+    datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None, cache: ManifestCache | None = None
+) -> Scan:
+    """Every version folder in ``datasets_dir``; unreadable or hostile manifests become notes.
+
+    A folder's dataset ID is the folder map's ID for it, else its name. A manifest
+    whose real path lies outside the datasets folder (a link out) is skipped.
+    """
+    folders = folders or FolderMap()
+    datasets_real = os.path.realpath(datasets_dir)
+    notes: list[str] = []
+    listed = _listing(datasets_real, folders, notes)
+    signature = _signature(listed)
+    key = (datasets_real, tuple(folders.items()))
+    last = _LAST_SCANS.get(key) if cache is None else None
+    if last is not None and last.signature == signature and last.notes == notes:
+        return last  # nothing was added, removed or rewritten
+    cache = cache or MANIFESTS
+    ids = {name.rstrip("/"): dataset_id for dataset_id, name in folders.items()}
+    scan = Scan(notes=notes, signature=signature)
+    for name, path, found in listed:
+        try:
+            manifest = cache.read(found.real_path, found.stat)
+        except StackError as exc:
+            scan.notes.append(f"skipped {name!r}: {exc}")
+            continue
+        scan.versions.append(FoundVersion(ids.get(name, name), path, found.real_path, manifest))
+    if len(_LAST_SCANS) >= 64:
+        _LAST_SCANS.clear()
+    _LAST_SCANS[key] = scan
+    return scan
+
+
+def _listing(datasets_real: str, folders: FolderMap, notes: list[str]) -> list[tuple[str, str, Found]]:
+    """``(name, folder, where its manifest is)`` of every version folder; links out become notes."""
+    listed: list[tuple[str, str, Found]] = []
+    for name, path, plain in _candidates(datasets_real, folders, notes):
+        found = find_manifest(path, plain=plain)
+        if found is None:
+            continue
+        if not plain and not is_within(found.real_path, datasets_real):
+            notes.append(f"skipped {name!r}: its layer.json lies outside the datasets folder")
+            continue
+        listed.append((name, path, found))
+    return listed
+
+
+def listing_fingerprint(datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None) -> str:
+    """A short hash of which version folders there are and their manifests' size and mtime.
+
+    Cheap enough to ask every few seconds: nothing is parsed. It changes when a
+    version is added, removed or rewritten.
+    """
+    listed = _listing(os.path.realpath(datasets_dir), folders or FolderMap(), [])
+    return hashlib.blake2b(repr(_signature(listed)).encode(), digest_size=12).hexdigest()
+
+
+def _signature(listed: list[tuple[str, str, Found]]) -> list[tuple[str, int, int]]:
+    """What identifies a listing: each version folder's name, manifest size and mtime (ns)."""
+    return [(name, found.stat.st_size, found.stat.st_mtime_ns) for name, _, found in listed]

@@ -1,0 +1,132 @@
+"""The ``tree`` and ``fingerprint`` requests and a broken chain, on stacks built by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from stackkit import chain, write_base, write_version
+
+from sds_jupyter.errors import MissingDatasetError
+from sds_jupyter.service import StackService, dispatch
+from sds_jupyter.stack.tree import ManifestCache, find_manifest, scan_versions
+
+
+@pytest.fixture
+def datasets(tmp_path: Path) -> Path:
+    """v1 ← v2 ← v3 on base-1, a branch b1 on v2, a stack on another base, an orphan pair, junk."""
+    datasets = tmp_path / "datasets"
+    base = write_base(datasets, "base-1", {})
+    chain(datasets, 3, base)
+    write_version(datasets, "b1", "cirro:::dataset:v2/layer.json", {"x/1": b"1"}, under_data=True,
+                  manifest={"created_at": "2030-01-01T00:00:00Z", "created_by": "b@example.org"})
+    other = write_base(datasets, "base-2", {})
+    write_version(datasets, "o1", other)
+    write_version(datasets, "orph", "cirro:::dataset:gone-1/layer.json", {"x/1": b"1"},
+                  manifest={"changes": [{"op": "set-obs", "table": "table", "column": "c"}]})
+    write_version(datasets, "orph2", "cirro:::dataset:orph/layer.json", {"x/2": b"2"}, deleted=["x/1"])
+    (datasets / "plain-folder").mkdir()
+    return datasets
+
+
+def _ids(tree: dict) -> set[str]:
+    return {node["dataset_id"] for node in tree["nodes"]}
+
+
+def test_tree_holds_both_branches_and_only_this_base(datasets: Path) -> None:
+    tree = json.loads(json.dumps(dispatch(StackService(datasets / "v3"), "tree").data))
+    assert tree["current"] == "v3"
+    assert _ids(tree) == {"v1", "v2", "v3", "b1"}
+    by_id = {node["dataset_id"]: node for node in tree["nodes"]}
+    assert by_id["b1"]["parent"] == "v2" and by_id["v3"]["parent"] == "v2" and by_id["v1"]["parent"] is None
+    assert [by_id[i]["depth"] for i in ("v1", "v2", "v3", "b1")] == [1, 2, 3, 3]
+    assert by_id["b1"]["created_by"] == "b@example.org" and by_id["b1"]["folder"].endswith("b1")
+    assert set(by_id["b1"]) == {"dataset_id", "parent", "depth", "title", "folder", "created_at", "created_by"}
+    assert tree["base"]["dataset_id"] == "base-1" and tree["notes"] == []
+    # newest first, and a child always before its parent
+    order = [node["dataset_id"] for node in tree["nodes"]]
+    assert order[0] == "b1" and order.index("v3") < order.index("v2") < order.index("v1")
+
+
+def test_tree_from_a_branch_is_the_same_tree(datasets: Path) -> None:
+    tree = StackService(datasets / "b1").tree()
+    assert tree["current"] == "b1" and _ids(tree) == {"v1", "v2", "v3", "b1"}
+
+
+def test_hostile_and_unreadable_manifests_are_skipped_with_a_note(datasets: Path, tmp_path: Path) -> None:
+    (datasets / "bad").mkdir()
+    (datasets / "bad" / "layer.json").write_text("{not json")
+    write_version(datasets, "evil", "cirro:::dataset:v3/layer.json", manifest={"overlay": "../../etc"})
+    write_version(datasets, "loop-a", "cirro:::dataset:loop-b/layer.json")
+    write_version(datasets, "loop-b", "cirro:::dataset:loop-a/layer.json")
+    outside = tmp_path / "outside"
+    write_version(outside, "away", "cirro:::dataset:v3/layer.json")
+    (datasets / "away").symlink_to(outside / "away", target_is_directory=True)
+    tree = StackService(datasets / "v3").tree()
+    assert _ids(tree) == {"v1", "v2", "v3", "b1"}
+    notes = "\n".join(tree["notes"])
+    for name in ("'bad'", "'evil'", "'away'", "loop"):
+        assert name in notes, name
+    assert all("\n" not in note for note in tree["notes"])
+
+
+def test_folder_map_names_the_folders(tmp_path: Path) -> None:
+    datasets = tmp_path / "datasets"
+    base = write_base(datasets, "base-1", {})
+    write_version(datasets, "aaa-1", base, folder_name="First")
+    write_version(datasets, "bbb-2", "cirro:::dataset:aaa-1/layer.json", folder_name="My second")
+    folders = {"aaa-1": "First", "bbb-2": "My second", "base-1": "base-1"}
+    tree = StackService(datasets / "My second", folders=folders).tree()
+    assert tree["current"] == "bbb-2"
+    assert {(n["dataset_id"], n["parent"]) for n in tree["nodes"]} == {("aaa-1", None), ("bbb-2", "aaa-1")}
+
+
+def test_broken_chain_history_changes_and_tree(datasets: Path) -> None:
+    service = StackService(datasets / "orph2")
+    history = service.history()
+    assert [v["dataset_id"] for v in history["versions"]] == ["orph2", "orph"]
+    assert history["error"]["dataset_id"] == "gone-1" and history["base"] is None
+    changes = dispatch(service, "changes", {"version": 1}).data
+    assert changes["added"] == [{"key": "x/1", "size": 1}] and changes["ops"][0]["op"] == "set-obs"
+    assert "gone-1" in changes["note"]
+    assert dispatch(service, "changes", {"version": "orph2"}).data["deleted"] == [{"entry": "x/1", "node": False}]
+    for name in ("figures", "results"):
+        error = dispatch(service, name).data["error"]
+        assert error["kind"] == "missing-dataset" and "attach it in the workspace" in error["message"]
+    with pytest.raises(MissingDatasetError, match="gone-1"):
+        service.adata()
+    tree = service.tree()
+    assert tree["current"] == "orph2" and _ids(tree) == {"orph", "orph2"} and tree["base"] is None
+
+
+def test_manifest_cache_rereads_a_changed_manifest(datasets: Path) -> None:
+    cache = ManifestCache()
+    first = {v.dataset_id: v.manifest for v in scan_versions(datasets, cache=cache).versions}
+    again = {v.dataset_id: v.manifest for v in scan_versions(datasets, cache=cache).versions}
+    assert all(again[k] is first[k] for k in first)  # parsed once
+    path = datasets / "v3" / "layer.json"
+    doc = json.loads(path.read_text())
+    doc["title"] = "renamed"
+    path.write_text(json.dumps(doc))
+    os.utime(path, ns=(1, 1))
+    after = {v.dataset_id: v.manifest for v in scan_versions(datasets, cache=cache).versions}
+    assert after["v3"].title == "renamed" and after["v2"] is first["v2"]
+
+
+def test_fingerprint_changes_when_a_version_appears(datasets: Path) -> None:
+    service = StackService(datasets / "v3")
+    before = dispatch(service, "fingerprint").data["fingerprint"]
+    assert dispatch(service, "fingerprint").data["fingerprint"] == before
+    write_version(datasets, "v4", "cirro:::dataset:v3/layer.json")
+    after = service.fingerprint()["fingerprint"]
+    assert after != before
+    assert "v4" in _ids(service.tree())
+
+
+def test_find_manifest_is_the_one_rule(datasets: Path) -> None:
+    assert find_manifest(datasets / "v1").data_dir == str(datasets / "v1")
+    assert find_manifest(datasets / "b1", plain=True).data_dir == str(datasets / "b1" / "data")
+    assert find_manifest(datasets / "plain-folder") is None
+    assert find_manifest(datasets / "base-1") is None
