@@ -20,6 +20,9 @@ describe('the history divider', () => {
     expect(d.node.getAttribute('role')).toBe('separator');
     expect(d.node.getAttribute('aria-label')).toBe('Resize the history');
     expect(d.node.tabIndex).toBe(0);
+    // where it stands is announced before any move (axe: aria-required-attr)
+    expect(d.node.getAttribute('aria-valuenow')).toBe('300');
+    expect(d.node.getAttribute('aria-valuemax')).toBe(String(1000 - MIN_DETAIL));
     key(d.node, 'ArrowRight');
     expect(root.style.getPropertyValue('--sds-side-width')).toBe(`${300 + KEY_STEP}px`);
     expect(d.node.getAttribute('aria-valuenow')).toBe(String(300 + KEY_STEP));

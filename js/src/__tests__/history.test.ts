@@ -125,17 +125,15 @@ describe('history', () => {
     // only a window of rows is in the DOM, but the spacer holds all 501
     expect(rows(el).length).toBeLessThan(40);
     expect(list.querySelector<HTMLElement>('.sds-vlist-spacer')!.style.height).toBe(`${501 * 72}px`);
-    const start = performance.now();
     for (let i = 0; i < 300; i++) {
       key(list, 'ArrowDown');
     }
-    const elapsed = performance.now() - start;
     await rest();
     expect(el.querySelector('.sds-selected')!.getAttribute('data-depth')).toBe('200');
     // the selected row is rendered and the list scrolled to it
     expect(list.scrollTop).toBeGreaterThan(250 * 72);
+    // the DOM never grew with the keys (what keeps it fast; timing is for benchmarks, not tests)
     expect(rows(el).length).toBeLessThan(40);
-    expect(elapsed).toBeLessThan(2000);
     // one details request for the whole run of keys
     expect(t.callsOf('changes')).toEqual([{ version: 500 }, { version: 200 }]);
     key(list, 'End');

@@ -30,14 +30,28 @@ export function divider(root: HTMLElement, main: HTMLElement, side: HTMLElement)
     return [MIN_SIDE, Math.max(MIN_SIDE, total - MIN_DETAIL)];
   };
 
+  // A focusable separator must say where it stands (aria-valuenow), from the start.
+  const announce = (width: number): void => {
+    const [low, high] = limits();
+    node.setAttribute('aria-valuenow', String(Math.round(width)));
+    node.setAttribute('aria-valuemin', String(low));
+    node.setAttribute('aria-valuemax', String(high));
+  };
+
   const setWidth = (px: number): void => {
     const [low, high] = limits();
     const width = Math.round(Math.min(high, Math.max(low, px)));
     root.style.setProperty('--sds-side-width', `${width}px`);
-    node.setAttribute('aria-valuenow', String(width));
-    node.setAttribute('aria-valuemin', String(low));
-    node.setAttribute('aria-valuemax', String(high));
+    announce(width);
   };
+
+  announce(side.getBoundingClientRect().width || MIN_SIDE);
+  // the history's width also changes with the container: keep the announced value true
+  const observer =
+    typeof ResizeObserver === 'undefined'
+      ? null
+      : new ResizeObserver(() => announce(side.getBoundingClientRect().width || MIN_SIDE));
+  observer?.observe(side);
 
   const onPointerDown = (event: PointerEvent): void => {
     event.preventDefault();
@@ -78,6 +92,7 @@ export function divider(root: HTMLElement, main: HTMLElement, side: HTMLElement)
   return {
     node,
     dispose() {
+      observer?.disconnect();
       node.removeEventListener('pointerdown', onPointerDown);
       node.removeEventListener('keydown', onKey);
     }
