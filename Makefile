@@ -8,7 +8,7 @@ DEMO_DIR ?= demo-data
 # JupyterLab refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: setup demo test test-python test-js bench clean
+.PHONY: setup demo test test-python test-js lint types bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,18 @@ test-python: setup
 test-js: setup
 	cd js && { test -d node_modules || npm ci; } && npm test
 	cd js && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" SDS_PYTHON="$(CURDIR)/$(PY)" npm run test:ui
+
+# Habits: ruff (lint), mypy (the stack library strictly, the rest as configured),
+# import-linter (layers, no cycles, no Jupyter below the service). Config in pyproject.toml.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy --follow-imports=silent sds_jupyter/stack
+	$(VENV)/bin/lint-imports --no-cache
+
+# The protocol's payload types, generated from sds_jupyter/service/types.py:
+# docs/payloads.schema.json and js/src/app/payloads.gen.ts (re-run after changing types.py).
+types: setup
+	$(PY) -m sds_jupyter.service.contract
 
 bench: setup
 	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q -e ".[test,bench]"

@@ -228,7 +228,7 @@ def main() -> None:
     emit(
         "bench_s3_requests",
         [],
-        requests={k: {kk: vv for kk, vv in v.items()} for k, v in results.items()},
+        requests={k: dict(v) for k, v in results.items()},
         depth=depth,
         zip_size=zip_size,
         goal_met=goal_ok,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sds_jupyter._version import __version__
 from sds_jupyter.errors import MissingDatasetError, StackError
 from sds_jupyter.stack import Stack, StackStore, open_stack
 from sds_jupyter.stack.flatten import flatten
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from sds_jupyter.studio.export import export_figure
     from sds_jupyter.widget import VersionBrowser
 
-__version__ = "0.1.0"
 
 __all__ = [
     "MissingDatasetError",

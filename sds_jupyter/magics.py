@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.stack.remote import is_url
+from sds_jupyter.stack.location import is_url
 
 __all__ = ["StackMagics", "load_ipython_extension", "parse_magic_line"]
 

@@ -6,6 +6,8 @@ import warnings
 from pathlib import Path
 
 import pytest
+from backends import backend  # noqa: F401 - the local, zip and S3 backends
+from s3kit import requests, s3, s3_server, storage_options  # noqa: F401 - fixtures for every module
 
 
 @pytest.fixture(scope="session")

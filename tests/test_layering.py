@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 
 def test_importing_the_stack_library_imports_no_jupyter() -> None:
@@ -22,3 +26,41 @@ def test_jupyter_names_load_on_first_use() -> None:
 
     assert callable(sds_jupyter.flatten) and callable(sds_jupyter.VersionWriter)
     assert "VersionBrowser" in sds_jupyter.__all__
+
+
+def test_imports_flow_one_way() -> None:
+    """The import-linter contracts in pyproject.toml: layers, no cycles, no Jupyter below the service."""
+    pytest.importorskip("importlinter")
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports; "
+            "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))",
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "0 broken" in result.stdout
+
+
+def _tool(name: str) -> Path:
+    tool = Path(sys.executable).parent / name
+    if not tool.exists():
+        pytest.skip(f"{name} is not installed (pip install -e '.[test]')")
+    return tool
+
+
+def test_the_stack_library_passes_ruff_and_mypy() -> None:
+    """The strictly kept part of the tree stays so in CI; `make lint` checks the whole tree."""
+    root = Path(__file__).resolve().parent.parent
+    ruff = subprocess.run([_tool("ruff"), "check", "sds_jupyter/stack"], cwd=root, capture_output=True, text=True)
+    assert ruff.returncode == 0, ruff.stdout[-4000:]
+    mypy = subprocess.run(
+        [_tool("mypy"), "--follow-imports=silent", "sds_jupyter/stack"], cwd=root, capture_output=True, text=True
+    )
+    assert mypy.returncode == 0, mypy.stdout[-4000:]

@@ -7,18 +7,11 @@ to it over HTTP exactly as it would to S3. Requests are counted by the server
 
 from __future__ import annotations
 
-import collections
 import json
-import os
 import pickle
 import shutil
-import socket
-import threading
-import uuid
 import warnings
 import zipfile
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,155 +19,24 @@ import anndata
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from s3kit import BUCKET, RequestLog, upload
 from stackkit import ROOT_DOC, write_base, write_version
 
 from sds_jupyter import Stack, StackStore, open_anndata, open_stack
 from sds_jupyter.errors import (
     BaseStoreError,
     ManifestError,
-    MissingDatasetError,
     ReferenceError_,
-    StackCycleError,
     StackError,
     UnsafePathError,
 )
 from sds_jupyter.stack.flatten import flatten
 from sds_jupyter.stack.inspect import check, describe
-from sds_jupyter.stack.remote import RemotePath, RemoteSource, RemoteZipSource, is_url
+from sds_jupyter.stack.location import RemotePath, is_url
+from sds_jupyter.stack.sources import FolderSource, ZipSource
 
 pytest.importorskip("moto.server")
 s3fs = pytest.importorskip("s3fs")
-
-BUCKET = "sds-stacks"
-SECRET = "secret/credentials.json"
-"""An object outside every datasets prefix: no test may ever request it."""
-
-
-# -- the server --------------------------------------------------------------------------
-
-
-@dataclass
-class RequestLog:
-    """Every request the server answered: method, path, query, Range header."""
-
-    entries: list[tuple[str, str, str, str | None]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, environ: dict[str, Any]) -> None:
-        with self.lock:
-            self.entries.append(
-                (
-                    environ["REQUEST_METHOD"],
-                    environ.get("PATH_INFO", ""),
-                    environ.get("QUERY_STRING", ""),
-                    environ.get("HTTP_RANGE"),
-                )
-            )
-
-    def clear(self) -> None:
-        with self.lock:
-            self.entries.clear()
-
-    @staticmethod
-    def kind(method: str, query: str) -> str:
-        if method == "GET" and ("list-type" in query or "prefix=" in query):
-            return "LIST"
-        return method
-
-    def counts(self) -> dict[str, int]:
-        tally = collections.Counter(self.kind(m, q) for m, _, q, _ in self.entries)
-        return {k: tally.get(k, 0) for k in ("GET", "HEAD", "LIST")} | {
-            k: v for k, v in tally.items() if k not in ("GET", "HEAD", "LIST")
-        }
-
-    def gets(self) -> collections.Counter[str]:
-        return collections.Counter(p for m, p, q, _ in self.entries if self.kind(m, q) == "GET")
-
-    def paths(self) -> list[str]:
-        """The object each request named; for a LIST, the bucket and the prefix listed."""
-        from urllib.parse import parse_qs
-
-        return [
-            f"{p.rstrip('/')}/{parse_qs(q).get('prefix', [''])[0]}" if self.kind(m, q) == "LIST" else p
-            for m, p, q, _ in self.entries
-        ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[tuple[str, RequestLog]]:
-    """moto's ThreadedMotoServer on loopback, with every request logged."""
-    from moto.moto_server import threaded_moto_server as tms
-    from moto.server import ThreadedMotoServer
-
-    log = RequestLog()
-
-    class CountingMotoServer(ThreadedMotoServer):
-        def _server_entry(self) -> None:
-            app = tms.DomainDispatcherApplication(tms.create_backend_app)
-
-            def counted(environ, start_response):  # noqa: ANN001, ANN202 - WSGI
-                log.add(environ)
-                return app(environ, start_response)
-
-            self._server = tms.make_server(
-                self._ip_address, self._port, counted, True, request_handler=tms.MotoRequestHandler
-            )
-            self._server_ready_event.set()
-            self._server.serve_forever()
-
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_SESSION_TOKEN": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }.items():
-            patch.setenv(name, value)
-        server = CountingMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        try:
-            yield f"http://{host}:{port}", log
-        finally:
-            server.stop()
-
-
-@pytest.fixture(scope="session")
-def storage_options(s3_server: tuple[str, RequestLog]) -> dict[str, Any]:
-    endpoint, _ = s3_server
-    return {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": endpoint}}
-
-
-@pytest.fixture(scope="session")
-def s3(storage_options: dict[str, Any]) -> Any:
-    fs = s3fs.S3FileSystem(**storage_options)
-    fs.mkdir(BUCKET)
-    fs.pipe(f"{BUCKET}/{SECRET}", b'{"password": "hunter2"}')
-    return fs
-
-
-@pytest.fixture
-def requests(s3_server: tuple[str, RequestLog]) -> Iterator[RequestLog]:
-    """The server's request log, cleared; afterwards, proof the secret was never asked for."""
-    _, log = s3_server
-    log.clear()
-    yield log
-    assert not any(SECRET in path for path in log.paths()), "a request reached outside its prefix"
-
-
-def upload(s3: Any, datasets: Path, name: str | None = None) -> str:
-    """Upload a local datasets folder to a fresh prefix; returns its URL."""
-    prefix = f"{BUCKET}/{name or uuid.uuid4().hex[:10]}/datasets"
-    s3.put(str(datasets) + "/", prefix + "/", recursive=True)
-    s3.invalidate_cache()
-    return f"s3://{prefix}"
-
 
 # -- the demo stack, local and in the bucket ----------------------------------------------
 
@@ -363,7 +225,7 @@ def test_byte_ranges_from_object_storage(
 def test_an_empty_object_reads_as_empty(s3: Any, storage_options: dict[str, Any]) -> None:
     s3.pipe(f"{BUCKET}/empty/store/zarr.json", ROOT_DOC)
     s3.pipe(f"{BUCKET}/empty/store/k", b"")
-    source = RemoteSource(RemotePath.from_url(f"s3://{BUCKET}/empty/store", storage_options))
+    source = FolderSource(RemotePath.from_url(f"s3://{BUCKET}/empty/store", storage_options))
     assert source.read("k") == b"" and source.exists("k")
     assert source.read("missing") is None and not source.exists("missing")
 
@@ -372,7 +234,7 @@ def test_exists_on_the_base_uses_its_consolidated_index(
     demo_top: Path, demo_url: str, storage_options: dict[str, Any], requests: RequestLog
 ) -> None:
     stack = Stack.resolve(demo_url, storage_options=storage_options)
-    source = RemoteSource(stack.base.path)
+    source = FolderSource(stack.base.path)
     requests.clear()
     assert source.exists("tables/table/obs/zarr.json")
     assert not source.exists("tables/table/obs/nothing-here/zarr.json")
@@ -387,7 +249,7 @@ def test_a_zip_base_reads_by_range_requests(
     stack = Stack.resolve(url, storage_options=storage_options)
     assert stack.base.kind == "zip" and str(stack.base.path).endswith(".zarr.zip")
     store = StackStore(stack)
-    assert isinstance(store._base, RemoteZipSource)
+    assert isinstance(store._base, ZipSource)
     size = s3fs.S3FileSystem(**storage_options).size(stack.base.path.path)
     requests.clear()
     remote = open_anndata(stack)
@@ -420,7 +282,7 @@ def test_a_zip_source_pickles_without_rereading_its_directory(
     zipped_demo: tuple[Path, str], storage_options: dict[str, Any], requests: RequestLog
 ) -> None:
     stack = Stack.resolve(zipped_demo[1], storage_options=storage_options)
-    source = RemoteZipSource(stack.base.path)
+    source = ZipSource(stack.base.path)
     requests.clear()
     copy = pickle.loads(pickle.dumps(source))
     assert requests.entries == []
@@ -530,43 +392,6 @@ def test_store_keys_cannot_escape_their_prefix(
     assert requests.entries == []
 
 
-def test_a_missing_dataset_names_its_id_and_a_missing_path_is_told_apart(
-    s3: Any, datasets: Path, storage_options: dict[str, Any]
-) -> None:
-    write_base(datasets, "base", {})
-    write_version(datasets, "v1", "cirro:::dataset:gone-0000/layer.json", {"k": b"1"})
-    write_version(datasets, "v2", "cirro:::dataset:base/other.zarr", {"k": b"1"})
-    url = upload(s3, datasets)
-    with pytest.raises(MissingDatasetError, match="gone-0000") as caught:
-        Stack.resolve(f"{url}/v1", storage_options=storage_options)
-    assert caught.value.dataset_id == "gone-0000"
-    with pytest.raises(ReferenceError_, match="has no 'other.zarr'"):
-        Stack.resolve(f"{url}/v2", storage_options=storage_options)
-
-
-def test_a_cycle_is_refused(s3: Any, datasets: Path, storage_options: dict[str, Any]) -> None:
-    write_version(datasets, "a", "cirro:::dataset:b/layer.json", {"k": b"1"})
-    write_version(datasets, "b", "cirro:::dataset:a/layer.json", {"k": b"2"})
-    url = upload(s3, datasets)
-    with pytest.raises(StackCycleError):
-        Stack.resolve(f"{url}/a", storage_options=storage_options)
-
-
-def test_the_folder_map_names_remote_folders(
-    s3: Any, datasets: Path, storage_options: dict[str, Any]
-) -> None:
-    base = write_base(datasets, "0d13", {}, name="p.zarr")
-    os.rename(datasets / "0d13", datasets / "Pancreas results")
-    write_version(datasets, "5f1c", base, {"k": b"1"}, folder_name="Tumor margin regions")
-    url = upload(s3, datasets)
-    folders = {"0d13": "Pancreas results", "5f1c": "Tumor margin regions"}
-    stack = Stack.resolve(f"{url}/Tumor margin regions", folders=folders, storage_options=storage_options)
-    assert stack.top.dataset_id == "5f1c" and stack.base.dataset_id == "0d13"
-    assert str(stack.base.path) == f"{url}/Pancreas results/p.zarr"
-    with pytest.raises(MissingDatasetError):
-        Stack.resolve(f"{url}/Tumor margin regions", storage_options=storage_options)
-
-
 def test_not_a_stack_nor_a_store_and_a_bare_bucket(
     s3: Any, storage_options: dict[str, Any]
 ) -> None:
@@ -588,18 +413,6 @@ def test_a_zip_base_with_an_escaping_member_is_refused(
     url = upload(s3, datasets)
     with pytest.raises(StackError):
         open_stack(f"{url}/v1", storage_options=storage_options)
-
-
-def test_a_version_listing_an_object_it_lacks_is_a_clear_error(
-    s3: Any, datasets: Path, storage_options: dict[str, Any]
-) -> None:
-    base = write_base(datasets, "base", {})
-    write_version(datasets, "v1", base, {"k": b"1"})
-    url = upload(s3, datasets)
-    s3.rm(f"{url.removeprefix('s3://')}/v1/overlay/k")
-    store = open_stack(f"{url}/v1", storage_options=storage_options)
-    with pytest.raises(BaseStoreError, match="re-download"):
-        store.read_raw("k")
 
 
 def test_saving_a_version_onto_a_stack_in_object_storage_is_refused(

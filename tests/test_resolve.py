@@ -8,9 +8,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from backends import Backend
 from stackkit import ROOT_DOC, chain, write_base, write_version
 
-from sds_jupyter import Stack
+from sds_jupyter import Stack, StackStore
 from sds_jupyter.errors import (
     BaseStoreError,
     ManifestError,
@@ -24,29 +25,40 @@ from sds_jupyter.errors import (
 from sds_jupyter.stack import MAX_DEPTH
 
 
-def test_a_two_version_stack_resolves_top_first(datasets: Path) -> None:
-    base = write_base(datasets, "base-1", {"a/zarr.json": ROOT_DOC})
+def test_a_two_version_stack_resolves_top_first(backend: Backend) -> None:
+    datasets = backend.datasets
+    base = backend.base("base-1", {"a/zarr.json": ROOT_DOC})
     v1 = write_version(datasets, "v1", base, {"b": b"1"}, manifest={"depth": 1, "message": "m1"})
     write_version(datasets, "v2", v1, {"c": b"2"}, manifest={"depth": 2, "created_by": "me"})
-    stack = Stack.resolve(datasets / "v2")
+    top = backend.at("v2")
+    stack = Stack.resolve(top, storage_options=backend.storage_options)
     assert [v.dataset_id for v in stack.versions] == ["v2", "v1"]
     assert [v.depth for v in stack.versions] == [2, 1]
     assert stack.versions[0].manifest.created_by == "me"
     assert stack.versions[1].manifest.message == "m1"
     assert stack.base.dataset_id == "base-1"
-    assert stack.base.path == (datasets / "base-1" / "store.zarr").resolve()
-    assert (stack.base.kind, stack.base.zarr_format) == ("folder", 3)
+    in_datasets = str(top).rsplit("/", 1)[0] if backend.remote else str(datasets.resolve())
+    assert str(stack.base.path) == f"{in_datasets}/base-1/{backend.base_name()}"
+    assert (stack.base.kind, stack.base.zarr_format) == ("zip" if backend.zipped else "folder", 3)
     assert stack.top is stack.versions[0]
+    if not backend.remote:
+        assert stack.base.path == (datasets / "base-1" / backend.base_name()).resolve()
 
 
-def test_layer_json_under_data_and_the_manifest_path_itself(datasets: Path) -> None:
-    base = write_base(datasets, "base", {})
+def test_layer_json_under_data_and_the_manifest_path_itself(backend: Backend) -> None:
+    datasets = backend.datasets
+    base = backend.base("base", {"x": b"base-x"})
     v1 = write_version(datasets, "v1", base, {"k": b"1"}, under_data=True)
     write_version(datasets, "v2", v1, {"j": b"2"}, under_data=True)
-    for path in (datasets / "v2", datasets / "v2" / "data", datasets / "v2" / "data" / "layer.json"):
-        stack = Stack.resolve(path)
+    for path in ("v2", "v2/data", "v2/data/layer.json"):
+        stack = backend.resolve(path)
         assert [v.dataset_id for v in stack.versions] == ["v2", "v1"]
-        assert stack.versions[1].data_dir == (datasets / "v1" / "data").resolve()
+        assert str(stack.versions[1].data_dir).endswith("/v1/data")
+        assert str(stack.versions[0].overlay_dir).endswith("/v2/data/overlay")
+        if not backend.remote:
+            assert stack.versions[1].data_dir == (datasets / "v1" / "data").resolve()
+    store = StackStore(stack)
+    assert [store.read_raw(k) for k in ("x", "k", "j")] == [b"base-x", b"1", b"2"]
 
 
 def test_a_base_inside_a_data_folder(datasets: Path) -> None:
@@ -56,10 +68,12 @@ def test_a_base_inside_a_data_folder(datasets: Path) -> None:
     assert Stack.resolve(datasets / "v1").base.path == (datasets / "b" / "data" / "s.zarr").resolve()
 
 
-def test_a_store_alone_is_a_stack_of_no_versions(datasets: Path) -> None:
-    write_base(datasets, "base", {})
-    stack = Stack.resolve(datasets / "base" / "store.zarr")
+def test_a_store_alone_is_a_stack_of_no_versions(backend: Backend) -> None:
+    backend.base("base", {"k": b"base-k"})
+    stack = backend.resolve(f"base/{backend.base_name()}")
     assert stack.depth == 0 and stack.top is None and stack.base.dataset_id == "base"
+    assert stack.base.kind == ("zip" if backend.zipped else "folder")
+    assert StackStore(stack).read_raw("k") == b"base-k"
 
 
 def test_at_selects_a_lower_version(datasets: Path) -> None:
@@ -75,16 +89,21 @@ def test_at_selects_a_lower_version(datasets: Path) -> None:
         stack.at("nope")
 
 
-def test_the_folder_map_names_folders_of_parents(datasets: Path) -> None:
-    base = write_base(datasets, "0d13", {}, name="p.zarr")
+def test_the_folder_map_names_folders_of_parents(backend: Backend) -> None:
+    datasets = backend.datasets
+    base = backend.base("0d13", {}, name="p.zarr")
     os.rename(datasets / "0d13", datasets / "Pancreas results")
     write_version(datasets, "5f1c", base, {"k": b"1"}, folder_name="Tumor margin regions")
     folders = {"0d13": "Pancreas results", "5f1c": "Tumor margin regions"}
-    stack = Stack.resolve(datasets / "Tumor margin regions", folders=folders)
+    top = backend.at("Tumor margin regions")
+    stack = Stack.resolve(top, folders=folders, storage_options=backend.storage_options)
     assert stack.top.dataset_id == "5f1c"
-    assert stack.base.path.name == "p.zarr" and stack.base.dataset_id == "0d13"
-    stack = Stack.resolve(datasets / "Tumor margin regions", folders=json.dumps(folders))
+    assert stack.base.path.name == backend.base_name("p.zarr") and stack.base.dataset_id == "0d13"
+    assert str(stack.base.path).endswith(f"/Pancreas results/{backend.base_name('p.zarr')}")
+    stack = Stack.resolve(top, folders=json.dumps(folders), storage_options=backend.storage_options)
     assert stack.base.dataset_id == "0d13"
+    with pytest.raises(MissingDatasetError):
+        Stack.resolve(top, storage_options=backend.storage_options)
 
 
 def test_the_folder_map_comes_from_the_environment(datasets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,32 +116,32 @@ def test_the_folder_map_comes_from_the_environment(datasets: Path, monkeypatch: 
     assert Stack.resolve(datasets / "v1").base.dataset_id == "0d13"
 
 
-def test_a_missing_parent_names_its_dataset_id(datasets: Path) -> None:
-    write_version(datasets, "v2", "cirro:::dataset:5f1c-0000-missing/layer.json", {"k": b"1"})
+def test_a_missing_parent_names_its_dataset_id(backend: Backend) -> None:
+    write_version(backend.datasets, "v2", "cirro:::dataset:5f1c-0000-missing/layer.json", {"k": b"1"})
     with pytest.raises(MissingDatasetError, match="5f1c-0000-missing") as caught:
-        Stack.resolve(datasets / "v2")
+        backend.resolve("v2")
     assert caught.value.dataset_id == "5f1c-0000-missing"
     assert isinstance(caught.value, ValueError)
 
 
-def test_a_missing_path_inside_a_present_dataset(datasets: Path) -> None:
-    write_base(datasets, "base", {})
-    write_version(datasets, "v1", "cirro:::dataset:base/other.zarr", {"k": b"1"})
+def test_a_missing_path_inside_a_present_dataset(backend: Backend) -> None:
+    backend.base("base", {})
+    write_version(backend.datasets, "v1", "cirro:::dataset:base/other.zarr", {"k": b"1"})
     with pytest.raises(ReferenceError_, match="has no 'other.zarr'"):
-        Stack.resolve(datasets / "v1")
+        backend.resolve("v1")
 
 
-def test_a_cycle_is_refused(datasets: Path) -> None:
-    write_version(datasets, "a", "cirro:::dataset:b/layer.json", {"k": b"1"})
-    write_version(datasets, "b", "cirro:::dataset:a/layer.json", {"k": b"2"})
+def test_a_cycle_is_refused(backend: Backend) -> None:
+    write_version(backend.datasets, "a", "cirro:::dataset:b/layer.json", {"k": b"1"})
+    write_version(backend.datasets, "b", "cirro:::dataset:a/layer.json", {"k": b"2"})
     with pytest.raises(StackCycleError, match="loop"):
-        Stack.resolve(datasets / "a")
+        backend.resolve("a")
 
 
-def test_a_version_that_is_its_own_parent_is_a_cycle(datasets: Path) -> None:
-    write_version(datasets, "a", "cirro:::dataset:a/layer.json", {"k": b"1"})
+def test_a_version_that_is_its_own_parent_is_a_cycle(backend: Backend) -> None:
+    write_version(backend.datasets, "a", "cirro:::dataset:a/layer.json", {"k": b"1"})
     with pytest.raises(StackCycleError):
-        Stack.resolve(datasets / "a")
+        backend.resolve("a")
 
 
 def test_exactly_the_maximum_depth_resolves_and_one_more_is_refused(datasets: Path) -> None:
@@ -207,12 +226,12 @@ def test_a_base_that_is_not_a_store_is_refused(datasets: Path) -> None:
         Stack.resolve(datasets / "v2")
 
 
-def test_a_parent_with_a_bad_manifest_is_refused_with_its_path(datasets: Path) -> None:
-    base = write_base(datasets, "base", {})
-    v1 = write_version(datasets, "v1", base, {"k": b"1"}, manifest={"format_version": 99})
-    write_version(datasets, "v2", v1, {"j": b"1"})
+def test_a_parent_with_a_bad_manifest_is_refused_with_its_path(backend: Backend) -> None:
+    base = backend.base("base", {})
+    v1 = write_version(backend.datasets, "v1", base, {"k": b"1"}, manifest={"format_version": 99})
+    write_version(backend.datasets, "v2", v1, {"j": b"1"})
     with pytest.raises(ManifestError, match=r"v1.*format_version 99"):
-        Stack.resolve(datasets / "v2")
+        backend.resolve("v2")
 
 
 def test_a_folder_that_is_neither_version_nor_store(tmp_path: Path) -> None:

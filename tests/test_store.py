@@ -12,6 +12,7 @@ import anndata
 import numpy as np
 import pytest
 import zarr
+from backends import Backend
 from stackkit import ROOT_DOC, write_base, write_version
 from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import default_buffer_prototype
@@ -44,10 +45,10 @@ def listing(store: StackStore, kind: str, prefix: str = "") -> list[str]:
 
 
 @pytest.fixture
-def layered(datasets: Path) -> StackStore:
-    """base -> v1 -> v2 -> v3, exercising every rule of the reader."""
-    base = write_base(
-        datasets,
+def layered(backend: Backend) -> StackStore:
+    """base -> v1 -> v2 -> v3, exercising every rule of the reader, on every backend."""
+    datasets = backend.datasets
+    base = backend.base(
         "base",
         {
             "t/obs/old/zarr.json": b"old-meta",
@@ -73,7 +74,7 @@ def layered(datasets: Path) -> StackStore:
         deleted=["t/obs/col/", "a/b/", "single", "t/obs/old/"],
     )
     write_version(datasets, "v3", v2, {"gone": b"v3-gone", "t/obs/old/zarr.json": b"re-added"})
-    return open_stack(datasets / "v3")
+    return backend.open("v3")
 
 
 def test_the_top_most_version_answers(layered: StackStore) -> None:
@@ -124,10 +125,10 @@ def test_listings_merge_layers_and_honour_whiteouts(layered: StackStore) -> None
     assert listing(layered, "list_dir", "a/b") == []
 
 
-def test_list_dir_drops_a_folder_whose_every_key_is_whited_out(datasets: Path) -> None:
-    base = write_base(datasets, "base", {"p/q/1": b"1", "p/r": b"2"})
-    write_version(datasets, "v1", base, {}, deleted=["p/q/1"])
-    store = open_stack(datasets / "v1")
+def test_list_dir_drops_a_folder_whose_every_key_is_whited_out(backend: Backend) -> None:
+    base = backend.base("base", {"p/q/1": b"1", "p/r": b"2"})
+    write_version(backend.datasets, "v1", base, {}, deleted=["p/q/1"])
+    store = backend.open("v1")
     assert listing(store, "list_dir", "p") == ["r"]
 
 
@@ -152,6 +153,32 @@ def test_partial_values_and_sizes(layered: StackStore) -> None:
         run(layered.getsize("single"))
 
 
+def test_every_read_that_touches_storage_runs_off_the_event_loop(layered: StackStore) -> None:
+    """exists, getsize and the listings may each be a request: none may block zarr's loop."""
+    on_loop: dict[str, bool] = {}
+
+    def spy(name: str) -> None:
+        original = getattr(layered, name)
+
+        def wrapped(*args: object) -> object:
+            try:
+                asyncio.get_running_loop()
+                on_loop[name] = True
+            except RuntimeError:
+                on_loop.setdefault(name, False)
+            return original(*args)
+
+        setattr(layered, name, wrapped)
+
+    for name in ("read_raw", "exists_raw", "size_raw", "keys_raw", "children_raw"):
+        spy(name)
+    assert get(layered, "gone") == b"v3-gone"
+    assert run(layered.exists("gone")) and run(layered.getsize("gone")) == len(b"v3-gone")
+    assert "gone" in listing(layered, "list") and listing(layered, "list_prefix", "t/obs/")
+    assert "t" in listing(layered, "list_dir", "")
+    assert on_loop == dict.fromkeys(("read_raw", "exists_raw", "size_raw", "keys_raw", "children_raw"), False)
+
+
 def test_every_write_raises_zarrs_read_only_error(layered: StackStore) -> None:
     buffer = default_buffer_prototype().buffer.from_bytes(b"x")
     for attempt in (
@@ -167,12 +194,12 @@ def test_every_write_raises_zarrs_read_only_error(layered: StackStore) -> None:
         layered.with_read_only(False)
 
 
-def test_a_listed_file_missing_from_the_overlay_is_an_error(datasets: Path) -> None:
-    base = write_base(datasets, "base", {})
-    write_version(datasets, "v1", base, {"k": b"1"})
-    os.remove(datasets / "v1" / "overlay" / "k")
+def test_a_listed_file_missing_from_the_overlay_is_an_error(backend: Backend) -> None:
+    base = backend.base("base", {})
+    write_version(backend.datasets, "v1", base, {"k": b"1"})
+    os.remove(backend.datasets / "v1" / "overlay" / "k")
     with pytest.raises(BaseStoreError, match="re-download"):
-        get(open_stack(datasets / "v1"), "k")
+        get(backend.open("v1"), "k")
 
 
 def test_an_overlay_object_linking_outside_is_never_read(datasets: Path, tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ from sds_jupyter.service.types import (
 )
 from sds_jupyter.stack import Stack, StackStore
 from sds_jupyter.stack.open import open_anndata, open_table_group
-from sds_jupyter.stack.remote import RemotePath
+from sds_jupyter.stack.location import RemotePath
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
 from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, cell_colors, channel_planes
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column

@@ -12,9 +12,11 @@ __all__ = [
     "CanvasImage",
     "CanvasPayload",
     "CellRow",
+    "CellMaskPayload",
     "ChangesData",
     "ChannelInfo",
     "ChannelsData",
+    "ColorValuesPayload",
     "Column",
     "ColumnKind",
     "ColumnSummary",
@@ -23,6 +25,7 @@ __all__ = [
     "Delta",
     "ElementSummary",
     "ErrorInfo",
+    "ExpressionPayload",
     "FigureChange",
     "FigureSummary",
     "FiguresData",
@@ -183,6 +186,23 @@ class ChannelInfo(TypedDict):
     visible: bool
     contrast_limits: list[float]
     range: list[float]
+
+
+class ColorValuesPayload(TypedDict):
+    """The ``color_values`` request: how cells are colored; one buffer of codes or values follows.
+
+    ``mode`` is ``categorical`` (``categories``, ``colors``; uint16 codes), ``continuous``
+    (``colormap``, ``min``, ``max``, ``lut``; float32 values) or ``none``.
+    """
+
+    mode: str
+    column: NotRequired[str]
+    categories: NotRequired[list[str]]
+    colors: NotRequired[list[str]]
+    colormap: NotRequired[str]
+    min: NotRequired[float]
+    max: NotRequired[float]
+    lut: NotRequired[list[str]]
 
 
 class ChannelsData(TypedDict):
@@ -419,3 +439,24 @@ class ContentsData(TypedDict):
     depth: int
     elements: list[ElementSummary]
     tables: list[TableContents]
+
+
+class ExpressionPayload(TypedDict):
+    """The JSON part of an ``expression`` reply; the values are its one float32 buffer."""
+
+    gene: str
+    layer: str | None
+    n_cells: int
+    min: float | None
+    max: float | None
+    dtype: Literal["float32"]
+
+
+class CellMaskPayload(TypedDict):
+    """The JSON part of a ``cell_mask`` reply; the mask is its one uint8 buffer."""
+
+    column: str
+    value: str
+    n_cells: int
+    n_selected: int
+    dtype: Literal["uint8"]

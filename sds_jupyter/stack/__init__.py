@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from sds_jupyter.stack.location import Location, RemotePath, is_url, location_of
 from sds_jupyter.stack.manifest import FileEntry, Manifest, parse_manifest, read_manifest
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
-from sds_jupyter.stack.remote import RemotePath, is_url
 from sds_jupyter.stack.stack import MAX_DEPTH, BaseInfo, Stack, Version
 from sds_jupyter.stack.store import LayerIndex, StackStore, open_stack
 
@@ -15,12 +15,14 @@ __all__ = [
     "FileEntry",
     "FolderMap",
     "LayerIndex",
+    "Location",
     "Manifest",
     "RemotePath",
     "Stack",
     "StackStore",
     "Version",
     "is_url",
+    "location_of",
     "open_stack",
     "parse_folder_map",
     "parse_manifest",

@@ -103,9 +103,7 @@ class CopyOnWriteStore(RawKeyStore):
             full = f"{lead}{name}"
             if full in self.deleted_nodes:
                 continue
-            if not self._deletions_under(full) and full not in self.deleted_keys:
-                names.add(name)
-            elif any(True for _ in self.keys_raw(f"{full}/")) or self.exists_raw(full):
+            if (not self._deletions_under(full) and full not in self.deleted_keys) or any(True for _ in self.keys_raw(f"{full}/")) or self.exists_raw(full):
                 names.add(name)
         return sorted(names)
 

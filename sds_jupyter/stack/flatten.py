@@ -71,14 +71,15 @@ def flatten(
     report = _progress_reporter(progress)
     store = StackStore(stack)
     tmp: Path | None = None
-    remote = not isinstance(stack.base.path, Path)
-    pool = ThreadPoolExecutor(max_workers=_REMOTE_WORKERS) if remote else None
+    # Where each read is a round trip, several are kept in flight.
+    costly = stack.base.path.costly_requests
+    pool = ThreadPoolExecutor(max_workers=_REMOTE_WORKERS) if costly else None
     try:
         keys = list(store.keys_raw(""))
         tmp = new_partial(out_path.parent, out_path.name)
         root = tmp
         if pool is None:
-            written: Iterator[None] = (_write_one(store, key, root, link) for key in keys)
+            written: Iterator[None] = (_write_one(store, key, root, link) for key in keys)  # type: ignore[func-returns-value]
         else:
             written = pool.map(lambda key: _write_one(store, key, root, link), keys)
         for done, _ in enumerate(written, 1):
@@ -120,11 +121,8 @@ def _write_one(store: StackStore, key: str, root: Path, link: bool) -> None:
 
 
 def _check_destination(stack: Stack, out: Path) -> None:
-    if out.exists() or out.is_symlink():
-        if out.is_symlink() or not out.is_dir() or any(out.iterdir()):
-            raise WriteRefusedError(
-                f"{out} exists and is not an empty folder; choose a new output path"
-            )
+    if (out.exists() or out.is_symlink()) and (out.is_symlink() or not out.is_dir() or any(out.iterdir())):
+        raise WriteRefusedError(f"{out} exists and is not an empty folder; choose a new output path")
     real_out = os.path.realpath(out)
     # A folder in object storage cannot overlap a local output.
     for folder in stack.protected_folders:
@@ -144,6 +142,6 @@ def _progress_reporter(progress: Progress | bool | None) -> Progress | None:
 
     def report(done: int, total: int) -> None:
         end = "\n" if done == total else ""
-        print(f"\rflatten: {done}/{total} objects", end=end, file=sys.stderr, flush=True)
+        print(f"\rflatten: {done}/{total} objects", end=end, file=sys.stderr, flush=True)  # noqa: T201
 
     return report

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sds_jupyter.errors import StackError
+from sds_jupyter.errors import SpecialFileError, StackError
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
-from sds_jupyter.stack.sources import FolderSource
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.store import StackStore
 
@@ -128,35 +126,17 @@ def _check_files(stack: Stack, report: CheckReport) -> None:
 
 def _overlay_sizes(version: Any) -> Callable[[str], int | str | None]:
     """``key -> size, None (missing) or a problem`` for a version's overlay: stat locally, one LIST remotely."""
-    if isinstance(version.overlay_dir, os.PathLike):
-        source = FolderSource(version.overlay_dir, resolved=True)
+    lookup: Callable[[str], int | None] = version.overlay_dir.size_lookup()
 
-        def local(key: str) -> int | str | None:
-            try:
-                path = source.path_of(key)  # never follows a link out of the overlay
-            except StackError:
-                return "leads outside the overlay folder through a symbolic link"
-            if path is None:
-                return None
-            try:
-                info = os.stat(path)
-            except OSError:
-                return None
-            if stat.S_ISDIR(info.st_mode):
-                return None
-            if not stat.S_ISREG(info.st_mode):
-                return "is a FIFO, socket or device, not a regular file"
-            return info.st_size
+    def size(key: str) -> int | str | None:
+        try:
+            return lookup(key)  # never follows a link out of the overlay
+        except SpecialFileError:
+            return "is a FIFO, socket or device, not a regular file"
+        except StackError:
+            return "leads outside the overlay folder through a symbolic link"
 
-        return local
-    root = version.overlay_dir
-    try:
-        found = root.fs.find(root.path, detail=True)
-    except FileNotFoundError:
-        found = {}
-    lead = root.path + "/"
-    sizes = {name[len(lead):]: int(info.get("size") or 0) for name, info in found.items() if name.startswith(lead)}
-    return sizes.get
+    return size
 
 
 def _check_manifest_fields(stack: Stack, report: CheckReport) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -43,7 +44,8 @@ def open_table_group(store: StackStore, table: str = "table") -> Any:
             return root[path]
         except KeyError:
             continue
-    tables = sorted(root["tables"].group_keys()) if "tables" in root else []
+    holder = root.get("tables")
+    tables = sorted(holder.group_keys()) if isinstance(holder, zarr.Group) else []
     raise StackError(
         f"this version has no table {table!r}; its tables are: {', '.join(tables) or 'none'}"
     )
@@ -86,21 +88,12 @@ def default_cache_dir() -> Path:
 def _cache_key(stack: Stack) -> str:
     """Changes whenever any manifest or the base changes, so a stale copy is never reused."""
     digest = hashlib.sha256()
-    if not isinstance(stack.base.path, Path):
-        # In object storage: the manifests as read, and the base's root document's tag.
-        for version in stack.versions:
-            digest.update(f"{version.manifest_path}|{version.manifest.to_json()}\n".encode())
-        base = stack.base.path
-        probe = base.path if stack.base.kind == "zip" else f"{base.path}/{_root_doc(stack)}"
-        info = base.fs.info(probe)
-        tag = info.get("ETag") or info.get("etag") or info.get("LastModified") or info.get("mtime")
-        digest.update(f"{base.url}|{info.get('size')}|{tag}\n".encode())
-        return digest.hexdigest()[:20]
+    # The manifests as read (no request), and the base's root document (or zip) as stored.
     for version in stack.versions:
-        stat = version.manifest_path.stat()
-        digest.update(f"{version.manifest_path}|{stat.st_mtime_ns}|{stat.st_size}\n".encode())
-    base = stack.base.path.stat()
-    digest.update(f"{stack.base.path}|{base.st_mtime_ns}\n".encode())
+        doc = json.dumps(version.manifest.to_json(), sort_keys=True)
+        digest.update(f"{version.manifest_path}|{doc}\n".encode())
+    root_doc = "" if stack.base.kind == "zip" else _root_doc(stack)
+    digest.update(f"{stack.base.path.fingerprint(root_doc)}\n".encode())
     return digest.hexdigest()[:20]
 
 

@@ -93,7 +93,7 @@ def _owner_of(tmp: Path) -> Path:
 
 def remove_stale_partials(parent: Path) -> list[Path]:
     """Remove this user's partial folders in ``parent`` left by runs that died; returns them."""
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(parent))
     except OSError:

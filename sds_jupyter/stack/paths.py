@@ -18,12 +18,14 @@ from typing import BinaryIO
 from sds_jupyter.errors import SpecialFileError, UnsafePathError
 
 __all__ = [
+    "ancestors",
     "check_dataset_id",
     "check_relative_path",
-    "ancestors",
     "check_whiteout",
     "contained_path",
+    "contained_real",
     "is_within",
+    "open_regular_fd",
     "open_regular_file",
 ]
 
@@ -90,7 +92,7 @@ def _plain_below(root: str, relative: str) -> bool:
     for segment in relative.split("/"):
         if segment in ("", ".", ".."):
             return False
-        probe = os.path.join(probe, segment)
+        probe = f"{probe}/{segment}" if probe != "/" else f"/{segment}"
         try:
             if stat.S_ISLNK(os.lstat(probe).st_mode):
                 return False
@@ -99,18 +101,18 @@ def _plain_below(root: str, relative: str) -> bool:
     return True
 
 
-def contained_path(root_real: Path, relative: str, what: str) -> Path:
-    """Join a checked relative path to a resolved root; refuse if it escapes.
+def contained_real(root_real: str, relative: str, what: str) -> str:
+    """The real path of ``relative`` under the resolved folder ``root_real``; refuse if it escapes.
 
-    ``root_real`` must already be a resolved path. The join is resolved too,
-    so symbolic links anywhere along the way are followed before the check.
-    Only the segments below the root are looked at: when none is a link (the
-    usual case), the join is already the real path and costs one ``lstat`` a
-    segment instead of a ``realpath`` of the whole path.
+    This is the one containment rule on a local disk (what
+    :meth:`~sds_jupyter.stack.location.LocalLocation.join` and every local read
+    apply). Only the segments below the root are looked at: when none is a link
+    (the usual case), the join is already the real path and costs one ``lstat``
+    a segment instead of a ``realpath`` of the whole path.
     """
-    if _plain_below(str(root_real), relative):
-        return root_real / relative  # parses only the relative part
-    target = Path(os.path.realpath(os.path.join(root_real, relative)))
+    if _plain_below(root_real, relative):
+        return f"{root_real}/{relative}" if root_real != "/" else f"/{relative}"
+    target = os.path.realpath(os.path.join(root_real, relative))
     if not is_within(target, root_real):
         raise UnsafePathError(
             f"{what} {relative!r} leads outside {root_real} (through a symbolic link); "
@@ -119,32 +121,42 @@ def contained_path(root_real: Path, relative: str, what: str) -> Path:
     return target
 
 
+def contained_path(root_real: Path, relative: str, what: str) -> Path:
+    """:func:`contained_real` for :class:`~pathlib.Path` objects."""
+    return Path(contained_real(os.fspath(root_real), relative, what))
+
+
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def open_regular_file(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
-    """Open ``path`` for reading, refusing anything but a regular file.
+def open_regular_fd(path: str | os.PathLike[str], what: str = "file") -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading, refusing anything but a regular file: a descriptor and its stat.
 
     Every file of a stack is read through here. A FIFO would block a plain
     ``open`` until some writer came, and a device (``/dev/zero``) never ends, so
     the file is opened without blocking, checked with ``fstat`` on the open
-    descriptor (no race with a rename), and only then handed out as a binary
-    file. Missing files raise ``FileNotFoundError`` as ``open`` does.
+    descriptor (no race with a rename), and only then handed out. Missing files
+    raise ``FileNotFoundError`` as ``open`` does; a folder ``IsADirectoryError``.
     """
     fd = os.open(path, _OPEN_FLAGS)
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(21, "Is a directory", os.fspath(path))
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(info.st_mode):
             raise SpecialFileError(
                 f"{what} {os.fspath(path)} is a FIFO, socket or device, not a regular file; "
                 "refusing to read it (replace it with the real file)"
             )
         if _OPEN_FLAGS & getattr(os, "O_NONBLOCK", 0):
             os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return fd, info
     except BaseException:
         os.close(fd)
         raise
 
+
+def open_regular_file(path: str | os.PathLike[str], what: str = "file") -> BinaryIO:
+    """:func:`open_regular_fd` as a binary file object."""
+    fd, _ = open_regular_fd(path, what)
+    return os.fdopen(fd, "rb")

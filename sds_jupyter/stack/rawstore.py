@@ -3,13 +3,15 @@
 The read-only stack store and the copy-on-write store answer the same reads
 from different places; both implement ``read_raw``, ``exists_raw``,
 ``size_raw``, ``keys_raw`` and ``children_raw``, and this base turns those into
-zarr's asynchronous API (and its synchronous read protocol) once.
+zarr's asynchronous API (and its synchronous read protocol) once. Every one of
+them may touch storage (a disk, or a round trip to object storage), so each runs
+in a worker thread, never on zarr's event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from zarr.abc.store import ByteRequest, Store
@@ -81,26 +83,31 @@ class RawKeyStore(Store):
 
     async def exists(self, key: str) -> bool:
         # docstring inherited
-        return self.exists_raw(key)
+        return await asyncio.to_thread(self.exists_raw, key)
 
     async def getsize(self, key: str) -> int:
         # docstring inherited
-        size = self.size_raw(key)
+        size = await asyncio.to_thread(self.size_raw, key)
         if size is None:
             raise FileNotFoundError(key)
         return size
 
     async def list(self) -> AsyncIterator[str]:
         # docstring inherited
-        for key in self.keys_raw(""):
+        for key in await asyncio.to_thread(_collect, self.keys_raw, ""):
             yield key
 
     async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
         # docstring inherited
-        for key in self.keys_raw(prefix):
+        for key in await asyncio.to_thread(_collect, self.keys_raw, prefix):
             yield key
 
     async def list_dir(self, prefix: str) -> AsyncIterator[str]:
         # docstring inherited
-        for name in self.children_raw(prefix):
+        for name in await asyncio.to_thread(self.children_raw, prefix):
             yield name
+
+
+def _collect(keys: Callable[[str], Iterable[str]], prefix: str) -> list[str]:
+    """Run a listing to its end (in a worker thread: a listing may be a LIST request)."""
+    return list(keys(prefix))

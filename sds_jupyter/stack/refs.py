@@ -1,4 +1,4 @@
-"""Cirro references and the folder map: the one place a reference becomes a path.
+"""Cirro references and the folder map: pure parsing (the locator turns them into locations).
 
 A version names its parent with a Cirro reference,
 ``cirro:<tenant>:<project>:dataset:<dataset id>/<path>``. Where the datasets
@@ -9,22 +9,16 @@ datasets folder, named by its ID or by the folder map ``{id: folder name}``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from sds_jupyter.errors import MissingDatasetError, ReferenceError_, UnsafePathError
+from sds_jupyter.errors import ReferenceError_, UnsafePathError
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
-from sds_jupyter.stack.paths import (
-    check_dataset_id,
-    check_relative_path,
-    contained_path,
-)
+from sds_jupyter.stack.paths import check_dataset_id, check_relative_path
 
 __all__ = [
     "FOLDER_MAP_ENV",
     "CirroRef",
-    "DatasetLocator",
     "FolderMap",
     "parse_folder_map",
 ]
@@ -89,7 +83,7 @@ class FolderMap(Mapping[str, str]):
     def __getitem__(self, key: str) -> str:
         return self._entries[key]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
 
     def __len__(self) -> int:
@@ -123,88 +117,3 @@ def parse_folder_map(value: str | Mapping[str, str] | None) -> FolderMap:
             'the folder map must be a JSON object of strings, {"<dataset id>": "<folder>"}'
         )
     return FolderMap(value)
-
-
-class DatasetLocator:
-    """Finds datasets, by ID, in one datasets folder, and never outside it."""
-
-    def __init__(self, datasets_dir: Path, folders: FolderMap) -> None:
-        self.datasets_dir = Path(os.path.realpath(datasets_dir))
-        self.folders = folders
-        self._found: dict[str, Path] = {}
-
-    def dataset_folder(self, dataset_id: str) -> Path:
-        """The folder holding ``dataset_id``; refuses one outside the datasets folder."""
-        if dataset_id in self._found:
-            return self._found[dataset_id]
-        names = [self.folders[dataset_id]] if dataset_id in self.folders else []
-        names.append(dataset_id)
-        for name in names:
-            folder = contained_path(self.datasets_dir, name, f"folder of dataset {dataset_id}")
-            if folder == self.datasets_dir:
-                raise UnsafePathError(
-                    f"the folder of dataset {dataset_id} is the datasets folder itself; "
-                    "map it to a folder inside it"
-                )
-            if folder.is_dir():
-                self._found[dataset_id] = folder
-                return folder
-        hint = f" (looked for {', '.join(repr(n) for n in dict.fromkeys(names))})"
-        raise MissingDatasetError(
-            f"dataset {dataset_id} is not in {self.datasets_dir}{hint}; "
-            "download or attach it, or give its folder in the folder map",
-            dataset_id,
-        )
-
-    def resolve(self, ref: CirroRef) -> Path:
-        """The real path a reference names: under the dataset folder or its ``data/``."""
-        folder = self.dataset_folder(ref.dataset_id)
-        for relative in (ref.path, f"data/{ref.path}"):
-            target = contained_path(folder, relative, f"reference {ref}")
-            if target.exists():
-                return target
-        raise ReferenceError_(
-            f"dataset {ref.dataset_id} has no {ref.path!r} (reference {ref}); "
-            "the download may be incomplete"
-        )
-
-    # -- the rest of what Stack.resolve asks of a locator (RemoteLocator has the same) --
-
-    def manifest_location(self, dataset_folder: Path, data_dir: Path) -> Path:
-        """The real path of the ``layer.json`` in ``data_dir``, a folder of ``dataset_folder``.
-
-        The opened version is confined like a parent: its ``layer.json`` (and so
-        its ``data/`` and overlay) must resolve inside its own dataset folder.
-        """
-        relative = os.path.relpath(data_dir / MANIFEST_NAME, dataset_folder).replace(os.sep, "/")
-        root = Path(os.path.realpath(dataset_folder))
-        return contained_path(root, relative, f"the manifest of {dataset_folder.name}")
-
-    def read_manifest(self, location: Path):  # type: ignore[no-untyped-def]  # -> Manifest
-        from sds_jupyter.stack.manifest import read_manifest
-
-        return read_manifest(location)
-
-    def contained(self, root: Path, relative: str, what: str) -> Path:
-        return contained_path(root, relative, what)
-
-    def probe_store(self, target: Path, where: str) -> tuple[str, int]:
-        """``(kind, zarr format)`` of the store at ``target``: ``"folder"`` or ``"zip"``."""
-        from sds_jupyter.stack.sources import open_source, zarr_format_of
-
-        source = open_source(target)
-        try:
-            zarr_format = zarr_format_of(source, where)
-        finally:
-            source.close()
-        return ("folder" if target.is_dir() else "zip"), zarr_format
-
-    def hint_base(self, base: str | None) -> None:
-        """Nothing to prefetch on a local disk."""
-
-    def opened_source(self, target: Path) -> None:
-        """Local sources hold open files: each store opens its own."""
-        return None
-
-    def close(self) -> None:
-        pass

@@ -1,39 +1,46 @@
-"""Raw, read-only access to the objects of one folder or one zip file.
+"""Raw, read-only access to the objects of one folder or one zip file, anywhere.
 
 A stack reads its base through one of these, and each version's overlay through
-a :class:`FolderSource`. Every read is confined to the source's root on the real
-path, so a symbolic link inside a download cannot lead a read elsewhere.
+a :class:`FolderSource`. Both are written once, against
+:class:`~sds_jupyter.stack.location.Location`: every read is contained there
+(on the real path locally, under the prefix remotely), so nothing here asks
+where the objects are.
 """
 
 from __future__ import annotations
 
-import os
-import threading
+import bisect
+import json
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import Any, Protocol
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
-from sds_jupyter.errors import BaseStoreError, UnsafePathError
-from sds_jupyter.stack.paths import check_relative_path, is_within, open_regular_file
-
-if TYPE_CHECKING:
-    from sds_jupyter.stack.remote import RemotePath
+from sds_jupyter.errors import BaseStoreError
+from sds_jupyter.stack.location import Location
+from sds_jupyter.stack.paths import check_relative_path
 
 __all__ = [
     "CHUNK_BYTES",
     "MAX_ZIP_RATIO",
+    "ROOT_DOCS",
     "FolderSource",
     "Source",
     "ZipSource",
-    "file_chunks",
-    "open_folder",
     "open_source",
     "ranged_chunks",
     "slice_range",
+    "zarr_format_of",
 ]
+
+#: The documents at the root of a Zarr store, v3 first, with the format each names.
+ROOT_DOCS: tuple[tuple[str, int], ...] = (
+    ("zarr.json", 3), (".zgroup", 2), (".zmetadata", 2), (".zattrs", 2),
+)
 
 
 class Source(Protocol):
@@ -44,6 +51,7 @@ class Source(Protocol):
     def exists(self, key: str) -> bool: ...
     def keys(self, prefix: str = "") -> Iterator[str]: ...
     def children(self, prefix: str) -> Iterator[tuple[str, bool]]: ...
+    def path_of(self, key: str) -> Path | None: ...
     def open_stream(self, key: str) -> Iterator[bytes] | None: ...
     def close(self) -> None: ...
 
@@ -59,22 +67,8 @@ MIN_RATIO_CHECK_BYTES = 1024 * 1024
 _LOCAL_HEADER_BYTES = 30
 
 
-def file_chunks(handle: BinaryIO, lock: threading.Lock | None = None) -> Iterator[bytes]:
-    """The bytes of an open file, :data:`CHUNK_BYTES` at a time; closes it at the end."""
-    with handle:
-        while True:
-            if lock is None:
-                data = handle.read(CHUNK_BYTES)
-            else:
-                with lock:
-                    data = handle.read(CHUNK_BYTES)
-            if not data:
-                return
-            yield data
-
-
 def ranged_chunks(source: Source, key: str) -> Iterator[bytes] | None:
-    """A key's bytes by ranged reads of :data:`CHUNK_BYTES` (object storage), or None if missing."""
+    """A key's bytes by ranged reads of :data:`CHUNK_BYTES`, or None if missing."""
     first = source.read(key, RangeByteRequest(0, CHUNK_BYTES))
     if first is None:
         return None
@@ -104,151 +98,116 @@ def slice_range(data: bytes, byte_range: ByteRequest | None) -> bytes:
     raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
-def read_range(handle: BinaryIO, byte_range: ByteRequest | None, size: int | None = None) -> bytes:
-    """Read a zarr byte request from a seekable file; ``size`` spares a seek to the end."""
-    if byte_range is None:
-        return handle.read()
-    if isinstance(byte_range, RangeByteRequest):
-        handle.seek(byte_range.start)
-        return handle.read(max(0, byte_range.end - byte_range.start))
-    if isinstance(byte_range, OffsetByteRequest):
-        handle.seek(byte_range.offset)
-        return handle.read()
-    if isinstance(byte_range, SuffixByteRequest):
-        end = size if size is not None else handle.seek(0, os.SEEK_END)
-        handle.seek(max(0, end - byte_range.suffix))
-        return handle.read()
-    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
-
-
-def _read_file(path: Path, byte_range: ByteRequest | None, what: str) -> bytes:
-    with open_regular_file(path, what) as handle:
-        return read_range(handle, byte_range)
-
-
 class FolderSource:
-    """Objects in a folder, keyed by their path relative to it."""
+    """Objects in a folder (or under a prefix), keyed by their path relative to it."""
 
-    def __init__(self, root: Path, *, what: str = "folder", resolved: bool = False) -> None:
-        self.root = root if resolved else Path(os.path.realpath(root))
+    def __init__(self, root: Location, *, what: str = "folder") -> None:
+        self.root = root
         self.what = what
-        self._root_prefix = str(self.root) + os.sep
+        self._nodes: frozenset[str] | None = None
+        self._nodes_loaded = False
 
     def __repr__(self) -> str:
         return f"FolderSource({str(self.root)!r})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {"root": self.root, "what": self.what, "nodes": self._nodes, "loaded": self._nodes_loaded}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.root, self.what = state["root"], state["what"]
+        self._nodes, self._nodes_loaded = state["nodes"], state["loaded"]
+
     def path_of(self, key: str) -> Path | None:
-        """The real file behind ``key``, or None if it is missing or escapes the root."""
-        if "\x00" in key:
-            return None
-        joined = os.path.join(self._root_prefix, key)
-        real = os.path.realpath(joined)
-        if not real.startswith(self._root_prefix):
-            if os.path.lexists(joined):
-                raise UnsafePathError(
-                    f"{self.what} object {key!r} leads outside {self.root} "
-                    "through a symbolic link; refusing to read it"
-                )
-            return None
-        return Path(real)
+        """The real local file behind ``key``, or None (missing, or not on this disk)."""
+        return self.root.local_path(key)
 
     def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
-        path = self.path_of(key)
-        if path is None:
-            return None
-        try:
-            return _read_file(path, byte_range, f"{self.what} object")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
+        return self.root.read_object(key, byte_range)
 
     def open_stream(self, key: str) -> Iterator[bytes] | None:
-        """The object's bytes in chunks, or None if it is missing."""
-        path = self.path_of(key)
-        if path is None:
-            return None
-        try:
-            return file_chunks(open_regular_file(path, f"{self.what} object"))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
+        """The object's bytes in chunks of :data:`CHUNK_BYTES`, or None if it is missing."""
+        return ranged_chunks(self, key)
 
     def size(self, key: str) -> int | None:
-        path = self.path_of(key)
-        if path is None or not path.is_file():
-            return None
-        return path.stat().st_size
+        return self.root.object_size(key)
 
     def exists(self, key: str) -> bool:
-        path = self.path_of(key)
-        return path is not None and path.is_file()
+        if self.root.costly_requests and (key == "zarr.json" or key.endswith("/zarr.json")):
+            # A request saved per node: the root's consolidated index names them all.
+            nodes = self._consolidated_nodes()
+            if nodes is not None:
+                return key == "zarr.json" or key[: -len("/zarr.json")] in nodes
+        return self.root.has_object(key)
+
+    def _consolidated_nodes(self) -> frozenset[str] | None:
+        """The nodes the root's consolidated index lists (Zarr v3), fetched once."""
+        if not self._nodes_loaded:
+            self._nodes_loaded = True
+            try:
+                doc = json.loads(self.root.read_object("zarr.json") or b"{}")
+                metadata = doc.get("consolidated_metadata") or {}
+                index = metadata.get("metadata") if isinstance(metadata, dict) else None
+            except (ValueError, AttributeError):
+                index = None
+            if isinstance(index, dict):
+                self._nodes = frozenset(index)
+        return self._nodes
 
     def keys(self, prefix: str = "") -> Iterator[str]:
-        """Every object key starting with ``prefix``, links followed only inside the root."""
-        start_dir = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
-        for key in self._walk(start_dir):
+        """Every object key starting with ``prefix`` (remotely, this LISTs)."""
+        start = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
+        for key in self.root.walk_objects(start):
             if key.startswith(prefix):
                 yield key
 
     def children(self, prefix: str) -> Iterator[tuple[str, bool]]:
-        """Immediate children of ``prefix``: ``(name, is_folder)``."""
-        folder = self.path_of(prefix) if prefix else self.root
-        if folder is None or not folder.is_dir():
-            return
-        for entry in os.scandir(folder):
-            real = os.path.realpath(entry.path)
-            if not is_within(real, self.root):
-                continue
-            yield entry.name, os.path.isdir(real)
-
-    def _walk(self, start: str) -> Iterator[str]:
-        top = self.path_of(start) if start else self.root
-        if top is None or not top.is_dir():
-            return
-        seen: set[str] = set()
-        stack: list[tuple[str, str]] = [(str(top), start)]
-        while stack:
-            folder, key_prefix = stack.pop()
-            if folder in seen:
-                continue
-            seen.add(folder)
-            try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except OSError:
-                continue
-            for entry in reversed(entries):
-                key = f"{key_prefix}/{entry.name}" if key_prefix else entry.name
-                real = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
-                if not is_within(real, self.root):
-                    continue
-                if os.path.isdir(real):
-                    stack.append((real, key))
-                else:
-                    yield key
+        """Immediate children of ``prefix``: ``(name, is_folder)`` (remotely, this LISTs)."""
+        return self.root.list_folder(prefix)
 
     def close(self) -> None:
         pass
 
 
-class ZipSource:
-    """Objects in a ``.zarr.zip``, read in place; directory entries are not keys."""
+_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
+_LOCAL_SIGNATURE = b"PK\x03\x04"
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(os.path.realpath(path))
-        try:
-            self._file = open_regular_file(self.path, "zip file")
-        except OSError as exc:
-            raise BaseStoreError(f"cannot read {path}: {exc.strerror or exc}") from None
-        try:
-            self._zip = zipfile.ZipFile(self._file, "r")
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-            self._file.close()
-            raise BaseStoreError(f"{path} is not a readable zip file ({exc}); re-download it") from None
-        self._lock = threading.Lock()
-        self._members, self.problems = self._index_members(
-            self._zip.infolist(), self.path.name, self._zip.start_dir
-        )
-        self._folders: dict[str, dict[str, bool]] = {}
+
+class ZipSource:
+    """Objects in a ``.zarr.zip``, read in place with ranged reads; directory entries are not keys.
+
+    The central directory is read once, when the source opens. After that, each
+    key is one read of the member's local header and data together; the data
+    offset is remembered for byte ranges. The source holds no open file, so one
+    source serves every store over a stack, and it pickles with its member table.
+    """
+
+    def __init__(
+        self,
+        location: Location,
+        members: dict[str, zipfile.ZipInfo] | None = None,
+        problems: dict[str, str] | None = None,
+    ) -> None:
+        self.path = location
+        self._data_offsets: dict[str, int] = {}
+        if members is None:
+            infos, data_end = self._read_directory(location)
+            members, problems = self._index_members(infos, location.name, data_end)
+        self._members = members
+        self.problems: dict[str, str] = problems or {}
         self._sorted = sorted(self._members)
+        self._folders: dict[str, dict[str, bool]] = {}
         self._index_folders()
+
+    @staticmethod
+    def _read_directory(location: Location) -> tuple[list[zipfile.ZipInfo], int]:
+        """The members, and where the central directory starts (every member's data is before it)."""
+        try:
+            with location.open_object() as handle, zipfile.ZipFile(handle, "r") as archive:
+                return archive.infolist(), archive.start_dir
+        except FileNotFoundError:
+            raise BaseStoreError(f"{location} does not exist") from None
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            raise BaseStoreError(f"{location} is not a readable zip file ({exc}); re-download it") from None
 
     @staticmethod
     def _index_members(
@@ -285,11 +244,11 @@ class ZipSource:
         return f"ZipSource({str(self.path)!r})"
 
     def __getstate__(self) -> dict[str, object]:
-        # Stores travel to dask workers by pickle: reopen the zip there.
-        return {"path": self.path}
+        # The member table travels too, so a dask worker never reads the central directory.
+        return {"path": self.path, "members": self._members, "problems": self.problems}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__init__(state["path"])  # type: ignore[misc]
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["path"], state["members"], state.get("problems"))  # type: ignore[misc]
 
     def _index_folders(self) -> None:
         for key in self._sorted:
@@ -301,23 +260,78 @@ class ZipSource:
                 self._folders[parent][part] = self._folders[parent].get(part, False) or is_folder
                 parent = f"{parent}/{part}" if parent else part
 
+    def path_of(self, key: str) -> Path | None:
+        """Members of a zip are no files of their own."""
+        return None
+
     def read(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         info = self._member(key)
         if info is None:
             return None
-        with self._lock, self._zip.open(info) as handle:
-            if info.compress_type == zipfile.ZIP_STORED and byte_range is not None:
-                return read_range(handle, byte_range, info.file_size)
-            return slice_range(handle.read(), byte_range)
+        if byte_range is not None and info.compress_type == zipfile.ZIP_STORED:
+            start = self._data_offsets.get(key)
+            if start is None:
+                start = self._data_offset(key, info)
+            begin, end = _member_range(info.file_size, byte_range)
+            if end <= begin:
+                return b""
+            data = self.path.read_object("", RangeByteRequest(start + begin, start + end))
+            return b"" if data is None else data
+        return slice_range(self._whole_member(key, info), byte_range)
 
     def open_stream(self, key: str) -> Iterator[bytes] | None:
-        """The member's bytes in chunks, inflated as they are read; never more than its size."""
+        """Stored members by ranged reads; a deflated one whole (its size passed the ratio check)."""
         info = self._member(key)
         if info is None:
             return None
-        with self._lock:
-            handle = self._zip.open(info)
-        return file_chunks(handle, self._lock)  # type: ignore[arg-type]
+        if info.compress_type == zipfile.ZIP_STORED:
+            return ranged_chunks(self, key)
+        return iter((self._whole_member(key, info),))
+
+    def _span(self, start: int, end: int) -> bytes:
+        return self.path.read_object("", RangeByteRequest(start, end)) or b""
+
+    def _data_offset(self, key: str, info: zipfile.ZipInfo) -> int:
+        header = self._span(info.header_offset, info.header_offset + _LOCAL_HEADER.size)
+        offset = info.header_offset + self._header_length(header, key)
+        self._data_offsets[key] = offset
+        return offset
+
+    def _header_length(self, header: bytes, key: str) -> int:
+        if len(header) < _LOCAL_HEADER.size or header[:4] != _LOCAL_SIGNATURE:
+            raise BaseStoreError(f"{self.path}: member {key!r} has no local header; re-download it")
+        fields = _LOCAL_HEADER.unpack(header[: _LOCAL_HEADER.size])
+        return int(_LOCAL_HEADER.size + fields[9] + fields[10])
+
+    def _whole_member(self, key: str, info: zipfile.ZipInfo) -> bytes:
+        # Guess the local header's length from the central one, with slack: usually one read.
+        guess = _LOCAL_HEADER.size + len(info.orig_filename.encode("utf-8")) + len(info.extra) + 256
+        blob = self._span(info.header_offset, info.header_offset + guess + info.compress_size)
+        length = self._header_length(blob, key)
+        self._data_offsets[key] = info.header_offset + length
+        data = blob[length : length + info.compress_size]
+        if len(data) < info.compress_size:
+            start = info.header_offset + length
+            data += self._span(start + len(data), start + info.compress_size)
+        if len(data) != info.compress_size:
+            raise BaseStoreError(f"{self.path}: member {key!r} is truncated; re-download it")
+        return self._inflate(key, info, data)
+
+    def _inflate(self, key: str, info: zipfile.ZipInfo, data: bytes) -> bytes:
+        if info.compress_type == zipfile.ZIP_DEFLATED:
+            # Never more than the central directory promises: no zip bomb gets through.
+            try:
+                data = zlib.decompressobj(-15).decompress(data, info.file_size + 1)
+            except zlib.error:
+                raise BaseStoreError(f"{self.path}: member {key!r} does not inflate; re-download it") from None
+        elif info.compress_type != zipfile.ZIP_STORED:
+            raise BaseStoreError(
+                f"{self.path}: member {key!r} uses zip compression {info.compress_type}; "
+                "only stored and deflated members are read: re-zip the store without compression"
+            )
+        if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+            raise BaseStoreError(f"{self.path}: member {key!r} fails its CRC check; re-download it")
+        return data
 
     def size(self, key: str) -> int | None:
         info = self._members.get(key)
@@ -327,8 +341,6 @@ class ZipSource:
         return key in self._members
 
     def keys(self, prefix: str = "") -> Iterator[str]:
-        import bisect
-
         start = bisect.bisect_left(self._sorted, prefix)
         for key in self._sorted[start:]:
             if not key.startswith(prefix):
@@ -339,11 +351,7 @@ class ZipSource:
         yield from self._folders.get(prefix, {}).items()
 
     def close(self) -> None:
-        self._zip.close()
-        self._file.close()  # a ZipFile given an open file leaves closing it to its owner
-
-
-_ROOT_DOCS = ("zarr.json", ".zgroup", ".zattrs", ".zmetadata")
+        pass
 
 
 def _member_problems(infos: list[zipfile.ZipInfo], data_end: int) -> dict[str, str]:
@@ -373,7 +381,7 @@ def _member_problems(infos: list[zipfile.ZipInfo], data_end: int) -> dict[str, s
         (info.header_offset, info.header_offset + _LOCAL_HEADER_BYTES + len(info.orig_filename.encode("utf-8", "replace")) + info.compress_size, info.filename)
         for info in infos
     )
-    for (start, end, name), following in zip(extents, [*extents[1:], None]):
+    for (_start, end, name), following in zip(extents, [*extents[1:], None]):
         if end > data_end:
             problems.setdefault(name, "runs past the end of the zip's data")
         if following is not None and following[0] < end:
@@ -382,52 +390,45 @@ def _member_problems(infos: list[zipfile.ZipInfo], data_end: int) -> dict[str, s
     return problems
 
 
+def _member_range(size: int, byte_range: ByteRequest) -> tuple[int, int]:
+    if isinstance(byte_range, RangeByteRequest):
+        return min(byte_range.start, size), min(byte_range.end, size)
+    if isinstance(byte_range, OffsetByteRequest):
+        return min(byte_range.offset, size), size
+    if isinstance(byte_range, SuffixByteRequest):
+        return max(0, size - byte_range.suffix), size
+    raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
+
+
 def _zip_root(members: dict[str, zipfile.ZipInfo]) -> str:
     """The folder inside the zip that is the store's root: usually the zip's own root.
 
     Some tools zip the ``.zarr`` folder itself, so the store sits one level down.
     """
-    if any(doc in members for doc in _ROOT_DOCS):
+    docs = [doc for doc, _ in ROOT_DOCS]
+    if any(doc in members for doc in docs):
         return ""
     tops = {name.split("/", 1)[0] for name in members}
     if len(tops) == 1:
         (top,) = tops
-        if any(f"{top}/{doc}" in members for doc in _ROOT_DOCS):
+        if any(f"{top}/{doc}" in members for doc in docs):
             return f"{top}/"
     return ""
 
 
-def open_source(path: Path | RemotePath, kind: str | None = None) -> Source:
-    """Open a store at the bottom of a stack: a folder, or a zip file, local or remote."""
-    if not isinstance(path, Path):
-        from sds_jupyter.stack.remote import open_remote_source
+def open_source(location: Location, kind: str | None = None, *, what: str = "base store") -> Source:
+    """Open a store: a folder (prefix), or a ``.zarr.zip`` file (object).
 
-        return open_remote_source(path, kind)
-    if path.is_dir():
-        return FolderSource(path, what="base store")
-    if path.is_file():
-        return ZipSource(path)
-    raise BaseStoreError(f"{path} is neither a store folder nor a .zarr.zip file")
-
-
-def open_folder(path: Path | RemotePath, what: str) -> Source:
-    """Open the folder of a version's overlay, local or remote.
-
-    A version's overlay folder was resolved when the stack was, so it is not resolved again.
+    ``kind`` is ``"folder"`` or ``"zip"``; without it, a name ending in ``.zip`` is a zip.
     """
-    if not isinstance(path, Path):
-        from sds_jupyter.stack.remote import RemoteSource
-
-        return RemoteSource(path, what=what)
-    return FolderSource(path, what=what, resolved=True)
+    if kind == "zip" or (kind is None and location.name.endswith(".zip")):
+        return ZipSource(location)
+    return FolderSource(location, what=what)
 
 
 def zarr_format_of(source: Source, where: str) -> int:
     """2 or 3, from the root documents; refuse anything that is not a Zarr store."""
-    if source.exists("zarr.json"):
-        return 3
-    if any(source.exists(doc) for doc in (".zgroup", ".zmetadata", ".zattrs")):
-        return 2
-    raise BaseStoreError(
-        f"{where} is not a Zarr store (no zarr.json or .zgroup at its root)"
-    )
+    for doc, zarr_format in ROOT_DOCS:
+        if source.exists(doc):
+            return zarr_format
+    raise BaseStoreError(f"{where} is not a Zarr store (no zarr.json or .zgroup at its root)")

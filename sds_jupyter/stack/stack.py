@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from sds_jupyter.errors import (
@@ -21,11 +20,12 @@ from sds_jupyter.errors import (
     StackTooDeepError,
     WriteRefusedError,
 )
+from sds_jupyter.stack.location import LocalLocation, Location, location_of
+from sds_jupyter.stack.locator import DatasetLocator, ManifestReader, locate_version
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
 from sds_jupyter.stack.paths import is_within
-from sds_jupyter.stack.refs import CirroRef, DatasetLocator, FolderMap, parse_folder_map
-from sds_jupyter.stack.sources import open_source, zarr_format_of
-from sds_jupyter.stack.tree import PartialChain, find_manifest
+from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
+from sds_jupyter.stack.tree import PartialChain
 
 __all__ = ["MAX_DEPTH", "BaseInfo", "Stack", "Version"]
 
@@ -38,18 +38,18 @@ class Version:
     """One version of the stack: its manifest and where its objects are."""
 
     dataset_id: str
-    folder: Path
+    folder: Location
     """The dataset's folder (what a download names by the dataset ID)."""
-    data_dir: Path
+    data_dir: Location
     """The folder holding ``layer.json``: the dataset folder or its ``data/``."""
-    overlay_dir: Path
+    overlay_dir: Location
     manifest: Manifest
     depth: int
     """1 for the version directly on the base, counting up to the top."""
 
     @property
-    def manifest_path(self) -> Path:
-        return self.data_dir / MANIFEST_NAME
+    def manifest_path(self) -> Location:
+        return self.data_dir.join(MANIFEST_NAME, "manifest")
 
     # Every manifest field, straight from the version, for convenience.
     title = property(lambda self: self.manifest.title)
@@ -74,7 +74,8 @@ class BaseInfo:
     """The store at the bottom of the stack."""
 
     dataset_id: str | None
-    path: Path
+    path: Location
+    """A :class:`~pathlib.Path` on a local disk, a :data:`RemotePath` in object storage."""
     reference: str | None
     kind: str
     """``"folder"`` or ``"zip"``."""
@@ -90,13 +91,13 @@ class Stack:
 
     versions: tuple[Version, ...]
     base: BaseInfo
-    datasets_dir: Path
+    datasets_dir: Location
     folders: FolderMap = field(default_factory=FolderMap)
 
     @classmethod
     def resolve(
         cls,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | Location,
         folders: str | Mapping[str, str] | None = None,
         *,
         storage_options: Mapping[str, Any] | None = None,
@@ -119,54 +120,52 @@ class Stack:
             For anything that cannot be followed safely: the message says what.
         """
         folder_map = parse_folder_map(folders)
-        from sds_jupyter.stack.remote import LOCAL_SCHEMES, RemotePath, is_url
-
-        if is_url(path) or isinstance(path, RemotePath):
-            from sds_jupyter.stack.remote import resolve_remote
-
-            return resolve_remote(path, folder_map, storage_options)  # type: ignore[arg-type]
-        if isinstance(path, str) and path.startswith(LOCAL_SCHEMES):
-            path = path.split("://", 1)[1]
-        top = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
-        located = _locate_version(top)
+        top = location_of(path, storage_options)
+        if top.parent == top:
+            raise StackError(f"{top} is a bucket or a root, not a dataset folder under a datasets folder")
+        reader = ManifestReader()
+        located = locate_version(top, reader)
         if located is None:
-            return cls._store_only(top, folder_map)
+            return cls._store_only(top, folder_map, reader)
         dataset_folder, data_dir = located
         datasets_dir = dataset_folder.parent
-        locator = DatasetLocator(datasets_dir, folder_map)
+        if datasets_dir == dataset_folder:
+            raise StackError(f"{dataset_folder} is a bucket or a root, not a dataset folder under a datasets folder")
+        locator = DatasetLocator(datasets_dir, folder_map, reader)
         top_id = folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name
         return _walk(top_id, dataset_folder, data_dir, locator, folder_map)
 
     @classmethod
-    def _store_only(cls, path: Path, folder_map: FolderMap) -> Stack:
-        if not path.exists():
-            raise StackError(
-                f"{path} does not exist; give a version folder (with layer.json) or a store"
-            )
-        source = open_source(path)
+    def _store_only(cls, top: Location, folder_map: FolderMap, reader: ManifestReader) -> Stack:
+        """A stack of no versions: ``top`` is a store (a folder or a ``.zarr.zip``)."""
+        dataset_folder = top.parent
+        locator = DatasetLocator(dataset_folder.parent, folder_map, reader)
+        target = top.real()
         try:
-            zarr_format = zarr_format_of(source, str(path))
+            kind, zarr_format = locator.probe_store(target, str(top))
         except StackError:
+            if not (target.has_object() or target.has_folder()):
+                raise StackError(
+                    f"{top} does not exist; give a version folder (with layer.json) or a store"
+                ) from None
             raise StackError(
-                f"{path} holds no layer.json and is not a Zarr store; "
+                f"{top} holds no layer.json and is not a Zarr store; "
                 "give a version folder, its layer.json, or a store"
             ) from None
-        finally:
-            source.close()
-        dataset_folder = path.parent
         base = BaseInfo(
             dataset_id=folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name,
-            path=Path(os.path.realpath(path)),
+            path=target,
             reference=None,
-            kind="folder" if path.is_dir() else "zip",
+            kind=kind,
             zarr_format=zarr_format,
+            opened=locator.opened_source(target),
         )
         return cls(versions=(), base=base, datasets_dir=dataset_folder.parent, folders=folder_map)
 
     # -- views --------------------------------------------------------------------------
 
     @property
-    def protected_folders(self) -> list[Path]:
+    def protected_folders(self) -> list[LocalLocation]:
         """Every local folder of the stack: the base and each version's folder, data and overlay.
 
         Nothing sds-jupyter writes (a new version, a flattened store, an exported
@@ -175,9 +174,9 @@ class Stack:
         folders = [self.base.path] + [
             p for v in self.versions for p in (v.folder, v.data_dir, v.overlay_dir)
         ]
-        return [folder for folder in folders if isinstance(folder, Path)]
+        return [folder for folder in folders if isinstance(folder, LocalLocation)]
 
-    def refuse_output_inside(self, out: Path, what: str) -> None:
+    def refuse_output_inside(self, out: os.PathLike[str] | str, what: str) -> None:
         """Raise WriteRefusedError if ``out`` (followed through links) lies inside the stack."""
         real_out = os.path.realpath(out)
         for folder in self.protected_folders:
@@ -232,37 +231,16 @@ class Stack:
         )
 
 
-def _is_entry(path: Path) -> bool:
-    """Whether something that is not a folder sits at ``path`` (a FIFO too, so the reader refuses it)."""
-    return os.path.lexists(path) and not path.is_dir()
-
-
-def _locate_version(path: Path) -> tuple[Path, Path] | None:
-    """``(dataset folder, data dir)`` of the version at ``path``, or None for a store."""
-    if path.name == MANIFEST_NAME and _is_entry(path):
-        data_dir = path.parent
-        folder = data_dir.parent if data_dir.name == "data" else data_dir
-        return folder, data_dir
-    if path.is_dir():
-        if _is_entry(path / MANIFEST_NAME):
-            # A dataset's data/ folder opened directly: the dataset is its parent.
-            return (path.parent if path.name == "data" else path), path
-        if _is_entry(path / "data" / MANIFEST_NAME):
-            return path, path / "data"
-    return None
-
-
 def _walk(
     top_id: str,
-    dataset_folder: Path,
-    data_dir: Path,
+    dataset_folder: Location,
+    data_dir: Location,
     locator: DatasetLocator,
     folder_map: FolderMap,
 ) -> Stack:
     """Follow parents from the version in ``data_dir`` down to the base.
 
-    ``locator`` is a :class:`DatasetLocator` on a local disk, or a
-    :class:`~sds_jupyter.stack.remote.RemoteLocator` in object storage: the same walk.
+    The same walk on a local disk and in object storage: ``locator`` reads through locations.
     """
     try:
         return _walk_chain(top_id, dataset_folder, data_dir, locator, folder_map)
@@ -272,16 +250,16 @@ def _walk(
 
 def _walk_chain(
     top_id: str,
-    dataset_folder: Path,
-    data_dir: Path,
+    dataset_folder: Location,
+    data_dir: Location,
     locator: DatasetLocator,
     folder_map: FolderMap,
 ) -> Stack:
-    chain: list[tuple[str, Path, Path, Path, Manifest]] = []
+    chain: list[tuple[str, Location, Location, Location, Manifest]] = []
     seen: set[str] = set()
     manifest_bytes = 0
     dataset_id = top_id
-    manifest_path = locator.manifest_location(dataset_folder, data_dir)
+    manifest_path = data_dir.join(MANIFEST_NAME, f"manifest of {dataset_id}")
     while True:
         if str(manifest_path) in seen:
             raise StackCycleError(
@@ -304,14 +282,16 @@ def _walk_chain(
         if not chain:
             locator.hint_base(manifest.base)
         real_data_dir = manifest_path.parent
-        overlay_dir = locator.contained(real_data_dir, manifest.overlay, f"overlay folder of {dataset_id}")
+        overlay_dir = real_data_dir.join(manifest.overlay, f"overlay folder of {dataset_id}")
         chain.append((dataset_id, dataset_folder, real_data_dir, overlay_dir, manifest))
         ref = CirroRef.parse(manifest.parent)
         try:
             target = locator.resolve(ref)
         except MissingDatasetError as exc:
             # keep what did resolve: a browser still shows it, down to the break
-            exc.partial = PartialChain(_versions(chain), locator.datasets_dir, folder_map, exc.dataset_id)
+            exc.partial = PartialChain(  # type: ignore[attr-defined]
+                _versions(chain), locator.datasets_dir, folder_map, exc.dataset_id  # type: ignore[arg-type]
+            )
             raise
         if not ref.names_manifest:
             base = _base_info(ref, target, locator)
@@ -322,7 +302,7 @@ def _walk_chain(
     return Stack(versions=_versions(chain), base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
 
 
-def _versions(chain: list[tuple[str, Path, Path, Path, Manifest]]) -> tuple[Version, ...]:
+def _versions(chain: list[tuple[str, Location, Location, Location, Manifest]]) -> tuple[Version, ...]:
     """The walked chain as Versions, top first, the lowest at depth 1."""
     depth = len(chain)
     return tuple(
@@ -338,7 +318,7 @@ def _versions(chain: list[tuple[str, Path, Path, Path, Manifest]]) -> tuple[Vers
     )
 
 
-def _base_info(ref: CirroRef, target: Path, locator: DatasetLocator) -> BaseInfo:
+def _base_info(ref: CirroRef, target: Location, locator: DatasetLocator) -> BaseInfo:
     kind, zarr_format = locator.probe_store(target, f"the base store {ref}")
     return BaseInfo(
         dataset_id=ref.dataset_id,

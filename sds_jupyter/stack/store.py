@@ -14,15 +14,16 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer
 
 from sds_jupyter.errors import BaseStoreError
+from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.paths import ancestors
 from sds_jupyter.stack.rawstore import RawKeyStore
-from sds_jupyter.stack.sources import FolderSource, Source, open_folder, open_source
+from sds_jupyter.stack.sources import FolderSource, Source, open_source
 from sds_jupyter.stack.stack import Stack, Version
 
 __all__ = ["BASE", "HIDDEN", "LayerIndex", "StackStore", "open_stack"]
@@ -109,8 +110,8 @@ class StackStore(RawKeyStore):
         super().__init__(read_only=True)
         self.stack = stack
         self.index = LayerIndex.build(stack.versions)
-        self._overlays: list[Source] = [
-            open_folder(v.overlay_dir, what=f"overlay of {v.dataset_id}") for v in stack.versions
+        self._overlays: list[FolderSource] = [
+            FolderSource(v.overlay_dir, what=f"overlay of {v.dataset_id}") for v in stack.versions
         ]
         self._base: Source = stack.base.opened or open_source(stack.base.path, stack.base.kind)
         self._visible_overlay: list[str] = sorted(
@@ -192,15 +193,11 @@ class StackStore(RawKeyStore):
         number = self.index.locate(key)
         if number == HIDDEN:
             raise KeyError(key)
-        if number == BASE:
-            if isinstance(self._base, FolderSource):
-                return self._base.path_of(key), BASE
-            return None, BASE
-        overlay = self._overlays[number]
-        return (overlay.path_of(key) if isinstance(overlay, FolderSource) else None), number
+        source = self._base if number == BASE else self._overlays[number]
+        return source.path_of(key), number
 
     @property
-    def root_zarr_format(self) -> int | None:
+    def root_zarr_format(self) -> Literal[3] | None:
         """3 when the composed root is known to be Zarr v3 without a request, else None."""
         number = self.index.locate("zarr.json")
         if number >= 0 or (number == BASE and self.stack.base.zarr_format == 3):
@@ -222,7 +219,7 @@ class StackStore(RawKeyStore):
         if number == BASE:
             return self._base.size(key)
         overlay = self._overlays[number]
-        if isinstance(overlay, FolderSource):
+        if not overlay.root.costly_requests:
             return overlay.size(key)
         # In object storage, the manifest's files say it without a request.
         for entry in self.stack.versions[number].manifest.files:
@@ -262,9 +259,7 @@ class StackStore(RawKeyStore):
                     names.add(name)
             elif full in self.index.hidden_nodes:
                 continue
-            elif not self.index.has_whiteouts_under(full):
-                names.add(name)
-            elif any(True for _ in self._visible_base_keys(f"{full}/")):
+            elif not self.index.has_whiteouts_under(full) or any(True for _ in self._visible_base_keys(f"{full}/")):
                 names.add(name)
         return sorted(names)
 
@@ -293,7 +288,7 @@ class StackStore(RawKeyStore):
 
 
 def open_stack(
-    path: str | os.PathLike[str] | Stack,
+    path: str | os.PathLike[str] | Location | Stack,
     folders: str | dict[str, str] | None = None,
     *,
     storage_options: dict[str, Any] | None = None,

@@ -1,0 +1,144 @@
+"""Committing a new version: its overlay and ``layer.json``, written beside its parent at once.
+
+The objects and the manifest are written into a temporary folder that is then
+renamed into place, so a reader sees the whole version or none of it; one left
+by a killed commit is removed by the next (see :mod:`~sds_jupyter.stack.partial`). Nothing of
+the stack below is ever written to.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shutil
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sds_jupyter._version import __version__
+from sds_jupyter.errors import StackError, WriteRefusedError
+from sds_jupyter.stack.consolidate import write_root_index
+from sds_jupyter.stack.cow import CopyOnWriteStore
+from sds_jupyter.stack.location import LocalLocation
+from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME
+from sds_jupyter.stack.partial import new_partial, release_partial
+from sds_jupyter.stack.paths import check_dataset_id
+from sds_jupyter.stack.stack import Stack
+
+__all__ = ["APP_ID", "USER_VARIABLES", "commit_version", "manifest_of"]
+
+APP_ID = "sds-jupyter"
+
+
+def commit_version(
+    stack: Stack,
+    store: CopyOnWriteStore,
+    changes: list[dict[str, Any]],
+    dest: str | os.PathLike[str] | None = None,
+    *,
+    title: str | None = None,
+    message: str | None = None,
+    created_by: str | None = None,
+) -> Path:
+    """Write the version staged in ``store`` over ``stack`` and return its folder.
+
+    ``dest`` defaults to a new folder, named by a fresh dataset ID, beside the
+    top version in the datasets folder, where a reader will look for its parent.
+    It must not exist and must not lie inside any folder of the stack.
+    """
+    if not changes and not store.staged and not store.whiteouts:
+        raise StackError("nothing to save: make a change before committing")
+    beside = stack.datasets_dir
+    if not isinstance(beside, LocalLocation):
+        raise WriteRefusedError(f"{beside} is not on this disk; versions are saved into local dataset folders")
+    dest_path = Path(os.path.abspath(dest)) if dest else beside / str(uuid.uuid4())
+    _check_destination(stack, dest_path)
+    write_root_index(store)
+    manifest = manifest_of(stack, store, changes, title, message, created_by)
+    tmp = new_partial(dest_path.parent, dest_path.name)
+    try:
+        overlay = tmp / "overlay"
+        for key, data in sorted(store.staged.items()):
+            target = overlay / key
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(target, "xb") as handle:
+                handle.write(data)
+        with open(tmp / MANIFEST_NAME, "x", encoding="utf-8") as handle:
+            json.dump(manifest, handle, indent=2)
+            handle.write("\n")
+        if dest_path.exists():
+            raise WriteRefusedError(f"{dest_path} appeared while saving; choose another folder")
+        os.rename(tmp, dest_path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        release_partial(tmp)
+    return dest_path
+
+
+def manifest_of(
+    stack: Stack,
+    store: CopyOnWriteStore,
+    changes: list[dict[str, Any]],
+    title: str | None,
+    message: str | None,
+    created_by: str | None,
+) -> dict[str, Any]:
+    """The ``layer.json`` of the version staged in ``store`` over ``stack``."""
+    top = stack.top
+    if top is not None:
+        parent_id = _dataset_id_of(top.dataset_id, "the parent version")
+        parent = f"cirro:::dataset:{parent_id}/{MANIFEST_NAME}"
+        base = top.manifest.base or stack.base.reference
+    else:
+        base_id = _dataset_id_of(stack.base.dataset_id or "", "the base store's folder")
+        parent = base = f"cirro:::dataset:{base_id}/{stack.base.path.name}"
+    return {
+        "format": FORMAT,
+        "format_version": 1,
+        "parent": parent,
+        "base": base or stack.base.reference,
+        "depth": stack.depth + 1,
+        "title": title,
+        "message": message,
+        "created_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "created_by": created_by or _user(),
+        "app": {"id": APP_ID, "version": __version__},
+        "overlay": "overlay",
+        "files": [{"key": k, "size": len(v)} for k, v in sorted(store.staged.items())],
+        "deleted": store.whiteouts,
+        "changes": changes,
+    }
+
+
+def _check_destination(stack: Stack, dest: Path) -> None:
+    if dest.exists() or dest.is_symlink():
+        raise WriteRefusedError(f"{dest} exists; a new version needs a new folder")
+    stack.refuse_output_inside(dest, "new version in its own folder")
+
+
+def _dataset_id_of(value: str, what: str) -> str:
+    try:
+        return check_dataset_id(value)
+    except StackError:
+        raise WriteRefusedError(
+            f"{what} is in a folder named {value!r}, which is not a dataset ID "
+            "(letters, digits, hyphens); rename it or give a folder map"
+        ) from None
+
+
+USER_VARIABLES = ("SDS_USER", "JUPYTERHUB_USER")
+"""Environment variables naming who saves a version, first set wins; else the login name."""
+
+
+def _user() -> str | None:
+    for variable in USER_VARIABLES:
+        if os.environ.get(variable):
+            return os.environ[variable]
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None

@@ -1,0 +1,275 @@
+"""The ops of the format (``set-obs`` ... ``delete-figure``), staged on a copy-on-write store.
+
+Each op checks its names against the composed store, encodes its value
+(:mod:`~sds_jupyter.stack.encode`), stages the objects, keeps the parent
+group's index (``column-order``) right, and records the change for the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import zarr
+
+from sds_jupyter.errors import StackError, WriteRefusedError
+from sds_jupyter.stack.cow import CopyOnWriteStore
+from sds_jupyter.stack.encode import STUDIO_KEY, encode_element, studio_path
+
+__all__ = ["VersionOps"]
+
+
+class VersionOps:
+    """The changes of one new version, staged on ``store``; committing is the writer's job."""
+
+    def __init__(self, store: CopyOnWriteStore) -> None:
+        self.store = store
+        self.changes: list[dict[str, Any]] = []
+        self._committed = False
+
+    # -- reading the composed store ---------------------------------------------------
+
+    def _group(self, path: str) -> zarr.Group:
+        try:
+            node = zarr.open_group(self.store, mode="r", use_consolidated=False, path=path)
+        except (KeyError, FileNotFoundError, zarr.errors.GroupNotFoundError):
+            raise StackError(f"this version has no group {path!r}") from None
+        return node
+
+    def _doc(self, key: str) -> dict[str, Any]:
+        raw = self.store.read_raw(key)
+        if raw is None:
+            raise StackError(f"this version has no {key!r}")
+        doc: dict[str, Any] = json.loads(raw)
+        return doc
+
+    def _table(self, table: str) -> str:
+        path = f"tables/{table}"
+        if not self.store.exists_raw(f"{path}/zarr.json"):
+            tables = self.store.children_raw("tables")
+            raise StackError(
+                f"this version has no table {table!r}; its tables are: {', '.join(tables) or 'none'}"
+            )
+        return path
+
+    def n_obs(self, table: str) -> int:
+        obs = f"{self._table(table)}/obs"
+        index_name = self._doc(f"{obs}/zarr.json").get("attributes", {}).get("_index", "_index")
+        doc = self._doc(f"{obs}/{index_name}/zarr.json")
+        if doc.get("node_type") == "group":  # nullable-string-array index
+            doc = self._doc(f"{obs}/{index_name}/values/zarr.json")
+        return int(doc["shape"][0])
+
+    def obs_columns(self, table: str) -> list[str]:
+        attrs = self._doc(f"{self._table(table)}/obs/zarr.json").get("attributes", {})
+        return list(attrs.get("column-order", []))
+
+    # -- staging --------------------------------------------------------------------------
+
+    def _put(self, path: str, value: Any) -> None:
+        """Replace the node at ``path`` with ``value`` encoded as anndata would."""
+        objects = encode_element(value)
+        self.store.delete_node(path)
+        for key, data in objects.items():
+            self.store.write_raw(f"{path}/{key}", data)
+
+    def _ensure_dict_group(self, path: str) -> None:
+        """Create ``path`` and its missing parents as anndata ``dict`` groups."""
+        parts = path.split("/")
+        for end in range(1, len(parts) + 1):
+            node = "/".join(parts[:end])
+            if not self.store.exists_raw(f"{node}/zarr.json"):
+                doc = {
+                    "attributes": {"encoding-type": "dict", "encoding-version": "0.1.0"},
+                    "zarr_format": 3,
+                    "node_type": "group",
+                }
+                self.store.write_raw(f"{node}/zarr.json", json.dumps(doc, indent=2).encode())
+
+    def _record(self, change: dict[str, Any]) -> None:
+        self._check_open()
+        self.changes.append(change)
+
+    def _check_open(self) -> None:
+        if self._committed:
+            raise WriteRefusedError("this version was committed already; start a new VersionWriter")
+
+    # -- the ops ------------------------------------------------------------------------
+
+    def set_obs(self, table: str, column: str, values: Any) -> None:
+        """Add or replace an obs column (``set-obs``)."""
+        self._check_open()
+        _check_name(column, "obs column")
+        series = pd.Series(values).reset_index(drop=True) if not isinstance(values, pd.Series) else values.reset_index(drop=True)
+        n_obs = self.n_obs(table)
+        if len(series) != n_obs:
+            raise StackError(f"obs column {column!r} has {len(series)} values; table {table!r} has {n_obs} rows")
+        columns = self.obs_columns(table)
+        _check_unique_name(column, columns, "obs column")
+        obs = f"{self._table(table)}/obs"
+        self._put(f"{obs}/{column}", _column_values(series))
+        if column not in columns:
+            self._set_column_order(obs, [*columns, column])
+        self._record({"op": "set-obs", "table": table, "column": column, "kind": _kind_of(series)})
+
+    def delete_obs(self, table: str, column: str) -> None:
+        """Remove an obs column (``delete-obs``)."""
+        self._check_open()
+        columns = self.obs_columns(table)
+        if column not in columns:
+            raise StackError(f"table {table!r} has no obs column {column!r}; its columns are: {', '.join(columns)}")
+        keys = self._doc(f"{self._table(table)}/zarr.json").get("attributes", {})
+        if column in (keys.get("region_key"), keys.get("instance_key")):
+            raise StackError(
+                f"obs column {column!r} is the table's region or instance key, which ties it to "
+                "its spatial elements; keep it (replace its values with set_obs instead)"
+            )
+        obs = f"{self._table(table)}/obs"
+        self.store.delete_node(f"{obs}/{column}")
+        self._set_column_order(obs, [c for c in columns if c != column])
+        self._record({"op": "delete-obs", "table": table, "column": column})
+
+    def set_obsm(self, table: str, key: str, value: Any) -> None:
+        """Add or replace an obsm entry (``set-obsm``), e.g. an embedding."""
+        self._check_open()
+        _check_name(key, "obsm key")
+        array = value if isinstance(value, pd.DataFrame) else np.asarray(value)
+        n_obs = self.n_obs(table)
+        if array.shape[0] != n_obs:
+            raise StackError(f"obsm {key!r} has {array.shape[0]} rows; table {table!r} has {n_obs}")
+        path = f"{self._table(table)}/obsm"
+        self._ensure_dict_group(path)
+        self._put(f"{path}/{key}", array)
+        self._record({"op": "set-obsm", "table": table, "key": key, "shape": list(array.shape)})
+
+    def set_uns(self, table: str, key: str, value: Any) -> None:
+        """Add or replace a top-level uns entry (``set-uns``)."""
+        self._check_open()
+        _check_name(key, "uns key")
+        path = f"{self._table(table)}/uns"
+        self._ensure_dict_group(path)
+        self._put(f"{path}/{key}", value)
+        self._record({"op": "set-uns", "table": table, "key": key})
+
+    def delete_uns(self, table: str, key: str) -> None:
+        """Remove a top-level uns entry (``delete-uns``)."""
+        self._check_open()
+        path = f"{self._table(table)}/uns/{key}"
+        if not self.store.exists_raw(f"{path}/zarr.json"):
+            raise StackError(f"table {table!r} has no uns entry {key!r}")
+        self.store.delete_node(path)
+        self._record({"op": "delete-uns", "table": table, "key": key})
+
+    def set_figure(self, table: str, figure_id: str, spec: Mapping[str, Any] | str) -> None:
+        """Save a figure spec (``set-figure``) as a JSON string in uns."""
+        self._check_open()
+        _check_name(figure_id, "figure ID")
+        text = spec if isinstance(spec, str) else json.dumps(spec)
+        title = None if isinstance(spec, str) else spec.get("title")
+        self._table(table)
+        self._ensure_dict_group(studio_path(table, "figures"))
+        self._put(studio_path(table, "figures", figure_id), text)
+        self._record({"op": "set-figure", "table": table, "figure": figure_id, "title": title})
+
+    def delete_figure(self, table: str, figure_id: str) -> None:
+        """Remove a figure (``delete-figure``)."""
+        self._check_open()
+        path = studio_path(table, "figures", figure_id)
+        if not self.store.exists_raw(f"{path}/zarr.json"):
+            raise StackError(f"table {table!r} has no figure {figure_id!r}")
+        self.store.delete_node(path)
+        self._record({"op": "delete-figure", "table": table, "figure": figure_id})
+
+    def set_result(
+        self,
+        table: str,
+        result_id: str,
+        tables: Mapping[str, pd.DataFrame],
+        meta: Mapping[str, Any],
+    ) -> None:
+        """Save an analysis result: its tables (``"table"`` first) and its ``meta``.
+
+        Recorded as a ``set-uns`` of ``spatial_data_studio/results/<id>``.
+        """
+        self._check_open()
+        _check_name(result_id, "result ID")
+        if "table" not in tables:
+            raise StackError("a result needs its main table under the name 'table'")
+        if "meta" in tables:
+            raise StackError("'meta' is reserved for the result's metadata; rename that table")
+        self._table(table)
+        self._ensure_dict_group(studio_path(table, "results"))
+        content: dict[str, Any] = dict(tables)
+        content["meta"] = json.dumps(dict(meta))
+        self._put(studio_path(table, "results", result_id), content)
+        self._record(
+            {
+                "op": "set-uns",
+                "table": table,
+                "key": f"{STUDIO_KEY}/results/{result_id}",
+                "result": result_id,
+                "kind": meta.get("kind"),
+            }
+        )
+
+    def delete_result(self, table: str, result_id: str) -> None:
+        """Remove an analysis result; recorded as a ``delete-uns`` of its key, as set_result records."""
+        self._check_open()
+        path = studio_path(table, "results", result_id)
+        if not self.store.exists_raw(f"{path}/zarr.json"):
+            raise StackError(f"table {table!r} has no result {result_id!r}")
+        self.store.delete_node(path)
+        self._record({"op": "delete-uns", "table": table, "key": f"{STUDIO_KEY}/results/{result_id}", "result": result_id})
+
+    def _set_column_order(self, obs: str, columns: list[str]) -> None:
+        doc = self._doc(f"{obs}/zarr.json")
+        doc.setdefault("attributes", {})["column-order"] = columns
+        self.store.write_raw(f"{obs}/zarr.json", json.dumps(doc, indent=2).encode())
+
+
+def _column_values(series: pd.Series) -> Any:
+    """What anndata encodes for a column: categoricals and nullable ints/booleans keep
+    their pandas arrays (so their encodings, missing values included), the rest as numpy."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype) or (
+        pd.api.types.is_extension_array_dtype(dtype)
+        and (pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+    ):
+        return series.array
+    return series.to_numpy()
+
+
+def _kind_of(series: pd.Series) -> str:
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return "categorical"
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return "boolean"
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        return "numeric"
+    return "string"
+
+
+_NAME_CHARS_EXTRA = set("-_.")
+
+
+def _check_name(name: str, what: str) -> None:
+    """The SpatialData naming rules for element, column and key names."""
+    if (
+        not isinstance(name, str)
+        or name in ("", ".", "..", "_index")
+        or name.startswith("__")
+        or not all(ch.isalnum() or ch in _NAME_CHARS_EXTRA for ch in name)
+    ):
+        raise StackError(
+            f"{what} {name!r} is not a valid name: use letters, digits, '-', '_' and '.', "
+            "not starting with '__' (and not '_index')"
+        )
+
+
+def _check_unique_name(name: str, existing: list[str], what: str) -> None:
+    for other in existing:
+        if other != name and other.lower() == name.lower():
+            raise StackError(f"{what} {name!r} differs from existing {other!r} only in case; pick another name")

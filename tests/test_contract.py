@@ -1,0 +1,92 @@
+"""The contract between the service and the browser app: payload types generated from Python.
+
+``sds_jupyter/service/types.py`` is the source; ``make types`` writes the JSON Schema
+and the TypeScript from it. Here: the generated files are current, the app's request
+list is Python's, and real replies of every request, on a real stack, validate.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from sds_jupyter.service import REQUESTS, StackService, dispatch
+from sds_jupyter.service.contract import generated_files, payload_schema, reply_type
+
+pytest_plugins = ["fixtures_service"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Parameters that succeed on the studio stack's top version (depth 2), per request:
+#: a mapping, or a function of the service that makes one.
+PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
+    "history": {},
+    "changes": {"version": 2},
+    "figures": {"version": 2},
+    "canvas": {"version": 2, "figure": "fig_canvas"},
+    "results": {"version": 2},
+    "result_page": {"version": 1, "result": "res_markers"},
+    "result_csv": {"version": 1, "result": "res_markers"},
+    "compare": {"a": 1, "b": 2},
+    "expression": lambda service: {"version": 2, "gene": str(service.adata(2).var_names[0])},
+    "cell_mask": {"version": 2, "column": "region_class", "value": "tumor"},
+    "tree": {},
+    "fingerprint": {},
+    "contents": {"version": 2},
+    "cell": {"version": 2, "figure": "fig_canvas", "index": 0},
+    "color_values": {"version": 2, "figure": "fig_canvas", "column": "region_class"},
+    "channels": {"version": 2, "figure": "fig_canvas"},
+}
+
+
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    schema = payload_schema()
+    return jsonschema.Draft202012Validator({"$defs": schema["$defs"], **schema["requests"][name]})
+
+
+def test_the_generated_files_are_current() -> None:
+    for path, text in generated_files().items():
+        assert (ROOT / path).read_text(encoding="utf-8") == text, f"{path} is stale: run make types"
+
+
+def test_the_app_knows_the_same_requests_as_the_service() -> None:
+    source = (ROOT / "js/src/app/types.ts").read_text(encoding="utf-8")
+    listed = re.search(r"export const REQUESTS[^=]*=\s*\[(.*?)\]", source, re.S)
+    assert listed is not None, "js/src/app/types.ts has no REQUESTS list"
+    assert re.findall(r"'([a-z_]+)'", listed.group(1)) == list(REQUESTS)
+
+
+@pytest.mark.parametrize("name", list(REQUESTS))
+def test_real_replies_of_every_request_validate(name: str, studio_stack: Any) -> None:
+    assert name in PARAMS, f"give the contract test parameters that succeed for the new request {name!r}"
+    service = StackService(studio_stack.v2)
+    params = PARAMS[name]
+    reply = dispatch(service, name, params(service) if callable(params) else params)
+    data = json.loads(json.dumps(reply.data, allow_nan=False))
+    errors = sorted(_validator(name).iter_errors(data), key=lambda e: list(e.absolute_path))
+    assert not errors, f"{name} reply does not match {reply_type(name).__name__}: " + "; ".join(
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5]
+    )
+
+
+def test_error_replies_validate(orphan_version: Path) -> None:
+    service = StackService(orphan_version)
+    for name in ("history", "figures", "results"):
+        data = json.loads(json.dumps(dispatch(service, name, {}).data))
+        assert not list(_validator(name).iter_errors(data)), name
+
+
+def test_a_reply_with_an_undeclared_field_is_caught() -> None:
+    """The schema is strict: a field the types do not declare is drift, not noise."""
+    good = {"kind": "not-found", "message": "gone"}
+    schema = payload_schema()
+    validator = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/ErrorInfo"})
+    assert validator.is_valid(good)
+    assert not validator.is_valid({**good, "extra": 1})
+    assert not validator.is_valid({"kind": "x"})
