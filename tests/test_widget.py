@@ -88,6 +88,16 @@ def test_open_by_title_dataset_id_or_depth(browser) -> None:
     assert "region_class" not in browser.adata.obs
 
 
+@pytest.mark.parametrize("selector", ["²", "٣", "9" * 5000])
+def test_open_adata_with_a_strange_version_answers_an_error(browser, recorded_messages, selector: str) -> None:
+    """Non-ASCII digits and huge numbers name no version: one readable refusal, not an internal error."""
+    _deliver(browser, {"type": "open_adata", "id": 11, "version": selector})
+    (reply,) = _responses(recorded_messages)
+    assert not reply["ok"]
+    assert reply["error"]["kind"] != "internal" and "no version" in reply["error"]["message"]
+    assert len(reply["error"]["message"]) < 400
+
+
 def test_other_messages_are_ignored(browser, recorded_messages) -> None:
     _deliver(browser, {"type": "something-else"})
     assert _responses(recorded_messages) == []

@@ -211,7 +211,7 @@ class Stack:
     def depth_of(self, selector: int | str) -> int:
         """The depth a selector names; refuses one that names nothing here."""
         if isinstance(selector, bool):
-            raise StackError(f"no version {selector!r} in this stack")
+            raise StackError(f"no version {_shown(selector)} in this stack")
         if isinstance(selector, int):
             if 0 <= selector <= self.depth:
                 return selector
@@ -219,16 +219,22 @@ class Stack:
                 f"no version at depth {selector}: this stack has depths 0 (the base) to {self.depth}"
             )
         if isinstance(selector, str):
-            if selector.isdigit():
+            # ASCII digits only ("²".isdigit() is true, int("²") fails), and few of them:
+            # a selector arrives from a person or a message, never as a huge number.
+            if selector.isascii() and selector.isdigit() and len(selector) <= 18:
                 return self.depth_of(int(selector))
             for version in self.versions:
                 if selector in (version.dataset_id, version.manifest.title):
                     return version.depth
             if selector in ("base", self.base.dataset_id):
                 return 0
-        raise StackError(
-            f"no version {selector!r} in this stack; give a depth, a dataset ID or a title"
-        )
+        raise StackError(f"no version {_shown(selector)} in this stack; give a depth, a dataset ID or a title")
+
+
+def _shown(selector: object) -> str:
+    """A selector as a message shows it: its repr, cut short (it may come from anywhere)."""
+    text = repr(selector)
+    return text if len(text) <= 60 else f"{text[:57]}…"
 
 
 def _walk(
