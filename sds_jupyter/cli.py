@@ -53,8 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--folders",
             metavar="JSON",
-            help='folder map {"<dataset id>": "<folder>"}, e.g. "$SDS_CIRRO_DATASETS" '
-            "(default: that variable, if set)",
+            help='folder map {"<dataset id>": "<folder>"}, e.g. "$SDS_CIRRO_DATASETS" (default: that variable, if set)',
         )
 
     describe = commands.add_parser("describe", help="list a stack's versions, top first, and its base")
@@ -64,9 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
     flatten = commands.add_parser("flatten", help="write a stack out as one store")
     with_folders(flatten)
-    flatten.add_argument(
-        "--copy", action="store_true", help="copy the base's objects instead of linking to them"
-    )
+    flatten.add_argument("--copy", action="store_true", help="copy the base's objects instead of linking to them")
     flatten.add_argument("path", help="a version folder or its layer.json")
     flatten.add_argument("out", help="the new store's folder (must not exist, or be empty)")
 
@@ -177,16 +174,16 @@ def _describe_text(info: dict[str, Any]) -> list[str]:
         for change in version["changes"]:
             lines.append(f"      - {format_change(change)}")
     base = info["base"]
-    lines.append(f"  [0] base: {base['path']} ({base['kind']}, Zarr v{base['zarr_format']}, dataset {base['dataset_id']})")
+    lines.append(
+        f"  [0] base: {base['path']} ({base['kind']}, Zarr v{base['zarr_format']}, dataset {base['dataset_id']})"
+    )
     return lines
 
 
 def format_change(change: dict[str, Any]) -> str:
     """One readable line for a ``changes`` entry, e.g. ``set-obs regions (categorical)``."""
     op = change.get("op", "?")
-    subject = next(
-        (change[k] for k in ("column", "key", "figure", "result") if isinstance(change.get(k), str)), ""
-    )
+    subject = next((change[k] for k in ("column", "key", "figure", "result") if isinstance(change.get(k), str)), "")
     detail = change.get("kind")
     text = f"{op} {subject}".strip()
     return f"{text} ({detail})" if isinstance(detail, str) and detail else text

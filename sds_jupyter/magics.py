@@ -53,7 +53,9 @@ def _folder_map(text: str | None) -> dict[str, str] | None:
     try:
         folders = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"sds_open: --folders is not JSON ({exc.msg}); give an object like '{{\"<id>\": \"<folder>\"}}'") from None
+        raise UsageError(
+            f'sds_open: --folders is not JSON ({exc.msg}); give an object like \'{{"<id>": "<folder>"}}\''
+        ) from None
     if not isinstance(folders, dict) or not all(isinstance(v, str) for v in folders.values()):
         raise UsageError("sds_open: --folders must be a JSON object mapping dataset IDs to folder names")
     return folders
@@ -98,7 +100,9 @@ class StackMagics(Magics):
         text = args.path
         path: str | Path = text if is_url(text) else Path(os.path.expanduser(text))
         if isinstance(path, Path) and not path.exists():
-            raise UsageError(f"sds_open: {str(path)!r} does not exist; give a version folder, its layer.json or a store")
+            raise UsageError(
+                f"sds_open: {str(path)!r} does not exist; give a version folder, its layer.json or a store"
+            )
         folders = _folder_map(args.folders)
         options = _json_object(args.storage_options, "--storage-options")
         try:
@@ -113,7 +117,9 @@ class StackMagics(Magics):
             raise UsageError(f"sds_open: {exc}") from None
         display(browser)
         if broken is not None:  # show what resolves; there is no data to bind
-            print(f"sds_open: bound nothing to {args.name!r}: dataset {broken.missing_id} is missing; attach it in the workspace")
+            print(
+                f"sds_open: bound nothing to {args.name!r}: dataset {broken.missing_id} is missing; attach it in the workspace"
+            )
         else:
             print(browser.bound_message())
 
@@ -143,7 +149,7 @@ class _SaveParser(argparse.ArgumentParser):
     """argparse that reports a bad line as one UsageError instead of exiting."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"sds_save: {message}; usage: %sds_save \"title\" [--message M] [--from NAME]")
+        raise UsageError(f'sds_save: {message}; usage: %sds_save "title" [--message M] [--from NAME]')
 
 
 def _save_arguments(line: str) -> argparse.Namespace:

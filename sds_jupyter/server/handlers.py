@@ -221,8 +221,11 @@ class NotebookHandler(StackAPIHandler):
             if existing is not None and is_made_for(existing, version_key):
                 return notebook_path, False, is_unchanged(existing, made)
         where = directory or "the server root"
-        raise NotebookWriteError(f"{where} already holds {len(candidate_names(first))} notebooks named like {first!r}; "
-                                 "move some away and try again.", status=409)
+        raise NotebookWriteError(
+            f"{where} already holds {len(candidate_names(first))} notebooks named like {first!r}; "
+            "move some away and try again.",
+            status=409,
+        )
 
     async def _contents(self, call: Callable[..., Any], *args: Any) -> Any:
         """A contents-manager call whose refusal (an HTTPError: 403 read-only, 500 disk full) reads as one line."""

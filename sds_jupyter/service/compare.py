@@ -301,7 +301,11 @@ def small_value(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         return json_scalar(value)
     if isinstance(value, (list, tuple, np.ndarray)):
-        items = list(np.asarray(value, dtype=object).ravel()) if isinstance(value, np.ndarray) and value.ndim == 1 else value
+        items = (
+            list(np.asarray(value, dtype=object).ravel())
+            if isinstance(value, np.ndarray) and value.ndim == 1
+            else value
+        )
         if isinstance(value, np.ndarray) and value.ndim != 1:
             return NOT_SMALL
         if len(items) > MAX_ITEMS:

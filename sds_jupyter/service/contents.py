@@ -102,7 +102,9 @@ def _raster(node: zarr.Group) -> dict[str, Any]:
     ome = attrs.get("ome", attrs)
     scales = ome.get("multiscales") or []
     datasets = scales[0].get("datasets", []) if scales else []
-    axes = [str(a.get("name", a) if isinstance(a, Mapping) else a) for a in (scales[0].get("axes", []) if scales else [])]
+    axes = [
+        str(a.get("name", a) if isinstance(a, Mapping) else a) for a in (scales[0].get("axes", []) if scales else [])
+    ]
     out: dict[str, Any] = {"levels": len(datasets), "axes": axes}
     if datasets:
         level0 = node[str(datasets[0]["path"])]

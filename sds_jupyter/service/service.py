@@ -353,7 +353,9 @@ class StackService:
         if figure.kind == "chart":
             try:
                 result = read_result(uns, str(figure.spec["result"]))
-                summary["vega_lite"] = recolor_chart(chart_for_figure(figure.spec, result, titled=False), palettes(), result.meta)
+                summary["vega_lite"] = recolor_chart(
+                    chart_for_figure(figure.spec, result, titled=False), palettes(), result.meta
+                )
             except StackError as exc:
                 summary.update(kind="unsupported", reason=str(exc))
         elif figure.kind == "canvas":
@@ -423,7 +425,13 @@ class StackService:
             raise RequestError(f"Table {view.name!r} has no obs column {column!r}.")
         series = view.obs[column]
         mask = (series.astype(str) == value).to_numpy() & series.notna().to_numpy()
-        data = {"column": column, "value": value, "n_cells": int(mask.size), "n_selected": int(mask.sum()), "dtype": "uint8"}
+        data = {
+            "column": column,
+            "value": value,
+            "n_cells": int(mask.size),
+            "n_selected": int(mask.sum()),
+            "dtype": "uint8",
+        }
         return Reply(data, [as_buffer(mask.astype(np.uint8))])
 
     def cell(self, version: int | str | None = None, figure: str = "", index: int = 0) -> CellRow:
@@ -445,7 +453,9 @@ class StackService:
             "values": [json_scalar(value) for value in row.tolist()],
         }
 
-    def color_values(self, version: int | str | None = None, figure: str = "", column: str = "", gene: str = "") -> Reply:
+    def color_values(
+        self, version: int | str | None = None, figure: str = "", column: str = "", gene: str = ""
+    ) -> Reply:
         """A canvas figure's cells colored by another obs ``column`` or by a ``gene``'s expression (from X).
 
         Answers the ``color`` part of a CanvasPayload and one buffer (uint16 category codes or
@@ -468,8 +478,15 @@ class StackService:
         elif column not in adata.obs.columns:
             raise RequestError(f"No obs column {column!r} in this version's table.")
         saved = saved_category_colors(f.spec for f in read_figures(self._studio_uns(version)) if f.kind == "canvas")
-        colors = {**saved.get(column, {}), **(spec.get("category_colors") or {} if spec.get("color_by") == column else {})}
-        color_spec = {"color_by": column, "category_colors": colors, "colormap": spec.get("colormap") if spec.get("color_by") == column else None}
+        colors = {
+            **saved.get(column, {}),
+            **(spec.get("category_colors") or {} if spec.get("color_by") == column else {}),
+        }
+        color_spec = {
+            "color_by": column,
+            "category_colors": colors,
+            "colormap": spec.get("colormap") if spec.get("color_by") == column else None,
+        }
         color, buffer = cell_colors(adata, color_spec)
         return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
 
@@ -612,7 +629,9 @@ class StackService:
     def compare(self, a: int | str, b: int | str) -> Comparison:
         """What differs in the table between versions ``a`` and ``b`` (b relative to a), cell by cell."""
         depth_a, depth_b = self.depth(a), self.depth(b)
-        return compare_tables(depth_a, depth_b, self.table_view(depth_a), self.table_view(depth_b), self._touched(depth_a, depth_b))
+        return compare_tables(
+            depth_a, depth_b, self.table_view(depth_a), self.table_view(depth_b), self._touched(depth_a, depth_b)
+        )
 
     # ------------------------------------------------------------------ contents
 
@@ -634,7 +653,9 @@ class StackService:
             for manifest in manifests:
                 if any(f.key.startswith(prefix) for f in manifest.files):
                     return True
-                if any(entry.startswith(prefix) or prefix.startswith(entry) or entry == node for entry in manifest.deleted):
+                if any(
+                    entry.startswith(prefix) or prefix.startswith(entry) or entry == node for entry in manifest.deleted
+                ):
                     return True
             return False
 
@@ -736,5 +757,9 @@ def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:
         return frame.sort_values(column, ascending=not descending, na_position="last", kind="stable")
     except TypeError:
         return frame.sort_values(
-            column, ascending=not descending, na_position="last", kind="stable", key=lambda s: s.astype(str).where(s.notna())
+            column,
+            ascending=not descending,
+            na_position="last",
+            kind="stable",
+            key=lambda s: s.astype(str).where(s.notna()),
         )

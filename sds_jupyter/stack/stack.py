@@ -145,12 +145,9 @@ class Stack:
             kind, zarr_format = locator.probe_store(target, str(top))
         except StackError:
             if not (target.has_object() or target.has_folder()):
-                raise StackError(
-                    f"{top} does not exist; give a version folder (with layer.json) or a store"
-                ) from None
+                raise StackError(f"{top} does not exist; give a version folder (with layer.json) or a store") from None
             raise StackError(
-                f"{top} holds no layer.json and is not a Zarr store; "
-                "give a version folder, its layer.json, or a store"
+                f"{top} holds no layer.json and is not a Zarr store; give a version folder, its layer.json, or a store"
             ) from None
         base = BaseInfo(
             dataset_id=folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name,
@@ -171,9 +168,7 @@ class Stack:
         Nothing sds-jupyter writes (a new version, a flattened store, an exported
         figure) may land inside one of them.
         """
-        folders = [self.base.path] + [
-            p for v in self.versions for p in (v.folder, v.data_dir, v.overlay_dir)
-        ]
+        folders = [self.base.path] + [p for v in self.versions for p in (v.folder, v.data_dir, v.overlay_dir)]
         return [folder for folder in folders if isinstance(folder, LocalLocation)]
 
     def refuse_output_inside(self, out: os.PathLike[str] | str, what: str) -> None:
@@ -215,9 +210,7 @@ class Stack:
         if isinstance(selector, int):
             if 0 <= selector <= self.depth:
                 return selector
-            raise StackError(
-                f"no version at depth {selector}: this stack has depths 0 (the base) to {self.depth}"
-            )
+            raise StackError(f"no version at depth {selector}: this stack has depths 0 (the base) to {self.depth}")
         if isinstance(selector, str):
             if selector.isdigit():
                 return self.depth_of(int(selector))
@@ -226,9 +219,7 @@ class Stack:
                     return version.depth
             if selector in ("base", self.base.dataset_id):
                 return 0
-        raise StackError(
-            f"no version {selector!r} in this stack; give a depth, a dataset ID or a title"
-        )
+        raise StackError(f"no version {selector!r} in this stack; give a depth, a dataset ID or a title")
 
 
 def _walk(
@@ -268,8 +259,7 @@ def _walk_chain(
             )
         if len(chain) == MAX_DEPTH:
             raise StackTooDeepError(
-                f"the parent chain runs more than {MAX_DEPTH} versions deep; "
-                "flatten a lower version and build on that"
+                f"the parent chain runs more than {MAX_DEPTH} versions deep; flatten a lower version and build on that"
             )
         seen.add(str(manifest_path))
         manifest = locator.read_manifest(manifest_path)
@@ -290,7 +280,10 @@ def _walk_chain(
         except MissingDatasetError as exc:
             # keep what did resolve: a browser still shows it, down to the break
             exc.partial = PartialChain(  # type: ignore[attr-defined]
-                _versions(chain), locator.datasets_dir, folder_map, exc.dataset_id  # type: ignore[arg-type]
+                _versions(chain),
+                locator.datasets_dir,
+                folder_map,
+                exc.dataset_id,  # type: ignore[arg-type]
             )
             raise
         if not ref.names_manifest:

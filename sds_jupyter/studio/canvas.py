@@ -149,7 +149,14 @@ def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> t
     finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     name = spec.get("colormap") or DEFAULT_COLORMAP
-    info = {"mode": "continuous", "column": column, "colormap": name, "min": low, "max": high, "lut": colormap_lut(name)}
+    info = {
+        "mode": "continuous",
+        "column": column,
+        "colormap": name,
+        "min": low,
+        "max": high,
+        "lut": colormap_lut(name),
+    }
     return info, values
 
 
@@ -184,7 +191,9 @@ def _channel_planes(level: Level) -> np.ndarray:
     return planes if "c" in order else planes[np.newaxis]
 
 
-def _visible_channels(spec: Mapping[str, Any], names: Sequence[str]) -> list[tuple[int, str, str, tuple[float, float] | None]]:
+def _visible_channels(
+    spec: Mapping[str, Any], names: Sequence[str]
+) -> list[tuple[int, str, str, tuple[float, float] | None]]:
     """(index, name, color, contrast limits) of each visible channel the spec draws."""
     chosen = spec.get("channels")
     if not chosen:
@@ -247,13 +256,15 @@ def channel_planes(level: Level, spec: Mapping[str, Any]) -> tuple[list[dict[str
         chosen = saved.get(name) or {}
         limits = chosen.get("contrast_limits") or [low, high]
         color = chosen.get("color") or DEFAULT_CHANNEL_COLORS[index % len(DEFAULT_CHANNEL_COLORS)]
-        infos.append({
-            "name": name,
-            "color": color,
-            "visible": index in drawn,
-            "contrast_limits": [float(limits[0]), float(limits[1])],
-            "range": [low, high],
-        })
+        infos.append(
+            {
+                "name": name,
+                "color": color,
+                "visible": index in drawn,
+                "contrast_limits": [float(limits[0]), float(limits[1])],
+                "range": [low, high],
+            }
+        )
     return infos, buffers
 
 

@@ -256,13 +256,17 @@ def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None
         bar["encoding"]["color"] = {"field": group, "type": "nominal", "legend": None, "sort": order}
         bar["width"] = FACET_MIN_WIDTH
         bar["height"] = {"step": 14}
-        spec.update({
-            "facet": {"field": group, "type": "nominal", "sort": order, "header": {"labelFontWeight": "bold"}},
-            "columns": min(4, max(1, len(order))),
-            "spec": bar,
-            "resolve": {"scale": {"y": "independent"}},
-            "usermeta": {"fit": {"facets": len(order), "label": _label_width(top[feature]), "min": FACET_MIN_WIDTH}},
-        })
+        spec.update(
+            {
+                "facet": {"field": group, "type": "nominal", "sort": order, "header": {"labelFontWeight": "bold"}},
+                "columns": min(4, max(1, len(order))),
+                "spec": bar,
+                "resolve": {"scale": {"y": "independent"}},
+                "usermeta": {
+                    "fit": {"facets": len(order), "label": _label_width(top[feature]), "min": FACET_MIN_WIDTH}
+                },
+            }
+        )
     else:
         spec.update(bar)
     return spec
@@ -305,14 +309,19 @@ def comparison_chart(result: ResultEntry) -> dict[str, Any] | None:
     volcano["significant"] = (frame[pvalue] < p_cut) & (frame[logfc].abs() >= fc_cut)
     if feature:
         volcano[feature] = frame[feature].astype(str)
-    tooltip = [{"field": c, "type": field_type(volcano[c])} for c in ([feature] if feature else []) + [logfc, "neg_log10_p"]]
+    tooltip = [
+        {"field": c, "type": field_type(volcano[c])} for c in ([feature] if feature else []) + [logfc, "neg_log10_p"]
+    ]
     spec = _base(None, inline_values(volcano))
     spec["mark"] = {"type": "point", "filled": True, "size": 20}
     spec["encoding"] = {
         "x": {"field": logfc, "type": "quantitative"},
         "y": {"field": "neg_log10_p", "type": "quantitative", "title": f"-log10 {pvalue}"},
-        "color": {"field": "significant", "type": "nominal",
-                  "scale": {"domain": [False, True], "range": ["#bbbbbb", "#d62728"]}},
+        "color": {
+            "field": "significant",
+            "type": "nominal",
+            "scale": {"domain": [False, True], "range": ["#bbbbbb", "#d62728"]},
+        },
         "tooltip": tooltip,
     }
     return spec
@@ -340,8 +349,10 @@ def _pairs_long(frame: pd.DataFrame) -> tuple[pd.DataFrame, str, str, str] | Non
         square = numeric.copy()
         square.index = [str(label) for label in frame.index]
         square.columns = [str(label) for label in square.columns]
-        long = square.rename_axis("cluster_a").reset_index().melt(
-            id_vars="cluster_a", var_name="cluster_b", value_name="zscore"
+        long = (
+            square.rename_axis("cluster_a")
+            .reset_index()
+            .melt(id_vars="cluster_a", var_name="cluster_b", value_name="zscore")
         )
         return long, "cluster_a", "cluster_b", "zscore"
     return None

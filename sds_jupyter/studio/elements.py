@@ -166,7 +166,10 @@ def _read_parquet(root: zarr.Group, prefix: str) -> pd.DataFrame:
     parts = [key for key in _list_prefix(root, prefix + "/") if key.endswith(".parquet")]
     if not parts:
         raise ElementError(f"No parquet object at {prefix!r}.")
-    frames = [pq.read_table(io.BytesIO(read_store_bytes(root, key.removeprefix(_node_path(root))) or b"")).to_pandas() for key in parts]
+    frames = [
+        pq.read_table(io.BytesIO(read_store_bytes(root, key.removeprefix(_node_path(root))) or b"")).to_pandas()
+        for key in parts
+    ]
     return pd.concat(frames)
 
 
