@@ -43,6 +43,7 @@ test-js: setup
 # Habits: ruff (lint), mypy (the stack library strictly, the rest as configured),
 # import-linter (layers, no cycles, no Jupyter below the service). Config in pyproject.toml.
 lint: setup
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy --follow-imports=silent sds_jupyter/stack
 	$(VENV)/bin/lint-imports --no-cache
