@@ -171,8 +171,7 @@ def _describe_text(info: dict[str, Any]) -> list[str]:
             lines.append(f"      {version['message']}")
         who = version["created_by"] or "unknown"
         lines.append(f"      by {who} at {version['created_at'] or 'unknown time'}")
-        for change in version["changes"]:
-            lines.append(f"      - {format_change(change)}")
+        lines.extend(f"      - {format_change(change)}" for change in version["changes"])
     base = info["base"]
     lines.append(
         f"  [0] base: {base['path']} ({base['kind']}, Zarr v{base['zarr_format']}, dataset {base['dataset_id']})"

@@ -120,7 +120,7 @@ def test_demo_stack_under_the_root(jp_root_dir, demo_top, fetch) -> None:
     assert history["top_depth"] == 4 and "error" not in history
     figures = _get(fetch, "figures", path=f"demo/{demo_top.name}")
     canvas = next(f for f in figures["figures"] if f["kind"] == "canvas")
-    data, buffers = _get(fetch, "canvas", path=f"demo/{demo_top.name}", figure=canvas["id"])
+    _data, buffers = _get(fetch, "canvas", path=f"demo/{demo_top.name}", figure=canvas["id"])
     assert len(buffers) >= 2
 
 

@@ -180,7 +180,7 @@ def test_cells_sit_at_label_centroids(studio_adata, blobs_root) -> None:
     first = str(studio_adata.obs["instance_id"].iloc[0])
     assert x[0] == pytest.approx(centroids.loc[first, "x"])
     assert y[0] == pytest.approx(centroids.loc[first, "y"])
-    assert np.isfinite(x).all() and (0 <= x).all() and (x <= 512).all()
+    assert np.isfinite(x).all() and (x >= 0).all() and (x <= 512).all()
 
 
 def test_obsm_spatial_wins_over_centroids(studio_adata, blobs_root) -> None:

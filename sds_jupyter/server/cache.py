@@ -13,8 +13,8 @@ import os
 import threading
 from pathlib import Path
 
-from sds_jupyter.service import StackService
 from sds_jupyter.server.paths import check_datasets_dir_inside, check_stack_inside, resolve_in_root
+from sds_jupyter.service import StackService
 
 __all__ = ["ServiceCache"]
 

@@ -25,7 +25,6 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
 from sds_jupyter.server.cache import ServiceCache
 from sds_jupyter.server.notebook import (
     candidate_names,
@@ -37,6 +36,7 @@ from sds_jupyter.server.notebook import (
     work_dir_in_root,
 )
 from sds_jupyter.server.paths import OutsideRootError, PathNotFoundError
+from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
 from sds_jupyter.stack.tree import scan_versions
 
 __all__ = ["NAMESPACE", "SETTINGS_KEY", "NotebookWriteError", "setup_handlers", "status_for"]

@@ -109,9 +109,9 @@ def _obs_delta(view_a: TableView, view_b: TableView, touched: Callable[[str], bo
         "changed": changed,
         "added_columns": [column_summary(c, obs_b[c]) for c in cols_b if c not in set_a],
         "removed_columns": [column_summary(c, obs_a[c]) for c in cols_a if c not in set_b],
-        "n_cells_a": int(len(obs_a)),
-        "n_cells_b": int(len(obs_b)),
-        "n_common": int(len(_common_index(obs_a.index, obs_b.index))),
+        "n_cells_a": len(obs_a),
+        "n_cells_b": len(obs_b),
+        "n_common": len(_common_index(obs_a.index, obs_b.index)),
     }
 
 
@@ -162,7 +162,7 @@ def obs_change(column: str, a: pd.Series, b: pd.Series) -> ObsChange | None:
         "kind": kind,  # type: ignore[typeddict-item]
         "n_changed": n_changed,
         "transitions": transitions,
-        "n_transitions": int(len(counted)),
+        "n_transitions": len(counted),
         "counts_a": _counts(texts_a),
         "counts_b": _counts(texts_b),
     }
@@ -351,9 +351,9 @@ def _result_changes(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any]) -> list[
         table_a = entries_a[key].tables.get(MAIN_TABLE) if key in entries_a else None
         table_b = entries_b[key].tables.get(MAIN_TABLE) if key in entries_b else None
         if table_a is not None:
-            change["n_rows_a"] = int(len(table_a))
+            change["n_rows_a"] = len(table_a)
         if table_b is not None:
-            change["n_rows_b"] = int(len(table_b))
+            change["n_rows_b"] = len(table_b)
         if status == "changed" and table_a is not None and table_b is not None:
             change.update(_table_change(table_a, table_b))
         changes.append(change)

@@ -52,8 +52,8 @@ from sds_jupyter.service.types import (
     Whiteout,
 )
 from sds_jupyter.stack import Stack, StackStore
-from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.location import RemotePath
+from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
 from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, cell_colors, channel_planes
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
@@ -69,7 +69,7 @@ from sds_jupyter.studio.results import (
     read_result,
     read_results,
 )
-from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part, studio_section
+from sds_jupyter.studio.uns import STUDIO_KEY, studio_section
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 
@@ -533,7 +533,7 @@ class StackService:
         self, result: ResultEntry, palettes: Callable[[], Mapping[str, Mapping[str, str]]] | None = None
     ) -> ResultSummary:
         tables = [
-            {"name": name, "n_rows": int(len(frame)), "columns": self._columns(with_index_column(frame))}
+            {"name": name, "n_rows": len(frame), "columns": self._columns(with_index_column(frame))}
             for name, frame in result.tables.items()
         ]
         summary: ResultSummary = {

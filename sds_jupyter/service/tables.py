@@ -50,7 +50,7 @@ class TableView:
         if "uns" not in self.group:
             return {}
         node = self.group["uns"]
-        return {key: read_elem(node[key]) for key in node.keys() if key != STUDIO_KEY}
+        return {key: read_elem(node[key]) for key in node if key != STUDIO_KEY}
 
     def _studio_group(self) -> zarr.Group | None:
         """The ``uns/spatial_data_studio`` group, or None when the table has none."""

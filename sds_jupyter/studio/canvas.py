@@ -137,7 +137,7 @@ def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> 
     colors = column_palette(column, categories, adata.uns, spec.get("category_colors"))
     if (codes < 0).any():
         codes = np.where(codes < 0, len(categories), codes)
-        categories, colors = categories + [MISSING_CATEGORY], colors + [MISSING_COLOR]
+        categories, colors = [*categories, MISSING_CATEGORY], [*colors, MISSING_COLOR]
     if len(categories) > np.iinfo(np.uint16).max:
         raise FigureError(f"Column {column!r} has too many categories ({len(categories)}) to color by.")
     info = {"mode": "categorical", "column": column, "categories": categories, "colors": colors}
