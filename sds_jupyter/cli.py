@@ -12,7 +12,10 @@ import math
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.terminal import escape_controls
@@ -23,7 +26,7 @@ EXIT_REFUSED = 2
 EXIT_PROBLEMS = 1
 
 
-def say(text: str, file: TextIO | None = None, *, block: bool = False) -> None:
+def say(text: str, file: SupportsWrite[str] | None = None, *, block: bool = False) -> None:
     """Print ``text`` as one line, control characters (newlines too) escaped: the one print of the CLI.
 
     ``block`` prints text of our own making line by line (JSON, argparse's
@@ -37,7 +40,7 @@ def say(text: str, file: TextIO | None = None, *, block: bool = False) -> None:
 class _Parser(argparse.ArgumentParser):
     """argparse, whose messages repeat what was typed (a pasted folder name), printed safely."""
 
-    def _print_message(self, message: str, file: TextIO | None = None) -> None:
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if message:
             say(message.rstrip("\n"), file if file is not None else sys.stderr, block=True)
 

@@ -42,7 +42,8 @@ def parse_magic_line(magic: Callable[..., Any], line: str) -> argparse.Namespace
     except ValueError as exc:
         raise UsageError(f"{name}: {exc} in the arguments; quote a path holding spaces or quotes") from None
     try:
-        return magic.parser.parse_args(argv)  # type: ignore[attr-defined]
+        parser: argparse.ArgumentParser = magic.parser  # type: ignore[attr-defined]  # set by @magic_arguments
+        return parser.parse_args(argv)
     except UsageError as exc:
         raise UsageError(f"{name}: {' '.join(str(exc).split())}") from None
 
@@ -77,6 +78,13 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 class StackMagics(Magics):
     """Magics of sds_jupyter."""
 
+    @property
+    def _user_ns(self) -> dict[str, Any]:
+        """The notebook's namespace: a registered magic always has its shell."""
+        assert self.shell is not None
+        namespace: dict[str, Any] = self._user_ns
+        return namespace
+
     @no_var_expand
     @magic_arguments()
     @argument("path", help="a version folder, its layer.json, or a base store")
@@ -107,7 +115,7 @@ class StackMagics(Magics):
         options = _json_object(args.storage_options, "--storage-options")
         try:
             browser = VersionBrowser(
-                path, folders=folders, name=args.name, namespace=self.shell.user_ns, storage_options=options
+                path, folders=folders, name=args.name, namespace=self._user_ns, storage_options=options
             )
             broken = browser.service.partial
             if broken is None:
@@ -130,16 +138,16 @@ class StackMagics(Magics):
         from sds_jupyter.widget import bound_browser
 
         args = _save_arguments(line)
-        browser = bound_browser(self.shell.user_ns, args.source)
+        browser = bound_browser(self._user_ns, args.source)
         if browser is None:
             raise UsageError(
                 f"sds_save: `{args.source}` was not bound by %sds_open; open its version first "
                 f"(%sds_open PATH --as {args.source})"
             )
-        if args.source not in self.shell.user_ns:
+        if args.source not in self._user_ns:
             raise UsageError(f"sds_save: `{args.source}` is not defined; run %sds_open again")
         try:
-            top = browser.save(args.title, args.message, adata=self.shell.user_ns[args.source])
+            top = browser.save(args.title, args.message, adata=self._user_ns[args.source])
         except StackError as exc:
             raise UsageError(f"sds_save: {exc}") from None
         print(_saved_line(browser, args.source, top))

@@ -225,7 +225,8 @@ class VersionBrowser(anywidget.AnyWidget):
 
     def _bound_message(self, adata: Any) -> str:
         stack = self.service.stack
-        label = "the base" if self.selected == 0 else f"v{self.selected} “{stack.at(self.selected).top.label}”"
+        top = stack.at(self.selected).top if self.selected else None  # the base alone has no top version
+        label = "the base" if top is None else f"v{self.selected} “{top.label}”"
         where = f"`{self.variable_name}`" if self.variable_name else "`browser.adata`"
         return f"{where} is the AnnData of {label}: {adata.n_obs} cells × {adata.n_vars} variables."
 

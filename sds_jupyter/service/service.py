@@ -46,14 +46,16 @@ from sds_jupyter.service.types import (
     ResultPage,
     ResultsData,
     ResultSummary,
+    ResultTableSummary,
     TreeData,
     TreeNode,
     VersionSummary,
     Whiteout,
 )
-from sds_jupyter.stack import Stack, StackStore
-from sds_jupyter.stack.location import RemotePath
+from sds_jupyter.stack import Stack, StackStore, Version
+from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.open import open_anndata, open_table_group
+from sds_jupyter.stack.refs import FolderMap
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
 from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, cell_colors, channel_planes
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
@@ -91,7 +93,7 @@ def as_buffer(array: np.ndarray) -> memoryview:
     contiguous = np.ascontiguousarray(array)
     if contiguous.dtype.byteorder == ">":
         contiguous = contiguous.astype(contiguous.dtype.newbyteorder("<"))
-    return memoryview(contiguous).cast("B")
+    return contiguous.data.cast("B")
 
 
 class StackService:
@@ -193,8 +195,8 @@ class StackService:
             )
         return uns
 
-    def _folder_text(self, folder: Path) -> str:
-        if self._relative_to is not None:
+    def _folder_text(self, folder: Location | Path) -> str:
+        if self._relative_to is not None and isinstance(folder, Path):
             try:
                 return Path(os.path.relpath(folder, self._relative_to)).as_posix()
             except ValueError:
@@ -232,6 +234,7 @@ class StackService:
     def history(self) -> HistoryData:
         """The versions top first and the base, or the reason the stack cannot be followed."""
         if self._stack is None:
+            assert self._stack_error is not None  # set whenever no stack resolved
             versions = self._partial.versions if self._partial is not None else ()
             return {
                 "top_depth": len(versions),
@@ -274,7 +277,7 @@ class StackService:
 
     # ------------------------------------------------------------------ tree
 
-    def _chain(self) -> tuple[tuple[Any, ...], Path | RemotePath, Any]:
+    def _chain(self) -> tuple[tuple[Version, ...], Location, FolderMap]:
         """The opened chain's versions, datasets folder and folder map (a broken chain's too)."""
         if self._stack is not None:
             return self._stack.versions, self._stack.datasets_dir, self._stack.folders
@@ -295,7 +298,7 @@ class StackService:
         else:
             assert self._partial is not None
             end, base = chain_end(None, self._partial.missing_id), None
-        if isinstance(datasets_dir, RemotePath) or not versions:
+        if not isinstance(datasets_dir, Path) or not versions:  # a RemotePath: nothing is listed
             nodes = [self._tree_node(v, versions) for v in versions]
             note = ["object storage is not listed: only the opened chain is shown"] if versions else []
             return {"current": current, "nodes": nodes, "base": base, "notes": note}
@@ -316,7 +319,7 @@ class StackService:
     def sibling(self, folder: str | os.PathLike[str]) -> StackService:
         """A service for another version of this datasets folder (a node of the tree)."""
         _, datasets_dir, folders = self._chain()
-        if isinstance(datasets_dir, RemotePath):
+        if not isinstance(datasets_dir, Path):  # a RemotePath
             raise StackError("moving to another version is not done in object storage; open it by its URL")
         path = sibling_folder(Path(datasets_dir), folder, self._relative_to)
         return StackService(path, dict(folders) or None, table=self.table_name, relative_to=self._relative_to)
@@ -327,7 +330,7 @@ class StackService:
         The browser asks for it every few seconds and reloads the tree when it changes.
         """
         _, datasets_dir, folders = self._chain()
-        if isinstance(datasets_dir, RemotePath):
+        if not isinstance(datasets_dir, Path):  # a RemotePath
             return {"fingerprint": ""}
         return {"fingerprint": listing_fingerprint(datasets_dir, folders)}
 
@@ -357,7 +360,8 @@ class StackService:
                     chart_for_figure(figure.spec, result, titled=False), palettes(), result.meta
                 )
             except StackError as exc:
-                summary.update(kind="unsupported", reason=str(exc))
+                summary["kind"] = "unsupported"
+                summary["reason"] = str(exc)
         elif figure.kind == "canvas":
             summary["canvas"] = {
                 "table": str(figure.spec.get("table") or self.table_name),
@@ -532,7 +536,7 @@ class StackService:
     def _result_summary(
         self, result: ResultEntry, palettes: Callable[[], Mapping[str, Mapping[str, str]]] | None = None
     ) -> ResultSummary:
-        tables = [
+        tables: list[ResultTableSummary] = [
             {"name": name, "n_rows": len(frame), "columns": self._columns(with_index_column(frame))}
             for name, frame in result.tables.items()
         ]
@@ -702,7 +706,8 @@ def _csv_text(frame: pd.DataFrame) -> str:
     for column in safe.columns:
         if not pd.api.types.is_numeric_dtype(safe[column]):
             safe[column] = safe[column].map(_csv_safe)
-    return safe.to_csv(index=False, lineterminator="\n", float_format=None)
+    text: str = safe.to_csv(index=False, lineterminator="\n", float_format=None)  # pandas is untyped here
+    return text
 
 
 def _csv_name(result: str, table: str) -> str:

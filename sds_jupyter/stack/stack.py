@@ -279,11 +279,12 @@ def _walk_chain(
             target = locator.resolve(ref)
         except MissingDatasetError as exc:
             # keep what did resolve: a browser still shows it, down to the break
+            # errors.py sits below the stack and cannot name PartialChain: a dynamic attribute
             exc.partial = PartialChain(  # type: ignore[attr-defined]
                 _versions(chain),
                 locator.datasets_dir,
                 folder_map,
-                exc.dataset_id,  # type: ignore[arg-type]
+                exc.dataset_id,
             )
             raise
         if not ref.names_manifest:

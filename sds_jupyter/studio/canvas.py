@@ -25,7 +25,7 @@ from sds_jupyter.studio.palette import column_palette
 if TYPE_CHECKING:
     from anndata import AnnData
 
-    from sds_jupyter.service.types import CanvasPayload
+    from sds_jupyter.service.types import CanvasImage, CanvasPayload, Viewport
 
 __all__ = ["CanvasData", "build_canvas", "cell_coordinates", "channel_planes", "colormap_lut", "region_attrs"]
 
@@ -283,7 +283,7 @@ def _bounds(x: np.ndarray, y: np.ndarray, image_bounds: list[float] | None) -> l
     return [min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)]
 
 
-def _viewport(spec: Mapping[str, Any], bounds: list[float]) -> dict[str, Any]:
+def _viewport(spec: Mapping[str, Any], bounds: list[float]) -> Viewport:
     stored = spec.get("viewport") or {}
     target = stored.get("target") or [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2]
     return {
@@ -304,7 +304,7 @@ def build_canvas(
     x, y = cell_coordinates(adata, root, table_attrs, system)
     color, values = cell_colors(adata, spec)
     buffers: list[np.ndarray] = [x, y] + ([values] if values is not None else [])
-    image_info = None
+    image_info: CanvasImage | None = None
     unit = None
     if spec.get("image"):
         if root is None:
@@ -317,7 +317,7 @@ def build_canvas(
         unit = level.unit
         buffers.append(rgba)
     bounds = _bounds(x, y, image_info["bounds"] if image_info else None)
-    payload: CanvasPayload = {  # type: ignore[typeddict-item]
+    payload: CanvasPayload = {
         "n_cells": int(adata.n_obs),
         "bounds": bounds,
         "viewport": _viewport(spec, bounds),

@@ -91,8 +91,9 @@ def natural_order(values: Iterable[Any]) -> list[Any]:
             return None
 
     numbers = [as_number(v) for v in distinct]
-    if distinct and all(n is not None for n in numbers):
-        return [v for _, v in sorted(zip(numbers, distinct, strict=True), key=lambda pair: pair[0])]
+    known = [n for n in numbers if n is not None]
+    if distinct and len(known) == len(numbers):
+        return [v for _, v in sorted(zip(known, distinct, strict=True), key=lambda pair: pair[0])]
     return sorted(distinct, key=lambda v: (str(type(v)), str(v)))
 
 
@@ -137,7 +138,7 @@ def with_index_column(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _is_row_numbers(index: pd.Index) -> bool:
     if isinstance(index, pd.RangeIndex):
-        return index.start == 0 and index.step == 1
+        return bool(index.start == 0 and index.step == 1)
     if index.name is not None or len(index) > 1_000_000:
         return False
     return list(map(str, index)) == [str(i) for i in range(len(index))]
@@ -243,7 +244,7 @@ def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None
     """
     top = _top_rows(frame, score, n, group)
     used = [feature, score] + ([group] if group else [])
-    bar = {
+    bar: dict[str, Any] = {
         "mark": {"type": "bar", "tooltip": True},
         "encoding": {
             "x": _channel(top, score),
