@@ -82,7 +82,7 @@ class StackMagics(Magics):
     def _user_ns(self) -> dict[str, Any]:
         """The notebook's namespace: a registered magic always has its shell."""
         assert self.shell is not None
-        namespace: dict[str, Any] = self._user_ns
+        namespace: dict[str, Any] = self.shell.user_ns
         return namespace
 
     @no_var_expand
