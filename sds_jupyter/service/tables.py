@@ -18,19 +18,10 @@ import zarr
 from anndata import AnnData
 from anndata.io import read_elem
 
+from sds_jupyter.service.nodes import child_array, child_group
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 
 __all__ = ["TableView"]
-
-
-def _group(parent: zarr.Group, key: str) -> zarr.Group:
-    """``parent[key]``, a group by AnnData's on-disk format (zarr types a child as group or array)."""
-    return cast(zarr.Group, parent[key])
-
-
-def _array(parent: zarr.Group, key: str) -> zarr.Array:
-    """``parent[key]``, an array by AnnData's on-disk format (a sparse matrix's data, indices, indptr)."""
-    return cast(zarr.Array, parent[key])
 
 
 class TableView:
@@ -59,7 +50,7 @@ class TableView:
             return {k: v for k, v in self.uns.items() if k != STUDIO_KEY}
         if "uns" not in self.group:
             return {}
-        node = _group(self.group, "uns")
+        node = child_group(self.group, "uns")
         return {key: read_elem(node[key]) for key in node if key != STUDIO_KEY}
 
     def _studio_group(self) -> zarr.Group | None:
@@ -87,7 +78,7 @@ class TableView:
         if result_id not in self._results:
             group = self._studio_group()
             assert group is not None
-            self._results[result_id] = read_elem(_group(group, RESULTS_KEY)[result_id])
+            self._results[result_id] = read_elem(child_group(group, RESULTS_KEY)[result_id])
         return self._results[result_id]
 
     def studio_uns(self, results: Iterable[str] | Literal["all"] = ()) -> dict[str, Any]:
@@ -113,7 +104,7 @@ class TableView:
 
     @cached_property
     def obsm_keys(self) -> list[str]:
-        return sorted(_group(self.group, "obsm").keys()) if "obsm" in self.group else []
+        return sorted(child_group(self.group, "obsm").keys()) if "obsm" in self.group else []
 
     def obsm(self, key: str) -> np.ndarray:
         """One obsm entry as an array (dataframe entries become their values)."""
@@ -136,7 +127,7 @@ class TableView:
     @cached_property
     def var_names(self) -> pd.Index:
         """The variable (gene) names, read from var's index alone."""
-        var = _group(self.group, "var")
+        var = child_group(self.group, "var")
         index_key = str(var.attrs.get("_index", "_index"))
         return pd.Index([str(name) for name in read_elem(var[index_key])])
 
@@ -152,24 +143,24 @@ class TableView:
             return np.asarray(node[:, position], dtype=np.float32)
         encoding = str(node.attrs.get("encoding-type", ""))
         n_obs, _ = (int(n) for n in cast("list[int]", node.attrs["shape"]))  # a sparse matrix's [rows, columns]
-        indptr = np.asarray(_array(node, "indptr")[:])
+        indptr = np.asarray(child_array(node, "indptr")[:])
         column = np.zeros(n_obs, dtype=np.float32)
         if encoding == "csc_matrix":
             start, stop = int(indptr[position]), int(indptr[position + 1])
-            column[np.asarray(_array(node, "indices")[start:stop])] = np.asarray(
-                _array(node, "data")[start:stop], dtype=np.float32
+            column[np.asarray(child_array(node, "indices")[start:stop])] = np.asarray(
+                child_array(node, "data")[start:stop], dtype=np.float32
             )
             return column
         if encoding != "csr_matrix":
             raise ValueError(f"{key} is stored as {encoding or 'an unknown encoding'}, not a matrix this view reads.")
-        indices = np.asarray(_array(node, "indices")[:])
+        indices = np.asarray(child_array(node, "indices")[:])
         hit = indices == position
         rows = np.repeat(np.arange(n_obs), np.diff(indptr))[hit]
-        column[rows] = np.asarray(_array(node, "data")[:], dtype=np.float32)[hit]
+        column[rows] = np.asarray(child_array(node, "data")[:], dtype=np.float32)[hit]
         return column
 
     def layer_names(self) -> list[str]:
-        return sorted(_group(self.group, "layers").keys()) if "layers" in self.group else []
+        return sorted(child_group(self.group, "layers").keys()) if "layers" in self.group else []
 
     def gene_values(self, gene: str) -> np.ndarray:
         """``gene``'s expression for every cell (from X, float32, obs order); KeyError when absent."""
