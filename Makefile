@@ -45,7 +45,7 @@ test-js: setup
 lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy --follow-imports=silent sds_jupyter/stack
+	$(VENV)/bin/mypy sds_jupyter
 	$(VENV)/bin/lint-imports --no-cache
 
 # The protocol's payload types, generated from sds_jupyter/service/types.py:
