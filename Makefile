@@ -43,8 +43,9 @@ test-js: setup
 # Habits: ruff (lint), mypy (the stack library strictly, the rest as configured),
 # import-linter (layers, no cycles, no Jupyter below the service). Config in pyproject.toml.
 lint: setup
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/mypy --follow-imports=silent sds_jupyter/stack
+	$(VENV)/bin/mypy sds_jupyter
 	$(VENV)/bin/lint-imports --no-cache
 
 # The protocol's payload types, generated from sds_jupyter/service/types.py:

@@ -75,8 +75,18 @@ FIGURE = "cells"
 TABLE = "table"
 CATEGORIES = 12
 PALETTE = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-    "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#aec7e8", "#ffbb78",
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+    "#aec7e8",
+    "#ffbb78",
 ]
 # the section the cells sit on, in µm, and the saved view: all of it in 480 px
 SECTION = (10_000.0, 7_000.0)
@@ -152,9 +162,7 @@ def python_side(top_a: Path, top_b: Path, rounds: int, label_a: str, label_b: st
     results = [comparison("canvas request, Python (cold)", label_a, label_b, times_a, times_b, goal=None)]
     warm_a, warm_b = StackService(top_a), StackService(top_b)
     print("the same on one service per stack (warm, as the server's cached service):")
-    times_a, times_b = alternate(
-        lambda: warm_a.canvas(None, FIGURE), lambda: warm_b.canvas(None, FIGURE), rounds
-    )
+    times_a, times_b = alternate(lambda: warm_a.canvas(None, FIGURE), lambda: warm_b.canvas(None, FIGURE), rounds)
     results.append(comparison("canvas request, Python (warm)", label_a, label_b, times_a, times_b, goal=None))
     return results
 
@@ -185,15 +193,24 @@ def start_lab(work: Path, root: Path) -> tuple[subprocess.Popen, str, Path]:
         extensions = work / "jupyter-path" / "labextensions"
         extensions.mkdir(parents=True)
         (extensions / "sds-jupyter").symlink_to(built, target_is_directory=True)
-        env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(work / "jupyter-path"), os.environ.get("JUPYTER_PATH")]))
+        env["JUPYTER_PATH"] = os.pathsep.join(
+            filter(None, [str(work / "jupyter-path"), os.environ.get("JUPYTER_PATH")])
+        )
     with open(log, "wb") as out:
         server = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-                f"--port={port}", "--ip=127.0.0.1",
-                f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={root}",
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--allow-root",
+                f"--port={port}",
+                "--ip=127.0.0.1",
+                f"--ServerApp.token={TOKEN}",
+                f"--ServerApp.root_dir={root}",
                 '--ServerApp.jpserver_extensions={"sds_jupyter.server": True}',
-                "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.news_url=None",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             ],
             env=env,
             stdin=subprocess.DEVNULL,
@@ -395,15 +412,21 @@ def browser_side(
         print(f"{title}, {len(a)} warm rounds:")
         results.append(comparison(title, label_a, label_b, [r[key] for r in a], [r[key] for r in b], goal=None))
     parts = ("before_request", "request", "between", "draw", "after_draw")
-    print(f"end to end of {label_a}, by part (medians): " + ", ".join(
-        f"{p} {fmt_time(median([r[p] for r in a]))}" for p in parts))
-    print(f"end to end of {label_b}, by part (medians): " + ", ".join(
-        f"{p} {fmt_time(median([r[p] for r in b]))}" for p in parts))
+    print(
+        f"end to end of {label_a}, by part (medians): "
+        + ", ".join(f"{p} {fmt_time(median([r[p] for r in a]))}" for p in parts)
+    )
+    print(
+        f"end to end of {label_b}, by part (medians): "
+        + ", ".join(f"{p} {fmt_time(median([r[p] for r in b]))}" for p in parts)
+    )
     parts = ("server", "download", "decode")
     if all(p in r for r in a + b for p in parts):
         for label, rs in ((label_a, a), (label_b, b)):
-            print(f"canvas request of {label}, by part (medians): " + ", ".join(
-                f"{p} {fmt_time(median([r[p] for r in rs]))}" for p in parts))
+            print(
+                f"canvas request of {label}, by part (medians): "
+                + ", ".join(f"{p} {fmt_time(median([r[p] for r in rs]))}" for p in parts)
+            )
     print(
         f"cold server (round 0): {label_a} request {fmt_time(first['a']['request'])}, end to end "
         f"{fmt_time(first['a']['end_to_end'])}; {label_b} request {fmt_time(first['b']['request'])}, "
@@ -455,9 +478,7 @@ def main() -> None:
                 f"jupyter lab on {base}; rounds alternate {label_a} / {label_b}, a fresh page each "
                 f"(1400x900, device pixel ratio {DPR:g}):"
             )
-            browser, extra = browser_side(
-                base, top_a.name, top_b.name, n_a, n_b, rounds, label_a, label_b
-            )
+            browser, extra = browser_side(base, top_a.name, top_b.name, n_a, n_b, rounds, label_a, label_b)
         finally:
             stop_lab(server)
         draw = browser[0]["median_a_s"]

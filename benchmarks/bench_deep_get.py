@@ -63,15 +63,31 @@ def main() -> None:
         print(f" read_raw({BASE_KEY!r}), batches of {raw_batch}")
         ta, tb = alternate(raw_batch_of(deep, BASE_KEY), raw_batch_of(shallow, BASE_KEY), rounds)
         results.append(
-            comparison("deep read_raw (base key)", f"{depth}-deep stack", "1-deep stack", ta, tb,
-                       goal=GOAL, per=raw_batch, unit="call")
+            comparison(
+                "deep read_raw (base key)",
+                f"{depth}-deep stack",
+                "1-deep stack",
+                ta,
+                tb,
+                goal=GOAL,
+                per=raw_batch,
+                unit="call",
+            )
         )
 
         print(f" sync(get({BASE_KEY!r})), batches of {get_batch}")
         ta, tb = alternate(get_batch_of(deep, BASE_KEY), get_batch_of(shallow, BASE_KEY), rounds)
         results.append(
-            comparison("deep get (base key)", f"{depth}-deep stack", "1-deep stack", ta, tb,
-                       goal=GOAL, per=get_batch, unit="call")
+            comparison(
+                "deep get (base key)",
+                f"{depth}-deep stack",
+                "1-deep stack",
+                ta,
+                tb,
+                goal=GOAL,
+                per=get_batch,
+                unit="call",
+            )
         )
 
         own = DeepStacks.own_key(1)
@@ -79,8 +95,16 @@ def main() -> None:
         print(f" read_raw({own!r}): the lowest version's object, batches of {raw_batch}")
         ta, tb = alternate(raw_batch_of(deep, own), raw_batch_of(shallow, own), rounds)
         results.append(
-            comparison("deep read_raw (overlay key)", f"{depth}-deep stack (version 1 of {depth})",
-                       "1-deep stack", ta, tb, goal=GOAL, per=raw_batch, unit="call")
+            comparison(
+                "deep read_raw (overlay key)",
+                f"{depth}-deep stack (version 1 of {depth})",
+                "1-deep stack",
+                ta,
+                tb,
+                goal=GOAL,
+                per=raw_batch,
+                unit="call",
+            )
         )
         print(f" for scale: 1-deep read_raw vs open().read() of the same base file, batches of {raw_batch}")
         path = stacks.base / BASE_KEY
@@ -92,8 +116,16 @@ def main() -> None:
 
         ta, tb = alternate(raw_batch_of(shallow, BASE_KEY), plain, rounds)
         results.append(
-            comparison("read_raw vs plain file read", "1-deep stack read_raw (base key)",
-                       "open(file).read()", ta, tb, goal=None, per=raw_batch, unit="call")
+            comparison(
+                "read_raw vs plain file read",
+                "1-deep stack read_raw (base key)",
+                "open(file).read()",
+                ta,
+                tb,
+                goal=None,
+                per=raw_batch,
+                unit="call",
+            )
         )
         deep.close()
         shallow.close()

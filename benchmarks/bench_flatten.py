@@ -35,7 +35,6 @@ def build(root: Path, n_obs: int, length: int) -> tuple[Path, Path]:
     import spatialdata
     from spatialdata.datasets import blobs
 
-
     rng = np.random.default_rng(0)
     sdata = blobs(length=length)
     obs = pd.DataFrame(
@@ -123,29 +122,51 @@ def main() -> None:
 
         results = []
         ta, tb = alternate(
-            run_flatten(top), run_cp, rounds,
-            before_a=clear(out_flat), before_b=clear(out_cp),
+            run_flatten(top),
+            run_cp,
+            rounds,
+            before_a=clear(out_flat),
+            before_b=clear(out_cp),
         )
         results.append(
-            comparison("flatten (2 versions)", "flatten(top) over a folder base", "cp -r <base>",
-                       ta, tb, goal=None, unit="copy")
+            comparison(
+                "flatten (2 versions)",
+                "flatten(top) over a folder base",
+                "cp -r <base>",
+                ta,
+                tb,
+                goal=None,
+                unit="copy",
+            )
         )
         if "link" in inspect.signature(flatten).parameters:
             ta, tb = alternate(
-                run_flatten(top, link=False), run_cp, rounds,
-                before_a=clear(out_flat), before_b=clear(out_cp),
+                run_flatten(top, link=False),
+                run_cp,
+                rounds,
+                before_a=clear(out_flat),
+                before_b=clear(out_cp),
             )
             results.append(
-                comparison("flatten, copies (link=False)", "flatten(top, link=False)", "cp -r <base>",
-                           ta, tb, goal=None, unit="copy")
+                comparison(
+                    "flatten, copies (link=False)",
+                    "flatten(top, link=False)",
+                    "cp -r <base>",
+                    ta,
+                    tb,
+                    goal=None,
+                    unit="copy",
+                )
             )
         ta, tb = alternate(
-            run_flatten(base), run_cp, rounds,
-            before_a=clear(out_flat), before_b=clear(out_cp),
+            run_flatten(base),
+            run_cp,
+            rounds,
+            before_a=clear(out_flat),
+            before_b=clear(out_cp),
         )
         results.append(
-            comparison("flatten (base only)", "flatten(<base store>)", "cp -r <base>",
-                       ta, tb, goal=None, unit="copy")
+            comparison("flatten (base only)", "flatten(<base store>)", "cp -r <base>", ta, tb, goal=None, unit="copy")
         )
     emit("bench_flatten", results, files=files, bytes=size)
 

@@ -56,21 +56,42 @@ def main() -> None:
         results = []
         ta, tb = alternate(open_it, read_manifests, rounds)
         results.append(
-            comparison("open 500-deep", "open_stack(top)", f"read + json.loads {depth} manifests",
-                       ta, tb, goal=GOAL, unit="open")
+            comparison(
+                "open 500-deep",
+                "open_stack(top)",
+                f"read + json.loads {depth} manifests",
+                ta,
+                tb,
+                goal=GOAL,
+                unit="open",
+            )
         )
 
         print(" breakdown (not goals):")
         ta, tb = alternate(lambda: Stack.resolve(top), read_manifests, rounds)
         results.append(
-            comparison("  Stack.resolve only", "Stack.resolve(top)", f"read + json.loads {depth} manifests",
-                       ta, tb, goal=None, unit="open")
+            comparison(
+                "  Stack.resolve only",
+                "Stack.resolve(top)",
+                f"read + json.loads {depth} manifests",
+                ta,
+                tb,
+                goal=None,
+                unit="open",
+            )
         )
         resolved = Stack.resolve(top)
         ta, tb = alternate(lambda: StackStore(resolved).close(), read_manifests, rounds)
         results.append(
-            comparison("  StackStore only", "StackStore(resolved stack)", f"read + json.loads {depth} manifests",
-                       ta, tb, goal=None, unit="open")
+            comparison(
+                "  StackStore only",
+                "StackStore(resolved stack)",
+                f"read + json.loads {depth} manifests",
+                ta,
+                tb,
+                goal=None,
+                unit="open",
+            )
         )
         manifest_paths = [Path(p) for p in manifests]
 
@@ -80,8 +101,15 @@ def main() -> None:
 
         ta, tb = alternate(library_read, read_manifests, rounds)
         results.append(
-            comparison("  read_manifest x500", f"read_manifest of the {depth} manifests",
-                       f"read + json.loads {depth} manifests", ta, tb, goal=None, unit="open")
+            comparison(
+                "  read_manifest x500",
+                f"read_manifest of the {depth} manifests",
+                f"read + json.loads {depth} manifests",
+                ta,
+                tb,
+                goal=None,
+                unit="open",
+            )
         )
 
         def read_and_check() -> None:
@@ -91,8 +119,15 @@ def main() -> None:
 
         ta, tb = alternate(read_and_check, read_manifests, rounds)
         results.append(
-            comparison("  read+loads+parse_manifest", "read + json.loads + parse_manifest",
-                       f"read + json.loads {depth} manifests", ta, tb, goal=None, unit="open")
+            comparison(
+                "  read+loads+parse_manifest",
+                "read + json.loads + parse_manifest",
+                f"read + json.loads {depth} manifests",
+                ta,
+                tb,
+                goal=None,
+                unit="open",
+            )
         )
     emit("bench_open", results, depth=depth)
 

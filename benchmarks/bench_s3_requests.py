@@ -136,7 +136,9 @@ def main() -> None:
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     for name, value in {
-        "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
     }.items():
         os.environ.setdefault(name, value)
 

@@ -108,7 +108,9 @@ def main() -> None:
         def write_column_gzip() -> None:
             group = zarr.open_group(scratch / "col.zarr", mode="w", zarr_format=3)
             anndata.io.write_elem(
-                group, "n_counts", column,
+                group,
+                "n_counts",
+                column,
                 dataset_kwargs={"chunks": (len(column),), "compressors": [zarr.codecs.GzipCodec()]},
             )
 
@@ -123,9 +125,7 @@ def main() -> None:
         print(f"  the version holds {len(keys)} objects: {', '.join(keys)}")
         remove_saved()
 
-        times_a, times_b = alternate(
-            save, write_column, rounds, warmup=1, after_a=remove_saved, before_b=fresh_group
-        )
+        times_a, times_b = alternate(save, write_column, rounds, warmup=1, after_a=remove_saved, before_b=fresh_group)
         result = comparison(
             "save one changed obs column",
             "save_version (diff + write + commit)",
@@ -142,10 +142,13 @@ def main() -> None:
             start = time.perf_counter()
             plan_save(stack, adata)
             diffs.append(time.perf_counter() - start)
-        _, times_gzip = alternate(write_column_gzip, write_column_gzip, max(3, rounds // 2), before_a=fresh_group,
-                                  before_b=fresh_group)
+        _, times_gzip = alternate(
+            write_column_gzip, write_column_gzip, max(3, rounds // 2), before_a=fresh_group, before_b=fresh_group
+        )
         print(f"  of which the diff (reading and comparing the whole table): median {fmt_time(median(diffs))}")
-        print(f"  write_elem of the column in one gzip chunk (the format's layout): median {fmt_time(median(times_gzip))}")
+        print(
+            f"  write_elem of the column in one gzip chunk (the format's layout): median {fmt_time(median(times_gzip))}"
+        )
     emit(
         "bench_save",
         [result],

@@ -77,7 +77,10 @@ def build(root: Path, n_bases: int, per_base: int) -> tuple[Path, list[Path]]:
                 "overlay": "overlay",
                 "files": [{"key": f"tables/table/obs/c{i}_{k}/c/0", "size": 100 + k} for k in range(8)],
                 "deleted": [],
-                "changes": [{"op": "set-obs", "table": "table", "column": f"c{i}"}, {"op": "set-uns", "table": "table", "key": "k"}],
+                "changes": [
+                    {"op": "set-obs", "table": "table", "column": f"c{i}"},
+                    {"op": "set-uns", "table": "table", "key": "k"},
+                ],
             }
             (data_dir / "layer.json").write_text(json.dumps(doc))
             if i < LINE:
@@ -128,23 +131,58 @@ def main() -> None:
 
         results = []
         ta, tb = alternate(tree, read_all, rounds, before_a=empty_cache)
-        results.append(comparison("tree, cold cache", "tree() (manifest cache empty)",
-                                  "list + read + json.loads every manifest", ta, tb, goal=None, unit="request"))
+        results.append(
+            comparison(
+                "tree, cold cache",
+                "tree() (manifest cache empty)",
+                "list + read + json.loads every manifest",
+                ta,
+                tb,
+                goal=None,
+                unit="request",
+            )
+        )
         cold = median(ta)
         tree()  # fill the cache
         ta, tb = alternate(tree, stat_all, rounds * 3)
-        results.append(comparison("tree, warm cache", "tree() (manifests cached)",
-                                  "list + stat every manifest", ta, tb, goal=None, unit="request"))
+        results.append(
+            comparison(
+                "tree, warm cache",
+                "tree() (manifests cached)",
+                "list + stat every manifest",
+                ta,
+                tb,
+                goal=None,
+                unit="request",
+            )
+        )
         warm = median(ta)
         ta, tb = alternate(service.fingerprint, stat_all, rounds * 3)
-        results.append(comparison("fingerprint (the poll)", "fingerprint()",
-                                  "list + stat every manifest", ta, tb, goal=None, unit="request"))
+        results.append(
+            comparison(
+                "fingerprint (the poll)",
+                "fingerprint()",
+                "list + stat every manifest",
+                ta,
+                tb,
+                goal=None,
+                unit="request",
+            )
+        )
         fingerprint = median(ta)
     for label, value, goal in (("cold", cold, COLD_GOAL_S), ("warm", warm, WARM_GOAL_S)):
         print(f"  tree {label}: {fmt_time(value)}  goal <= {fmt_time(goal)}: {'met' if value <= goal else 'MISSED'}")
-    emit("bench_tree", results, folders=n_bases * PER_BASE, bases=n_bases,
-         cold_s=cold, warm_s=warm, fingerprint_s=fingerprint,
-         cold_met=cold <= COLD_GOAL_S, warm_met=warm <= WARM_GOAL_S)
+    emit(
+        "bench_tree",
+        results,
+        folders=n_bases * PER_BASE,
+        bases=n_bases,
+        cold_s=cold,
+        warm_s=warm,
+        fingerprint_s=fingerprint,
+        cold_met=cold <= COLD_GOAL_S,
+        warm_met=warm <= WARM_GOAL_S,
+    )
 
 
 if __name__ == "__main__":

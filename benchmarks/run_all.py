@@ -46,7 +46,7 @@ def run_one(script: str, extra: list[str]) -> tuple[dict[str, Any] | None, float
     assert process.stdout is not None
     for line in process.stdout:
         if line.startswith(RESULT_PREFIX):
-            result = json.loads(line[len(RESULT_PREFIX):])
+            result = json.loads(line[len(RESULT_PREFIX) :])
         else:
             print(line, end="", flush=True)
     code = process.wait()

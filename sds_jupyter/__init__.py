@@ -54,6 +54,7 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'sds_jupyter' has no attribute {name!r}")
 
+
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
     """Where the prebuilt JupyterLab extension is (``jupyter labextension develop`` reads it)."""
     return [{"src": "labextension", "dest": "sds-jupyter"}]

@@ -12,7 +12,10 @@ import math
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.terminal import escape_controls
@@ -23,7 +26,7 @@ EXIT_REFUSED = 2
 EXIT_PROBLEMS = 1
 
 
-def say(text: str, file: TextIO | None = None, *, block: bool = False) -> None:
+def say(text: str, file: SupportsWrite[str] | None = None, *, block: bool = False) -> None:
     """Print ``text`` as one line, control characters (newlines too) escaped: the one print of the CLI.
 
     ``block`` prints text of our own making line by line (JSON, argparse's
@@ -37,7 +40,7 @@ def say(text: str, file: TextIO | None = None, *, block: bool = False) -> None:
 class _Parser(argparse.ArgumentParser):
     """argparse, whose messages repeat what was typed (a pasted folder name), printed safely."""
 
-    def _print_message(self, message: str, file: TextIO | None = None) -> None:
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if message:
             say(message.rstrip("\n"), file if file is not None else sys.stderr, block=True)
 
@@ -53,8 +56,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--folders",
             metavar="JSON",
-            help='folder map {"<dataset id>": "<folder>"}, e.g. "$SDS_CIRRO_DATASETS" '
-            "(default: that variable, if set)",
+            help='folder map {"<dataset id>": "<folder>"}, e.g. "$SDS_CIRRO_DATASETS" (default: that variable, if set)',
         )
 
     describe = commands.add_parser("describe", help="list a stack's versions, top first, and its base")
@@ -64,9 +66,7 @@ def _parser() -> argparse.ArgumentParser:
 
     flatten = commands.add_parser("flatten", help="write a stack out as one store")
     with_folders(flatten)
-    flatten.add_argument(
-        "--copy", action="store_true", help="copy the base's objects instead of linking to them"
-    )
+    flatten.add_argument("--copy", action="store_true", help="copy the base's objects instead of linking to them")
     flatten.add_argument("path", help="a version folder or its layer.json")
     flatten.add_argument("out", help="the new store's folder (must not exist, or be empty)")
 
@@ -174,19 +174,18 @@ def _describe_text(info: dict[str, Any]) -> list[str]:
             lines.append(f"      {version['message']}")
         who = version["created_by"] or "unknown"
         lines.append(f"      by {who} at {version['created_at'] or 'unknown time'}")
-        for change in version["changes"]:
-            lines.append(f"      - {format_change(change)}")
+        lines.extend(f"      - {format_change(change)}" for change in version["changes"])
     base = info["base"]
-    lines.append(f"  [0] base: {base['path']} ({base['kind']}, Zarr v{base['zarr_format']}, dataset {base['dataset_id']})")
+    lines.append(
+        f"  [0] base: {base['path']} ({base['kind']}, Zarr v{base['zarr_format']}, dataset {base['dataset_id']})"
+    )
     return lines
 
 
 def format_change(change: dict[str, Any]) -> str:
     """One readable line for a ``changes`` entry, e.g. ``set-obs regions (categorical)``."""
     op = change.get("op", "?")
-    subject = next(
-        (change[k] for k in ("column", "key", "figure", "result") if isinstance(change.get(k), str)), ""
-    )
+    subject = next((change[k] for k in ("column", "key", "figure", "result") if isinstance(change.get(k), str)), "")
     detail = change.get("kind")
     text = f"{op} {subject}".strip()
     return f"{text} ({detail})" if isinstance(detail, str) and detail else text

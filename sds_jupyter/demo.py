@@ -94,7 +94,11 @@ def _regions(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
     )
     writer.set_obs(TABLE, "regions", regions)
     writer.set_obsm(TABLE, "spatial", cells[["x", "y"]].to_numpy())
-    return {"title": "Tumor margin regions", "message": "Drawn around the invasive front", "created_by": "ana@example.org"}
+    return {
+        "title": "Tumor margin regions",
+        "message": "Drawn around the invasive front",
+        "created_by": "ana@example.org",
+    }
 
 
 def _clusters(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
@@ -118,8 +122,16 @@ def _clusters(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
         _meta("markers", "Markers per Leiden cluster", "wilcoxon", {"groupby": "clusters"}, {"n_groups": 4}),
     )
     writer.set_figure(TABLE, "fig-markers", _chart("Top markers", "markers-leiden", "bar", "gene", "score", "group"))
-    writer.set_figure(TABLE, "fig-clusters", _canvas("Clusters on the tissue", "clusters", {"0": "#1f77b4", "1": "#ff7f0e", "2": "#2ca02c", "3": "#d62728"}))
-    return {"title": "Leiden clusters", "message": "Resolution 0.8 on the channel sums", "created_by": "ana@example.org"}
+    writer.set_figure(
+        TABLE,
+        "fig-clusters",
+        _canvas("Clusters on the tissue", "clusters", {"0": "#1f77b4", "1": "#ff7f0e", "2": "#2ca02c", "3": "#d62728"}),
+    )
+    return {
+        "title": "Leiden clusters",
+        "message": "Resolution 0.8 on the channel sums",
+        "created_by": "ana@example.org",
+    }
 
 
 def _redrawn_regions(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
@@ -127,7 +139,11 @@ def _redrawn_regions(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, st
     redrawn = pd.Categorical(np.where(cells["x"] < 256, "left", "right"), categories=["left", "right"])
     writer.set_obs(TABLE, "regions", redrawn)
     morans = pd.DataFrame(
-        {"feature": ["channel_0_sum", "channel_1_sum", "channel_2_sum"], "I": [0.41, 0.12, -0.03], "pval": [0.001, 0.08, 0.6]}
+        {
+            "feature": ["channel_0_sum", "channel_1_sum", "channel_2_sum"],
+            "I": [0.41, 0.12, -0.03],
+            "pval": [0.001, 0.08, 0.6],
+        }
     )
     writer.set_result(
         TABLE,
@@ -136,8 +152,14 @@ def _redrawn_regions(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, st
         _meta("morans_i", "Spatial autocorrelation", "moran", {"n_neighs": 6}, {"n_features": 3}),
     )
     writer.set_uns(TABLE, "notes", "Regions redrawn after pathology review")
-    writer.set_figure(TABLE, "fig-regions", _canvas("Redrawn regions", "regions", {"left": "#9467bd", "right": "#8c564b"}))
-    return {"title": "Redrawn regions", "message": "Pathology review: split left and right", "created_by": "ben@example.org"}
+    writer.set_figure(
+        TABLE, "fig-regions", _canvas("Redrawn regions", "regions", {"left": "#9467bd", "right": "#8c564b"})
+    )
+    return {
+        "title": "Redrawn regions",
+        "message": "Pathology review: split left and right",
+        "created_by": "ben@example.org",
+    }
 
 
 def _neighborhood(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
@@ -151,11 +173,23 @@ def _neighborhood(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
         TABLE,
         "nhood-enrichment",
         {"table": zscores, "cells": cells_used},
-        _meta("nhood_enrichment", "Neighborhood enrichment", "permutation", {"n_perms": 1000, "cluster_key": "clusters"}, {"n_groups": 4}),
+        _meta(
+            "nhood_enrichment",
+            "Neighborhood enrichment",
+            "permutation",
+            {"n_perms": 1000, "cluster_key": "clusters"},
+            {"n_groups": 4},
+        ),
     )
-    writer.set_figure(TABLE, "fig-nhood", _chart("Neighborhood enrichment", "nhood-enrichment", "rect", "source", "target", "zscore"))
+    writer.set_figure(
+        TABLE, "fig-nhood", _chart("Neighborhood enrichment", "nhood-enrichment", "rect", "source", "target", "zscore")
+    )
     writer.delete_figure(TABLE, "fig-markers")
-    return {"title": "Neighborhood enrichment", "message": "Which clusters sit next to which", "created_by": "ben@example.org"}
+    return {
+        "title": "Neighborhood enrichment",
+        "message": "Which clusters sit next to which",
+        "created_by": "ben@example.org",
+    }
 
 
 def _meta(kind: str, title: str, method: str, parameters: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,8 @@ def parse_magic_line(magic: Callable[..., Any], line: str) -> argparse.Namespace
     except ValueError as exc:
         raise UsageError(f"{name}: {exc} in the arguments; quote a path holding spaces or quotes") from None
     try:
-        return magic.parser.parse_args(argv)  # type: ignore[attr-defined]
+        parser: argparse.ArgumentParser = magic.parser  # type: ignore[attr-defined]  # set by @magic_arguments
+        return parser.parse_args(argv)
     except UsageError as exc:
         raise UsageError(f"{name}: {' '.join(str(exc).split())}") from None
 
@@ -53,7 +54,9 @@ def _folder_map(text: str | None) -> dict[str, str] | None:
     try:
         folders = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UsageError(f"sds_open: --folders is not JSON ({exc.msg}); give an object like '{{\"<id>\": \"<folder>\"}}'") from None
+        raise UsageError(
+            f'sds_open: --folders is not JSON ({exc.msg}); give an object like \'{{"<id>": "<folder>"}}\''
+        ) from None
     if not isinstance(folders, dict) or not all(isinstance(v, str) for v in folders.values()):
         raise UsageError("sds_open: --folders must be a JSON object mapping dataset IDs to folder names")
     return folders
@@ -74,6 +77,13 @@ def _json_object(text: str | None, option: str) -> dict[str, Any] | None:
 @magics_class
 class StackMagics(Magics):
     """Magics of sds_jupyter."""
+
+    @property
+    def _user_ns(self) -> dict[str, Any]:
+        """The notebook's namespace: a registered magic always has its shell."""
+        assert self.shell is not None
+        namespace: dict[str, Any] = self.shell.user_ns
+        return namespace
 
     @no_var_expand
     @magic_arguments()
@@ -98,12 +108,14 @@ class StackMagics(Magics):
         text = args.path
         path: str | Path = text if is_url(text) else Path(os.path.expanduser(text))
         if isinstance(path, Path) and not path.exists():
-            raise UsageError(f"sds_open: {str(path)!r} does not exist; give a version folder, its layer.json or a store")
+            raise UsageError(
+                f"sds_open: {str(path)!r} does not exist; give a version folder, its layer.json or a store"
+            )
         folders = _folder_map(args.folders)
         options = _json_object(args.storage_options, "--storage-options")
         try:
             browser = VersionBrowser(
-                path, folders=folders, name=args.name, namespace=self.shell.user_ns, storage_options=options
+                path, folders=folders, name=args.name, namespace=self._user_ns, storage_options=options
             )
             broken = browser.service.partial
             if broken is None:
@@ -113,7 +125,9 @@ class StackMagics(Magics):
             raise UsageError(f"sds_open: {exc}") from None
         display(browser)
         if broken is not None:  # show what resolves; there is no data to bind
-            print(f"sds_open: bound nothing to {args.name!r}: dataset {broken.missing_id} is missing; attach it in the workspace")
+            print(
+                f"sds_open: bound nothing to {args.name!r}: dataset {broken.missing_id} is missing; attach it in the workspace"
+            )
         else:
             print(browser.bound_message())
 
@@ -124,16 +138,16 @@ class StackMagics(Magics):
         from sds_jupyter.widget import bound_browser
 
         args = _save_arguments(line)
-        browser = bound_browser(self.shell.user_ns, args.source)
+        browser = bound_browser(self._user_ns, args.source)
         if browser is None:
             raise UsageError(
                 f"sds_save: `{args.source}` was not bound by %sds_open; open its version first "
                 f"(%sds_open PATH --as {args.source})"
             )
-        if args.source not in self.shell.user_ns:
+        if args.source not in self._user_ns:
             raise UsageError(f"sds_save: `{args.source}` is not defined; run %sds_open again")
         try:
-            top = browser.save(args.title, args.message, adata=self.shell.user_ns[args.source])
+            top = browser.save(args.title, args.message, adata=self._user_ns[args.source])
         except StackError as exc:
             raise UsageError(f"sds_save: {exc}") from None
         print(_saved_line(browser, args.source, top))
@@ -143,7 +157,7 @@ class _SaveParser(argparse.ArgumentParser):
     """argparse that reports a bad line as one UsageError instead of exiting."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"sds_save: {message}; usage: %sds_save \"title\" [--message M] [--from NAME]")
+        raise UsageError(f'sds_save: {message}; usage: %sds_save "title" [--message M] [--from NAME]')
 
 
 def _save_arguments(line: str) -> argparse.Namespace:

@@ -148,6 +148,7 @@ class VersionBrowser(anywidget.AnyWidget):
         the result view's "Copy code" button copies the line that calls this.
         """
         return self.service.result_table(result, table, self.selected if version is None else version)
+
     def save(self, title: str, message: str | None = None, adata: Any = None) -> Path:
         """Save what ``adata`` changed as a new version, and show that version here.
 
@@ -224,7 +225,8 @@ class VersionBrowser(anywidget.AnyWidget):
 
     def _bound_message(self, adata: Any) -> str:
         stack = self.service.stack
-        label = "the base" if self.selected == 0 else f"v{self.selected} “{stack.at(self.selected).top.label}”"
+        top = stack.at(self.selected).top if self.selected else None  # the base alone has no top version
+        label = "the base" if top is None else f"v{self.selected} “{top.label}”"
         where = f"`{self.variable_name}`" if self.variable_name else "`browser.adata`"
         return f"{where} is the AnnData of {label}: {adata.n_obs} cells × {adata.n_vars} variables."
 
@@ -251,7 +253,14 @@ class VersionBrowser(anywidget.AnyWidget):
         rows = []
         for version in stack.versions[:_SUMMARY_ROWS]:
             manifest = version.manifest
-            marks = [m for m, on in (("selected", version.depth == self.selected), (f"bound as {self.variable_name}", version.depth == self.bound)) if on]
+            marks = [
+                m
+                for m, on in (
+                    ("selected", version.depth == self.selected),
+                    (f"bound as {self.variable_name}", version.depth == self.bound),
+                )
+                if on
+            ]
             rows.append(
                 {
                     "version": f"v{version.depth}",
@@ -280,8 +289,15 @@ class VersionBrowser(anywidget.AnyWidget):
         self.send({"type": "response", "id": message_id, "ok": True, "data": reply.data}, reply.buffers)
 
 
-_COLUMNS = (("version", "Version"), ("title", "Title"), ("message", "Message"), ("by", "By"),
-            ("at", "Saved"), ("changes", "Changes"), ("marks", ""))
+_COLUMNS = (
+    ("version", "Version"),
+    ("title", "Title"),
+    ("message", "Message"),
+    ("by", "By"),
+    ("at", "Saved"),
+    ("changes", "Changes"),
+    ("marks", ""),
+)
 
 
 def _summary_text(path: str, rows: list[dict[str, str]]) -> str:
@@ -301,11 +317,10 @@ def _summary_html(path: str, rows: list[dict[str, str]]) -> str:
     """The history as an HTML table; every value is escaped, none is markup."""
     head = "".join(f"<th>{html.escape(label)}</th>" for _, label in _COLUMNS)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(row.get(key, ''))}</td>" for key, _ in _COLUMNS) + "</tr>"
-        for row in rows
+        "<tr>" + "".join(f"<td>{html.escape(row.get(key, ''))}</td>" for key, _ in _COLUMNS) + "</tr>" for row in rows
     )
     return (
-        f"<div class=\"sds-history-summary\"><p>Versions of <code>{html.escape(path)}</code>"
+        f'<div class="sds-history-summary"><p>Versions of <code>{html.escape(path)}</code>'
         " (the interactive browser needs a running kernel)</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
     )

@@ -35,15 +35,27 @@ def result_tables() -> dict[str, tuple[dict[str, pd.DataFrame], dict[str, Any] |
         }
     )
     comparison = markers.drop(columns="group")
-    morans = pd.DataFrame({"I": rng.uniform(size=30), "pval_norm": rng.uniform(size=30)}, index=pd.Index(GENES, name="gene"))
+    morans = pd.DataFrame(
+        {"I": rng.uniform(size=30), "pval_norm": rng.uniform(size=30)}, index=pd.Index(GENES, name="gene")
+    )
     nhood = pd.DataFrame(rng.normal(size=(3, 3)), index=["c0", "c1", "c2"], columns=["c0", "c1", "c2"])
-    niches = pd.DataFrame({"niche": ["n0", "n0", "n1", "n1"], "cell_type": ["t", "b", "t", "b"], "fraction": [0.2, 0.8, 0.6, 0.4]})
+    niches = pd.DataFrame(
+        {"niche": ["n0", "n0", "n1", "n1"], "cell_type": ["t", "b", "t", "b"], "fraction": [0.2, 0.8, 0.6, 0.4]}
+    )
     clusters = pd.DataFrame({"cluster": ["0", "1", "2"], "n_cells": [10, 9, 7]})
     cells = pd.DataFrame({"cell": ["1", "2"], "side": ["a", "b"]})
 
     def meta(kind: str, title: str) -> dict[str, Any]:
-        return {"kind": kind, "title": title, "method": "test", "parameters": {}, "summary": {},
-                "created_by": "tester", "created_at": "2026-10-20T06:41:12Z", "app_version": "1.3.0"}
+        return {
+            "kind": kind,
+            "title": title,
+            "method": "test",
+            "parameters": {},
+            "summary": {},
+            "created_by": "tester",
+            "created_at": "2026-10-20T06:41:12Z",
+            "app_version": "1.3.0",
+        }
 
     return {
         "res_markers": ({"table": markers}, meta("markers", "Markers per region")),
@@ -59,15 +71,33 @@ def result_tables() -> dict[str, tuple[dict[str, pd.DataFrame], dict[str, Any] |
 def figure_specs() -> dict[str, str]:
     """Figure JSON strings: drawable ones and every kind of bad input."""
     canvas = {
-        "kind": "canvas", "title": "Regions on tissue", "caption": "Blobs by region", "print_width": 89,
-        "table": "table", "color_by": "region_class", "category_colors": {"tumor": "#d62728"},
+        "kind": "canvas",
+        "title": "Regions on tissue",
+        "caption": "Blobs by region",
+        "print_width": 89,
+        "table": "table",
+        "color_by": "region_class",
+        "category_colors": {"tumor": "#d62728"},
         "image": "blobs_image",
-        "channels": [{"visible": True, "name": "0", "color": "#ff0000", "contrast_limits": [0, 1]},
-                     {"visible": False, "name": "1", "color": "#00ff00", "contrast_limits": [0, 1]}],
-        "viewport": {"target": [256, 256], "zoom": 0, "rotation": 0}, "point_size": 6,
+        "channels": [
+            {"visible": True, "name": "0", "color": "#ff0000", "contrast_limits": [0, 1]},
+            {"visible": False, "name": "1", "color": "#00ff00", "contrast_limits": [0, 1]},
+        ],
+        "viewport": {"target": [256, 256], "zoom": 0, "rotation": 0},
+        "point_size": 6,
     }
-    chart = {"kind": "chart", "title": "Top markers", "caption": "scores", "print_width": "double",
-             "result": "res_markers", "table": "table", "mark": "bar", "x": "scores", "y": "names", "color": "group"}
+    chart = {
+        "kind": "chart",
+        "title": "Top markers",
+        "caption": "scores",
+        "print_width": "double",
+        "result": "res_markers",
+        "table": "table",
+        "mark": "bar",
+        "x": "scores",
+        "y": "names",
+        "color": "group",
+    }
     return {
         "fig_canvas": json.dumps(canvas),
         "fig_continuous": json.dumps({"kind": "canvas", "title": "Score", "color_by": "score", "colormap": "magma"}),
@@ -158,7 +188,9 @@ def _build_studio_stack(datasets: Path, blobs: Path) -> StudioStack:
     writer.set_obs("table", "region_class", pd.Categorical(["tumor" if i % 2 else "stroma" for i in range(n_obs)]))
     writer.set_obs("table", "score", np.linspace(0, 1, n_obs))
     writer.set_uns("table", "spatial_data_studio", studio_section())
-    v1 = writer.commit(datasets / STUDIO_ID, title="Studio section", message="figures and results", created_by="a@example.org")
+    v1 = writer.commit(
+        datasets / STUDIO_ID, title="Studio section", message="figures and results", created_by="a@example.org"
+    )
 
     writer = VersionWriter(Stack.resolve(v1))
     writer.set_obs("table", "region_class", pd.Categorical(["tumor"] * n_obs))
@@ -224,7 +256,9 @@ class RecordingComm:
         from comm.base_comm import BaseComm
 
         class _Comm(BaseComm):
-            def publish_msg(inner, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:  # noqa: N805
+            def publish_msg(
+                inner, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any
+            ) -> None:  # noqa: N805
                 self.messages.append({"msg_type": msg_type, "data": data, "buffers": list(buffers or [])})
 
         self.messages: list[dict[str, Any]] = []
@@ -311,7 +345,11 @@ def transformed_blobs_root(tmp_path_factory: pytest.TempPathFactory) -> Any:
         sdata = spatialdata.datasets.blobs()
         image_map = Sequence([Scale([2.0, 2.0], axes=("y", "x")), Translation([10.0, 5.0], axes=("x", "y"))])
         set_transformation(sdata.images["blobs_image"], image_map, to_coordinate_system="global")
-        set_transformation(sdata.labels["blobs_labels"], Scale([0.5, 0.5], axes=("y", "x")), to_coordinate_system="global")
-        set_transformation(sdata.shapes["blobs_circles"], Scale([3.0, 3.0], axes=("x", "y")), to_coordinate_system="global")
+        set_transformation(
+            sdata.labels["blobs_labels"], Scale([0.5, 0.5], axes=("y", "x")), to_coordinate_system="global"
+        )
+        set_transformation(
+            sdata.shapes["blobs_circles"], Scale([3.0, 3.0], axes=("x", "y")), to_coordinate_system="global"
+        )
         sdata.write(path)
     return zarr.open_group(path, mode="r")

@@ -149,5 +149,3 @@ def upload(s3: Any, datasets: Path, name: str | None = None) -> str:
     s3.put(str(datasets) + "/", prefix + "/", recursive=True)
     s3.invalidate_cache()
     return f"s3://{prefix}"
-
-

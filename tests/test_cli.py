@@ -80,9 +80,17 @@ def test_folders_option_takes_the_folder_map(datasets: Path, tmp_path: Path) -> 
     ("make", "words"),
     [
         (lambda d: write_version(d, "v1", "cirro:::dataset:gone-1234/layer.json", {"k": b"1"}), "gone-1234"),
-        (lambda d: write_version(d, "v1", "cirro:::dataset:a/../x/layer.json", {"k": b"1"}), "not a plain relative path"),
+        (
+            lambda d: write_version(d, "v1", "cirro:::dataset:a/../x/layer.json", {"k": b"1"}),
+            "not a plain relative path",
+        ),
         (lambda d: write_version(d, "v1", "nope", {"k": b"1"}), "not a Cirro reference"),
-        (lambda d: write_version(d, "v1", "cirro:::dataset:x/layer.json", {"k": b"1"}, manifest={"format_version": 3}), "not supported"),
+        (
+            lambda d: write_version(
+                d, "v1", "cirro:::dataset:x/layer.json", {"k": b"1"}, manifest={"format_version": 3}
+            ),
+            "not supported",
+        ),
     ],
 )
 def test_refusals_are_one_line_and_exit_2(datasets: Path, make, words: str) -> None:  # noqa: ANN001
@@ -115,7 +123,11 @@ def test_export_draws_a_saved_figure(demo_top: Path, tmp_path: Path, suffix: str
     result = cli("export", str(demo_top), "fig-nhood", str(out))
     assert result.returncode == 0, result.stderr
     head = out.read_bytes()[:8]
-    assert {"svg": b"<svg" in out.read_bytes()[:400], "png": head.startswith(b"\x89PNG"), "pdf": head.startswith(b"%PDF")}[suffix]
+    assert {
+        "svg": b"<svg" in out.read_bytes()[:400],
+        "png": head.startswith(b"\x89PNG"),
+        "pdf": head.startswith(b"%PDF"),
+    }[suffix]
 
 
 def test_export_of_a_missing_figure_is_one_line(demo_top: Path, tmp_path: Path) -> None:

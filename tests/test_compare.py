@@ -29,7 +29,9 @@ def _base_adata() -> anndata.AnnData:
     rng = np.random.default_rng(3)
     obs = pd.DataFrame(
         {
-            "regions": pd.Categorical(rng.choice(["core", "margin", "stroma"], N), categories=["core", "margin", "stroma"]),
+            "regions": pd.Categorical(
+                rng.choice(["core", "margin", "stroma"], N), categories=["core", "margin", "stroma"]
+            ),
             "area": rng.uniform(10, 50, N),
             "is_tumor": rng.random(N) < 0.5,
             "note": rng.choice(["ok", "check"], N).astype(object),
@@ -89,12 +91,17 @@ def edited(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     writer.set_uns("table", "big", list(range(100)))
     writer.set_figure("table", "fig-a", {"kind": "canvas", "title": "Clusters on the tissue", "color_by": "leiden"})
     markers = pd.DataFrame({"group": ["0", "1"], "gene": ["g1", "g2"], "score": [1.0, 2.0]})
-    writer.set_result("table", "markers", {"table": markers}, {"kind": "markers", "title": "Markers of leiden", "method": "wilcoxon"})
+    writer.set_result(
+        "table", "markers", {"table": markers}, {"kind": "markers", "title": "Markers of leiden", "method": "wilcoxon"}
+    )
     v1 = writer.commit(datasets / "v-1", title="Edit", message="edits")
 
     writer = VersionWriter(Stack.resolve(v1))
     writer.set_result(
-        "table", "markers", {"table": markers.assign(score=[1.0, 2.5])}, {"kind": "markers", "title": "Markers of leiden", "method": "wilcoxon"}
+        "table",
+        "markers",
+        {"table": markers.assign(score=[1.0, 2.5])},
+        {"kind": "markers", "title": "Markers of leiden", "method": "wilcoxon"},
     )
     writer.delete_figure("table", "fig-a")
     v2 = writer.commit(datasets / "v-2", title="Rescored", message="scores")
@@ -108,13 +115,21 @@ def _json(data: Any) -> Any:
 def _crosstab(a: pd.Series, b: pd.Series) -> list[dict[str, Any]]:
     """Off-diagonal cells of pandas' crosstab: the transitions, computed without the service."""
     both = pd.DataFrame({"a": a.astype(object), "b": b.astype(object)}).loc[a.index.intersection(b.index)]
-    table = pd.crosstab(both["a"].astype(str).where(both["a"].notna(), MISSING), both["b"].astype(str).where(both["b"].notna(), MISSING))
+    table = pd.crosstab(
+        both["a"].astype(str).where(both["a"].notna(), MISSING), both["b"].astype(str).where(both["b"].notna(), MISSING)
+    )
     out = []
     for value_a in table.index:
         for value_b in table.columns:
             count = int(table.loc[value_a, value_b])
             if count and value_a != value_b:
-                out.append({"a": None if value_a == MISSING else value_a, "b": None if value_b == MISSING else value_b, "count": count})
+                out.append(
+                    {
+                        "a": None if value_a == MISSING else value_a,
+                        "b": None if value_b == MISSING else value_b,
+                        "count": count,
+                    }
+                )
     return sorted(out, key=lambda t: (-t["count"], t["a"] or "", t["b"] or ""))
 
 
@@ -153,10 +168,18 @@ def test_added_and_removed_columns_show_their_values(edited) -> None:
     obs = _json(dispatch(StackService(v1), "compare", {"a": 0, "b": 1}).data)["obs"]
     assert obs["added"] == ["leiden"] and obs["removed"] == ["dropped"]
     (leiden,) = obs["added_columns"]
-    assert leiden["kind"] == "categorical" and leiden["counts"] == [{"value": "0", "count": 40}, {"value": "1", "count": 20}]
+    assert leiden["kind"] == "categorical" and leiden["counts"] == [
+        {"value": "0", "count": 40},
+        {"value": "1", "count": 20},
+    ]
     (dropped,) = obs["removed_columns"]
     assert dropped["kind"] == "numeric"
-    assert dropped["summary"] == {"min": 0.0, "median": pytest.approx(29.5), "mean": pytest.approx(29.5), "max": float(N - 1)}
+    assert dropped["summary"] == {
+        "min": 0.0,
+        "median": pytest.approx(29.5),
+        "mean": pytest.approx(29.5),
+        "max": float(N - 1),
+    }
     assert obs["n_cells_a"] == obs["n_cells_b"] == obs["n_common"] == N
 
 
@@ -168,12 +191,23 @@ def test_obsm_uns_figures_and_results(edited) -> None:
     assert obsm["spatial"]["n_rows_changed"] == 1 and obsm["spatial"]["max_displacement"] == pytest.approx(5.0)
     assert comparison["obsm"] == {"added": ["X_umap"], "removed": [], "changed": ["spatial"]}
     uns = {entry["key"]: entry for entry in comparison["uns_changes"]}
-    assert uns["notes"] == {"key": "notes", "change": "changed", "a": "first draw", "b": "Pathology review: regions redrawn"}
+    assert uns["notes"] == {
+        "key": "notes",
+        "change": "changed",
+        "a": "first draw",
+        "b": "Pathology review: regions redrawn",
+    }
     assert uns["big"] == {"key": "big", "change": "added"}  # too long to show
     assert "spatial_data_studio" not in comparison["uns"]["changed"] + comparison["uns"]["added"]
     assert comparison["figure_changes"] == [{"id": "fig-a", "change": "added", "title": "Clusters on the tissue"}]
     (result,) = comparison["result_changes"]
-    assert result == {"id": "markers", "change": "added", "title": "Markers of leiden", "kind": "markers", "n_rows_b": 2}
+    assert result == {
+        "id": "markers",
+        "change": "added",
+        "title": "Markers of leiden",
+        "kind": "markers",
+        "n_rows_b": 2,
+    }
 
     later = _json(dispatch(StackService(v2), "compare", {"a": 1, "b": 2}).data)
     assert later["figure_changes"] == [{"id": "fig-a", "change": "removed", "title": "Clusters on the tissue"}]
@@ -186,13 +220,21 @@ def test_the_lists_and_the_details_are_one_source(edited) -> None:
     """The old name lists are derived from the detailed entries: they can never disagree."""
     v1, _ = edited
     comparison = _json(dispatch(StackService(v1), "compare", {"a": 1, "b": 0}).data)
-    for part, details, name in (("obsm", "obsm_changes", "key"), ("uns", "uns_changes", "key"), ("figures", "figure_changes", "id")):
+    for part, details, name in (
+        ("obsm", "obsm_changes", "key"),
+        ("uns", "uns_changes", "key"),
+        ("figures", "figure_changes", "id"),
+    ):
         for status in ("added", "removed", "changed"):
             assert comparison[part][status] == [d[name] for d in comparison[details] if d["change"] == status]
     # B against A is A against B mirrored
     assert comparison["obs"]["added"] == ["dropped"] and comparison["obs"]["removed"] == ["leiden"]
     regions = next(c for c in comparison["obs"]["changed"] if c["column"] == "regions")
-    forward = next(c for c in _json(dispatch(StackService(v1), "compare", {"a": 0, "b": 1}).data)["obs"]["changed"] if c["column"] == "regions")
+    forward = next(
+        c
+        for c in _json(dispatch(StackService(v1), "compare", {"a": 0, "b": 1}).data)["obs"]["changed"]
+        if c["column"] == "regions"
+    )
     assert sorted((t["b"] or "", t["a"] or "", t["count"]) for t in regions["transitions"]) == sorted(
         (t["a"] or "", t["b"] or "", t["count"]) for t in forward["transitions"]
     )

@@ -37,7 +37,9 @@ def test_contents_lists_every_element_of_the_demo(demo_service, blobs_store) -> 
         warnings.simplefilter("ignore")
         sdata = spatialdata.read_zarr(blobs_store)
     by_name = {(e["kind"], e["name"]): e for e in contents["elements"]}
-    expected = {(kind, name) for kind in ("images", "labels", "shapes", "points", "tables") for name in getattr(sdata, kind)}
+    expected = {
+        (kind, name) for kind in ("images", "labels", "shapes", "points", "tables") for name in getattr(sdata, kind)
+    }
     assert set(by_name) == expected
     image = by_name[("images", "blobs_multiscale_image")]
     assert image["levels"] == 3 and image["shape"] == [3, 512, 512] and image["channels"] == ["0", "1", "2"]
@@ -75,7 +77,13 @@ def test_changes_come_with_their_values(demo_service) -> None:
     notes = next(d for op, d in by_op if op.get("key") == "notes")
     assert notes == {"value": "Regions redrawn after pathology review"}
     result = next(d for op, d in by_op if op.get("result") == "morans-i")
-    assert result == {"title": "Spatial autocorrelation", "kind": "morans_i", "method": "moran", "n_rows": 3, "existed": False}
+    assert result == {
+        "title": "Spatial autocorrelation",
+        "kind": "morans_i",
+        "method": "moran",
+        "n_rows": 3,
+        "existed": False,
+    }
     figure = next(d for op, d in by_op if op["op"] == "set-figure")
     assert figure == {"title": "Redrawn regions", "kind": "canvas", "existed": False}
     assert next(d for op, d in by_op if op["op"] == "delete-obs") == {}
@@ -134,6 +142,12 @@ def test_contents_of_100k_cells_is_fast(big_version) -> None:
     (table,) = contents["tables"]
     assert table["n_obs"] == 100_000 and table["n_vars"] == 5
     assert {c["column"]: c.get("status") for c in table["obs"]} == {
-        "region": None, "instance_id": None, "cell_type": None, "area": None, "qc_pass": None, "leiden": "added", "score": "added"
+        "region": None,
+        "instance_id": None,
+        "cell_type": None,
+        "area": None,
+        "qc_pass": None,
+        "leiden": "added",
+        "score": "added",
     }
     assert min(timings) < 0.5, timings

@@ -17,11 +17,7 @@ from sds_jupyter.stack.store import StackStore
 
 
 def files_of(folder: Path) -> dict[str, bytes]:
-    return {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_the_flat_store_holds_exactly_what_the_stack_reads(demo_top: Path, tmp_path: Path) -> None:

@@ -37,15 +37,40 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 sys.addaudithook(_audit)
 
 HOSTILE_PATHS = [
-    "../outside/secret.txt", "../../etc/passwd", "/etc/passwd", "a//b", "./a", "a/./b", "..",
-    "a\\b", "", "escape/secret.txt", "link-out", "overlay", "zarr.json", "a/b/", "a\x00b",
-    "C:\\x", "~/x", "%2e%2e/x", "a/../../b", "layer.json",
+    "../outside/secret.txt",
+    "../../etc/passwd",
+    "/etc/passwd",
+    "a//b",
+    "./a",
+    "a/./b",
+    "..",
+    "a\\b",
+    "",
+    "escape/secret.txt",
+    "link-out",
+    "overlay",
+    "zarr.json",
+    "a/b/",
+    "a\x00b",
+    "C:\\x",
+    "~/x",
+    "%2e%2e/x",
+    "a/../../b",
+    "layer.json",
 ]
 REFERENCES = [
-    "cirro:::dataset:base/store.zarr", "cirro:::dataset:v0/layer.json", "cirro:::dataset:top/layer.json",
-    "cirro:::dataset:../x", "cirro:::dataset:escape/secret.txt", "cirro:::dataset:base/../../x",
-    "cirro:::dataset:nope/layer.json", "cirro::::dataset:a/b", "cirro:t:p:dataset:base/store.zarr",
-    "file:///etc/passwd", "cirro:::dataset:base//store.zarr", "cirro:::dataset:link-out/layer.json",
+    "cirro:::dataset:base/store.zarr",
+    "cirro:::dataset:v0/layer.json",
+    "cirro:::dataset:top/layer.json",
+    "cirro:::dataset:../x",
+    "cirro:::dataset:escape/secret.txt",
+    "cirro:::dataset:base/../../x",
+    "cirro:::dataset:nope/layer.json",
+    "cirro::::dataset:a/b",
+    "cirro:t:p:dataset:base/store.zarr",
+    "file:///etc/passwd",
+    "cirro:::dataset:base//store.zarr",
+    "cirro:::dataset:link-out/layer.json",
 ]
 paths = st.one_of(st.sampled_from(HOSTILE_PATHS), st.text(max_size=12))
 json_values = st.recursive(
@@ -67,7 +92,9 @@ manifests = st.fixed_dictionaries(
         "overlay": st.one_of(paths, json_values),
         "files": st.one_of(files, json_values),
         "deleted": st.one_of(st.lists(paths, max_size=4), json_values),
-        "changes": st.one_of(st.lists(st.dictionaries(st.sampled_from(["op", "x"]), json_values), max_size=2), json_values),
+        "changes": st.one_of(
+            st.lists(st.dictionaries(st.sampled_from(["op", "x"]), json_values), max_size=2), json_values
+        ),
         "depth": json_values,
         "title": json_values,
         "app": json_values,
@@ -87,7 +114,11 @@ def arena() -> Path:
     outside = root / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("secret")
-    (outside / "layer.json").write_text(json.dumps({"format": "spatial-data-studio.layer", "format_version": 1, "parent": "cirro:::dataset:base/store.zarr"}))
+    (outside / "layer.json").write_text(
+        json.dumps(
+            {"format": "spatial-data-studio.layer", "format_version": 1, "parent": "cirro:::dataset:base/store.zarr"}
+        )
+    )
     datasets = root / "datasets"
     datasets.mkdir()
     write_base(datasets, "base", {"a/b": b"ab", "tables/zarr.json": b"{}"})

@@ -136,7 +136,9 @@ def test_fifo_as_top_manifest_is_refused_without_hanging(datasets: Path) -> None
     (datasets / "top").mkdir()
     os.mkfifo(datasets / "top" / "layer.json")
     for command in (["describe"], ["check"]):
-        refused(cli(*command, str(datasets / "top"), fifos=[datasets / "top" / "layer.json"]), "FIFO", "not a regular file")
+        refused(
+            cli(*command, str(datasets / "top"), fifos=[datasets / "top" / "layer.json"]), "FIFO", "not a regular file"
+        )
     with pytest.raises(StackError, match="not a regular file"):
         Stack.resolve(datasets / "top")
 
@@ -169,7 +171,10 @@ def test_fifo_as_base_object_is_refused_by_flatten_copy(datasets: Path) -> None:
     os.unlink(datasets / "base" / "store.zarr" / "t" / "c")
     os.mkfifo(datasets / "base" / "store.zarr" / "t" / "c")
     fifo = datasets / "base" / "store.zarr" / "t" / "c"
-    refused(cli("flatten", "--copy", str(datasets / "top"), str(datasets.parent / "flat"), fifos=[fifo]), "not a regular file")
+    refused(
+        cli("flatten", "--copy", str(datasets / "top"), str(datasets.parent / "flat"), fifos=[fifo]),
+        "not a regular file",
+    )
 
 
 def test_fifo_as_zip_base_is_refused(datasets: Path) -> None:
@@ -264,9 +269,16 @@ def _no_controls(text: str) -> None:
 def test_describe_escapes_control_characters(datasets: Path) -> None:
     base = write_base(datasets, "base", {"a": b"1"})
     write_version(
-        datasets, "top", base, {"k": b"v"},
-        manifest={"title": HOSTILE_TEXT, "message": HOSTILE_TEXT, "created_by": HOSTILE_TEXT,
-                  "changes": [{"op": HOSTILE_TEXT, "column": HOSTILE_TEXT, "kind": HOSTILE_TEXT}]},
+        datasets,
+        "top",
+        base,
+        {"k": b"v"},
+        manifest={
+            "title": HOSTILE_TEXT,
+            "message": HOSTILE_TEXT,
+            "created_by": HOSTILE_TEXT,
+            "changes": [{"op": HOSTILE_TEXT, "column": HOSTILE_TEXT, "kind": HOSTILE_TEXT}],
+        },
     )
     result = cli("describe", str(datasets / "top"))
     assert result.code == 0, result.stderr
@@ -279,7 +291,13 @@ def test_describe_escapes_control_characters(datasets: Path) -> None:
 def test_errors_and_check_escape_control_characters(datasets: Path) -> None:
     base = write_base(datasets, "base", {"a": b"1"})
     name = "v\x1b[31mred\u202e"
-    write_version(datasets, "top", base, {"k": b"v"}, manifest={"files": [{"key": f"k{HOSTILE_TEXT.replace(chr(0), '')}", "size": 1}]})
+    write_version(
+        datasets,
+        "top",
+        base,
+        {"k": b"v"},
+        manifest={"files": [{"key": f"k{HOSTILE_TEXT.replace(chr(0), '')}", "size": 1}]},
+    )
     checked = cli("check", str(datasets / "top"))
     assert checked.code == 1
     _no_controls(checked.stdout)
@@ -314,9 +332,7 @@ def test_describe_json_never_prints_infinity_or_nan(datasets: Path) -> None:
     base = write_base(datasets, "base", {"a": b"1"})
     write_version(datasets, "top", base, {"k": b"v"})
     manifest = (datasets / "top" / "layer.json").read_text()
-    (datasets / "top" / "layer.json").write_text(
-        manifest[:-1] + ', "app": {"id": "x", "scale": 1e999, "low": -1e999}}'
-    )
+    (datasets / "top" / "layer.json").write_text(manifest[:-1] + ', "app": {"id": "x", "scale": 1e999, "low": -1e999}}')
     result = cli("describe", "--json", str(datasets / "top"))
     if result.code == 0:
         _strict_loads(result.stdout)
@@ -416,7 +432,9 @@ def test_the_manifests_of_a_stack_are_capped_in_total(datasets: Path, monkeypatc
 # -- 6. check reports what is wrong instead of raising ----------------------------------------
 
 
-@pytest.mark.parametrize(("document", "problem"), [(b"{not json", "is not valid JSON"), (b"[1, 2]", "is not a JSON object")])
+@pytest.mark.parametrize(
+    ("document", "problem"), [(b"{not json", "is not valid JSON"), (b"[1, 2]", "is not a JSON object")]
+)
 def test_check_reports_a_bad_overlay_document(datasets: Path, document: bytes, problem: str) -> None:
     group = b'{"zarr_format": 3, "node_type": "group"}'
     base = write_base(datasets, "base", {"tables/zarr.json": group, "tables/t/zarr.json": group})
@@ -467,7 +485,9 @@ def test_check_reports_overlapping_zip_members(datasets: Path) -> None:
 
 def test_check_does_not_follow_an_overlay_link_out(datasets: Path, outside: Path) -> None:
     base = write_base(datasets, "base", {"a": b"1"})
-    write_version(datasets, "top", base, {"k": b"v"}, manifest={"files": [{"key": "k", "size": 1}, {"key": "s", "size": 6}]})
+    write_version(
+        datasets, "top", base, {"k": b"v"}, manifest={"files": [{"key": "k", "size": 1}, {"key": "s", "size": 6}]}
+    )
     os.symlink(outside / "overlay" / "secret", datasets / "top" / "overlay" / "s")
     result = cli("check", str(datasets / "top"))
     assert result.code == 1
@@ -498,7 +518,9 @@ def _killed_midway(module: str, patch: str, run: str) -> None:
 
     child = subprocess.Popen(
         [sys.executable, "-c", _KILLED_RUN.format(module=module, patch=patch, run=run)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
     try:

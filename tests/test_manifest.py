@@ -102,7 +102,7 @@ def test_unsafe_file_keys_are_refused(key: str) -> None:
         parse_manifest(manifest(files=[{"key": key, "size": 1}]))
 
 
-@pytest.mark.parametrize("folder", UNSAFE_PATHS + [7])
+@pytest.mark.parametrize("folder", [*UNSAFE_PATHS, 7])
 def test_unsafe_overlay_folders_are_refused(folder: object) -> None:
     with pytest.raises(UnsafePathError):
         parse_manifest(manifest(overlay=folder))

@@ -168,7 +168,9 @@ def test_generated_notebook_runs_in_a_real_kernel(root, fetch, monkeypatch) -> N
     name = HOSTILE[0]
     notebook_path = root / _open_in_notebook(fetch, f"datasets/{name}")
     notebook = nbformat.reads(notebook_path.read_text(), as_version=4)
-    notebook.cells.append(nbformat.v4.new_code_cell("print(type(adata).__name__, adata.n_obs, 'added_col' in adata.obs)"))
+    notebook.cells.append(
+        nbformat.v4.new_code_cell("print(type(adata).__name__, adata.n_obs, 'added_col' in adata.obs)")
+    )
     NotebookClient(notebook, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(root)}}).execute()
     printed = "".join(out.get("text", "") for out in notebook.cells[-1].outputs)
     assert printed.strip() == "AnnData 26 True"

@@ -51,7 +51,9 @@ def _obs() -> pd.DataFrame:
 
 
 def test_obs_palettes_cover_categorical_and_text_columns_only() -> None:
-    palettes = obs_palettes(_obs(), {"clusters_colors": ["#aa0000", "#00aa00", "#0000aa"]}, {"clusters": {"2": "#123456"}})
+    palettes = obs_palettes(
+        _obs(), {"clusters_colors": ["#aa0000", "#00aa00", "#0000aa"]}, {"clusters": {"2": "#123456"}}
+    )
     assert palettes == {
         "clusters": {"0": "#aa0000", "1": "#00aa00", "2": "#123456"},
         "label": {"x": "#1f77b4", "y": "#ff7f0e"},
@@ -70,7 +72,11 @@ def test_canvas_and_chart_give_a_category_the_same_color() -> None:
     palettes = obs_palettes(adata.obs, adata.uns, saved_category_colors([{"kind": "canvas", **spec}]))
     # a markers chart: its "group" field holds cluster names, the result groups by "clusters"
     frame = pd.DataFrame({"group": ["2", "0", "2"], "gene": ["g1", "g2", "g3"], "score": [1.0, 2.0, 3.0]})
-    chart = recolor_chart(chart_spec(frame, mark="bar", x="score", y="gene", color="group"), palettes, {"parameters": {"groupby": "clusters"}})
+    chart = recolor_chart(
+        chart_spec(frame, mark="bar", x="score", y="gene", color="group"),
+        palettes,
+        {"parameters": {"groupby": "clusters"}},
+    )
     scale = chart["encoding"]["color"]["scale"]
     assert scale == {"domain": ["0", "2"], "range": [canvas["0"], canvas["2"]]}
     assert canvas["2"] == "#123456" and canvas["0"] == "#aa0000"

@@ -57,7 +57,9 @@ def test_dataset_ids_hold_only_letters_digits_hyphens(dataset_id: str) -> None:
         CirroRef.parse(f"cirro:::dataset:{dataset_id}/layer.json")
 
 
-@pytest.mark.parametrize("path", ["../x/layer.json", "a//layer.json", "./layer.json", "a\\layer.json", "a/../../layer.json"])
+@pytest.mark.parametrize(
+    "path", ["../x/layer.json", "a//layer.json", "./layer.json", "a\\layer.json", "a/../../layer.json"]
+)
 def test_reference_paths_must_be_plain_relative(path: str) -> None:
     with pytest.raises(UnsafePathError):
         CirroRef.parse(f"cirro:::dataset:abc/{path}")

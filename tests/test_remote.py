@@ -296,8 +296,12 @@ def test_flatten_from_object_storage_copies_everything_with_progress(
     demo_top: Path, demo_url: str, storage_options: dict[str, Any], tmp_path: Path
 ) -> None:
     seen: list[tuple[int, int]] = []
-    out = flatten(demo_url, tmp_path / "flat.zarr", storage_options=storage_options,
-                  progress=lambda done, total: seen.append((done, total)))
+    out = flatten(
+        demo_url,
+        tmp_path / "flat.zarr",
+        storage_options=storage_options,
+        progress=lambda done, total: seen.append((done, total)),
+    )
     assert seen and seen[-1][0] == seen[-1][1] > 0
     local = flatten(demo_top, tmp_path / "local.zarr", link=False, progress=False)
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
@@ -314,9 +318,7 @@ def test_flatten_from_object_storage_copies_everything_with_progress(
     assert "table" in sdata.tables
 
 
-def test_open_spatialdata_from_object_storage(
-    demo_url: str, storage_options: dict[str, Any], tmp_path: Path
-) -> None:
+def test_open_spatialdata_from_object_storage(demo_url: str, storage_options: dict[str, Any], tmp_path: Path) -> None:
     from sds_jupyter.stack.open import open_spatialdata
 
     with warnings.catch_warnings():
@@ -348,8 +350,12 @@ def _hostile(datasets: Path, manifest: dict[str, Any], dataset_id: str = "v1") -
     ],
 )
 def test_hostile_manifests_are_refused_before_any_url_is_built(
-    s3: Any, datasets: Path, storage_options: dict[str, Any], requests: RequestLog,
-    manifest: dict[str, Any], error: type[Exception],
+    s3: Any,
+    datasets: Path,
+    storage_options: dict[str, Any],
+    requests: RequestLog,
+    manifest: dict[str, Any],
+    error: type[Exception],
 ) -> None:
     _hostile(datasets, manifest)
     url = upload(s3, datasets)
@@ -392,9 +398,7 @@ def test_store_keys_cannot_escape_their_prefix(
     assert requests.entries == []
 
 
-def test_not_a_stack_nor_a_store_and_a_bare_bucket(
-    s3: Any, storage_options: dict[str, Any]
-) -> None:
+def test_not_a_stack_nor_a_store_and_a_bare_bucket(s3: Any, storage_options: dict[str, Any]) -> None:
     s3.pipe(f"{BUCKET}/junk/datasets/x/readme.txt", b"hello")
     with pytest.raises(StackError, match="not a Zarr store"):
         Stack.resolve(f"s3://{BUCKET}/junk/datasets/x", storage_options=storage_options)
@@ -427,8 +431,11 @@ def test_saving_a_version_onto_a_stack_in_object_storage_is_refused(
 
 
 def test_the_command_line_reads_a_url_with_the_environment_s_endpoint(
-    demo_url: str, s3_server: tuple[str, RequestLog], monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    demo_url: str,
+    s3_server: tuple[str, RequestLog],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     from sds_jupyter.cli import main
 

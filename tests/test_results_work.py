@@ -123,7 +123,9 @@ def test_result_page_filters_before_paging(service) -> None:
     # gene2, gene20..gene29: 11 rows match, the first page holds 5 of them
     assert page["total"] == 11 and page["unfiltered"] == 30 and len(names) == 5
     assert all("gene2" in n for n in names)
-    second = dispatch(service, "result_page", {"version": 1, "result": "res_markers", "filter": "gene2", "offset": 10, "limit": 5}).data
+    second = dispatch(
+        service, "result_page", {"version": 1, "result": "res_markers", "filter": "gene2", "offset": 10, "limit": 5}
+    ).data
     assert len(second["rows"]) == 1
     none = dispatch(service, "result_page", {"version": 1, "result": "res_markers", "filter": "no such text"}).data
     assert none["total"] == 0 and none["rows"] == []
@@ -139,22 +141,31 @@ def test_result_page_columns_carry_their_range_over_the_whole_table(service, stu
 
 
 def test_result_csv_is_the_whole_table_at_full_precision(service, studio_adata) -> None:
-    answer = dispatch(service, "result_csv", {"version": 1, "result": "res_markers", "sort": "scores", "descending": True}).data
+    answer = dispatch(
+        service, "result_csv", {"version": 1, "result": "res_markers", "sort": "scores", "descending": True}
+    ).data
     assert answer["filename"] == "res_markers.csv" and answer["rows"] == 30
     rows = list(csv.DictReader(io.StringIO(answer["csv"])))
     stored = studio_adata.uns["spatial_data_studio"]["results"]["res_markers"]["table"]
     assert len(rows) == 30 and list(rows[0]) == ["group", "names", "scores", "logfoldchanges", "pvals_adj"]
     assert [float(r["scores"]) for r in rows] == sorted(stored["scores"].tolist(), reverse=True)  # every digit
-    filtered = dispatch(service, "result_csv", {"version": 1, "result": "res_comparison", "table": "cells", "filter": "b"}).data
+    filtered = dispatch(
+        service, "result_csv", {"version": 1, "result": "res_comparison", "table": "cells", "filter": "b"}
+    ).data
     assert filtered["filename"] == "res_comparison-cells.csv" and filtered["rows"] == 1
 
 
 def test_result_csv_defuses_formulas(studio_stack, tmp_path) -> None:
     from sds_jupyter.service.service import _csv_name, _csv_text
 
-    frame = pd.DataFrame({"name": ["=HYPERLINK(\"x\")", "+1", "ok", "@sum"], "value": [-1.5, 2.0, 3.25, 0.1]})
+    frame = pd.DataFrame({"name": ['=HYPERLINK("x")', "+1", "ok", "@sum"], "value": [-1.5, 2.0, 3.25, 0.1]})
     rows = list(csv.reader(io.StringIO(_csv_text(frame))))
-    assert rows[1] == ["'=HYPERLINK(\"x\")", "-1.5"] and rows[2][0] == "'+1" and rows[3][0] == "ok" and rows[4][0] == "'@sum"
+    assert (
+        rows[1] == ['\'=HYPERLINK("x")', "-1.5"]
+        and rows[2][0] == "'+1"
+        and rows[3][0] == "ok"
+        and rows[4][0] == "'@sum"
+    )
     assert _csv_name("../evil\nname", "t/../x") == "evil_name-t_.._x.csv"
 
 
@@ -193,7 +204,11 @@ def test_demo_and_writes_print_no_warnings(tmp_path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     done = subprocess.run(
         [sys.executable, "-m", "sds_jupyter", "demo", str(tmp_path / "demo")],
-        capture_output=True, text=True, env=env, check=False, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == "", done.stderr

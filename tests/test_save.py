@@ -88,7 +88,7 @@ def test_every_op_round_trips(hand_stack: Path) -> None:
     adata = open_anndata(hand_stack)
     adata.obs["leiden"] = pd.Categorical(["0", "1"] * (N_OBS // 2))  # categorical, added
     adata.obs["n_counts"] = adata.obs["n_counts"] * 2  # numeric, changed
-    adata.obs["flag"] = adata.obs["keep"].to_numpy() == False  # boolean, added
+    adata.obs["flag"] = ~adata.obs["keep"].to_numpy()  # boolean, added
     adata.obs["label"] = [f"c{i}" for i in range(N_OBS)]  # string, added
     del adata.obs["sample"]
     adata.obsm["X_umap"] = np.ones((N_OBS, 2))

@@ -91,8 +91,17 @@ def test_figures_results_pages_and_compare(root, fetch) -> None:
     assert kinds["fig_chart"] == "chart" and kinds["fig_not_json"] == "unsupported"
     results = _get(fetch, "results", path="datasets/edit-2222", version=1)
     assert len(results["results"]) == 7
-    page = _get(fetch, "result_page", path="datasets/edit-2222", version=1, result="res_markers",
-                      offset=10, limit=5, sort="scores", descending="true")
+    page = _get(
+        fetch,
+        "result_page",
+        path="datasets/edit-2222",
+        version=1,
+        result="res_markers",
+        offset=10,
+        limit=5,
+        sort="scores",
+        descending="true",
+    )
     assert page["total"] == 30 and page["offset"] == 10 and len(page["rows"]) == 5
     comparison = _get(fetch, "compare", path="datasets/edit-2222", a=1, b=2)
     assert comparison["obs"]["added"] == ["added_col"]
@@ -111,15 +120,21 @@ def test_demo_stack_under_the_root(jp_root_dir, demo_top, fetch) -> None:
     assert history["top_depth"] == 4 and "error" not in history
     figures = _get(fetch, "figures", path=f"demo/{demo_top.name}")
     canvas = next(f for f in figures["figures"] if f["kind"] == "canvas")
-    data, buffers = _get(fetch, "canvas", path=f"demo/{demo_top.name}", figure=canvas["id"])
+    _data, buffers = _get(fetch, "canvas", path=f"demo/{demo_top.name}", figure=canvas["id"])
     assert len(buffers) >= 2
 
 
 def test_tree_and_fingerprint(root, fetch) -> None:
     tree = _get(fetch, "tree", path="datasets/edit-2222")
     assert tree["current"] == "edit-2222" and tree["base"]["dataset_id"] == "base-0000"
-    assert {(n["dataset_id"], n["parent"]) for n in tree["nodes"]} == {("edit-2222", "studio-1111"), ("studio-1111", None)}
-    assert {n["folder"] for n in tree["nodes"]} == {"datasets/edit-2222", "datasets/studio-1111"}  # relative to the root
+    assert {(n["dataset_id"], n["parent"]) for n in tree["nodes"]} == {
+        ("edit-2222", "studio-1111"),
+        ("studio-1111", None),
+    }
+    assert {n["folder"] for n in tree["nodes"]} == {
+        "datasets/edit-2222",
+        "datasets/studio-1111",
+    }  # relative to the root
     first = _get(fetch, "fingerprint", path="datasets/edit-2222")["fingerprint"]
     shutil.copytree(root / "datasets" / "edit-2222", root / "datasets" / "edit-3333")
     assert _get(fetch, "fingerprint", path="datasets/edit-2222")["fingerprint"] != first
@@ -130,7 +145,8 @@ def test_versions_of_a_listing(root, fetch) -> None:
     (root / "datasets" / "broken" / "layer.json").write_text("{")
     answer = _get(fetch, "versions", path="datasets")
     assert answer == {
-        "path": "datasets", "versions": [{"name": "edit-2222", "title": "Edit"}, {"name": "studio-1111", "title": "Studio section"}]
+        "path": "datasets",
+        "versions": [{"name": "edit-2222", "title": "Edit"}, {"name": "studio-1111", "title": "Studio section"}],
     }
     assert _get(fetch, "versions", path="")["versions"] == []
     # a listing with links out names none of them
@@ -153,8 +169,14 @@ def test_requests_need_a_token(root, http_server_client, jp_base_url, jp_asyncio
         url = f"{jp_base_url}{NAMESPACE}/api/{name}?{query}"
         response = jp_asyncio_loop.run_until_complete(http_server_client.fetch(url, raise_error=False))
         assert response.code == 403, name
-    post = jp_asyncio_loop.run_until_complete(http_server_client.fetch(f"{jp_base_url}{NAMESPACE}/api/notebook", method="POST",
-                                          body=json.dumps({"path": "datasets/edit-2222"}), raise_error=False))
+    post = jp_asyncio_loop.run_until_complete(
+        http_server_client.fetch(
+            f"{jp_base_url}{NAMESPACE}/api/notebook",
+            method="POST",
+            body=json.dumps({"path": "datasets/edit-2222"}),
+            raise_error=False,
+        )
+    )
     assert post.code == 403
 
 
@@ -240,11 +262,22 @@ def test_notebook_edited_since_is_reused_but_not_run(root, fetch, monkeypatch) -
     body = json.dumps({"path": "datasets/edit-2222"})
     assert fetch(NAMESPACE, "api", "notebook", method="POST", body=body).code == 201
     notebook = json.loads((root / "Edit.ipynb").read_text())
-    notebook["cells"].append({"cell_type": "code", "id": "mine", "metadata": {}, "execution_count": None,
-                              "outputs": [], "source": "adata.obs['x'] = 1"})
+    notebook["cells"].append(
+        {
+            "cell_type": "code",
+            "id": "mine",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": "adata.obs['x'] = 1",
+        }
+    )
     (root / "Edit.ipynb").write_text(json.dumps(notebook))
     response = fetch(NAMESPACE, "api", "notebook", method="POST", body=body)
-    assert (response.code, json.loads(response.body)) == (200, {"notebook_path": "Edit.ipynb", "created": False, "run": False})
+    assert (response.code, json.loads(response.body)) == (
+        200,
+        {"notebook_path": "Edit.ipynb", "created": False, "run": False},
+    )
     assert len(json.loads((root / "Edit.ipynb").read_text())["cells"]) == 3
 
 
@@ -267,9 +300,14 @@ def test_a_huge_notebook_is_not_read_to_find_ours(root, fetch, monkeypatch) -> N
 
     monkeypatch.delenv("SDS_WORK_DIR", raising=False)
     body = json.dumps({"path": "datasets/edit-2222"})
-    assert json.loads(fetch(NAMESPACE, "api", "notebook", method="POST", body=body).body)["notebook_path"] == "Edit.ipynb"
+    assert (
+        json.loads(fetch(NAMESPACE, "api", "notebook", method="POST", body=body).body)["notebook_path"] == "Edit.ipynb"
+    )
     monkeypatch.setattr(handlers, "MAX_REUSED_NOTEBOOK_BYTES", 10)
-    assert json.loads(fetch(NAMESPACE, "api", "notebook", method="POST", body=body).body)["notebook_path"] == "Edit-1.ipynb"
+    assert (
+        json.loads(fetch(NAMESPACE, "api", "notebook", method="POST", body=body).body)["notebook_path"]
+        == "Edit-1.ipynb"
+    )
 
 
 @pytest.mark.parametrize("work_dir", [None, "outside"])
@@ -350,7 +388,10 @@ def _read_only(folder: Path):
     """``folder`` made unwritable for this process (chattr +i as root, else chmod), restored after."""
     as_root = os.geteuid() == 0
     if as_root:
-        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode:
+        if (
+            shutil.which("chattr") is None
+            or subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode
+        ):
             pytest.skip("running as root without chattr +i: cannot make a folder read-only")
     else:
         folder.chmod(0o555)
@@ -370,8 +411,9 @@ def _read_only(folder: Path):
             folder.chmod(0o755)
 
 
-def test_token_and_xsrf_query_parameters_are_accepted(root, http_server_client, jp_serverapp, jp_base_url,
-                                                     jp_asyncio_loop) -> None:
+def test_token_and_xsrf_query_parameters_are_accepted(
+    root, http_server_client, jp_serverapp, jp_base_url, jp_asyncio_loop
+) -> None:
     token = jp_serverapp.identity_provider.token
     for extra in ({"token": token}, {"token": token, "_xsrf": "2|abc|def|1"}):
         query = urlencode({"path": "datasets/edit-2222", "version": "1", **extra})
@@ -410,7 +452,7 @@ def test_bad_numbers_are_400_with_a_message(root, fetch, name: str, params: dict
 
 
 def test_notebook_body_that_is_not_json_is_400(root, fetch) -> None:
-    for body in ("{not json", "", "[1, 2", "\"datasets/edit-2222\""):
+    for body in ("{not json", "", "[1, 2", '"datasets/edit-2222"'):
         with pytest.raises(HTTPClientError) as info:
             fetch(NAMESPACE, "api", "notebook", method="POST", body=body, allow_nonstandard_methods=True)
         assert info.value.code == 400, body

@@ -10,7 +10,15 @@ import numpy as np
 import pytest
 
 from sds_jupyter.errors import MissingDatasetError, StackError
-from sds_jupyter.service import REQUESTS, RequestError, StackService, dispatch, error_payload, frame_reply, unframe_reply
+from sds_jupyter.service import (
+    REQUESTS,
+    RequestError,
+    StackService,
+    dispatch,
+    error_payload,
+    frame_reply,
+    unframe_reply,
+)
 from sds_jupyter.studio.errors import FigureError, ResultError
 
 pytest_plugins = ["fixtures_service"]
@@ -42,7 +50,11 @@ def test_history_lists_versions_top_first_and_the_base(service, studio_stack) ->
     assert {c["op"] for c in top["changes"]} >= {"set-obs", "delete-obs", "set-obsm", "set-figure", "delete-figure"}
     assert top["n_files"] > 0 and top["n_deleted"] >= 2
     assert history["base"] == {
-        "depth": 0, "dataset_id": "base-0000", "path": str(studio_stack.base.resolve()), "kind": "folder", "zarr_format": 3
+        "depth": 0,
+        "dataset_id": "base-0000",
+        "path": str(studio_stack.base.resolve()),
+        "kind": "folder",
+        "zarr_format": 3,
     }
     assert "error" not in history
 
@@ -82,7 +94,13 @@ def test_changes_split_added_and_replaced_keys(service) -> None:
     assert any(key.startswith("tables/table/obsm/spatial/") for key in added)
     assert {"entry": "tables/table/obs/score/", "node": True} in changes["deleted"]
     assert [op["op"] for op in changes["ops"]][:2] == ["set-obs", "set-obs"]
-    assert dispatch(service, "changes", {"version": 0}).data == {"ops": [], "details": [], "added": [], "replaced": [], "deleted": []}
+    assert dispatch(service, "changes", {"version": 0}).data == {
+        "ops": [],
+        "details": [],
+        "added": [],
+        "replaced": [],
+        "deleted": [],
+    }
 
 
 # ------------------------------------------------------------------ figures / canvas
@@ -190,7 +208,9 @@ def test_color_values_by_another_obs_column_and_by_a_gene(service, blobs_store) 
     color = _json(reply.data)
     assert color["mode"] == "continuous" and color["column"] == gene and len(color["lut"]) == 256
     values = np.frombuffer(reply.buffers[0], dtype="<f4")
-    expected = np.asarray(table[:, gene].X.toarray() if hasattr(table.X, "toarray") else table[:, gene].X, dtype=np.float32).ravel()
+    expected = np.asarray(
+        table[:, gene].X.toarray() if hasattr(table.X, "toarray") else table[:, gene].X, dtype=np.float32
+    ).ravel()
     np.testing.assert_array_equal(values, expected)
     assert color["min"] == float(expected.min()) and color["max"] == float(expected.max())
 
@@ -236,7 +256,15 @@ def test_channels_answers_each_plane_with_the_figure_settings(service, blobs_roo
 
 def test_results_with_default_charts_and_missing_meta(service) -> None:
     results = {r["id"]: r for r in _json(dispatch(service, "results", {"version": 1}).data)["results"]}
-    assert set(results) == {"res_markers", "res_comparison", "res_morans", "res_nhood", "res_niches", "res_clusters", "res_nometa"}
+    assert set(results) == {
+        "res_markers",
+        "res_comparison",
+        "res_morans",
+        "res_nhood",
+        "res_niches",
+        "res_clusters",
+        "res_nometa",
+    }
     for result_id, result in results.items():
         if result_id != "res_nometa":
             assert "chart" in result and "error" not in result, result_id
@@ -247,17 +275,26 @@ def test_results_with_default_charts_and_missing_meta(service) -> None:
     assert morans_columns[0] == "gene"
     nometa = results["res_nometa"]
     assert nometa["meta"] is None and nometa["kind"] is None
-    assert nometa["error"] == {"kind": "result", "message": "Result 'res_nometa' has no meta, so its kind and title are unknown."}
+    assert nometa["error"] == {
+        "kind": "result",
+        "message": "Result 'res_nometa' has no meta, so its kind and title are unknown.",
+    }
     assert nometa["tables"][0]["n_rows"] == 3
 
 
 def test_result_page_slices_and_sorts_in_python(service) -> None:
-    page = _json(dispatch(service, "result_page", {"version": 1, "result": "res_markers", "offset": "5", "limit": "4"}).data)
+    page = _json(
+        dispatch(service, "result_page", {"version": 1, "result": "res_markers", "offset": "5", "limit": "4"}).data
+    )
     assert page["total"] == 30 and page["offset"] == 5 and len(page["rows"]) == 4
     names = [c["name"] for c in page["columns"]]
     assert names == ["group", "names", "scores", "logfoldchanges", "pvals_adj"]
     assert page["rows"][0][1] == "gene5"
-    ranked = dispatch(service, "result_page", {"version": 1, "result": "res_markers", "sort": "scores", "descending": True, "limit": 30}).data
+    ranked = dispatch(
+        service,
+        "result_page",
+        {"version": 1, "result": "res_markers", "sort": "scores", "descending": True, "limit": 30},
+    ).data
     scores = [row[2] for row in ranked["rows"]]
     assert scores == sorted(scores, reverse=True)
     cells = dispatch(service, "result_page", {"version": 1, "result": "res_comparison", "table": "cells"}).data
@@ -312,8 +349,22 @@ def test_compare_with_itself_is_empty(service) -> None:
 
 def test_request_table_matches_the_protocol() -> None:
     assert list(REQUESTS) == [
-        "history", "changes", "figures", "canvas", "results", "result_page", "result_csv", "compare",
-        "expression", "cell_mask", "tree", "fingerprint", "contents", "cell", "color_values", "channels",
+        "history",
+        "changes",
+        "figures",
+        "canvas",
+        "results",
+        "result_page",
+        "result_csv",
+        "compare",
+        "expression",
+        "cell_mask",
+        "tree",
+        "fingerprint",
+        "contents",
+        "cell",
+        "color_values",
+        "channels",
     ]
 
 
@@ -327,13 +378,18 @@ def test_unknown_request_and_parameter_are_refused(service) -> None:
 
 
 def test_versions_by_dataset_id_and_title(service) -> None:
-    assert dispatch(service, "changes", {"version": "studio-1111"}).data == dispatch(service, "changes", {"version": 1}).data
+    assert (
+        dispatch(service, "changes", {"version": "studio-1111"}).data
+        == dispatch(service, "changes", {"version": 1}).data
+    )
     assert dispatch(service, "changes", {"version": "Edit"}).data["ops"]
 
 
 def test_error_payload_maps_once() -> None:
     assert error_payload(MissingDatasetError("gone", dataset_id="x")) == {
-        "kind": "missing-dataset", "message": "gone", "dataset_id": "x"
+        "kind": "missing-dataset",
+        "message": "gone",
+        "dataset_id": "x",
     }
     assert error_payload(RequestError("bad")) == {"kind": "bad-request", "message": "bad"}
     assert error_payload(KeyError("k")) == {"kind": "internal", "message": "KeyError: 'k'"}
@@ -350,8 +406,13 @@ def test_browsing_writes_nothing(studio_stack) -> None:
     before = _mtimes(studio_stack.datasets)
     service = StackService(studio_stack.v2)
     for name, params in [
-        ("history", {}), ("changes", {}), ("figures", {}), ("results", {}), ("compare", {"a": 0, "b": 2}),
-        ("canvas", {"version": 1, "figure": "fig_canvas"}), ("result_page", {"version": 1, "result": "res_markers"}),
+        ("history", {}),
+        ("changes", {}),
+        ("figures", {}),
+        ("results", {}),
+        ("compare", {"a": 0, "b": 2}),
+        ("canvas", {"version": 1, "figure": "fig_canvas"}),
+        ("result_page", {"version": 1, "result": "res_markers"}),
     ]:
         dispatch(service, name, params)
     assert _mtimes(studio_stack.datasets) == before

@@ -63,12 +63,16 @@ def layered(backend: Backend) -> StackStore:
         },
     )
     v1 = write_version(
-        datasets, "v1", base,
+        datasets,
+        "v1",
+        base,
         {"single": b"v1-single", "v1only": b"v1", "t/obs/col/c/0": b"v1-col"},
         deleted=["gone"],
     )
     v2 = write_version(
-        datasets, "v2", v1,
+        datasets,
+        "v2",
+        v1,
         # deletes a column and writes a new one of the same name in the same version
         {"t/obs/col/c/0": b"v2-col"},
         deleted=["t/obs/col/", "a/b/", "single", "t/obs/old/"],
@@ -321,7 +325,9 @@ def test_a_zarr_v2_base_with_a_version_on_it(datasets: Path) -> None:
     anndata.io.write_elem(tables, "table", adata)
     zarr.consolidate_metadata(store_path)
     write_version(
-        datasets, "v1", "cirro:::dataset:base/old.zarr",
+        datasets,
+        "v1",
+        "cirro:::dataset:base/old.zarr",
         {"tables/table/obs/.zattrs": (store_path / "tables/table/obs/.zattrs").read_bytes()},
     )
     stack = Stack.resolve(datasets / "v1")

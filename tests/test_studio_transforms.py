@@ -12,15 +12,24 @@ from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform
 
 pytest_plugins = ["fixtures_service"]
 
-XY = {"input": {"axes": [{"name": "x"}, {"name": "y"}]}, "output": {"name": "global", "axes": [{"name": "x"}, {"name": "y"}]}}
+XY = {
+    "input": {"axes": [{"name": "x"}, {"name": "y"}]},
+    "output": {"name": "global", "axes": [{"name": "x"}, {"name": "y"}]},
+}
 
 
 def test_transform_kinds() -> None:
     assert element_transform(None) == IDENTITY
     assert element_transform([{"type": "identity", **XY}]) == IDENTITY
     assert element_transform([{"type": "scale", "scale": [2, 3], **XY}]) == Axial(2, 3, 0, 0)
-    sequence = {"type": "sequence", **XY, "transformations": [
-        {"type": "scale", "scale": [2, 3], **XY}, {"type": "translation", "translation": [1, -1], **XY}]}
+    sequence = {
+        "type": "sequence",
+        **XY,
+        "transformations": [
+            {"type": "scale", "scale": [2, 3], **XY},
+            {"type": "translation", "translation": [1, -1], **XY},
+        ],
+    }
     assert element_transform([sequence]) == Axial(2, 3, 1, -1)
     affine = {"type": "affine", **XY, "affine": [[2, 0, 5], [0, 4, 6], [0, 0, 1]]}
     assert element_transform([affine]) == Axial(2, 4, 5, 6)

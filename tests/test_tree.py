@@ -20,12 +20,23 @@ def datasets(tmp_path: Path) -> Path:
     datasets = tmp_path / "datasets"
     base = write_base(datasets, "base-1", {})
     chain(datasets, 3, base)
-    write_version(datasets, "b1", "cirro:::dataset:v2/layer.json", {"x/1": b"1"}, under_data=True,
-                  manifest={"created_at": "2030-01-01T00:00:00Z", "created_by": "b@example.org"})
+    write_version(
+        datasets,
+        "b1",
+        "cirro:::dataset:v2/layer.json",
+        {"x/1": b"1"},
+        under_data=True,
+        manifest={"created_at": "2030-01-01T00:00:00Z", "created_by": "b@example.org"},
+    )
     other = write_base(datasets, "base-2", {})
     write_version(datasets, "o1", other)
-    write_version(datasets, "orph", "cirro:::dataset:gone-1/layer.json", {"x/1": b"1"},
-                  manifest={"changes": [{"op": "set-obs", "table": "table", "column": "c"}]})
+    write_version(
+        datasets,
+        "orph",
+        "cirro:::dataset:gone-1/layer.json",
+        {"x/1": b"1"},
+        manifest={"changes": [{"op": "set-obs", "table": "table", "column": "c"}]},
+    )
     write_version(datasets, "orph2", "cirro:::dataset:orph/layer.json", {"x/2": b"2"}, deleted=["x/1"])
     (datasets / "plain-folder").mkdir()
     return datasets

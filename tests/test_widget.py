@@ -57,7 +57,10 @@ def test_canvas_reply_carries_buffers(browser, recorded_messages) -> None:
     [
         ({"type": "request", "id": 2, "name": "nope", "params": {}}, "bad-request"),
         ({"type": "request", "id": 2, "name": "canvas", "params": {"figure": "missing"}}, "figure"),
-        ({"type": "request", "id": 2, "name": "result_page", "params": {"result": "res_markers", "limit": "x"}}, "bad-request"),
+        (
+            {"type": "request", "id": 2, "name": "result_page", "params": {"result": "res_markers", "limit": "x"}},
+            "bad-request",
+        ),
         ({"type": "request", "id": 2, "name": "history", "params": [1]}, "bad-request"),
     ],
 )
@@ -116,7 +119,9 @@ def test_unbuilt_front_end_is_a_clear_error(studio_stack, monkeypatch, tmp_path)
         VersionBrowser(studio_stack.v2)
 
 
-def test_open_version_moves_to_another_version_of_the_folder(browser, studio_stack, recorded_messages, tmp_path) -> None:
+def test_open_version_moves_to_another_version_of_the_folder(
+    browser, studio_stack, recorded_messages, tmp_path
+) -> None:
     _deliver(browser, {"type": "open_version", "id": 7, "folder": str(studio_stack.datasets / "studio-1111")})
     (reply,) = _responses(recorded_messages)
     assert reply["ok"] and browser.selected == 1
@@ -126,6 +131,8 @@ def test_open_version_moves_to_another_version_of_the_folder(browser, studio_sta
         _deliver(browser, {"type": "open_version", "id": 8, "folder": folder})
     assert [r["ok"] for r in _responses(recorded_messages)[1:]] == [False, False, False]
     assert browser.service.history()["versions"][0]["dataset_id"] == "studio-1111"
+
+
 def _state_updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [m["data"]["state"] for m in messages if m["msg_type"] == "comm_msg" and m["data"].get("method") == "update"]
 

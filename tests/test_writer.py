@@ -49,7 +49,9 @@ def test_every_op_round_trips_through_anndata_spatialdata_and_check(demo_copy: P
     writer.delete_uns("table", "notes")
     writer.set_figure("table", "fig-new", {"kind": "chart", "title": "New", "result": "r1"})
     writer.delete_figure("table", "fig-clusters")
-    writer.set_result("table", "r1", {"table": pd.DataFrame({"g": ["x", "y"], "v": [1.0, 2.0]})}, {"kind": "markers", "title": "R"})
+    writer.set_result(
+        "table", "r1", {"table": pd.DataFrame({"g": ["x", "y"], "v": [1.0, 2.0]})}, {"kind": "markers", "title": "R"}
+    )
     top = writer.commit(title="All ops", message="every op once", created_by="tester@example.org")
 
     adata = open_anndata(top)
@@ -81,8 +83,17 @@ def test_every_op_round_trips_through_anndata_spatialdata_and_check(demo_copy: P
     assert manifest.created_by == "tester@example.org" and manifest.app["id"] == "sds-jupyter"
     assert manifest.created_at.endswith("Z")
     assert [c["op"] for c in manifest.changes] == [
-        "set-obs", "set-obs", "set-obs", "set-obs", "delete-obs", "set-obsm", "set-uns",
-        "delete-uns", "set-figure", "delete-figure", "set-uns",
+        "set-obs",
+        "set-obs",
+        "set-obs",
+        "set-obs",
+        "delete-obs",
+        "set-obsm",
+        "set-uns",
+        "delete-uns",
+        "set-figure",
+        "delete-figure",
+        "set-uns",
     ]
     assert {"op": "set-obs", "table": "table", "column": "label", "kind": "string"} in manifest.changes
     for entry in manifest.files:

@@ -13,8 +13,8 @@ import os
 import threading
 from pathlib import Path
 
-from sds_jupyter.service import StackService
 from sds_jupyter.server.paths import check_datasets_dir_inside, check_stack_inside, resolve_in_root
+from sds_jupyter.service import StackService
 
 __all__ = ["ServiceCache"]
 
@@ -26,7 +26,10 @@ def _signature(service: StackService) -> Signature | None:
     try:
         stack = service.stack
         files = [version.manifest_path for version in stack.versions] + [stack.base.path]
-        return tuple((str(path), path.stat().st_mtime_ns) for path in files)
+        local = [path for path in files if isinstance(path, Path)]
+        if len(local) != len(files):  # object storage: no modification times to watch
+            return None
+        return tuple((str(path), path.stat().st_mtime_ns) for path in local)
     except (OSError, ValueError):
         return None
 

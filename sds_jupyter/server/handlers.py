@@ -25,7 +25,6 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
 from sds_jupyter.server.cache import ServiceCache
 from sds_jupyter.server.notebook import (
     candidate_names,
@@ -37,6 +36,8 @@ from sds_jupyter.server.notebook import (
     work_dir_in_root,
 )
 from sds_jupyter.server.paths import OutsideRootError, PathNotFoundError
+from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
+from sds_jupyter.service.types import VersionSummary
 from sds_jupyter.stack.tree import scan_versions
 
 __all__ = ["NAMESPACE", "SETTINGS_KEY", "NotebookWriteError", "setup_handlers", "status_for"]
@@ -83,7 +84,8 @@ class StackAPIHandler(APIHandler):
 
     @property
     def services(self) -> ServiceCache:
-        return self.settings[SETTINGS_KEY]
+        services: ServiceCache = self.settings[SETTINGS_KEY]  # put there by the extension's loader
+        return services
 
     async def in_thread(self, work: Callable[..., T], *args: Any) -> T:
         """Run blocking stack reads in a worker thread (zarr's sync API cannot run on the loop)."""
@@ -145,7 +147,7 @@ def _reason(exc: web.HTTPError) -> str:
     return " ".join(str(text).split())
 
 
-def _version_key(relative: str, top: dict[str, Any] | None) -> str:
+def _version_key(relative: str, top: VersionSummary | None) -> str:
     """The version's folder relative to the root: its history entry's, else the path as asked (normalized)."""
     folder = top.get("folder") if top else None
     if isinstance(folder, str) and folder:
@@ -221,8 +223,11 @@ class NotebookHandler(StackAPIHandler):
             if existing is not None and is_made_for(existing, version_key):
                 return notebook_path, False, is_unchanged(existing, made)
         where = directory or "the server root"
-        raise NotebookWriteError(f"{where} already holds {len(candidate_names(first))} notebooks named like {first!r}; "
-                                 "move some away and try again.", status=409)
+        raise NotebookWriteError(
+            f"{where} already holds {len(candidate_names(first))} notebooks named like {first!r}; "
+            "move some away and try again.",
+            status=409,
+        )
 
     async def _contents(self, call: Callable[..., Any], *args: Any) -> Any:
         """A contents-manager call whose refusal (an HTTPError: 403 read-only, 500 disk full) reads as one line."""

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "METADATA_KEY",
     "MAX_STEM_BYTES",
+    "METADATA_KEY",
     "candidate_names",
     "is_made_for",
     "is_unchanged",

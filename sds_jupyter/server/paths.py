@@ -15,7 +15,13 @@ from pathlib import Path, PurePosixPath
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack import Stack
 
-__all__ = ["OutsideRootError", "PathNotFoundError", "check_datasets_dir_inside", "check_stack_inside", "resolve_in_root"]
+__all__ = [
+    "OutsideRootError",
+    "PathNotFoundError",
+    "check_datasets_dir_inside",
+    "check_stack_inside",
+    "resolve_in_root",
+]
 
 
 class OutsideRootError(StackError):
@@ -58,8 +64,11 @@ def check_stack_inside(stack: Stack, root: str | os.PathLike[str]) -> None:
     places += [(version.dataset_id, version.data_dir) for version in stack.versions]
     places.append((stack.base.dataset_id or "the base", stack.base.path))
     for name, place in places:
-        if not _inside(os.path.realpath(place), root_real):
-            raise OutsideRootError(f"the stack reads {name} from outside the server root; move its datasets under the root")
+        # a place in object storage (not a local Path) is outside the root too
+        if not isinstance(place, Path) or not _inside(os.path.realpath(place), root_real):
+            raise OutsideRootError(
+                f"the stack reads {name} from outside the server root; move its datasets under the root"
+            )
 
 
 def check_datasets_dir_inside(path: Path, root: str | os.PathLike[str]) -> None:
@@ -74,4 +83,6 @@ def check_datasets_dir_inside(path: Path, root: str | os.PathLike[str]) -> None:
     is_version = (folder / "layer.json").is_file() or (folder / "data" / "layer.json").is_file()
     root_real = os.path.realpath(root)
     if is_version and not _inside(os.path.realpath(folder.parent), root_real):
-        raise OutsideRootError("this version's parents would be looked up outside the server root; open it from a folder below the root")
+        raise OutsideRootError(
+            "this version's parents would be looked up outside the server root; open it from a folder below the root"
+        )

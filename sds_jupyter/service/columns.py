@@ -68,7 +68,7 @@ def column_summary(name: str, series: pd.Series) -> ColumnSummary:
         "column": name,
         "kind": kind,  # type: ignore[typeddict-item]
         "dtype": str(series.dtype),
-        "n": int(len(series)),
+        "n": len(series),
         "n_missing": int(series.isna().sum()),
     }
     if kind == "numeric":

@@ -11,7 +11,7 @@ Only nodes that some version between the two wrote or deleted are read
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,7 @@ from sds_jupyter.service.types import (
     ObsChange,
     ObsDelta,
     ObsmChange,
+    PartStatus,
     ResultChange,
     Transition,
     UnsChange,
@@ -74,13 +75,14 @@ def compare_tables(depth_a: int, depth_b: int, view_a: TableView, view_b: TableV
 
 def _as_delta(changes: list[Any], name: str) -> Delta:
     """The plain added/removed/changed name lists, derived from the detailed entries."""
-    return {
-        status: [str(entry[name]) for entry in changes if entry["change"] == status]  # type: ignore[misc]
-        for status in ("added", "removed", "changed")
-    }
+
+    def named(status: PartStatus) -> list[str]:
+        return [str(entry[name]) for entry in changes if entry["change"] == status]
+
+    return {"added": named("added"), "removed": named("removed"), "changed": named("changed")}
 
 
-def _statuses(keys_a: list[str], keys_b: list[str], differs: Callable[[str], bool]) -> list[tuple[str, str]]:
+def _statuses(keys_a: list[str], keys_b: list[str], differs: Callable[[str], bool]) -> list[tuple[str, PartStatus]]:
     """(key, status) for keys added (B's order), removed (A's order) and changed (B's order)."""
     set_a, set_b = set(keys_a), set(keys_b)
     return (
@@ -109,9 +111,9 @@ def _obs_delta(view_a: TableView, view_b: TableView, touched: Callable[[str], bo
         "changed": changed,
         "added_columns": [column_summary(c, obs_b[c]) for c in cols_b if c not in set_a],
         "removed_columns": [column_summary(c, obs_a[c]) for c in cols_a if c not in set_b],
-        "n_cells_a": int(len(obs_a)),
-        "n_cells_b": int(len(obs_b)),
-        "n_common": int(len(_common_index(obs_a.index, obs_b.index))),
+        "n_cells_a": len(obs_a),
+        "n_cells_b": len(obs_b),
+        "n_common": len(_common_index(obs_a.index, obs_b.index)),
     }
 
 
@@ -162,7 +164,7 @@ def obs_change(column: str, a: pd.Series, b: pd.Series) -> ObsChange | None:
         "kind": kind,  # type: ignore[typeddict-item]
         "n_changed": n_changed,
         "transitions": transitions,
-        "n_transitions": int(len(counted)),
+        "n_transitions": len(counted),
         "counts_a": _counts(texts_a),
         "counts_b": _counts(texts_b),
     }
@@ -176,7 +178,8 @@ def _texts(series: pd.Series) -> np.ndarray:
         lookup = np.array([*categories, None], dtype=object)
         codes = series.cat.codes.to_numpy()
         return lookup[np.where(codes < 0, len(categories), codes)]
-    return value_texts(series).to_numpy(dtype=object)
+    texts: np.ndarray = value_texts(series).to_numpy(dtype=object)  # pandas is untyped here
+    return texts
 
 
 def _or_none(value: Any) -> str | None:
@@ -235,7 +238,7 @@ def _obsm_changes(view_a: TableView, view_b: TableView, touched: Callable[[str],
     for key, status in _statuses(view_a.obsm_keys, view_b.obsm_keys, differs):
         entry: ObsmChange = {
             "key": key,
-            "change": status,  # type: ignore[typeddict-item]
+            "change": status,
             "shape_a": _obsm_shape(view_a, key) if status != "added" else None,
             "shape_b": _obsm_shape(view_b, key) if status != "removed" else None,
         }
@@ -245,7 +248,21 @@ def _obsm_changes(view_a: TableView, view_b: TableView, touched: Callable[[str],
     return changes
 
 
-def _rows_changed(key: str, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+class _RowsChanged(TypedDict, total=False):
+    """The row counts merged into an :class:`ObsmChange`."""
+
+    n_rows_changed: int
+    max_displacement: float
+
+
+class _TableChange(TypedDict, total=False):
+    """The table facts merged into a :class:`ResultChange`."""
+
+    table_changed: bool
+    n_rows_changed: int
+
+
+def _rows_changed(key: str, a: np.ndarray, b: np.ndarray) -> _RowsChanged:
     """Rows that differ (same shape only); for ``spatial``, the largest displacement."""
     if a.shape != b.shape or a.ndim != 2:
         return {}
@@ -255,7 +272,7 @@ def _rows_changed(key: str, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
         return {"n_rows_changed": int((a.astype(str) != b.astype(str)).any(axis=1).sum())}
     with np.errstate(invalid="ignore"):
         same = (fa == fb) | (np.isnan(fa) & np.isnan(fb))
-    out: dict[str, Any] = {"n_rows_changed": int((~same).any(axis=1).sum())}
+    out: _RowsChanged = {"n_rows_changed": int((~same).any(axis=1).sum())}
     if key == "spatial":
         moved = np.hypot.reduce(fb - fa, axis=1) if fa.shape[1] > 1 else np.abs(fb - fa)[:, 0]
         moved = moved[np.isfinite(moved)]
@@ -301,7 +318,11 @@ def small_value(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         return json_scalar(value)
     if isinstance(value, (list, tuple, np.ndarray)):
-        items = list(np.asarray(value, dtype=object).ravel()) if isinstance(value, np.ndarray) and value.ndim == 1 else value
+        items = (
+            list(np.asarray(value, dtype=object).ravel())
+            if isinstance(value, np.ndarray) and value.ndim == 1
+            else value
+        )
         if isinstance(value, np.ndarray) and value.ndim != 1:
             return NOT_SMALL
         if len(items) > MAX_ITEMS:
@@ -317,7 +338,7 @@ def _uns_changes(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any], touched: Ca
     keys_b = [str(k) for k in uns_b if k != STUDIO_KEY]
     changes: list[UnsChange] = []
     for key, status in _statuses(keys_a, keys_b, lambda k: touched(k) and not same_value(uns_a[k], uns_b[k])):
-        entry: UnsChange = {"key": key, "change": status}  # type: ignore[typeddict-item]
+        entry: UnsChange = {"key": key, "change": status}
         for side, uns in (("a", uns_a), ("b", uns_b)):
             if key in uns:
                 shown = small_value(uns[key])
@@ -332,7 +353,7 @@ def _figure_changes(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any]) -> list[
     changes: list[FigureChange] = []
     for key, status in _statuses(list(items_a), list(items_b), lambda k: not same_value(items_a[k], items_b[k])):
         stored = items_b[key] if key in items_b else items_a[key]
-        changes.append({"id": key, "change": status, "title": parse_figure(key, stored).title})  # type: ignore[typeddict-item]
+        changes.append({"id": key, "change": status, "title": parse_figure(key, stored).title})
     return changes
 
 
@@ -343,24 +364,24 @@ def _result_changes(uns_a: Mapping[str, Any], uns_b: Mapping[str, Any]) -> list[
     changes: list[ResultChange] = []
     for key, status in _statuses(list(items_a), list(items_b), lambda k: not same_value(items_a[k], items_b[k])):
         entry = entries_b.get(key) or entries_a[key]
-        change: ResultChange = {"id": key, "change": status, "title": entry.title, "kind": entry.kind}  # type: ignore[typeddict-item]
+        change: ResultChange = {"id": key, "change": status, "title": entry.title, "kind": entry.kind}
         table_a = entries_a[key].tables.get(MAIN_TABLE) if key in entries_a else None
         table_b = entries_b[key].tables.get(MAIN_TABLE) if key in entries_b else None
         if table_a is not None:
-            change["n_rows_a"] = int(len(table_a))
+            change["n_rows_a"] = len(table_a)
         if table_b is not None:
-            change["n_rows_b"] = int(len(table_b))
+            change["n_rows_b"] = len(table_b)
         if status == "changed" and table_a is not None and table_b is not None:
             change.update(_table_change(table_a, table_b))
         changes.append(change)
     return changes
 
 
-def _table_change(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, Any]:
+def _table_change(a: pd.DataFrame, b: pd.DataFrame) -> _TableChange:
     """Whether a result's main table changed and, with the same shape and columns, in how many rows."""
     if a.equals(b):
         return {"table_changed": False}
-    out: dict[str, Any] = {"table_changed": True}
+    out: _TableChange = {"table_changed": True}
     if a.shape == b.shape and list(a.columns) == list(b.columns):
         left, right = a.reset_index(drop=True).astype(object), b.reset_index(drop=True).astype(object)
         same = (left == right) | (left.isna() & right.isna())

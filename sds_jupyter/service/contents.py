@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import struct
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import pandas as pd
 import zarr
@@ -20,6 +20,7 @@ from anndata.io import read_elem
 from zarr.abc.store import SuffixByteRequest
 
 from sds_jupyter.service.columns import column_summary
+from sds_jupyter.service.nodes import child_array, child_group
 from sds_jupyter.service.types import (
     ContentsData,
     ElementSummary,
@@ -30,7 +31,10 @@ from sds_jupyter.stack import Stack, StackStore
 
 __all__ = ["ELEMENT_KINDS", "read_contents"]
 
-ELEMENT_KINDS = ("images", "labels", "shapes", "points", "tables")
+ElementKind = Literal["images", "labels", "shapes", "points", "tables"]
+NodeStatus = Literal["added", "changed"]
+
+ELEMENT_KINDS: tuple[ElementKind, ...] = ("images", "labels", "shapes", "points", "tables")
 _FOOTER = 8  # a parquet file ends with the footer's length (4 bytes) and "PAR1"
 
 
@@ -47,7 +51,7 @@ class Marks:
             self.deleted = list(version.manifest.deleted)
             self.below = StackStore(stack.at(depth - 1))
 
-    def status(self, node: str) -> str | None:
+    def status(self, node: str) -> NodeStatus | None:
         """``"added"`` (absent below), ``"changed"`` (written here), or None (inherited)."""
         if self.below is None:
             return None
@@ -72,41 +76,65 @@ def read_contents(stack: Stack, depth: int) -> ContentsData:
     elements: list[ElementSummary] = []
     tables: list[TableContents] = []
     for kind in ELEMENT_KINDS:
-        if kind not in root or not isinstance(root[kind], zarr.Group):
+        kind_node = root.get(kind)
+        if not isinstance(kind_node, zarr.Group):
             continue
-        for name in sorted(root[kind].group_keys()):
-            node = root[f"{kind}/{name}"]
+        for name in sorted(kind_node.group_keys()):
             path = f"{kind}/{name}"
-            entry: ElementSummary = {"kind": kind, "name": name}  # type: ignore[typeddict-item]
+            node = child_group(root, path)  # one of group_keys()
+            entry: ElementSummary = {"kind": kind, "name": name}
             status = marks.status(path)
             if status:
-                entry["status"] = status  # type: ignore[typeddict-item]
+                entry["status"] = status
             try:
                 if kind in ("images", "labels"):
-                    entry.update(_raster(node))  # type: ignore[typeddict-item]
+                    entry.update(_raster(node))
                 elif kind in ("shapes", "points"):
-                    entry.update(_parquet(store, path, node))  # type: ignore[typeddict-item]
+                    entry.update(_parquet(store, path, node))
                 else:
                     table = _table(node, path, marks)
                     tables.append(table)
-                    entry.update(n_obs=table["n_obs"], n_vars=table["n_vars"], annotates=table["annotates"])
+                    entry["n_obs"], entry["n_vars"] = table["n_obs"], table["n_vars"]
+                    entry["annotates"] = table["annotates"]
             except (KeyError, ValueError, OSError, TypeError, struct.error) as exc:
                 entry["error"] = f"cannot describe this element: {exc}"
             elements.append(entry)
     return {"depth": depth, "elements": elements, "tables": tables}
 
 
-def _raster(node: zarr.Group) -> dict[str, Any]:
+class _RasterFacts(TypedDict, total=False):
+    """What :func:`_raster` adds to an :class:`ElementSummary`."""
+
+    levels: int
+    axes: list[str]
+    shape: list[int]
+    dtype: str
+    channels: list[str]
+
+
+class _ParquetFacts(TypedDict, total=False):
+    """What :func:`_parquet` adds to an :class:`ElementSummary`."""
+
+    n: int
+    geometry: list[str]
+    axes: list[str]
+
+
+def _raster(node: zarr.Group) -> _RasterFacts:
     """Size, levels, axes and channel names of an image or labels element (metadata only)."""
-    attrs = node.attrs.asdict()
+    attrs: dict[str, Any] = node.attrs.asdict()  # stored JSON: read defensively below
     ome = attrs.get("ome", attrs)
     scales = ome.get("multiscales") or []
     datasets = scales[0].get("datasets", []) if scales else []
-    axes = [str(a.get("name", a) if isinstance(a, Mapping) else a) for a in (scales[0].get("axes", []) if scales else [])]
-    out: dict[str, Any] = {"levels": len(datasets), "axes": axes}
+    axes = [
+        str(a.get("name", a) if isinstance(a, Mapping) else a) for a in (scales[0].get("axes", []) if scales else [])
+    ]
+    out: _RasterFacts = {"levels": len(datasets), "axes": axes}
     if datasets:
         level0 = node[str(datasets[0]["path"])]
-        out.update(shape=[int(n) for n in level0.shape], dtype=str(level0.dtype))
+        if not isinstance(level0, zarr.Array):
+            raise ValueError(f"its level {datasets[0]['path']!r} is a group, not an array")
+        out["shape"], out["dtype"] = [int(n) for n in level0.shape], str(level0.dtype)
     omero = ome.get("omero")
     if isinstance(omero, Mapping):
         out["channels"] = [str(c.get("label", i)) for i, c in enumerate(omero.get("channels", []))]
@@ -126,7 +154,7 @@ def _parquet_footer(store: StackStore, key: str) -> Any:
     return pq.read_metadata(io.BytesIO(b"PAR1" + footer))
 
 
-def _parquet(store: StackStore, path: str, node: zarr.Group) -> dict[str, Any]:
+def _parquet(store: StackStore, path: str, node: zarr.Group) -> _ParquetFacts:
     """Row count (and geometry types, for shapes) of a shapes or points element."""
     files = sorted(k for k in store.keys_raw(f"{path}/") if k.endswith(".parquet"))
     n = 0
@@ -141,20 +169,21 @@ def _parquet(store: StackStore, path: str, node: zarr.Group) -> dict[str, Any]:
             columns = json.loads(geo).get("columns", {})
             for column in columns.values():
                 geometry += [str(t) for t in column.get("geometry_types", []) if str(t) not in geometry]
-    out: dict[str, Any] = {"n": n}
+    out: _ParquetFacts = {"n": n}
     if geometry:
         out["geometry"] = geometry
-    attrs = node.attrs.asdict()
+    attrs: dict[str, Any] = node.attrs.asdict()
     if isinstance(attrs.get("axes"), list):
         out["axes"] = [str(a) for a in attrs["axes"]]
     return out
 
 
 def _table(node: zarr.Group, path: str, marks: Marks) -> TableContents:
-    attrs = node.attrs.asdict()
-    obs_node = node["obs"]
-    index_name = str(obs_node.attrs.get("_index", "_index"))
-    names = [str(c) for c in obs_node.attrs.get("column-order", [])]
+    attrs: dict[str, Any] = node.attrs.asdict()
+    obs_node = child_group(node, "obs")
+    obs_attrs: dict[str, Any] = obs_node.attrs.asdict()
+    index_name = str(obs_attrs.get("_index", "_index"))
+    names = [str(c) for c in obs_attrs.get("column-order", [])]
     region = attrs.get("region")
     annotates = [str(r) for r in region] if isinstance(region, list) else ([str(region)] if region else [])
     columns = []
@@ -163,14 +192,14 @@ def _table(node: zarr.Group, path: str, marks: Marks) -> TableContents:
         summary = column_summary(column, pd.Series(read_elem(obs_node[column])))
         status = marks.status(f"{path}/obs/{column}")
         if status:
-            summary["status"] = status  # type: ignore[typeddict-item]
+            summary["status"] = status
         columns.append(summary)
     return {
         "name": path.split("/", 1)[1],
-        "n_obs": int(obs_node[index_name].shape[0]),
+        "n_obs": int(child_array(obs_node, index_name).shape[0]),
         "n_vars": _n_vars(node),
         "annotates": annotates,
-        "status": marks.status(path),  # type: ignore[typeddict-item]
+        "status": marks.status(path),
         "obs": columns,
         "removed_obs": marks.removed_children(f"{path}/obs", [*names, index_name]),
         "obsm": _keys(node, "obsm", path, marks, shapes=True),
@@ -179,15 +208,15 @@ def _table(node: zarr.Group, path: str, marks: Marks) -> TableContents:
 
 
 def _n_vars(node: zarr.Group) -> int:
-    var = node["var"]
+    var = child_group(node, "var")
     index = var.attrs.get("_index", "_index")
-    return int(var[str(index)].shape[0])
+    return int(child_array(var, str(index)).shape[0])
 
 
 def _keys(node: zarr.Group, part: str, path: str, marks: Marks, *, shapes: bool) -> list[KeyEntry]:
     if part not in node:
         return []
-    group = node[part]
+    group = child_group(node, part)
     out: list[KeyEntry] = []
     for key in sorted(group.keys()):
         entry: KeyEntry = {"key": key}
@@ -196,6 +225,6 @@ def _keys(node: zarr.Group, part: str, path: str, marks: Marks, *, shapes: bool)
             entry["shape"] = [int(n) for n in child.shape]
         status = marks.status(f"{path}/{part}/{key}")
         if status:
-            entry["status"] = status  # type: ignore[typeddict-item]
+            entry["status"] = status
         out.append(entry)
     return out

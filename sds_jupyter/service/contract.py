@@ -84,7 +84,9 @@ def _schema_of(hint: Any) -> dict[str, Any]:
         return {"type": "array", "items": _schema_of(args[0]) if args else {}}
     if origin is dict:
         return {"type": "object", "additionalProperties": _schema_of(args[1]) if args else {}}
-    raise TypeError(f"no JSON Schema for {hint!r}; use str, int, float, bool, None, Any, Literal, list, dict or a TypedDict")
+    raise TypeError(
+        f"no JSON Schema for {hint!r}; use str, int, float, bool, None, Any, Literal, list, dict or a TypedDict"
+    )
 
 
 def _required_keys(typed: type) -> set[str]:

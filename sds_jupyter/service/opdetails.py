@@ -84,9 +84,13 @@ def _detail(op: dict[str, Any], view: TableView) -> OpDetail:
     if name == "set-uns" and isinstance(op.get("result"), str):
         result = read_result(view.studio_uns([op["result"]]), op["result"])
         method = (result.meta or {}).get("method")
-        detail: OpDetail = {"title": result.title, "kind": result.kind, "method": method if isinstance(method, str) else None}
+        detail: OpDetail = {
+            "title": result.title,
+            "kind": result.kind,
+            "method": method if isinstance(method, str) else None,
+        }
         if MAIN_TABLE in result.tables:
-            detail["n_rows"] = int(len(result.tables[MAIN_TABLE]))
+            detail["n_rows"] = len(result.tables[MAIN_TABLE])
         return detail
     if name == "set-uns" and isinstance(op.get("key"), str):
         value = small_value(read_elem(view.group[f"uns/{op['key']}"]))

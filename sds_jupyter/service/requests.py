@@ -120,7 +120,9 @@ def dispatch(service: StackService, name: str, params: Mapping[str, Any] | None 
     given = dict(params or {})
     unknown = sorted(set(given) - set(accepted))
     if unknown:
-        raise RequestError(f"Request {name!r} takes no parameter {unknown[0]!r}; it takes: {', '.join(accepted) or 'none'}.")
+        raise RequestError(
+            f"Request {name!r} takes no parameter {unknown[0]!r}; it takes: {', '.join(accepted) or 'none'}."
+        )
     kwargs = {key: _coerce(key, value, hints.get(key, str)) for key, value in given.items()}
     try:
         answer = method(service, **kwargs)

@@ -46,14 +46,16 @@ from sds_jupyter.service.types import (
     ResultPage,
     ResultsData,
     ResultSummary,
+    ResultTableSummary,
     TreeData,
     TreeNode,
     VersionSummary,
     Whiteout,
 )
-from sds_jupyter.stack import Stack, StackStore
+from sds_jupyter.stack import Stack, StackStore, Version
+from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.open import open_anndata, open_table_group
-from sds_jupyter.stack.location import RemotePath
+from sds_jupyter.stack.refs import FolderMap
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
 from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, cell_colors, channel_planes
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
@@ -69,7 +71,7 @@ from sds_jupyter.studio.results import (
     read_result,
     read_results,
 )
-from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part, studio_section
+from sds_jupyter.studio.uns import STUDIO_KEY, studio_section
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 
@@ -91,7 +93,7 @@ def as_buffer(array: np.ndarray) -> memoryview:
     contiguous = np.ascontiguousarray(array)
     if contiguous.dtype.byteorder == ">":
         contiguous = contiguous.astype(contiguous.dtype.newbyteorder("<"))
-    return memoryview(contiguous).cast("B")
+    return contiguous.data.cast("B")
 
 
 class StackService:
@@ -193,8 +195,8 @@ class StackService:
             )
         return uns
 
-    def _folder_text(self, folder: Path) -> str:
-        if self._relative_to is not None:
+    def _folder_text(self, folder: Location | Path) -> str:
+        if self._relative_to is not None and isinstance(folder, Path):
             try:
                 return Path(os.path.relpath(folder, self._relative_to)).as_posix()
             except ValueError:
@@ -232,6 +234,7 @@ class StackService:
     def history(self) -> HistoryData:
         """The versions top first and the base, or the reason the stack cannot be followed."""
         if self._stack is None:
+            assert self._stack_error is not None  # set whenever no stack resolved
             versions = self._partial.versions if self._partial is not None else ()
             return {
                 "top_depth": len(versions),
@@ -274,7 +277,7 @@ class StackService:
 
     # ------------------------------------------------------------------ tree
 
-    def _chain(self) -> tuple[tuple[Any, ...], Path | RemotePath, Any]:
+    def _chain(self) -> tuple[tuple[Version, ...], Location, FolderMap]:
         """The opened chain's versions, datasets folder and folder map (a broken chain's too)."""
         if self._stack is not None:
             return self._stack.versions, self._stack.datasets_dir, self._stack.folders
@@ -295,7 +298,7 @@ class StackService:
         else:
             assert self._partial is not None
             end, base = chain_end(None, self._partial.missing_id), None
-        if isinstance(datasets_dir, RemotePath) or not versions:
+        if not isinstance(datasets_dir, Path) or not versions:  # a RemotePath: nothing is listed
             nodes = [self._tree_node(v, versions) for v in versions]
             note = ["object storage is not listed: only the opened chain is shown"] if versions else []
             return {"current": current, "nodes": nodes, "base": base, "notes": note}
@@ -316,7 +319,7 @@ class StackService:
     def sibling(self, folder: str | os.PathLike[str]) -> StackService:
         """A service for another version of this datasets folder (a node of the tree)."""
         _, datasets_dir, folders = self._chain()
-        if isinstance(datasets_dir, RemotePath):
+        if not isinstance(datasets_dir, Path):  # a RemotePath
             raise StackError("moving to another version is not done in object storage; open it by its URL")
         path = sibling_folder(Path(datasets_dir), folder, self._relative_to)
         return StackService(path, dict(folders) or None, table=self.table_name, relative_to=self._relative_to)
@@ -327,7 +330,7 @@ class StackService:
         The browser asks for it every few seconds and reloads the tree when it changes.
         """
         _, datasets_dir, folders = self._chain()
-        if isinstance(datasets_dir, RemotePath):
+        if not isinstance(datasets_dir, Path):  # a RemotePath
             return {"fingerprint": ""}
         return {"fingerprint": listing_fingerprint(datasets_dir, folders)}
 
@@ -353,9 +356,12 @@ class StackService:
         if figure.kind == "chart":
             try:
                 result = read_result(uns, str(figure.spec["result"]))
-                summary["vega_lite"] = recolor_chart(chart_for_figure(figure.spec, result, titled=False), palettes(), result.meta)
+                summary["vega_lite"] = recolor_chart(
+                    chart_for_figure(figure.spec, result, titled=False), palettes(), result.meta
+                )
             except StackError as exc:
-                summary.update(kind="unsupported", reason=str(exc))
+                summary["kind"] = "unsupported"
+                summary["reason"] = str(exc)
         elif figure.kind == "canvas":
             summary["canvas"] = {
                 "table": str(figure.spec.get("table") or self.table_name),
@@ -423,7 +429,13 @@ class StackService:
             raise RequestError(f"Table {view.name!r} has no obs column {column!r}.")
         series = view.obs[column]
         mask = (series.astype(str) == value).to_numpy() & series.notna().to_numpy()
-        data = {"column": column, "value": value, "n_cells": int(mask.size), "n_selected": int(mask.sum()), "dtype": "uint8"}
+        data = {
+            "column": column,
+            "value": value,
+            "n_cells": int(mask.size),
+            "n_selected": int(mask.sum()),
+            "dtype": "uint8",
+        }
         return Reply(data, [as_buffer(mask.astype(np.uint8))])
 
     def cell(self, version: int | str | None = None, figure: str = "", index: int = 0) -> CellRow:
@@ -445,7 +457,9 @@ class StackService:
             "values": [json_scalar(value) for value in row.tolist()],
         }
 
-    def color_values(self, version: int | str | None = None, figure: str = "", column: str = "", gene: str = "") -> Reply:
+    def color_values(
+        self, version: int | str | None = None, figure: str = "", column: str = "", gene: str = ""
+    ) -> Reply:
         """A canvas figure's cells colored by another obs ``column`` or by a ``gene``'s expression (from X).
 
         Answers the ``color`` part of a CanvasPayload and one buffer (uint16 category codes or
@@ -468,8 +482,15 @@ class StackService:
         elif column not in adata.obs.columns:
             raise RequestError(f"No obs column {column!r} in this version's table.")
         saved = saved_category_colors(f.spec for f in read_figures(self._studio_uns(version)) if f.kind == "canvas")
-        colors = {**saved.get(column, {}), **(spec.get("category_colors") or {} if spec.get("color_by") == column else {})}
-        color_spec = {"color_by": column, "category_colors": colors, "colormap": spec.get("colormap") if spec.get("color_by") == column else None}
+        colors = {
+            **saved.get(column, {}),
+            **(spec.get("category_colors") or {} if spec.get("color_by") == column else {}),
+        }
+        color_spec = {
+            "color_by": column,
+            "category_colors": colors,
+            "colormap": spec.get("colormap") if spec.get("color_by") == column else None,
+        }
         color, buffer = cell_colors(adata, color_spec)
         return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
 
@@ -515,8 +536,8 @@ class StackService:
     def _result_summary(
         self, result: ResultEntry, palettes: Callable[[], Mapping[str, Mapping[str, str]]] | None = None
     ) -> ResultSummary:
-        tables = [
-            {"name": name, "n_rows": int(len(frame)), "columns": self._columns(with_index_column(frame))}
+        tables: list[ResultTableSummary] = [
+            {"name": name, "n_rows": len(frame), "columns": self._columns(with_index_column(frame))}
             for name, frame in result.tables.items()
         ]
         summary: ResultSummary = {
@@ -612,7 +633,9 @@ class StackService:
     def compare(self, a: int | str, b: int | str) -> Comparison:
         """What differs in the table between versions ``a`` and ``b`` (b relative to a), cell by cell."""
         depth_a, depth_b = self.depth(a), self.depth(b)
-        return compare_tables(depth_a, depth_b, self.table_view(depth_a), self.table_view(depth_b), self._touched(depth_a, depth_b))
+        return compare_tables(
+            depth_a, depth_b, self.table_view(depth_a), self.table_view(depth_b), self._touched(depth_a, depth_b)
+        )
 
     # ------------------------------------------------------------------ contents
 
@@ -634,7 +657,9 @@ class StackService:
             for manifest in manifests:
                 if any(f.key.startswith(prefix) for f in manifest.files):
                     return True
-                if any(entry.startswith(prefix) or prefix.startswith(entry) or entry == node for entry in manifest.deleted):
+                if any(
+                    entry.startswith(prefix) or prefix.startswith(entry) or entry == node for entry in manifest.deleted
+                ):
                     return True
             return False
 
@@ -681,7 +706,8 @@ def _csv_text(frame: pd.DataFrame) -> str:
     for column in safe.columns:
         if not pd.api.types.is_numeric_dtype(safe[column]):
             safe[column] = safe[column].map(_csv_safe)
-    return safe.to_csv(index=False, lineterminator="\n", float_format=None)
+    text: str = safe.to_csv(index=False, lineterminator="\n", float_format=None)  # pandas is untyped here
+    return text
 
 
 def _csv_name(result: str, table: str) -> str:
@@ -736,5 +762,9 @@ def _sorted(frame: pd.DataFrame, column: str, descending: bool) -> pd.DataFrame:
         return frame.sort_values(column, ascending=not descending, na_position="last", kind="stable")
     except TypeError:
         return frame.sort_values(
-            column, ascending=not descending, na_position="last", kind="stable", key=lambda s: s.astype(str).where(s.notna())
+            column,
+            ascending=not descending,
+            na_position="last",
+            kind="stable",
+            key=lambda s: s.astype(str).where(s.notna()),
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -18,6 +18,7 @@ import zarr
 from anndata import AnnData
 from anndata.io import read_elem
 
+from sds_jupyter.service.nodes import child_array, child_group
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 
 __all__ = ["TableView"]
@@ -49,8 +50,8 @@ class TableView:
             return {k: v for k, v in self.uns.items() if k != STUDIO_KEY}
         if "uns" not in self.group:
             return {}
-        node = self.group["uns"]
-        return {key: read_elem(node[key]) for key in node.keys() if key != STUDIO_KEY}
+        node = child_group(self.group, "uns")
+        return {key: read_elem(node[key]) for key in node if key != STUDIO_KEY}
 
     def _studio_group(self) -> zarr.Group | None:
         """The ``uns/spatial_data_studio`` group, or None when the table has none."""
@@ -68,15 +69,16 @@ class TableView:
     @cached_property
     def _result_ids(self) -> list[str]:
         node = self._studio_group()
-        if node is None or RESULTS_KEY not in set(node.keys()) or not isinstance(node[RESULTS_KEY], zarr.Group):
+        if node is None or RESULTS_KEY not in set(node.keys()):
             return []
-        return sorted(node[RESULTS_KEY].keys())
+        results = node[RESULTS_KEY]
+        return sorted(results.keys()) if isinstance(results, zarr.Group) else []
 
     def _result(self, result_id: str) -> Any:
         if result_id not in self._results:
             group = self._studio_group()
             assert group is not None
-            self._results[result_id] = read_elem(group[RESULTS_KEY][result_id])
+            self._results[result_id] = read_elem(child_group(group, RESULTS_KEY)[result_id])
         return self._results[result_id]
 
     def studio_uns(self, results: Iterable[str] | Literal["all"] = ()) -> dict[str, Any]:
@@ -102,7 +104,7 @@ class TableView:
 
     @cached_property
     def obsm_keys(self) -> list[str]:
-        return sorted(self.group["obsm"].keys()) if "obsm" in self.group else []
+        return sorted(child_group(self.group, "obsm").keys()) if "obsm" in self.group else []
 
     def obsm(self, key: str) -> np.ndarray:
         """One obsm entry as an array (dataframe entries become their values)."""
@@ -125,7 +127,7 @@ class TableView:
     @cached_property
     def var_names(self) -> pd.Index:
         """The variable (gene) names, read from var's index alone."""
-        var = self.group["var"]
+        var = child_group(self.group, "var")
         index_key = str(var.attrs.get("_index", "_index"))
         return pd.Index([str(name) for name in read_elem(var[index_key])])
 
@@ -140,23 +142,25 @@ class TableView:
         if isinstance(node, zarr.Array):
             return np.asarray(node[:, position], dtype=np.float32)
         encoding = str(node.attrs.get("encoding-type", ""))
-        n_obs, _ = (int(n) for n in node.attrs["shape"])
-        indptr = np.asarray(node["indptr"][:])
+        n_obs, _ = (int(n) for n in cast("list[int]", node.attrs["shape"]))  # a sparse matrix's [rows, columns]
+        indptr = np.asarray(child_array(node, "indptr")[:])
         column = np.zeros(n_obs, dtype=np.float32)
         if encoding == "csc_matrix":
             start, stop = int(indptr[position]), int(indptr[position + 1])
-            column[np.asarray(node["indices"][start:stop])] = np.asarray(node["data"][start:stop], dtype=np.float32)
+            column[np.asarray(child_array(node, "indices")[start:stop])] = np.asarray(
+                child_array(node, "data")[start:stop], dtype=np.float32
+            )
             return column
         if encoding != "csr_matrix":
             raise ValueError(f"{key} is stored as {encoding or 'an unknown encoding'}, not a matrix this view reads.")
-        indices = np.asarray(node["indices"][:])
+        indices = np.asarray(child_array(node, "indices")[:])
         hit = indices == position
         rows = np.repeat(np.arange(n_obs), np.diff(indptr))[hit]
-        column[rows] = np.asarray(node["data"][:], dtype=np.float32)[hit]
+        column[rows] = np.asarray(child_array(node, "data")[:], dtype=np.float32)[hit]
         return column
 
     def layer_names(self) -> list[str]:
-        return sorted(self.group["layers"].keys()) if "layers" in self.group else []
+        return sorted(child_group(self.group, "layers").keys()) if "layers" in self.group else []
 
     def gene_values(self, gene: str) -> np.ndarray:
         """``gene``'s expression for every cell (from X, float32, obs order); KeyError when absent."""

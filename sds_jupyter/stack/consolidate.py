@@ -31,9 +31,7 @@ def consolidated_index(store: CopyOnWriteStore) -> dict[str, Any]:
     """
     below = json.loads(store.below.read_raw(_ROOT) or b"{}").get("consolidated_metadata")
     if isinstance(below, dict) and isinstance(below.get("metadata"), dict):
-        entries = {
-            path: doc for path, doc in below["metadata"].items() if store.exists_raw(f"{path}/zarr.json")
-        }
+        entries = {path: doc for path, doc in below["metadata"].items() if store.exists_raw(f"{path}/zarr.json")}
         written = (k for k in store.staged if k.endswith("/zarr.json"))
     else:
         entries = {}

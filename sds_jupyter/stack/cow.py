@@ -60,7 +60,9 @@ class CopyOnWriteStore(RawKeyStore):
         # docstring inherited
         view = CopyOnWriteStore(self.below, read_only=read_only)
         view.staged, view.deleted_keys, view.deleted_nodes = (
-            self.staged, self.deleted_keys, self.deleted_nodes,
+            self.staged,
+            self.deleted_keys,
+            self.deleted_nodes,
         )
         return view
 
@@ -94,7 +96,7 @@ class CopyOnWriteStore(RawKeyStore):
     def children_raw(self, prefix: str) -> list[str]:
         prefix = prefix.rstrip("/")
         lead = f"{prefix}/" if prefix else ""
-        names = {k[len(lead):].split("/", 1)[0] for k in self.staged if k.startswith(lead)}
+        names = {k[len(lead) :].split("/", 1)[0] for k in self.staged if k.startswith(lead)}
         if prefix and self._node_deleted(prefix):
             return sorted(names)
         for name in self.below.children_raw(prefix):
@@ -103,7 +105,11 @@ class CopyOnWriteStore(RawKeyStore):
             full = f"{lead}{name}"
             if full in self.deleted_nodes:
                 continue
-            if (not self._deletions_under(full) and full not in self.deleted_keys) or any(True for _ in self.keys_raw(f"{full}/")) or self.exists_raw(full):
+            if (
+                (not self._deletions_under(full) and full not in self.deleted_keys)
+                or any(True for _ in self.keys_raw(f"{full}/"))
+                or self.exists_raw(full)
+            ):
                 names.add(name)
         return sorted(names)
 
@@ -112,9 +118,7 @@ class CopyOnWriteStore(RawKeyStore):
 
     def _deletions_under(self, node: str) -> bool:
         lead = f"{node}/"
-        return any(k.startswith(lead) for k in self.deleted_keys) or any(
-            n.startswith(lead) for n in self.deleted_nodes
-        )
+        return any(k.startswith(lead) for k in self.deleted_keys) or any(n.startswith(lead) for n in self.deleted_nodes)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -164,8 +168,7 @@ class CopyOnWriteStore(RawKeyStore):
         self._check_writable()
         if not isinstance(value, Buffer):
             raise TypeError(
-                f"CopyOnWriteStore.set(): `value` must be a Buffer instance. "
-                f"Got an instance of {type(value)} instead."
+                f"CopyOnWriteStore.set(): `value` must be a Buffer instance. Got an instance of {type(value)} instead."
             )
         self.write_raw(key, value.to_bytes())
 

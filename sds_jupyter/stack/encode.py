@@ -43,7 +43,7 @@ def encode_element(value: Any) -> dict[str, bytes]:
     for key in sync(_collect(store, "e/")):
         buffer = sync(store.get(key, default_buffer_prototype()))
         if buffer is not None:
-            objects[key[len("e/"):]] = buffer.to_bytes()
+            objects[key[len("e/") :]] = buffer.to_bytes()
     return objects
 
 

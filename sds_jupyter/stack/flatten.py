@@ -61,11 +61,7 @@ def flatten(
     ``out`` is then a local folder, every object is copied (links cannot reach
     object storage), and objects are fetched several at a time.
     """
-    stack = (
-        path
-        if isinstance(path, Stack)
-        else Stack.resolve(path, folders=folders, storage_options=storage_options)
-    )
+    stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders, storage_options=storage_options)
     out_path = Path(os.path.abspath(os.path.expanduser(os.fspath(out))))
     _check_destination(stack, out_path)
     report = _progress_reporter(progress)

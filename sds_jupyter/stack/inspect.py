@@ -118,8 +118,7 @@ def _check_files(stack: Stack, report: CheckReport) -> None:
                 report.problems.append(f"version {version.dataset_id}: {entry.key} {size}")
             elif size != entry.size:
                 report.problems.append(
-                    f"version {version.dataset_id}: {entry.key} is {size} bytes, "
-                    f"listed as {entry.size}"
+                    f"version {version.dataset_id}: {entry.key} is {size} bytes, listed as {entry.size}"
                 )
     report.checked.append("every listed file exists with its size")
 
@@ -205,8 +204,10 @@ def _check_consolidated(store: StackStore, report: CheckReport) -> None:
         entry = index[node]
         if doc is None:
             continue
-        if not isinstance(entry, dict) or entry.get("node_type") != doc.get("node_type") or (
-            entry.get("attributes", {}) != doc.get("attributes", {})
+        if (
+            not isinstance(entry, dict)
+            or entry.get("node_type") != doc.get("node_type")
+            or (entry.get("attributes", {}) != doc.get("attributes", {}))
         ):
             report.problems.append(f"consolidated index entry for {node} differs from its zarr.json")
 
@@ -223,8 +224,7 @@ def _check_column_orders(store: StackStore, report: CheckReport) -> None:
             continue
         index_name = attrs.get("_index", "_index")
         children = {
-            name for name in store.children_raw(obs)
-            if name not in (index_name, "zarr.json", ".zattrs", ".zgroup")
+            name for name in store.children_raw(obs) if name not in (index_name, "zarr.json", ".zattrs", ".zgroup")
         }
         if len(order) != len(set(order)):
             report.problems.append(f"{obs}: column-order lists a column twice")

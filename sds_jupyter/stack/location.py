@@ -46,7 +46,6 @@ __all__ = [
 ]
 
 
-
 #: URL schemes that name the local disk: read as plain paths, so links are confined.
 LOCAL_SCHEMES = ("file://", "local://")
 
@@ -344,8 +343,7 @@ def _check_url_part(value: str, what: str) -> str:
     check_relative_path(value, what)
     if "?" in value or "#" in value:
         raise UnsafePathError(
-            f"{what} {value!r} holds '?' or '#', which object storage URLs treat specially; "
-            "rename it"
+            f"{what} {value!r} holds '?' or '#', which object storage URLs treat specially; rename it"
         )
     return value
 
@@ -445,9 +443,7 @@ class FsspecLocation(Location):
         return self
 
     def is_within(self, root: FsspecLocation) -> bool:
-        return self.protocol == root.protocol and (
-            self.path == root.path or self.path.startswith(root.path + "/")
-        )
+        return self.protocol == root.protocol and (self.path == root.path or self.path.startswith(root.path + "/"))
 
     def _cat(self, path: str, start: int = 0, end: int | None = None) -> bytes | None:
         """One GET of ``path`` (bytes ``start`` to ``end``), None if the object is missing."""
@@ -508,7 +504,7 @@ class FsspecLocation(Location):
             name = entry["name"].rstrip("/")
             if not name.startswith(lead):
                 continue
-            child = name[len(lead):]
+            child = name[len(lead) :]
             if child and "/" not in child and _plain(child):
                 yield child, entry.get("type") == "directory"
 
@@ -519,7 +515,7 @@ class FsspecLocation(Location):
         for path in sorted(self.fs.find(top)):
             if not path.startswith(lead) or path.endswith("/"):
                 continue
-            child = path[len(lead):]
+            child = path[len(lead) :]
             if _plain(child):
                 yield child
 
@@ -546,11 +542,7 @@ class FsspecLocation(Location):
         except FileNotFoundError:
             found = {}
         lead = self.path + "/"
-        sizes = {
-            name[len(lead):]: int(info.get("size") or 0)
-            for name, info in found.items()
-            if name.startswith(lead)
-        }
+        sizes = {name[len(lead) :]: int(info.get("size") or 0) for name, info in found.items() if name.startswith(lead)}
         return sizes.get
 
     def __str__(self) -> str:
@@ -560,11 +552,7 @@ class FsspecLocation(Location):
         return f"RemotePath({self.url!r})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, FsspecLocation)
-            and other.protocol == self.protocol
-            and other.path == self.path
-        )
+        return isinstance(other, FsspecLocation) and other.protocol == self.protocol and other.path == self.path
 
     def __hash__(self) -> int:
         return hash((FsspecLocation, self.protocol, self.path))

@@ -110,8 +110,7 @@ class DatasetLocator:
             folder = self.datasets_dir.join(name, f"folder of dataset {dataset_id}")
             if folder == self.datasets_dir:
                 raise UnsafePathError(
-                    f"the folder of dataset {dataset_id} is the datasets folder itself; "
-                    "map it to a folder inside it"
+                    f"the folder of dataset {dataset_id} is the datasets folder itself; map it to a folder inside it"
                 )
             folders.append(folder)
         return folders
@@ -141,8 +140,7 @@ class DatasetLocator:
                 ref.dataset_id,
             )
         raise ReferenceError_(
-            f"dataset {ref.dataset_id} has no {ref.path!r} (reference {ref}); "
-            "the download may be incomplete"
+            f"dataset {ref.dataset_id} has no {ref.path!r} (reference {ref}); the download may be incomplete"
         )
 
     def _explain_missing_store(self, ref: CirroRef, candidates: list[Location]) -> None:

@@ -166,9 +166,7 @@ def parse_manifest(doc: object, where: str = "layer.json") -> Manifest:
     fmt_name = doc.get("format")
     fmt_version = doc.get("format_version")
     if fmt_name != FORMAT:
-        raise ManifestError(
-            f"{where}: format {fmt_name!r} is not a version layer (expected {FORMAT!r})"
-        )
+        raise ManifestError(f"{where}: format {fmt_name!r} is not a version layer (expected {FORMAT!r})")
     if not isinstance(fmt_version, int) or isinstance(fmt_version, bool):
         raise ManifestError(f"{where}: format_version must be an integer, got {fmt_version!r}")
     parser = _PARSERS.get(LayerFormat(fmt_name, fmt_version))
@@ -204,10 +202,24 @@ def _parse_v1(doc: Mapping[str, Any], where: str) -> Manifest:
         raise type(exc)(f"{where}: {exc}") from None
 
 
-_V1_FIELDS = frozenset({
-    "format", "format_version", "parent", "base", "depth", "title", "message",
-    "created_at", "created_by", "app", "overlay", "files", "deleted", "changes",
-})
+_V1_FIELDS = frozenset(
+    {
+        "format",
+        "format_version",
+        "parent",
+        "base",
+        "depth",
+        "title",
+        "message",
+        "created_at",
+        "created_by",
+        "app",
+        "overlay",
+        "files",
+        "deleted",
+        "changes",
+    }
+)
 
 
 def _files(value: object) -> tuple[FileEntry, ...]:

@@ -46,9 +46,7 @@ def open_table_group(store: StackStore, table: str = "table") -> Any:
             continue
     holder = root.get("tables")
     tables = sorted(holder.group_keys()) if isinstance(holder, zarr.Group) else []
-    raise StackError(
-        f"this version has no table {table!r}; its tables are: {', '.join(tables) or 'none'}"
-    )
+    raise StackError(f"this version has no table {table!r}; its tables are: {', '.join(tables) or 'none'}")
 
 
 def open_anndata(

@@ -50,9 +50,7 @@ class VersionOps:
         path = f"tables/{table}"
         if not self.store.exists_raw(f"{path}/zarr.json"):
             tables = self.store.children_raw("tables")
-            raise StackError(
-                f"this version has no table {table!r}; its tables are: {', '.join(tables) or 'none'}"
-            )
+            raise StackError(f"this version has no table {table!r}; its tables are: {', '.join(tables) or 'none'}")
         return path
 
     def n_obs(self, table: str) -> int:
@@ -103,7 +101,11 @@ class VersionOps:
         """Add or replace an obs column (``set-obs``)."""
         self._check_open()
         _check_name(column, "obs column")
-        series = pd.Series(values).reset_index(drop=True) if not isinstance(values, pd.Series) else values.reset_index(drop=True)
+        series = (
+            pd.Series(values).reset_index(drop=True)
+            if not isinstance(values, pd.Series)
+            else values.reset_index(drop=True)
+        )
         n_obs = self.n_obs(table)
         if len(series) != n_obs:
             raise StackError(f"obs column {column!r} has {len(series)} values; table {table!r} has {n_obs} rows")
@@ -222,7 +224,9 @@ class VersionOps:
         if not self.store.exists_raw(f"{path}/zarr.json"):
             raise StackError(f"table {table!r} has no result {result_id!r}")
         self.store.delete_node(path)
-        self._record({"op": "delete-uns", "table": table, "key": f"{STUDIO_KEY}/results/{result_id}", "result": result_id})
+        self._record(
+            {"op": "delete-uns", "table": table, "key": f"{STUDIO_KEY}/results/{result_id}", "result": result_id}
+        )
 
     def _set_column_order(self, obs: str, columns: list[str]) -> None:
         doc = self._doc(f"{obs}/zarr.json")

@@ -43,14 +43,11 @@ def check_relative_path(value: object, what: str) -> str:
     if value == "":
         raise UnsafePathError(f"{what} is empty; it must be a relative path")
     if "\\" in value or "\x00" in value:
-        raise UnsafePathError(
-            f"{what} {value!r} holds a backslash or NUL; use '/'-separated relative paths"
-        )
+        raise UnsafePathError(f"{what} {value!r} holds a backslash or NUL; use '/'-separated relative paths")
     for segment in value.split("/"):
         if segment in ("", ".", ".."):
             raise UnsafePathError(
-                f"{what} {value!r} is not a plain relative path "
-                "(it is absolute or has an empty, '.' or '..' segment)"
+                f"{what} {value!r} is not a plain relative path (it is absolute or has an empty, '.' or '..' segment)"
             )
     return value
 
@@ -66,9 +63,7 @@ def check_whiteout(value: object) -> str:
 def check_dataset_id(value: object) -> str:
     """Dataset IDs name folders, so only letters, digits and hyphens pass."""
     if not isinstance(value, str) or not _DATASET_ID.fullmatch(value):
-        raise UnsafePathError(
-            f"dataset ID {value!r} may hold only letters, digits and hyphens"
-        )
+        raise UnsafePathError(f"dataset ID {value!r} may hold only letters, digits and hyphens")
     return value
 
 
@@ -115,8 +110,7 @@ def contained_real(root_real: str, relative: str, what: str) -> str:
     target = os.path.realpath(os.path.join(root_real, relative))
     if not is_within(target, root_real):
         raise UnsafePathError(
-            f"{what} {relative!r} leads outside {root_real} (through a symbolic link); "
-            "refusing to read it"
+            f"{what} {relative!r} leads outside {root_real} (through a symbolic link); refusing to read it"
         )
     return target
 

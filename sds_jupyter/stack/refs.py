@@ -41,14 +41,11 @@ class CirroRef:
     def parse(cls, text: object) -> CirroRef:
         if not isinstance(text, str) or not text.startswith("cirro:"):
             raise ReferenceError_(
-                f"reference {text!r} is not a Cirro reference "
-                "(expected cirro:<tenant>:<project>:dataset:<id>/<path>)"
+                f"reference {text!r} is not a Cirro reference (expected cirro:<tenant>:<project>:dataset:<id>/<path>)"
             )
-        parts = text[len("cirro:"):].split(":", 3)
+        parts = text[len("cirro:") :].split(":", 3)
         if len(parts) != 4 or parts[2] != "dataset" or "/" not in parts[3]:
-            raise ReferenceError_(
-                f"reference {text!r} does not follow cirro:<tenant>:<project>:dataset:<id>/<path>"
-            )
+            raise ReferenceError_(f"reference {text!r} does not follow cirro:<tenant>:<project>:dataset:<id>/<path>")
         tenant, project, _, rest = parts
         if "/" in tenant or "/" in project:
             raise ReferenceError_(f"reference {text!r} has a '/' in its tenant or project")
@@ -76,9 +73,7 @@ class FolderMap(Mapping[str, str]):
         self._entries: dict[str, str] = {}
         for dataset_id, folder in (entries or {}).items():
             check_dataset_id(dataset_id)
-            self._entries[dataset_id] = check_relative_path(
-                folder, f"folder map entry for {dataset_id}"
-            )
+            self._entries[dataset_id] = check_relative_path(folder, f"folder map entry for {dataset_id}")
 
     def __getitem__(self, key: str) -> str:
         return self._entries[key]
@@ -110,10 +105,6 @@ def parse_folder_map(value: str | Mapping[str, str] | None) -> FolderMap:
             raise UnsafePathError(
                 f'the folder map is not valid JSON ({exc}); give an object like {{"<dataset id>": "<folder>"}}'
             ) from None
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise UnsafePathError(
-            'the folder map must be a JSON object of strings, {"<dataset id>": "<folder>"}'
-        )
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise UnsafePathError('the folder map must be a JSON object of strings, {"<dataset id>": "<folder>"}')
     return FolderMap(value)

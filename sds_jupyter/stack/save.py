@@ -191,7 +191,16 @@ def _diff_obs(parent: pd.DataFrame, adata: Any, table: str, plan: SavePlan) -> N
             plan.add(f"obs column {column!r} changed", _set_obs(table, column, values))
     for column in parent.columns:
         if column not in adata.obs.columns:
-            plan.add(f"obs column {column!r} deleted", lambda w, c=column: w.delete_obs(table, c))
+            plan.add(f"obs column {column!r} deleted", _op(VersionWriter.delete_obs, table, column))
+
+
+def _op(method: Callable[..., object], *args: Any) -> Op:
+    """``method(writer, *args)`` as an op: the arguments are bound now, not when the plan runs."""
+
+    def run(writer: VersionWriter) -> None:
+        method(writer, *args)
+
+    return run
 
 
 def _set_obs(table: str, column: Any, values: pd.Series) -> Op:
@@ -202,9 +211,9 @@ def _diff_obsm(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
     parent_keys = set(group["obsm"].keys()) if "obsm" in group else set()
     for key, value in adata.obsm.items():
         if key not in parent_keys:
-            plan.add(f"obsm {key!r} added", lambda w, k=key, v=value: w.set_obsm(table, k, v))
+            plan.add(f"obsm {key!r} added", _op(VersionWriter.set_obsm, table, key, value))
         elif not _same_value(value, _read(group["obsm"], key)):
-            plan.add(f"obsm {key!r} changed", lambda w, k=key, v=value: w.set_obsm(table, k, v))
+            plan.add(f"obsm {key!r} changed", _op(VersionWriter.set_obsm, table, key, value))
     removed = sorted(parent_keys - set(adata.obsm.keys()))
     if removed:
         plan.refused.append(f"obsm {', '.join(repr(k) for k in removed)} removed (a version cannot delete obsm)")
@@ -218,11 +227,11 @@ def _diff_uns(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
             parent = _read(uns_group, key) if key in parent_keys else {}
             _diff_studio(value, parent if isinstance(parent, Mapping) else {}, table, plan)
         elif key not in parent_keys:
-            plan.add(f"uns {key!r} added", lambda w, k=key, v=value: w.set_uns(table, k, v))
+            plan.add(f"uns {key!r} added", _op(VersionWriter.set_uns, table, key, value))
         elif not _same_value(value, _read(uns_group, key)):
-            plan.add(f"uns {key!r} changed", lambda w, k=key, v=value: w.set_uns(table, k, v))
+            plan.add(f"uns {key!r} changed", _op(VersionWriter.set_uns, table, key, value))
     for key in sorted(parent_keys - set(adata.uns.keys())):
-        plan.add(f"uns {key!r} deleted", lambda w, k=key: w.delete_uns(table, k))
+        plan.add(f"uns {key!r} deleted", _op(VersionWriter.delete_uns, table, key))
 
 
 def _diff_studio(mine: Any, parent: Mapping[str, Any], table: str, plan: SavePlan) -> None:
@@ -255,15 +264,15 @@ def _diff_figures(mine: Mapping[str, Any], parent: Mapping[str, Any], table: str
             plan.refused.append(f"figure {figure_id!r} is a {type(spec).__name__}; a figure is a JSON string or a dict")
             continue
         verb = "changed" if figure_id in parent else "added"
-        plan.add(f"figure {figure_id!r} {verb}", lambda w, f=figure_id, s=spec: w.set_figure(table, f, s))
+        plan.add(f"figure {figure_id!r} {verb}", _op(VersionWriter.set_figure, table, figure_id, spec))
     for figure_id in sorted(set(parent) - set(mine)):
-        plan.add(f"figure {figure_id!r} deleted", lambda w, f=figure_id: w.delete_figure(table, f))
+        plan.add(f"figure {figure_id!r} deleted", _op(VersionWriter.delete_figure, table, figure_id))
 
 
 def _same_figure(mine: Any, parent: Any) -> bool:
     if isinstance(mine, Mapping) and isinstance(parent, str):
         try:
-            return json.loads(parent) == mine
+            return bool(json.loads(parent) == mine)
         except json.JSONDecodeError:
             return False
     return _same_value(mine, parent)
@@ -281,10 +290,10 @@ def _diff_results(mine: Mapping[str, Any], parent: Mapping[str, Any], table: str
         verb = "changed" if result_id in parent else "added"
         plan.add(
             f"result {result_id!r} {verb}",
-            lambda w, r=result_id, t=tables, m=meta: w.set_result(table, r, t, m),
+            _op(VersionWriter.set_result, table, result_id, tables, meta),
         )
     for result_id in sorted(set(parent) - set(mine)):
-        plan.add(f"result {result_id!r} deleted", lambda w, r=result_id: w.delete_result(table, r))
+        plan.add(f"result {result_id!r} deleted", _op(VersionWriter.delete_result, table, result_id))
 
 
 def _result_parts(result_id: str, result: Any) -> tuple[dict[str, pd.DataFrame], dict[str, Any]] | str:
@@ -347,7 +356,7 @@ def _same_matrix(a: Any, b: Any) -> bool:
             return False
         if a.shape != b.shape or a.dtype != b.dtype or a.format != b.format:
             return False
-        return (a != b).nnz == 0
+        return bool((a != b).nnz == 0)
     if hasattr(a, "compute") or hasattr(b, "compute"):  # dask: compare what it holds
         a = np.asarray(a)
         b = np.asarray(b)
@@ -380,4 +389,4 @@ def _same_series(a: pd.Series, b: pd.Series) -> bool:
         )
     if a.dtype != b.dtype:
         return False
-    return a.reset_index(drop=True).equals(b.reset_index(drop=True))
+    return bool(a.reset_index(drop=True).equals(b.reset_index(drop=True)))

@@ -39,7 +39,10 @@ __all__ = [
 
 #: The documents at the root of a Zarr store, v3 first, with the format each names.
 ROOT_DOCS: tuple[tuple[str, int], ...] = (
-    ("zarr.json", 3), (".zgroup", 2), (".zmetadata", 2), (".zattrs", 2),
+    ("zarr.json", 3),
+    (".zgroup", 2),
+    (".zmetadata", 2),
+    (".zattrs", 2),
 )
 
 
@@ -227,7 +230,7 @@ class ZipSource:
             members[check_relative_path(name, f"zip member name in {zip_name}")] = info
         problems = _member_problems(infos, data_end)
         root = _zip_root(members)
-        keys = {name: name[len(root):] for name in members if name.startswith(root)}
+        keys = {name: name[len(root) :] for name in members if name.startswith(root)}
         return (
             {keys[name]: info for name, info in members.items() if name in keys},
             {keys[name]: reason for name, reason in problems.items() if name in keys},
@@ -378,7 +381,14 @@ def _member_problems(infos: list[zipfile.ZipInfo], data_end: int) -> dict[str, s
                 f"{MAX_ZIP_RATIO} times (a zip bomb, not a store)"
             )
     extents = sorted(
-        (info.header_offset, info.header_offset + _LOCAL_HEADER_BYTES + len(info.orig_filename.encode("utf-8", "replace")) + info.compress_size, info.filename)
+        (
+            info.header_offset,
+            info.header_offset
+            + _LOCAL_HEADER_BYTES
+            + len(info.orig_filename.encode("utf-8", "replace"))
+            + info.compress_size,
+            info.filename,
+        )
         for info in infos
     )
     for (_start, end, name), following in zip(extents, [*extents[1:], None]):

@@ -145,12 +145,9 @@ class Stack:
             kind, zarr_format = locator.probe_store(target, str(top))
         except StackError:
             if not (target.has_object() or target.has_folder()):
-                raise StackError(
-                    f"{top} does not exist; give a version folder (with layer.json) or a store"
-                ) from None
+                raise StackError(f"{top} does not exist; give a version folder (with layer.json) or a store") from None
             raise StackError(
-                f"{top} holds no layer.json and is not a Zarr store; "
-                "give a version folder, its layer.json, or a store"
+                f"{top} holds no layer.json and is not a Zarr store; give a version folder, its layer.json, or a store"
             ) from None
         base = BaseInfo(
             dataset_id=folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name,
@@ -171,9 +168,7 @@ class Stack:
         Nothing sds-jupyter writes (a new version, a flattened store, an exported
         figure) may land inside one of them.
         """
-        folders = [self.base.path] + [
-            p for v in self.versions for p in (v.folder, v.data_dir, v.overlay_dir)
-        ]
+        folders = [self.base.path] + [p for v in self.versions for p in (v.folder, v.data_dir, v.overlay_dir)]
         return [folder for folder in folders if isinstance(folder, LocalLocation)]
 
     def refuse_output_inside(self, out: os.PathLike[str] | str, what: str) -> None:
@@ -215,9 +210,7 @@ class Stack:
         if isinstance(selector, int):
             if 0 <= selector <= self.depth:
                 return selector
-            raise StackError(
-                f"no version at depth {selector}: this stack has depths 0 (the base) to {self.depth}"
-            )
+            raise StackError(f"no version at depth {selector}: this stack has depths 0 (the base) to {self.depth}")
         if isinstance(selector, str):
             # ASCII digits only ("²".isdigit() is true, int("²") fails), and few of them:
             # a selector arrives from a person or a message, never as a huge number.
@@ -274,8 +267,7 @@ def _walk_chain(
             )
         if len(chain) == MAX_DEPTH:
             raise StackTooDeepError(
-                f"the parent chain runs more than {MAX_DEPTH} versions deep; "
-                "flatten a lower version and build on that"
+                f"the parent chain runs more than {MAX_DEPTH} versions deep; flatten a lower version and build on that"
             )
         seen.add(str(manifest_path))
         manifest = locator.read_manifest(manifest_path)
@@ -295,8 +287,12 @@ def _walk_chain(
             target = locator.resolve(ref)
         except MissingDatasetError as exc:
             # keep what did resolve: a browser still shows it, down to the break
+            # errors.py sits below the stack and cannot name PartialChain: a dynamic attribute
             exc.partial = PartialChain(  # type: ignore[attr-defined]
-                _versions(chain), locator.datasets_dir, folder_map, exc.dataset_id  # type: ignore[arg-type]
+                _versions(chain),
+                locator.datasets_dir,
+                folder_map,
+                exc.dataset_id,
             )
             raise
         if not ref.names_manifest:

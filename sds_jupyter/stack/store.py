@@ -125,8 +125,7 @@ class StackStore(RawKeyStore):
         return (
             isinstance(other, StackStore)
             and other.stack.base.path == self.stack.base.path
-            and [v.manifest_path for v in other.stack.versions]
-            == [v.manifest_path for v in self.stack.versions]
+            and [v.manifest_path for v in other.stack.versions] == [v.manifest_path for v in self.stack.versions]
         )
 
     def __hash__(self) -> int:
@@ -247,7 +246,7 @@ class StackStore(RawKeyStore):
         for key in self._visible_overlay[start:]:
             if not key.startswith(lead):
                 break
-            names.add(key[len(lead):].split("/", 1)[0])
+            names.add(key[len(lead) :].split("/", 1)[0])
         if prefix and self.index.node_hidden_in_base(prefix):
             return sorted(names)
         for name, is_folder in self._base.children(prefix):
@@ -299,9 +298,5 @@ def open_stack(
     (``path`` may be an ``s3://`` or other fsspec URL); a resolved :class:`Stack`
     is taken as it is.
     """
-    stack = (
-        path
-        if isinstance(path, Stack)
-        else Stack.resolve(path, folders=folders, storage_options=storage_options)
-    )
+    stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders, storage_options=storage_options)
     return StackStore(stack)

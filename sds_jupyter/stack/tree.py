@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest, read_manifest
 from sds_jupyter.stack.paths import contained_path, is_within
 from sds_jupyter.stack.refs import FolderMap
@@ -44,7 +45,7 @@ class PartialChain:
     """The versions that resolved, top first, when a parent is missing below them."""
 
     versions: tuple  # tuple[Version, ...]; typed loosely so stack.py can import this module
-    datasets_dir: Path
+    datasets_dir: Location
     folders: FolderMap
     missing_id: str
 

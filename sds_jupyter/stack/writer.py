@@ -73,8 +73,13 @@ class VersionWriter(VersionOps):
         """
         self._check_open()
         folder = commit_version(
-            self.stack, self.store, self.changes, dest,
-            title=title, message=message, created_by=created_by,
+            self.stack,
+            self.store,
+            self.changes,
+            dest,
+            title=title,
+            message=message,
+            created_by=created_by,
         )
         self._committed = True
         return folder

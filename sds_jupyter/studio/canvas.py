@@ -25,7 +25,7 @@ from sds_jupyter.studio.palette import column_palette
 if TYPE_CHECKING:
     from anndata import AnnData
 
-    from sds_jupyter.service.types import CanvasPayload
+    from sds_jupyter.service.types import CanvasImage, CanvasPayload, Viewport
 
 __all__ = ["CanvasData", "build_canvas", "cell_coordinates", "channel_planes", "colormap_lut", "region_attrs"]
 
@@ -137,7 +137,7 @@ def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> 
     colors = column_palette(column, categories, adata.uns, spec.get("category_colors"))
     if (codes < 0).any():
         codes = np.where(codes < 0, len(categories), codes)
-        categories, colors = categories + [MISSING_CATEGORY], colors + [MISSING_COLOR]
+        categories, colors = [*categories, MISSING_CATEGORY], [*colors, MISSING_COLOR]
     if len(categories) > np.iinfo(np.uint16).max:
         raise FigureError(f"Column {column!r} has too many categories ({len(categories)}) to color by.")
     info = {"mode": "categorical", "column": column, "categories": categories, "colors": colors}
@@ -149,7 +149,14 @@ def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> t
     finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     name = spec.get("colormap") or DEFAULT_COLORMAP
-    info = {"mode": "continuous", "column": column, "colormap": name, "min": low, "max": high, "lut": colormap_lut(name)}
+    info = {
+        "mode": "continuous",
+        "column": column,
+        "colormap": name,
+        "min": low,
+        "max": high,
+        "lut": colormap_lut(name),
+    }
     return info, values
 
 
@@ -184,7 +191,9 @@ def _channel_planes(level: Level) -> np.ndarray:
     return planes if "c" in order else planes[np.newaxis]
 
 
-def _visible_channels(spec: Mapping[str, Any], names: Sequence[str]) -> list[tuple[int, str, str, tuple[float, float] | None]]:
+def _visible_channels(
+    spec: Mapping[str, Any], names: Sequence[str]
+) -> list[tuple[int, str, str, tuple[float, float] | None]]:
     """(index, name, color, contrast limits) of each visible channel the spec draws."""
     chosen = spec.get("channels")
     if not chosen:
@@ -247,13 +256,15 @@ def channel_planes(level: Level, spec: Mapping[str, Any]) -> tuple[list[dict[str
         chosen = saved.get(name) or {}
         limits = chosen.get("contrast_limits") or [low, high]
         color = chosen.get("color") or DEFAULT_CHANNEL_COLORS[index % len(DEFAULT_CHANNEL_COLORS)]
-        infos.append({
-            "name": name,
-            "color": color,
-            "visible": index in drawn,
-            "contrast_limits": [float(limits[0]), float(limits[1])],
-            "range": [low, high],
-        })
+        infos.append(
+            {
+                "name": name,
+                "color": color,
+                "visible": index in drawn,
+                "contrast_limits": [float(limits[0]), float(limits[1])],
+                "range": [low, high],
+            }
+        )
     return infos, buffers
 
 
@@ -272,7 +283,7 @@ def _bounds(x: np.ndarray, y: np.ndarray, image_bounds: list[float] | None) -> l
     return [min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)]
 
 
-def _viewport(spec: Mapping[str, Any], bounds: list[float]) -> dict[str, Any]:
+def _viewport(spec: Mapping[str, Any], bounds: list[float]) -> Viewport:
     stored = spec.get("viewport") or {}
     target = stored.get("target") or [(bounds[0] + bounds[2]) / 2, (bounds[1] + bounds[3]) / 2]
     return {
@@ -293,7 +304,7 @@ def build_canvas(
     x, y = cell_coordinates(adata, root, table_attrs, system)
     color, values = cell_colors(adata, spec)
     buffers: list[np.ndarray] = [x, y] + ([values] if values is not None else [])
-    image_info = None
+    image_info: CanvasImage | None = None
     unit = None
     if spec.get("image"):
         if root is None:
@@ -306,7 +317,7 @@ def build_canvas(
         unit = level.unit
         buffers.append(rgba)
     bounds = _bounds(x, y, image_info["bounds"] if image_info else None)
-    payload: CanvasPayload = {  # type: ignore[typeddict-item]
+    payload: CanvasPayload = {
         "n_cells": int(adata.n_obs),
         "bounds": bounds,
         "viewport": _viewport(spec, bounds),

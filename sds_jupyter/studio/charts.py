@@ -91,8 +91,9 @@ def natural_order(values: Iterable[Any]) -> list[Any]:
             return None
 
     numbers = [as_number(v) for v in distinct]
-    if distinct and all(n is not None for n in numbers):
-        return [v for _, v in sorted(zip(numbers, distinct, strict=True), key=lambda pair: pair[0])]
+    known = [n for n in numbers if n is not None]
+    if distinct and len(known) == len(numbers):
+        return [v for _, v in sorted(zip(known, distinct, strict=True), key=lambda pair: pair[0])]
     return sorted(distinct, key=lambda v: (str(type(v)), str(v)))
 
 
@@ -137,7 +138,7 @@ def with_index_column(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _is_row_numbers(index: pd.Index) -> bool:
     if isinstance(index, pd.RangeIndex):
-        return index.start == 0 and index.step == 1
+        return bool(index.start == 0 and index.step == 1)
     if index.name is not None or len(index) > 1_000_000:
         return False
     return list(map(str, index)) == [str(i) for i in range(len(index))]
@@ -243,7 +244,7 @@ def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None
     """
     top = _top_rows(frame, score, n, group)
     used = [feature, score] + ([group] if group else [])
-    bar = {
+    bar: dict[str, Any] = {
         "mark": {"type": "bar", "tooltip": True},
         "encoding": {
             "x": _channel(top, score),
@@ -256,13 +257,17 @@ def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None
         bar["encoding"]["color"] = {"field": group, "type": "nominal", "legend": None, "sort": order}
         bar["width"] = FACET_MIN_WIDTH
         bar["height"] = {"step": 14}
-        spec.update({
-            "facet": {"field": group, "type": "nominal", "sort": order, "header": {"labelFontWeight": "bold"}},
-            "columns": min(4, max(1, len(order))),
-            "spec": bar,
-            "resolve": {"scale": {"y": "independent"}},
-            "usermeta": {"fit": {"facets": len(order), "label": _label_width(top[feature]), "min": FACET_MIN_WIDTH}},
-        })
+        spec.update(
+            {
+                "facet": {"field": group, "type": "nominal", "sort": order, "header": {"labelFontWeight": "bold"}},
+                "columns": min(4, max(1, len(order))),
+                "spec": bar,
+                "resolve": {"scale": {"y": "independent"}},
+                "usermeta": {
+                    "fit": {"facets": len(order), "label": _label_width(top[feature]), "min": FACET_MIN_WIDTH}
+                },
+            }
+        )
     else:
         spec.update(bar)
     return spec
@@ -305,14 +310,19 @@ def comparison_chart(result: ResultEntry) -> dict[str, Any] | None:
     volcano["significant"] = (frame[pvalue] < p_cut) & (frame[logfc].abs() >= fc_cut)
     if feature:
         volcano[feature] = frame[feature].astype(str)
-    tooltip = [{"field": c, "type": field_type(volcano[c])} for c in ([feature] if feature else []) + [logfc, "neg_log10_p"]]
+    tooltip = [
+        {"field": c, "type": field_type(volcano[c])} for c in ([feature] if feature else []) + [logfc, "neg_log10_p"]
+    ]
     spec = _base(None, inline_values(volcano))
     spec["mark"] = {"type": "point", "filled": True, "size": 20}
     spec["encoding"] = {
         "x": {"field": logfc, "type": "quantitative"},
         "y": {"field": "neg_log10_p", "type": "quantitative", "title": f"-log10 {pvalue}"},
-        "color": {"field": "significant", "type": "nominal",
-                  "scale": {"domain": [False, True], "range": ["#bbbbbb", "#d62728"]}},
+        "color": {
+            "field": "significant",
+            "type": "nominal",
+            "scale": {"domain": [False, True], "range": ["#bbbbbb", "#d62728"]},
+        },
         "tooltip": tooltip,
     }
     return spec
@@ -340,8 +350,10 @@ def _pairs_long(frame: pd.DataFrame) -> tuple[pd.DataFrame, str, str, str] | Non
         square = numeric.copy()
         square.index = [str(label) for label in frame.index]
         square.columns = [str(label) for label in square.columns]
-        long = square.rename_axis("cluster_a").reset_index().melt(
-            id_vars="cluster_a", var_name="cluster_b", value_name="zscore"
+        long = (
+            square.rename_axis("cluster_a")
+            .reset_index()
+            .melt(id_vars="cluster_a", var_name="cluster_b", value_name="zscore")
         )
         return long, "cluster_a", "cluster_b", "zscore"
     return None

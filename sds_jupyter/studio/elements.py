@@ -78,7 +78,7 @@ def _element(root: zarr.Group, kind: str, name: str) -> zarr.Group:
 
 
 def _multiscales(element: zarr.Group) -> Mapping[str, Any]:
-    attrs = element.attrs.asdict()
+    attrs: dict[str, Any] = element.attrs.asdict()  # stored JSON: every level checked below
     ome = attrs.get("ome", attrs)
     scales = ome.get("multiscales") if isinstance(ome, Mapping) else None
     if not scales:
@@ -112,6 +112,8 @@ def coarsest_level(
         array = element[dataset["path"]]
     except KeyError:
         raise ElementError(f"Element {name!r} lists a level {dataset['path']!r} it does not hold.") from None
+    if not isinstance(array, zarr.Array):
+        raise ElementError(f"Element {name!r} lists a level {dataset['path']!r} that is a group, not an array.")
     if not axes or "x" not in axes or "y" not in axes:
         raise ElementError(f"Element {name!r} has no x and y axes.")
     scale_y, scale_x = _scale_yx(dataset, axes)
@@ -166,7 +168,10 @@ def _read_parquet(root: zarr.Group, prefix: str) -> pd.DataFrame:
     parts = [key for key in _list_prefix(root, prefix + "/") if key.endswith(".parquet")]
     if not parts:
         raise ElementError(f"No parquet object at {prefix!r}.")
-    frames = [pq.read_table(io.BytesIO(read_store_bytes(root, key.removeprefix(_node_path(root))) or b"")).to_pandas() for key in parts]
+    frames = [
+        pq.read_table(io.BytesIO(read_store_bytes(root, key.removeprefix(_node_path(root))) or b"")).to_pandas()
+        for key in parts
+    ]
     return pd.concat(frames)
 
 
@@ -175,7 +180,8 @@ def shape_centroids(root: zarr.Group, name: str, system: str | None = None) -> p
     import shapely
 
     element = _element(root, "shapes", name)
-    transform = element_transform(element.attrs.asdict().get("coordinateTransformations"), system)
+    attrs: dict[str, Any] = element.attrs.asdict()  # stored JSON, as SpatialData writes it
+    transform = element_transform(attrs.get("coordinateTransformations"), system)
     frame = _read_parquet(root, f"shapes/{name}/shapes.parquet")
     if "geometry" not in frame.columns:
         raise ElementError(f"Shapes element {name!r} has no geometry column.")

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import jsonschema
 
@@ -29,7 +29,8 @@ MAX_REASON = 240
 def figure_schema() -> dict[str, Any]:
     """The JSON Schema shipped beside this module (figure.schema.json)."""
     text = resources.files("sds_jupyter.studio").joinpath("figure.schema.json").read_text("utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 @cache
@@ -72,7 +73,7 @@ class ParsedFigure:
             raise FigureError(f"Figure {self.id!r} cannot be drawn: {self.reason}")
         if self.kind != kind:
             raise FigureError(f"Figure {self.id!r} is a {self.kind} figure, not a {kind} figure.")
-        return self.spec
+        return cast(dict[str, Any], self.spec)  # parse_figure gives a chart or canvas kind to a dict only
 
 
 def _one_line(text: str) -> str:

@@ -126,7 +126,12 @@ def _recolor(node: Any, palettes: Mapping[str, Mapping[str, str]], group: str | 
         return
     encoding = node.get("encoding")
     color = encoding.get("color") if isinstance(encoding, dict) else None
-    if isinstance(color, dict) and color.get("type") == "nominal" and "scale" not in color and isinstance(color.get("field"), str):
+    if (
+        isinstance(color, dict)
+        and color.get("type") == "nominal"
+        and "scale" not in color
+        and isinstance(color.get("field"), str)
+    ):
         field = color["field"]
         palette = palettes.get(field) or (palettes.get(group) if group else None)
         values = _values(node if "data" in node else root, field)

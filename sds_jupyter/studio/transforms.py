@@ -34,7 +34,9 @@ class Axial:
 
     def then(self, other: Axial) -> Axial:
         """This map followed by ``other``."""
-        return Axial(other.sx * self.sx, other.sy * self.sy, other.sx * self.tx + other.tx, other.sy * self.ty + other.ty)
+        return Axial(
+            other.sx * self.sx, other.sy * self.sy, other.sx * self.tx + other.tx, other.sy * self.ty + other.ty
+        )
 
     def apply(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return x * self.sx + self.tx, y * self.sy + self.ty
@@ -94,7 +96,9 @@ def element_transform(transforms: Sequence[Mapping[str, Any]] | None, system: st
     """The map into ``system`` (default: ``global``, else the first) of an element's transformations."""
     if not transforms:
         return IDENTITY
-    named = {(t.get("output") or {}).get("name") if isinstance(t.get("output"), Mapping) else None: t for t in transforms}
+    named = {
+        (t.get("output") or {}).get("name") if isinstance(t.get("output"), Mapping) else None: t for t in transforms
+    }
     chosen = named.get(system or DEFAULT_SYSTEM) or transforms[0]
     return _parse(chosen, ())
 
