@@ -18,7 +18,7 @@ from sds_jupyter.stack.save import save_version
 from sds_jupyter.stack.writer import VersionWriter
 
 if TYPE_CHECKING:
-    from sds_jupyter.studio.export import export_figure
+    from sds_jupyter.service.export import export_figure
     from sds_jupyter.widget import VersionBrowser
 
 
@@ -43,7 +43,7 @@ __all__ = [
 # Jupyter-side names load on first use, so the stack library imports no Jupyter.
 _LAZY = {
     "VersionBrowser": "sds_jupyter.widget",
-    "export_figure": "sds_jupyter.studio.export",
+    "export_figure": "sds_jupyter.service.export",
 }
 
 

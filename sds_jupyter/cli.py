@@ -132,7 +132,7 @@ def _run(args: argparse.Namespace) -> int:
         say("ok" if report.ok else f"{len(report.problems)} problem(s)")
         return 0 if report.ok else EXIT_PROBLEMS
     if args.command == "export":
-        from sds_jupyter.studio.export import export_figure
+        from sds_jupyter.service.export import export_figure
 
         out = export_figure(args.path, args.figure, args.out, version=args.version, folders=args.folders)
         say(f"wrote {out}")

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from sds_jupyter.service import StackService, dispatch
-from sds_jupyter.studio.export import export_figure
+from sds_jupyter.service.export import export_figure
 
 pytest_plugins = ["fixtures_service"]
 

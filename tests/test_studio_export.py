@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from sds_jupyter.service.export import export_figure
 from sds_jupyter.studio.errors import FigureError
-from sds_jupyter.studio.export import export_figure, print_width_mm
+from sds_jupyter.studio.export import print_width_mm
 
 pytest_plugins = ["fixtures_service"]
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from sds_jupyter.studio.payloads import CanvasImage, CanvasPayload, Viewport
+
 __all__ = [
     "BaseSummary",
     "CanvasImage",
@@ -135,12 +137,6 @@ class Fingerprint(TypedDict):
     fingerprint: str
 
 
-class Viewport(TypedDict):
-    target: list[float]
-    zoom: float
-    rotation: float
-
-
 class CanvasSummary(TypedDict):
     table: str
     color_by: str | None
@@ -162,13 +158,6 @@ class FigureSummary(TypedDict):
 class FiguresData(TypedDict):
     figures: list[FigureSummary]
     error: NotRequired[ErrorInfo]
-
-
-class CanvasImage(TypedDict):
-    width: int
-    height: int
-    bounds: list[float]
-    channels: list[dict[str, str]]
 
 
 class CellRow(TypedDict):
@@ -212,17 +201,6 @@ class ChannelsData(TypedDict):
     height: int
     bounds: list[float]
     channels: list[ChannelInfo]
-
-
-class CanvasPayload(TypedDict):
-    n_cells: int
-    bounds: list[float]
-    viewport: Viewport
-    color: dict[str, Any]
-    point_size: float
-    image: CanvasImage | None
-    unit: NotRequired[str | None]
-    obs_columns: NotRequired[list[str]]
 
 
 class Column(TypedDict):

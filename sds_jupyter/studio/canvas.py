@@ -25,7 +25,7 @@ from sds_jupyter.studio.palette import column_palette
 if TYPE_CHECKING:
     from anndata import AnnData
 
-    from sds_jupyter.service.types import CanvasImage, CanvasPayload, Viewport
+    from sds_jupyter.studio.payloads import CanvasImage, CanvasPayload, Viewport
 
 __all__ = ["CanvasData", "build_canvas", "cell_coordinates", "channel_planes", "colormap_lut", "region_attrs"]
 

@@ -8,7 +8,6 @@ the figure's physical width.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import numpy as np
 from sds_jupyter.studio.canvas import CanvasData
 from sds_jupyter.studio.errors import FigureError
 
-__all__ = ["EXPORT_FORMATS", "export_figure", "print_width_mm", "render_canvas", "render_chart"]
+__all__ = ["EXPORT_FORMATS", "format_of", "print_width_mm", "render_canvas", "render_chart"]
 
 EXPORT_FORMATS = (".svg", ".png", ".pdf")
 COLUMN_WIDTHS_MM = {"single": 89.0, "double": 183.0}
@@ -37,7 +36,7 @@ def print_width_mm(value: Any) -> float:
     return DEFAULT_WIDTH_MM
 
 
-def _format_of(out: Path) -> str:
+def format_of(out: Path) -> str:
     suffix = out.suffix.lower()
     if suffix not in EXPORT_FORMATS:
         raise FigureError(f"Cannot export to {out.name!r}: use one of {', '.join(EXPORT_FORMATS)}.")
@@ -48,7 +47,7 @@ def render_chart(vega_lite: Mapping[str, Any], out: Path, width_mm: float = DEFA
     """Write a Vega-Lite spec to ``out`` (format from its suffix) at ``width_mm``."""
     import vl_convert
 
-    fmt = _format_of(out)
+    fmt = format_of(out)
     spec = dict(vega_lite)
     if "facet" not in spec and "width" not in spec:
         spec["width"] = max(60, round(width_mm / MM_PER_INCH * POINTS_PER_INCH) - 60)
@@ -68,7 +67,7 @@ def render_canvas(drawn: CanvasData, out: Path, width_mm: float = DEFAULT_WIDTH_
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
-    fmt = _format_of(out)
+    fmt = format_of(out)
     payload = drawn.payload
     xmin, ymin, xmax, ymax = payload["bounds"]
     width_in = width_mm / MM_PER_INCH
@@ -104,30 +103,3 @@ def _cell_colors(color: Mapping[str, Any], buffers: list[np.ndarray]) -> Any:
         index = np.nan_to_num(scaled * (len(color["lut"]) - 1), nan=0).astype(np.int64)
         return np.array(color["lut"])[index]
     return "#444444"
-
-
-def export_figure(
-    path: str | os.PathLike[str],
-    figure_id: str,
-    out: str | os.PathLike[str],
-    version: int | str | None = None,
-    folders: str | Mapping[str, str] | None = None,
-    storage_options: Mapping[str, Any] | None = None,
-) -> Path:
-    """Draw figure ``figure_id`` of a version (default: the top) to ``out`` (.svg/.png/.pdf).
-
-    ``path`` is a version folder or anything :meth:`Stack.resolve` takes. The
-    version is only read; nothing is written but ``out``, which must lie outside
-    every folder of the stack (its versions, their overlays, the base).
-    """
-    from sds_jupyter.service import StackService
-
-    target = Path(os.path.abspath(os.path.expanduser(os.fspath(out))))
-    _format_of(target)
-    service = StackService(path, folders=folders, storage_options=storage_options)
-    service.stack.refuse_output_inside(target, "figure")
-    figure, drawing = service.export_figure(version, figure_id)
-    width = print_width_mm(figure.print_width)
-    if isinstance(drawing, CanvasData):
-        return render_canvas(drawing, target, width, figure.title)
-    return render_chart(drawing, target, width)
