@@ -137,7 +137,11 @@ def test_every_op_round_trips(hand_stack: Path) -> None:
 
     saved = open_anndata(top)
     for column in adata.obs.columns:
-        pd.testing.assert_series_equal(saved.obs[column], adata.obs[column], check_categorical=True)
+        read, given = saved.obs[column], adata.obs[column]
+        if _plain_strings(read) and _plain_strings(given):
+            # pandas 3 reads strings back as its str dtype where the AnnData held objects
+            read, given = read.astype(object), given.astype(object)
+        pd.testing.assert_series_equal(read, given, check_categorical=True)
     assert set(saved.obs.columns) == set(adata.obs.columns)
     np.testing.assert_array_equal(saved.obsm["spatial"], adata.obsm["spatial"])
     assert saved.uns["params"]["resolution"] == 1.0 and "notes" not in saved.uns
@@ -281,3 +285,8 @@ def test_nullable_columns_keep_their_missing_values(hand_stack: Path) -> None:
     assert str(saved.obs["checked"].dtype) == "boolean" and saved.obs["checked"].iloc[0]
     with pytest.raises(StackError, match="nothing to save"):  # read back exactly as saved
         save_version(top, adata, title="again")
+
+
+def _plain_strings(series: pd.Series) -> bool:
+    """A column of strings that is not categorical (its dtype differs between pandas 2 and 3)."""
+    return not isinstance(series.dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(series)

@@ -20,7 +20,7 @@ from anndata.io import read_elem
 from zarr.abc.store import SuffixByteRequest
 
 from sds_jupyter.service.columns import column_summary
-from sds_jupyter.service.nodes import child_array, child_group
+from sds_jupyter.service.nodes import child_group, element_length
 from sds_jupyter.service.types import (
     ContentsData,
     ElementSummary,
@@ -196,7 +196,7 @@ def _table(node: zarr.Group, path: str, marks: Marks) -> TableContents:
         columns.append(summary)
     return {
         "name": path.split("/", 1)[1],
-        "n_obs": int(child_array(obs_node, index_name).shape[0]),
+        "n_obs": element_length(obs_node[index_name]),
         "n_vars": _n_vars(node),
         "annotates": annotates,
         "status": marks.status(path),
@@ -210,7 +210,7 @@ def _table(node: zarr.Group, path: str, marks: Marks) -> TableContents:
 def _n_vars(node: zarr.Group) -> int:
     var = child_group(node, "var")
     index = var.attrs.get("_index", "_index")
-    return int(child_array(var, str(index)).shape[0])
+    return element_length(var[str(index)])
 
 
 def _keys(node: zarr.Group, part: str, path: str, marks: Marks, *, shapes: bool) -> list[KeyEntry]:

@@ -162,7 +162,8 @@ def _diff_fixed(group: Any, obs: pd.DataFrame, adata: Any, plan: SavePlan) -> bo
 def _changed_keys(mine: Mapping[str, Any], group: Any, name: str) -> list[str]:
     """Keys of an aligned mapping (layers, obsp...) that differ from the parent's."""
     parent_keys = set(group[name].keys()) if name in group else set()
-    keys = set(mine.keys())
+    # anndata 0.13 lists X as layers[None]: X is compared on its own
+    keys = {key for key in mine if key is not None}
     changed = sorted(keys ^ parent_keys)
     for key in sorted(keys & parent_keys):
         if not _same_value(mine[key], _read(group[name], key)):
@@ -387,6 +388,14 @@ def _same_series(a: pd.Series, b: pd.Series) -> bool:
             and a.cat.categories.equals(b.cat.categories)
             and np.array_equal(a.cat.codes.to_numpy(), b.cat.codes.to_numpy())
         )
-    if a.dtype != b.dtype:
+    if _plain_strings(a) and _plain_strings(b):
+        # object and pandas 3's str dtype hold the same strings: a read-back column is unchanged
+        a, b = a.astype(object), b.astype(object)
+    elif a.dtype != b.dtype:
         return False
     return bool(a.reset_index(drop=True).equals(b.reset_index(drop=True)))
+
+
+def _plain_strings(series: pd.Series) -> bool:
+    """A column of strings, not categorical (object in pandas 2, ``str`` in pandas 3)."""
+    return not isinstance(series.dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(series)
