@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_ar
 from sds_jupyter.service import types as payloads
 from sds_jupyter.service.requests import REQUESTS
 from sds_jupyter.service.service import Reply
+from sds_jupyter.studio import payloads as canvas_payloads
 from sds_jupyter.studio.payloads import Items
 
 __all__ = [
@@ -37,10 +38,10 @@ GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js
 
 #: Requests answering a :class:`Reply` (a payload with buffers): the payload's type.
 REPLY_PAYLOADS: dict[str, Any] = {
-    "canvas": payloads.CanvasPayload,
+    "canvas": canvas_payloads.CanvasPayload,
     "expression": payloads.ExpressionPayload,
     "cell_mask": payloads.CellMaskPayload,
-    "color_values": payloads.CanvasColor,
+    "color_values": canvas_payloads.CanvasColor,
     "channels": payloads.ChannelsData,
 }
 
@@ -71,17 +72,25 @@ def reply_name(name: str) -> str:
     return _name_of(reply_type(name))
 
 
+def _members() -> dict[str, Any]:
+    """The public names of the payload modules: the studio's canvas payloads, then :mod:`.types`."""
+    members: dict[str, Any] = {}
+    for module in (canvas_payloads, payloads):
+        members.update((name, value) for name, value in vars(module).items() if not name.startswith("_"))
+    return members
+
+
 def _payload_types() -> list[type]:
-    """Every TypedDict of :mod:`.types`, in the order the module defines them."""
-    return [value for value in vars(payloads).values() if is_typeddict(value)]
+    """Every payload TypedDict, in the order the modules define them."""
+    return [value for value in _members().values() if is_typeddict(value)]
 
 
 def _aliases() -> dict[str, Any]:
-    """The named Literal and union aliases of :mod:`.types` (``ColumnKind``, ``CanvasColor``)."""
+    """The named Literal, union and fixed-length aliases (``ColumnKind``, ``CanvasColor``, ``Bounds``)."""
     return {
         name: value
-        for name, value in vars(payloads).items()
-        if not name.startswith("_") and get_origin(value) in (Annotated, Literal, Union, pytypes.UnionType)
+        for name, value in _members().items()
+        if get_origin(value) in (Annotated, Literal, Union, pytypes.UnionType)
     }
 
 

@@ -1,48 +1,30 @@
 """The JSON payloads of the browser protocol (docs/service-protocol.md), typed once.
 
-The single source: ``make types`` generates the JSON Schema and the TypeScript the
-browser app imports (``js/src/app/payloads.gen.ts``) from these TypedDicts and the
-aliases beside them; nothing restates them by hand.
+The single source, with the canvas payloads of :mod:`sds_jupyter.studio.payloads`:
+``make types`` generates the JSON Schema and the TypeScript the browser app imports
+(``js/src/app/payloads.gen.ts``) from these TypedDicts and the aliases beside them;
+nothing restates them by hand.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from sds_jupyter.studio.payloads import (
-    Bounds,
-    CanvasColor,
-    CanvasImage,
-    CanvasPayload,
-    CategoricalColor,
-    ChannelInfo,
-    ContinuousColor,
-    ImageChannel,
-    NoColor,
-    Pair,
-    Viewport,
-)
+from sds_jupyter.studio.payloads import Bounds, ChannelInfo
 
 __all__ = [
     "OPEN_PAYLOADS",
     "BaseSummary",
-    "Bounds",
-    "CanvasColor",
-    "CanvasImage",
-    "CanvasPayload",
-    "CategoricalColor",
     "CellMaskPayload",
     "CellRow",
     "Change",
     "ChangesData",
-    "ChannelInfo",
     "ChannelsData",
     "Column",
     "ColumnKind",
     "ColumnSummary",
     "Comparison",
     "ContentsData",
-    "ContinuousColor",
     "Delta",
     "ElementKind",
     "ElementSummary",
@@ -54,16 +36,13 @@ __all__ = [
     "Fingerprint",
     "Histogram",
     "HistoryData",
-    "ImageChannel",
     "KeyEntry",
     "KeySize",
-    "NoColor",
     "NumericSummary",
     "ObsChange",
     "ObsDelta",
     "ObsmChange",
     "OpDetail",
-    "Pair",
     "PartStatus",
     "ResultChange",
     "ResultCsv",
@@ -79,7 +58,6 @@ __all__ = [
     "UnsChange",
     "ValueCount",
     "VersionSummary",
-    "Viewport",
     "Whiteout",
 ]
 

@@ -3,9 +3,9 @@
 
 export type Bounds = [number, number, number, number];
 
-export type CanvasColor = CategoricalColor | ContinuousColor | NoColor;
-
 export type Pair = [number, number];
+
+export type CanvasColor = CategoricalColor | ContinuousColor | NoColor;
 
 export type ColumnKind = 'categorical' | 'numeric' | 'boolean' | 'string';
 
@@ -13,11 +13,42 @@ export type PartStatus = 'added' | 'removed' | 'changed';
 
 export type ElementKind = 'images' | 'labels' | 'shapes' | 'points' | 'tables';
 
+export type Viewport = {
+  target: Pair;
+  zoom: number;
+  rotation: number;
+};
+
+export type ImageChannel = {
+  name: string;
+  color: string;
+};
+
 export type CanvasImage = {
   width: number;
   height: number;
   bounds: Bounds;
   channels: ImageChannel[];
+};
+
+export type CategoricalColor = {
+  mode: 'categorical';
+  column: string;
+  categories: string[];
+  colors: string[];
+};
+
+export type ContinuousColor = {
+  mode: 'continuous';
+  column: string;
+  colormap: string;
+  min: number;
+  max: number;
+  lut: string[];
+};
+
+export type NoColor = {
+  mode: 'none';
 };
 
 export type CanvasPayload = {
@@ -31,43 +62,12 @@ export type CanvasPayload = {
   obs_columns?: string[];
 };
 
-export type CategoricalColor = {
-  mode: 'categorical';
-  column: string;
-  categories: string[];
-  colors: string[];
-};
-
 export type ChannelInfo = {
   name: string;
   color: string;
   visible: boolean;
   contrast_limits: Pair;
   range: Pair;
-};
-
-export type ContinuousColor = {
-  mode: 'continuous';
-  column: string;
-  colormap: string;
-  min: number;
-  max: number;
-  lut: string[];
-};
-
-export type ImageChannel = {
-  name: string;
-  color: string;
-};
-
-export type NoColor = {
-  mode: 'none';
-};
-
-export type Viewport = {
-  target: Pair;
-  zoom: number;
-  rotation: number;
 };
 
 export type ErrorInfo = {
