@@ -58,6 +58,13 @@ def parse_args(description: str) -> argparse.Namespace:
     return parser.parse_args()
 
 
+def begin(doc: str | None) -> argparse.Namespace:
+    """A benchmark's command line (described by its docstring's first line), with the noise quieted."""
+    args = parse_args(doc.splitlines()[0] if doc else "")
+    quiet_warnings()
+    return args
+
+
 @contextmanager
 def workdir(keep: bool = False) -> Iterator[Path]:
     """A temporary folder for one benchmark's data, removed at the end."""
@@ -223,3 +230,38 @@ def commit_versions(base: Path, datasets: Path, steps: list[tuple[str, Callable[
         top = writer.commit(datasets / f"version-{number:04d}", title=title, created_by="bench")
         stack = Stack.resolve(top)
     return top
+
+
+#: The table benchmarks' size (cells, genes), full and with --quick.
+TABLE_SIZE = (200_000, 50)
+QUICK_TABLE_SIZE = (20_000, 50)
+
+
+def table_base(datasets: Path, n_obs: int, n_vars: int) -> tuple[Path, Any]:
+    """Write the table benchmarks' base: ``datasets/base-0000/table.sdata.zarr``, one AnnData table.
+
+    The table: ``n_obs`` x ``n_vars``, dense float32 X, categorical (cell_type, sample) and
+    numeric (n_counts, area) obs columns, written by spatialdata. Returns the store and the
+    random generator it was drawn from, to draw the versions' changes from next.
+    """
+    import anndata
+    import numpy as np
+    import pandas as pd
+    import spatialdata
+
+    rng = np.random.default_rng(0)
+    obs = pd.DataFrame(
+        {
+            "cell_type": pd.Categorical(rng.choice([f"type_{i}" for i in range(12)], n_obs)),
+            "sample": pd.Categorical(rng.choice(["s1", "s2", "s3"], n_obs)),
+            "n_counts": rng.poisson(200, n_obs).astype(np.float64),
+            "area": rng.integers(10, 500, n_obs),
+        },
+        index=[f"cell-{i}" for i in range(n_obs)],
+    )
+    var = pd.DataFrame(index=[f"gene-{j}" for j in range(n_vars)])
+    x = rng.standard_normal((n_obs, n_vars), dtype=np.float32)
+    base = datasets / "base-0000" / "table.sdata.zarr"
+    base.parent.mkdir(parents=True)
+    spatialdata.SpatialData(tables={"table": anndata.AnnData(X=x, obs=obs, var=var)}).write(base)
+    return base, rng

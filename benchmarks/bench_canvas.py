@@ -46,17 +46,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from _common import (
-    ROOT,
-    alternate,
-    comparison,
-    emit,
-    fmt_time,
-    median,
-    parse_args,
-    quiet_warnings,
-    workdir,
-)
+from _common import ROOT, alternate, begin, comparison, emit, fmt_time, median, workdir
 
 GOAL_S = 1.0
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -453,8 +443,7 @@ def skip_reason() -> str | None:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
     reason = skip_reason()
     if reason:

@@ -15,15 +15,14 @@ Goal: A / B <= 1.2 for each.
 
 from __future__ import annotations
 
-from _common import alternate, comparison, emit, parse_args, quiet_warnings, workdir
+from _common import alternate, begin, comparison, emit, workdir
 from _deepstack import BASE_KEY, DeepStacks, build
 
 GOAL = 1.2
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     from zarr.core.buffer import default_buffer_prototype
     from zarr.core.sync import sync
 

@@ -24,7 +24,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from _common import alternate, commit_versions, comparison, emit, parse_args, quiet_warnings, workdir
+from _common import alternate, begin, commit_versions, comparison, emit, workdir
 
 
 def build(root: Path, n_obs: int, length: int) -> tuple[Path, Path]:
@@ -83,8 +83,7 @@ def tree_stats(path: Path) -> tuple[int, int]:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     from sds_jupyter.stack.flatten import flatten
 
     n_obs = 20_000 if args.quick else 200_000

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import json
 
-from _common import alternate, comparison, emit, parse_args, quiet_warnings, workdir
+from _common import alternate, begin, comparison, emit, workdir
 from _deepstack import build
 
 GOAL = 2.0
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     from pathlib import Path
 
     from sds_jupyter.stack import Stack, StackStore, open_stack

@@ -32,7 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _common import emit, machine, parse_args, quiet_warnings, versions, workdir
+from _common import begin, emit, machine, versions, workdir
 
 BUCKET = "bench"
 #: ``SDS_BENCH_LATENCY_MS=20`` delays every response, as a distant bucket would.
@@ -130,8 +130,7 @@ def zip_base(top: Path, out: Path) -> tuple[Path, int]:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)

@@ -25,14 +25,16 @@ import time
 from pathlib import Path
 
 from _common import (
+    QUICK_TABLE_SIZE,
+    TABLE_SIZE,
     alternate,
+    begin,
     commit_versions,
     comparison,
     emit,
     fmt_time,
     median,
-    parse_args,
-    quiet_warnings,
+    table_base,
     workdir,
 )
 
@@ -41,34 +43,16 @@ GOAL = 1.5
 
 def build(root: Path, n_obs: int, n_vars: int) -> Path:
     """Write the base and one version on it; return the version's folder."""
-    import anndata
-    import numpy as np
     import pandas as pd
-    import spatialdata
 
-    rng = np.random.default_rng(0)
-    obs = pd.DataFrame(
-        {
-            "cell_type": pd.Categorical(rng.choice([f"type_{i}" for i in range(12)], n_obs)),
-            "sample": pd.Categorical(rng.choice(["s1", "s2", "s3"], n_obs)),
-            "n_counts": rng.poisson(200, n_obs).astype(np.float64),
-            "area": rng.integers(10, 500, n_obs),
-        },
-        index=[f"cell-{i}" for i in range(n_obs)],
-    )
-    var = pd.DataFrame(index=[f"gene-{j}" for j in range(n_vars)])
-    x = rng.standard_normal((n_obs, n_vars), dtype=np.float32)
     datasets = root / "datasets"
-    base = datasets / "base-0000" / "table.sdata.zarr"
-    base.parent.mkdir(parents=True)
-    spatialdata.SpatialData(tables={"table": anndata.AnnData(X=x, obs=obs, var=var)}).write(base)
+    base, rng = table_base(datasets, n_obs, n_vars)
     leiden = pd.Categorical(rng.integers(0, 20, n_obs).astype(str))
     return commit_versions(base, datasets, [("leiden", lambda w: w.set_obs("table", "leiden", leiden))])
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     import anndata
     import numpy as np
     import zarr
@@ -78,8 +62,7 @@ def main() -> None:
     from sds_jupyter.stack.manifest import read_manifest
     from sds_jupyter.stack.save import plan_save
 
-    n_obs = 20_000 if args.quick else 200_000
-    n_vars = 50
+    n_obs, n_vars = QUICK_TABLE_SIZE if args.quick else TABLE_SIZE
     rounds = args.rounds or (3 if args.quick else 11)
     print(f"bench_save: {n_obs:,} x {n_vars} table, one changed obs column saved as a version")
     with workdir(args.keep) as root:

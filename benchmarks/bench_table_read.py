@@ -17,12 +17,14 @@ import os
 from pathlib import Path
 
 from _common import (
+    QUICK_TABLE_SIZE,
+    TABLE_SIZE,
     alternate,
+    begin,
     commit_versions,
     comparison,
     emit,
-    parse_args,
-    quiet_warnings,
+    table_base,
     workdir,
 )
 
@@ -31,32 +33,13 @@ GOAL = 1.1
 
 def build(root: Path, n_obs: int, n_vars: int) -> tuple[Path, Path]:
     """Write the base and three versions; flatten the top. Returns (top, flattened)."""
-    import anndata
     import numpy as np
     import pandas as pd
-    import spatialdata
 
     from sds_jupyter.stack.flatten import flatten
 
-    rng = np.random.default_rng(0)
-    obs = pd.DataFrame(
-        {
-            "cell_type": pd.Categorical(rng.choice([f"type_{i}" for i in range(12)], n_obs)),
-            "sample": pd.Categorical(rng.choice(["s1", "s2", "s3"], n_obs)),
-            "n_counts": rng.poisson(200, n_obs).astype(np.float64),
-            "area": rng.integers(10, 500, n_obs),
-        },
-        index=[f"cell-{i}" for i in range(n_obs)],
-    )
-    var = pd.DataFrame(index=[f"gene-{j}" for j in range(n_vars)])
-    x = rng.standard_normal((n_obs, n_vars), dtype=np.float32)
-    adata = anndata.AnnData(X=x, obs=obs, var=var)
-
     datasets = root / "datasets"
-    base_folder = datasets / "base-0000"
-    base_folder.mkdir(parents=True)
-    base = base_folder / "table.sdata.zarr"
-    spatialdata.SpatialData(tables={"table": adata}).write(base)
+    base, rng = table_base(datasets, n_obs, n_vars)
 
     steps = [
         ("leiden", lambda w: w.set_obs("table", "leiden", pd.Categorical(rng.integers(0, 20, n_obs).astype(str)))),
@@ -69,15 +52,13 @@ def build(root: Path, n_obs: int, n_vars: int) -> tuple[Path, Path]:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     import anndata
     import zarr
 
     from sds_jupyter.stack import open_stack
 
-    n_obs = 20_000 if args.quick else 200_000
-    n_vars = 50
+    n_obs, n_vars = QUICK_TABLE_SIZE if args.quick else TABLE_SIZE
     rounds = args.rounds or (3 if args.quick else 15)
     print(f"bench_table_read: {n_obs:,} x {n_vars} table, 3 versions on a spatialdata store")
     with workdir(args.keep) as root:

@@ -25,16 +25,7 @@ import random
 import uuid
 from pathlib import Path
 
-from _common import (
-    alternate,
-    comparison,
-    emit,
-    fmt_time,
-    median,
-    parse_args,
-    quiet_warnings,
-    workdir,
-)
+from _common import alternate, begin, comparison, emit, fmt_time, median, workdir
 
 N_BASES = 50
 PER_BASE = 100
@@ -91,8 +82,7 @@ def build(root: Path, n_bases: int, per_base: int) -> tuple[Path, list[Path]]:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     import sds_jupyter.stack.tree as tree_module
     from sds_jupyter.service import StackService
     from sds_jupyter.stack.tree import ManifestCache

@@ -34,7 +34,17 @@ __all__ = [
     "StackTooDeepError",
     "UnsafePathError",
     "WriteRefusedError",
+    "shown",
 ]
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``value`` as a one-line message shows it: its repr, cut to ``limit`` characters.
+
+    Why: what a message quotes came from a request or a file, and can be megabytes.
+    """
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 class StackError(ValueError):

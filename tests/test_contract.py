@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from sds_jupyter.service import REQUESTS, StackService, dispatch
-from sds_jupyter.service.contract import generated_files, payload_schema, reply_type
+from sds_jupyter.service.contract import GENERATED, generated_files, payload_schema, reply_name
 
 pytest_plugins = ["fixtures_service"]
 
@@ -57,9 +57,25 @@ def test_the_generated_files_are_current() -> None:
 
 def test_the_app_knows_the_same_requests_as_the_service() -> None:
     source = (ROOT / "js/src/app/types.ts").read_text(encoding="utf-8")
-    listed = re.search(r"export const REQUESTS[^=]*=\s*\[(.*?)\]", source, re.S)
-    assert listed is not None, "js/src/app/types.ts has no REQUESTS list"
-    assert re.findall(r"'([a-z_]+)'", listed.group(1)) == list(REQUESTS)
+    assert re.search(r"export const REQUESTS\b[^=]*=\s*GENERATED_REQUESTS;", source), (
+        "js/src/app/types.ts must take its REQUESTS from payloads.gen.ts (GENERATED_REQUESTS)"
+    )
+    generated = (ROOT / GENERATED["typescript"]).read_text(encoding="utf-8")
+    listed = re.search(r"export const GENERATED_REQUESTS = \[(.*?)\]", generated, re.S)
+    assert listed is not None and re.findall(r"'([a-z_]+)'", listed.group(1)) == list(REQUESTS)
+
+
+def test_no_payload_type_is_written_by_hand_in_the_app() -> None:
+    """Every generated type has its one definition in payloads.gen.ts: no TS file defines that name again."""
+    generated = (ROOT / GENERATED["typescript"]).read_text(encoding="utf-8")
+    names = set(re.findall(r"^export (?:type|interface) (\w+)", generated, re.M))
+    assert {"ChangesData", "CanvasColor", "ParamTypes"} <= names
+    for path in sorted((ROOT / "js/src").rglob("*.ts")):
+        if path.name == GENERATED["typescript"].name:
+            continue
+        text = path.read_text(encoding="utf-8")
+        defined = set(re.findall(r"^\s*(?:export )?(?:type|interface) (\w+)\b", text, re.M))
+        assert not defined & names, f"{path.relative_to(ROOT)} defines {sorted(defined & names)} again"
 
 
 @pytest.mark.parametrize("name", list(REQUESTS))
@@ -70,7 +86,7 @@ def test_real_replies_of_every_request_validate(name: str, studio_stack: Any) ->
     reply = dispatch(service, name, params(service) if callable(params) else params)
     data = json.loads(json.dumps(reply.data, allow_nan=False))
     errors = sorted(_validator(name).iter_errors(data), key=lambda e: list(e.absolute_path))
-    assert not errors, f"{name} reply does not match {reply_type(name).__name__}: " + "; ".join(
+    assert not errors, f"{name} reply does not match {reply_name(name)}: " + "; ".join(
         f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5]
     )
 
@@ -90,3 +106,21 @@ def test_a_reply_with_an_undeclared_field_is_caught() -> None:
     assert validator.is_valid(good)
     assert not validator.is_valid({**good, "extra": 1})
     assert not validator.is_valid({"kind": "x"})
+
+
+def test_a_result_meta_field_of_another_type_is_left_out(studio_copy: Any) -> None:
+    """Meta is written by any app: a named field of the wrong type must not reach the browser typed as it says."""
+    import pandas as pd
+
+    from sds_jupyter.stack import Stack
+    from sds_jupyter.stack.writer import VersionWriter
+
+    writer = VersionWriter(Stack.resolve(studio_copy.v2))
+    hostile = {"kind": "clusters", "title": 5, "parameters": ["not", "a", "mapping"], "extra": {"kept": True}}
+    writer.set_result("table", "res_hostile", {"table": pd.DataFrame({"x": [1.0]})}, hostile)
+    top = writer.commit(studio_copy.datasets / "hostile-meta", title="Hostile meta")
+    reply = dispatch(StackService(top), "results", {})
+    data = json.loads(json.dumps(reply.data, allow_nan=False))
+    (entry,) = [r for r in data["results"] if r["id"] == "res_hostile"]
+    assert entry["meta"] == {"kind": "clusters", "extra": {"kept": True}}
+    assert not list(_validator("results").iter_errors(data))

@@ -486,3 +486,55 @@ def test_is_version_is_gone(root, fetch) -> None:
     with pytest.raises(HTTPClientError) as info:
         fetch(NAMESPACE, "api", "is_version", params={"path": "datasets/edit-2222"})
     assert info.value.code == 404
+
+
+def _layouts(folder: Path, manifest: bytes, outside: Path) -> None:
+    """Folders that are versions, are not, or try to look like one (links in and out, files for folders)."""
+    for name in ("top", "under-data", "both", "nested", "manifest-is-folder", "data-is-file", "empty"):
+        (folder / name).mkdir()
+    (folder / "top" / "layer.json").write_bytes(manifest)
+    (folder / "under-data" / "data").mkdir()
+    (folder / "under-data" / "data" / "layer.json").write_bytes(manifest)
+    (folder / "both" / "data").mkdir()
+    (folder / "both" / "layer.json").write_bytes(manifest)
+    (folder / "both" / "data" / "layer.json").write_bytes(manifest)
+    (folder / "nested" / "data" / "data").mkdir(parents=True)
+    (folder / "nested" / "data" / "data" / "layer.json").write_bytes(manifest)
+    (folder / "manifest-is-folder" / "layer.json").mkdir()
+    (folder / "data-is-file" / "data").write_bytes(manifest)
+    (folder / "a-file").write_bytes(manifest)
+    (folder / "data").mkdir()
+    (folder / "data" / "layer.json").write_bytes(manifest)
+    (folder / "link-to-top").symlink_to(folder / "top", target_is_directory=True)
+    (folder / "data-link-in").mkdir()
+    (folder / "data-link-in" / "data").symlink_to(folder / "under-data" / "data", target_is_directory=True)
+    (outside / "data").mkdir(parents=True)
+    (outside / "data" / "layer.json").write_bytes(manifest)
+    (folder / "data-link-out").mkdir()
+    (folder / "data-link-out" / "data").symlink_to(outside / "data", target_is_directory=True)
+    (folder / "manifest-link-out").mkdir()
+    (folder / "manifest-link-out" / "layer.json").symlink_to(outside / "data" / "layer.json")
+
+
+def _library_says_version(path: Path) -> bool:
+    """The stack library's one rule: a version when locate_version finds its manifest (a refusal is no)."""
+    from sds_jupyter.errors import StackError
+    from sds_jupyter.stack import location_of
+    from sds_jupyter.stack.locator import locate_version
+
+    try:
+        return locate_version(location_of(path)) is not None
+    except StackError:
+        return False
+
+
+def test_the_versions_endpoint_answers_as_the_library_rule(root, studio_stack, fetch, tmp_path) -> None:
+    """api/versions (what the file browser marks) and locate_version agree on every entry of a listing."""
+    zoo = root / "zoo"
+    zoo.mkdir()
+    _layouts(zoo, (studio_stack.v2 / "layer.json").read_bytes(), tmp_path / "far")
+    listed = {entry["name"] for entry in _get(fetch, "versions", path="zoo")["versions"]}
+    expected = {entry.name for entry in zoo.iterdir() if _library_says_version(entry)}
+    assert listed == expected
+    # the rule's answer, spelled out: a manifest at the top or under data/, no link leaving the folder
+    assert expected == {"top", "under-data", "both", "data", "link-to-top"}

@@ -160,8 +160,9 @@ def _version_key(relative: str, top: VersionSummary | None) -> str:
 class VersionsHandler(StackAPIHandler):
     """``GET api/versions?path=<folder>``: which entries of a folder are versions, with their titles.
 
-    One request per listing of the file browser; the rule and the manifest cache
-    are :mod:`sds_jupyter.stack.tree`'s. Unreadable manifests are left out.
+    One request per listing of the file browser, answered by :func:`~sds_jupyter.stack.tree.scan_versions`
+    (the listing form of :func:`~sds_jupyter.stack.locator.locate_version`'s rule, with its manifest
+    cache; a test holds the two to the same answer). Unreadable manifests are left out.
     """
 
     @web.authenticated

@@ -13,7 +13,8 @@ import os
 from pathlib import Path, PurePosixPath
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.stack import Stack
+from sds_jupyter.stack import Stack, location_of
+from sds_jupyter.stack.locator import locate_version
 
 __all__ = [
     "OutsideRootError",
@@ -77,12 +78,11 @@ def check_datasets_dir_inside(path: Path, root: str | os.PathLike[str]) -> None:
     Parents are found beside the version's dataset folder, so that folder's
     parent must be inside the root: a version at the root itself is refused.
     """
-    folder = path.parent if path.name == "layer.json" else path
-    if folder.name == "data" and (folder / "layer.json").is_file():
-        folder = folder.parent
-    is_version = (folder / "layer.json").is_file() or (folder / "data" / "layer.json").is_file()
-    root_real = os.path.realpath(root)
-    if is_version and not _inside(os.path.realpath(folder.parent), root_real):
+    located = locate_version(location_of(path))  # the library's rule: where a version's manifest is
+    if located is None:
+        return  # a store: it has no parents
+    parents_dir = located[0].parent.local_path()  # where the parents are looked up: beside the dataset
+    if parents_dir is None or not _inside(os.path.realpath(parents_dir), os.path.realpath(root)):
         raise OutsideRootError(
             "this version's parents would be looked up outside the server root; open it from a folder below the root"
         )

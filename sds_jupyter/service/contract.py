@@ -10,27 +10,38 @@ real replies of every request validate against the schema.
 
 from __future__ import annotations
 
+import inspect
 import json
 import types as pytypes
 import typing
 from pathlib import Path
-from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin, is_typeddict
+from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, is_typeddict
 
 from sds_jupyter.service import types as payloads
 from sds_jupyter.service.requests import REQUESTS
 from sds_jupyter.service.service import Reply
+from sds_jupyter.studio import payloads as canvas_payloads
+from sds_jupyter.studio.payloads import Items
 
-__all__ = ["GENERATED", "REPLY_PAYLOADS", "generated_files", "payload_schema", "reply_type", "typescript"]
+__all__ = [
+    "GENERATED",
+    "REPLY_PAYLOADS",
+    "generated_files",
+    "payload_schema",
+    "reply_name",
+    "reply_type",
+    "typescript",
+]
 
 #: Where ``make types`` writes, relative to the repository.
 GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js/src/app/payloads.gen.ts")}
 
 #: Requests answering a :class:`Reply` (a payload with buffers): the payload's type.
-REPLY_PAYLOADS: dict[str, type] = {
-    "canvas": payloads.CanvasPayload,
+REPLY_PAYLOADS: dict[str, Any] = {
+    "canvas": canvas_payloads.CanvasPayload,
     "expression": payloads.ExpressionPayload,
     "cell_mask": payloads.CellMaskPayload,
-    "color_values": payloads.ColorValuesPayload,
+    "color_values": canvas_payloads.CanvasColor,
     "channels": payloads.ChannelsData,
 }
 
@@ -43,8 +54,8 @@ _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {
 }
 
 
-def reply_type(name: str) -> type:
-    """The TypedDict the request ``name`` answers with."""
+def reply_type(name: str) -> Any:
+    """The TypedDict (or the named union of them) the request ``name`` answers with."""
     method = REQUESTS[name]
     hint = typing.get_type_hints(method)["return"]
     if hint is Reply:
@@ -53,12 +64,53 @@ def reply_type(name: str) -> type:
         return REPLY_PAYLOADS[name]
     if not is_typeddict(hint):
         raise TypeError(f"request {name!r} must be annotated with a TypedDict of service.types, not {hint!r}")
-    return typing.cast(type, hint)
+    return hint
+
+
+def reply_name(name: str) -> str:
+    """The name of the payload type the request ``name`` answers with."""
+    return _name_of(reply_type(name))
+
+
+def _members() -> dict[str, Any]:
+    """The public names of the payload modules: the studio's canvas payloads, then :mod:`.types`."""
+    members: dict[str, Any] = {}
+    for module in (canvas_payloads, payloads):
+        members.update((name, value) for name, value in vars(module).items() if not name.startswith("_"))
+    return members
 
 
 def _payload_types() -> list[type]:
-    """Every TypedDict of :mod:`.types`, in the order the module defines them."""
-    return [value for value in vars(payloads).values() if is_typeddict(value)]
+    """Every payload TypedDict, in the order the modules define them."""
+    return [value for value in _members().values() if is_typeddict(value)]
+
+
+def _aliases() -> dict[str, Any]:
+    """The named Literal, union and fixed-length aliases (``ColumnKind``, ``CanvasColor``, ``Bounds``)."""
+    return {
+        name: value
+        for name, value in _members().items()
+        if get_origin(value) in (Annotated, Literal, Union, pytypes.UnionType)
+    }
+
+
+def _alias_name(hint: Any) -> str | None:
+    """The alias ``hint`` is (by identity: a field annotated with the alias' name), if any."""
+    return next((name for name, value in _aliases().items() if value is hint), None)
+
+
+def _name_of(hint: Any) -> str:
+    if is_typeddict(hint):
+        return str(hint.__name__)
+    alias = _alias_name(hint)
+    if alias is None:
+        raise TypeError(f"{hint!r} has no name in service.types: define it there as a TypedDict or an alias")
+    return alias
+
+
+def _is_open(typed: type) -> bool:
+    """Whether payloads of ``typed`` may hold fields beyond its named ones (see ``OPEN_PAYLOADS``)."""
+    return typed in payloads.OPEN_PAYLOADS
 
 
 def _unwrap(hint: Any) -> Any:
@@ -67,8 +119,25 @@ def _unwrap(hint: Any) -> Any:
     return hint
 
 
-def _schema_of(hint: Any) -> dict[str, Any]:
+def _fixed(args: tuple[Any, ...]) -> tuple[Any, int]:
+    """(item type, count) of ``Annotated[list[item], Items(count)]``, the one Annotated form allowed."""
+    base, *extras = args
+    counts = [extra.count for extra in extras if isinstance(extra, Items)]
+    if get_origin(base) is not list or len(counts) != 1:
+        raise TypeError(f"Annotated payload fields must be Annotated[list[T], Items(n)], not {base!r}")
+    return get_args(base)[0], counts[0]
+
+
+def _fixed_schema(args: tuple[Any, ...]) -> dict[str, Any]:
+    item, count = _fixed(args)
+    return {"type": "array", "items": _schema_of(item), "minItems": count, "maxItems": count}
+
+
+def _schema_of(hint: Any, *, named: bool = True) -> dict[str, Any]:
     hint = _unwrap(hint)
+    alias = _alias_name(hint) if named else None
+    if alias is not None:
+        return {"$ref": f"#/$defs/{alias}"}
     if hint is Any:
         return {}
     if hint in _SCALARS:
@@ -76,6 +145,8 @@ def _schema_of(hint: Any) -> dict[str, Any]:
     if is_typeddict(hint):
         return {"$ref": f"#/$defs/{hint.__name__}"}
     origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        return _fixed_schema(args)
     if origin is Literal:
         return {"enum": list(args)}
     if origin in (Union, pytypes.UnionType):
@@ -103,12 +174,14 @@ def _required_keys(typed: type) -> set[str]:
 def _object_schema(typed: type) -> dict[str, Any]:
     hints = typing.get_type_hints(typed, include_extras=True)
     required = sorted(_required_keys(typed))
-    return {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {name: _schema_of(hint) for name, hint in hints.items()},
         "required": required,
-        "additionalProperties": False,
     }
+    if not _is_open(typed):
+        schema["additionalProperties"] = False
+    return schema
 
 
 def payload_schema() -> dict[str, Any]:
@@ -117,13 +190,19 @@ def payload_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "sds-jupyter/payloads.schema.json",
         "title": "sds-jupyter protocol payloads (generated from sds_jupyter/service/types.py)",
-        "$defs": {typed.__name__: _object_schema(typed) for typed in _payload_types()},
-        "requests": {name: {"$ref": f"#/$defs/{reply_type(name).__name__}"} for name in REQUESTS},
+        "$defs": {
+            **{typed.__name__: _object_schema(typed) for typed in _payload_types()},
+            **{name: _schema_of(alias, named=False) for name, alias in _aliases().items()},
+        },
+        "requests": {name: {"$ref": f"#/$defs/{reply_name(name)}"} for name in REQUESTS},
     }
 
 
-def _ts_of(hint: Any) -> str:
+def _ts_of(hint: Any, *, named: bool = True) -> str:
     hint = _unwrap(hint)
+    alias = _alias_name(hint) if named else None
+    if alias is not None:
+        return alias
     if hint is Any:
         return "unknown"
     if hint in _SCALARS:
@@ -131,10 +210,13 @@ def _ts_of(hint: Any) -> str:
     if is_typeddict(hint):
         return str(hint.__name__)
     origin, args = get_origin(hint), get_args(hint)
+    if origin is Annotated:
+        item, count = _fixed(args)
+        return "[" + ", ".join([_ts_of(item)] * count) + "]"
     if origin is Literal:
         return " | ".join(_ts_literal(arg) for arg in args)
     if origin in (Union, pytypes.UnionType):
-        return " | ".join(_ts_of(arg) for arg in args)
+        return " | ".join(dict.fromkeys(_ts_of(arg) for arg in args))  # int | float: one `number`
     if origin is list:
         inner = _ts_of(args[0]) if args else "unknown"
         return f"({inner})[]" if "|" in inner else f"{inner}[]"
@@ -151,7 +233,21 @@ def _ts_type(typed: type) -> str:
     hints = typing.get_type_hints(typed, include_extras=True)
     required = _required_keys(typed)
     fields = [f"  {name}{'' if name in required else '?'}: {_ts_of(hint)};" for name, hint in hints.items()]
+    if _is_open(typed):
+        fields.append("  [field: string]: unknown;")
     return "export type {} = {{\n{}\n}};".format(typed.__name__, "\n".join(fields))
+
+
+def _ts_params(name: str) -> str:
+    """The parameters of request ``name`` as a TypeScript object type, from its method's signature."""
+    method = REQUESTS[name]
+    hints = typing.get_type_hints(method)
+    fields = [
+        f"{param.name}{'' if param.default is inspect.Parameter.empty else '?'}: {_ts_of(hints[param.name])}"
+        for param in inspect.signature(method).parameters.values()
+        if param.name != "self"
+    ]
+    return "{ " + "; ".join(fields) + " }" if fields else "Record<string, never>"
 
 
 def typescript() -> str:
@@ -161,10 +257,16 @@ def typescript() -> str:
         "// The Python TypedDicts are the source; tests/test_contract.py checks this file is current.",
         "",
     ]
+    lines += [f"export type {name} = {_ts_of(alias, named=False)};\n" for name, alias in _aliases().items()]
     lines += [_ts_type(typed) + "\n" for typed in _payload_types()]
     lines.append("/** Request name -> the payload type of its reply. */")
     lines.append("export interface ReplyTypes {")
-    lines += [f"  {name}: {reply_type(name).__name__};" for name in REQUESTS]
+    lines += [f"  {name}: {reply_name(name)};" for name in REQUESTS]
+    lines.append("}")
+    lines.append("")
+    lines.append("/** Request name -> its parameters, from the service method's signature. */")
+    lines.append("export interface ParamTypes {")
+    lines += [f"  {name}: {_ts_params(name)};" for name in REQUESTS]
     lines.append("}")
     lines.append("")
     lines.append("/** The request names, in the order of the Python request table. */")

@@ -13,6 +13,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sds_jupyter.errors import shown
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.service import Reply, StackService
 
@@ -50,33 +51,27 @@ _INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
 _MAX_INT = 10**18 - 1
 
 
-def _shown(value: Any) -> str:
-    """``value`` for an error message: its repr, cut short (a parameter can be megabytes)."""
-    text = repr(value)
-    return text if len(text) <= 40 else f"{text[:37]}..."
-
-
 def _coerce_bool(name: str, value: Any) -> bool:
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
     if text in _TRUE or text in _FALSE:
         return text in _TRUE
-    raise RequestError(f"Parameter {name!r} must be true or false, not {_shown(value)}.")
+    raise RequestError(f"Parameter {name!r} must be true or false, not {shown(value)}.")
 
 
 def _coerce_int(name: str, value: Any) -> int:
     """An int parameter: an int, or ASCII digits; anything longer than 18 digits is refused."""
     if isinstance(value, int) and not isinstance(value, bool):
         if abs(value) > _MAX_INT:
-            raise RequestError(f"Parameter {name!r} is out of range ({_shown(value)}).")
+            raise RequestError(f"Parameter {name!r} is out of range ({shown(value)}).")
         return value
     text = str(value).strip() if isinstance(value, str) else ""
     if _INTEGER.fullmatch(text):
         return int(text)
     if text.lstrip("+-").isascii() and text.lstrip("+-").isdigit():
         raise RequestError(f"Parameter {name!r} is out of range ({len(text)} digits).")
-    raise RequestError(f"Parameter {name!r} must be an integer (digits 0-9), not {_shown(value)}.")
+    raise RequestError(f"Parameter {name!r} must be an integer (digits 0-9), not {shown(value)}.")
 
 
 def _coerce_version(name: str, value: Any) -> int | str:
@@ -90,7 +85,7 @@ def _coerce_version(name: str, value: Any) -> int | str:
         if isinstance(value, int) or text.lstrip("+-").isdigit():
             return _coerce_int(name, value)
         return value
-    raise RequestError(f"Parameter {name!r} must be a depth, a dataset ID or a title, not {_shown(value)}.")
+    raise RequestError(f"Parameter {name!r} must be a depth, a dataset ID or a title, not {shown(value)}.")
 
 
 def _coerce(name: str, value: Any, hint: Any) -> Any:

@@ -12,6 +12,7 @@ Nothing here writes: browsing never changes a version.
 from __future__ import annotations
 
 import os
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,7 @@ from sds_jupyter.service.types import (
     HistoryData,
     KeySize,
     ResultCsv,
+    ResultMeta,
     ResultPage,
     ResultsData,
     ResultSummary,
@@ -78,6 +80,23 @@ __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 Folders = str | Mapping[str, str] | None
+
+
+#: The runtime type each named field of a result's meta must have (the rest pass as stored).
+_META_TYPES = {name: typing.get_origin(hint) or hint for name, hint in typing.get_type_hints(ResultMeta).items()}
+
+
+def _result_meta(meta: Mapping[str, Any]) -> ResultMeta:
+    """A result's stored meta as JSON, less a named field of another type than ResultMeta says.
+
+    Meta is written by whatever app saved the result: a ``title`` that is a number or a
+    ``parameters`` that is a list would reach the browser typed as something it is not.
+    """
+    plain = jsonable(meta)
+    return typing.cast(
+        ResultMeta,
+        {key: value for key, value in plain.items() if key not in _META_TYPES or isinstance(value, _META_TYPES[key])},
+    )
 
 
 @dataclass
@@ -510,7 +529,7 @@ class StackService:
             "width": int(planes[0].shape[1]) if planes else 0,
             "height": int(planes[0].shape[0]) if planes else 0,
             "bounds": level.transform.box(0.0, 0.0, extent_x, extent_y),
-            "channels": infos,  # type: ignore[typeddict-item]
+            "channels": infos,
         }
         return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
 
@@ -544,7 +563,7 @@ class StackService:
             "id": result.id,
             "kind": result.kind,
             "title": result.title,
-            "meta": jsonable(result.meta) if result.meta is not None else None,
+            "meta": _result_meta(result.meta) if result.meta is not None else None,
             "tables": tables,
         }
         if result.error:

@@ -1,30 +1,32 @@
 """The JSON payloads of the browser protocol (docs/service-protocol.md), typed once.
 
-``js/src/app/types.ts`` mirrors these; a change here is a change there.
+The single source, with the canvas payloads of :mod:`sds_jupyter.studio.payloads`:
+``make types`` generates the JSON Schema and the TypeScript the browser app imports
+(``js/src/app/payloads.gen.ts``) from these TypedDicts and the aliases beside them;
+nothing restates them by hand.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from sds_jupyter.studio.payloads import CanvasImage, CanvasPayload, Viewport
+from sds_jupyter.studio.payloads import Bounds, ChannelInfo
 
 __all__ = [
+    "OPEN_PAYLOADS",
     "BaseSummary",
-    "CanvasImage",
-    "CanvasPayload",
     "CellMaskPayload",
     "CellRow",
+    "Change",
     "ChangesData",
-    "ChannelInfo",
     "ChannelsData",
-    "ColorValuesPayload",
     "Column",
     "ColumnKind",
     "ColumnSummary",
     "Comparison",
     "ContentsData",
     "Delta",
+    "ElementKind",
     "ElementSummary",
     "ErrorInfo",
     "ExpressionPayload",
@@ -44,6 +46,7 @@ __all__ = [
     "PartStatus",
     "ResultChange",
     "ResultCsv",
+    "ResultMeta",
     "ResultPage",
     "ResultSummary",
     "ResultTableSummary",
@@ -55,7 +58,6 @@ __all__ = [
     "UnsChange",
     "ValueCount",
     "VersionSummary",
-    "Viewport",
     "Whiteout",
 ]
 
@@ -67,6 +69,12 @@ class ErrorInfo(TypedDict):
     """The dataset to attach, when one is missing."""
 
 
+class Change(TypedDict):
+    """One ``changes`` entry as the manifest stores it: ``op`` plus the op's own fields (kept as stored)."""
+
+    op: str
+
+
 class VersionSummary(TypedDict):
     depth: int
     dataset_id: str
@@ -75,7 +83,7 @@ class VersionSummary(TypedDict):
     created_at: str | None
     created_by: str | None
     app: dict[str, Any] | None
-    changes: list[dict[str, Any]]
+    changes: list[Change]
     n_files: int
     n_deleted: int
     folder: str
@@ -107,7 +115,7 @@ class Whiteout(TypedDict):
 
 
 class ChangesData(TypedDict):
-    ops: list[dict[str, Any]]
+    ops: list[Change]
     details: list[OpDetail]
     added: list[KeySize]
     replaced: list[KeySize]
@@ -166,32 +174,7 @@ class CellRow(TypedDict):
     index: int
     name: str
     columns: list[str]
-    values: list[Any]
-
-
-class ChannelInfo(TypedDict):
-    name: str
-    color: str
-    visible: bool
-    contrast_limits: list[float]
-    range: list[float]
-
-
-class ColorValuesPayload(TypedDict):
-    """The ``color_values`` request: how cells are colored; one buffer of codes or values follows.
-
-    ``mode`` is ``categorical`` (``categories``, ``colors``; uint16 codes), ``continuous``
-    (``colormap``, ``min``, ``max``, ``lut``; float32 values) or ``none``.
-    """
-
-    mode: str
-    column: NotRequired[str]
-    categories: NotRequired[list[str]]
-    colors: NotRequired[list[str]]
-    colormap: NotRequired[str]
-    min: NotRequired[float]
-    max: NotRequired[float]
-    lut: NotRequired[list[str]]
+    values: list[str | float | bool | None]
 
 
 class ChannelsData(TypedDict):
@@ -199,7 +182,7 @@ class ChannelsData(TypedDict):
 
     width: int
     height: int
-    bounds: list[float]
+    bounds: Bounds
     channels: list[ChannelInfo]
 
 
@@ -218,11 +201,24 @@ class ResultTableSummary(TypedDict):
     columns: list[Column]
 
 
+class ResultMeta(TypedDict, total=False):
+    """A result's meta as stored beside its tables; the service drops a named field of another type."""
+
+    kind: str
+    title: str
+    method: str
+    parameters: dict[str, Any]
+    summary: dict[str, Any]
+    created_by: str
+    created_at: str
+    app_version: str
+
+
 class ResultSummary(TypedDict):
     id: str
     kind: str | None
     title: str | None
-    meta: dict[str, Any] | None
+    meta: ResultMeta | None
     tables: list[ResultTableSummary]
     chart: NotRequired[dict[str, Any]]
     error: NotRequired[ErrorInfo]
@@ -378,8 +374,11 @@ class OpDetail(TypedDict, total=False):
     existed: bool
 
 
+ElementKind = Literal["images", "labels", "shapes", "points", "tables"]
+
+
 class ElementSummary(TypedDict):
-    kind: Literal["images", "labels", "shapes", "points", "tables"]
+    kind: ElementKind
     name: str
     status: NotRequired[Literal["added", "changed"]]
     shape: NotRequired[list[int]]
@@ -438,3 +437,7 @@ class CellMaskPayload(TypedDict):
     n_cells: int
     n_selected: int
     dtype: Literal["uint8"]
+
+
+#: Payloads that carry fields beyond the named ones (stored data the service passes on as written).
+OPEN_PAYLOADS: tuple[type, ...] = (Change, ResultMeta)

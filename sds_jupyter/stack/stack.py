@@ -19,6 +19,7 @@ from sds_jupyter.errors import (
     StackError,
     StackTooDeepError,
     WriteRefusedError,
+    shown,
 )
 from sds_jupyter.stack.location import LocalLocation, Location, location_of
 from sds_jupyter.stack.locator import DatasetLocator, ManifestReader, locate_version
@@ -206,7 +207,7 @@ class Stack:
     def depth_of(self, selector: int | str) -> int:
         """The depth a selector names; refuses one that names nothing here."""
         if isinstance(selector, bool):
-            raise StackError(f"no version {_shown(selector)} in this stack")
+            raise StackError(f"no version {shown(selector)} in this stack")
         if isinstance(selector, int):
             if 0 <= selector <= self.depth:
                 return selector
@@ -221,13 +222,7 @@ class Stack:
                     return version.depth
             if selector in ("base", self.base.dataset_id):
                 return 0
-        raise StackError(f"no version {_shown(selector)} in this stack; give a depth, a dataset ID or a title")
-
-
-def _shown(selector: object) -> str:
-    """A selector as a message shows it: its repr, cut short (it may come from anywhere)."""
-    text = repr(selector)
-    return text if len(text) <= 60 else f"{text[:57]}…"
+        raise StackError(f"no version {shown(selector)} in this stack; give a depth, a dataset ID or a title")
 
 
 def _walk(

@@ -1,8 +1,9 @@
-"""Every version in a datasets folder: the one place that finds a version's manifest.
+"""Every version in a datasets folder, listed fast.
 
-A folder is a version when it holds ``layer.json`` at its top or under ``data/``.
-:func:`find_manifest` says so with a few ``lstat`` calls (no real-path walk unless a
-symbolic link is on the way), so listing thousands of folders stays cheap.
+A folder is a version when :func:`~sds_jupyter.stack.locator.locate_version` finds its
+manifest; :func:`find_manifest` gives the same answer for a local folder with a few
+``lstat`` calls (no real-path walk unless a symbolic link is on the way), so listing
+thousands of folders stays cheap.
 :class:`ManifestCache` keeps parsed manifests keyed by real path, size and
 modification time (ns): a rewritten manifest is read again, an unchanged one never.
 Nothing here follows ``parent`` references; :mod:`sds_jupyter.stack.stack` does.
@@ -227,7 +228,8 @@ def scan_versions(
     """Every version folder in ``datasets_dir``; unreadable or hostile manifests become notes.
 
     A folder's dataset ID is the folder map's ID for it, else its name. A manifest
-    whose real path lies outside the datasets folder (a link out) is skipped.
+    whose real path lies outside the datasets folder or its version folder (a link out)
+    is skipped, as opening it would be refused.
     """
     folders = folders or FolderMap()
     datasets_real = os.path.realpath(datasets_dir)
@@ -263,6 +265,12 @@ def _listing(datasets_real: str, folders: FolderMap, notes: list[str]) -> list[t
             continue
         if not plain and not is_within(found.real_path, datasets_real):
             notes.append(f"skipped {name!r}: its layer.json lies outside the datasets folder")
+            continue
+        # as locate_version opens it: the manifest stays inside the version folder, links included
+        if found.real_path != found.data_dir + os.sep + MANIFEST_NAME and not is_within(
+            found.real_path, path if plain else os.path.realpath(path)
+        ):
+            notes.append(f"skipped {name!r}: its layer.json lies outside its folder (a link out)")
             continue
         listed.append((name, path, found))
     return listed

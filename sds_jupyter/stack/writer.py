@@ -57,29 +57,9 @@ class VersionWriter(VersionOps):
             )
         super().__init__(CopyOnWriteStore(self.stack))
 
-    def commit(
-        self,
-        dest: str | os.PathLike[str] | None = None,
-        *,
-        title: str | None = None,
-        message: str | None = None,
-        created_by: str | None = None,
-    ) -> Path:
-        """Write the new version and return its folder.
-
-        ``dest`` defaults to a new folder, named by a fresh dataset ID, beside the
-        top version in the datasets folder, where a reader will look for its parent.
-        It must not exist and must not lie inside any folder of the stack.
-        """
+    def commit(self, dest: str | os.PathLike[str] | None = None, **details: str | None) -> Path:
+        """Save the staged changes as a new version (title=, message=, created_by=): see commit_version."""
         self._check_open()
-        folder = commit_version(
-            self.stack,
-            self.store,
-            self.changes,
-            dest,
-            title=title,
-            message=message,
-            created_by=created_by,
-        )
+        folder = commit_version(self.stack, self.store, self.changes, dest, **details)
         self._committed = True
         return folder

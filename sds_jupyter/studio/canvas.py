@@ -25,7 +25,16 @@ from sds_jupyter.studio.palette import column_palette
 if TYPE_CHECKING:
     from anndata import AnnData
 
-    from sds_jupyter.studio.payloads import CanvasImage, CanvasPayload, Viewport
+    from sds_jupyter.studio.payloads import (
+        CanvasColor,
+        CanvasImage,
+        CanvasPayload,
+        CategoricalColor,
+        ChannelInfo,
+        ContinuousColor,
+        ImageChannel,
+        Viewport,
+    )
 
 __all__ = ["CanvasData", "build_canvas", "cell_coordinates", "channel_planes", "colormap_lut", "region_attrs"]
 
@@ -129,7 +138,7 @@ def colormap_lut(name: str, size: int = LUT_SIZE) -> list[str]:
     return [_hex(cmap(i / (size - 1))) for i in range(size)]
 
 
-def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
+def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[CategoricalColor, np.ndarray]:
     series = adata.obs[column]
     categorical = series.astype("category") if not isinstance(series.dtype, pd.CategoricalDtype) else series
     categories = [str(c) for c in categorical.cat.categories]
@@ -140,16 +149,16 @@ def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> 
         categories, colors = [*categories, MISSING_CATEGORY], [*colors, MISSING_COLOR]
     if len(categories) > np.iinfo(np.uint16).max:
         raise FigureError(f"Column {column!r} has too many categories ({len(categories)}) to color by.")
-    info = {"mode": "categorical", "column": column, "categories": categories, "colors": colors}
+    info: CategoricalColor = {"mode": "categorical", "column": column, "categories": categories, "colors": colors}
     return info, codes.astype(np.uint16)
 
 
-def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray]:
+def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[ContinuousColor, np.ndarray]:
     values = pd.to_numeric(adata.obs[column], errors="coerce").to_numpy(dtype=np.float32)
     finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     name = spec.get("colormap") or DEFAULT_COLORMAP
-    info = {
+    info: ContinuousColor = {
         "mode": "continuous",
         "column": column,
         "colormap": name,
@@ -160,7 +169,7 @@ def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> t
     return info, values
 
 
-def cell_colors(adata: AnnData, spec: Mapping[str, Any]) -> tuple[dict[str, Any], np.ndarray | None]:
+def cell_colors(adata: AnnData, spec: Mapping[str, Any]) -> tuple[CanvasColor, np.ndarray | None]:
     """The color description and the per-cell value buffer for ``spec["color_by"]``."""
     column = spec.get("color_by")
     if not column:
@@ -214,11 +223,11 @@ def _visible_channels(
     return drawn
 
 
-def composite_image(level: Level, spec: Mapping[str, Any]) -> tuple[np.ndarray, list[dict[str, str]]]:
+def composite_image(level: Level, spec: Mapping[str, Any]) -> tuple[np.ndarray, list[ImageChannel]]:
     """The visible channels blended additively into one RGBA uint8 image."""
     planes = _channel_planes(level)
     rgb = np.zeros((*planes.shape[1:], 3), dtype=np.float32)
-    drawn = []
+    drawn: list[ImageChannel] = []
     for index, name, color, limits in _visible_channels(spec, list(level.channel_names)):
         plane = planes[index].astype(np.float32)
         low, high = limits if limits else (float(np.nanmin(plane)), float(np.nanmax(plane)))
@@ -234,7 +243,7 @@ def composite_image(level: Level, spec: Mapping[str, Any]) -> tuple[np.ndarray, 
 MAX_CHANNELS = 8
 
 
-def channel_planes(level: Level, spec: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[np.ndarray]]:
+def channel_planes(level: Level, spec: Mapping[str, Any]) -> tuple[list[ChannelInfo], list[np.ndarray]]:
     """Each channel of ``level`` (up to MAX_CHANNELS) as uint8 over its own value range, with its settings.
 
     Why: the browser blends the channels itself, so a person can turn each one on and off and
@@ -245,7 +254,8 @@ def channel_planes(level: Level, spec: Mapping[str, Any]) -> tuple[list[dict[str
     names = list(level.channel_names) or [str(i) for i in range(planes.shape[0])]
     saved = {str(c.get("name", i)): c for i, c in enumerate(spec.get("channels") or [])}
     drawn = {index for index, *_ in _visible_channels(spec, names)}
-    infos, buffers = [], []
+    infos: list[ChannelInfo] = []
+    buffers: list[np.ndarray] = []
     for index in range(min(planes.shape[0], MAX_CHANNELS)):
         plane = planes[index].astype(np.float32)
         finite = plane[np.isfinite(plane)]

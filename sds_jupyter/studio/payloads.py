@@ -6,30 +6,105 @@ here so the studio's builders never import the service above them.
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from dataclasses import dataclass
+from typing import Annotated, Literal, NotRequired, TypedDict
 
-__all__ = ["CanvasImage", "CanvasPayload", "Viewport"]
+__all__ = [
+    "Bounds",
+    "CanvasColor",
+    "CanvasImage",
+    "CanvasPayload",
+    "CategoricalColor",
+    "ChannelInfo",
+    "ContinuousColor",
+    "ImageChannel",
+    "Items",
+    "NoColor",
+    "Pair",
+    "Viewport",
+]
+
+
+@dataclass(frozen=True)
+class Items:
+    """Marks a list of a fixed length, so the TypeScript made from these types is a tuple."""
+
+    count: int
+
+
+#: [xmin, ymin, xmax, ymax] in the figure's coordinates.
+Bounds = Annotated[list[float], Items(4)]
+
+#: Two numbers: a point (x, y) or a range (low, high).
+Pair = Annotated[list[float], Items(2)]
 
 
 class Viewport(TypedDict):
-    target: list[float]
+    target: Pair
     zoom: float
     rotation: float
+
+
+class ImageChannel(TypedDict):
+    """A channel blended into the canvas image: its name and the color it was drawn in."""
+
+    name: str
+    color: str
 
 
 class CanvasImage(TypedDict):
     width: int
     height: int
-    bounds: list[float]
-    channels: list[dict[str, str]]
+    bounds: Bounds
+    channels: list[ImageChannel]
+
+
+class CategoricalColor(TypedDict):
+    """Cells colored by category: one uint16 code per cell indexes ``categories`` and ``colors``."""
+
+    mode: Literal["categorical"]
+    column: str
+    categories: list[str]
+    colors: list[str]
+
+
+class ContinuousColor(TypedDict):
+    """Cells colored by value: one float32 per cell, mapped from ``min``..``max`` onto ``lut``."""
+
+    mode: Literal["continuous"]
+    column: str
+    colormap: str
+    min: float
+    max: float
+    lut: list[str]
+
+
+class NoColor(TypedDict):
+    mode: Literal["none"]
+
+
+#: How the cells are colored; ``mode`` tells which (the front end narrows on it).
+CanvasColor = CategoricalColor | ContinuousColor | NoColor
 
 
 class CanvasPayload(TypedDict):
     n_cells: int
-    bounds: list[float]
+    bounds: Bounds
     viewport: Viewport
-    color: dict[str, Any]
+    color: CanvasColor
     point_size: float
     image: CanvasImage | None
+    #: The coordinate system's unit (e.g. "micrometer") when it names a physical one: the scale bar's.
     unit: NotRequired[str | None]
+    #: The table's obs columns (what the view can color by).
     obs_columns: NotRequired[list[str]]
+
+
+class ChannelInfo(TypedDict):
+    """An image channel as the ``channels`` request describes it (raw values in contrast_limits and range)."""
+
+    name: str
+    color: str
+    visible: bool
+    contrast_limits: Pair
+    range: Pair

@@ -107,8 +107,8 @@ describe('compare view', () => {
   it('compares the selected version (A) with its parent (B), follows the selection, picks and swaps', async () => {
     const t = new FakeTransport()
       .on('history', () => history(3))
-      .on('compare', p => comparison(p.a, p.b))
-      .on('changes', () => ({ ops: [], added: [], replaced: [], deleted: [] }));
+      .on('compare', p => comparison(Number(p.a), Number(p.b)))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }));
     const el = mount(t, 'compare');
     await settle(10);
     const [selA, selB] = [...el.querySelectorAll<HTMLSelectElement>('.sds-compare select')];
@@ -147,7 +147,7 @@ describe('compare view', () => {
 
   it('shows transitions as a table and a chart, numbers as a histogram, and the rest as sentences', async () => {
     const charts = fakeCharts();
-    const t = new FakeTransport().on('history', () => history(3)).on('compare', p => comparison(p.a, p.b));
+    const t = new FakeTransport().on('history', () => history(3)).on('compare', p => comparison(Number(p.a), Number(p.b)));
     const el = mount(t, 'compare', charts);
     await settle(10);
     const regions = el.querySelector('.sds-obs-change[data-column="regions"]')!;
@@ -365,7 +365,7 @@ describe('contents view', () => {
     const t = new FakeTransport()
       .on('history', () => history(2))
       .on('contents', () => CONTENTS)
-      .on('changes', () => ({ ops: [], added: [], replaced: [], deleted: [] }));
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }));
     const el = mount(t, 'contents');
     await settle();
     expect(t.callsOf('contents')).toEqual([{ version: 2 }]);

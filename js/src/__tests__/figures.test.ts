@@ -28,7 +28,7 @@ const CANVAS: Figure = {
   caption: null,
   print_width: 'double',
   kind: 'canvas',
-  canvas: { table: 'table' },
+  canvas: { table: 'table', color_by: 'regions', image: null },
   spec: { kind: 'canvas', color_by: 'regions' }
 };
 

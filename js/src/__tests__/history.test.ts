@@ -29,7 +29,7 @@ function key(el: Element, k: string): void {
 /** Past the key debounce. */
 const rest = () => new Promise(r => setTimeout(r, 200));
 
-const EMPTY_CHANGES = { ops: [], added: [], replaced: [], deleted: [] };
+const EMPTY_CHANGES = { ops: [], details: [], added: [], replaced: [], deleted: [] };
 
 describe('format', () => {
   it('formats relative times', () => {
@@ -191,6 +191,7 @@ describe('changes', () => {
   it('lists the ops and the added, replaced and deleted keys with sizes', async () => {
     const t = new FakeTransport().on('history', () => history(1)).on('changes', () => ({
       ops: [{ op: 'set-obs', column: 'leiden', dtype: 'categorical' }],
+      details: [{}],
       added: [
         { key: 'tables/table/obs/leiden/codes/c/0', size: 2048 },
         { key: 'tables/table/obs/leiden/zarr.json', size: 300 }

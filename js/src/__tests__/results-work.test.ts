@@ -6,7 +6,7 @@ import { columnFormat, fullValue, isPValueColumn, plural } from '../app/format';
 import { resultCodeFor } from '../app/results';
 import { tabKeyTarget } from '../app/tabs';
 import { VirtualList } from '../app/vlist';
-import type { Result, ResultPage } from '../app/types';
+import type { Params, Result, ResultPage } from '../app/types';
 import charts from './fixtures/charts.json';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
@@ -107,7 +107,7 @@ describe('tabs and lists', () => {
   });
 
   it('is one Tab stop with tabpanel wiring', async () => {
-    const t = new FakeTransport().on('history', () => history(2)).on('changes', () => ({ version: 2, ops: [], added: [], replaced: [], deleted: [] }));
+    const t = new FakeTransport().on('history', () => history(2)).on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }));
     const el = document.createElement('div');
     document.body.append(el);
     app = mountApp(el, t, { now: () => NOW, renderChart: fakeCharts().render });
@@ -166,7 +166,8 @@ const MARKERS: Result = {
   tables: [{ name: 'table', n_rows: 3, columns: [{ name: 'gene', dtype: 'object' }, { name: 'pvals_adj', dtype: 'float64' }] }]
 };
 
-function pageOf(p: { offset: number; limit: number; filter?: string }): ResultPage {
+function pageOf(p: Params<'result_page'>): ResultPage {
+  const offset = p.offset ?? 0;
   const all: unknown[][] = [
     ['CD8A', 0.000123456789],
     ['CD4', 0.5],
@@ -178,9 +179,9 @@ function pageOf(p: { offset: number; limit: number; filter?: string }): ResultPa
       { name: 'gene', dtype: 'object' },
       { name: 'pvals_adj', dtype: 'float64', min: 0.000123456789, max: 0.5 }
     ],
-    rows: rows.slice(p.offset, p.offset + p.limit),
+    rows: rows.slice(offset, offset + (p.limit ?? 100)),
     total: rows.length,
-    offset: p.offset,
+    offset,
     unfiltered: all.length
   };
 }
@@ -255,7 +256,7 @@ describe('a stack that cannot be read', () => {
 
 describe('action messages', () => {
   it('"Refreshed" clears itself; an error stays', async () => {
-    const t = new FakeTransport().on('history', () => history(1)).on('changes', () => ({ version: 1, ops: [], added: [], replaced: [], deleted: [] }));
+    const t = new FakeTransport().on('history', () => history(1)).on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }));
     const el = document.createElement('div');
     document.body.append(el);
     let fail = false;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
 import { TransportError } from '../app/transport';
-import type { Result, ResultPage } from '../app/types';
+import type { Params, Result, ResultPage } from '../app/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 let app: AppHandle | null = null;
@@ -49,7 +49,8 @@ const BROKEN: Result = {
 };
 
 /** A server that pages and sorts 120 rows of (gene_i, i). */
-function pageOf(p: { offset: number; limit: number; sort?: string; descending?: boolean; table?: string }): ResultPage {
+function pageOf(p: Params<'result_page'>): ResultPage {
+  const offset = p.offset ?? 0;
   let rows: unknown[][] = Array.from({ length: 120 }, (_, i) => [`gene_${i}`, i / 2]);
   if (p.sort === 'score' && p.descending) {
     rows = rows.reverse();
@@ -59,9 +60,10 @@ function pageOf(p: { offset: number; limit: number; sort?: string; descending?: 
       { name: 'gene', dtype: 'str' },
       { name: 'score', dtype: 'float32' }
     ],
-    rows: rows.slice(p.offset, p.offset + p.limit),
+    rows: rows.slice(offset, offset + (p.limit ?? 100)),
     total: 120,
-    offset: p.offset
+    offset,
+    unfiltered: 120
   };
 }
 

@@ -1,8 +1,8 @@
 /**
  * Which folders of a listing are versions, and their titles: one request per
  * directory (`GET api/versions?path=<dir>`), answered by the server with the
- * Python rule (`layer.json` at a folder's top or under `data/`), cached until
- * the listing refreshes.
+ * stack library's rule (`locate_version`; nothing here restates it), cached
+ * until the listing refreshes.
  */
 
 /** One version folder of a directory, as the server names it. */
