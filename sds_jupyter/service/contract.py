@@ -28,8 +28,6 @@ GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js
 #: Requests answering a :class:`Reply` (a payload with buffers): the payload's type.
 REPLY_PAYLOADS: dict[str, type] = {
     "canvas": payloads.CanvasPayload,
-    "expression": payloads.ExpressionPayload,
-    "cell_mask": payloads.CellMaskPayload,
     "color_values": payloads.ColorValuesPayload,
     "channels": payloads.ChannelsData,
 }

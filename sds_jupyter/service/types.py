@@ -13,7 +13,6 @@ __all__ = [
     "BaseSummary",
     "CanvasImage",
     "CanvasPayload",
-    "CellMaskPayload",
     "CellRow",
     "ChangesData",
     "ChannelInfo",
@@ -27,7 +26,6 @@ __all__ = [
     "Delta",
     "ElementSummary",
     "ErrorInfo",
-    "ExpressionPayload",
     "FigureChange",
     "FigureSummary",
     "FiguresData",
@@ -417,24 +415,3 @@ class ContentsData(TypedDict):
     depth: int
     elements: list[ElementSummary]
     tables: list[TableContents]
-
-
-class ExpressionPayload(TypedDict):
-    """The JSON part of an ``expression`` reply; the values are its one float32 buffer."""
-
-    gene: str
-    layer: str | None
-    n_cells: int
-    min: float | None
-    max: float | None
-    dtype: Literal["float32"]
-
-
-class CellMaskPayload(TypedDict):
-    """The JSON part of a ``cell_mask`` reply; the mask is its one uint8 buffer."""
-
-    column: str
-    value: str
-    n_cells: int
-    n_selected: int
-    dtype: Literal["uint8"]

@@ -361,23 +361,6 @@ export type ContentsData = {
   tables: TableContents[];
 };
 
-export type ExpressionPayload = {
-  gene: string;
-  layer: string | null;
-  n_cells: number;
-  min: number | null;
-  max: number | null;
-  dtype: 'float32';
-};
-
-export type CellMaskPayload = {
-  column: string;
-  value: string;
-  n_cells: number;
-  n_selected: number;
-  dtype: 'uint8';
-};
-
 /** Request name -> the payload type of its reply. */
 export interface ReplyTypes {
   history: HistoryData;
@@ -388,8 +371,6 @@ export interface ReplyTypes {
   result_page: ResultPage;
   result_csv: ResultCsv;
   compare: Comparison;
-  expression: ExpressionPayload;
-  cell_mask: CellMaskPayload;
   tree: TreeData;
   fingerprint: Fingerprint;
   contents: ContentsData;
@@ -399,4 +380,4 @@ export interface ReplyTypes {
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'expression', 'cell_mask', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels'] as const;

@@ -350,29 +350,31 @@ export interface Requests {
     { version: number; result: string; table?: string; sort?: string; descending?: boolean; filter?: string },
     ResultCsv
   ];
-  compare: [{ a: number; b: number }, Comparison];
-  /** One gene per cell (buffer: float32, obs order, as the canvas's cells). */
-  expression: [{ version: number; gene: string; layer?: string }, Expression];
-  /** The cells of one group (buffer: uint8 per cell, obs order). */
-  cell_mask: [{ version: number; column: string; value: string }, CellMask];
+  /** `a`, `b`: a depth of the opened chain, or the dataset ID of a version on another branch (the tree). */
+  compare: [{ a: number | string; b: number | string }, Comparison];
   tree: [Record<string, never>, Tree];
   fingerprint: [Record<string, never>, Fingerprint];
   contents: [{ version: number }, Contents];
   cell: [{ version: number; figure: string; index: number }, CellRow];
   channels: [{ version: number; figure: string }, ChannelsData];
-  color_values: [{ version: number; figure: string; column?: string; gene?: string }, CanvasColor];
+  /**
+   * A canvas figure's cells colored by an obs `column` or a `gene` (from X or `layer`); with `highlight`,
+   * the cells whose column holds that value against grey; with `against` (a version), by the column's
+   * change from that version (unchanged cells grey). Buffer: uint16 codes or float32 values, canvas order.
+   */
+  color_values: [
+    {
+      version: number;
+      figure: string;
+      column?: string;
+      gene?: string;
+      layer?: string;
+      highlight?: string;
+      against?: number | string;
+    },
+    CanvasColor
+  ];
 }
-
-export type Expression = {
-  gene: string;
-  layer: string | null;
-  n_cells: number;
-  min: number | null;
-  max: number | null;
-  dtype: 'float32';
-};
-
-export type CellMask = { column: string; value: string; n_cells: number; n_selected: number; dtype: 'uint8' };
 
 export type RequestName = keyof Requests;
 export type Params<N extends RequestName> = Requests[N][0];
@@ -388,8 +390,6 @@ export const REQUESTS: readonly RequestName[] = [
   'result_page',
   'result_csv',
   'compare',
-  'expression',
-  'cell_mask',
   'tree',
   'fingerprint',
   'contents',
