@@ -643,8 +643,13 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
           await page.waitForFunction(() => /Copied|Copy this line/.test(document.querySelector('[data-result="markers-leiden"] .sds-code-status')?.textContent ?? ''));
           const line = await page.evaluate(() => navigator.clipboard.readText());
           assert.match(line, /VersionBrowser\(".*"\)\.result\("markers-leiden", version=\d+\)/);
+          // the path is the server root's, joined: the line runs from a notebook in any folder, not only the root
+          const opened = JSON.parse(/VersionBrowser\((".*?")\)/.exec(line)[1]);
+          assert.ok(opened.startsWith('/') && opened.endsWith(`/root/${top}`), line);
+          const elsewhere = join(work, 'root', 'analysis', 'week-2');
+          mkdirSync(elsewhere, { recursive: true });
           const run = spawnSync(PYTHON, ['-c', `${line}\nprint(type(table).__name__, len(table), table.meta["kind"])`], {
-            cwd: join(work, 'root'), encoding: 'utf8'
+            cwd: elsewhere, encoding: 'utf8'
           });
           assert.equal(run.status, 0, run.stderr);
           assert.equal(run.stdout.trim(), 'ResultTable 12 markers');

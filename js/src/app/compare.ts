@@ -9,8 +9,9 @@
  */
 
 import type { ChartRenderer, ChartHandle } from './chart';
-import { empty, errorBox, fill, h, loading } from './dom';
+import { empty, errorBox, fill, h } from './dom';
 import { cell } from './format';
+import { cancelLoad, loadInto } from './load';
 import { TissuePane } from './tissue';
 import { TransportError, type Transport } from './transport';
 import type {
@@ -105,7 +106,6 @@ export class CompareView {
   readonly selectB: HTMLSelectElement;
   readonly swapButton: HTMLButtonElement;
   private readonly out: HTMLElement;
-  private token = 0;
   private ran = false;
   private choices: Choice[] = [];
   private branches: Branch[] = [];
@@ -253,28 +253,17 @@ export class CompareView {
     }
     const a = pickOf(this.selectA.value);
     const b = pickOf(this.selectB.value);
-    const token = ++this.token;
     this.ran = true;
     this.disposeCharts();
     this.pane?.dispose();
     this.pane = null;
     if (a === b) {
+      cancelLoad(this.out);
       fill(this.out, empty('Pick two different versions.'));
       return;
     }
-    fill(this.out, loading());
-    try {
-      // what changed going from B to A: B is the request's `a`
-      const { data } = await this.transport.request('compare', { a: b, b: a });
-      if (token === this.token) {
-        this.render(data, b, a);
-      }
-    } catch (err) {
-      if (token === this.token) {
-        const e = TransportError.from(err);
-        fill(this.out, errorBox(e.message, e.kind));
-      }
-    }
+    // what changed going from B to A: B is the request's `a`
+    await loadInto(this.out, () => this.transport.request('compare', { a: b, b: a }), data => this.render(data, b, a));
   }
 
   private label(pick: Pick): string {

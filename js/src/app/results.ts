@@ -1,10 +1,11 @@
 /** Results of the selected version: meta as a report, tables paged and sorted by the server. */
 
 import type { ChartHandle, ChartRenderer } from './chart';
-import { download, empty, errorBox, fill, h, loading, report, runDisposers } from './dom';
+import { download, empty, errorBox, fill, h, report, runDisposers } from './dom';
 import { cell, columnFormat, exactTime, fullValue, plural, relativeTime, type CellFormat } from './format';
 import { badge } from './history';
 import type { ColorTarget } from './spatialfigure';
+import { loadInto, type Current } from './load';
 import { TissuePane } from './tissue';
 import { TransportError, type Transport } from './transport';
 import type { Result, ResultMeta, ResultPage, ResultTable } from './types';
@@ -81,7 +82,6 @@ async function copyText(text: string): Promise<boolean> {
 
 export class ResultsView {
   readonly node: HTMLElement;
-  private token = 0;
   private disposers: (() => void)[] = [];
 
   constructor(
@@ -101,31 +101,24 @@ export class ResultsView {
     runDisposers(this.disposers);
   }
 
-  async show(version: number): Promise<void> {
-    const token = ++this.token;
+  show(version: number): Promise<void> {
     this.clear();
-    fill(this.node, loading());
-    try {
-      const { data } = await this.transport.request('results', { version });
-      if (token !== this.token) {
-        return;
+    return loadInto(
+      this.node,
+      () => this.transport.request('results', { version }),
+      (data, current) => {
+        const results = data.results ?? [];
+        fill(
+          this.node,
+          data.error ? errorBox(data.error.message, data.error.kind) : null,
+          results.length ? null : empty('This version has no results.'),
+          results.map(r => this.result(version, r, current))
+        );
       }
-      const results = data.results ?? [];
-      fill(
-        this.node,
-        data.error ? errorBox(data.error.message, data.error.kind) : null,
-        results.length ? null : empty('This version has no results.'),
-        results.map(r => this.result(version, r, token))
-      );
-    } catch (err) {
-      if (token === this.token) {
-        const e = TransportError.from(err);
-        fill(this.node, errorBox(e.message, e.kind));
-      }
-    }
+    );
   }
 
-  private result(version: number, r: Result, token: number): HTMLElement {
+  private result(version: number, r: Result, current: Current): HTMLElement {
     const meta = r.meta ?? {};
     const kind = r.kind ?? meta.kind ?? null;
     const title = r.title || meta.title || r.id;
@@ -157,7 +150,7 @@ export class ResultsView {
       this.disposers.push(() => handle?.dispose());
       this.renderChart(target, r.chart).then(
         hd => {
-          if (token !== this.token) {
+          if (!current()) {
             hd.dispose();
           } else {
             handle = hd;
