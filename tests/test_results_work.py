@@ -192,7 +192,9 @@ def test_version_browser_result_is_a_dataframe_with_meta(studio_stack, recorded_
     assert nometa.meta == {}
 
 
-def test_copy_codes_path_from_jupyterlab_opens_with_its_home_folder(studio_stack, monkeypatch, recorded_messages) -> None:
+def test_copy_codes_path_from_jupyterlab_opens_with_its_home_folder(
+    studio_stack, monkeypatch, recorded_messages
+) -> None:
     """JupyterLab names its server root ``~/…`` when it lies in the home folder; the copied line opens it."""
     home = studio_stack.datasets.parent
     monkeypatch.setenv("HOME", str(home))
