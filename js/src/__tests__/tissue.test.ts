@@ -252,6 +252,7 @@ describe('compare: show on tissue, and versions on other branches', () => {
     el.querySelector<HTMLButtonElement>('.sds-show-tissue')!.click();
     await settle(10);
     expect(t.callsOf('color_values').at(-1)).toEqual({ version: 2, figure: 'tissue', column: 'regions', against: 'side-9' });
+    expect(el.querySelector<HTMLElement>('.sds-show-tissue')!.hidden).toBe(false);
     // A on a branch: no tissue of it here (it is not the opened chain)
     const selectA = el.querySelector<HTMLSelectElement>('select[aria-label="Version A"]')!;
     selectA.value = 'side-9';
@@ -259,5 +260,13 @@ describe('compare: show on tissue, and versions on other branches', () => {
     selectA.dispatchEvent(new Event('change'));
     await settle(10);
     expect(el.querySelector('.sds-show-tissue')).toBeNull();
+  });
+
+  it('offers no "Show on tissue" where A has no spatial view', async () => {
+    const t = transport([]).on('compare', p => comparison(p.a, p.b as number));
+    const el = mount(t, 'compare');
+    await settle(10);
+    expect(el.querySelector('.sds-obs-change[data-column="regions"]')).not.toBeNull();
+    expect(el.querySelector<HTMLElement>('.sds-show-tissue')?.hidden).toBe(true);
   });
 });

@@ -290,6 +290,14 @@ export class CompareView {
     // the tissue of A (a version of the opened chain) colored by what changed since B
     const pane = typeof toPick === 'number' ? new TissuePane(this.transport, toPick, 'Back to the comparison') : null;
     this.pane = pane;
+    // "Show on tissue" appears once A is known to have cells on the tissue (a canvas figure)
+    void pane?.available().then(ok => {
+      if (ok && this.pane === pane) {
+        for (const b of this.out.querySelectorAll<HTMLElement>('.sds-show-tissue')) {
+          b.hidden = false;
+        }
+      }
+    });
     const cells = c.obs?.n_common;
     const intro = h(
       'p',
@@ -354,7 +362,8 @@ export class CompareView {
           {
             type: 'button',
             class: 'sds-button sds-show-tissue',
-            title: `Color A's cells by how ${ch.column} changed (unchanged cells grey)`
+            title: `Color A's cells by how ${ch.column} changed (unchanged cells grey)`,
+            hidden: ''
           },
           'Show on tissue'
         ) as HTMLButtonElement)

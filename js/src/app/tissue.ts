@@ -66,6 +66,14 @@ export class TissuePane {
     return this.figure;
   }
 
+  /** Whether the version has a spatial view to show (a drawable canvas figure); false when that cannot be read. */
+  available(): Promise<boolean> {
+    return this.canvasFigure().then(
+      fig => fig !== null,
+      () => false
+    );
+  }
+
   /**
    * Show the cells colored by `target`, titled `what`; `from` (the control clicked) gets the
    * focus back on close. Resolves once drawn (or once the reason it cannot be is shown).
