@@ -741,6 +741,13 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
           await page.locator('.sds-obs-change[data-column="regions"] .sds-tissue').scrollIntoViewIfNeeded();
           await shot(page, 'compare-on-tissue-narrow');
           await checkAxe(page, 'Compare with the tissue (narrow)');
+          // B can be a version on another branch of the tree (the demo's "Coarser clusters")
+          const branch = await page.locator('.sds-compare select[aria-label^="Version B"] optgroup[label="Other branches"] option').first();
+          const value = await branch.getAttribute('value');
+          await page.locator('.sds-compare select[aria-label^="Version B"]').selectOption(value);
+          await page.waitForFunction(() => /\(branch, v\d+\)\) to A/.test(document.querySelector('.sds-compare-intro')?.textContent ?? ''), null, { timeout: 60000 });
+          assert.ok(await page.locator('.sds-headline li').count() > 0, 'the branch comparison has a headline');
+          await shot(page, 'compare-branch-narrow');
         }
         assert.deepEqual(page.errors, []);
       } finally {
