@@ -71,7 +71,8 @@ class VersionBrowser(anywidget.AnyWidget):
     Parameters
     ----------
     path
-        A version folder, its ``layer.json``, or a base store.
+        A version folder, its ``layer.json``, or a base store. A leading ``~`` is the home
+        folder (JupyterLab names its server root that way, and the panel's "Copy code" joins it).
     folders
         ``{dataset id: folder}`` (mapping or JSON); ``None`` reads ``SDS_CIRRO_DATASETS``.
     name
@@ -105,6 +106,8 @@ class VersionBrowser(anywidget.AnyWidget):
         **kwargs: Any,
     ) -> None:
         _require_static()
+        if isinstance(path, str) and (path == "~" or path.startswith("~/")):
+            path = os.path.expanduser(path)
         self.service = StackService(path, folders=folders, table=table, storage_options=storage_options)
         self.variable_name = name
         self._namespace = namespace

@@ -21,6 +21,8 @@ from sds_jupyter.stack import Stack
 from sds_jupyter.stack.open import open_anndata
 from sds_jupyter.stack.writer import VersionWriter
 
+pytest_plugins = ["fixtures_service"]
+
 N = 60
 MISSING = "<missing>"
 
@@ -250,3 +252,60 @@ def test_cells_are_matched_by_index_not_position() -> None:
     a2 = pd.Series([np.nan, 2.0, 1.0], index=["c3", "c1", "c2"])
     change = obs_change("n", a2, b2)
     assert change is not None and change["n_changed"] == 1 and change["max_abs_delta"] == 4.0
+
+
+# ------------------------------------------------------------------ across branches of the tree
+
+
+@pytest.fixture
+def branched(studio_stack: Any, tmp_path: Path) -> Path:
+    """A copy of the studio stack's datasets folder with a branch on v1 that relabels every cell."""
+    import shutil
+
+    datasets = tmp_path / "datasets"
+    shutil.copytree(studio_stack.datasets, datasets, symlinks=True)
+    writer = VersionWriter(Stack.resolve(datasets / "studio-1111"))
+    n_obs = writer.n_obs("table")
+    writer.set_obs("table", "region_class", pd.Categorical(["margin"] * n_obs))
+    writer.commit(datasets / "branch-3333", title="Margins", message="a branch", created_by="c@example.org")
+    return datasets
+
+
+def test_compare_reaches_a_version_on_another_branch(branched: Path) -> None:
+    service = StackService(branched / "edit-2222")
+    assert {n["dataset_id"] for n in service.tree()["nodes"]} >= {"branch-3333", "edit-2222"}
+    data = json.loads(json.dumps(dispatch(service, "compare", {"a": "branch-3333", "b": 2}).data))
+    change = next(c for c in data["obs"]["changed"] if c["column"] == "region_class")
+    # counted independently: the branch holds "margin" everywhere, v2 "tumor" everywhere
+    branch = open_anndata(Stack.resolve(branched / "branch-3333"), table="table").obs["region_class"].astype(str)
+    edit = open_anndata(Stack.resolve(branched / "edit-2222"), table="table").obs["region_class"].astype(str)
+    crosstab = pd.crosstab(branch, edit)
+    assert change["transitions"] == [
+        {"a": a, "b": b, "count": int(crosstab.loc[a, b])} for a in crosstab.index for b in crosstab.columns if a != b
+    ]
+    assert change["n_changed"] == len(edit)
+    # the branch's coloring against the opened version works the same way
+    reply = dispatch(
+        service,
+        "color_values",
+        {"version": 2, "figure": "fig_canvas", "column": "region_class", "against": "branch-3333"},
+    )
+    assert reply.data["categories"] == ["margin → tumor"]
+
+
+def test_compare_refuses_a_version_outside_the_datasets_folder(branched: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from sds_jupyter.errors import StackError
+
+    outside = tmp_path / "elsewhere"
+    shutil.copytree(branched / "branch-3333", outside / "away-4444")
+    service = StackService(branched / "edit-2222")
+    with pytest.raises(StackError, match="No version 'away-4444'"):
+        dispatch(service, "compare", {"a": "away-4444", "b": 2})
+    # a link inside the folder that leads out of it is not followed either
+    (branched / "away-4444").symlink_to(outside / "away-4444", target_is_directory=True)
+    with pytest.raises(StackError, match="away-4444"):
+        dispatch(service, "compare", {"a": "away-4444", "b": 2})
+    with pytest.raises(StackError, match="No version '../studio-1111'"):
+        dispatch(service, "compare", {"a": "../studio-1111", "b": 2})

@@ -34,8 +34,6 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "result_page": {"version": 1, "result": "res_markers"},
     "result_csv": {"version": 1, "result": "res_markers"},
     "compare": {"a": 1, "b": 2},
-    "expression": lambda service: {"version": 2, "gene": str(service.adata(2).var_names[0])},
-    "cell_mask": {"version": 2, "column": "region_class", "value": "tumor"},
     "tree": {},
     "fingerprint": {},
     "contents": {"version": 2},

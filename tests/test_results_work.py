@@ -192,6 +192,18 @@ def test_version_browser_result_is_a_dataframe_with_meta(studio_stack, recorded_
     assert nometa.meta == {}
 
 
+def test_copy_codes_path_from_jupyterlab_opens_with_its_home_folder(
+    studio_stack, monkeypatch, recorded_messages
+) -> None:
+    """JupyterLab names its server root ``~/…`` when it lies in the home folder; the copied line opens it."""
+    home = studio_stack.datasets.parent
+    monkeypatch.setenv("HOME", str(home))
+    relative = studio_stack.v2.relative_to(home).as_posix()
+    browser = VersionBrowser(f"~/{relative}", namespace={})
+    assert browser.service.error is None and browser.path == str(studio_stack.v2)
+    assert len(browser.result("res_markers")) == 30
+
+
 # ------------------------------------------------------------------ quiet writes
 
 
@@ -229,20 +241,71 @@ def test_no_auto_sharding_restores_the_setting() -> None:
 # ------------------------------------------------------------------ linked to the tissue (data side)
 
 
-def test_expression_is_one_float32_per_cell_in_obs_order(service) -> None:
+def _colored(reply: Any) -> tuple[dict[str, Any], list[str]]:
+    """A categorical color_values reply as its payload and each cell's category."""
+    codes = np.frombuffer(bytes(reply.buffers[0]), dtype="<u2")
+    return reply.data, [reply.data["categories"][c] for c in codes]
+
+
+def test_a_genes_values_come_from_color_values_in_obs_order(service) -> None:
     adata = service.adata(2)
     gene = str(adata.var_names[1])
-    reply = dispatch(service, "expression", {"version": 2, "gene": gene})
+    reply = dispatch(service, "color_values", {"version": 2, "figure": "fig_canvas", "gene": gene})
     values = np.frombuffer(bytes(reply.buffers[0]), dtype="<f4")
     x = adata.X[:, 1]
     expected = np.asarray(x.toarray() if hasattr(x, "toarray") else x, dtype=np.float32).ravel()
-    assert values.shape == (adata.n_obs,) and reply.data["n_cells"] == adata.n_obs
     np.testing.assert_array_equal(values, expected)
-    assert reply.data["max"] == pytest.approx(float(expected.max()))
-    with pytest.raises(RequestError, match="is not among the 3 variables"):
-        dispatch(service, "expression", {"version": 2, "gene": "NOPE"})
+    assert reply.data["mode"] == "continuous" and reply.data["max"] == pytest.approx(float(expected.max()))
+    with pytest.raises(RequestError, match="is not among the 3 var names"):
+        dispatch(service, "color_values", {"version": 2, "figure": "fig_canvas", "gene": "NOPE"})
     with pytest.raises(RequestError, match="no layer 'counts'"):
-        dispatch(service, "expression", {"version": 2, "gene": gene, "layer": "counts"})
+        dispatch(service, "color_values", {"version": 2, "figure": "fig_canvas", "gene": gene, "layer": "counts"})
+
+
+def test_highlight_colors_one_groups_cells_and_greys_the_rest(service) -> None:
+    obs = service.table_view(1).obs
+    params = {"version": 1, "figure": "fig_canvas", "column": "region_class", "highlight": "tumor"}
+    color, cells = _colored(dispatch(service, "color_values", params))
+    assert color["categories"] == ["tumor", "other cells"]
+    assert color["colors"] == ["#d62728", "#c8c8c8"]  # the figure's own tumor color, then grey
+    assert cells == ["tumor" if v == "tumor" else "other cells" for v in obs["region_class"].astype(str)]
+    with pytest.raises(RequestError, match="No cell has region_class = 'lymph'"):
+        dispatch(service, "color_values", {**params, "highlight": "lymph"})
+    with pytest.raises(RequestError, match="not a gene"):
+        dispatch(service, "color_values", {"version": 1, "figure": "fig_canvas", "gene": "g", "highlight": "x"})
+
+
+def test_against_colors_each_cell_by_its_transition(service) -> None:
+    before = service.table_view(1).obs["region_class"].astype(str)
+    after = service.table_view(2).obs["region_class"].astype(str)
+    params = {"version": 2, "figure": "fig_canvas", "column": "region_class", "against": 1}
+    color, cells = _colored(dispatch(service, "color_values", params))
+    expected = [
+        "unchanged" if before[name] == after[name] else f"{before[name]} → {after[name]}" for name in after.index
+    ]
+    assert cells == expected
+    assert color["column"] == "region_class (change)" and color["categories"][-1] == "unchanged"
+    assert color["colors"][-1] == "#c8c8c8"
+    # the counts are those of the compare request's transitions
+    transitions = next(c for c in service.compare(1, 2)["obs"]["changed"] if c["column"] == "region_class")
+    for t in transitions["transitions"]:
+        assert cells.count(f"{t['a']} → {t['b']}") == t["count"]
+    with pytest.raises(RequestError, match="no obs column 'added_col' to compare"):
+        dispatch(service, "color_values", {**params, "column": "added_col"})
+
+
+def test_transition_labels_match_cells_by_name_with_missing_values_and_new_cells() -> None:
+    from sds_jupyter.service.compare import transition_labels
+
+    a = pd.Series(pd.Categorical(["x", "y", None, "y"], categories=["y", "x"]), index=["c1", "c2", "c3", "c4"])
+    b = pd.Series(pd.Categorical(["y", None, "y", "x", "y"]), index=["c4", "c3", "c2", "c1", "c9"])
+    labels = transition_labels("col", a, b)
+    assert labels.tolist() == ["unchanged", "unchanged", "unchanged", "unchanged", "new cell"]
+    b2 = pd.Series(["x", "x", "z", None], index=["c4", "c3", "c2", "c1"])
+    assert transition_labels("col", a, b2).tolist() == ["y → x", "(missing) → x", "y → z", "x → (missing)"]
+    numbers = transition_labels("n", pd.Series([1.0, np.nan, 3.0]), pd.Series([1.0, np.nan, 4.0]))
+    assert numbers.tolist() == ["unchanged", "unchanged", "changed"]
+    assert list(numbers.cat.categories) == ["changed", "unchanged"]
 
 
 @pytest.mark.parametrize("form", ["dense", "csr", "csc"])
@@ -268,15 +331,3 @@ def test_matrix_column_reads_every_storage_form(tmp_path, form: str) -> None:
     for j in range(7):
         np.testing.assert_array_equal(view.matrix_column(j), dense[:, j])
     np.testing.assert_array_equal(view.matrix_column(3, "again"), dense[:, 3])
-
-
-def test_cell_mask_marks_a_group(service) -> None:
-    obs = service.table_view(2).obs
-    column = next(c for c in obs.columns if not pd.api.types.is_numeric_dtype(obs[c]))
-    value = str(obs[column].dropna().iloc[0])
-    reply = dispatch(service, "cell_mask", {"version": 2, "column": column, "value": value})
-    mask = np.frombuffer(bytes(reply.buffers[0]), dtype=np.uint8)
-    assert mask.tolist() == (obs[column].astype(str) == value).astype(np.uint8).tolist()
-    assert reply.data["n_selected"] == int(mask.sum()) > 0
-    with pytest.raises(RequestError, match="no obs column"):
-        dispatch(service, "cell_mask", {"version": 2, "column": "nope", "value": "x"})

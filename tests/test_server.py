@@ -361,13 +361,15 @@ def test_extension_points_and_installed_config() -> None:
     assert json.loads(config.read_text())["ServerApp"]["jpserver_extensions"] == {"sds_jupyter.server": True}
 
 
-def test_result_filter_csv_and_expression_over_rest(root, fetch) -> None:
+def test_result_filter_csv_and_gene_values_over_rest(root, fetch) -> None:
     page = _get(fetch, "result_page", path="datasets/edit-2222", version=1, result="res_markers", filter="gene1")
     assert page["total"] == 11 and page["unfiltered"] == 30
     csv = _get(fetch, "result_csv", path="datasets/edit-2222", version=1, result="res_markers", filter="gene1")
     assert csv["rows"] == 11 and csv["csv"].startswith("group,names,")
-    data, buffers = _get(fetch, "expression", path="datasets/edit-2222", version=1, gene="channel_0_sum")
-    assert data["n_cells"] == 26 and [len(b) for b in buffers] == [26 * 4]
+    data, buffers = _get(
+        fetch, "color_values", path="datasets/edit-2222", version=1, figure="fig_canvas", gene="channel_0_sum"
+    )
+    assert data["mode"] == "continuous" and [len(b) for b in buffers] == [26 * 4]
 
 
 # ------------------------------------------------------------------ hostile inputs (issue 8, item 10)

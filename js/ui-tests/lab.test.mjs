@@ -643,8 +643,14 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
           await page.waitForFunction(() => /Copied|Copy this line/.test(document.querySelector('[data-result="markers-leiden"] .sds-code-status')?.textContent ?? ''));
           const line = await page.evaluate(() => navigator.clipboard.readText());
           assert.match(line, /VersionBrowser\(".*"\)\.result\("markers-leiden", version=\d+\)/);
+          // the path is the server root's, joined: the line runs from a notebook in any folder, not only the root
+          const opened = JSON.parse(/VersionBrowser\((".*?")\)/.exec(line)[1]);
+          // absolute, or from the home folder as JupyterLab names a root inside it (a kernel has the server's HOME)
+          assert.ok(/^(\/|~\/)/.test(opened) && opened.endsWith(`/root/${top}`), line);
+          const elsewhere = join(work, 'root', 'analysis', 'week-2');
+          mkdirSync(elsewhere, { recursive: true });
           const run = spawnSync(PYTHON, ['-c', `${line}\nprint(type(table).__name__, len(table), table.meta["kind"])`], {
-            cwd: join(work, 'root'), encoding: 'utf8'
+            cwd: elsewhere, encoding: 'utf8', env: { ...process.env, HOME: work }
           });
           assert.equal(run.status, 0, run.stderr);
           assert.equal(run.stdout.trim(), 'ResultTable 12 markers');
@@ -662,6 +668,94 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       }
     });
   }
+
+  it('linked to the tissue: a gene or a cluster of a result, and a compared column, shown in the spatial view', async () => {
+    // what the tissue must show, from Python: the regions' transitions v2 → v3
+    const expected = JSON.parse(
+      python(
+        [
+          'import json, sys, pandas as pd, sds_jupyter as sds',
+          `stack = sds.Stack.resolve(${JSON.stringify(join(work, 'root', top))})`,
+          'a, b = (sds.open_anndata(stack.at(d)).obs["regions"].astype(str) for d in (2, 3))',
+          'pairs = (a + " → " + b)[a != b].value_counts()',
+          'print(json.dumps({"pairs": list(pairs.index)}))'
+        ].join('\n')
+      )
+    );
+    // the categories of the tissue view's legend (the first list; image channels come after)
+    const legend = page =>
+      page.evaluate(() =>
+        [...(document.querySelector('.sds-tissue:not([hidden]) .sds-legend-slot .sds-legend-cats')?.querySelectorAll('.sds-legend-label') ?? [])].map(
+          l => l.textContent.trim()
+        )
+      );
+    for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
+      const dark = theme.includes('Dark');
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme });
+      const page = await newPage();
+      try {
+        await openListing(page);
+        await item(page, top.split('/').pop()).dblclick();
+        await page.waitForSelector('.sds-history-row', { timeout: 30000 });
+        await page.waitForFunction(d => document.body.dataset.jpThemeLight === String(!d), dark, { timeout: 30000 });
+        await page.locator('.sds-tab[data-tab="results"]').click();
+        const card = page.locator('[data-result="markers-leiden"]');
+        await card.locator('.sds-tissue-link').first().waitFor({ timeout: 30000 });
+        // a gene: a click colors the tissue by its expression, in the result's card
+        await card.locator('.sds-tissue-link', { hasText: 'channel_1_sum' }).first().click();
+        await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn === 'channel_1_sum expression', null, { timeout: 60000 });
+        assert.equal(await card.locator('.sds-tissue .sds-spatial').getAttribute('data-color-by'), 'channel_1_sum');
+        assert.match(await card.locator('.sds-tissue .sds-legend-slot .sds-legend-title').first().innerText(), /^channel_1_sum \(/);
+        await page.waitForTimeout(600);
+        await card.locator('.sds-tissue').scrollIntoViewIfNeeded();
+        await shot(page, `tissue-gene-${dark ? 'dark' : 'light'}`);
+        await checkAxe(page, `Results with the tissue (${theme})`);
+        // a cluster, by keyboard: its cells against grey; Escape goes back to the value
+        const cluster = card.locator('td .sds-tissue-link', { hasText: /^0$/ }).first();
+        await cluster.focus();
+        await page.keyboard.press('Enter');
+        await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn === 'clusters 0', null, { timeout: 60000 });
+        assert.deepEqual(await legend(page), ['0', 'other cells']);
+        await page.waitForTimeout(400);
+        await shot(page, `tissue-cluster-${dark ? 'dark' : 'light'}`);
+        await page.locator('[data-result="markers-leiden"] .sds-tissue .sds-tissue-back').focus();
+        await page.keyboard.press('Escape');
+        assert.equal(await card.locator('.sds-tissue').isHidden(), true);
+        assert.equal(await cluster.evaluate(el => el === document.activeElement), true, 'the focus is back on the cluster');
+
+        // Compare v3 with v2: Show on tissue colors v3's cells by the regions' transitions, unchanged grey
+        await page.locator('.sds-history-row[data-depth="3"]').click();
+        await page.locator('.sds-tab[data-tab="compare"]').click();
+        await page.waitForSelector('.sds-obs-change[data-column="regions"] .sds-show-tissue', { timeout: 30000 });
+        await page.locator('.sds-obs-change[data-column="regions"] .sds-show-tissue').click();
+        await page.waitForFunction(() => document.querySelector('.sds-obs-change[data-column="regions"] .sds-tissue')?.dataset.drawn, null, { timeout: 60000 });
+        const labels = await legend(page);
+        assert.deepEqual(labels.filter(l => l !== 'unchanged').sort(), [...expected.pairs].sort(), labels.join(' | '));
+        await page.waitForTimeout(600);
+        await page.locator('.sds-obs-change[data-column="regions"] .sds-tissue').scrollIntoViewIfNeeded();
+        await shot(page, `compare-on-tissue-${dark ? 'dark' : 'light'}`);
+        await checkAxe(page, `Compare with the tissue (${theme})`);
+        if (!dark) {
+          await page.setViewportSize({ width: 620, height: 900 });
+          await page.waitForTimeout(800);
+          await page.locator('.sds-obs-change[data-column="regions"] .sds-tissue').scrollIntoViewIfNeeded();
+          await shot(page, 'compare-on-tissue-narrow');
+          await checkAxe(page, 'Compare with the tissue (narrow)');
+          // B can be a version on another branch of the tree (the demo's "Coarser clusters")
+          const branch = await page.locator('.sds-compare select[aria-label^="Version B"] optgroup[label="Other branches"] option').first();
+          const value = await branch.getAttribute('value');
+          await page.locator('.sds-compare select[aria-label^="Version B"]').selectOption(value);
+          await page.waitForFunction(() => /\(branch, v\d+\)\) to A/.test(document.querySelector('.sds-compare-intro')?.textContent ?? ''), null, { timeout: 60000 });
+          assert.ok(await page.locator('.sds-headline li').count() > 0, 'the branch comparison has a headline');
+          await shot(page, 'compare-branch-narrow');
+        }
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+        await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+      }
+    }
+  });
 
   it('results in a narrow panel (420 px) still fit', async () => {
     const page = await newPage();

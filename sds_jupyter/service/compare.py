@@ -37,7 +37,16 @@ from sds_jupyter.studio.jsonable import json_scalar, jsonable
 from sds_jupyter.studio.results import MAIN_TABLE, read_results
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY, studio_part
 
-__all__ = ["MAX_TRANSITIONS", "NOT_SMALL", "compare_tables", "obs_change", "small_value"]
+__all__ = [
+    "MAX_TRANSITIONS",
+    "NEW_CELL",
+    "NOT_SMALL",
+    "UNCHANGED",
+    "compare_tables",
+    "obs_change",
+    "small_value",
+    "transition_labels",
+]
 
 #: Transitions beyond this many pairs are cut (``n_transitions`` keeps the total).
 MAX_TRANSITIONS = 200
@@ -387,3 +396,41 @@ def _table_change(a: pd.DataFrame, b: pd.DataFrame) -> _TableChange:
         same = (left == right) | (left.isna() & right.isna())
         out["n_rows_changed"] = int((~same.all(axis=1)).sum())
     return out
+
+
+#: The label of the cells whose value did not change ("Show on tissue" draws them grey).
+UNCHANGED = "unchanged"
+#: A cell of B that A does not hold.
+NEW_CELL = "new cell"
+
+
+def transition_labels(column: str, a: pd.Series, b: pd.Series) -> pd.Series:
+    """Each cell of B (in B's order) labeled by what happened to ``column`` from A to B.
+
+    ``"a → b"`` for a changed categorical, boolean or string value (missing as ``(missing)``),
+    ``"changed"`` for a changed number, ``unchanged`` or ``new cell``; the categories come
+    largest first with ``unchanged`` last, the order the legend shows. Cells are matched as
+    ``compare`` matches them: by obs index, by position when an index repeats names.
+    """
+    if a.index.is_unique and b.index.is_unique:
+        where = a.index.get_indexer(b.index)
+    else:
+        where = np.where(np.arange(len(b)) < len(a), np.arange(len(b)), -1)
+    present = where >= 0
+    labels = np.full(len(b), NEW_CELL, dtype=object)
+    if _kind(a, b) == "numeric":
+        va = pd.to_numeric(a, errors="coerce").to_numpy(dtype=float, na_value=np.nan)[where[present]]
+        vb = pd.to_numeric(b, errors="coerce").to_numpy(dtype=float, na_value=np.nan)[present]
+        with np.errstate(invalid="ignore"):
+            same = (va == vb) | (np.isnan(va) & np.isnan(vb))
+        labels[present] = np.where(same, UNCHANGED, "changed")
+    else:
+        ta = pd.Series(_texts(a)[where[present]], dtype=object)
+        tb = pd.Series(_texts(b)[present], dtype=object)
+        same = ((ta == tb) | (ta.isna() & tb.isna())).to_numpy()
+        pairs = (ta.fillna("(missing)") + " → " + tb.fillna("(missing)")).to_numpy(dtype=object)
+        labels[present] = np.where(same, UNCHANGED, pairs)
+    counts = pd.Series(labels, dtype=object).value_counts()
+    order = [str(k) for k in counts.index if k not in (UNCHANGED, NEW_CELL)]
+    order += [k for k in (NEW_CELL, UNCHANGED) if k in counts.index]
+    return pd.Series(pd.Categorical(labels, categories=order), index=b.index, name=column)

@@ -39,8 +39,6 @@ GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js
 #: Requests answering a :class:`Reply` (a payload with buffers): the payload's type.
 REPLY_PAYLOADS: dict[str, Any] = {
     "canvas": canvas_payloads.CanvasPayload,
-    "expression": payloads.ExpressionPayload,
-    "cell_mask": payloads.CellMaskPayload,
     "color_values": canvas_payloads.CanvasColor,
     "channels": payloads.ChannelsData,
 }

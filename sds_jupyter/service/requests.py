@@ -28,8 +28,6 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "result_page": StackService.result_page,
     "result_csv": StackService.result_csv,
     "compare": StackService.compare,
-    "expression": StackService.expression,
-    "cell_mask": StackService.cell_mask,
     "tree": StackService.tree,
     "fingerprint": StackService.fingerprint,
     "contents": StackService.contents,
@@ -39,7 +37,7 @@ REQUESTS: dict[str, Callable[..., Any]] = {
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas", "expression", "cell_mask", "color_values", "channels"})
+BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

@@ -24,7 +24,7 @@ import zarr
 from anndata import AnnData
 
 from sds_jupyter.errors import MissingDatasetError, StackError
-from sds_jupyter.service.compare import compare_tables
+from sds_jupyter.service.compare import NEW_CELL, UNCHANGED, compare_tables, transition_labels
 from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
 from sds_jupyter.service.opdetails import op_details
@@ -59,7 +59,7 @@ from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.refs import FolderMap
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
-from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, cell_colors, channel_planes
+from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, MISSING_COLOR, build_canvas, cell_colors, channel_planes
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.elements import coarsest_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
@@ -78,6 +78,8 @@ from sds_jupyter.studio.uns import STUDIO_KEY, studio_section
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 
 DEFAULT_PAGE_SIZE = 100
+#: Cells a recoloring leaves out (unchanged, not highlighted).
+GREY = "#c8c8c8"
 MAX_PAGE_SIZE = 1000
 Folders = str | Mapping[str, str] | None
 
@@ -140,6 +142,7 @@ class StackService:
         self._partial: PartialChain | None = None
         self._tables: dict[tuple[int, str], TableView] = {}
         self._adatas: dict[int, Any] = {}
+        self._branches: dict[str, StackService] = {}
         if isinstance(path_or_stack, Stack):
             self._stack = path_or_stack
         else:
@@ -411,52 +414,6 @@ class StackService:
         drawn = build_canvas(spec, view.as_anndata(), view.root, view.attrs)
         return Reply(drawn.payload, [as_buffer(buffer) for buffer in drawn.buffers])
 
-    def expression(self, version: int | str | None = None, gene: str = "", layer: str | None = None) -> Reply:
-        """One gene's value for every cell (float32, obs order: the canvas's cells), from X or a layer.
-
-        The data side of "click a gene, see it on the tissue": the canvas colours
-        its cells by this buffer without another round trip per cell.
-        """
-        if not gene:
-            raise RequestError("The expression request needs a gene name.")
-        view = self.table_view(version)
-        names = view.var_names
-        matches = np.flatnonzero(names == gene)
-        if not len(matches):
-            raise RequestError(f"Gene {gene!r} is not among the {len(names)} variables of table {view.name!r}.")
-        if layer is not None and layer not in view.layer_names():
-            have = ", ".join(view.layer_names()) or "none"
-            raise RequestError(f"Table {view.name!r} has no layer {layer!r} (layers: {have}).")
-        values = view.matrix_column(int(matches[0]), layer)
-        finite = values[np.isfinite(values)]
-        data = {
-            "gene": gene,
-            "layer": layer,
-            "n_cells": int(values.size),
-            "min": float(finite.min()) if finite.size else None,
-            "max": float(finite.max()) if finite.size else None,
-            "dtype": "float32",
-        }
-        return Reply(data, [as_buffer(values)])
-
-    def cell_mask(self, version: int | str | None = None, column: str = "", value: str = "") -> Reply:
-        """Which cells have ``value`` in obs ``column`` (a cluster, a group, a niche): one uint8 per cell, obs order."""
-        if not column:
-            raise RequestError("The cell_mask request needs an obs column.")
-        view = self.table_view(version)
-        if column not in view.obs.columns:
-            raise RequestError(f"Table {view.name!r} has no obs column {column!r}.")
-        series = view.obs[column]
-        mask = (series.astype(str) == value).to_numpy() & series.notna().to_numpy()
-        data = {
-            "column": column,
-            "value": value,
-            "n_cells": int(mask.size),
-            "n_selected": int(mask.sum()),
-            "dtype": "uint8",
-        }
-        return Reply(data, [as_buffer(mask.astype(np.uint8))])
-
     def cell(self, version: int | str | None = None, figure: str = "", index: int = 0) -> CellRow:
         """One cell's obs row (its ID and every column), for the canvas view's hover and pin.
 
@@ -477,34 +434,61 @@ class StackService:
         }
 
     def color_values(
-        self, version: int | str | None = None, figure: str = "", column: str = "", gene: str = ""
+        self,
+        version: int | str | None = None,
+        figure: str = "",
+        column: str = "",
+        gene: str = "",
+        layer: str | None = None,
+        highlight: str | None = None,
+        against: int | str | None = None,
     ) -> Reply:
-        """A canvas figure's cells colored by another obs ``column`` or by a ``gene``'s expression (from X).
+        """A canvas figure's cells colored another way, in the order of the canvas buffers.
 
-        Answers the ``color`` part of a CanvasPayload and one buffer (uint16 category codes or
-        float32 values), in the order of the canvas buffers.
+        By an obs ``column``; by a ``gene``'s expression (from X, or ``layer``); the cells
+        whose ``column`` is ``highlight`` against grey (a cluster, a group, a niche); or by
+        how ``column`` went from version ``against`` to this one (unchanged cells grey).
+        Answers the ``color`` part of a CanvasPayload and one buffer (uint16 category codes
+        or float32 values).
         """
         if not figure:
             raise RequestError("The color_values request needs a figure id.")
         if bool(column) == bool(gene):
             raise RequestError("Give either an obs column or a gene to color by.")
+        if gene and (highlight is not None or against is not None):
+            raise RequestError("highlight and against go with an obs column, not a gene.")
         spec = read_figure(self._studio_uns(version), figure).require("canvas")
         view = self.table_view(version, spec.get("table"))
         adata = view.as_anndata()
-        if gene:
-            try:
-                values = view.gene_values(gene)
-            except KeyError:
-                raise RequestError(f"No gene {gene!r} in this table's var names.") from None
-            adata = AnnData(obs=pd.DataFrame({gene: values}, index=adata.obs_names), uns=adata.uns)
-            column = gene
-        elif column not in adata.obs.columns:
-            raise RequestError(f"No obs column {column!r} in this version's table.")
         saved = saved_category_colors(f.spec for f in read_figures(self._studio_uns(version)) if f.kind == "canvas")
         colors = {
             **saved.get(column, {}),
             **(spec.get("category_colors") or {} if spec.get("color_by") == column else {}),
         }
+        if gene:
+            adata = AnnData(obs=pd.DataFrame({gene: self._gene_values(view, gene, layer)}, index=adata.obs_names))
+            column = gene
+        elif column not in adata.obs.columns:
+            raise RequestError(f"No obs column {column!r} in this version's table.")
+        elif against is not None:
+            service, depth = self._version_at(against)
+            before = service.table_view(depth, view.name).obs
+            if column not in before.columns:
+                raise RequestError(f"Version {against!r} has no obs column {column!r} to compare with.")
+            labels = transition_labels(column, before[column], adata.obs[column])
+            column = f"{column} (change)"
+            adata = AnnData(obs=pd.DataFrame({column: labels}, index=adata.obs_names))
+            colors = {UNCHANGED: GREY, NEW_CELL: MISSING_COLOR}
+        elif highlight is not None:
+            chosen = (adata.obs[column].astype(str) == highlight).to_numpy() & adata.obs[column].notna().to_numpy()
+            if not chosen.any():
+                raise RequestError(f"No cell has {column} = {highlight!r} in this version.")
+            color = colors.get(highlight) or "#d62728"
+            other = "other cells"
+            column = f"{column} = {highlight}"
+            categories = pd.Categorical(np.where(chosen, highlight, other), categories=[highlight, other])
+            adata = AnnData(obs=pd.DataFrame({column: categories}, index=adata.obs_names))
+            colors = {highlight: color, other: GREY}
         color_spec = {
             "color_by": column,
             "category_colors": colors,
@@ -512,6 +496,19 @@ class StackService:
         }
         color, buffer = cell_colors(adata, color_spec)
         return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
+
+    @staticmethod
+    def _gene_values(view: TableView, gene: str, layer: str | None) -> np.ndarray:
+        """A gene's value for every cell, from X or ``layer``; a one-line refusal when either is unknown."""
+        if layer is not None and layer not in view.layer_names():
+            have = ", ".join(view.layer_names()) or "none"
+            raise RequestError(f"Table {view.name!r} has no layer {layer!r} (layers: {have}).")
+        try:
+            return view.gene_values(gene, layer)
+        except KeyError:
+            raise RequestError(
+                f"Gene {gene!r} is not among the {len(view.var_names)} var names of table {view.name!r}."
+            ) from None
 
     def channels(self, version: int | str | None = None, figure: str = "") -> Reply:
         """A canvas figure's image channels, each as uint8 planes the browser blends (toggle, color, contrast)."""
@@ -650,11 +647,41 @@ class StackService:
     # ------------------------------------------------------------------ compare
 
     def compare(self, a: int | str, b: int | str) -> Comparison:
-        """What differs in the table between versions ``a`` and ``b`` (b relative to a), cell by cell."""
-        depth_a, depth_b = self.depth(a), self.depth(b)
-        return compare_tables(
-            depth_a, depth_b, self.table_view(depth_a), self.table_view(depth_b), self._touched(depth_a, depth_b)
-        )
+        """What differs in the table between versions ``a`` and ``b`` (b relative to a), cell by cell.
+
+        Either may be a version on another branch of the tree (by dataset ID): then every
+        node is compared, since no chain of manifests says what lies between them.
+        """
+        (service_a, depth_a), (service_b, depth_b) = self._version_at(a), self._version_at(b)
+        if service_a is service_b:
+            touched = service_a._touched(depth_a, depth_b)
+        else:
+            touched = _everything
+        return compare_tables(depth_a, depth_b, service_a.table_view(depth_a), service_b.table_view(depth_b), touched)
+
+    def _version_at(self, selector: int | str) -> tuple[StackService, int]:
+        """The service and depth of a version: in the opened chain, or on another branch of the tree.
+
+        A version off the chain is found only among the ``tree`` request's nodes (the
+        datasets folder's versions on this base) by its dataset ID, and opened through
+        :meth:`sibling`, which keeps it inside the datasets folder.
+        """
+        try:
+            return self, self.depth(selector)
+        except StackError:
+            if not isinstance(selector, str) or self._stack is None:
+                raise
+        node = next((n for n in self.tree()["nodes"] if n["dataset_id"] == selector), None)
+        if node is None:
+            raise RequestError(
+                f"No version {selector[:60]!r} in this stack or on another branch of its base; "
+                "give a depth, or the dataset ID of a version in the tree."
+            )
+        folder = node["folder"]
+        if folder not in self._branches:
+            self._branches[folder] = self.sibling(folder)
+        other = self._branches[folder]
+        return other, other.stack.depth
 
     # ------------------------------------------------------------------ contents
 
@@ -683,6 +710,11 @@ class StackService:
             return False
 
         return touched
+
+
+def _everything(node: str) -> bool:
+    """A ``touched`` test that reads every node (two versions on different branches)."""
+    return True
 
 
 def _filtered(frame: pd.DataFrame, text: str) -> pd.DataFrame:

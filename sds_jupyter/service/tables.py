@@ -162,12 +162,12 @@ class TableView:
     def layer_names(self) -> list[str]:
         return sorted(child_group(self.group, "layers").keys()) if "layers" in self.group else []
 
-    def gene_values(self, gene: str) -> np.ndarray:
-        """``gene``'s expression for every cell (from X, float32, obs order); KeyError when absent."""
+    def gene_values(self, gene: str, layer: str | None = None) -> np.ndarray:
+        """``gene``'s expression for every cell (from X or ``layer``, float32, obs order); KeyError when absent."""
         matches = np.flatnonzero(self.var_names == gene)
         if not len(matches):
             raise KeyError(gene)
-        return self.matrix_column(int(matches[0]))
+        return self.matrix_column(int(matches[0]), layer)
 
     def obs_counts(self, column: str) -> Mapping[str, int] | None:
         """Value counts of a categorical-like obs column; None for numeric columns."""

@@ -15,7 +15,6 @@ from sds_jupyter.studio.payloads import Bounds, ChannelInfo
 __all__ = [
     "OPEN_PAYLOADS",
     "BaseSummary",
-    "CellMaskPayload",
     "CellRow",
     "Change",
     "ChangesData",
@@ -29,7 +28,6 @@ __all__ = [
     "ElementKind",
     "ElementSummary",
     "ErrorInfo",
-    "ExpressionPayload",
     "FigureChange",
     "FigureSummary",
     "FiguresData",
@@ -416,27 +414,6 @@ class ContentsData(TypedDict):
     depth: int
     elements: list[ElementSummary]
     tables: list[TableContents]
-
-
-class ExpressionPayload(TypedDict):
-    """The JSON part of an ``expression`` reply; the values are its one float32 buffer."""
-
-    gene: str
-    layer: str | None
-    n_cells: int
-    min: float | None
-    max: float | None
-    dtype: Literal["float32"]
-
-
-class CellMaskPayload(TypedDict):
-    """The JSON part of a ``cell_mask`` reply; the mask is its one uint8 buffer."""
-
-    column: str
-    value: str
-    n_cells: int
-    n_selected: int
-    dtype: Literal["uint8"]
 
 
 #: Payloads that carry fields beyond the named ones (stored data the service passes on as written).

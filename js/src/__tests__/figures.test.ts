@@ -117,7 +117,8 @@ describe('figures view', () => {
       specs: [] as object[],
       render: async () => {
         throw new Error('bad spec');
-      }
+      },
+      click: () => undefined
     };
     const t = new FakeTransport()
       .on('history', () => history(1))

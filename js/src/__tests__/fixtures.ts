@@ -66,20 +66,30 @@ export function history(n: number, extra: Partial<History> = {}): History {
 }
 
 /** A chart renderer that records what it was asked to draw. */
-export function fakeCharts(): { render: ChartRenderer; specs: object[] } {
+export function fakeCharts(): {
+  render: ChartRenderer;
+  specs: object[];
+  /** Click a mark of the last chart drawn: its listeners get `datum`. */
+  click(datum: Record<string, unknown>): void;
+} {
   const specs: object[] = [];
+  let listeners: ((datum: Record<string, unknown>) => void)[] = [];
   const render: ChartRenderer = async (el, spec) => {
+    listeners = [];
     specs.push(spec);
     el.dataset.drawn = 'true';
     el.textContent = 'chart';
     const handle: ChartHandle = {
       toSVG: async () => '<svg/>',
       toPNG: async () => 'data:image/png;base64,',
-      dispose: () => undefined
+      dispose: () => undefined,
+      onClick: listener => {
+        listeners.push(listener);
+      }
     };
     return handle;
   };
-  return { render, specs };
+  return { render, specs, click: datum => listeners.forEach(l => l(datum)) };
 }
 
 /** Let pending promises and timers settle. */

@@ -270,3 +270,17 @@ describe('REST transport', () => {
     expect(seen.every(u => !/[?&]\d+$/.test(u))).toBe(true);
   });
 });
+
+describe('Copy code from the lab panel', () => {
+  it('names the version from the server root, so the line runs in a notebook anywhere below it', async () => {
+    const { kernelPath } = await import('../lab/paths');
+    expect(kernelPath('datasets/v3', '/home/ana/work')).toBe('/home/ana/work/datasets/v3');
+    expect(kernelPath('/datasets/v3', '/home/ana/work/')).toBe('/home/ana/work/datasets/v3');
+    expect(kernelPath('datasets/v3', 'C:/Users/ana')).toBe('C:/Users/ana/datasets/v3');
+    expect(kernelPath('', '/srv')).toBe('/srv');
+    // a root in the home folder, as JupyterLab names it: VersionBrowser expands the ~
+    expect(kernelPath('datasets/v3', '~/work')).toBe('~/work/datasets/v3');
+    // no root known (not in JupyterLab): the path as the server names it
+    expect(kernelPath('datasets/v3', '')).toBe('datasets/v3');
+  });
+});

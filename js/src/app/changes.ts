@@ -5,10 +5,11 @@
  */
 
 import { valuesText, valueText } from './compare';
-import { empty, errorBox, fill, h, loading, report } from './dom';
+import { empty, fill, h, report } from './dom';
 import { changeLabel, formatBytes, plural, short } from './format';
 import { badge } from './history';
-import { TransportError, type Transport } from './transport';
+import { cancelLoad, loadInto } from './load';
+import type { Transport } from './transport';
 import type { BaseSummary, Change, Changes, KeySize, OpDetail, Whiteout } from './types';
 
 const STUDIO_RESULTS = 'spatial_data_studio/results/';
@@ -60,14 +61,13 @@ export function opSentence(op: Change, d: OpDetail = {}): (Node | string)[] {
 
 export class ChangesView {
   readonly node: HTMLElement;
-  private token = 0;
 
   constructor(private readonly transport: Transport) {
     this.node = h('div', { class: 'sds-changes' });
   }
 
   showBase(base: BaseSummary): void {
-    this.token++;
+    cancelLoad(this.node);
     fill(
       this.node,
       h('p', {}, 'The base store: every version above it records its changes against it.'),
@@ -80,20 +80,8 @@ export class ChangesView {
     );
   }
 
-  async show(version: number): Promise<void> {
-    const token = ++this.token;
-    fill(this.node, loading());
-    try {
-      const { data } = await this.transport.request('changes', { version });
-      if (token === this.token) {
-        this.render(data);
-      }
-    } catch (err) {
-      if (token === this.token) {
-        const e = TransportError.from(err);
-        fill(this.node, errorBox(e.message, e.kind));
-      }
-    }
+  show(version: number): Promise<void> {
+    return loadInto(this.node, () => this.transport.request('changes', { version }), data => this.render(data));
   }
 
   private render(c: Changes): void {

@@ -5,6 +5,8 @@ export type ChartHandle = {
   /** A PNG data URL. */
   toPNG(): Promise<string>;
   dispose(): void;
+  /** Call `listener` with the data behind a clicked mark (kept across redraws). */
+  onClick?(listener: (datum: Record<string, unknown>) => void): void;
 };
 
 /** Draw a Vega-Lite spec into `el`. Swappable for tests. */
@@ -111,7 +113,18 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
       renderer: 'svg',
       config: themeConfig(el) as never
     });
+  const clicks: ((datum: Record<string, unknown>) => void)[] = [];
+  const listen = (r: Awaited<ReturnType<typeof embed>>) =>
+    r.view.addEventListener('click', (_ev, item) => {
+      const datum = (item as { datum?: Record<string, unknown> } | null | undefined)?.datum;
+      if (datum && typeof datum === 'object') {
+        for (const listener of clicks) {
+          listener(datum);
+        }
+      }
+    });
   let result = await draw();
+  listen(result);
   let disposed = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
   // one redraw for both reasons (a new width, a new theme); the newest drawing wins
@@ -121,6 +134,7 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
     }
     result.finalize();
     result = await draw();
+    listen(result);
     el.dataset.theme = document.body.dataset.jpThemeName ?? '';
     if (disposed) {
       result.finalize();
@@ -146,6 +160,9 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
   return {
     toSVG: () => result.view.toSVG(),
     toPNG: () => result.view.toImageURL('png', 2),
+    onClick: listener => {
+      clicks.push(listener);
+    },
     dispose: () => {
       disposed = true;
       clearTimeout(timer);

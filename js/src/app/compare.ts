@@ -9,8 +9,10 @@
  */
 
 import type { ChartRenderer, ChartHandle } from './chart';
-import { empty, errorBox, fill, h, loading } from './dom';
+import { empty, errorBox, fill, h } from './dom';
 import { cell } from './format';
+import { cancelLoad, loadInto } from './load';
+import { TissuePane } from './tissue';
 import { TransportError, type Transport } from './transport';
 import type {
   ColumnSummary,
@@ -24,6 +26,15 @@ import type {
 } from './types';
 
 export type Choice = { depth: number; label: string };
+/** A version on another branch of the tree: compared by its dataset ID. */
+export type Branch = { id: string; label: string };
+/** What a picker holds: a depth of the opened chain, or a branch version's dataset ID. */
+export type Pick = number | string;
+
+/** A picker's value as the compare request takes it. */
+function pickOf(value: string): Pick {
+  return /^\d+$/.test(value) ? Number(value) : value;
+}
 
 /** Shown for a missing value in transitions and counts. */
 export const MISSING = '(missing)';
@@ -95,10 +106,11 @@ export class CompareView {
   readonly selectB: HTMLSelectElement;
   readonly swapButton: HTMLButtonElement;
   private readonly out: HTMLElement;
-  private token = 0;
   private ran = false;
   private choices: Choice[] = [];
+  private branches: Branch[] = [];
   private charts: ChartHandle[] = [];
+  private pane: TissuePane | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -131,16 +143,11 @@ export class CompareView {
 
   /** The versions to pick from (top first). Picks stay when still offered; else A = the top. */
   setChoices(choices: Choice[]): void {
+    this.choices = choices;
     const keepA = this.selectA.value;
     const keepB = this.selectB.value;
-    this.choices = choices;
-    for (const sel of [this.selectA, this.selectB]) {
-      fill(
-        sel,
-        choices.map(c => h('option', { value: c.depth }, c.label))
-      );
-    }
-    const offered = (v: string) => choices.some(c => String(c.depth) === v);
+    this.fillPickers();
+    const offered = (v: string) => [...this.selectA.options].some(o => o.value === v);
     if (choices.length && offered(keepA) && offered(keepB)) {
       this.selectA.value = keepA;
       this.selectB.value = keepB;
@@ -148,8 +155,42 @@ export class CompareView {
       this.selectA.value = String(choices[0].depth);
       this.selectB.value = String(this.parentOf(choices[0].depth));
     }
-    fill(this.out, choices.length < 2 ? empty('Only one version: nothing to compare.') : null);
-    this.ran = choices.length < 2;
+    const n = choices.length + this.branches.length;
+    fill(this.out, n < 2 ? empty('Only one version: nothing to compare.') : null);
+    this.ran = n < 2;
+  }
+
+  /** Versions on other branches of the same base (from the tree): pickable too, by dataset ID. */
+  setBranches(branches: Branch[]): void {
+    // a dataset ID made of digits would read as a depth: such a version is not offered
+    const next = branches.filter(b => !/^\d+$/.test(b.id));
+    if (JSON.stringify(next) === JSON.stringify(this.branches)) {
+      return;
+    }
+    this.branches = next;
+    const keepA = this.selectA.value;
+    const keepB = this.selectB.value;
+    this.fillPickers();
+    const offered = (v: string) => [...this.selectA.options].some(o => o.value === v);
+    if (offered(keepA) && offered(keepB)) {
+      this.selectA.value = keepA;
+      this.selectB.value = keepB;
+    }
+  }
+
+  private fillPickers(): void {
+    for (const sel of [this.selectA, this.selectB]) {
+      const chain = this.choices.map(c => h('option', { value: c.depth }, c.label));
+      fill(
+        sel,
+        this.branches.length
+          ? [
+              h('optgroup', { label: 'This history' }, chain),
+              h('optgroup', { label: 'Other branches' }, this.branches.map(b => h('option', { value: b.id }, b.label)))
+            ]
+          : chain
+      );
+    }
   }
 
   /** A follows the selected version, B becomes its parent (for the base: the version above it). */
@@ -180,18 +221,20 @@ export class CompareView {
   }
 
   /** Pick both sides and compare. */
-  pick(a: number, b: number): Promise<void> {
+  pick(a: Pick, b: Pick): Promise<void> {
     this.selectA.value = String(a);
     this.selectB.value = String(b);
     return this.run();
   }
 
   swap(): Promise<void> {
-    return this.pick(Number(this.selectB.value), Number(this.selectA.value));
+    return this.pick(pickOf(this.selectB.value), pickOf(this.selectA.value));
   }
 
   dispose(): void {
     this.disposeCharts();
+    this.pane?.dispose();
+    this.pane = null;
   }
 
   private disposeCharts(): void {
@@ -208,46 +251,61 @@ export class CompareView {
     if (this.selectA.value === '' || this.selectB.value === '') {
       return;
     }
-    const a = Number(this.selectA.value);
-    const b = Number(this.selectB.value);
-    const token = ++this.token;
+    const a = pickOf(this.selectA.value);
+    const b = pickOf(this.selectB.value);
     this.ran = true;
     this.disposeCharts();
+    this.pane?.dispose();
+    this.pane = null;
     if (a === b) {
+      cancelLoad(this.out);
       fill(this.out, empty('Pick two different versions.'));
       return;
     }
-    fill(this.out, loading());
-    try {
-      // what changed going from B to A: B is the request's `a`
-      const { data } = await this.transport.request('compare', { a: b, b: a });
-      if (token === this.token) {
-        this.render(data);
-      }
-    } catch (err) {
-      if (token === this.token) {
-        const e = TransportError.from(err);
-        fill(this.out, errorBox(e.message, e.kind));
-      }
+    // what changed going from B to A: B is the request's `a`
+    await loadInto(this.out, () => this.transport.request('compare', { a: b, b: a }), data => this.render(data, b, a));
+  }
+
+  private label(pick: Pick): string {
+    return typeof pick === 'number'
+      ? (this.choices.find(c => c.depth === pick)?.label ?? short(pick))
+      : (this.branches.find(b => b.id === pick)?.label ?? pick);
+  }
+
+  /** How a side is named in the tables: v3, base, or a branch version's title or ID. */
+  private short(pick: Pick): string {
+    if (typeof pick === 'number') {
+      return short(pick);
     }
+    const label = this.branches.find(b => b.id === pick)?.label ?? pick;
+    const name = label.replace(/ \(branch, v\d+\)$/, '');
+    return name.length > 24 ? `${name.slice(0, 23)}…` : name;
   }
 
-  private label(depth: number): string {
-    return this.choices.find(c => c.depth === depth)?.label ?? short(depth);
-  }
-
-  private render(c: Comparison): void {
+  /** `from`: the request's `a` (the picker B); `to`: its `b` (the picker A). */
+  private render(c: Comparison, fromPick: Pick, toPick: Pick): void {
     const model = compareModel(c);
-    const from = short(c.a);
-    const to = short(c.b);
+    const from = this.short(fromPick);
+    const to = this.short(toPick);
+    // the tissue of A (a version of the opened chain) colored by what changed since B
+    const pane = typeof toPick === 'number' ? new TissuePane(this.transport, toPick, 'Back to the comparison') : null;
+    this.pane = pane;
+    // "Show on tissue" appears once A is known to have cells on the tissue (a canvas figure)
+    void pane?.available().then(ok => {
+      if (ok && this.pane === pane) {
+        for (const b of this.out.querySelectorAll<HTMLElement>('.sds-show-tissue')) {
+          b.hidden = false;
+        }
+      }
+    });
     const cells = c.obs?.n_common;
     const intro = h(
       'p',
       { class: 'sds-compare-intro' },
-      `From B (${this.label(c.a)}) to A (${this.label(c.b)})`,
+      `From B (${this.label(fromPick)}) to A (${this.label(toPick)})`,
       cells !== undefined ? `, ${plural(cells, 'cell')} in both` : '',
       c.obs && c.obs.n_cells_a !== c.obs.n_cells_b
-        ? ` (${short(c.a)} has ${plural(c.obs.n_cells_a, 'cell')}, ${short(c.b)} has ${plural(c.obs.n_cells_b, 'cell')})`
+        ? ` (${from} has ${plural(c.obs.n_cells_a, 'cell')}, ${to} has ${plural(c.obs.n_cells_b, 'cell')})`
         : '',
       '.'
     );
@@ -269,7 +327,7 @@ export class CompareView {
             'section',
             { class: 'sds-delta sds-delta-obs', 'aria-label': 'obs columns' },
             h('h3', {}, 'Cells (obs columns)'),
-            model.changed.map(ch => this.obsChange(ch, from, to)),
+            model.changed.map(ch => this.obsChange(ch, from, to, pane ? (node, button) => this.showOnTissue(pane, ch, fromPick, to, node, button) : null)),
             model.added.length ? columnList('Added columns', 'added', model.added, to) : null,
             model.removed.length ? columnList('Removed columns', 'removed', model.removed, from) : null
           )
@@ -285,21 +343,46 @@ export class CompareView {
     );
   }
 
-  private obsChange(ch: ObsChange, from: string, to: string): HTMLElement {
+  /** Color A's tissue by how `ch` went from B (`against`), unchanged cells grey; the view opens below the column. */
+  private showOnTissue(pane: TissuePane, ch: ObsChange, against: Pick, to: string, node: HTMLElement, button: HTMLElement): void {
+    node.append(pane.node);
+    void pane.show({ column: ch.column, against }, `${ch.column}, what changed (A: ${to})`, button);
+  }
+
+  private obsChange(
+    ch: ObsChange,
+    from: string,
+    to: string,
+    onTissue: ((node: HTMLElement, button: HTMLElement) => void) | null
+  ): HTMLElement {
     const kind = ch.kind ?? 'string';
+    const tissue = onTissue
+      ? (h(
+          'button',
+          {
+            type: 'button',
+            class: 'sds-button sds-show-tissue',
+            title: `Color A's cells by how ${ch.column} changed (unchanged cells grey)`,
+            hidden: ''
+          },
+          'Show on tissue'
+        ) as HTMLButtonElement)
+      : null;
     const node = h(
       'section',
       { class: `sds-obs-change sds-obs-${kind}`, 'data-column': ch.column },
       h(
         'h4',
-        {},
+        { class: 'sds-obs-change-head' },
         h('code', {}, ch.column),
         ` ${kind}: ${plural(ch.n_changed, 'cell')} changed`,
         kind === 'numeric' && ch.max_abs_delta !== undefined && ch.max_abs_delta !== null
           ? `, largest change ${cell(ch.max_abs_delta)}`
           : ''
-      )
+      ),
+      tissue
     );
+    tissue?.addEventListener('click', () => onTissue!(node, tissue));
     if (kind === 'numeric') {
       const hist = ch.delta_histogram;
       if (hist && hist.counts.length) {

@@ -5,8 +5,9 @@
  */
 
 import { valuesText } from './compare';
-import { empty, errorBox, fill, h, loading } from './dom';
-import { TransportError, type Transport } from './transport';
+import { empty, fill, h } from './dom';
+import { loadInto } from './load';
+import type { Transport } from './transport';
 import type { Contents, ElementKind, ElementSummary, KeyEntry, TableContents } from './types';
 
 const KIND_TITLES: [ElementKind, string][] = [
@@ -73,26 +74,13 @@ function mark(status: string | null | undefined): HTMLElement | null {
 
 export class ContentsView {
   readonly node: HTMLElement;
-  private token = 0;
 
   constructor(private readonly transport: Transport) {
     this.node = h('div', { class: 'sds-contents' });
   }
 
-  async show(version: number): Promise<void> {
-    const token = ++this.token;
-    fill(this.node, loading());
-    try {
-      const { data } = await this.transport.request('contents', { version });
-      if (token === this.token) {
-        this.render(data);
-      }
-    } catch (err) {
-      if (token === this.token) {
-        const e = TransportError.from(err);
-        fill(this.node, errorBox(e.message, e.kind));
-      }
-    }
+  show(version: number): Promise<void> {
+    return loadInto(this.node, () => this.transport.request('contents', { version }), data => this.render(data));
   }
 
   private render(c: Contents): void {

@@ -15,6 +15,7 @@ import {
 import { fitViewState, savedRegion, viewStateFor, type ViewState } from './camera';
 import { SpatialFigure } from './spatialfigure';
 import { webglAvailable } from './spatial';
+import { loadInto, type Current } from './load';
 import { TransportError, type Transport } from './transport';
 import type { CanvasPayload, Figure } from './types';
 
@@ -23,7 +24,6 @@ export const VECTOR_LIMIT = 50_000;
 
 export class FiguresView {
   readonly node: HTMLElement;
-  private token = 0;
   private label = '';
   private disposers: (() => void)[] = [];
 
@@ -54,40 +54,25 @@ export class FiguresView {
   }
 
   /** Show the figures of `version`; `label` (e.g. "v3 Redrawn regions") goes into export file names. */
-  async show(version: number, label?: string): Promise<void> {
-    const token = ++this.token;
+  show(version: number, label?: string): Promise<void> {
     this.label = label ?? `v${version}`;
     this.clear();
-    fill(this.node, loading());
-    let figures: Figure[];
-    let error: TransportError | null = null;
-    try {
-      const { data } = await this.transport.request('figures', { version });
-      if (token !== this.token) {
-        return;
-      }
-      figures = data.figures ?? [];
-      if (data.error) {
-        error = new TransportError(data.error.kind, data.error.message);
-      }
-    } catch (err) {
-      if (token === this.token) {
-        const e = TransportError.from(err);
-        fill(this.node, errorBox(e.message, e.kind));
-      }
-      return;
-    }
-    fill(
+    return loadInto(
       this.node,
-      error ? errorBox(error.message, error.kind) : null,
-      figures.length ? null : empty('This version has no figures.')
+      () => this.transport.request('figures', { version }),
+      (data, current) => {
+        const figures = data.figures ?? [];
+        fill(
+          this.node,
+          data.error ? errorBox(data.error.message, data.error.kind) : null,
+          figures.length ? null : empty('This version has no figures.'),
+          figures.map(fig => this.figure(version, fig, current))
+        );
+      }
     );
-    for (const fig of figures) {
-      this.node.append(this.figure(version, fig, token));
-    }
   }
 
-  private figure(version: number, fig: Figure, token: number): HTMLElement {
+  private figure(version: number, fig: Figure, current: Current): HTMLElement {
     const body = h('div', { class: 'sds-figure-body' });
     const tools = h('div', { class: 'sds-figure-tools' });
     const width = printWidth(fig.print_width);
@@ -107,9 +92,9 @@ export class FiguresView {
     const name = exportName(this.label || `v${version}`, fig.id || 'figure');
     try {
       if (fig.kind === 'chart' && fig.vega_lite) {
-        this.chart(body, tools, fig.vega_lite, name, token);
+        this.chart(body, tools, fig.vega_lite, name, current);
       } else if (fig.kind === 'canvas') {
-        this.canvas(body, tools, version, fig, name, token);
+        this.canvas(body, tools, version, fig, name, current);
       } else {
         unsupported(body, fig.reason ?? `figures of kind "${fig.kind}" are not drawn here`, fig.spec);
       }
@@ -119,14 +104,14 @@ export class FiguresView {
     return node;
   }
 
-  private chart(body: HTMLElement, tools: HTMLElement, spec: object, name: string, token: number): void {
+  private chart(body: HTMLElement, tools: HTMLElement, spec: object, name: string, current: Current): void {
     const target = h('div', { class: 'sds-chart' });
     fill(body, target);
     let handle: ChartHandle | null = null;
     this.disposers.push(() => handle?.dispose());
     this.renderChart(target, spec).then(
       hd => {
-        if (token !== this.token) {
+        if (!current()) {
           hd.dispose();
           return;
         }
@@ -140,7 +125,7 @@ export class FiguresView {
         );
       },
       err => {
-        if (token === this.token) {
+        if (current()) {
           body.append(errorBox(`chart failed: ${TransportError.from(err).message}`, 'chart'));
         }
       }
@@ -153,7 +138,7 @@ export class FiguresView {
     version: number,
     fig: Figure,
     name: string,
-    token: number
+    current: Current
   ): Promise<void> {
     fill(body, loading('Loading cells…'));
     let payload: CanvasPayload;
@@ -165,13 +150,13 @@ export class FiguresView {
       data = decodeCanvas(payload, reply.buffers);
       measure('sds:canvas-request', start, { version, figure: fig.id, n_cells: payload.n_cells });
     } catch (err) {
-      if (token === this.token) {
+      if (current()) {
         const e = TransportError.from(err);
         fill(body, errorBox(e.message, e.kind));
       }
       return;
     }
-    if (token !== this.token) {
+    if (!current()) {
       return;
     }
     const spatial = new SpatialFigure(this.transport, version, fig.id, payload, data, webglAvailable());

@@ -104,6 +104,14 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         }
       : undefined,
     onFilter: match => historyView.setFilter(match),
+    onTree: tree => {
+      const chain = new Set((history?.versions ?? []).map(v => v.dataset_id));
+      compare.setBranches(
+        tree.nodes
+          .filter(n => !chain.has(n.dataset_id))
+          .map(n => ({ id: n.dataset_id, label: `${n.title || n.dataset_id} (branch, v${n.depth})` }))
+      );
+    },
     now
   });
 

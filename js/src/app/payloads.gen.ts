@@ -404,23 +404,6 @@ export type ContentsData = {
   tables: TableContents[];
 };
 
-export type ExpressionPayload = {
-  gene: string;
-  layer: string | null;
-  n_cells: number;
-  min: number | null;
-  max: number | null;
-  dtype: 'float32';
-};
-
-export type CellMaskPayload = {
-  column: string;
-  value: string;
-  n_cells: number;
-  n_selected: number;
-  dtype: 'uint8';
-};
-
 /** Request name -> the payload type of its reply. */
 export interface ReplyTypes {
   history: HistoryData;
@@ -431,8 +414,6 @@ export interface ReplyTypes {
   result_page: ResultPage;
   result_csv: ResultCsv;
   compare: Comparison;
-  expression: ExpressionPayload;
-  cell_mask: CellMaskPayload;
   tree: TreeData;
   fingerprint: Fingerprint;
   contents: ContentsData;
@@ -451,15 +432,13 @@ export interface ParamTypes {
   result_page: { version?: number | string | null; result?: string; table?: string; offset?: number; limit?: number; sort?: string | null; descending?: boolean; filter?: string | null };
   result_csv: { version?: number | string | null; result?: string; table?: string; sort?: string | null; descending?: boolean; filter?: string | null };
   compare: { a: number | string; b: number | string };
-  expression: { version?: number | string | null; gene?: string; layer?: string | null };
-  cell_mask: { version?: number | string | null; column?: string; value?: string };
   tree: Record<string, never>;
   fingerprint: Record<string, never>;
   contents: { version?: number | string | null };
   cell: { version?: number | string | null; figure?: string; index?: number };
-  color_values: { version?: number | string | null; figure?: string; column?: string; gene?: string };
+  color_values: { version?: number | string | null; figure?: string; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null };
   channels: { version?: number | string | null; figure?: string };
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'expression', 'cell_mask', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels'] as const;

@@ -1,9 +1,12 @@
 /** Results of the selected version: meta as a report, tables paged and sorted by the server. */
 
 import type { ChartHandle, ChartRenderer } from './chart';
-import { download, empty, errorBox, fill, h, loading, report, runDisposers } from './dom';
+import { download, empty, errorBox, fill, h, report, runDisposers } from './dom';
 import { cell, columnFormat, exactTime, fullValue, plural, relativeTime, type CellFormat } from './format';
 import { badge } from './history';
+import type { ColorTarget } from './spatialfigure';
+import { loadInto, type Current } from './load';
+import { TissuePane } from './tissue';
 import { TransportError, type Transport } from './transport';
 import type { Result, ResultMeta, ResultPage, ResultTable } from './types';
 
@@ -32,6 +35,41 @@ export function resultCodeFor(pathOrGetter: string | (() => string) | undefined)
   };
 }
 
+/** What a click on a value of a result shows on the tissue, and how the view names it. */
+export type TissueLink = { target: ColorTarget; what: string };
+/** Links of one result's cells: null where a value leads nowhere. */
+export type LinkOf = (column: string, value: unknown) => TissueLink | null;
+
+/** Columns whose values are var names (scanpy's `names`, squidpy's features, our `gene`). */
+const GENE_COLUMNS = new Set(['gene', 'genes', 'names', 'gene_name', 'gene_names', 'gene_symbol', 'feature', 'features', 'var_name']);
+/** Columns whose values are groups of cells: of the obs column the result's parameters name. */
+const GROUP_COLUMNS = new Set(['group', 'groups', 'cluster', 'clusters', 'source', 'target', 'niche', 'niches', 'region', 'regions', 'domain']);
+/** The parameters that name a result's obs column, in the order they are trusted. */
+const OBS_PARAMETERS = ['groupby', 'cluster_key', 'groupby_key', 'niche_key', 'region_key', 'library_key'];
+
+/**
+ * Where a result's value leads on the tissue: a gene colors the cells by its expression
+ * (from X, or the layer the result's parameters name); a group, cluster or niche highlights
+ * its cells in the obs column the parameters name (`groupby`, `cluster_key`, …).
+ */
+export function tissueLink(column: string, value: unknown, meta: ResultMeta | null | undefined): TissueLink | null {
+  if (value === null || value === undefined || typeof value === 'object' || String(value) === '') {
+    return null;
+  }
+  const text = String(value);
+  const name = column.toLowerCase();
+  const params = (meta?.parameters ?? {}) as Record<string, unknown>;
+  if (GENE_COLUMNS.has(name)) {
+    const layer = typeof params.layer === 'string' && params.layer ? params.layer : undefined;
+    return { target: layer ? { gene: text, layer } : { gene: text }, what: `${text} expression${layer ? ` (${layer})` : ''}` };
+  }
+  const obs = OBS_PARAMETERS.map(k => params[k]).find((v): v is string => typeof v === 'string' && v !== '');
+  if (obs && (GROUP_COLUMNS.has(name) || name === obs.toLowerCase())) {
+    return { target: { column: obs, highlight: text }, what: `${obs} ${text}` };
+  }
+  return null;
+}
+
 /** Put `text` on the clipboard; false when the browser refuses (no permission, no secure context). */
 async function copyText(text: string): Promise<boolean> {
   try {
@@ -44,7 +82,6 @@ async function copyText(text: string): Promise<boolean> {
 
 export class ResultsView {
   readonly node: HTMLElement;
-  private token = 0;
   private disposers: (() => void)[] = [];
 
   constructor(
@@ -64,36 +101,33 @@ export class ResultsView {
     runDisposers(this.disposers);
   }
 
-  async show(version: number): Promise<void> {
-    const token = ++this.token;
+  show(version: number): Promise<void> {
     this.clear();
-    fill(this.node, loading());
-    try {
-      const { data } = await this.transport.request('results', { version });
-      if (token !== this.token) {
-        return;
+    return loadInto(
+      this.node,
+      () => this.transport.request('results', { version }),
+      (data, current) => {
+        const results = data.results ?? [];
+        fill(
+          this.node,
+          data.error ? errorBox(data.error.message, data.error.kind) : null,
+          results.length ? null : empty('This version has no results.'),
+          results.map(r => this.result(version, r, current))
+        );
       }
-      const results = data.results ?? [];
-      fill(
-        this.node,
-        data.error ? errorBox(data.error.message, data.error.kind) : null,
-        results.length ? null : empty('This version has no results.'),
-        results.map(r => this.result(version, r, token))
-      );
-    } catch (err) {
-      if (token === this.token) {
-        const e = TransportError.from(err);
-        fill(this.node, errorBox(e.message, e.kind));
-      }
-    }
+    );
   }
 
-  private result(version: number, r: Result, token: number): HTMLElement {
+  private result(version: number, r: Result, current: Current): HTMLElement {
     const meta = r.meta ?? {};
     const kind = r.kind ?? meta.kind ?? null;
     const title = r.title || meta.title || r.id;
     const tables = r.tables ?? [];
     const headingId = `sds-result-${++resultIds}`;
+    const pane = new TissuePane(this.transport, version, `Back to ${title}`);
+    this.disposers.push(() => pane.dispose());
+    const links: LinkOf = (column, value) => tissueLink(column, value, r.meta);
+    const follow = (link: TissueLink, from?: HTMLElement) => void pane.show(link.target, link.what, from);
     const node = h(
       'section',
       { class: 'sds-result', 'data-result': r.id, 'aria-labelledby': headingId },
@@ -105,7 +139,8 @@ export class ResultsView {
         tables.length ? this.codeButton(version, r.id) : null
       ),
       r.error ? errorBox(r.error.message, r.error.kind) : null,
-      r.meta ? this.reportOf(r.id, kind, meta, title) : null
+      r.meta ? this.reportOf(r.id, kind, meta, title) : null,
+      pane.node
     );
     if (r.chart) {
       // wider than the card only when the card is very narrow: then it scrolls, by keyboard too
@@ -115,10 +150,20 @@ export class ResultsView {
       this.disposers.push(() => handle?.dispose());
       this.renderChart(target, r.chart).then(
         hd => {
-          if (token !== this.token) {
+          if (!current()) {
             hd.dispose();
           } else {
             handle = hd;
+            // a click on a bar or a cell of the chart: the first of its fields that leads to the tissue
+            hd.onClick?.(datum => {
+              const found = Object.entries(datum)
+                .map(([k, v]) => links(k, v))
+                .filter((l): l is TissueLink => l !== null);
+              const link = found.find(l => l.target.gene) ?? found[0];
+              if (link) {
+                follow(link, target);
+              }
+            });
           }
         },
         err => target.replaceWith(errorBox(`chart failed: ${TransportError.from(err).message}`, 'chart'))
@@ -126,7 +171,7 @@ export class ResultsView {
     }
     const [first, ...rest] = sortTables(tables);
     if (first) {
-      node.append(new TableView(this.transport, version, r.id, first).node);
+      node.append(new TableView(this.transport, version, r.id, first, PAGE_SIZE, links, follow).node);
     }
     for (const t of rest) {
       const details = h(
@@ -138,7 +183,7 @@ export class ResultsView {
       details.addEventListener('toggle', () => {
         if (details.open && !opened) {
           opened = true;
-          details.append(new TableView(this.transport, version, r.id, t).node);
+          details.append(new TableView(this.transport, version, r.id, t, PAGE_SIZE, links, follow).node);
         }
       });
       node.append(details);
@@ -252,7 +297,9 @@ export class TableView {
     private readonly version: number,
     private readonly result: string,
     private readonly table: ResultTable,
-    private readonly limit = PAGE_SIZE
+    private readonly limit = PAGE_SIZE,
+    private readonly links: LinkOf = () => null,
+    private readonly follow: (link: TissueLink, from: HTMLElement) => void = () => undefined
   ) {
     const label = `${table.name} of ${result}`;
     this.grid = h('div', { class: 'sds-grid', tabindex: '0', role: 'region', 'aria-label': `Table ${label}` });
@@ -415,6 +462,22 @@ export class TableView {
     }
   }
 
+  /** A value that leads to the tissue: a button (Tab, Enter) that shows it there. */
+  private linkButton(link: TissueLink, shown: string): HTMLElement {
+    const button = h(
+      'button',
+      {
+        type: 'button',
+        class: 'sds-tissue-link',
+        title: `Show ${link.what} on the tissue`,
+        'aria-label': `${shown}: show ${link.what} on the tissue`
+      },
+      shown
+    );
+    button.addEventListener('click', () => this.follow(link, button));
+    return button;
+  }
+
   private render(page: ResultPage): void {
     const columns = page.columns?.length ? page.columns : this.table.columns;
     const numeric = columns.map(c => /int|float|uint|double|decimal/i.test(c.dtype));
@@ -452,7 +515,12 @@ export class TableView {
           row.map((v, i) => {
             const shown = (formats[i] ?? cell)(v);
             const full = fullValue(v);
-            const td = h('td', { class: numeric[i] ? 'sds-num' : null, title: full !== shown ? full : null }, shown);
+            const link = this.links(columns[i]?.name ?? '', v);
+            const td = h(
+              'td',
+              { class: numeric[i] ? 'sds-num' : null, title: full !== shown && !link ? full : null },
+              link ? this.linkButton(link, shown) : shown
+            );
             this.values.set(td, v);
             return td;
           })

@@ -14,6 +14,15 @@ import { SpatialStage } from './spatial';
 import { TransportError, type Transport } from './transport';
 import type { CanvasColor, CanvasPayload, CellRow } from './types';
 
+/** What `colorBy` colors the cells by (see `color_values`); `{}` is the figure's own coloring. */
+export type ColorTarget = {
+  column?: string;
+  gene?: string;
+  layer?: string;
+  highlight?: string;
+  against?: number | string;
+};
+
 /** What the toolbar drives, whichever drawing is on screen. */
 type Camera = {
   showSaved(): void;
@@ -94,11 +103,13 @@ export class SpatialFigure {
   }
 
   /**
-   * Color the cells by another obs column or by a gene's expression (values from X, asked
-   * of the service). `{}` goes back to the figure's own coloring. Resolves once drawn;
+   * Color the cells by another obs column or by a gene's expression (values from X, or
+   * `layer`, asked of the service); with `highlight`, the cells whose `column` holds that
+   * value against grey; with `against` (another version), by how `column` changed from it,
+   * unchanged cells grey. `{}` goes back to the figure's own coloring. Resolves once drawn;
    * rejects with the service's one-line reason (an unknown column or gene).
    */
-  async colorBy(target: { column?: string; gene?: string }): Promise<void> {
+  async colorBy(target: ColorTarget): Promise<void> {
     const token = ++this.colorToken;
     const { column, gene } = target;
     let color: CanvasColor = this.payload.color;
@@ -109,7 +120,9 @@ export class SpatialFigure {
         const reply = await this.transport.request('color_values', {
           version: this.version,
           figure: this.figureId,
-          ...(gene ? { gene } : { column: column! })
+          ...(gene ? { gene, ...(target.layer ? { layer: target.layer } : {}) } : { column: column! }),
+          ...(target.highlight !== undefined ? { highlight: target.highlight } : {}),
+          ...(target.against !== undefined ? { against: target.against } : {})
         });
         color = reply.data;
         const buffer = reply.buffers[0];
@@ -134,7 +147,8 @@ export class SpatialFigure {
     this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
     const select = this.node.querySelector<HTMLSelectElement>('.sds-color-by');
     if (select) {
-      select.value = gene ? '' : color.mode === 'none' ? '' : color.column;
+      const own = !gene && target.highlight === undefined && target.against === undefined;
+      select.value = own && color.mode !== 'none' ? color.column : '';
     }
     this.renderLegend();
     this.redrawColors();

@@ -489,6 +489,8 @@ export type TreeSectionOptions = {
   openVersion?: (folder: string) => Promise<void>;
   /** The history search changed. */
   onFilter(match: ((v: VersionSummary) => boolean) | null): void;
+  /** Every tree reply (the versions on this base, across branches). */
+  onTree?: (tree: Tree) => void;
   now?: () => number;
 };
 
@@ -589,6 +591,7 @@ export class TreeSection {
         this.fresh = this.fresh.filter(n => ids.includes(n.dataset_id));
       }
       this.view.setTree(tree, this.history, new Set(this.fresh.map(n => n.dataset_id)));
+      this.opts.onTree?.(tree);
       this.view.setFilter(this.search.value);
       const n = this.fresh.length;
       this.newButton.hidden = n === 0 || !this.opts.openVersion;

@@ -14,10 +14,8 @@ import { GENERATED_REQUESTS } from './payloads.gen';
 export type * from './payloads.gen';
 
 export type {
-  CellMaskPayload as CellMask,
   ChangesData as Changes,
   ContentsData as Contents,
-  ExpressionPayload as Expression,
   FigureSummary as Figure,
   FiguresData as Figures,
   HistoryData as History,

@@ -4,6 +4,7 @@ import { MainAreaWidget } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 import { mountApp, type AppAction, type AppHandle } from '../app';
 import type { History } from '../app/types';
+import { kernelPath } from './paths';
 import { RestTransport } from './transport';
 
 export class VersionContent extends Widget {
@@ -18,7 +19,8 @@ export class VersionContent extends Widget {
       actions,
       onHistory,
       onClose,
-      path: () => this.transport.path,
+      // "Copy code" must work in whichever notebook it is pasted: a path from the server root
+      path: () => kernelPath(this.transport.path),
       // another version of the tree opens in this panel (folders are relative to the server root)
       openVersion: async folder => {
         this.transport.path = folder;
