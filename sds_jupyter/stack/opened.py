@@ -41,7 +41,7 @@ try:  # zarr depends on google-crc32c; its C build hashes at memory speed
 except ImportError:  # pragma: no cover - a pure-Python google-crc32c only
 
     def _checksum(data: np.ndarray) -> int:
-        return zlib.crc32(memoryview(data))
+        return zlib.crc32(data.data)
 
 
 @dataclass
