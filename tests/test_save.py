@@ -336,6 +336,7 @@ def test_in_place_edits_after_open_are_refused(hand_stack: Path, code: str, word
         ("a.obs['cell_type'] = a.obs['cell_type'].cat.reorder_categories(['t', 'nk', 'b'])", ("set-obs", "cell_type")),
         ("a.obs.loc[a.obs_names[0], 'sample'] = 's9'", ("set-obs", "sample")),
         ("a.obsm['spatial'][0, 0] += 1", ("set-obsm", "spatial")),
+        ("a.uns['params']['resolution'] = 9.0", ("set-uns", "params")),
     ],
 )
 def test_in_place_edits_after_open_are_saved(hand_stack: Path, code: str, change: tuple[str, str]) -> None:
@@ -348,6 +349,8 @@ def test_in_place_edits_after_open_are_saved(hand_stack: Path, code: str, change
     column = change[1]
     if change[0] == "set-obs":
         assert list(saved.obs[column]) == list(adata.obs[column])
+    elif change[0] == "set-uns":
+        assert saved.uns[column] == adata.uns[column]
     else:
         np.testing.assert_array_equal(saved.obsm[column], adata.obsm[column])
 
@@ -378,6 +381,9 @@ EDITS = [
     "a.X[0, 0] = 99",
     "a.layers['counts'] = a.layers['counts'] * 0",
     "a.uns['params'] = {'resolution': 2.0}",
+    "a.uns['params']['method'] = 'louvain'",
+    "del a.uns['notes']",
+    "a.uns['spatial_data_studio']['figures']['fig-a'] = '{\"kind\": \"chart\"}'",
 ]
 
 

@@ -29,8 +29,11 @@ from sds_jupyter.stack.stack import Stack
 
 __all__ = ["Opened", "column_print", "fingerprint", "opened_record", "remember_opened"]
 
-#: Aligned mappings whose entries are fingerprinted, each entry under ``"<name>/<key>"``.
-MAPPINGS = ("layers", "obsm", "obsp", "varm", "varp")
+#: Mappings whose entries are fingerprinted, each entry under ``"<name>/<key>"``.
+MAPPINGS = ("layers", "obsm", "obsp", "varm", "varp", "uns")
+
+#: Arrays of strings up to this many are printed by value (uns holds such small lists).
+_MAX_STRINGS = 10_000
 
 try:  # zarr depends on google-crc32c; its C build hashes at memory speed
     from google_crc32c import cext as _crc32c
@@ -108,9 +111,24 @@ def opened_record(adata: Any, stack: Stack, table: str) -> Opened | None:
 
 
 def fingerprint(value: Any) -> Hashable | None:
-    """Dtype, shape and checksums of a numeric array or a sparse matrix; None for anything else."""
+    """What identifies a value: dtype, shape and checksums of an array or a sparse matrix,
+    nested for a dict, the value itself for a string or a number; None for anything else."""
     import scipy.sparse
 
+    if isinstance(value, Mapping):
+        items = tuple((str(key), fingerprint(item)) for key, item in value.items())
+        if any(not isinstance(key, str) for key in value) or any(item is None for _, item in items):
+            return None
+        return ("dict", tuple(sorted(items)))
+    if isinstance(value, (str, bool, int, float, np.number, np.bool_)) and not isinstance(value, np.void):
+        if isinstance(value, (float, np.floating)) and np.isnan(value):
+            return ("nan",)
+        return ("scalar", type(value).__name__, value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "OU" and value.size <= _MAX_STRINGS:
+        items = value.reshape(-1).tolist()
+        if all(isinstance(item, str) for item in items):
+            return ("strings", value.dtype.kind, value.shape, tuple(items))
+        return None
     if scipy.sparse.issparse(value) and value.format in ("csr", "csc"):
         parts = (_array_print(value.data), _array_print(value.indices), _array_print(value.indptr))
         if any(part is None for part in parts):

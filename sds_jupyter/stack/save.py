@@ -90,16 +90,15 @@ def save_version(
 def plan_save(stack: Stack, adata: Any, table: str = "table") -> SavePlan:
     """Compare ``adata`` with table ``table`` of ``stack``'s top; return the ops and refusals."""
     _check_in_memory(adata)
-    group = open_table_group(StackStore(stack), table)
-    parent = _Parent(group, opened_record(adata, stack, table))
-    if not parent.has_obs:
+    parent = _Parent(stack, table, opened_record(adata, stack, table))
+    if not parent.has_obs():
         raise StackError(f"table {table!r} of this version has no obs; it is not an AnnData table")
     plan = SavePlan()
     if not _diff_fixed(parent, adata, plan):
         return plan  # per-cell values cannot be compared across different cells
     _diff_obs(parent, adata, table, plan)
     _diff_obsm(parent, adata, table, plan)
-    _diff_uns(group, adata, table, plan)
+    _diff_uns(parent, adata, table, plan)
     return plan
 
 
@@ -111,11 +110,22 @@ class _Parent:
     element is read from the store, alone, and compared value by value.
     """
 
-    def __init__(self, group: Any, record: Opened | None) -> None:
-        self.group = group
+    def __init__(self, stack: Stack, table: str, record: Opened | None) -> None:
+        self.stack = stack
+        self.table = table
         self.record = record
         self._obs: pd.DataFrame | None = None
-        self.has_obs = "obs" in group
+        self._group: Any = None
+
+    @property
+    def group(self) -> Any:
+        """The table's zarr group, opened when something must be read (never, when all prints match)."""
+        if self._group is None:
+            self._group = open_table_group(StackStore(self.stack), self.table)
+        return self._group
+
+    def has_obs(self) -> bool:
+        return self.record is not None or "obs" in self.group
 
     def obs(self) -> pd.DataFrame:
         if self._obs is None:
@@ -152,6 +162,9 @@ class _Parent:
         if self.record is not None:
             return set(self.record.keys[name])
         return set(self.group[name].keys()) if name in self.group else set()
+
+    def read(self, path: str) -> Any:
+        return _read(self.group, path)
 
     def same(self, path: str, value: Any, compare: Callable[[Any, Any], bool] | None = None) -> bool:
         """Whether ``value`` is what the version holds at ``path`` (``X``, ``layers/counts``...)."""
@@ -287,16 +300,17 @@ def _diff_obsm(parent: _Parent, adata: Any, table: str, plan: SavePlan) -> None:
         plan.refused.append(f"obsm {', '.join(repr(k) for k in removed)} removed (a version cannot delete obsm)")
 
 
-def _diff_uns(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
-    uns_group = group.get("uns")
-    parent_keys = set(uns_group.keys()) if uns_group is not None else set()
+def _diff_uns(parent: _Parent, adata: Any, table: str, plan: SavePlan) -> None:
+    parent_keys = parent.keys("uns")
     for key, value in adata.uns.items():
         if key == STUDIO_KEY:
-            parent = _read(uns_group, key) if key in parent_keys else {}
-            _diff_studio(value, parent if isinstance(parent, Mapping) else {}, table, plan)
+            if key in parent_keys and parent.same(f"uns/{key}", value):
+                continue
+            studio = parent.read(f"uns/{key}") if key in parent_keys else {}
+            _diff_studio(value, studio if isinstance(studio, Mapping) else {}, table, plan)
         elif key not in parent_keys:
             plan.add(f"uns {key!r} added", _op(VersionWriter.set_uns, table, key, value))
-        elif not _same_value(value, _read(uns_group, key)):
+        elif not parent.same(f"uns/{key}", value):
             plan.add(f"uns {key!r} changed", _op(VersionWriter.set_uns, table, key, value))
     for key in sorted(parent_keys - set(adata.uns.keys())):
         plan.add(f"uns {key!r} deleted", _op(VersionWriter.delete_uns, table, key))
