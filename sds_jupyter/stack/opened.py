@@ -125,9 +125,9 @@ def fingerprint(value: Any) -> Hashable | None:
             return ("nan",)
         return ("scalar", type(value).__name__, value)
     if isinstance(value, np.ndarray) and value.dtype.kind in "OU" and value.size <= _MAX_STRINGS:
-        items = value.reshape(-1).tolist()
-        if all(isinstance(item, str) for item in items):
-            return ("strings", value.dtype.kind, value.shape, tuple(items))
+        strings = value.reshape(-1).tolist()
+        if all(isinstance(item, str) for item in strings):
+            return ("strings", value.dtype.kind, value.shape, tuple(strings))
         return None
     if scipy.sparse.issparse(value) and value.format in ("csr", "csc"):
         parts = (_array_print(value.data), _array_print(value.indices), _array_print(value.indptr))
