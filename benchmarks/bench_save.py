@@ -13,7 +13,7 @@ A: ``save_version(top, adata, title=...)``: compares the whole AnnData with the
 B: ``anndata.io.write_elem(group, "n_counts", column)`` into a new local Zarr v3
    group (anndata's defaults: zarr's default chunks and codec).
 B2 (for the breakdown, no goal): the same write_elem with the format's layout,
-   one chunk with gzip, as a version must store its arrays.
+   one chunk with gzip (at the writer's level), as a version must store its arrays.
 
 Goal: A / B <= 1.5. The run also checks that the version wrote only the column's
 objects plus the metadata documents the format requires (here the root's index).
@@ -75,6 +75,7 @@ def main() -> None:
     import zarr
 
     from sds_jupyter import open_anndata, save_version
+    from sds_jupyter.stack.encode import GZIP_LEVEL
     from sds_jupyter.stack import Stack
     from sds_jupyter.stack.manifest import read_manifest
     from sds_jupyter.stack.save import plan_save
@@ -112,7 +113,7 @@ def main() -> None:
                 group,
                 "n_counts",
                 column,
-                dataset_kwargs={"chunks": (len(column),), "compressors": [zarr.codecs.GzipCodec()]},
+                dataset_kwargs={"chunks": (len(column),), "compressors": [zarr.codecs.GzipCodec(level=GZIP_LEVEL)]},
             )
 
         # What a save writes: the column's objects and the root's consolidated index (the
