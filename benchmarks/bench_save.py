@@ -75,8 +75,8 @@ def main() -> None:
     import zarr
 
     from sds_jupyter import open_anndata, save_version
-    from sds_jupyter.stack.encode import GZIP_LEVEL
     from sds_jupyter.stack import Stack
+    from sds_jupyter.stack.encode import GZIP_LEVEL
     from sds_jupyter.stack.manifest import read_manifest
     from sds_jupyter.stack.save import plan_save
 
