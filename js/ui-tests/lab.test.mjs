@@ -1062,13 +1062,15 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       await page.waitForSelector('.jp-DirListing-item[data-sds-version="true"]', { timeout: 30000 });
     }
 
-    it('double-click on a version opens the browser as a tab of the tree page; a folder still opens', async () => {
+    it('a click on a version opens the browser as a tab of the tree page; a folder still opens', async () => {
+      // Notebook 7 navigates on a single click (its settings turn singleClickNavigation on),
+      // so a click opens a version there, as it enters a folder
       const page = await newPage();
       await openTree(page);
-      await item(page, baseFolder).dblclick();
+      await item(page, baseFolder).click();
       await page.waitForFunction(f => document.querySelector('.jp-BreadCrumbs')?.textContent?.includes(f), baseFolder);
       await openTree(page);
-      await item(page, top.split('/').pop()).dblclick();
+      await item(page, top.split('/').pop()).click();
       try {
         await page.waitForSelector('.jp-TreePanel .sds-history-row', { timeout: 30000 });
       } catch (error) {
@@ -1087,6 +1089,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       await page.locator('.jp-TreePanel .lm-TabBar-tab', { hasText: 'Files' }).click();
       await page.waitForSelector('.jp-DirListing-item:visible');
       assert.equal(await crumbs(page), '/datasets/');
+      // a double-click opens it too (its second click lands in the panel); still one tab
       await item(page, top.split('/').pop()).dblclick();
       await page.waitForSelector('.sds-history-row:visible');
       assert.equal(await page.locator('.jp-TreePanel .lm-TabBar-tab', { hasText: title }).count(), 1);
@@ -1099,7 +1102,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       try {
         const dark = await newPage();
         await openTree(dark);
-        await item(dark, top.split('/').pop()).dblclick();
+        await item(dark, top.split('/').pop()).click();
         await dark.waitForSelector('.sds-tree-row', { timeout: 30000 });
         await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
         await dark.waitForTimeout(500);

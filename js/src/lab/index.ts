@@ -60,8 +60,6 @@ function showInMain(shell: JupyterFrontEnd.IShell, panel: Widget): boolean {
       return false;
     }
     main.addWidget(panel);
-    // the double-click that opened it selected the word under the pointer, now the panel's
-    window.getSelection()?.removeAllRanges();
   }
   const tabs = panel.parent?.parent;
   if (tabs instanceof TabPanel) {
