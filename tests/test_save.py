@@ -204,10 +204,13 @@ def _several(a: anndata.AnnData) -> anndata.AnnData:
         (_several, "X changed; obsm 'spatial' removed"),
     ],
 )
-def test_refusals_write_nothing(hand_stack: Path, edit: Any, words: str) -> None:
+@pytest.mark.parametrize("opened", ["as opened", "a copy"])
+def test_refusals_write_nothing(hand_stack: Path, edit: Any, words: str, opened: str) -> None:
+    """Both ways of proving the rest unchanged: the fingerprints taken at open, and reading the store (a copy)."""
     datasets = hand_stack.parent
     before = tree_hash(datasets)
-    adata = edit(open_anndata(hand_stack))
+    adata = open_anndata(hand_stack)
+    adata = edit(adata if opened == "as opened" else adata.copy())
     with pytest.raises(StackError, match=words) as info:
         save_version(hand_stack, adata, title="refused")
     assert "\n" not in str(info.value)
@@ -290,3 +293,126 @@ def test_nullable_columns_keep_their_missing_values(hand_stack: Path) -> None:
 def _plain_strings(series: pd.Series) -> bool:
     """A column of strings that is not categorical (its dtype differs between pandas 2 and 3)."""
     return not isinstance(series.dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(series)
+
+
+# -- in-place edits after open: the fingerprints taken at open must see them -----------------
+
+
+def _in_place(code: str) -> Any:
+    def edit(a: anndata.AnnData) -> None:
+        exec(code, {"a": a, "np": np})  # the edit as an analyst types it (shown in the test id)
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("a.X[3, 2] = 7", "X changed"),
+        ("a.X[:] = a.X[::-1]", "X changed"),  # same bytes in another order
+        ("a.layers['counts'][0, 0] += 1", r"layers changed \('counts'\)"),
+        ("a.obsp['distances'][0, 1] = 0.5", r"obsp changed \('distances'\)"),
+        ("a.var.iloc[0, 0] = 'other'", "var changed"),
+        ("a.var_names = [f'g{i}' for i in range(a.n_vars)]", "var changed"),
+        ("a.obs_names = list(a.obs_names[:-1]) + ['new-cell']", "cells renamed or replaced"),
+    ],
+)
+def test_in_place_edits_after_open_are_refused(hand_stack: Path, code: str, words: str) -> None:
+    datasets = hand_stack.parent
+    before = tree_hash(datasets)
+    adata = open_anndata(hand_stack)
+    _in_place(code)(adata)
+    with pytest.raises(StackError, match=words):
+        save_version(hand_stack, adata, title="in place")
+    assert tree_hash(datasets) == before
+
+
+@pytest.mark.parametrize(
+    ("code", "change"),
+    [
+        ("a.obs.loc[a.obs_names[0], 'n_counts'] += 1", ("set-obs", "n_counts")),
+        ("a.obs.loc[a.obs_names[0], 'keep'] = not a.obs['keep'].iloc[0]", ("set-obs", "keep")),
+        ("a.obs.loc[a.obs_names[0], 'score'] = -1.0", ("set-obs", "score")),
+        ("a.obs['cell_type'] = a.obs['cell_type'].cat.reorder_categories(['t', 'nk', 'b'])", ("set-obs", "cell_type")),
+        ("a.obs.loc[a.obs_names[0], 'sample'] = 's9'", ("set-obs", "sample")),
+        ("a.obsm['spatial'][0, 0] += 1", ("set-obsm", "spatial")),
+        ("a.uns['params']['resolution'] = 9.0", ("set-uns", "params")),
+    ],
+)
+def test_in_place_edits_after_open_are_saved(hand_stack: Path, code: str, change: tuple[str, str]) -> None:
+    adata = open_anndata(hand_stack)
+    _in_place(code)(adata)
+    top = save_version(hand_stack, adata, title="in place")
+    changes = read_manifest(top / "layer.json").changes
+    assert [(c["op"], c.get("column") or c.get("key")) for c in changes] == [change]
+    saved = open_anndata(top)
+    column = change[1]
+    if change[0] == "set-obs":
+        assert list(saved.obs[column]) == list(adata.obs[column])
+    elif change[0] == "set-uns":
+        assert saved.uns[column] == adata.uns[column]
+    else:
+        np.testing.assert_array_equal(saved.obsm[column], adata.obsm[column])
+
+
+def test_equal_floats_are_unchanged_whatever_their_bits(hand_stack: Path) -> None:
+    """-0.0 equals 0.0 and every NaN equals every NaN, as the values compare: nothing to save."""
+    adata = open_anndata(hand_stack)
+    values = adata.obs["score"].to_numpy().copy()
+    values[:3] = [0.0, np.nan, 0.0]
+    adata.obs["score"] = values
+    top = save_version(hand_stack, adata, title="zeros and NaN")
+    again = open_anndata(top)
+    other = again.obs["score"].to_numpy().copy()
+    other[0] = -0.0
+    other[1] = np.frombuffer(np.uint64(0x7FF8_0000_0000_0BAD).tobytes(), dtype=np.float64)[0]  # another NaN
+    assert np.isnan(other[1]) and other.tobytes() != again.obs["score"].to_numpy().tobytes()
+    again.obs["score"] = other
+    with pytest.raises(StackError, match="nothing to save"):
+        save_version(top, again, title="same values")
+
+
+EDITS = [
+    "a.obs['n_counts'] = a.obs['n_counts'] * 2",
+    "a.obs['new'] = np.arange(a.n_obs)",
+    "del a.obs['sample']",
+    "a.obs['label'] = [str(i) for i in range(a.n_obs)]",
+    "a.obsm['spatial'] = a.obsm['spatial'] + 1",
+    "a.X[0, 0] = 99",
+    "a.layers['counts'] = a.layers['counts'] * 0",
+    "a.uns['params'] = {'resolution': 2.0}",
+    "a.uns['params']['method'] = 'louvain'",
+    "del a.uns['notes']",
+    "a.uns['spatial_data_studio']['figures']['fig-a'] = '{\"kind\": \"chart\"}'",
+]
+
+
+@pytest.mark.parametrize("code", EDITS)
+def test_fingerprints_and_the_store_give_the_same_plan(hand_stack: Path, code: str) -> None:
+    """The AnnData as opened (fingerprints) and a copy of it (compared with the store) plan alike."""
+    from sds_jupyter.stack import Stack
+    from sds_jupyter.stack.opened import opened_record
+    from sds_jupyter.stack.save import plan_save
+
+    stack = Stack.resolve(hand_stack)
+    adata = open_anndata(hand_stack)
+    assert opened_record(adata, stack, "table") is not None
+    _in_place(code)(adata)
+    copy = adata.copy()
+    assert opened_record(copy, stack, "table") is None
+    recorded, read = plan_save(stack, adata), plan_save(stack, copy)
+    assert recorded.summary == read.summary and recorded.refused == read.refused
+    assert recorded.summary or recorded.refused
+
+
+def test_a_record_applies_to_the_version_it_was_read_from_only(hand_stack: Path) -> None:
+    """Opened from v-1 and saved on the base store: compared with the base, which lacks 'score'."""
+    from sds_jupyter.stack import Stack
+    from sds_jupyter.stack.opened import opened_record
+
+    base = hand_stack.parent / "base-1" / "store.zarr"
+    adata = open_anndata(hand_stack)
+    assert opened_record(adata, Stack.resolve(base), "table") is None
+    assert opened_record(adata, Stack.resolve(hand_stack), "other") is None
+    top = save_version(base, adata, title="score on the base")
+    assert [(c["op"], c["column"]) for c in read_manifest(top / "layer.json").changes] == [("set-obs", "score")]

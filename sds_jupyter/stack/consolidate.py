@@ -57,4 +57,5 @@ def write_root_index(store: CopyOnWriteStore) -> None:
         "must_understand": False,
         "metadata": consolidated_index(store),
     }
-    store.write_raw(_ROOT, json.dumps(root, indent=2).encode())
+    # compact: json's C encoder only runs without indent, 10x quicker on a big index
+    store.write_raw(_ROOT, json.dumps(root, separators=(",", ":")).encode())

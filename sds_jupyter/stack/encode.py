@@ -20,6 +20,10 @@ __all__ = ["STUDIO_KEY", "encode_element", "no_auto_sharding", "studio_path"]
 
 STUDIO_KEY = "spatial_data_studio"
 
+#: gzip's fastest level: about 2.5 times quicker than zarr's default (5) on numeric
+#: columns, for objects some 15 % larger; any level reads the same.
+GZIP_LEVEL = 1
+
 
 def studio_path(table: str, *parts: str) -> str:
     """Store path of ``uns["spatial_data_studio"][parts...]`` in a table."""
@@ -70,8 +74,9 @@ def no_auto_sharding() -> Iterator[None]:
 
 
 def _write_elem(anndata: Any, group: zarr.Group, value: Any) -> None:
+    # Uncompressed: these bytes are only read back once, by the re-chunking copy, which compresses.
     with no_auto_sharding():
-        anndata.io.write_elem(group, "e", value)
+        anndata.io.write_elem(group, "e", value, dataset_kwargs={"compressors": None})
 
 
 async def _collect(store: Store, prefix: str) -> list[str]:
@@ -88,7 +93,7 @@ def _copy_rechunked(node: zarr.Group | zarr.Array, target: zarr.Group, name: str
             shape=node.shape,
             dtype=node.dtype,
             chunks=chunks,
-            compressors=[GzipCodec()],
+            compressors=[GzipCodec(level=GZIP_LEVEL)],
             fill_value=node.fill_value,
             attributes=attributes,
             config={"write_empty_chunks": True},

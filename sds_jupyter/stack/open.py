@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack.flatten import flatten
+from sds_jupyter.stack.opened import remember_opened
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.store import StackStore
 
@@ -66,12 +67,15 @@ def open_anndata(
     """
     import anndata
 
-    group = open_table_group(StackStore(_as_stack(path, folders, storage_options)), table)
+    stack = _as_stack(path, folders, storage_options)
+    group = open_table_group(StackStore(stack), table)
     if lazy:
         from anndata.experimental import read_lazy
 
         return read_lazy(group)
-    return anndata.read_zarr(group)
+    adata = anndata.read_zarr(group)
+    remember_opened(adata, stack, table)  # so that a save need not read X, var... again to compare
+    return adata
 
 
 def default_cache_dir() -> Path:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack.open import open_table_group
+from sds_jupyter.stack.opened import Opened, column_print, fingerprint, opened_record
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.store import StackStore
 from sds_jupyter.stack.writer import STUDIO_KEY, VersionWriter
@@ -89,17 +90,97 @@ def save_version(
 def plan_save(stack: Stack, adata: Any, table: str = "table") -> SavePlan:
     """Compare ``adata`` with table ``table`` of ``stack``'s top; return the ops and refusals."""
     _check_in_memory(adata)
-    group = open_table_group(StackStore(stack), table)
-    plan = SavePlan()
-    obs = _read(group, "obs")  # read once: the cell check and the column diff both need it
-    if obs is None:
+    parent = _Parent(stack, table, opened_record(adata, stack, table))
+    if not parent.has_obs():
         raise StackError(f"table {table!r} of this version has no obs; it is not an AnnData table")
-    if not _diff_fixed(group, obs, adata, plan):
+    plan = SavePlan()
+    if not _diff_fixed(parent, adata, plan):
         return plan  # per-cell values cannot be compared across different cells
-    _diff_obs(obs, adata, table, plan)
-    _diff_obsm(group, adata, table, plan)
-    _diff_uns(group, adata, table, plan)
+    _diff_obs(parent, adata, table, plan)
+    _diff_obsm(parent, adata, table, plan)
+    _diff_uns(parent, adata, table, plan)
     return plan
+
+
+class _Parent:
+    """The version's table as the diff asks about it: from what was read at open, else from the store.
+
+    With a record of the AnnData's open (:mod:`~sds_jupyter.stack.opened`) an element
+    whose fingerprint still matches is the same without reading it; every other
+    element is read from the store, alone, and compared value by value.
+    """
+
+    def __init__(self, stack: Stack, table: str, record: Opened | None) -> None:
+        self.stack = stack
+        self.table = table
+        self.record = record
+        self._obs: pd.DataFrame | None = None
+        self._group: Any = None
+
+    @property
+    def group(self) -> Any:
+        """The table's zarr group, opened when something must be read (never, when all prints match)."""
+        if self._group is None:
+            self._group = open_table_group(StackStore(self.stack), self.table)
+        return self._group
+
+    def has_obs(self) -> bool:
+        return self.record is not None or "obs" in self.group
+
+    def obs(self) -> pd.DataFrame:
+        if self._obs is None:
+            self._obs = _read(self.group, "obs")  # read once: the cell check and the column diff both need it
+        return self._obs
+
+    def obs_names(self) -> pd.Index:
+        return pd.Index(self.record.obs_names) if self.record else self.obs().index
+
+    def same_cells(self, names: pd.Index) -> bool:
+        if self.record is None:
+            return bool(names.equals(self.obs().index))
+        mine, known = names.to_numpy(), self.record.obs_names
+        # a plain comparison of the names is several times quicker than Index.equals
+        if mine.dtype == object and len(mine) == len(known) and np.array_equal(mine, known):
+            return True
+        return bool(names.equals(pd.Index(self.record.obs_names)))
+
+    def obs_columns(self) -> list[str]:
+        return list(self.record.columns) if self.record else [str(c) for c in self.obs().columns]
+
+    def same_column(self, column: str, values: pd.Series) -> bool:
+        if self.record is not None:
+            known = self.record.columns.get(column)
+            if known is not None:  # a numeric or categorical column: its print decides
+                return bool(column_print(values) == known)
+            return _same_series(values, pd.Series(_read(self.group["obs"], column)))
+        return _same_series(values, self.obs()[column])
+
+    def var(self) -> pd.DataFrame | None:
+        return self.record.var if self.record else _read(self.group, "var")
+
+    def keys(self, name: str) -> set[str]:
+        if self.record is not None:
+            return set(self.record.keys[name])
+        return set(self.group[name].keys()) if name in self.group else set()
+
+    def read(self, path: str) -> Any:
+        return _read(self.group, path)
+
+    def same(self, path: str, value: Any, compare: Callable[[Any, Any], bool] | None = None) -> bool:
+        """Whether ``value`` is what the version holds at ``path`` (``X``, ``layers/counts``...)."""
+        if self.record is not None:
+            known = self.record.prints.get(path)
+            if known is not None and fingerprint(value) == known:
+                return True
+        return (compare or _same_value)(value, _read(self.group, path))
+
+    def has_raw(self) -> bool:
+        if self.record is not None:
+            return self.record.has_raw
+        return "raw" in self.group and "X" in self.group["raw"]  # anndata writes an empty group for no raw
+
+    def raw_var(self) -> pd.DataFrame | None:
+        return self.record.raw_var if self.record else _read(self.group, "raw/var")
 
 
 def _label(stack: Stack) -> str:
@@ -133,64 +214,63 @@ def _read(group: Any, key: str) -> Any:
 # -- what no op can change ----------------------------------------------------------------
 
 
-def _diff_fixed(group: Any, obs: pd.DataFrame, adata: Any, plan: SavePlan) -> bool:
+def _diff_fixed(parent: _Parent, adata: Any, plan: SavePlan) -> bool:
     """Refuse changes to what no op can write; return whether the cells are the same."""
-    parent_names = obs.index
     names = adata.obs_names
     same_cells = False
-    if len(names) != len(parent_names):
-        plan.refused.append(f"cells added or removed ({len(parent_names)} in the version, {len(names)} here)")
-    elif not names.equals(parent_names):
-        same_set = set(names) == set(parent_names)
+    if len(names) != len(parent.obs_names()):
+        plan.refused.append(f"cells added or removed ({len(parent.obs_names())} in the version, {len(names)} here)")
+    elif not parent.same_cells(names):
+        same_set = set(names) == set(parent.obs_names())
         plan.refused.append("cells reordered" if same_set else "cells renamed or replaced (obs_names differ)")
     else:
         same_cells = True
-    var = _read(group, "var")
+    var = parent.var()
     if var is None or not _same_frame(adata.var, var, check_index=True):
         plan.refused.append("var changed (genes or their annotations)")
-    if same_cells and not _same_matrix(adata.X, _read(group, "X")):
+    if same_cells and not parent.same("X", adata.X, _same_matrix):
         plan.refused.append("X changed")
     for name in _FIXED_MAPPINGS:
-        changed = _changed_keys(getattr(adata, name), group, name)
+        changed = _changed_keys(getattr(adata, name), parent, name)
         if changed:
             plan.refused.append(f"{name} changed ({', '.join(repr(k) for k in changed)})")
-    if not _same_raw(adata, group):
+    if not _same_raw(adata, parent):
         plan.refused.append("raw changed")
     return same_cells
 
 
-def _changed_keys(mine: Mapping[str, Any], group: Any, name: str) -> list[str]:
+def _changed_keys(mine: Mapping[str, Any], parent: _Parent, name: str) -> list[str]:
     """Keys of an aligned mapping (layers, obsp...) that differ from the parent's."""
-    parent_keys = set(group[name].keys()) if name in group else set()
+    parent_keys = parent.keys(name)
     # anndata 0.13 lists X as layers[None]: X is compared on its own
     keys = {key for key in mine if key is not None}
     changed = sorted(keys ^ parent_keys)
     for key in sorted(keys & parent_keys):
-        if not _same_value(mine[key], _read(group[name], key)):
+        if not parent.same(f"{name}/{key}", mine[key]):
             changed.append(key)
     return changed
 
 
-def _same_raw(adata: Any, group: Any) -> bool:
+def _same_raw(adata: Any, parent: _Parent) -> bool:
     raw = adata.raw
-    has_raw = "raw" in group and "X" in group["raw"]  # anndata writes an empty group for no raw
+    has_raw = parent.has_raw()
     if raw is None or not has_raw:
         return raw is None and not has_raw
-    parent = group["raw"]
-    return _same_matrix(raw.X, _read(parent, "X")) and _same_frame(raw.var, _read(parent, "var"), check_index=True)
+    return parent.same("raw/X", raw.X, _same_matrix) and _same_frame(raw.var, parent.raw_var(), check_index=True)
 
 
 # -- obs, obsm, uns: the ops ----------------------------------------------------------------
 
 
-def _diff_obs(parent: pd.DataFrame, adata: Any, table: str, plan: SavePlan) -> None:
+def _diff_obs(parent: _Parent, adata: Any, table: str, plan: SavePlan) -> None:
+    parent_columns = parent.obs_columns()
     for column in adata.obs.columns:
         values = adata.obs[column]
-        if column not in parent.columns:
+        if column not in parent_columns:
             plan.add(f"obs column {column!r} added", _set_obs(table, column, values))
-        elif not _same_series(values, parent[column]):
+        elif not parent.same_column(column, values):
             plan.add(f"obs column {column!r} changed", _set_obs(table, column, values))
-    for column in parent.columns:
+    for column in parent_columns:
         if column not in adata.obs.columns:
             plan.add(f"obs column {column!r} deleted", _op(VersionWriter.delete_obs, table, column))
 
@@ -208,28 +288,29 @@ def _set_obs(table: str, column: Any, values: pd.Series) -> Op:
     return lambda writer: writer.set_obs(table, str(column), values)
 
 
-def _diff_obsm(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
-    parent_keys = set(group["obsm"].keys()) if "obsm" in group else set()
+def _diff_obsm(parent: _Parent, adata: Any, table: str, plan: SavePlan) -> None:
+    parent_keys = parent.keys("obsm")
     for key, value in adata.obsm.items():
         if key not in parent_keys:
             plan.add(f"obsm {key!r} added", _op(VersionWriter.set_obsm, table, key, value))
-        elif not _same_value(value, _read(group["obsm"], key)):
+        elif not parent.same(f"obsm/{key}", value):
             plan.add(f"obsm {key!r} changed", _op(VersionWriter.set_obsm, table, key, value))
     removed = sorted(parent_keys - set(adata.obsm.keys()))
     if removed:
         plan.refused.append(f"obsm {', '.join(repr(k) for k in removed)} removed (a version cannot delete obsm)")
 
 
-def _diff_uns(group: Any, adata: Any, table: str, plan: SavePlan) -> None:
-    uns_group = group.get("uns")
-    parent_keys = set(uns_group.keys()) if uns_group is not None else set()
+def _diff_uns(parent: _Parent, adata: Any, table: str, plan: SavePlan) -> None:
+    parent_keys = parent.keys("uns")
     for key, value in adata.uns.items():
         if key == STUDIO_KEY:
-            parent = _read(uns_group, key) if key in parent_keys else {}
-            _diff_studio(value, parent if isinstance(parent, Mapping) else {}, table, plan)
+            if key in parent_keys and parent.same(f"uns/{key}", value):
+                continue
+            studio = parent.read(f"uns/{key}") if key in parent_keys else {}
+            _diff_studio(value, studio if isinstance(studio, Mapping) else {}, table, plan)
         elif key not in parent_keys:
             plan.add(f"uns {key!r} added", _op(VersionWriter.set_uns, table, key, value))
-        elif not _same_value(value, _read(uns_group, key)):
+        elif not parent.same(f"uns/{key}", value):
             plan.add(f"uns {key!r} changed", _op(VersionWriter.set_uns, table, key, value))
     for key in sorted(parent_keys - set(adata.uns.keys())):
         plan.add(f"uns {key!r} deleted", _op(VersionWriter.delete_uns, table, key))

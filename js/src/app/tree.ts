@@ -424,12 +424,15 @@ export function descendants(nodes: TreeNode[], id: string | null): Set<string> {
 
 /**
  * Asks for the datasets folder's fingerprint every few seconds while `visible()`,
- * and at once when the window gets the focus back; calls `changed` when it moves.
+ * and at once when the window gets the focus back or the view is shown again (a
+ * panel's tab chosen after saving from a notebook); calls `changed` when it moves.
  */
 export class LivePoller {
   private timer: ReturnType<typeof setInterval> | undefined;
   private last: string | null = null;
   private busy = false;
+  private shown: ResizeObserver | undefined;
+  private wasVisible = false;
 
   constructor(
     private readonly transport: Transport,
@@ -445,9 +448,28 @@ export class LivePoller {
     document.addEventListener('visibilitychange', this.onFocus);
   }
 
+  /** Poll as soon as `node` goes from hidden (a tab behind another) to shown. */
+  observe(node: HTMLElement): void {
+    if (typeof ResizeObserver === 'undefined') {
+      return;
+    }
+    this.shown?.disconnect();
+    this.wasVisible = this.visible();
+    this.shown = new ResizeObserver(() => {
+      const visible = this.visible();
+      if (visible && !this.wasVisible) {
+        void this.poll();
+      }
+      this.wasVisible = visible;
+    });
+    this.shown.observe(node);
+  }
+
   stop(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.shown?.disconnect();
+    this.shown = undefined;
     window.removeEventListener('focus', this.onFocus);
     document.removeEventListener('visibilitychange', this.onFocus);
   }
@@ -549,6 +571,7 @@ export class TreeSection {
       () => void this.load(true)
     );
     this.poller.start();
+    this.poller.observe(this.node);
   }
 
   dispose(): void {

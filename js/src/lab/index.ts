@@ -12,9 +12,11 @@ import {
   type JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, InputDialog, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { PageConfig } from '@jupyterlab/coreutils';
 import { IDefaultFileBrowser, type FileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { folderIcon } from '@jupyterlab/ui-components';
+import { TabPanel, type Widget } from '@lumino/widgets';
 import { createVersionPanel, type VersionContent } from './panel';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 import { createNotebook, listVersions } from './transport';
@@ -29,8 +31,42 @@ export { installOpenHandler } from './handler';
 
 const FILE_BROWSER_PLUGIN_ID = 'sds-jupyter:file-browser';
 
+/**
+ * Jupyter Notebook 7 names the page it serves. Only its tree page has a file browser
+ * and room for a panel; on its notebook, editor and console pages these plugins would
+ * only instantiate a file browser that page never shows (and that Notebook then tries
+ * to restore with commands the page lacks). The widget needs neither plugin.
+ */
+const NOTEBOOK_PAGE = PageConfig.getOption('notebookPage');
+const ON_THIS_PAGE = !NOTEBOOK_PAGE || NOTEBOOK_PAGE === 'tree';
+
 function readSettings(s: ISettingRegistry.ISettings): void {
   current.openVersionsOnDoubleClick = s.get('openVersionsOnDoubleClick').composite !== false;
+}
+
+/**
+ * Show `panel` in the main area. JupyterLab docks it as a tab. Jupyter Notebook 7
+ * keeps one widget in its main area and ignores a second: on its tree page that
+ * widget is a tab panel (Files, Running, settings...), so the version opens as one
+ * more tab there, as Notebook's own settings editor does.
+ */
+function showInMain(shell: JupyterFrontEnd.IShell, panel: Widget): boolean {
+  if (!panel.isAttached) {
+    shell.add(panel, 'main');
+  }
+  if (!panel.isAttached) {
+    const main = [...shell.widgets('main')][0];
+    if (!(main instanceof TabPanel)) {
+      return false;
+    }
+    main.addWidget(panel);
+  }
+  const tabs = panel.parent?.parent;
+  if (tabs instanceof TabPanel) {
+    tabs.currentWidget = panel;
+  }
+  shell.activateById(panel.id);
+  return true;
 }
 
 /** The first selected directory of the browser, as a server path. */
@@ -49,7 +85,7 @@ function selectedDir(app: JupyterFrontEnd, browser: FileBrowser | null): string 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'Open versions of SpatialData stacks in a version browser.',
-  autoStart: true,
+  autoStart: ON_THIS_PAGE,
   optional: [IDefaultFileBrowser, ICommandPalette, ISettingRegistry, ILayoutRestorer],
   activate: (
     app: JupyterFrontEnd,
@@ -74,7 +110,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const open = (path: string): MainAreaWidget<VersionContent> => {
       const existing = tracker.find(w => w.content.path === path);
       if (existing) {
-        shell.activateById(existing.id);
+        showInMain(shell, existing);
         return existing;
       }
       const panel = createVersionPanel(path, [
@@ -98,9 +134,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       ]);
       panel.title.icon = folderIcon;
+      if (!showInMain(shell, panel)) {
+        panel.dispose();
+        throw new Error('this page has no room for a version panel; open the version from the file browser');
+      }
       void tracker.add(panel);
-      shell.add(panel, 'main');
-      shell.activateById(panel.id);
       return panel;
     };
 
@@ -153,10 +191,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
         const widget = (await commands.execute('docmanager:open', {
           path: notebook.path,
           factory: 'Notebook'
-        })) as { id: string; context?: { sessionContext?: { ready: Promise<void> }; ready?: Promise<void> } } | undefined;
+        })) as (Widget & { context?: { sessionContext?: { ready: Promise<void> }; ready?: Promise<void> } }) | undefined;
         if (widget) {
-          await widget.context?.ready;
-          await widget.context?.sessionContext?.ready;
+          // Notebook 7 opens a notebook in a new browser tab and disposes this page's widget
+          const gone = new Promise<void>(resolve =>
+            widget.isDisposed ? resolve() : widget.disposed.connect(() => resolve())
+          );
+          await Promise.race([
+            (async () => {
+              await widget.context?.ready;
+              await widget.context?.sessionContext?.ready;
+            })(),
+            gone
+          ]);
+          if (widget.isDisposed) {
+            return `${notebook.path} (opened in a new tab${notebook.run ? ': run its cells there' : ''})`;
+          }
           shell.activateById(widget.id);
           // A notebook edited since it was made holds someone's cells: open it, never run them unasked.
           if (notebook.run) {
@@ -196,7 +246,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
 const fileBrowserPlugin: JupyterFrontEndPlugin<void> = {
   id: FILE_BROWSER_PLUGIN_ID,
   description: 'Double-click or Enter on a version folder opens the version browser.',
-  autoStart: true,
+  autoStart: ON_THIS_PAGE,
   requires: [IDefaultFileBrowser],
   activate: (app: JupyterFrontEnd, browser: FileBrowser) => {
     const contents = app.serviceManager.contents;

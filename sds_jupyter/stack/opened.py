@@ -1,0 +1,175 @@
+"""What :func:`~sds_jupyter.stack.open.open_anndata` read, remembered for a later save.
+
+Saving compares an AnnData with the version it came from. Reading the version's
+X, var and layers again only to prove them unchanged costs far more than the
+save writes. So when a version's table is opened, a fingerprint of every element
+a version cannot change (and of each obs column and obsm entry) is taken from
+the arrays just read: their dtype, shape and a CRC-32C of their bytes (a few
+milliseconds for 40 MB). At save, an element whose fingerprint still matches is
+unchanged; any other element, an in-place edit included (``adata.X[0, 0] = 1``
+changes the bytes, so the checksum), is compared with the stored one as before.
+A fingerprint only ever spares a read; it never decides that something changed.
+
+A record belongs to one AnnData object (by identity, dropped when it is garbage
+collected) and to the exact chain of manifests it was read from.
+"""
+
+from __future__ import annotations
+
+import weakref
+import zlib
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sds_jupyter.stack.stack import Stack
+
+__all__ = ["Opened", "column_print", "fingerprint", "opened_record", "remember_opened"]
+
+#: Mappings whose entries are fingerprinted, each entry under ``"<name>/<key>"``.
+MAPPINGS = ("layers", "obsm", "obsp", "varm", "varp", "uns")
+
+#: Arrays of strings up to this many are printed by value (uns holds such small lists).
+_MAX_STRINGS = 10_000
+
+try:  # zarr depends on google-crc32c; its C build hashes at memory speed
+    from google_crc32c import cext as _crc32c
+
+    def _checksum(data: np.ndarray) -> int:
+        return int(_crc32c.value(data))
+
+except ImportError:  # pragma: no cover - a pure-Python google-crc32c only
+
+    def _checksum(data: np.ndarray) -> int:
+        return zlib.crc32(data.data)
+
+
+@dataclass
+class Opened:
+    """Fingerprints of one table of one version, as an AnnData was read from it."""
+
+    stack_key: tuple[Any, ...]
+    table: str
+    obs_names: np.ndarray
+    """A copy of the cells' names (the Index's array is writable in pandas 2)."""
+    var: pd.DataFrame
+    """A deep copy: var is small (one row per gene) and compared in full."""
+    columns: dict[str, Hashable | None]
+    """Obs columns in order, each with its fingerprint (None: compare with the stored one)."""
+    prints: dict[str, Hashable | None] = field(default_factory=dict)
+    """``"X"``, ``"raw/X"`` and ``"<mapping>/<key>"``: fingerprint, or None."""
+    keys: dict[str, frozenset[str]] = field(default_factory=dict)
+    """The keys each aligned mapping had."""
+    raw_var: pd.DataFrame | None = None
+    has_raw: bool = False
+
+
+_RECORDS: dict[int, tuple[weakref.ref[Any], Opened]] = {}
+
+
+def stack_key(stack: Stack) -> tuple[Any, ...]:
+    """The exact chain a table was read from: the base's place and every manifest."""
+    return (str(stack.base.path), tuple((str(v.data_dir), v.manifest) for v in stack.versions))
+
+
+def remember_opened(adata: Any, stack: Stack, table: str) -> None:
+    """Fingerprint what ``adata`` holds, just read from table ``table`` of ``stack``."""
+    raw = adata.raw
+    record = Opened(
+        stack_key=stack_key(stack),
+        table=table,
+        obs_names=np.array(adata.obs_names, dtype=object, copy=True),
+        var=adata.var.copy(deep=True),
+        columns={str(name): column_print(adata.obs[name]) for name in adata.obs.columns},
+        prints={"X": fingerprint(adata.X)},
+        raw_var=None if raw is None else raw.var.copy(deep=True),
+        has_raw=raw is not None,
+    )
+    if raw is not None:
+        record.prints["raw/X"] = fingerprint(raw.X)
+    for name in MAPPINGS:
+        mapping = getattr(adata, name)
+        record.keys[name] = keys = _mapping_keys(mapping)
+        for key in keys:
+            record.prints[f"{name}/{key}"] = fingerprint(mapping[key])
+    identity = id(adata)
+    _RECORDS[identity] = (weakref.ref(adata, lambda _: _RECORDS.pop(identity, None)), record)
+
+
+def opened_record(adata: Any, stack: Stack, table: str) -> Opened | None:
+    """The record of ``adata`` if it was opened from exactly this stack's table, else None."""
+    entry = _RECORDS.get(id(adata))
+    if entry is None or entry[0]() is not adata:
+        return None
+    record = entry[1]
+    if record.table != table or record.stack_key != stack_key(stack):
+        return None
+    return record
+
+
+def fingerprint(value: Any) -> Hashable | None:
+    """What identifies a value: dtype, shape and checksums of an array or a sparse matrix,
+    nested for a dict, the value itself for a string or a number; None for anything else."""
+    import scipy.sparse
+
+    if isinstance(value, Mapping):
+        items = tuple((str(key), fingerprint(item)) for key, item in value.items())
+        if any(not isinstance(key, str) for key in value) or any(item is None for _, item in items):
+            return None
+        return ("dict", tuple(sorted(items)))
+    if isinstance(value, (str, bool, int, float, np.number, np.bool_)) and not isinstance(value, np.void):
+        if isinstance(value, (float, np.floating)) and np.isnan(value):
+            return ("nan",)
+        return ("scalar", type(value).__name__, value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "OU" and value.size <= _MAX_STRINGS:
+        strings = value.reshape(-1).tolist()
+        if all(isinstance(item, str) for item in strings):
+            return ("strings", value.dtype.kind, value.shape, tuple(strings))
+        return None
+    if scipy.sparse.issparse(value) and value.format in ("csr", "csc"):
+        parts = (_array_print(value.data), _array_print(value.indices), _array_print(value.indptr))
+        if any(part is None for part in parts):
+            return None
+        return ("sparse", value.format, value.shape, *parts)
+    if isinstance(value, np.ndarray):
+        return _array_print(value)
+    return None
+
+
+def column_print(series: pd.Series) -> Hashable | None:
+    """A numeric, boolean or categorical obs column's fingerprint; None for strings and the rest.
+
+    Two columns the diff calls equal have the same print, so a different print is
+    a changed column without reading the stored one: floats are printed with
+    ``-0.0`` as ``0.0`` and every NaN alike, categories by value.
+    """
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        categories = dtype.categories
+        if categories.dtype == object and not all(isinstance(c, str) for c in categories):
+            return None
+        codes = _array_print(np.asarray(series.cat.codes))
+        return None if codes is None else ("categorical", dtype.ordered, tuple(categories), codes)
+    if isinstance(dtype, np.dtype):
+        values = series.to_numpy(copy=False)
+        if dtype.kind in "fc":
+            values = values + dtype.type(0)  # a copy, with -0.0 as 0.0
+            values[np.isnan(values)] = np.nan
+        return _array_print(values)
+    return None
+
+
+def _array_print(array: np.ndarray) -> Hashable | None:
+    if array.dtype.hasobject or array.dtype.kind in "OUSV":
+        return None  # strings and objects: compared with the stored values instead
+    data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    data.flags.writeable = False  # the C checksum takes read-only buffers only
+    return (array.dtype.str, array.shape, _checksum(data))
+
+
+def _mapping_keys(mapping: Mapping[Any, Any]) -> frozenset[str]:
+    """The keys of an aligned mapping; anndata 0.13 lists X as ``layers[None]``, X is not a layer."""
+    return frozenset(key for key in mapping if key is not None)
