@@ -156,15 +156,30 @@ def test_a_duplicated_member_is_listed_once_and_refused(tmp_path: Path) -> None:
         source.read("t/0")
 
 
+@pytest.fixture
+def cache_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cache indexes of zips written a moment ago (tests cannot wait out FRESH_SECONDS)."""
+    monkeypatch.setattr(zipindex, "FRESH_SECONDS", 0.0)
+
+
+def test_a_zip_written_a_moment_ago_is_not_cached(tmp_path: Path) -> None:
+    path = write_zip(tmp_path / "s.zarr.zip", ODD)
+    assert ZipSource(location_of(path))._index is not ZipSource(location_of(path))._index
+
+
+@pytest.mark.usefixtures("cache_at_once")
 def test_reopening_an_unchanged_zip_reuses_its_index(tmp_path: Path) -> None:
     path = write_zip(tmp_path / "s.zarr.zip", ODD)
     first, second = ZipSource(location_of(path)), ZipSource(location_of(path))
     assert first._index is second._index
+    assert ZipSource(location_of(tmp_path / "." / "s.zarr.zip"))._index is first._index
 
 
+@pytest.mark.usefixtures("cache_at_once")
 def test_a_zip_replaced_with_one_of_the_same_size_is_read_again(tmp_path: Path) -> None:
     path = write_zip(tmp_path / "s.zarr.zip", {"zarr.json": b"{}", "t/aaaa": b"1"})
     stale = ZipSource(location_of(path))
+    assert ZipSource(location_of(path))._index is stale._index  # cached
     info = os.stat(path)
     # Same size, names of the same length, a new mtime: the old index would serve no "t/bbbb".
     replacement = write_zip(tmp_path / "next" / "s.zarr.zip", {"zarr.json": b"{}", "t/bbbb": b"2"})
@@ -176,9 +191,11 @@ def test_a_zip_replaced_with_one_of_the_same_size_is_read_again(tmp_path: Path) 
     assert fresh.read("t/bbbb") == b"2"
 
 
+@pytest.mark.usefixtures("cache_at_once")
 def test_a_zip_rewritten_in_place_with_its_mtime_put_back_is_read_again(tmp_path: Path) -> None:
     path = write_zip(tmp_path / "s.zarr.zip", {"zarr.json": b"{}", "t/aaaa": b"1"})
     stale = ZipSource(location_of(path))
+    assert ZipSource(location_of(path))._index is stale._index  # cached
     info = os.stat(path)
     data = write_zip(tmp_path / "next.zip", {"zarr.json": b"{}", "t/bbbb": b"2"}).read_bytes()
     with open(path, "r+b") as handle:  # same inode, same size

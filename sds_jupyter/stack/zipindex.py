@@ -21,7 +21,8 @@ recorded as problems that readers refuse.
 
 Indexes of local zips are cached by real path, device, inode, size, mtime and
 ctime (ctime cannot be set back by hand), so reopening a stack reuses the index
-and a zip replaced or rewritten in place is read again.
+and a zip replaced or rewritten in place is read again. A zip changed in the
+last :data:`FRESH_SECONDS` is not cached at all.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import operator
 import os
 import struct
 import threading
+import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -60,6 +62,9 @@ MIN_RATIO_CHECK_BYTES = 1024 * 1024
 LOCAL_HEADER_BYTES = 30
 #: How many indexes stay cached (the most recently used); one per zip base in use.
 CACHED_INDEXES = 4
+#: A zip changed this recently is not cached: on a disk with coarse timestamps, a rewrite
+#: within the same tick could keep every field of the identity.
+FRESH_SECONDS = 2.0
 
 _STORED, _DEFLATED = 0, 8
 _CENTRAL = struct.Struct("<4s4B4HL2L5H2L")  # one central directory entry's fixed part (46 bytes)
@@ -500,6 +505,8 @@ def cached_index(handle: IO[bytes], real_path: str, zip_name: str) -> tuple[ZipI
             _cache.move_to_end(identity)
             return hit
     built = read_index(handle, info.st_size, zip_name)
+    if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < FRESH_SECONDS * 1e9:
+        return built
     with _cache_lock:
         _cache[identity] = built
         while len(_cache) > CACHED_INDEXES:
