@@ -31,6 +31,7 @@ BENCHMARKS = [
     "bench_tree.py",
     "bench_save.py",
     "bench_zip.py",
+    "bench_first_commit.py",
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without
 ]
 

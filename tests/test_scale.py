@@ -1,4 +1,5 @@
-"""Scale: a commit on a base without a consolidated index lists no array's chunks."""
+"""Scale: a commit on a base without a consolidated index lists no array's chunks; a deep stack
+in object storage fetches its manifests concurrently and resolves as the walk does."""
 
 from __future__ import annotations
 
@@ -6,10 +7,14 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from s3kit import RequestLog, upload
+from stackkit import ROOT_DOC, write_base, write_version
 
-from sds_jupyter import Stack, open_anndata
+from sds_jupyter import Stack, open_anndata, open_stack
+from sds_jupyter.stack import prefetch
 from sds_jupyter.stack.location import LocalLocation
 from sds_jupyter.stack.writer import VersionWriter
 
@@ -83,3 +88,66 @@ def test_a_commit_on_a_base_without_an_index_lists_groups_only(unconsolidated_ba
     assert index["tables/table"]["node_type"] == "group"
     assert list(index) == sorted(index, key=lambda p: (p.count("/"), p))
     assert open_anndata(top).uns["note"] == {"text": "hello"}
+
+
+# -- a deep stack in object storage: manifests fetched at once -------------------------------
+
+
+def _deep_remote(s3: Any, datasets: Path, depth: int) -> str:
+    """A ``depth``-deep stack (every third version under ``data/``, a whiteout halfway) and an
+    unrelated dataset beside it, uploaded; the top's URL."""
+    parent = write_base(datasets, "base", {"b/zarr.json": ROOT_DOC, "b/k": b"base"})
+    for number in range(1, depth + 1):
+        deleted = ["b/k"] if number == depth // 2 else []
+        parent = write_version(
+            datasets,
+            f"v{number}",
+            parent,
+            {f"layer/{number}": str(number).encode()},
+            deleted,
+            under_data=number % 3 == 0,
+        )
+    write_version(datasets, "unrelated", "cirro:::dataset:base/store.zarr", {"u": b"u"})
+    return f"{upload(s3, datasets)}/v{depth}"
+
+
+def _shape(stack: Stack) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    return [
+        (v.dataset_id, str(v.manifest_path), str(v.overlay_dir), tuple(e.key for e in v.manifest.files))
+        for v in stack.versions
+    ]
+
+
+def test_a_deep_remote_stack_fetches_its_manifests_at_once_and_resolves_the_same(
+    s3: Any, storage_options: dict[str, Any], requests: RequestLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    depth = 40
+    url = _deep_remote(s3, tmp_path / "datasets", depth)
+    monkeypatch.setattr(prefetch, "AFTER", 10**6)  # never: the walk one manifest at a time
+    requests.clear()
+    sequential = Stack.resolve(url, storage_options=storage_options)
+    walked = requests.counts()
+    monkeypatch.setattr(prefetch, "AFTER", 8)
+    requests.clear()
+    concurrent = Stack.resolve(url, storage_options=storage_options)
+    fetched = requests.counts()
+    assert concurrent.depth == sequential.depth == depth
+    assert _shape(concurrent) == _shape(sequential)
+    assert str(concurrent.base.path) == str(sequential.base.path)
+    assert open_stack(concurrent).read_raw("layer/7") == b"7" and open_stack(concurrent).read_raw("b/k") is None
+    assert walked["LIST"] == 0 and fetched["LIST"] == 1
+    # Each folder is asked at most at its two places; the walk asked the data/ ones' top place too.
+    folders = depth + 2  # the versions, the base and the unrelated dataset
+    assert fetched["GET"] <= walked["GET"] + 2 * 2 + 1, (fetched, walked)
+    assert fetched["GET"] <= 2 * folders + 2
+    manifest_gets = [p for p in requests.gets() if p.endswith("layer.json")]
+    assert len(manifest_gets) == len(set(manifest_gets)), "no manifest is fetched twice"
+
+
+def test_a_shallow_remote_stack_lists_nothing(
+    s3: Any, storage_options: dict[str, Any], requests: RequestLog, tmp_path: Path
+) -> None:
+    url = _deep_remote(s3, tmp_path / "datasets", prefetch.AFTER - 1)
+    requests.clear()
+    assert Stack.resolve(url, storage_options=storage_options).depth == prefetch.AFTER - 1
+    assert requests.counts()["LIST"] == 0
