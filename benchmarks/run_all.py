@@ -32,6 +32,7 @@ BENCHMARKS = [
     "bench_save.py",
     "bench_zip.py",
     "bench_first_commit.py",
+    "bench_deep_remote.py",
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without
 ]
 
