@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import io
 import os
@@ -12,8 +13,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from sds_jupyter.errors import BaseStoreError, UnsafePathError
+from sds_jupyter.errors import BaseStoreError, StackError, UnsafePathError
 from sds_jupyter.stack import zipindex
 from sds_jupyter.stack.location import location_of
 from sds_jupyter.stack.sources import ZipSource
@@ -136,6 +139,19 @@ def test_zip64_sizes_and_offsets_are_read_from_the_extra_field(tmp_path: Path) -
     check_agrees(ZipSource(location_of(path)), ODD)
 
 
+def test_an_empty_zip_opens_with_no_keys_and_junk_is_refused(tmp_path: Path) -> None:
+    zipfile.ZipFile(tmp_path / "empty.zip", "w").close()
+    empty = ZipSource(location_of(tmp_path / "empty.zip"))
+    assert list(empty.keys()) == [] and not empty.exists("zarr.json") and list(empty.children("")) == []
+    (tmp_path / "junk.zip").write_bytes(b"no zip here " * 100)
+    with pytest.raises(BaseStoreError, match="not a readable zip file"):
+        ZipSource(location_of(tmp_path / "junk.zip"))
+    whole = write_zip(tmp_path / "s.zarr.zip", ODD).read_bytes()
+    (tmp_path / "tail.zip").write_bytes(whole[len(whole) // 2 :])  # the directory without the data
+    with pytest.raises(BaseStoreError, match="not a readable zip file"):
+        ZipSource(location_of(tmp_path / "tail.zip"))
+
+
 @pytest.mark.parametrize("name", ["../up", "/abs", "a//b", "a/./b", "a/..", ".", "back\\slash"])
 def test_an_unsafe_member_name_is_refused(tmp_path: Path, name: str) -> None:
     path = write_zip(tmp_path / "s.zarr.zip", {"zarr.json": b"{}", name: b"x"})
@@ -236,3 +252,33 @@ def test_a_zip_source_pickles_with_its_index(tmp_path: Path) -> None:
     path = write_zip(tmp_path / "s.zarr.zip", ODD)
     copy = pickle.loads(pickle.dumps(ZipSource(location_of(path))))
     check_agrees(copy, ODD)
+
+
+@functools.cache
+def _small_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for key, data in ODD.items():
+            archive.writestr(key, data)
+    return buffer.getvalue()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), min_size=1, max_size=6))
+def test_a_corrupted_directory_is_refused_or_read_never_crashes(tmp_path: Path, flips: list[tuple[int, int]]) -> None:
+    raw = bytearray(_small_zip())
+    start = zipfile.ZipFile(io.BytesIO(bytes(raw))).start_dir
+    for where, value in flips:
+        raw[start + where % (len(raw) - start)] = value
+    path = tmp_path / "fuzz.zarr.zip"
+    path.write_bytes(bytes(raw))
+    try:
+        source = ZipSource(location_of(path))
+    except StackError:
+        return
+    for key in list(source.keys())[:20]:
+        try:
+            data = source.read(key)
+        except StackError:
+            continue
+        assert data is None or len(data) == source.size(key)

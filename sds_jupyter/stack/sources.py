@@ -193,7 +193,7 @@ class ZipSource:
                 return read_index(handle, size, location.name)
         except FileNotFoundError:
             raise BaseStoreError(f"{location} does not exist") from None
-        except (OSError, ValueError, EOFError, struct.error) as exc:
+        except (OSError, ValueError, EOFError, OverflowError, struct.error) as exc:
             if isinstance(exc, StackError):
                 raise
             raise BaseStoreError(f"{location} is not a readable zip file ({exc}); re-download it") from None

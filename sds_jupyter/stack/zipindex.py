@@ -226,7 +226,9 @@ def read_index(handle: IO[bytes], size: int, zip_name: str) -> tuple[ZipIndex, i
     """The index of the zip open as ``handle`` (``size`` bytes), and where its data ends."""
     cd_offset, cd_size, concat = _end_record(handle, size)
     start = cd_offset + concat
-    if start < 0 or start + cd_size > size:
+    if concat < 0:
+        raise ValueError("the central directory points before the start of the file (its head is cut off)")
+    if start + cd_size > size:
         raise ValueError("the central directory lies outside the file")
     handle.seek(start)
     directory = handle.read(cd_size)
@@ -415,6 +417,8 @@ def _check_names(joined: bytes, names: list[bytes], zip_name: str) -> None:
     ``joined`` is the names, each followed by NUL. With every separator made a
     slash, an empty, ``.`` or ``..`` segment shows as ``//``, ``/./`` or ``/../``.
     """
+    if not names:
+        return
     slashed = b"/" + joined.replace(b"\x00", b"/")
     plain = joined.count(0) == len(names) and b"\\" not in joined
     if plain and b"//" not in slashed and b"/./" not in slashed and b"/../" not in slashed:
