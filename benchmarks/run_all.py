@@ -119,6 +119,13 @@ def main() -> int:
         if index == 0:
             print("  " + "  ".join("-" * width for width in widths))
     missed = [c["name"] for r in results for c in r["comparisons"] if c["met"] is False]
+    # Absolute goals (a time, a memory bound) are reported beside the comparisons as "met" / "*_met".
+    missed += [
+        f"{r['benchmark']} ({key})"
+        for r in results
+        for key, value in r.items()
+        if key.endswith("met") and value is False
+    ]
     print(f"\ngoals missed: {', '.join(missed) if missed else 'none'}")
     print(f"total time: {total:.0f} s")
     if crashed:
