@@ -54,6 +54,7 @@ def parse_args(description: str) -> argparse.Namespace:
         help="smaller data and fewer rounds: checks that the benchmark runs, figures mean little",
     )
     parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (A then B)")
+    parser.add_argument("--full", action="store_true", help="the full size where a benchmark has one (slow)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     return parser.parse_args()
 

@@ -8,6 +8,7 @@ below where that keeps one.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from sds_jupyter.stack.cow import CopyOnWriteStore
@@ -15,6 +16,8 @@ from sds_jupyter.stack.cow import CopyOnWriteStore
 __all__ = ["consolidated_index", "write_root_index"]
 
 _ROOT = "zarr.json"
+#: Metadata documents: names in a group's listing that are no child node.
+_DOCUMENTS = frozenset({"zarr.json", ".zgroup", ".zarray", ".zattrs", ".zmetadata"})
 
 
 def _depth_then_path(path: str) -> tuple[int, str]:
@@ -26,19 +29,52 @@ def consolidated_index(store: CopyOnWriteStore) -> dict[str, Any]:
 
     When the stack below already keeps an index, it is carried forward with this
     version's changes applied (nodes it removed dropped, documents it wrote put
-    in); otherwise every ``zarr.json`` of the store is read. Groups carry an
-    empty nested index, as zarr writes them.
+    in); otherwise the node tree is walked for its documents (see
+    :func:`node_documents`). Groups carry an empty nested index, as zarr writes them.
     """
     below = json.loads(store.below.read_raw(_ROOT) or b"{}").get("consolidated_metadata")
     if isinstance(below, dict) and isinstance(below.get("metadata"), dict):
         entries = {path: doc for path, doc in below["metadata"].items() if store.exists_raw(f"{path}/zarr.json")}
-        written = (k for k in store.staged if k.endswith("/zarr.json"))
+        for key in store.staged:
+            if key.endswith("/zarr.json"):
+                entries[key[: -len("/zarr.json")]] = _index_entry(store.read_raw(key) or b"{}")
     else:
-        entries = {}
-        written = (k for k in store.keys_raw("") if k.endswith("/zarr.json"))
-    for key in written:
-        entries[key[: -len("/zarr.json")]] = _index_entry(store.read_raw(key) or b"{}")
+        entries = {path: _index_entry(raw) for path, raw in node_documents(store)}
     return {path: entries[path] for path in sorted(entries, key=_depth_then_path)}
+
+
+def node_documents(store: CopyOnWriteStore) -> Iterator[tuple[str, bytes]]:
+    """``(path, zarr.json bytes)`` of every node below the root, listing groups only.
+
+    A base without a consolidated index may hold millions of chunk objects;
+    listing the whole store to find its few documents costs seconds. Only the
+    folders that are not arrays are listed (groups, and folders with no document
+    of their own, as a listing of every key would have found documents below
+    them): an array's chunks are never listed.
+    """
+    pending = [""]
+    while pending:
+        folder = pending.pop()
+        for name in store.children_raw(folder):
+            if name in _DOCUMENTS:
+                continue
+            path = f"{folder}/{name}" if folder else name
+            raw = store.read_raw(f"{path}/zarr.json")
+            if raw is not None:
+                yield path, raw
+                if _is_array(raw):
+                    continue
+            elif store.exists_raw(f"{path}/.zarray"):
+                continue
+            pending.append(path)
+
+
+def _is_array(raw: bytes) -> bool:
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("node_type") == "array"
 
 
 def _index_entry(raw: bytes) -> dict[str, Any]:

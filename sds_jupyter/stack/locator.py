@@ -22,6 +22,7 @@ from sds_jupyter.errors import (
     StackError,
     UnsafePathError,
 )
+from sds_jupyter.stack import prefetch
 from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, load_manifest
 from sds_jupyter.stack.refs import CirroRef, FolderMap
@@ -98,6 +99,8 @@ class DatasetLocator:
         self._resolved_folders: dict[str, Location] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._base_hint: tuple[str, Future[Location | None]] | None = None
+        self._followed = 0
+        self._prefetched: prefetch.ManifestPrefetch | None = None
 
     # -- what the walk asks ------------------------------------------------------------------
 
@@ -122,7 +125,11 @@ class DatasetLocator:
 
     def resolve(self, ref: CirroRef) -> Location:
         """The location a reference names: under the dataset folder or its ``data/``."""
-        if not ref.names_manifest:
+        if ref.names_manifest:
+            prefetched = self._from_prefetch(ref)
+            if prefetched is not None:
+                return prefetched
+        else:
             hinted = self._hinted(ref)
             if hinted is not None:
                 return hinted
@@ -142,6 +149,34 @@ class DatasetLocator:
         raise ReferenceError_(
             f"dataset {ref.dataset_id} has no {ref.path!r} (reference {ref}); the download may be incomplete"
         )
+
+    def _from_prefetch(self, ref: CirroRef) -> Location | None:
+        """Where the manifest ``ref`` names is, by the prefetched answers (object storage, deep stacks).
+
+        The same places in the same order as :meth:`_find`; None when the answers
+        do not settle it (then :meth:`_find` asks, as without a prefetch).
+        """
+        if not self.datasets_dir.costly_requests:
+            return None
+        self._followed += 1
+        if self._prefetched is None:
+            if self._followed < prefetch.AFTER:
+                return None
+            with self.reader._lock:
+                known = set(self.reader._read)
+            self._prefetched = prefetch.ManifestPrefetch(self.datasets_dir, known)
+        for folder in self.candidate_folders(ref.dataset_id):
+            for relative in (ref.path, f"data/{ref.path}"):
+                target = folder.join(relative, f"reference {ref}")
+                answer = self._prefetched.answer(target)
+                if answer is prefetch.ManifestPrefetch.UNKNOWN:
+                    return None
+                if isinstance(answer, bytes):
+                    with self.reader._lock:
+                        self.reader._read.setdefault(str(target), answer)
+                    self._resolved_folders[ref.dataset_id] = folder
+                    return target
+        return None
 
     def _explain_missing_store(self, ref: CirroRef, candidates: list[Location]) -> None:
         """Say why a store reference that names something is not a store (error path only)."""

@@ -9,10 +9,9 @@ where the objects are.
 
 from __future__ import annotations
 
-import bisect
 import json
+import os
 import struct
-import zipfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,9 +19,9 @@ from typing import Any, Protocol
 
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
-from sds_jupyter.errors import BaseStoreError
+from sds_jupyter.errors import BaseStoreError, StackError
 from sds_jupyter.stack.location import Location
-from sds_jupyter.stack.paths import check_relative_path
+from sds_jupyter.stack.zipindex import MAX_ZIP_RATIO, ROOT_DOCS, Member, ZipIndex, cached_index, read_index
 
 __all__ = [
     "CHUNK_BYTES",
@@ -36,14 +35,6 @@ __all__ = [
     "slice_range",
     "zarr_format_of",
 ]
-
-#: The documents at the root of a Zarr store, v3 first, with the format each names.
-ROOT_DOCS: tuple[tuple[str, int], ...] = (
-    ("zarr.json", 3),
-    (".zgroup", 2),
-    (".zmetadata", 2),
-    (".zattrs", 2),
-)
 
 
 class Source(Protocol):
@@ -61,13 +52,6 @@ class Source(Protocol):
 
 #: Copies move this many bytes at a time, so no object is ever held whole.
 CHUNK_BYTES = 4 * 1024 * 1024
-#: A zip member may inflate to at most this many times its compressed size (once past
-#: MIN_RATIO_CHECK_BYTES). Deflate's own ceiling is about 1032:1, which only a run of one
-#: repeated byte reaches; stores hold compressed chunks (about 1:1) and JSON (about 10:1).
-MAX_ZIP_RATIO = 1000
-MIN_RATIO_CHECK_BYTES = 1024 * 1024
-#: The local header before a member's data: 30 bytes and the name, at least.
-_LOCAL_HEADER_BYTES = 30
 
 
 def ranged_chunks(source: Source, key: str) -> Iterator[bytes] | None:
@@ -172,96 +156,66 @@ class FolderSource:
 
 
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")
+_STORED, _DEFLATED = 0, 8
 _LOCAL_SIGNATURE = b"PK\x03\x04"
 
 
 class ZipSource:
     """Objects in a ``.zarr.zip``, read in place with ranged reads; directory entries are not keys.
 
-    The central directory is read once, when the source opens. After that, each
-    key is one read of the member's local header and data together; the data
-    offset is remembered for byte ranges. The source holds no open file, so one
-    source serves every store over a stack, and it pickles with its member table.
+    The central directory is read once into a compact :class:`ZipIndex` (cached
+    for local zips while the file is unchanged). After that, each key is one
+    read of the member's local header and data together; the data offset is
+    remembered for byte ranges. The source holds no open file, so one source
+    serves every store over a stack, and it pickles with its index.
     """
 
-    def __init__(
-        self,
-        location: Location,
-        members: dict[str, zipfile.ZipInfo] | None = None,
-        problems: dict[str, str] | None = None,
-    ) -> None:
+    def __init__(self, location: Location, index: ZipIndex | None = None, data_end: int | None = None) -> None:
         self.path = location
         self._data_offsets: dict[str, int] = {}
-        if members is None:
-            infos, data_end = self._read_directory(location)
-            members, problems = self._index_members(infos, location.name, data_end)
-        self._members = members
-        self.problems: dict[str, str] = problems or {}
-        self._sorted = sorted(self._members)
-        self._folders: dict[str, dict[str, bool]] = {}
-        self._index_folders()
+        if index is None:
+            index, data_end = self._read_directory(location)
+        self._index = index
+        self._data_end = data_end
+        self.problems: dict[str, str] = index.problems
 
     @staticmethod
-    def _read_directory(location: Location) -> tuple[list[zipfile.ZipInfo], int]:
-        """The members, and where the central directory starts (every member's data is before it)."""
+    def _read_directory(location: Location) -> tuple[ZipIndex, int]:
+        """The member index, and where the central directory starts (every member's data is before it)."""
         try:
-            with location.open_object() as handle, zipfile.ZipFile(handle, "r") as archive:
-                return archive.infolist(), archive.start_dir
+            with location.open_object() as handle:
+                local = location.local_path()
+                if local is not None:
+                    return cached_index(handle, os.fspath(local), location.name)
+                size = location.object_size()
+                if size is None:
+                    raise FileNotFoundError(str(location))
+                return read_index(handle, size, location.name)
         except FileNotFoundError:
             raise BaseStoreError(f"{location} does not exist") from None
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        except (OSError, ValueError, EOFError, OverflowError, struct.error) as exc:
+            if isinstance(exc, StackError):
+                raise
             raise BaseStoreError(f"{location} is not a readable zip file ({exc}); re-download it") from None
 
-    @staticmethod
-    def _index_members(
-        infos: list[zipfile.ZipInfo], zip_name: str, data_end: int
-    ) -> tuple[dict[str, zipfile.ZipInfo], dict[str, str]]:
-        """Store keys to members (names checked, directory entries dropped, root found),
-        and what is wrong with the members no real store holds, by key.
-
-        ``data_end`` is where the central directory starts: every member's data lies before it.
-        """
-        members: dict[str, zipfile.ZipInfo] = {}
-        for info in infos:
-            name = info.filename
-            if name.endswith("/"):
-                check_relative_path(name[:-1], f"zip member name in {zip_name}")
-                continue
-            members[check_relative_path(name, f"zip member name in {zip_name}")] = info
-        problems = _member_problems(infos, data_end)
-        root = _zip_root(members)
-        keys = {name: name[len(root) :] for name in members if name.startswith(root)}
-        return (
-            {keys[name]: info for name, info in members.items() if name in keys},
-            {keys[name]: reason for name, reason in problems.items() if name in keys},
-        )
-
-    def _member(self, key: str) -> zipfile.ZipInfo | None:
+    def _member(self, key: str) -> Member | None:
         """The member holding ``key``; refuses one that is implausible (a zip bomb, an overlap)."""
-        info = self._members.get(key)
-        if info is not None and key in self.problems:
+        index = self._index.find(key)
+        if index < 0:
+            return None
+        if key in self.problems:
             raise BaseStoreError(f"{self.path}: member {key!r} {self.problems[key]}; refusing to read it")
-        return info
+        return self._index.member(index)
 
     def __repr__(self) -> str:
         return f"ZipSource({str(self.path)!r})"
 
     def __getstate__(self) -> dict[str, object]:
-        # The member table travels too, so a dask worker never reads the central directory.
-        return {"path": self.path, "members": self._members, "problems": self.problems}
+        # The index travels too (compact arrays), so a dask worker never reads the central directory.
+        return {"path": self.path, "index": self._index, "data_end": self._data_end}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["path"], state["members"], state.get("problems"))  # type: ignore[misc]
-
-    def _index_folders(self) -> None:
-        for key in self._sorted:
-            parent = ""
-            parts = key.split("/")
-            for depth, part in enumerate(parts):
-                is_folder = depth < len(parts) - 1
-                self._folders.setdefault(parent, {})
-                self._folders[parent][part] = self._folders[parent].get(part, False) or is_folder
-                parent = f"{parent}/{part}" if parent else part
+        self.__init__(state["path"], state["index"], state["data_end"])  # type: ignore[misc]
 
     def path_of(self, key: str) -> Path | None:
         """Members of a zip are no files of their own."""
@@ -271,7 +225,7 @@ class ZipSource:
         info = self._member(key)
         if info is None:
             return None
-        if byte_range is not None and info.compress_type == zipfile.ZIP_STORED:
+        if byte_range is not None and info.method == _STORED:
             start = self._data_offsets.get(key)
             if start is None:
                 start = self._data_offset(key, info)
@@ -287,14 +241,14 @@ class ZipSource:
         info = self._member(key)
         if info is None:
             return None
-        if info.compress_type == zipfile.ZIP_STORED:
+        if info.method == _STORED:
             return ranged_chunks(self, key)
         return iter((self._whole_member(key, info),))
 
     def _span(self, start: int, end: int) -> bytes:
         return self.path.read_object("", RangeByteRequest(start, end)) or b""
 
-    def _data_offset(self, key: str, info: zipfile.ZipInfo) -> int:
+    def _data_offset(self, key: str, info: Member) -> int:
         header = self._span(info.header_offset, info.header_offset + _LOCAL_HEADER.size)
         offset = info.header_offset + self._header_length(header, key)
         self._data_offsets[key] = offset
@@ -306,9 +260,10 @@ class ZipSource:
         fields = _LOCAL_HEADER.unpack(header[: _LOCAL_HEADER.size])
         return int(_LOCAL_HEADER.size + fields[9] + fields[10])
 
-    def _whole_member(self, key: str, info: zipfile.ZipInfo) -> bytes:
+    def _whole_member(self, key: str, info: Member) -> bytes:
         # Guess the local header's length from the central one, with slack: usually one read.
-        guess = _LOCAL_HEADER.size + len(info.orig_filename.encode("utf-8")) + len(info.extra) + 256
+        name_bytes = len((self._index.root + key).encode("utf-8"))
+        guess = _LOCAL_HEADER.size + name_bytes + info.extra_length + 256
         blob = self._span(info.header_offset, info.header_offset + guess + info.compress_size)
         length = self._header_length(blob, key)
         self._data_offsets[key] = info.header_offset + length
@@ -320,84 +275,37 @@ class ZipSource:
             raise BaseStoreError(f"{self.path}: member {key!r} is truncated; re-download it")
         return self._inflate(key, info, data)
 
-    def _inflate(self, key: str, info: zipfile.ZipInfo, data: bytes) -> bytes:
-        if info.compress_type == zipfile.ZIP_DEFLATED:
+    def _inflate(self, key: str, info: Member, data: bytes) -> bytes:
+        if info.method == _DEFLATED:
             # Never more than the central directory promises: no zip bomb gets through.
             try:
                 data = zlib.decompressobj(-15).decompress(data, info.file_size + 1)
             except zlib.error:
                 raise BaseStoreError(f"{self.path}: member {key!r} does not inflate; re-download it") from None
-        elif info.compress_type != zipfile.ZIP_STORED:
+        elif info.method != _STORED:
             raise BaseStoreError(
-                f"{self.path}: member {key!r} uses zip compression {info.compress_type}; "
+                f"{self.path}: member {key!r} uses zip compression {info.method}; "
                 "only stored and deflated members are read: re-zip the store without compression"
             )
-        if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+        if len(data) != info.file_size or zlib.crc32(data) != info.crc:
             raise BaseStoreError(f"{self.path}: member {key!r} fails its CRC check; re-download it")
         return data
 
     def size(self, key: str) -> int | None:
-        info = self._members.get(key)
-        return None if info is None else info.file_size
+        index = self._index.find(key)
+        return None if index < 0 else self._index.file_size(index)
 
     def exists(self, key: str) -> bool:
-        return key in self._members
+        return self._index.find(key) >= 0
 
     def keys(self, prefix: str = "") -> Iterator[str]:
-        start = bisect.bisect_left(self._sorted, prefix)
-        for key in self._sorted[start:]:
-            if not key.startswith(prefix):
-                break
-            yield key
+        return self._index.keys(prefix)
 
     def children(self, prefix: str) -> Iterator[tuple[str, bool]]:
-        yield from self._folders.get(prefix, {}).items()
+        return self._index.children(prefix)
 
     def close(self) -> None:
         pass
-
-
-def _member_problems(infos: list[zipfile.ZipInfo], data_end: int) -> dict[str, str]:
-    """Members a real store never has, by name: what is wrong with each.
-
-    Duplicated names (which copy is the store's?), data that overlaps another
-    member's or runs into the central directory (a crafted zip reusing bytes),
-    stored members whose two sizes differ, and members that inflate beyond
-    :data:`MAX_ZIP_RATIO` (a zip bomb).
-    """
-    problems: dict[str, str] = {}
-    seen: set[str] = set()
-    for info in infos:
-        if info.filename in seen:
-            problems[info.filename] = "appears more than once in the zip"
-        seen.add(info.filename)
-        if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
-            problems[info.filename] = (
-                f"is stored uncompressed but lists {info.file_size} bytes against {info.compress_size}"
-            )
-        elif info.file_size > MIN_RATIO_CHECK_BYTES and info.file_size > MAX_ZIP_RATIO * max(1, info.compress_size):
-            problems[info.filename] = (
-                f"inflates {info.compress_size} bytes to {info.file_size}, more than "
-                f"{MAX_ZIP_RATIO} times (a zip bomb, not a store)"
-            )
-    extents = sorted(
-        (
-            info.header_offset,
-            info.header_offset
-            + _LOCAL_HEADER_BYTES
-            + len(info.orig_filename.encode("utf-8", "replace"))
-            + info.compress_size,
-            info.filename,
-        )
-        for info in infos
-    )
-    for (_start, end, name), following in zip(extents, [*extents[1:], None]):
-        if end > data_end:
-            problems.setdefault(name, "runs past the end of the zip's data")
-        if following is not None and following[0] < end:
-            problems.setdefault(name, f"overlaps member {following[2]!r}")
-            problems.setdefault(following[2], f"overlaps member {name!r}")
-    return problems
 
 
 def _member_range(size: int, byte_range: ByteRequest) -> tuple[int, int]:
@@ -408,22 +316,6 @@ def _member_range(size: int, byte_range: ByteRequest) -> tuple[int, int]:
     if isinstance(byte_range, SuffixByteRequest):
         return max(0, size - byte_range.suffix), size
     raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
-
-
-def _zip_root(members: dict[str, zipfile.ZipInfo]) -> str:
-    """The folder inside the zip that is the store's root: usually the zip's own root.
-
-    Some tools zip the ``.zarr`` folder itself, so the store sits one level down.
-    """
-    docs = [doc for doc, _ in ROOT_DOCS]
-    if any(doc in members for doc in docs):
-        return ""
-    tops = {name.split("/", 1)[0] for name in members}
-    if len(tops) == 1:
-        (top,) = tops
-        if any(f"{top}/{doc}" in members for doc in docs):
-            return f"{top}/"
-    return ""
 
 
 def open_source(location: Location, kind: str | None = None, *, what: str = "base store") -> Source:
