@@ -144,7 +144,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     const notification = join(work, 'config', 'lab', 'user-settings', '@jupyterlab', 'apputils-extension');
     mkdirSync(notification, { recursive: true });
     writeFileSync(join(notification, 'notification.jupyterlab-settings'), JSON.stringify({ fetchNews: 'false' }));
-    const demo = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', join(work, 'root')], { encoding: 'utf8' });
+    const demo = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root')], { encoding: 'utf8' });
     assert.equal(demo.status, 0, demo.stderr);
     const topPath = demo.stdout.trim().split('\n').pop();
     top = topPath.slice(join(work, 'root').length + 1);
