@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from sds_jupyter.studio.payloads import CanvasImage, CanvasPayload, Viewport
+from sds_jupyter.studio.payloads import CanvasImage, CanvasPayload, CanvasShapes, Viewport
 
 __all__ = [
     "BaseSummary",
     "CanvasImage",
     "CanvasPayload",
+    "CanvasShapes",
     "CellMaskPayload",
     "CellRow",
     "ChangesData",

@@ -6,9 +6,9 @@ here so the studio's builders never import the service above them.
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
-__all__ = ["CanvasImage", "CanvasPayload", "Viewport"]
+__all__ = ["CanvasImage", "CanvasPayload", "CanvasShapes", "Viewport"]
 
 
 class Viewport(TypedDict):
@@ -24,6 +24,19 @@ class CanvasImage(TypedDict):
     channels: list[dict[str, str]]
 
 
+class CanvasShapes(TypedDict):
+    """What the cells are drawn as, when not points: their polygons, or circles of their radius.
+
+    Buffers after the image: polygons send ``starts`` (uint32, n_cells + 1: cell i's
+    vertices are ``starts[i]`` to ``starts[i + 1]``) and ``vertices`` (float32 x, y
+    pairs); circles send one float32 radius per cell, in data units (NaN: no shape).
+    """
+
+    kind: Literal["polygons", "circles"]
+    element: str
+    n_vertices: NotRequired[int]
+
+
 class CanvasPayload(TypedDict):
     n_cells: int
     bounds: list[float]
@@ -33,3 +46,4 @@ class CanvasPayload(TypedDict):
     image: CanvasImage | None
     unit: NotRequired[str | None]
     obs_columns: NotRequired[list[str]]
+    shapes: NotRequired[CanvasShapes | None]

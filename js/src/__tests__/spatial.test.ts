@@ -146,3 +146,19 @@ describe('export file names', () => {
     expect(exportName('', '')).toBe('version-figure');
   });
 });
+
+describe('cells as outlines', () => {
+  it('a typical cell width is the median outline extent, so one huge outline does not skew it', async () => {
+    const { typicalWidth } = await import('../app/spatial');
+    // three squares of side 2, 2 and 50 (cell i: vertices starts[i]..starts[i+1])
+    const squares = [
+      [0, 0, 2, 0, 2, 2, 0, 2],
+      [10, 10, 12, 10, 12, 12, 10, 12],
+      [0, 0, 50, 0, 50, 50, 0, 50]
+    ];
+    const vertices = new Float32Array(squares.flat());
+    const starts = new Uint32Array([0, 4, 8, 12]);
+    expect(typicalWidth(starts, vertices, 3)).toBe(2);
+    expect(typicalWidth(new Uint32Array([0, 0]), new Float32Array(0), 1)).toBe(0);
+  });
+});

@@ -17,6 +17,13 @@ export type CanvasPayload = {
   image: CanvasImage | null;
   unit?: string | null;
   obs_columns?: string[];
+  shapes?: CanvasShapes | null;
+};
+
+export type CanvasShapes = {
+  kind: 'polygons' | 'circles';
+  element: string;
+  n_vertices?: number;
 };
 
 export type Viewport = {

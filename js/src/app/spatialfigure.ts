@@ -221,7 +221,7 @@ export class SpatialFigure {
       return h(
         'li',
         { class: 'sds-channel', 'data-channel': String(k) },
-        h('label', { class: 'sds-check' }, visible, ` ${state.name}`),
+        h('label', { class: 'sds-check', title: state.name }, visible, h('span', { class: 'sds-channel-name' }, state.name)),
         color,
         h('span', { class: 'sds-contrast-pair' }, low, high)
       );

@@ -305,6 +305,8 @@ export type CanvasPayload = {
   unit?: string | null;
   /** The table's obs columns (what the view can color by). */
   obs_columns?: string[];
+  /** What the cells are drawn as when not points: their polygons, or circles of their radius (buffers after the image). */
+  shapes?: { kind: 'polygons' | 'circles'; element: string; n_vertices?: number } | null;
 };
 
 /** An image channel as the `channels` request describes it (raw values in contrast_limits and range). */
