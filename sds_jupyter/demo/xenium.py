@@ -308,7 +308,7 @@ def _canvas(
             for name, color, limits in zip(CHANNELS, CHANNEL_COLORS, CHANNEL_LIMITS, strict=True)
         ],
         "viewport": viewport,
-        "point_size": 3,
+        "point_size": 2,
     }
     if colors:
         spec["category_colors"] = colors

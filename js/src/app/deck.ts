@@ -159,12 +159,12 @@ export class DeckView {
   }
 }
 
-/** The layers that pick cells: the points, or the polygons' fill. */
+/** The layers that pick cells: the points, or the polygons' fill (each its own id: deck matches layers by id). */
 function isCells(id: string | undefined): boolean {
-  return id === 'cells';
+  return id === 'cells' || id === 'cell-polygons';
 }
 
-/** Filled polygons (pickable, as "cells"), and their outlines when zoomed in. */
+/** Filled polygons (pickable), and their outlines when zoomed in. */
 function polygonLayers(scene: DeckScene, p: PolygonLayerData): Layer[] {
   const n = scene.cells.n;
   const binary = (accessor: string, colors: Uint8Array) => ({
@@ -177,7 +177,7 @@ function polygonLayers(scene: DeckScene, p: PolygonLayerData): Layer[] {
   });
   const layers: Layer[] = [
     new SolidPolygonLayer({
-      id: 'cells',
+      id: 'cell-polygons',
       data: binary('getPolygon', p.fills) as never,
       _normalize: false,
       positionFormat: 'XY',
