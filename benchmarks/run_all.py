@@ -30,6 +30,7 @@ BENCHMARKS = [
     "bench_tree.py",
     "bench_save.py",
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without
+    "bench_webgl.py",  # the same needs; a ladder of sizes within a time budget, never fails on time
 ]
 
 
