@@ -72,3 +72,19 @@ def test_the_analysis_finds_the_tissue_structure(xenium: Path) -> None:
 def test_the_binder_notebook_opens_the_demo_top_version() -> None:
     notebook = (Path(__file__).parents[1] / "binder" / "demo.ipynb").read_text()
     assert demo_dataset_id("xenium-Cellular niches") in notebook
+
+
+def test_the_service_sends_the_cells_as_polygons_over_the_finest_level_that_fits(xenium: Path) -> None:
+    from sds_jupyter.service import StackService
+
+    reply = StackService(xenium).canvas(None, "fig-cell-types")
+    shapes = reply.data["shapes"]
+    assert shapes == {"kind": "polygons", "element": "cell_boundaries", "n_vertices": 3000 * 9}
+    assert reply.data["unit"] == "micrometer"
+    assert reply.data["image"]["width"] == 1024  # the full-resolution level: it fits in 2048 px
+    starts = np.frombuffer(bytes(reply.buffers[-2]), dtype=np.uint32)
+    vertices = np.frombuffer(bytes(reply.buffers[-1]), dtype=np.float32).reshape(-1, 2)
+    x = np.frombuffer(bytes(reply.buffers[0]), dtype=np.float32)
+    # each cell's outline surrounds its centroid (obsm["spatial"]): the same coordinate system
+    first = vertices[starts[0] : starts[1]]
+    assert first[:, 0].min() < x[0] < first[:, 0].max()
