@@ -69,6 +69,16 @@ def test_the_analysis_finds_the_tissue_structure(xenium: Path) -> None:
     assert float(np.mean(adata.obs["hypoxia_score"][core])) > float(np.mean(adata.obs["hypoxia_score"][~core]))
 
 
+def test_the_demo_builds_without_a_warning(tmp_path: Path) -> None:
+    """What `sds-jupyter demo` prints is the path alone (the small-size build runs the same code)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # Python hides DeprecationWarnings raised inside libraries (ome-zarr's Scaler, via spatialdata)
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        build_xenium_demo(tmp_path / "quiet", n_cells=500, side=512)
+    assert [str(w.message) for w in caught] == []
+
+
 def test_the_binder_notebook_opens_the_demo_top_version() -> None:
     notebook = (Path(__file__).parents[1] / "binder" / "demo.ipynb").read_text()
     assert demo_dataset_id("xenium-Cellular niches") in notebook

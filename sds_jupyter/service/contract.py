@@ -32,6 +32,7 @@ REPLY_PAYLOADS: dict[str, type] = {
     "cell_mask": payloads.CellMaskPayload,
     "color_values": payloads.ColorValuesPayload,
     "channels": payloads.ChannelsData,
+    "store_key": payloads.StoreKeyData,
 }
 
 _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {

@@ -49,6 +49,7 @@ __all__ = [
     "ResultSummary",
     "ResultTableSummary",
     "ResultsData",
+    "StoreKeyData",
     "TableContents",
     "Transition",
     "TreeData",
@@ -193,6 +194,14 @@ class ColorValuesPayload(TypedDict):
     min: NotRequired[float]
     max: NotRequired[float]
     lut: NotRequired[list[str]]
+
+
+class StoreKeyData(TypedDict):
+    """The ``store_key`` request: the object's bytes follow as one buffer when ``found``."""
+
+    key: str
+    found: bool
+    size: int
 
 
 class ChannelsData(TypedDict):

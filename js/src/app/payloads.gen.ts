@@ -156,6 +156,12 @@ export type ColorValuesPayload = {
   lut?: string[];
 };
 
+export type StoreKeyData = {
+  key: string;
+  found: boolean;
+  size: number;
+};
+
 export type ChannelsData = {
   width: number;
   height: number;
@@ -403,7 +409,8 @@ export interface ReplyTypes {
   cell: CellRow;
   color_values: ColorValuesPayload;
   channels: ChannelsData;
+  store_key: StoreKeyData;
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'expression', 'cell_mask', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'expression', 'cell_mask', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels', 'store_key'] as const;

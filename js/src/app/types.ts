@@ -362,6 +362,8 @@ export interface Requests {
   contents: [{ version: number }, Contents];
   cell: [{ version: number; figure: string; index: number }, CellRow];
   channels: [{ version: number; figure: string }, ChannelsData];
+  /** One raw object of a version's store (buffer: its bytes, when found): what a zarr reader asks for. */
+  store_key: [{ version: number; key: string }, StoreKeyData];
   color_values: [{ version: number; figure: string; column?: string; gene?: string }, CanvasColor];
 }
 
@@ -373,6 +375,8 @@ export type Expression = {
   max: number | null;
   dtype: 'float32';
 };
+
+export type StoreKeyData = { key: string; found: boolean; size: number };
 
 export type CellMask = { column: string; value: string; n_cells: number; n_selected: number; dtype: 'uint8' };
 
@@ -397,5 +401,6 @@ export const REQUESTS: readonly RequestName[] = [
   'contents',
   'cell',
   'color_values',
-  'channels'
+  'channels',
+  'store_key'
 ];
