@@ -158,7 +158,7 @@ def main() -> None:
     options = {"key": "bench", "secret": "bench", "client_kwargs": {"endpoint_url": endpoint}}
     try:
         with workdir(args.keep) as root:
-            top = build_demo(root / "demo")
+            top = build_demo(root / "demo", small=True)
             flat = flatten(top, root / "flat.zarr", link=False, progress=False)
             fs = s3fs.S3FileSystem(**options)
             fs.mkdir(BUCKET)

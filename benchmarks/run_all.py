@@ -34,6 +34,7 @@ BENCHMARKS = [
     "bench_first_commit.py",
     "bench_deep_remote.py",
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without
+    "bench_webgl.py",  # the same needs; a ladder of sizes within a time budget, never fails on time
 ]
 
 

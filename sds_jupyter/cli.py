@@ -83,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="build the demo stack (no download needed)")
     demo.add_argument("out", help="a new folder for the demo")
+    demo.add_argument(
+        "--small", action="store_true", help="the 26-cell blobs demo (seconds to build; for tests and CI)"
+    )
     return parser
 
 
@@ -140,7 +143,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from sds_jupyter.demo import build_demo
 
-        top = build_demo(args.out)
+        top = build_demo(args.out, small=args.small)
         say(str(top))
         return 0
     raise AssertionError(args.command)

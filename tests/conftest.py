@@ -17,7 +17,7 @@ def demo_top(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return build_demo(tmp_path_factory.mktemp("demo"))
+        return build_demo(tmp_path_factory.mktemp("demo"), small=True)
 
 
 @pytest.fixture

@@ -110,7 +110,7 @@ def test_bad_folder_map_json_is_one_line(demo_top: Path) -> None:
 
 
 def test_demo_builds_a_stack(tmp_path: Path) -> None:
-    result = cli("demo", str(tmp_path / "demo"))
+    result = cli("demo", "--small", str(tmp_path / "demo"))
     assert result.returncode == 0, result.stderr
     top = Path(result.stdout.strip())
     assert (top / "layer.json").is_file()

@@ -40,6 +40,7 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "cell": {"version": 2, "figure": "fig_canvas", "index": 0},
     "color_values": {"version": 2, "figure": "fig_canvas", "column": "region_class"},
     "channels": {"version": 2, "figure": "fig_canvas"},
+    "store_key": {"version": 2, "key": "tables/table/obs/zarr.json"},
 }
 
 

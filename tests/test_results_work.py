@@ -215,7 +215,7 @@ def test_demo_and_writes_print_no_warnings(tmp_path) -> None:
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     done = subprocess.run(
-        [sys.executable, "-m", "sds_jupyter", "demo", str(tmp_path / "demo")],
+        [sys.executable, "-m", "sds_jupyter", "demo", "--small", str(tmp_path / "demo")],
         capture_output=True,
         text=True,
         env=env,

@@ -363,6 +363,7 @@ def test_request_table_matches_the_protocol() -> None:
         "cell",
         "color_values",
         "channels",
+        "store_key",
     ]
 
 

@@ -144,7 +144,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     const notification = join(work, 'config', 'lab', 'user-settings', '@jupyterlab', 'apputils-extension');
     mkdirSync(notification, { recursive: true });
     writeFileSync(join(notification, 'notification.jupyterlab-settings'), JSON.stringify({ fetchNews: 'false' }));
-    const demo = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', join(work, 'root')], { encoding: 'utf8' });
+    const demo = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root')], { encoding: 'utf8' });
     assert.equal(demo.status, 0, demo.stderr);
     const topPath = demo.stdout.trim().split('\n').pop();
     top = topPath.slice(join(work, 'root').length + 1);
@@ -241,12 +241,17 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     const canvasFigure = page.locator('.sds-figure-canvas').first();
     const svg = (await saved(canvasFigure.locator('.sds-figure-tools button', { hasText: 'SVG' }))).toString('utf8');
     assert.match(svg, /^<svg[^>]*>.*<circle /s);
-    const png = await saved(canvasFigure.locator('.sds-figure-tools button', { hasText: 'PNG' }));
+    const png = await saved(canvasFigure.locator('.sds-figure-tools button', { hasText: /^PNG$/ }));
     assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG');
+    // for print: the figure's print width (183 mm) at 300 dpi, written into the file
+    const print = await saved(canvasFigure.locator('.sds-figure-tools button', { hasText: 'Print PNG' }));
+    assert.equal(print.readUInt32BE(16), 2161, 'print width in pixels');
+    assert.equal(print.subarray(37, 41).toString('latin1'), 'pHYs');
+    assert.equal(print.readUInt32BE(41), 11811, '300 dpi in pixels per metre');
     const chartFigure = page.locator('.sds-figure-chart').first();
     const chartSvg = (await saved(chartFigure.locator('.sds-figure-tools button', { hasText: 'SVG' }))).toString('utf8');
     assert.match(chartSvg, /<svg/);
-    const chartPng = await saved(chartFigure.locator('.sds-figure-tools button', { hasText: 'PNG' }));
+    const chartPng = await saved(chartFigure.locator('.sds-figure-tools button', { hasText: /^PNG$/ }));
     assert.equal(chartPng.subarray(1, 4).toString('latin1'), 'PNG');
     await page.locator('.sds-tab[data-tab="results"]').click();
     await page.waitForSelector('.sds-result .sds-table tbody tr', { timeout: 30000 });

@@ -41,6 +41,7 @@ REPLY_PAYLOADS: dict[str, Any] = {
     "canvas": canvas_payloads.CanvasPayload,
     "color_values": canvas_payloads.CanvasColor,
     "channels": payloads.ChannelsData,
+    "store_key": payloads.StoreKeyData,
 }
 
 _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {

@@ -34,10 +34,11 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "cell": StackService.cell,
     "color_values": StackService.color_values,
     "channels": StackService.channels,
+    "store_key": StackService.store_key,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels"})
+BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels", "store_key"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

@@ -12,6 +12,7 @@ Nothing here writes: browsing never changes a version.
 from __future__ import annotations
 
 import os
+import re
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ import numpy as np
 import pandas as pd
 import zarr
 from anndata import AnnData
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
 
 from sds_jupyter.errors import MissingDatasetError, StackError
 from sds_jupyter.service.compare import NEW_CELL, UNCHANGED, compare_tables, transition_labels
@@ -49,6 +52,7 @@ from sds_jupyter.service.types import (
     ResultsData,
     ResultSummary,
     ResultTableSummary,
+    StoreKeyData,
     TreeData,
     TreeNode,
     VersionSummary,
@@ -107,6 +111,24 @@ class Reply:
 
     data: Any
     buffers: list[memoryview] = field(default_factory=list)
+
+
+#: A plain zarr key: segments of letters, digits, ".", "_" and "-", joined by "/".
+_STORE_KEY = re.compile(r"[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")
+#: The largest object ``store_key`` sends (a chunk or a metadata document, not a whole file).
+MAX_STORE_OBJECT = 256 * 1024 * 1024
+
+
+def checked_store_key(key: str) -> str:
+    """``key`` when it is a plain relative zarr key (no "." or ".." segment, at most 1,024 characters)."""
+    if not isinstance(key, str) or not key:
+        raise RequestError("The store_key request needs a key, e.g. 'images/morphology_focus/zarr.json'.")
+    if len(key) > 1024 or not _STORE_KEY.fullmatch(key) or any(part in (".", "..") for part in key.split("/")):
+        shown = key if len(key) <= 60 else key[:57] + "..."
+        raise RequestError(
+            f"{shown!r} is not a store key: use '/'-separated names of letters, digits, '.', '_' and '-'."
+        )
+    return key
 
 
 def as_buffer(array: np.ndarray) -> memoryview:
@@ -529,6 +551,23 @@ class StackService:
             "channels": infos,
         }
         return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
+
+    def store_key(self, version: int | str | None = None, key: str = "") -> Reply:
+        """The raw bytes of one key of a version's store, as zarr sees the stack at that version.
+
+        Why: one request through which a zarr reader in the browser (zarrita, Viv's OME-Zarr
+        loaders) can read any array of a version, over the widget or the server alike. Only
+        plain relative keys are answered, and only from the version's own store (its overlays
+        over the base): never a manifest, a sibling folder or a path outside the store.
+        """
+        checked = checked_store_key(key)
+        store = StackStore(self.stack.at(self.depth(version)))
+        data = sync(store.get(checked, prototype=default_buffer_prototype()))
+        raw = b"" if data is None else data.to_bytes()
+        if len(raw) > MAX_STORE_OBJECT:
+            raise RequestError(f"{checked!r} is {len(raw):,} bytes; objects over {MAX_STORE_OBJECT:,} are not sent.")
+        payload: StoreKeyData = {"key": checked, "found": data is not None, "size": len(raw)}
+        return Reply(payload, [memoryview(raw)] if data is not None else [])
 
     def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""

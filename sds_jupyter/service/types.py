@@ -49,6 +49,7 @@ __all__ = [
     "ResultSummary",
     "ResultTableSummary",
     "ResultsData",
+    "StoreKeyData",
     "TableContents",
     "Transition",
     "TreeData",
@@ -173,6 +174,14 @@ class CellRow(TypedDict):
     name: str
     columns: list[str]
     values: list[str | float | bool | None]
+
+
+class StoreKeyData(TypedDict):
+    """The ``store_key`` request: the object's bytes follow as one buffer when ``found``."""
+
+    key: str
+    found: bool
+    size: int
 
 
 class ChannelsData(TypedDict):

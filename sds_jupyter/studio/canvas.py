@@ -1,7 +1,8 @@
 """Canvas figures: cells, their colors and an image, ready for the front end.
 
 :func:`build_canvas` turns a validated canvas spec into the ``CanvasPayload``
-of the protocol plus its binary buffers (x, y, value, RGBA image). Cells sit at
+of the protocol plus its binary buffers (x, y, value, RGBA image, then the
+cells' polygons or radii when the table annotates such shapes). Cells sit at
 ``obsm["spatial"]`` when the table has it, else at the centroids of the shapes
 or labels the table annotates. The image is the coarsest pyramid level,
 composited here so the browser receives one RGBA picture instead of raw
@@ -21,6 +22,7 @@ import zarr
 from sds_jupyter.studio.elements import Level, coarsest_level, label_centroids, shape_centroids
 from sds_jupyter.studio.errors import ElementError, FigureError
 from sds_jupyter.studio.palette import column_palette
+from sds_jupyter.studio.shapes import cell_shapes
 
 if TYPE_CHECKING:
     from anndata import AnnData
@@ -326,6 +328,9 @@ def build_canvas(
         image_info = {"width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "bounds": bounds, "channels": channels}
         unit = level.unit
         buffers.append(rgba)
+    shapes = cell_shapes(adata, root, region_attrs(adata, table_attrs), system)
+    if shapes is not None:
+        buffers.extend(shapes[1])
     bounds = _bounds(x, y, image_info["bounds"] if image_info else None)
     payload: CanvasPayload = {
         "n_cells": int(adata.n_obs),
@@ -336,5 +341,6 @@ def build_canvas(
         "image": image_info,
         "unit": unit,
         "obs_columns": [str(column) for column in adata.obs.columns],
+        "shapes": shapes[0] if shapes is not None else None,
     }
     return CanvasData(payload, [np.ascontiguousarray(buffer) for buffer in buffers])

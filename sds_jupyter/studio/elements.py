@@ -22,7 +22,15 @@ from zarr.core.sync import sync
 from sds_jupyter.studio.errors import ElementError
 from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform, system_unit
 
-__all__ = ["Level", "coarsest_level", "label_centroids", "read_store_bytes", "shape_centroids"]
+__all__ = [
+    "Level",
+    "coarsest_level",
+    "label_centroids",
+    "read_shapes_frame",
+    "read_store_bytes",
+    "shape_centroids",
+    "shapes_transform",
+]
 
 
 @dataclass(frozen=True)
@@ -95,19 +103,36 @@ def _scale_yx(dataset: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[float,
     return 1.0, 1.0
 
 
+def _level_within(
+    element: zarr.Group, scales: Mapping[str, Any], axes: tuple[str, ...], max_side: int
+) -> Mapping[str, Any]:
+    """The finest level whose y and x both fit in ``max_side``, else the coarsest.
+
+    Why: a pyramid's 512 px top level blurs an 8,000 px image that has a 2,048 px level to show.
+    """
+    datasets: list[Mapping[str, Any]] = list(scales["datasets"])
+    for dataset in datasets:
+        array = element.get(str(dataset.get("path")))
+        if not isinstance(array, zarr.Array) or "x" not in axes or "y" not in axes:
+            continue
+        if max(int(array.shape[axes.index("y")]), int(array.shape[axes.index("x")])) <= max_side:
+            return dataset
+    return datasets[-1]
+
+
 def coarsest_level(
     root: zarr.Group, kind: str, name: str, max_side: int | None = None, system: str | None = None
 ) -> Level:
     """The smallest level of image or label element ``name`` (``kind`` "images"/"labels").
 
-    With ``max_side``, y and x are read with a stride that keeps both at most
-    that long and other axes but channels at their first entry, so a huge
+    With ``max_side``, the finest level that fits in it instead; when none does,
+    the smallest, its y and x read with a stride that keeps both at most that long and other axes but channels at their first entry, so a huge
     single-level image is never brought into memory whole.
     """
     element = _element(root, kind, name)
     scales = _multiscales(element)
     axes = tuple(str(a["name"] if isinstance(a, Mapping) else a) for a in scales.get("axes", []))
-    dataset = scales["datasets"][-1]
+    dataset = _level_within(element, scales, axes, max_side) if max_side else scales["datasets"][-1]
     try:
         array = element[dataset["path"]]
     except KeyError:
@@ -175,14 +200,25 @@ def _read_parquet(root: zarr.Group, prefix: str) -> pd.DataFrame:
     return pd.concat(frames)
 
 
+def read_shapes_frame(root: zarr.Group, name: str) -> pd.DataFrame:
+    """The GeoParquet table of shapes element ``name`` (geometry as WKB), as stored."""
+    _element(root, "shapes", name)
+    return _read_parquet(root, f"shapes/{name}/shapes.parquet")
+
+
+def shapes_transform(root: zarr.Group, name: str, system: str | None = None) -> Axial:
+    """The map from shapes element ``name``'s coordinates into coordinate system ``system``."""
+    element = _element(root, "shapes", name)
+    attrs: dict[str, Any] = element.attrs.asdict()  # stored JSON, as SpatialData writes it
+    return element_transform(attrs.get("coordinateTransformations"), system)
+
+
 def shape_centroids(root: zarr.Group, name: str, system: str | None = None) -> pd.DataFrame:
     """Centroids (x, y in the canvas coordinate system) of each shape of ``name``, by instance id."""
     import shapely
 
-    element = _element(root, "shapes", name)
-    attrs: dict[str, Any] = element.attrs.asdict()  # stored JSON, as SpatialData writes it
-    transform = element_transform(attrs.get("coordinateTransformations"), system)
-    frame = _read_parquet(root, f"shapes/{name}/shapes.parquet")
+    transform = shapes_transform(root, name, system)
+    frame = read_shapes_frame(root, name)
     if "geometry" not in frame.columns:
         raise ElementError(f"Shapes element {name!r} has no geometry column.")
     geometry = shapely.from_wkb(frame["geometry"].to_numpy())

@@ -14,6 +14,7 @@ __all__ = [
     "CanvasColor",
     "CanvasImage",
     "CanvasPayload",
+    "CanvasShapes",
     "CategoricalColor",
     "ChannelInfo",
     "ContinuousColor",
@@ -87,6 +88,19 @@ class NoColor(TypedDict):
 CanvasColor = CategoricalColor | ContinuousColor | NoColor
 
 
+class CanvasShapes(TypedDict):
+    """What the cells are drawn as, when not points: their polygons, or circles of their radius.
+
+    Buffers after the image: polygons send ``starts`` (uint32, n_cells + 1: cell i's
+    vertices are ``starts[i]`` to ``starts[i + 1]``) and ``vertices`` (float32 x, y
+    pairs); circles send one float32 radius per cell, in data units (NaN: no shape).
+    """
+
+    kind: Literal["polygons", "circles"]
+    element: str
+    n_vertices: NotRequired[int]
+
+
 class CanvasPayload(TypedDict):
     n_cells: int
     bounds: Bounds
@@ -98,6 +112,7 @@ class CanvasPayload(TypedDict):
     unit: NotRequired[str | None]
     #: The table's obs columns (what the view can color by).
     obs_columns: NotRequired[list[str]]
+    shapes: NotRequired[CanvasShapes | None]
 
 
 class ChannelInfo(TypedDict):

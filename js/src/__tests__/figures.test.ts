@@ -172,6 +172,35 @@ describe('canvas decoding and rasterising', () => {
     expect([...d.image!]).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
+  it('decodes the cells\' polygons after the image, and refuses starts that disagree with the vertices', () => {
+    const payload: CanvasPayload = {
+      ...canvasPayload(2),
+      color: { mode: 'none' },
+      shapes: { kind: 'polygons', element: 'cell_boundaries', n_vertices: 7 }
+    };
+    const starts = new Uint32Array([0, 4, 7]);
+    const vertices = new Float32Array([0, 0, 1, 0, 1, 1, 0, 0, 5, 5, 6, 5, 5, 5]);
+    const reply = decodeFrame<CanvasPayload>(encodeFrame(payload, [new Float32Array(2), new Float32Array(2), starts, vertices]));
+    const d = decodeCanvas(reply.data, reply.buffers);
+    expect(d.shapes?.kind).toBe('polygons');
+    if (d.shapes?.kind === 'polygons') {
+      expect([...d.shapes.starts]).toEqual([0, 4, 7]);
+      expect(d.shapes.vertices.length).toBe(14);
+    }
+    const short = encodeFrame(payload, [new Float32Array(2), new Float32Array(2), starts, vertices.subarray(0, 10)]);
+    const bad = decodeFrame<CanvasPayload>(short);
+    expect(() => decodeCanvas(bad.data, bad.buffers)).toThrow(/polygons/);
+  });
+
+  it('decodes circle radii', () => {
+    const payload: CanvasPayload = { ...canvasPayload(2), color: { mode: 'none' }, shapes: { kind: 'circles', element: 'spots' } };
+    const reply = decodeFrame<CanvasPayload>(
+      encodeFrame(payload, [new Float32Array(2), new Float32Array(2), new Float32Array([27.5, 30])])
+    );
+    const d = decodeCanvas(reply.data, reply.buffers);
+    expect(d.shapes?.kind === 'circles' && [...d.shapes.radius]).toEqual([27.5, 30]);
+  });
+
   it('decodes misaligned DataViews by copying', () => {
     const raw = new Uint8Array(1 + 8);
     raw.set(new Uint8Array(new Float32Array([5, 6]).buffer), 1);

@@ -146,3 +146,50 @@ describe('export file names', () => {
     expect(exportName('', '')).toBe('version-figure');
   });
 });
+
+describe('cells as outlines', () => {
+  it('a typical cell width is the median outline extent, so one huge outline does not skew it', async () => {
+    const { typicalWidth } = await import('../app/spatial');
+    // three squares of side 2, 2 and 50 (cell i: vertices starts[i]..starts[i+1])
+    const squares = [
+      [0, 0, 2, 0, 2, 2, 0, 2],
+      [10, 10, 12, 10, 12, 12, 10, 12],
+      [0, 0, 50, 0, 50, 50, 0, 50]
+    ];
+    const vertices = new Float32Array(squares.flat());
+    const starts = new Uint32Array([0, 4, 8, 12]);
+    expect(typicalWidth(starts, vertices, 3)).toBe(2);
+    expect(typicalWidth(new Uint32Array([0, 0]), new Float32Array(0), 1)).toBe(0);
+  });
+
+  it('draws cells as centroids, filled outlines, then outlines as the zoom makes them bigger', async () => {
+    const { SpatialStage } = await import('../app/spatial');
+    // two 10-unit squares
+    const starts = Uint32Array.from([0, 5, 10]);
+    const vertices = Float32Array.from([0, 0, 10, 0, 10, 10, 0, 10, 0, 0, 20, 20, 30, 20, 30, 30, 20, 30, 20, 20]);
+    const p: CanvasPayload = { ...payload(), n_cells: 2, shapes: { kind: 'polygons', element: 'cells', n_vertices: 10 } };
+    const d: CanvasData = {
+      x: Float32Array.from([5, 25]),
+      y: Float32Array.from([5, 25]),
+      value: Uint16Array.from([0, 1]),
+      image: null,
+      shapes: { kind: 'polygons', starts, vertices }
+    };
+    const stage = new SpatialStage(p, d);
+    const at = (zoom: number) => {
+      stage.apply({ target: [15, 15], zoom });
+      return stage.drawnAs;
+    };
+    // 10 units wide: 2.5 px at 2^-2, 5 px at 2^-1, 20 px at 2^1 (the zoom range allows these at any size)
+    expect(at(-2)).toBe('points');
+    expect(at(-1)).toBe('filled');
+    expect(at(1)).toBe('outlined');
+    expect(stage.node.dataset.cells).toBe('outlined');
+    // colors go to every vertex of each cell
+    stage.setColors(p.color, d.value, '#1f77b4');
+    const fills = (stage as unknown as { polygons: { fills: Uint8Array } }).polygons.fills;
+    expect([...fills.subarray(0, 4)]).toEqual([255, 0, 0, 255]); // cell 0 (tumor, red), first vertex
+    expect([...fills.subarray(36, 40)]).toEqual([0, 255, 0, 255]); // cell 1 (stroma, green), last vertex
+    stage.dispose();
+  });
+});

@@ -3,8 +3,8 @@
  * never touch WebGL code unless a figure is actually drawn with it).
  */
 
-import { Deck, OrthographicView } from '@deck.gl/core';
-import { BitmapLayer, ScatterplotLayer } from '@deck.gl/layers';
+import { Deck, OrthographicView, type Layer } from '@deck.gl/core';
+import { BitmapLayer, PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
 import type { ViewState } from './camera';
 
@@ -18,8 +18,25 @@ export type CellLayerData = {
   lines: Uint8Array;
 };
 
+/** The cells' outlines, flat (cell i: vertices starts[i] to starts[i + 1]), colors per vertex. */
+export type PolygonLayerData = {
+  starts: Uint32Array;
+  vertices: Float32Array;
+  /** RGBA bytes per vertex: the cell's fill. */
+  fills: Uint8Array;
+  /** RGBA bytes per vertex: the cell's outline. */
+  lines: Uint8Array;
+};
+
+/** How cells are drawn: centroids, filled outlines (zoomed out), or outlines over a light fill (zoomed in). */
+export type CellMode = 'points' | 'filled' | 'outlined';
+
 export type DeckScene = {
   cells: CellLayerData;
+  polygons: PolygonLayerData | null;
+  cellMode: CellMode;
+  /** Circles of each cell's radius in data units (Visium spots), else null: discs of `radius` px. */
+  radii: Float32Array | null;
   radius: number;
   cellsVisible: boolean;
   cellsOpacity: number;
@@ -70,9 +87,9 @@ export class DeckView {
         this.handlers.onViewState(next);
         return null;
       },
-      onHover: info => this.handlers.onHover(info.layer?.id === 'cells' ? info.index : -1, info.x, info.y),
+      onHover: info => this.handlers.onHover(isCells(info.layer?.id) ? info.index : -1, info.x, info.y),
       onClick: info => {
-        if (info.layer?.id === 'cells' && info.index >= 0) {
+        if (isCells(info.layer?.id) && info.index >= 0) {
           this.handlers.onClick(info.index);
         }
       },
@@ -86,7 +103,7 @@ export class DeckView {
   }
 
   setScene(scene: DeckScene): void {
-    const layers = [];
+    const layers: Layer[] = [];
     if (scene.image && scene.imageVisible) {
       const [x0, y0, x1, y1] = scene.image.bounds;
       layers.push(
@@ -99,7 +116,10 @@ export class DeckView {
         })
       );
     }
-    if (scene.cellsVisible) {
+    const polygons = scene.polygons;
+    if (scene.cellsVisible && polygons && scene.cellMode !== 'points') {
+      layers.push(...polygonLayers(scene, polygons));
+    } else if (scene.cellsVisible) {
       const { cells } = scene;
       layers.push(
         new ScatterplotLayer({
@@ -108,12 +128,14 @@ export class DeckView {
             length: cells.n,
             attributes: {
               getPosition: { value: cells.positions, size: 3 },
+              ...(scene.radii ? { getRadius: { value: scene.radii, size: 1 } } : {}),
               getFillColor: { value: cells.colors, size: 4, normalized: true },
               getLineColor: { value: cells.lines, size: 4, normalized: true }
             }
           },
-          radiusUnits: 'pixels',
+          radiusUnits: scene.radii ? 'common' : 'pixels',
           getRadius: scene.radius,
+          radiusMinPixels: scene.radii ? 0.5 : 0,
           stroked: scene.outline,
           lineWidthUnits: 'pixels',
           getLineWidth: 1,
@@ -135,6 +157,53 @@ export class DeckView {
   finalize(): void {
     this.deck.finalize();
   }
+}
+
+/** The layers that pick cells: the points, or the polygons' fill (each its own id: deck matches layers by id). */
+function isCells(id: string | undefined): boolean {
+  return id === 'cells' || id === 'cell-polygons';
+}
+
+/** Filled polygons (pickable), and their outlines when zoomed in. */
+function polygonLayers(scene: DeckScene, p: PolygonLayerData): Layer[] {
+  const n = scene.cells.n;
+  const binary = (accessor: string, colors: Uint8Array) => ({
+    length: n,
+    startIndices: p.starts,
+    attributes: {
+      [accessor]: { value: p.vertices, size: 2 },
+      [accessor === 'getPolygon' ? 'getFillColor' : 'getColor']: { value: colors, size: 4, normalized: true }
+    }
+  });
+  const layers: Layer[] = [
+    new SolidPolygonLayer({
+      id: 'cell-polygons',
+      data: binary('getPolygon', p.fills) as never,
+      _normalize: false,
+      positionFormat: 'XY',
+      opacity: scene.cellsOpacity * (scene.cellMode === 'outlined' ? 0.45 : 1),
+      pickable: true,
+      autoHighlight: true,
+      highlightColor: [255, 255, 255, 160],
+      updateTriggers: { getFillColor: scene.colorVersion }
+    })
+  ];
+  if (scene.cellMode === 'outlined') {
+    layers.push(
+      new PathLayer({
+        id: 'cell-outlines',
+        data: binary('getPath', p.lines) as never,
+        _pathType: 'open',
+        positionFormat: 'XY',
+        widthUnits: 'pixels',
+        getWidth: 1.5,
+        opacity: scene.cellsOpacity,
+        pickable: false,
+        updateTriggers: { getColor: scene.colorVersion }
+      })
+    );
+  }
+  return layers;
 }
 
 function toDeck(vs: ViewState, range: [number, number]): object {

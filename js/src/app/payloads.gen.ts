@@ -51,6 +51,12 @@ export type NoColor = {
   mode: 'none';
 };
 
+export type CanvasShapes = {
+  kind: 'polygons' | 'circles';
+  element: string;
+  n_vertices?: number;
+};
+
 export type CanvasPayload = {
   n_cells: number;
   bounds: Bounds;
@@ -60,6 +66,7 @@ export type CanvasPayload = {
   image: CanvasImage | null;
   unit?: string | null;
   obs_columns?: string[];
+  shapes?: CanvasShapes | null;
 };
 
 export type ChannelInfo = {
@@ -178,6 +185,12 @@ export type CellRow = {
   name: string;
   columns: string[];
   values: (string | number | boolean | null)[];
+};
+
+export type StoreKeyData = {
+  key: string;
+  found: boolean;
+  size: number;
 };
 
 export type ChannelsData = {
@@ -420,6 +433,7 @@ export interface ReplyTypes {
   cell: CellRow;
   color_values: CanvasColor;
   channels: ChannelsData;
+  store_key: StoreKeyData;
 }
 
 /** Request name -> its parameters, from the service method's signature. */
@@ -438,7 +452,8 @@ export interface ParamTypes {
   cell: { version?: number | string | null; figure?: string; index?: number };
   color_values: { version?: number | string | null; figure?: string; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null };
   channels: { version?: number | string | null; figure?: string };
+  store_key: { version?: number | string | null; key?: string };
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels', 'store_key'] as const;

@@ -7,7 +7,7 @@ import { bytesOf, type Buffer } from './transport';
 import type { Bounds, CanvasColor, CanvasPayload } from './types';
 
 /** Typed view of a buffer; copies only when the offset is misaligned. */
-export function typed<T extends Float32Array | Uint16Array | Uint8ClampedArray>(
+export function typed<T extends Float32Array | Uint16Array | Uint32Array | Uint8ClampedArray>(
   buffer: Buffer,
   Ctor: { new (b: ArrayBuffer, offset: number, length: number): T; BYTES_PER_ELEMENT: number }
 ): T {
@@ -20,11 +20,18 @@ export function typed<T extends Float32Array | Uint16Array | Uint8ClampedArray>(
   return new Ctor(copy.buffer as ArrayBuffer, 0, Math.floor(copy.byteLength / size));
 }
 
+/** The cells' outlines (cell i: vertices starts[i] to starts[i + 1], x,y pairs) or radii. */
+export type CellShapeData =
+  | { kind: 'polygons'; starts: Uint32Array; vertices: Float32Array }
+  | { kind: 'circles'; radius: Float32Array };
+
 export type CanvasData = {
   x: Float32Array;
   y: Float32Array;
   value: Uint16Array | Float32Array | null;
   image: Uint8ClampedArray | null;
+  /** Present when the table annotates polygons or circles (absent for older servers). */
+  shapes?: CellShapeData | null;
 };
 
 /** Split the `canvas` reply buffers as the protocol orders them. */
@@ -57,7 +64,22 @@ export function decodeCanvas(payload: CanvasPayload, buffers: Buffer[]): CanvasD
       throw new Error(`canvas image has ${image.length} bytes, expected ${expected}`);
     }
   }
-  return { x: x.subarray(0, n), y: y.subarray(0, n), value, image };
+  let shapes: CellShapeData | null = null;
+  if (payload.shapes?.kind === 'polygons') {
+    const starts = typed(need('polygon starts'), Uint32Array);
+    const vertices = typed(need('polygon vertices'), Float32Array);
+    if (starts.length !== n + 1 || starts[n] * 2 !== vertices.length) {
+      throw new Error(`canvas polygons: ${starts.length} starts and ${vertices.length / 2} vertices for ${n} cells`);
+    }
+    shapes = { kind: 'polygons', starts, vertices };
+  } else if (payload.shapes?.kind === 'circles') {
+    const radius = typed(need('radius'), Float32Array);
+    if (radius.length < n) {
+      throw new Error(`canvas circles: ${radius.length} radii for ${n} cells`);
+    }
+    shapes = { kind: 'circles', radius: radius.subarray(0, n) };
+  }
+  return { x: x.subarray(0, n), y: y.subarray(0, n), value, image, shapes };
 }
 
 /** Data → screen: screen = s·R(θ)·(p − target) + centre. */

@@ -22,7 +22,7 @@ import {
   type Region,
   type ViewState
 } from './camera';
-import type { DeckScene, DeckView } from './deck';
+import type { CellMode, DeckScene, DeckView, PolygonLayerData } from './deck';
 import { h } from './dom';
 import { colorFn, packColor, type CanvasData } from './raster';
 import type { CanvasPayload } from './types';
@@ -96,6 +96,10 @@ export class SpatialStage {
   private lines: Uint8Array;
   private colorVersion = 0;
   private positions: Float32Array;
+  private polygons: PolygonLayerData | null = null;
+  /** A typical cell's width in data units (from its outline), to pick how cells are drawn at a zoom. */
+  private cellSize = 0;
+  private cellMode: CellMode = 'points';
   private imageSource: HTMLCanvasElement | null = null;
   private disposed = false;
 
@@ -112,6 +116,17 @@ export class SpatialStage {
     }
     this.colors = new Uint8Array(n * 4);
     this.lines = new Uint8Array(n * 4);
+    const shapes = data.shapes;
+    if (shapes?.kind === 'polygons') {
+      const count = shapes.starts[n];
+      this.polygons = {
+        starts: shapes.starts,
+        vertices: shapes.vertices,
+        fills: new Uint8Array(count * 4),
+        lines: new Uint8Array(count * 4)
+      };
+      this.cellSize = typicalWidth(shapes.starts, shapes.vertices, n);
+    }
     this.canvas = h('canvas', {
       class: 'sds-deck-canvas',
       role: 'application',
@@ -210,6 +225,12 @@ export class SpatialStage {
     this.mode = mode;
     this.deck?.setView(this.viewState, this.range);
     this.node.dataset.zoom = zoom.toFixed(4);
+    const drawn = this.modeAt(zoom);
+    if (drawn !== this.cellMode) {
+      this.cellMode = drawn;
+      this.node.dataset.cells = drawn;
+      this.sync();
+    }
     this.node.dataset.target = this.viewState.target.map(v => v.toFixed(3)).join(',');
     this.callbacks.onView?.(this.viewState, this.region());
   }
@@ -291,6 +312,16 @@ export class SpatialStage {
       packed[i] = c;
       lines[i] = c >>> 24 ? outline : 0;
     }
+    const p = this.polygons;
+    if (p) {
+      // per vertex, as deck's binary polygons take colors: the fill is the cell's color, so is the outline
+      const fills = new Uint32Array(p.fills.buffer, p.fills.byteOffset, p.fills.length / 4);
+      const edges = new Uint32Array(p.lines.buffer, p.lines.byteOffset, p.lines.length / 4);
+      for (let i = 0; i < packed.length; i++) {
+        fills.fill(packed[i], p.starts[i], p.starts[i + 1]);
+      }
+      edges.set(fills);
+    }
     this.colorVersion++;
     this.sync();
   }
@@ -311,6 +342,9 @@ export class SpatialStage {
     }
     return {
       cells: { n: this.payload.n_cells, positions: this.positions, colors: this.colors, lines: this.lines },
+      polygons: this.polygons,
+      cellMode: this.cellMode,
+      radii: this.data.shapes?.kind === 'circles' ? this.data.shapes.radius : null,
       radius: Math.max(0.5, (this.payload.point_size || 2) / 2),
       cellsVisible: this.cellsVisible,
       cellsOpacity: this.cellsOpacity,
@@ -416,8 +450,47 @@ export class SpatialStage {
     this.release();
   }
 
+  /**
+   * How cells are drawn at `zoom`: centroids while a cell would be under 3 px (there are too
+   * many to tell apart), filled outlines up to 14 px, outlines over a light fill beyond.
+   */
+  private modeAt(zoom: number): CellMode {
+    if (!this.polygons || !(this.cellSize > 0)) {
+      return 'points';
+    }
+    const px = this.cellSize * Math.pow(2, zoom);
+    return px < 3 ? 'points' : px < 14 ? 'filled' : 'outlined';
+  }
+
+  /** How cells are drawn now (points, filled or outlined polygons). */
+  get drawnAs(): CellMode {
+    return this.cellMode;
+  }
+
   /** Cells inside the current region. */
   inView(): number {
     return countInRegion(this.data.x, this.data.y, this.region());
   }
+}
+
+/** The median width (larger of the x and y extents) of up to 1,000 cells' outlines, in data units. */
+export function typicalWidth(starts: Uint32Array, vertices: Float32Array, n: number): number {
+  const step = Math.max(1, Math.floor(n / 1000));
+  const widths: number[] = [];
+  for (let i = 0; i < n; i += step) {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (let v = starts[i]; v < starts[i + 1]; v++) {
+      const x = vertices[2 * v];
+      const y = vertices[2 * v + 1];
+      x0 = Math.min(x0, x);
+      x1 = Math.max(x1, x);
+      y0 = Math.min(y0, y);
+      y1 = Math.max(y1, y);
+    }
+    if (x1 >= x0) {
+      widths.push(Math.max(x1 - x0, y1 - y0));
+    }
+  }
+  widths.sort((a, b) => a - b);
+  return widths.length ? widths[Math.floor(widths.length / 2)] : 0;
 }

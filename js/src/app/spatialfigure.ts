@@ -9,6 +9,7 @@ import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Regio
 import { h } from './dom';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
+import { composePrint } from './print';
 import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TransportError, type Transport } from './transport';
@@ -235,7 +236,7 @@ export class SpatialFigure {
       return h(
         'li',
         { class: 'sds-channel', 'data-channel': String(k) },
-        h('label', { class: 'sds-check' }, visible, ` ${state.name}`),
+        h('label', { class: 'sds-check', title: state.name }, visible, h('span', { class: 'sds-channel-name' }, state.name)),
         color,
         h('span', { class: 'sds-contrast-pair' }, low, high)
       );
@@ -310,6 +311,18 @@ export class SpatialFigure {
     }
     plot.draw();
     return plot;
+  }
+
+  /**
+   * The print page: the region on screen drawn `width` px wide (less the legend), with `title`
+   * above and the legend of the current coloring beside it (hidden categories left out).
+   */
+  printPage(title: string, width: number): HTMLCanvasElement {
+    const plot = this.exportPlot();
+    const [w] = plot.fixedSize ?? [this.node.clientWidth || 480];
+    plot.pixelRatio = Math.max(1, width / Math.max(1, w));
+    plot.draw();
+    return composePrint(plot.canvas, title, this.colorSpec(), width);
   }
 
   private noneColor(): string {

@@ -1,4 +1,4 @@
-"""A realistic demo stack, built with no download.
+"""The small demo (``--small``): 26 cells, for tests and CI, built in seconds.
 
 The base is spatialdata's own ``blobs`` dataset, written by spatialdata. Four
 versions sit on it, laid out the way a download of Cirro datasets is: one folder
@@ -12,28 +12,22 @@ per dataset, named by its ID, side by side in ``<out>/datasets``.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from sds_jupyter.demo.ids import demo_dataset_id
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.writer import VersionWriter, no_auto_sharding
 
-__all__ = ["build_demo", "demo_dataset_id"]
+__all__ = ["build_small_demo"]
 
-_NAMESPACE = uuid.UUID("7c1d0b2e-52a7-4a8e-9a51-5d2f2b7e0a11")
 TABLE = "table"
 
 
-def demo_dataset_id(name: str) -> str:
-    """Stable dataset IDs, so the demo is the same every time it is built."""
-    return str(uuid.uuid5(_NAMESPACE, name))
-
-
-def build_demo(out: str | Path, *, quiet: bool = True) -> Path:
+def build_small_demo(out: str | Path) -> Path:
     """Build the demo under ``out`` and return the top version's folder."""
     import spatialdata
     from spatialdata.datasets import blobs

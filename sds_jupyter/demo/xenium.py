@@ -1,0 +1,320 @@
+"""The Xenium-like demo: a 100,000-cell run and the versions an analysis of it saves.
+
+The base store is written by spatialdata (a 3-channel image pyramid, the cell
+polygons, the table), then each step of an analysis saves one version over the
+one before, and one branch is saved from an earlier version, as two analysts
+sharing a dataset would.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import zarr
+
+from sds_jupyter.demo import analysis
+from sds_jupyter.demo.ids import demo_dataset_id
+from sds_jupyter.demo.tissue import CELL_TYPES, HYPOXIA_GENES, PIXEL_SIZE_UM, Tissue, cell_frame, make_tissue
+from sds_jupyter.stack.stack import Stack
+from sds_jupyter.stack.writer import VersionWriter, no_auto_sharding
+
+__all__ = ["build_xenium_demo"]
+
+TABLE = "table"
+IMAGE = "morphology_focus"
+SHAPES = "cell_boundaries"
+CHANNELS = ("DAPI", "Boundary stain", "Interior RNA")
+CHANNEL_COLORS = ("#3b6cff", "#00e060", "#ff4fd8")
+CHANNEL_LIMITS = ((0.0, 230.0), (0.0, 200.0), (0.0, 180.0))
+TYPE_COLORS = ("#d62728", "#8c564b", "#1f77b4", "#17becf", "#ff7f0e", "#9467bd", "#2ca02c")
+PYRAMID = (2, 2, 2, 2)
+NEIGHBORS = 10
+
+
+@dataclass
+class Run:
+    """What the analysis steps share: the tissue, its neighbor graph and the labels saved so far."""
+
+    tissue: Tissue
+    neighbors: np.ndarray
+    rng: np.random.Generator
+    labels: dict[str, pd.Categorical] = field(default_factory=dict)
+
+
+def build_xenium_demo(out: Path, *, n_cells: int = 100_000, side: int = 8192) -> Path:
+    """Write the base and the versions under ``out/datasets``; return the main line's top version."""
+    datasets = out / "datasets"
+    datasets.mkdir(parents=True, exist_ok=False)
+    tissue = make_tissue(n_cells=n_cells, side=side)
+    base = datasets / demo_dataset_id("xenium-base") / "xenium.sdata.zarr"
+    base.parent.mkdir()
+    _write_base(tissue, base)
+    run = Run(tissue, analysis.neighbor_index(tissue.x_um, tissue.y_um, NEIGHBORS), np.random.default_rng(7))
+    stack = Stack.resolve(base)
+    saved: dict[str, Stack] = {}
+    for step in (_clusters, _markers, _cell_types, _regions, _neighborhood, _niches):
+        writer = VersionWriter(stack)
+        info = step(writer, run)
+        top = writer.commit(datasets / demo_dataset_id("xenium-" + info["title"]), **info)
+        stack = Stack.resolve(top)
+        saved[info["title"]] = stack
+    writer = VersionWriter(saved["Leiden clusters"])
+    info = _coarser(writer, run)
+    writer.commit(datasets / demo_dataset_id("xenium-" + info["title"]), **info)
+    return top
+
+
+# --------------------------------------------------------------------- base
+
+
+def _write_base(tissue: Tissue, path: Path) -> None:
+    import anndata as ad
+    import geopandas as gpd
+    import shapely
+    import spatialdata
+    from spatialdata.models import Image2DModel, ShapesModel, TableModel
+    from spatialdata.transformations import Identity, Scale
+
+    image = Image2DModel.parse(
+        tissue.image,
+        dims=("c", "y", "x"),
+        c_coords=list(CHANNELS),
+        scale_factors=list(PYRAMID),
+        chunks=(1, 1024, 1024),
+        transformations={"global": Scale([PIXEL_SIZE_UM, PIXEL_SIZE_UM], axes=("y", "x"))},
+    )
+    polygons = gpd.GeoDataFrame(
+        geometry=shapely.polygons(tissue.polygons), index=pd.Index(tissue.cell_id, name="cell_id")
+    )
+    shapes = ShapesModel.parse(polygons, transformations={"global": Identity()})
+    obs = cell_frame(tissue)
+    adata = ad.AnnData(
+        X=tissue.counts,
+        obs=obs,
+        var=pd.DataFrame(index=pd.Index(tissue.genes, name="gene")),
+        obsm={"spatial": np.column_stack([tissue.x_um, tissue.y_um])},
+    )
+    table = TableModel.parse(adata, region=SHAPES, region_key="region", instance_key="cell_id")
+    sdata = spatialdata.SpatialData(images={IMAGE: image}, shapes={SHAPES: shapes}, tables={TABLE: table})
+    with no_auto_sharding():
+        sdata.write(path)
+    _name_the_unit(path)
+
+
+def _name_the_unit(path: Path) -> None:
+    """Say that the global coordinate system is in micrometres (spatialdata writes the placeholder "unit").
+
+    Why: the view draws a scale bar only where coordinates are physical, and Xenium's are.
+    """
+    for element in (path / "images" / IMAGE, path / "shapes" / SHAPES):
+        meta_path = element / "zarr.json"
+        meta = json.loads(meta_path.read_text())
+        _rename_units(meta)
+        meta_path.write_text(json.dumps(meta, indent=2))
+    with warnings.catch_warnings():
+        # zarr says consolidated metadata is not in the v3 spec and that shapes.parquet is no zarr node:
+        # both true, both as spatialdata writes every store
+        warnings.simplefilter("ignore", category=UserWarning)
+        zarr.consolidate_metadata(str(path))
+
+
+def _rename_units(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("name") == "global" and isinstance(node.get("axes"), list):
+            for axis in node["axes"]:
+                if isinstance(axis, dict) and axis.get("type") == "space":
+                    axis["unit"] = "micrometer"
+        for value in node.values():
+            _rename_units(value)
+    elif isinstance(node, list):
+        for value in node:
+            _rename_units(value)
+
+
+# ------------------------------------------------------------------ versions
+
+
+def _version(title: str, message: str, by: str) -> dict[str, str]:
+    return {"title": title, "message": message, "created_by": by}
+
+
+def _categorical(codes: np.ndarray, names: list[str]) -> pd.Categorical:
+    return pd.Categorical.from_codes(codes, categories=names)
+
+
+def _clusters(writer: VersionWriter, run: Run) -> dict[str, str]:
+    codes = analysis.leiden_like_clusters(run.rng, run.tissue.cell_type, n_clusters=len(CELL_TYPES) + 1)
+    leiden = _categorical(codes, [str(i) for i in range(int(codes.max()) + 1)])
+    run.labels["leiden"] = leiden
+    writer.set_obs(TABLE, "leiden", leiden)
+    writer.set_obs(TABLE, "hypoxia_score", _hypoxia(run.tissue))
+    writer.set_figure(TABLE, "fig-leiden", _canvas("Leiden clusters on the tissue", "leiden", zoom_in=False))
+    writer.set_figure(TABLE, "fig-leiden-detail", _canvas("Leiden clusters, one tumor nest", "leiden", zoom_in=True))
+    return _version("Leiden clusters", "Resolution 0.8 on 30 PCs of log1p counts", "ana@example.org")
+
+
+def _hypoxia(tissue: Tissue) -> np.ndarray:
+    """Mean log1p count of the hypoxia genes per cell: a continuous column to color by."""
+    columns = [tissue.genes.index(g) for g in HYPOXIA_GENES]
+    block = tissue.counts[:, columns].toarray()
+    score: np.ndarray = np.log1p(block).mean(axis=1).astype(np.float32).round(3)
+    return score
+
+
+def _markers(writer: VersionWriter, run: Run) -> dict[str, str]:
+    table = analysis.marker_table(run.tissue.counts, run.tissue.genes, run.labels["leiden"])
+    n_groups = len(run.labels["leiden"].categories)
+    meta = _meta(
+        "rank_genes_groups", "Markers per Leiden cluster", "t-test", {"groupby": "leiden"}, {"n_groups": n_groups}
+    )
+    writer.set_result(TABLE, "markers-leiden", {"table": table}, meta)
+    writer.set_figure(
+        TABLE, "fig-markers", _chart("Top markers per cluster", "markers-leiden", "bar", "gene", "score", "group")
+    )
+    return _version("Cluster markers", "A t-test ranking of genes per Leiden cluster", "ana@example.org")
+
+
+def _cell_types(writer: VersionWriter, run: Run) -> dict[str, str]:
+    leiden = run.labels["leiden"]
+    truth = run.tissue.cell_type
+    majority = [
+        np.bincount(truth[leiden.codes == c], minlength=len(CELL_TYPES)).argmax() for c in range(len(leiden.categories))
+    ]
+    cell_type = _categorical(np.asarray(majority)[leiden.codes], list(CELL_TYPES))
+    run.labels["cell_type"] = cell_type
+    writer.set_obs(TABLE, "cell_type", cell_type)
+    writer.set_uns(TABLE, "cell_type_colors", np.asarray(TYPE_COLORS))
+    writer.set_figure(TABLE, "fig-cell-types", _canvas("Cell types", "cell_type", zoom_in=False))
+    return _version(
+        "Cell types", "Clusters named from their markers; two Leiden clusters are both tumor", "ben@example.org"
+    )
+
+
+def _regions(writer: VersionWriter, run: Run) -> dict[str, str]:
+    b_cells = np.asarray(run.labels["cell_type"].codes == CELL_TYPES.index("B cell"))
+    regions = analysis.region_annotation(run.tissue.nest_depth, b_cells, run.neighbors)
+    run.labels["region_annotation"] = regions
+    writer.set_obs(TABLE, "region_annotation", regions)
+    colors = {
+        "Tumor core": "#b2182b",
+        "Invasive margin": "#ef8a62",
+        "Lymphoid aggregate": "#2166ac",
+        "Stroma": "#bababa",
+    }
+    writer.set_figure(TABLE, "fig-regions", _canvas("Regions drawn by pathology", "region_annotation", colors=colors))
+    return _version(
+        "Regions drawn", "Tumor core, invasive margin and lymphoid aggregates, by a pathologist", "ben@example.org"
+    )
+
+
+def _neighborhood(writer: VersionWriter, run: Run) -> dict[str, str]:
+    cell_type = run.labels["cell_type"]
+    zscores = analysis.neighborhood_enrichment(run.rng, cell_type, run.neighbors)
+    params = {"cluster_key": "cell_type", "n_neighs": NEIGHBORS, "n_perms": 50}
+    meta = _meta(
+        "nhood_enrichment",
+        "Neighborhood enrichment of cell types",
+        "permutation",
+        params,
+        {"n_groups": len(CELL_TYPES)},
+    )
+    writer.set_result(TABLE, "nhood-enrichment", {"table": zscores}, meta)
+    writer.set_figure(
+        TABLE,
+        "fig-nhood",
+        _chart("Which cell types sit together", "nhood-enrichment", "rect", "source", "target", "zscore"),
+    )
+    return _version("Neighborhood enrichment", "Which cell types are neighbors more than chance", "ana@example.org")
+
+
+def _niches(writer: VersionWriter, run: Run) -> dict[str, str]:
+    niche, composition = analysis.niches(run.rng, run.labels["cell_type"], run.neighbors)
+    writer.set_obs(TABLE, "niche", niche)
+    meta = _meta(
+        "niches", "Cell type composition of each niche", "k-means", {"n_neighs": NEIGHBORS, "k": 6}, {"n_niches": 6}
+    )
+    writer.set_result(TABLE, "niche-composition", {"table": composition}, meta)
+    writer.set_figure(TABLE, "fig-niches", _canvas("Cellular niches", "niche", zoom_in=False))
+    writer.set_figure(
+        TABLE,
+        "fig-niche-composition",
+        _chart("What each niche is made of", "niche-composition", "bar", "niche", "fraction", "cell_type"),
+    )
+    writer.delete_figure(TABLE, "fig-leiden-detail")
+    return _version("Cellular niches", "k-means on each cell's 10-neighbor composition", "ana@example.org")
+
+
+def _coarser(writer: VersionWriter, run: Run) -> dict[str, str]:
+    leiden = run.labels["leiden"]
+    coarse = analysis.coarse_clusters(leiden.codes.astype(np.int64), run.tissue.cell_type.astype(np.int64))
+    writer.set_obs(TABLE, "leiden", _categorical(coarse, [str(i) for i in range(int(coarse.max()) + 1)]))
+    writer.set_figure(TABLE, "fig-leiden", _canvas("Leiden clusters at resolution 0.4", "leiden", zoom_in=False))
+    return _version("Coarser clusters", "Resolution 0.4: a branch saved from Leiden clusters", "ben@example.org")
+
+
+# ------------------------------------------------------------------- figures
+
+
+def _meta(kind: str, title: str, method: str, parameters: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "title": title,
+        "method": method,
+        "parameters": parameters,
+        "summary": summary,
+        "created_by": "ana@example.org",
+        "created_at": "2026-10-20T06:41:12.008Z",
+        "app_version": "1.3.0",
+    }
+
+
+def _chart(title: str, result: str, mark: str, x: str, y: str, color: str) -> dict[str, Any]:
+    return {
+        "kind": "chart",
+        "title": title,
+        "caption": f"Drawn from the result {result}.",
+        "print_width": 183,
+        "result": result,
+        "table": TABLE,
+        "mark": mark,
+        "x": x,
+        "y": y,
+        "color": color,
+    }
+
+
+def _canvas(
+    title: str, color_by: str, *, zoom_in: bool = False, colors: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A canvas over the morphology image; whole section, or one nest at cell scale."""
+    side_um = 8192 * PIXEL_SIZE_UM
+    viewport = (
+        {"target": [side_um * 0.5, side_um * 0.5], "zoom": 1.5, "rotation": 0}
+        if zoom_in
+        else {"target": [side_um / 2, side_um / 2], "zoom": float(np.log2(800 / side_um)), "rotation": 0}
+    )
+    spec: dict[str, Any] = {
+        "kind": "canvas",
+        "title": title,
+        "caption": f"Cells colored by {color_by}, over the morphology image",
+        "print_width": 183,
+        "table": TABLE,
+        "color_by": color_by,
+        "colormap": "viridis",
+        "image": IMAGE,
+        "channels": [
+            {"visible": name != "Interior RNA", "name": name, "color": color, "contrast_limits": list(limits)}
+            for name, color, limits in zip(CHANNELS, CHANNEL_COLORS, CHANNEL_LIMITS, strict=True)
+        ],
+        "viewport": viewport,
+        "point_size": 2,
+    }
+    if colors:
+        spec["category_colors"] = colors
+    return spec
