@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -211,11 +212,18 @@ class LocalLocation(_LocalPath, Location):
             return root
         return contained_real(root, check_relative_path(key, what), what)
 
+    @property
+    def parent(self) -> LocalLocation:
+        """The folder holding this path; real when this path is (a real path's folders hold no link)."""
+        folder: LocalLocation = super().parent  # type: ignore[assignment]
+        real = self.__dict__.get("_sds_real")
+        if real is not None and real == os.fspath(self) and folder is not self:
+            folder._sds_real = os.fspath(folder)
+        return folder
+
     def join(self, relative: str, what: str = "path") -> LocalLocation:
         # docstring inherited
-        joined = LocalLocation(self._contain(relative, what))
-        joined._sds_real = os.fspath(joined)
-        return joined
+        return _real_location(self._contain(relative, what))
 
     def real(self) -> LocalLocation:
         # docstring inherited
@@ -322,6 +330,23 @@ class LocalLocation(_LocalPath, Location):
         path = self._contain(key, "object")
         info = os.stat(path)
         return f"{path}|{info.st_size}|{info.st_mtime_ns}"
+
+
+#: Python 3.11's pathlib parses every new path in Python; a real path is already normalised, so its
+#: parts are simply its segments. Later versions parse lazily and need no help.
+_PARSED_PARTS = sys.version_info < (3, 12) and hasattr(_LocalPath, "_from_parsed_parts")
+
+
+def _real_location(real: str) -> LocalLocation:
+    """A LocalLocation for ``real``, a path :func:`os.path.realpath` returned (absolute, normalised)."""
+    if _PARSED_PARTS and len(real) > 1 and real.startswith("/") and not real.endswith("/"):
+        parts = real.split("/")
+        parts[0] = "/"
+        location: LocalLocation = LocalLocation._from_parsed_parts("", "/", parts)  # type: ignore[attr-defined]
+    else:
+        location = LocalLocation(real)
+    location._sds_real = real
+    return location
 
 
 # -- object storage ------------------------------------------------------------------------

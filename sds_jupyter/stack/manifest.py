@@ -7,7 +7,6 @@ with the list of what this reader understands.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -151,18 +150,20 @@ def load_manifest(raw: bytes, path: str) -> Manifest:
     if len(raw) > MAX_MANIFEST_BYTES:
         raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
     try:
-        doc = loads_bounded(raw)
+        # Depth is checked by parse_manifest on what the manifest keeps, not on the whole document.
+        doc = loads_bounded(raw, max_depth=None)
     except JSONRefused as exc:
         raise ManifestError(f"{path} is not valid JSON ({exc}); re-download the version") from None
-    return dataclasses.replace(parse_manifest(doc, str(path)), source_bytes=len(raw))
+    manifest = parse_manifest(doc, str(path))
+    # Freshly made and not yet shared: recording its size in place spares a copy of the dataclass.
+    object.__setattr__(manifest, "source_bytes", len(raw))
+    return manifest
 
 
 def parse_manifest(doc: object, where: str = "layer.json") -> Manifest:
     """Check a decoded ``layer.json`` document and return its :class:`Manifest`."""
     if not isinstance(doc, dict):
         raise ManifestError(f"{where}: a manifest must be a JSON object")
-    if json_depth(doc, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-        raise ManifestError(f"{where}: it nests more than {MAX_JSON_DEPTH} levels deep; not a manifest")
     fmt_name = doc.get("format")
     fmt_version = doc.get("format_version")
     if fmt_name != FORMAT:
@@ -176,7 +177,26 @@ def parse_manifest(doc: object, where: str = "layer.json") -> Manifest:
             f"{where}: format_version {fmt_version} is not supported by this reader "
             f"(it reads {known}); upgrade sds-jupyter"
         )
-    return parser(doc, where)
+    manifest = parser(doc, where)
+    _check_kept_depth(manifest, where)
+    return manifest
+
+
+def _check_kept_depth(manifest: Manifest, where: str) -> None:
+    """Refuse a manifest whose kept free-form values nest too deep for recursive walkers.
+
+    Only ``app``, ``changes`` and unknown fields keep nested JSON; everything else is
+    reduced to strings and integers while parsing, so measuring those (not the whole
+    document, with its files list) is the check that matters and the cheap one.
+    """
+    # The manifest object is level 1: a field's value starts at level 2, a change at level 3.
+    kept: list[tuple[Any, int]] = [(change, 2) for change in manifest.changes]
+    kept += [(value, 1) for value in manifest.extra.values()]
+    if manifest.app is not None:
+        kept.append((manifest.app, 1))
+    for value, above in kept:
+        if isinstance(value, (dict, list)) and json_depth(value, MAX_JSON_DEPTH) + above > MAX_JSON_DEPTH:
+            raise ManifestError(f"{where}: it nests more than {MAX_JSON_DEPTH} levels deep; not a manifest")
 
 
 @register(LayerFormat(FORMAT, 1))
