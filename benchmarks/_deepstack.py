@@ -59,18 +59,11 @@ def _write_base(path: Path) -> bytes:
     return (path / "zarr.json").read_bytes()
 
 
-def _write_version(
-    folder: Path,
-    parent: str,
-    depth: int,
-    number: int,
-    root_doc: bytes,
-    deleted: list[str],
-) -> Path:
-    overlay = folder / "overlay"
+def version_objects(number: int, root_doc: bytes) -> dict[str, bytes]:
+    """The objects version ``number`` writes: the root index and its own scalar array."""
     own = DeepStacks.own_key(number)
     own_doc = own.rsplit("/", 1)[0] + "/zarr.json"
-    objects = {
+    return {
         "zarr.json": root_doc,
         own_doc: json.dumps(
             {
@@ -87,6 +80,18 @@ def _write_version(
         ).encode(),
         own: np.int64(number).tobytes(),
     }
+
+
+def _write_version(
+    folder: Path,
+    parent: str,
+    depth: int,
+    number: int,
+    root_doc: bytes,
+    deleted: list[str],
+) -> Path:
+    overlay = folder / "overlay"
+    objects = version_objects(number, root_doc)
     for key, data in objects.items():
         target = overlay / key
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +115,18 @@ def _write_version(
     }
     (folder / "layer.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return folder / "layer.json"
+
+
+def icechunk_repository(stacks: DeepStacks, path: Path, depth: int) -> object:
+    """The same data as an Icechunk repository: the base, then ``depth`` commits of the versions' objects."""
+    import _icechunk
+
+    repo = _icechunk.repository(path)
+    _icechunk.copy_store(stacks.base, repo)
+    root_doc = (stacks.base / "zarr.json").read_bytes()
+    for number in range(1, depth + 1):
+        _icechunk.commit_objects(repo, version_objects(number, root_doc), f"version {number}")
+    return repo
 
 
 def build(root: Path, depth: int = 500) -> DeepStacks:

@@ -7,7 +7,12 @@ base store are, so that readers never follow a reference again.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import stat
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,13 +26,13 @@ from sds_jupyter.errors import (
     WriteRefusedError,
 )
 from sds_jupyter.stack.location import LocalLocation, Location, location_of
-from sds_jupyter.stack.locator import DatasetLocator, ManifestReader, locate_version
+from sds_jupyter.stack.locator import DatasetLocator, Identity, ManifestReader, identity, locate_version, settled
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
 from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
 from sds_jupyter.stack.tree import PartialChain
 
-__all__ = ["MAX_DEPTH", "BaseInfo", "Stack", "Version"]
+__all__ = ["MAX_DEPTH", "RESOLVED_STACKS", "BaseInfo", "ResolvedStacks", "Stack", "Version"]
 
 #: The longest chain of versions a reader follows.
 MAX_DEPTH = 500
@@ -123,6 +128,11 @@ class Stack:
         top = location_of(path, storage_options)
         if top.parent == top:
             raise StackError(f"{top} is a bucket or a root, not a dataset folder under a datasets folder")
+        cache_key = (str(top), tuple(sorted(folder_map.items()))) if isinstance(top, LocalLocation) else None
+        if cache_key is not None:
+            cached = RESOLVED_STACKS.lookup(cache_key)
+            if cached is not None:
+                return cached
         reader = ManifestReader()
         located = locate_version(top, reader)
         if located is None:
@@ -133,7 +143,10 @@ class Stack:
             raise StackError(f"{dataset_folder} is a bucket or a root, not a dataset folder under a datasets folder")
         locator = DatasetLocator(datasets_dir, folder_map, reader)
         top_id = folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name
-        return _walk(top_id, dataset_folder, data_dir, locator, folder_map)
+        stack = _walk(top_id, dataset_folder, data_dir, locator, folder_map)
+        if cache_key is not None:
+            RESOLVED_STACKS.store(cache_key, stack, reader)
+        return stack
 
     @classmethod
     def _store_only(cls, top: Location, folder_map: FolderMap, reader: ManifestReader) -> Stack:
@@ -181,6 +194,34 @@ class Stack:
                     f"written to: write the {what} outside them"
                 )
 
+    def fingerprint(self) -> str:
+        """Text that changes when any manifest of the stack or the base's root document changes.
+
+        A digest of each version's real manifest path and parsed content and of the base's
+        path, kind and root document's size and time; computed once per resolved stack. A
+        pickled store carries it, so unpickling into a stack that changed since is refused.
+        """
+        cached: str | None = self.__dict__.get("_sds_fingerprint")
+        if cached is None:
+            digest = hashlib.sha256()
+            for version in self.versions:
+                doc = json.dumps(version.manifest.to_json(), sort_keys=True, separators=(",", ":"))
+                digest.update(f"{version.manifest_path}|{doc}\n".encode())
+            root_doc = "" if self.base.kind == "zip" else ("zarr.json" if self.base.zarr_format == 3 else ".zgroup")
+            try:
+                base = self.base.path.fingerprint(root_doc)
+            except (OSError, StackError):
+                base = f"{self.base.path}|missing"
+            digest.update(f"{self.base.kind}|{base}\n".encode())
+            cached = digest.hexdigest()[:32]
+            object.__setattr__(self, "_sds_fingerprint", cached)  # a frozen dataclass: derived data only
+        return cached
+
+    @property
+    def opened_from(self) -> Location:
+        """Where to open this stack again: the top version's dataset folder, or the base store."""
+        return self.versions[0].folder if self.versions else self.base.path
+
     @property
     def depth(self) -> int:
         """How many versions sit on the base (0 for a store alone)."""
@@ -222,6 +263,102 @@ class Stack:
             if selector in ("base", self.base.dataset_id):
                 return 0
         raise StackError(f"no version {_shown(selector)} in this stack; give a depth, a dataset ID or a title")
+
+
+class ResolvedStacks:
+    """Local stacks resolved in this process, with what proves each still resolves the same.
+
+    Opening the same stack again costs one ``realpath`` of the path opened and one
+    ``lstat`` per manifest and per folder on the way to the manifests and overlays,
+    instead of a walk. A stack is reused only if:
+
+    * the path opened still resolves to the same real path;
+    * every manifest is the same regular file (device, inode, size, mtime, ctime:
+      a rewrite in place, a replacement, a link swapped in all change it);
+    * every folder from the datasets folder down to each manifest, overlay and the base
+      is the same folder, not a link, with the same mtime and ctime: renaming, adding
+      or removing an entry changes both, so no folder on the way was swapped for a link.
+
+    Nothing changed too recently to be sure of (see ``RACY_SECONDS`` in the locator) is stored.
+    """
+
+    def __init__(self, limit: int = 32) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[tuple[Any, ...], tuple[Stack, str, list[tuple[str, Identity]]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def lookup(self, key: tuple[Any, ...]) -> Stack | None:
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None:
+            return None
+        stack, real_top, checks = entry
+        if os.path.realpath(key[0]) != real_top:
+            return None
+        for path, expected in checks:
+            try:
+                info = os.lstat(path)
+            except OSError:
+                return None
+            if identity(info) != expected or stat.S_ISLNK(info.st_mode):
+                return None
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+        return stack
+
+    def store(self, key: tuple[Any, ...], stack: Stack, reader: ManifestReader) -> None:
+        checks = _proofs(stack, reader)
+        if checks is None:
+            return
+        with self._lock:
+            self._entries[key] = (stack, os.path.realpath(key[0]), checks)
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _proofs(stack: Stack, reader: ManifestReader) -> list[tuple[str, Identity]] | None:
+    """``(real path, identity)`` of every manifest and folder a local stack depends on; None if unsure."""
+    root = stack.datasets_dir
+    if not isinstance(root, LocalLocation):
+        return None
+    root_s = str(root)
+    folders: dict[str, None] = {root_s: None}
+    files: list[tuple[str, Identity]] = []
+    leaves: list[str] = [str(stack.base.path)]
+    for version in stack.versions:
+        read = reader.identity_of(version.manifest_path)
+        if read is None:
+            return None
+        files.append((str(version.manifest_path), read))
+        leaves += [str(version.manifest_path), str(version.overlay_dir)]
+    for leaf in leaves:
+        folder = os.path.dirname(leaf)
+        while folder not in folders and is_within(folder, root_s) and folder != root_s:
+            folders[folder] = None
+            folder = os.path.dirname(folder)
+    if stack.base.kind == "folder":
+        folders[str(stack.base.path)] = None
+    checks = list(files)
+    if not all(settled(found[3], found[4]) for _, found in files):
+        return None
+    for folder in [*folders, *([] if stack.base.kind == "folder" else [str(stack.base.path)])]:
+        try:
+            info = os.lstat(folder)
+        except OSError:
+            return None
+        if stat.S_ISLNK(info.st_mode) or not settled(info.st_mtime_ns, info.st_ctime_ns):
+            return None
+        checks.append((folder, identity(info)))
+    return checks
+
+
+#: The one cache of resolved local stacks of this process.
+RESOLVED_STACKS = ResolvedStacks()
 
 
 def _shown(selector: object) -> str:

@@ -12,15 +12,15 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, SupportsIndex
 
 from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer
 
-from sds_jupyter.errors import BaseStoreError
-from sds_jupyter.stack.location import Location
+from sds_jupyter.errors import BaseStoreError, StackChangedError
+from sds_jupyter.stack.location import LocalLocation, Location
 from sds_jupyter.stack.paths import ancestors
 from sds_jupyter.stack.rawstore import RawKeyStore
 from sds_jupyter.stack.sources import FolderSource, Source, open_source
@@ -32,6 +32,8 @@ __all__ = ["BASE", "HIDDEN", "LayerIndex", "StackStore", "open_stack"]
 BASE: Final = -1
 HIDDEN: Final = -2
 _NEVER: Final = 1 << 30
+#: How many answers :meth:`LayerIndex.locate` remembers before starting over.
+_LOCATED_LIMIT: Final = 1 << 16
 
 
 @dataclass
@@ -49,6 +51,8 @@ class LayerIndex:
     """The topmost version whose whiteouts remove each node (path without the slash)."""
     whiteouts: list[str]
     """Every whiteout as a node path plus ``/`` or a key, sorted, for prefix scans."""
+    _located: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    """Answers of :meth:`locate` so far (the index is never changed once built)."""
 
     @classmethod
     def build(cls, versions: Iterable[Version]) -> LayerIndex:
@@ -69,18 +73,32 @@ class LayerIndex:
     def hidden_from(self, key: str) -> int:
         """The topmost version whose whiteouts cover ``key`` (a large number if none)."""
         level = self.hidden_keys.get(key, _NEVER)
-        if self.hidden_nodes:
-            for node in ancestors(key):
-                level = min(level, self.hidden_nodes.get(node, _NEVER))
+        nodes = self.hidden_nodes
+        if nodes:
+            # Each folder the key sits in, without a generator: this runs on every read.
+            cut = key.find("/")
+            while cut != -1:
+                found = nodes.get(key[:cut], _NEVER)
+                if found < level:
+                    level = found
+                cut = key.find("/", cut + 1)
         return level
 
     def locate(self, key: str) -> int:
         """The version number that answers ``key``, or :data:`BASE` or :data:`HIDDEN`."""
+        known = self._located.get(key)
+        if known is not None:
+            return known
         number = self.owner.get(key)
         hidden = self.hidden_from(key) if (self.hidden_keys or self.hidden_nodes) else _NEVER
         if number is not None and number <= hidden:
-            return number
-        return HIDDEN if hidden != _NEVER else BASE
+            found = number
+        else:
+            found = HIDDEN if hidden != _NEVER else BASE
+        if len(self._located) >= _LOCATED_LIMIT:
+            self._located.clear()  # the index never changes, so answers never go stale; this bounds memory
+        self._located[key] = found
+        return found
 
     def node_hidden_in_base(self, node: str) -> bool:
         """Whether a whiteout removes ``node`` and everything under it from the base."""
@@ -90,6 +108,38 @@ class LayerIndex:
         prefix = f"{node}/"
         position = bisect.bisect_left(self.whiteouts, prefix)
         return position < len(self.whiteouts) and self.whiteouts[position].startswith(prefix)
+
+
+def _index_of(stack: Stack) -> tuple[LayerIndex, list[str]]:
+    """The stack's layer index and its visible overlay keys, sorted: built once per resolved stack.
+
+    Both follow from the manifests alone, which a :class:`Stack` never changes, so every
+    store over the same stack (a reopen served by the resolved-stack cache) shares them;
+    neither is ever modified after it is built.
+    """
+    cached: tuple[LayerIndex, list[str]] | None = stack.__dict__.get("_sds_index")
+    if cached is None:
+        index = LayerIndex.build(stack.versions)
+        visible = sorted(key for key, number in index.owner.items() if index.locate(key) == number)
+        cached = (index, visible)
+        object.__setattr__(stack, "_sds_index", cached)  # a frozen dataclass: derived data only
+    return cached
+
+
+class _Overlays:
+    """Each version's overlay source, made when first read: an open of a deep stack makes none."""
+
+    def __init__(self, versions: tuple[Version, ...]) -> None:
+        self._versions = versions
+        self._sources: list[FolderSource | None] = [None] * len(versions)
+
+    def __getitem__(self, number: int) -> FolderSource:
+        source = self._sources[number]
+        if source is None:
+            version = self._versions[number]
+            source = FolderSource(version.overlay_dir, what=f"overlay of {version.dataset_id}")
+            self._sources[number] = source
+        return source
 
 
 class StackStore(RawKeyStore):
@@ -109,14 +159,9 @@ class StackStore(RawKeyStore):
     def __init__(self, stack: Stack) -> None:
         super().__init__(read_only=True)
         self.stack = stack
-        self.index = LayerIndex.build(stack.versions)
-        self._overlays: list[FolderSource] = [
-            FolderSource(v.overlay_dir, what=f"overlay of {v.dataset_id}") for v in stack.versions
-        ]
+        self.index, self._visible_overlay = _index_of(stack)
+        self._overlays = _Overlays(stack.versions)
         self._base: Source = stack.base.opened or open_source(stack.base.path, stack.base.kind)
-        self._visible_overlay: list[str] = sorted(
-            key for key, number in self.index.owner.items() if self.index.locate(key) == number
-        )
         self._is_open = True
 
     # -- identity -------------------------------------------------------------------------
@@ -130,6 +175,23 @@ class StackStore(RawKeyStore):
 
     def __hash__(self) -> int:
         return hash((StackStore, self.stack.base.path, self.stack.depth))
+
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        """Dask's name for the store: the stack's fingerprint, not a pickle of every manifest."""
+        return ("sds_jupyter.StackStore", self.stack.fingerprint())
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+        """A local store pickles as where to open it and its fingerprint (a few hundred bytes).
+
+        Unpickling opens the stack again (from this process's caches when it is unchanged)
+        and refuses one whose manifests or base root document changed meanwhile. A store
+        in object storage pickles whole, so that a worker makes no request to reopen it.
+        """
+        if not isinstance(self.stack.datasets_dir, LocalLocation):
+            whole: tuple[Any, ...] = super().__reduce_ex__(protocol)  # type: ignore[assignment]
+            return whole
+        where = str(self.stack.opened_from)
+        return (_reopen, (where, dict(self.stack.folders), self.stack.depth, self.stack.fingerprint()))
 
     def __str__(self) -> str:
         top = self.stack.top
@@ -284,6 +346,17 @@ class StackStore(RawKeyStore):
     async def delete_dir(self, prefix: str) -> None:
         # docstring inherited
         self._check_writable()
+
+
+def _reopen(where: str, folders: dict[str, str], depth: int, fingerprint: str) -> StackStore:
+    """A pickled local store, opened again; refuses a stack that changed since it was pickled."""
+    stack = Stack.resolve(where, folders=folders)
+    if stack.depth != depth or stack.fingerprint() != fingerprint:
+        raise StackChangedError(
+            f"the stack at {where} changed since this store was pickled (a manifest or the base was "
+            "replaced); open it again and recompute"
+        )
+    return StackStore(stack)
 
 
 def open_stack(
