@@ -45,16 +45,27 @@ class DeepStacks:
 
 
 def _write_base(path: Path) -> bytes:
+    """An AnnData table written by anndata (so readers and writers find what they expect),
+    with X re-chunked into blocks of 500 rows so that a chunk key is one small file."""
+    import anndata
+    import pandas as pd
     import zarr
 
+    n_obs, n_vars = 4000, 64
+    x = np.random.default_rng(1).standard_normal((n_obs, n_vars), dtype=np.float32)
+    adata = anndata.AnnData(
+        X=x,
+        obs=pd.DataFrame({"n": np.arange(n_obs)}, index=[f"cell-{i}" for i in range(n_obs)]),
+        var=pd.DataFrame(index=[f"gene-{j}" for j in range(n_vars)]),
+    )
     root = zarr.open_group(zarr.storage.LocalStore(path), mode="w", zarr_format=3)
-    table = root.create_group("tables").create_group("table", attributes={"encoding-type": "anndata"})
-    x = table.create_array("X", shape=(4000, 64), chunks=(500, 64), dtype="float32")
-    x[...] = np.random.default_rng(1).standard_normal((4000, 64), dtype=np.float32)
-    obs = table.create_group("obs", attributes={"encoding-type": "dataframe", "column-order": ["n"]})
-    n = obs.create_array("n", shape=(4000,), chunks=(4000,), dtype="int64")
-    n[...] = np.arange(4000)
-    table.create_group("uns", attributes={"encoding-type": "dict"})
+    anndata.io.write_elem(root.create_group("tables"), "table", adata)
+    table = root["tables/table"]
+    attributes = dict(table["X"].attrs)
+    rechunked = table.create_array(
+        "X", shape=x.shape, chunks=(500, n_vars), dtype="float32", overwrite=True, attributes=attributes
+    )
+    rechunked[...] = x
     zarr.consolidate_metadata(zarr.storage.LocalStore(path))
     return (path / "zarr.json").read_bytes()
 

@@ -296,10 +296,23 @@ class LocalLocation(_LocalPath, Location):
 
     def read_with_stat(self, limit: int) -> tuple[bytes, os.stat_result] | None:
         """At most ``limit`` bytes of this regular file and the ``fstat`` of what was read; None if missing."""
-        opened = _open_regular(self._real_root(), "file")
-        if opened is None:
+        real = self._real_root()
+        try:
+            fd = open_linkless(real)
+        except FileNotFoundError:
             return None
-        fd, info = opened
+        if fd is None:
+            opened = _open_regular(real, "file")
+            if opened is None:
+                return None
+            fd, info = opened
+        else:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                os.close(fd)
+                if stat.S_ISDIR(info.st_mode):
+                    return None
+                raise SpecialFileError(f"file {real} is a FIFO, socket or device, not a regular file; refusing it")
         try:
             return _pread_all(fd, 0, min(info.st_size + 1, limit)), info
         finally:

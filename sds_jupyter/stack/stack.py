@@ -15,6 +15,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from sds_jupyter.errors import (
@@ -52,8 +53,9 @@ class Version:
     depth: int
     """1 for the version directly on the base, counting up to the top."""
 
-    @property
+    @cached_property
     def manifest_path(self) -> Location:
+        """The version's ``layer.json`` (joined once: a join checks containment)."""
         return self.data_dir.join(MANIFEST_NAME, "manifest")
 
     # Every manifest field, straight from the version, for convenience.
@@ -185,14 +187,26 @@ class Stack:
         return [folder for folder in folders if isinstance(folder, LocalLocation)]
 
     def refuse_output_inside(self, out: os.PathLike[str] | str, what: str) -> None:
-        """Raise WriteRefusedError if ``out`` (followed through links) lies inside the stack."""
+        """Raise WriteRefusedError if ``out`` (followed through links) lies inside the stack.
+
+        The stack's folders are real paths already (resolved once, when the stack was),
+        so only ``out`` is resolved, and each folder it lies in is looked up in the
+        stack's set of folders: the cost is the depth of ``out``, not of the stack.
+        """
         real_out = os.path.realpath(out)
-        for folder in self.protected_folders:
-            if is_within(real_out, os.path.realpath(folder)):
+        protected = {folder.real_path(): folder for folder in self.protected_folders}
+        probe = real_out
+        while True:
+            folder = protected.get(probe)
+            if folder is not None:
                 raise WriteRefusedError(
                     f"{out} is inside {folder}, part of the stack; versions and bases are never "
                     f"written to: write the {what} outside them"
                 )
+            above = os.path.dirname(probe)
+            if above == probe:
+                return
+            probe = above
 
     def fingerprint(self) -> str:
         """Text that changes when any manifest of the stack or the base's root document changes.
