@@ -9,6 +9,7 @@ files they have just written are cached, and one test checks the window itself.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pickle
@@ -148,7 +149,12 @@ def test_a_local_store_pickles_small_and_reopens(top: Path) -> None:
 
 @pytest.mark.usefixtures("no_racy_window")
 def test_unpickling_into_a_changed_stack_is_refused(top: Path, datasets: Path) -> None:
-    data = pickle.dumps(open_stack(top))
+    store = open_stack(top)
+    data = pickle.dumps(store)
+    assert pickle.loads(data).stack is store.stack, "in this process, a live stack is shared"
+    del store
+    RESOLVED_STACKS.clear()
+    gc.collect()  # the stack is gone: unpickling now opens it again, as a worker would
     manifest = datasets / "v1" / "layer.json"
     doc = json.loads(manifest.read_text())
     doc["title"] = "changed since"
@@ -194,3 +200,20 @@ def test_a_deep_extra_field_is_refused_where_the_kept_value_nests_too_deep(datas
         Stack.resolve(datasets / "top")
     write_version(datasets, "ok", base, {"k": b"v"}, manifest={"x-extra": nested[0]})  # type: ignore[index]
     assert Stack.resolve(datasets / "ok").versions[0].manifest.extra["x-extra"] == nested[0]  # type: ignore[index]
+
+
+def test_another_process_reopens_a_pickled_store_and_reads(top: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "store.pickle").write_bytes(pickle.dumps(open_stack(top)))
+    code = (
+        "import pickle, sys; store = pickle.loads(open(sys.argv[1], 'rb').read()); "
+        "print(store.stack.depth, store.read_raw('layer/3').decode(), store.read_raw('a/c/0').decode())"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "store.pickle")], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "3", "base"]

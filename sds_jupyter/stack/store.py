@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import os
+import uuid
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,15 +185,21 @@ class StackStore(RawKeyStore):
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
         """A local store pickles as where to open it and its fingerprint (a few hundred bytes).
 
-        Unpickling opens the stack again (from this process's caches when it is unchanged)
-        and refuses one whose manifests or base root document changed meanwhile. A store
-        in object storage pickles whole, so that a worker makes no request to reopen it.
+        In another process (a Dask worker, a later session) unpickling opens the stack
+        again and refuses one whose manifests or base root document changed meanwhile.
+        In the process that pickled it, while its stack is alive, the copy shares that
+        resolved stack, as :func:`copy.copy` would: Dask pickles and unpickles the
+        arrays it names, and a check of every manifest there would cost more than the read.
+        A store in object storage pickles whole, so that a worker makes no request to reopen it.
         """
         if not isinstance(self.stack.datasets_dir, LocalLocation):
             whole: tuple[Any, ...] = super().__reduce_ex__(protocol)  # type: ignore[assignment]
             return whole
+        fingerprint = self.stack.fingerprint()
+        _LIVE_STACKS[(fingerprint, id(self.stack))] = self.stack
         where = str(self.stack.opened_from)
-        return (_reopen, (where, dict(self.stack.folders), self.stack.depth, self.stack.fingerprint()))
+        local = (_PROCESS, id(self.stack))
+        return (_reopen, (where, dict(self.stack.folders), self.stack.depth, fingerprint, local))
 
     def __str__(self) -> str:
         top = self.stack.top
@@ -348,8 +356,23 @@ class StackStore(RawKeyStore):
         self._check_writable()
 
 
-def _reopen(where: str, folders: dict[str, str], depth: int, fingerprint: str) -> StackStore:
+#: This process, for pickles: a store unpickled where it was pickled shares its live stack.
+_PROCESS: Final = uuid.uuid4().hex
+_LIVE_STACKS: weakref.WeakValueDictionary[tuple[str, int], Stack] = weakref.WeakValueDictionary()
+
+
+def _reopen(
+    where: str,
+    folders: dict[str, str],
+    depth: int,
+    fingerprint: str,
+    local: tuple[str, int] | None = None,
+) -> StackStore:
     """A pickled local store, opened again; refuses a stack that changed since it was pickled."""
+    if local is not None and local[0] == _PROCESS:
+        live = _LIVE_STACKS.get((fingerprint, local[1]))
+        if live is not None:
+            return StackStore(live)
     stack = Stack.resolve(where, folders=folders)
     if stack.depth != depth or stack.fingerprint() != fingerprint:
         raise StackChangedError(
