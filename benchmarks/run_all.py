@@ -25,7 +25,11 @@ from _common import RESULT_PREFIX, load_average, machine  # noqa: E402
 BENCHMARKS = [
     "bench_table_read.py",
     "bench_deep_get.py",
+    "bench_meta_get.py",
     "bench_open.py",
+    "bench_commit.py",
+    "bench_listing.py",  # 100,000 files; bench_listing.py --full for 1,000,000
+    "bench_dask.py",
     "bench_flatten.py",
     "bench_tree.py",
     "bench_save.py",

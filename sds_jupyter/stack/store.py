@@ -55,15 +55,18 @@ class LayerIndex:
     """Every whiteout as a node path plus ``/`` or a key, sorted, for prefix scans."""
     _located: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
     """Answers of :meth:`locate` so far (the index is never changed once built)."""
+    _visible: list[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def build(cls, versions: Iterable[Version]) -> LayerIndex:
         owner: dict[str, int] = {}
         hidden_keys: dict[str, int] = {}
         hidden_nodes: dict[str, int] = {}
-        for number, version in enumerate(versions):
-            for entry in version.manifest.files:
-                owner.setdefault(entry.key, number)
+        numbered = list(enumerate(versions))
+        # Lowest version first, each overwriting: the topmost holder of a key wins (all at C speed).
+        for number, version in reversed(numbered):
+            owner.update(dict.fromkeys(version.manifest.files.keys, number))
+        for number, version in numbered:
             for whiteout in version.manifest.deleted:
                 if whiteout.endswith("/"):
                     hidden_nodes.setdefault(whiteout[:-1], number)
@@ -102,6 +105,18 @@ class LayerIndex:
         self._located[key] = found
         return found
 
+    @property
+    def visible(self) -> list[str]:
+        """Every key the versions answer (not hidden above), sorted: built when first listed."""
+        listed = self._visible
+        if listed is None:
+            if not self.hidden_keys and not self.hidden_nodes:
+                listed = sorted(self.owner)
+            else:
+                listed = sorted(key for key, number in self.owner.items() if self.locate(key) == number)
+            self._visible = listed
+        return listed
+
     def node_hidden_in_base(self, node: str) -> bool:
         """Whether a whiteout removes ``node`` and everything under it from the base."""
         return node in self.hidden_nodes or any(a in self.hidden_nodes for a in ancestors(node))
@@ -112,18 +127,15 @@ class LayerIndex:
         return position < len(self.whiteouts) and self.whiteouts[position].startswith(prefix)
 
 
-def _index_of(stack: Stack) -> tuple[LayerIndex, list[str]]:
-    """The stack's layer index and its visible overlay keys, sorted: built once per resolved stack.
+def _index_of(stack: Stack) -> LayerIndex:
+    """The stack's layer index: built once per resolved stack.
 
-    Both follow from the manifests alone, which a :class:`Stack` never changes, so every
-    store over the same stack (a reopen served by the resolved-stack cache) shares them;
-    neither is ever modified after it is built.
+    It follows from the manifests alone, which a :class:`Stack` never changes, so every
+    store over the same stack (a reopen served by the resolved-stack cache) shares it.
     """
-    cached: tuple[LayerIndex, list[str]] | None = stack.__dict__.get("_sds_index")
+    cached: LayerIndex | None = stack.__dict__.get("_sds_index")
     if cached is None:
-        index = LayerIndex.build(stack.versions)
-        visible = sorted(key for key, number in index.owner.items() if index.locate(key) == number)
-        cached = (index, visible)
+        cached = LayerIndex.build(stack.versions)
         object.__setattr__(stack, "_sds_index", cached)  # a frozen dataclass: derived data only
     return cached
 
@@ -161,7 +173,7 @@ class StackStore(RawKeyStore):
     def __init__(self, stack: Stack) -> None:
         super().__init__(read_only=True)
         self.stack = stack
-        self.index, self._visible_overlay = _index_of(stack)
+        self.index = _index_of(stack)
         self._overlays = _Overlays(stack.versions)
         self._base: Source = stack.base.opened or open_source(stack.base.path, stack.base.kind)
         self._is_open = True
@@ -298,8 +310,8 @@ class StackStore(RawKeyStore):
 
     def keys_raw(self, prefix: str = "") -> Iterator[str]:
         """Every visible key starting with ``prefix``: the overlays', then the base's."""
-        start = bisect.bisect_left(self._visible_overlay, prefix)
-        for key in self._visible_overlay[start:]:
+        start = bisect.bisect_left(self.index.visible, prefix)
+        for key in self.index.visible[start:]:
             if not key.startswith(prefix):
                 break
             yield key
@@ -312,8 +324,8 @@ class StackStore(RawKeyStore):
         prefix = prefix.rstrip("/")
         lead = f"{prefix}/" if prefix else ""
         names: set[str] = set()
-        start = bisect.bisect_left(self._visible_overlay, lead)
-        for key in self._visible_overlay[start:]:
+        start = bisect.bisect_left(self.index.visible, lead)
+        for key in self.index.visible[start:]:
             if not key.startswith(lead):
                 break
             names.add(key[len(lead) :].split("/", 1)[0])
