@@ -247,7 +247,22 @@ class LocalLocation(_LocalPath, Location):
 
     def join(self, relative: str, what: str = "path") -> LocalLocation:
         # docstring inherited
-        return _real_location(self._contain(relative, what))
+        seen: list[os.stat_result] = []
+        root = self._real_root()
+        joined = _real_location(
+            root if relative == "" else contained_real(root, check_relative_path(relative, what), what, seen)
+        )
+        if seen:
+            joined.__dict__["_sds_lstat"] = seen[0]  # what the containment check saw of it
+        return joined
+
+    def joined_lstat(self) -> os.stat_result | None:
+        """The ``lstat`` of this path taken when :meth:`join` checked it (None if it was not).
+
+        A record of what the path was then: a cache that must notice later changes keys on it.
+        """
+        found: os.stat_result | None = self.__dict__.get("_sds_lstat")
+        return found
 
     def real(self) -> LocalLocation:
         # docstring inherited

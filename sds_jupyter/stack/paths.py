@@ -94,22 +94,30 @@ def is_within(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> boo
     return path_s == root_s or path_s.startswith(root_s.rstrip(os.sep) + os.sep)
 
 
-def _plain_below(root: str, relative: str) -> bool:
-    """Whether no segment of ``relative`` under ``root`` is a link (or a dot segment)."""
+def _plain_below(root: str, relative: str, seen: list[os.stat_result] | None = None) -> bool:
+    """Whether no segment of ``relative`` under ``root`` is a link (or a dot segment).
+
+    ``seen``, when given, receives the ``lstat`` of the last segment (when it exists and
+    is no link), so a caller that needs it does not ask the disk again.
+    """
     probe = root
+    info = None
     for segment in relative.split("/"):
         if segment in ("", ".", ".."):
             return False
         probe = f"{probe}/{segment}" if probe != "/" else f"/{segment}"
         try:
-            if stat.S_ISLNK(os.lstat(probe).st_mode):
-                return False
+            info = os.lstat(probe)
         except OSError:
             return True  # nothing exists from here on, so nothing can lead elsewhere
+        if stat.S_ISLNK(info.st_mode):
+            return False
+    if seen is not None and info is not None:
+        seen.append(info)
     return True
 
 
-def contained_real(root_real: str, relative: str, what: str) -> str:
+def contained_real(root_real: str, relative: str, what: str, seen: list[os.stat_result] | None = None) -> str:
     """The real path of ``relative`` under the resolved folder ``root_real``; refuse if it escapes.
 
     This is the one containment rule on a local disk (what
@@ -118,7 +126,7 @@ def contained_real(root_real: str, relative: str, what: str) -> str:
     (the usual case), the join is already the real path and costs one ``lstat``
     a segment instead of a ``realpath`` of the whole path.
     """
-    if _plain_below(root_real, relative):
+    if _plain_below(root_real, relative, seen):
         return f"{root_real}/{relative}" if root_real != "/" else f"/{relative}"
     target = os.path.realpath(os.path.join(root_real, relative))
     if not is_within(target, root_real):

@@ -360,9 +360,16 @@ def _proofs(stack: Stack, reader: ManifestReader) -> list[tuple[str, Identity]] 
     checks = list(files)
     if not all(settled(found[3], found[4]) for _, found in files):
         return None
+    # The walk's containment checks saw most folders already: their lstat then is the record.
+    seen = {
+        str(loc): loc.joined_lstat()
+        for v in stack.versions
+        for loc in (v.folder, v.data_dir)
+        if isinstance(loc, LocalLocation)
+    }
     for folder in [*folders, *([] if stack.base.kind == "folder" else [str(stack.base.path)])]:
         try:
-            info = os.lstat(folder)
+            info = seen.get(folder) or os.lstat(folder)
         except OSError:
             return None
         if stat.S_ISLNK(info.st_mode) or not settled(info.st_mtime_ns, info.st_ctime_ns):
