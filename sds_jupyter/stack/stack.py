@@ -412,7 +412,7 @@ def _walk_chain(
     locator: DatasetLocator,
     folder_map: FolderMap,
 ) -> Stack:
-    chain: list[tuple[str, Location, Location, Location, Manifest]] = []
+    chain: list[tuple[str, Location, Location, Location, Manifest, Location]] = []
     seen: set[str] = set()
     manifest_bytes = 0
     dataset_id = top_id
@@ -439,7 +439,7 @@ def _walk_chain(
             locator.hint_base(manifest.base)
         real_data_dir = manifest_path.parent
         overlay_dir = real_data_dir.join(manifest.overlay, f"overlay folder of {dataset_id}")
-        chain.append((dataset_id, dataset_folder, real_data_dir, overlay_dir, manifest))
+        chain.append((dataset_id, dataset_folder, real_data_dir, overlay_dir, manifest, manifest_path))
         ref = CirroRef.parse(manifest.parent)
         try:
             target = locator.resolve(ref)
@@ -462,11 +462,12 @@ def _walk_chain(
     return Stack(versions=_versions(chain), base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
 
 
-def _versions(chain: list[tuple[str, Location, Location, Location, Manifest]]) -> tuple[Version, ...]:
+def _versions(chain: list[tuple[str, Location, Location, Location, Manifest, Location]]) -> tuple[Version, ...]:
     """The walked chain as Versions, top first, the lowest at depth 1."""
     depth = len(chain)
-    return tuple(
-        Version(
+    versions = []
+    for index, (dataset_id, folder, data, overlay, manifest, manifest_path) in enumerate(chain):
+        version = Version(
             dataset_id=dataset_id,
             folder=folder,
             data_dir=data,
@@ -474,8 +475,10 @@ def _versions(chain: list[tuple[str, Location, Location, Location, Manifest]]) -
             manifest=manifest,
             depth=depth - index,
         )
-        for index, (dataset_id, folder, data, overlay, manifest) in enumerate(chain)
-    )
+        # The walk read the manifest there (a contained, real location): no need to join it again.
+        version.__dict__["manifest_path"] = manifest_path
+        versions.append(version)
+    return tuple(versions)
 
 
 def _base_info(ref: CirroRef, target: Location, locator: DatasetLocator) -> BaseInfo:
