@@ -45,32 +45,36 @@ class DeepStacks:
 
 
 def _write_base(path: Path) -> bytes:
+    """An AnnData table written by anndata (so readers and writers find what they expect),
+    with X re-chunked into blocks of 500 rows so that a chunk key is one small file."""
+    import anndata
+    import pandas as pd
     import zarr
 
+    n_obs, n_vars = 4000, 64
+    x = np.random.default_rng(1).standard_normal((n_obs, n_vars), dtype=np.float32)
+    adata = anndata.AnnData(
+        X=x,
+        obs=pd.DataFrame({"n": np.arange(n_obs)}, index=[f"cell-{i}" for i in range(n_obs)]),
+        var=pd.DataFrame(index=[f"gene-{j}" for j in range(n_vars)]),
+    )
     root = zarr.open_group(zarr.storage.LocalStore(path), mode="w", zarr_format=3)
-    table = root.create_group("tables").create_group("table", attributes={"encoding-type": "anndata"})
-    x = table.create_array("X", shape=(4000, 64), chunks=(500, 64), dtype="float32")
-    x[...] = np.random.default_rng(1).standard_normal((4000, 64), dtype=np.float32)
-    obs = table.create_group("obs", attributes={"encoding-type": "dataframe", "column-order": ["n"]})
-    n = obs.create_array("n", shape=(4000,), chunks=(4000,), dtype="int64")
-    n[...] = np.arange(4000)
-    table.create_group("uns", attributes={"encoding-type": "dict"})
+    anndata.io.write_elem(root.create_group("tables"), "table", adata)
+    table = root["tables/table"]
+    attributes = dict(table["X"].attrs)
+    rechunked = table.create_array(
+        "X", shape=x.shape, chunks=(500, n_vars), dtype="float32", overwrite=True, attributes=attributes
+    )
+    rechunked[...] = x
     zarr.consolidate_metadata(zarr.storage.LocalStore(path))
     return (path / "zarr.json").read_bytes()
 
 
-def _write_version(
-    folder: Path,
-    parent: str,
-    depth: int,
-    number: int,
-    root_doc: bytes,
-    deleted: list[str],
-) -> Path:
-    overlay = folder / "overlay"
+def version_objects(number: int, root_doc: bytes) -> dict[str, bytes]:
+    """The objects version ``number`` writes: the root index and its own scalar array."""
     own = DeepStacks.own_key(number)
     own_doc = own.rsplit("/", 1)[0] + "/zarr.json"
-    objects = {
+    return {
         "zarr.json": root_doc,
         own_doc: json.dumps(
             {
@@ -87,6 +91,18 @@ def _write_version(
         ).encode(),
         own: np.int64(number).tobytes(),
     }
+
+
+def _write_version(
+    folder: Path,
+    parent: str,
+    depth: int,
+    number: int,
+    root_doc: bytes,
+    deleted: list[str],
+) -> Path:
+    overlay = folder / "overlay"
+    objects = version_objects(number, root_doc)
     for key, data in objects.items():
         target = overlay / key
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +126,18 @@ def _write_version(
     }
     (folder / "layer.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return folder / "layer.json"
+
+
+def icechunk_repository(stacks: DeepStacks, path: Path, depth: int) -> object:
+    """The same data as an Icechunk repository: the base, then ``depth`` commits of the versions' objects."""
+    import _icechunk
+
+    repo = _icechunk.repository(path)
+    _icechunk.copy_store(stacks.base, repo)
+    root_doc = (stacks.base / "zarr.json").read_bytes()
+    for number in range(1, depth + 1):
+        _icechunk.commit_objects(repo, version_objects(number, root_doc), f"version {number}")
+    return repo
 
 
 def build(root: Path, depth: int = 500) -> DeepStacks:

@@ -1,64 +1,88 @@
-"""Opening a 500-deep stack vs only reading and parsing its 500 manifests.
+"""Opening a 500-deep stack, cold and again, vs reading and checking its manifests, and vs Icechunk.
 
-Data: see ``_deepstack.py``.
+Data: see ``_deepstack.py``; Icechunk: the same base and the same objects committed
+500 times (one commit per version) into a local repository.
+
+Cold (the process's caches of parsed manifests and resolved stacks emptied before
+each run; the OS file cache warm):
 
 A: ``open_stack(top)``: walk the parent references, read and check every
    manifest, resolve every folder, open the base, build the layer index.
 B: for each of the 500 ``layer.json`` (paths known in advance): open, read,
-   ``json.loads``. The least any reader must do.
+   ``json.loads`` and ``parse_manifest`` (every check a manifest must pass).
+   Goal: A / B <= 2.
 
-Goal: A / B <= 2. More lines break A down (not goals), each against B:
-``Stack.resolve`` alone; ``StackStore(stack)`` on an already resolved stack;
-the library's ``read_manifest`` of the 500 manifests; and read + ``json.loads`` +
-``parse_manifest`` (the checks every manifest must pass: the least an open that
-validates can cost).
+Again (the same stack opened before in this process, nothing changed):
+
+A: ``open_stack(top)``, served by the resolved-stack cache after proving every
+   manifest and folder unchanged (an ``lstat`` each). Goal: A <= 2 ms.
+B: Icechunk: ``Repository.open`` + ``readonly_session("main")`` + ``zarr.open_group``
+   on a repository with 500 commits (printed: the peer's open).
+
+More lines break the cold open down (no goals).
 """
 
 from __future__ import annotations
 
 import json
 
-from _common import alternate, begin, comparison, emit, workdir
-from _deepstack import build
+from _common import alternate, begin, comparison, emit, settle, workdir
+from _deepstack import build, icechunk_repository
 
 GOAL = 2.0
+GOAL_AGAIN_S = 0.002
 
 
 def main() -> None:
     args = begin(__doc__)
     from pathlib import Path
 
+    import _icechunk
+    import zarr
+
     from sds_jupyter.stack import Stack, StackStore, open_stack
+    from sds_jupyter.stack.locator import PARSED_MANIFESTS
     from sds_jupyter.stack.manifest import parse_manifest, read_manifest
+    from sds_jupyter.stack.stack import RESOLVED_STACKS
 
     depth = 500
     rounds = args.rounds or (5 if args.quick else 21)
-    print(f"bench_open: open_stack on a {depth}-deep stack vs reading its {depth} manifests")
+    print(f"bench_open: open_stack on a {depth}-deep stack vs reading its {depth} manifests, and vs Icechunk")
     with workdir(args.keep) as root:
         stacks = build(root, depth)
         manifests = [str(p) for p in stacks.deep_manifests]
         top = stacks.deep_top
+        settle()
+
+        def forget() -> None:
+            RESOLVED_STACKS.clear()
+            PARSED_MANIFESTS.clear()
 
         def open_it() -> None:
-            store = open_stack(top)
-            store.close()
+            open_stack(top).close()
+
+        def read_and_check() -> None:
+            for path in manifests:
+                with open(path, "rb") as handle:
+                    parse_manifest(json.loads(handle.read()), path)
 
         def read_manifests() -> None:
             for path in manifests:
                 with open(path, "rb") as handle:
                     json.loads(handle.read())
 
+        forget()
         store = open_stack(top)
         assert store.stack.depth == depth
         store.close()
 
         results = []
-        ta, tb = alternate(open_it, read_manifests, rounds)
+        ta, tb = alternate(open_it, read_and_check, rounds, before_a=forget)
         results.append(
             comparison(
-                "open 500-deep",
-                "open_stack(top)",
-                f"read + json.loads {depth} manifests",
+                "open 500-deep, cold",
+                "open_stack(top), caches emptied",
+                f"read + json.loads + parse_manifest x{depth}",
                 ta,
                 tb,
                 goal=GOAL,
@@ -66,12 +90,50 @@ def main() -> None:
             )
         )
 
-        print(" breakdown (not goals):")
-        ta, tb = alternate(lambda: Stack.resolve(top), read_manifests, rounds)
+        open_it()  # fills the caches
+        ice_open = None
+        if _icechunk.available():
+            ice_depth = 50 if args.quick else depth
+            ice_path = root / "icechunk"
+            icechunk_repository(stacks, ice_path, ice_depth)
+
+            def ice_open() -> None:
+                repo = _icechunk.open_repository(ice_path)
+                zarr.open_group(repo.readonly_session("main").store, mode="r")
+
+        ta, tb = alternate(open_it, ice_open or read_manifests, rounds)
+        results.append(
+            comparison(
+                "open 500-deep, again",
+                "open_stack(top), opened before",
+                f"Icechunk open, {ice_depth} commits" if ice_open else f"read + json.loads x{depth}",
+                ta,
+                tb,
+                goal=None,
+                unit="open",
+                goal_seconds=GOAL_AGAIN_S,
+            )
+        )
+        if ice_open is not None:
+            ta, tb = alternate(open_it, ice_open, rounds, before_a=forget)
+            results.append(
+                comparison(
+                    "  cold open vs Icechunk",
+                    "open_stack(top), caches emptied",
+                    f"Icechunk open, {ice_depth} commits",
+                    ta,
+                    tb,
+                    goal=None,
+                    unit="open",
+                )
+            )
+
+        print(" breakdown of the cold open (not goals):")
+        ta, tb = alternate(lambda: Stack.resolve(top), read_manifests, rounds, before_a=forget)
         results.append(
             comparison(
                 "  Stack.resolve only",
-                "Stack.resolve(top)",
+                "Stack.resolve(top), caches emptied",
                 f"read + json.loads {depth} manifests",
                 ta,
                 tb,
@@ -79,12 +141,18 @@ def main() -> None:
                 unit="open",
             )
         )
+
+        def fresh_stack() -> None:
+            forget()
+            nonlocal resolved
+            resolved = Stack.resolve(top)
+
         resolved = Stack.resolve(top)
-        ta, tb = alternate(lambda: StackStore(resolved).close(), read_manifests, rounds)
+        ta, tb = alternate(lambda: StackStore(resolved).close(), read_manifests, rounds, before_a=fresh_stack)
         results.append(
             comparison(
                 "  StackStore only",
-                "StackStore(resolved stack)",
+                "StackStore(newly resolved stack)",
                 f"read + json.loads {depth} manifests",
                 ta,
                 tb,
@@ -103,24 +171,6 @@ def main() -> None:
             comparison(
                 "  read_manifest x500",
                 f"read_manifest of the {depth} manifests",
-                f"read + json.loads {depth} manifests",
-                ta,
-                tb,
-                goal=None,
-                unit="open",
-            )
-        )
-
-        def read_and_check() -> None:
-            for path in manifests:
-                with open(path, "rb") as handle:
-                    parse_manifest(json.loads(handle.read()), path)
-
-        ta, tb = alternate(read_and_check, read_manifests, rounds)
-        results.append(
-            comparison(
-                "  read+loads+parse_manifest",
-                "read + json.loads + parse_manifest",
                 f"read + json.loads {depth} manifests",
                 ta,
                 tb,

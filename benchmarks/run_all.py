@@ -21,12 +21,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import RESULT_PREFIX, machine  # noqa: E402
+from _common import RESULT_PREFIX, load_average, machine  # noqa: E402
 
 BENCHMARKS = [
     "bench_table_read.py",
     "bench_deep_get.py",
+    "bench_meta_get.py",
     "bench_open.py",
+    "bench_commit.py",
+    "bench_listing.py",  # 100,000 files; bench_listing.py --full for 1,000,000
+    "bench_dask.py",
     "bench_flatten.py",
     "bench_tree.py",
     "bench_save.py",
@@ -98,6 +102,8 @@ def main() -> int:
     for result in results:
         for c in result["comparisons"]:
             goal = "" if c["goal"] is None else f"<= {c['goal']:g}"
+            if c.get("goal_seconds") is not None:
+                goal = f"A <= {fmt(c['goal_seconds'])}"
             verdict = "" if c["met"] is None else ("met" if c["met"] else "MISSED")
             rows.append(
                 (
@@ -114,7 +120,7 @@ def main() -> int:
             )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     print("\nSummary" + (" (--quick: small data, figures indicative only)" if args.quick else ""))
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; {load_average()}")
     for index, row in enumerate(rows):
         print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
         if index == 0:

@@ -13,6 +13,7 @@ command line) hand to the front end unchanged::
         ├── ReferenceError_         kind "reference"    a parent/base reference cannot be parsed
         ├── MissingDatasetError     kind "missing-dataset"  a referenced dataset is not present
         ├── StackCycleError         kind "cycle"        a parent chain loops back on itself
+        ├── StackChangedError       kind "changed"      a pickled store's stack changed before it was unpickled
         ├── StackTooDeepError       kind "too-deep"     a parent chain is longer than allowed
         ├── BaseStoreError          kind "base"         the store at the bottom cannot be read
         ├── WriteRefusedError       kind "write-refused"  a save would touch something it must not
@@ -29,6 +30,7 @@ __all__ = [
     "MissingDatasetError",
     "ReferenceError_",
     "SpecialFileError",
+    "StackChangedError",
     "StackCycleError",
     "StackError",
     "StackTooDeepError",
@@ -84,6 +86,12 @@ class MissingDatasetError(StackError):
 
 class StackCycleError(StackError):
     kind = "cycle"
+
+
+class StackChangedError(StackError):
+    """A pickled store was opened again on a stack that changed since it was pickled."""
+
+    kind = "changed"
 
 
 class StackTooDeepError(StackError):

@@ -60,20 +60,22 @@ def json_depth(doc: Any, limit: int | None = None) -> int:
     return deepest
 
 
-def loads_bounded(raw: str | bytes, *, strict: bool = True, max_depth: int = MAX_JSON_DEPTH) -> Any:
+def loads_bounded(raw: str | bytes, *, strict: bool = True, max_depth: int | None = MAX_JSON_DEPTH) -> Any:
     """Decode ``raw``; refuse it (``JSONRefused``) if it is not JSON or nests too deep.
 
     ``strict`` also refuses ``NaN``, ``Infinity`` and numbers too large for a
     float; Zarr v2 documents may hold ``NaN`` fill values, so they are read lenient.
+    ``max_depth=None`` leaves the depth to a caller that checks what it keeps
+    (the decoder's own recursion limit is still caught).
     """
     try:
         text = raw.decode(json.detect_encoding(raw)) if isinstance(raw, bytes) else raw
         doc = (_STRICT if strict else _LENIENT).decode(text)
     except RecursionError:
-        raise JSONRefused(f"it nests more than {max_depth} levels deep") from None
+        raise JSONRefused(f"it nests more than {max_depth or MAX_JSON_DEPTH} levels deep") from None
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise JSONRefused(_short(exc)) from None
-    if json_depth(doc, max_depth) > max_depth:
+    if max_depth is not None and json_depth(doc, max_depth) > max_depth:
         raise JSONRefused(f"it nests more than {max_depth} levels deep")
     return doc
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -30,7 +31,14 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from sds_jupyter.errors import SpecialFileError, StackError, UnsafePathError
-from sds_jupyter.stack.paths import check_relative_path, contained_real, is_within, open_regular_fd
+from sds_jupyter.stack.paths import (
+    PLAIN_RELATIVE,
+    check_relative_path,
+    contained_real,
+    is_within,
+    open_linkless,
+    open_regular_fd,
+)
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -163,6 +171,23 @@ def _open_regular(path: str, what: str) -> tuple[int, os.stat_result] | None:
         return None
 
 
+def _read_regular(fd: int, path: str, byte_range: ByteRequest | None) -> bytes | None:
+    """Read (a range of) the file open at ``fd`` and close it; refuse a FIFO or device, None for a folder."""
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            raise SpecialFileError(
+                f"object {path} is a FIFO, socket or device, not a regular file; "
+                "refusing to read it (replace it with the real file)"
+            )
+        start, end = _range_limits(byte_range, info.st_size)
+        return _pread_all(fd, start, end)
+    finally:
+        os.close(fd)
+
+
 def _pread_all(fd: int, start: int, end: int) -> bytes:
     chunks = []
     while start < end:
@@ -211,11 +236,33 @@ class LocalLocation(_LocalPath, Location):
             return root
         return contained_real(root, check_relative_path(key, what), what)
 
+    @property
+    def parent(self) -> LocalLocation:
+        """The folder holding this path; real when this path is (a real path's folders hold no link)."""
+        folder: LocalLocation = super().parent
+        real = self.__dict__.get("_sds_real")
+        if real is not None and real == os.fspath(self) and folder is not self:
+            folder._sds_real = os.fspath(folder)
+        return folder
+
     def join(self, relative: str, what: str = "path") -> LocalLocation:
         # docstring inherited
-        joined = LocalLocation(self._contain(relative, what))
-        joined._sds_real = os.fspath(joined)
+        seen: list[os.stat_result] = []
+        root = self._real_root()
+        joined = _real_location(
+            root if relative == "" else contained_real(root, check_relative_path(relative, what), what, seen)
+        )
+        if seen:
+            joined.__dict__["_sds_lstat"] = seen[0]  # what the containment check saw of it
         return joined
+
+    def joined_lstat(self) -> os.stat_result | None:
+        """The ``lstat`` of this path taken when :meth:`join` checked it (None if it was not).
+
+        A record of what the path was then: a cache that must notice later changes keys on it.
+        """
+        found: os.stat_result | None = self.__dict__.get("_sds_lstat")
+        return found
 
     def real(self) -> LocalLocation:
         # docstring inherited
@@ -223,7 +270,19 @@ class LocalLocation(_LocalPath, Location):
 
     def read_object(self, key: str = "", byte_range: ByteRequest | None = None) -> bytes | None:
         # docstring inherited
-        path = self._contain(key, "object")
+        root = self._real_root()
+        if key and PLAIN_RELATIVE.fullmatch(key) is not None:
+            # The usual case: one system call opens the file and proves no link is on the way.
+            path = f"{root}/{key}" if root != "/" else f"/{key}"
+            try:
+                fd = open_linkless(path)
+            except FileNotFoundError:
+                return None
+            if fd is not None:
+                return _read_regular(fd, path, byte_range)
+            path = self._contain_through_links(key)
+        else:
+            path = self._contain(key, "object")
         opened = _open_regular(path, "object")
         if opened is None:
             return None
@@ -231,6 +290,46 @@ class LocalLocation(_LocalPath, Location):
         try:
             start, end = _range_limits(byte_range, info.st_size)
             return _pread_all(fd, start, end)
+        finally:
+            os.close(fd)
+
+    def _contain_through_links(self, key: str) -> str:
+        """The real path of ``key``, found to lead through a link: it must still lie below the root.
+
+        The whole path is resolved, the root's own segments too, so a folder swapped for a
+        link after it was resolved cannot lead a read elsewhere.
+        """
+        root = self._real_root()
+        target = os.path.realpath(f"{root}/{key}")
+        if not is_within(target, root):
+            raise UnsafePathError(f"object {key!r} leads outside {root} (through a symbolic link); refusing to read it")
+        return target
+
+    def real_path(self) -> str:
+        """This location's real path, as a string (resolved once)."""
+        return self._real_root()
+
+    def read_with_stat(self, limit: int) -> tuple[bytes, os.stat_result] | None:
+        """At most ``limit`` bytes of this regular file and the ``fstat`` of what was read; None if missing."""
+        real = self._real_root()
+        try:
+            fd = open_linkless(real)
+        except FileNotFoundError:
+            return None
+        if fd is None:
+            opened = _open_regular(real, "file")
+            if opened is None:
+                return None
+            fd, info = opened
+        else:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                os.close(fd)
+                if stat.S_ISDIR(info.st_mode):
+                    return None
+                raise SpecialFileError(f"file {real} is a FIFO, socket or device, not a regular file; refusing it")
+        try:
+            return _pread_all(fd, 0, min(info.st_size + 1, limit)), info
         finally:
             os.close(fd)
 
@@ -322,6 +421,24 @@ class LocalLocation(_LocalPath, Location):
         path = self._contain(key, "object")
         info = os.stat(path)
         return f"{path}|{info.st_size}|{info.st_mtime_ns}"
+
+
+#: Python 3.11's pathlib parses every new path in Python; a real path is already normalised, so its
+#: parts are simply its segments. Later versions parse lazily and need no help.
+_PARSED_PARTS = sys.version_info < (3, 12) and hasattr(_LocalPath, "_from_parsed_parts")
+
+
+def _real_location(real: str) -> LocalLocation:
+    """A LocalLocation for ``real``, a path :func:`os.path.realpath` returned (absolute, normalised)."""
+    if _PARSED_PARTS and len(real) > 1 and real.startswith("/") and not real.endswith("/"):
+        parts = real.split("/")
+        parts[0] = "/"
+        location: LocalLocation = LocalLocation._from_parsed_parts("", "/", parts)  # type: ignore[attr-defined]
+        location._str = real  # type: ignore[attr-defined]  # what str() would format from the parts
+    else:
+        location = LocalLocation(real)
+    location._sds_real = real
+    return location
 
 
 # -- object storage ------------------------------------------------------------------------

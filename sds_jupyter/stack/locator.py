@@ -10,7 +10,11 @@ once), and a store when one of its root documents does.
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
+import time
+from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from zarr.abc.store import RangeByteRequest
@@ -23,23 +27,139 @@ from sds_jupyter.errors import (
     UnsafePathError,
 )
 from sds_jupyter.stack import prefetch
-from sds_jupyter.stack.location import Location
+from sds_jupyter.stack.location import LocalLocation, Location
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, load_manifest
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.sources import ROOT_DOCS, Source, ZipSource
 
-__all__ = ["DatasetLocator", "ManifestReader", "locate_version"]
+__all__ = [
+    "PARSED_MANIFESTS",
+    "RACY_SECONDS",
+    "DatasetLocator",
+    "Identity",
+    "ManifestReader",
+    "ParsedManifests",
+    "identity",
+    "locate_version",
+    "settled",
+]
 
 #: Enough to tell an oversized manifest from a manifest, without reading all of it.
 _MANIFEST_RANGE = RangeByteRequest(0, MAX_MANIFEST_BYTES + 1)
 
 
+#: A file whose last change is this recent may change again within the same timestamp tick
+#: without its (size, mtime, ctime) changing, so it is never taken from the cache (seconds).
+RACY_SECONDS = 2.0
+#: The parsed-manifest cache holds at most this many bytes of manifests (as read).
+CACHE_BYTES = 64 * 1024 * 1024
+
+Identity = tuple[int, int, int, int, int]
+
+
+def settled(*times_ns: int | float) -> bool:
+    """Whether every timestamp is older than :data:`RACY_SECONDS`: safe to key a cache on."""
+    return time.time_ns() - max(times_ns) >= RACY_SECONDS * 1e9
+
+
+def identity(info: os.stat_result) -> Identity:
+    """What changes when a file is replaced or rewritten: device, inode, size, mtime, ctime.
+
+    The ctime cannot be set back by a program, so a rewrite that restores the size and
+    the mtime (``os.utime``) still shows.
+    """
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+class ParsedManifests:
+    """Manifests parsed in this process, by real path and file identity (an LRU under a byte budget).
+
+    Opening the same stack again costs an ``lstat`` per manifest instead of a read and a
+    parse. An entry is used only when the file at the same real path is still a regular file
+    (not a link) with the same identity; a file changed too recently to be sure of
+    (:data:`RACY_SECONDS`) is never stored.
+    """
+
+    def __init__(self, budget: int = CACHE_BYTES) -> None:
+        self.budget = budget
+        self._entries: OrderedDict[str, tuple[Identity, Manifest]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def lookup(self, real_path: str) -> tuple[Manifest, Identity] | None:
+        """The cached manifest of the file at ``real_path`` and its identity if it is unchanged, else None."""
+        with self._lock:
+            entry = self._entries.get(real_path)
+        if entry is None:
+            return None
+        try:
+            info = os.lstat(real_path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode) or identity(info) != entry[0]:
+            return None
+        with self._lock:
+            if real_path in self._entries:
+                self._entries.move_to_end(real_path)
+        return entry[1], entry[0]
+
+    def store(self, real_path: str, info: os.stat_result, manifest: Manifest) -> None:
+        """Keep ``manifest``, parsed from the file ``info`` describes (``fstat`` of what was read)."""
+        if not settled(info.st_mtime_ns, info.st_ctime_ns) or manifest.source_bytes > self.budget:
+            return
+        with self._lock:
+            old = self._entries.pop(real_path, None)
+            if old is not None:
+                self._bytes -= old[1].source_bytes
+            self._entries[real_path] = (identity(info), manifest)
+            self._bytes += manifest.source_bytes
+            while self._bytes > self.budget and self._entries:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped.source_bytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+#: The one cache of parsed manifests of this process.
+PARSED_MANIFESTS = ParsedManifests()
+
+
 class ManifestReader:
-    """Reads each ``layer.json`` once: reading one is also how its existence is learned."""
+    """Reads each ``layer.json`` once: reading one is also how its existence is learned.
+
+    On a local disk a manifest parsed before in this process, and unchanged since, is
+    not read again (see :class:`ParsedManifests`).
+    """
 
     def __init__(self) -> None:
         self._read: dict[str, bytes] = {}
+        self._stat: dict[str, os.stat_result] = {}
+        self._parsed: dict[str, Manifest] = {}
+        self._identity: dict[str, Identity] = {}
         self._lock = threading.Lock()
+
+    def exists(self, location: Location) -> bool:
+        """Whether there is a manifest at ``location`` (read, or found unchanged in the cache)."""
+        key = str(location)
+        if key in self._parsed:
+            return True
+        if isinstance(location, LocalLocation):
+            cached = PARSED_MANIFESTS.lookup(location.real_path())
+            if cached is not None:
+                with self._lock:
+                    self._parsed[key], self._identity[key] = cached
+                return True
+        return self.fetch(location) is not None
+
+    def identity_of(self, location: Location) -> Identity | None:
+        """The identity of the local file the manifest at ``location`` was read from (or cached as)."""
+        return self._identity.get(str(location))
 
     def fetch(self, location: Location) -> bytes | None:
         """The bytes of the manifest at ``location``, or None if there is none."""
@@ -48,18 +168,33 @@ class ManifestReader:
             cached = self._read.get(key)
         if cached is not None:
             return cached
-        data = location.read_object("", _MANIFEST_RANGE)
+        if isinstance(location, LocalLocation):
+            found = location.read_with_stat(MAX_MANIFEST_BYTES + 1)
+            data, info = (None, None) if found is None else found
+        else:
+            data, info = location.read_object("", _MANIFEST_RANGE), None
         if data is not None:
             with self._lock:
                 self._read[key] = data
+                if info is not None:
+                    self._stat[key] = info
+                    self._identity[key] = identity(info)
         return data
 
     def manifest(self, location: Location) -> Manifest:
         """The parsed manifest at ``location``; refuses a missing one."""
+        key = str(location)
+        parsed = self._parsed.get(key)
+        if parsed is not None:
+            return parsed
         raw = self.fetch(location)
         if raw is None:
             raise StackError(f"{location} does not exist; give a version folder or a store")
-        return load_manifest(raw, str(location))
+        manifest = load_manifest(raw, str(location))
+        info = self._stat.get(key)
+        if info is not None and isinstance(location, LocalLocation):
+            PARSED_MANIFESTS.store(location.real_path(), info, manifest)
+        return manifest
 
 
 def locate_version(path: Location, reader: ManifestReader | None = None) -> tuple[Location, Location] | None:
@@ -70,19 +205,19 @@ def locate_version(path: Location, reader: ManifestReader | None = None) -> tupl
     """
     reader = reader or ManifestReader()
     if path.name == MANIFEST_NAME:
-        if reader.fetch(path) is None:
+        if not reader.exists(path):
             return None
         data_dir = path.parent
         if data_dir.name != "data":
             return data_dir, data_dir
         # data/ is confined to the dataset folder, as the parents' are.
         return data_dir.parent, data_dir.parent.join("data", "data folder")
-    if reader.fetch(path.join(MANIFEST_NAME, "manifest")) is not None:
+    if reader.exists(path.join(MANIFEST_NAME, "manifest")):
         if path.name == "data":  # a dataset's data/ folder opened directly: the dataset is its parent
             return path.parent, path.parent.join("data", "data folder")
         return path, path
     data_dir = path.join("data", "data folder")
-    if reader.fetch(data_dir.join(MANIFEST_NAME, "manifest")) is not None:
+    if reader.exists(data_dir.join(MANIFEST_NAME, "manifest")):
         return path, data_dir
     return None
 
@@ -111,7 +246,7 @@ class DatasetLocator:
         folders = []
         for name in dict.fromkeys(names):
             folder = self.datasets_dir.join(name, f"folder of dataset {dataset_id}")
-            if folder == self.datasets_dir:
+            if str(folder) == str(self.datasets_dir):  # both real: the string says it, no pathlib compare
                 raise UnsafePathError(
                     f"the folder of dataset {dataset_id} is the datasets folder itself; map it to a folder inside it"
                 )
@@ -195,7 +330,7 @@ class DatasetLocator:
             for relative in (ref.path, f"data/{ref.path}"):
                 target = folder.join(relative, f"reference {ref}")
                 if ref.names_manifest:
-                    found = self.reader.fetch(target) is not None
+                    found = self.reader.exists(target)
                 else:
                     found = self._probe(target)
                 if found:

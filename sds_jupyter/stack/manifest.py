@@ -7,12 +7,13 @@ with the list of what this reader understands.
 
 from __future__ import annotations
 
-import dataclasses
+import operator
 import os
-from collections.abc import Callable, Mapping
+from array import array
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from sds_jupyter.errors import ManifestError, StackError
 from sds_jupyter.stack.jsontext import (
@@ -33,6 +34,7 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "MAX_STACK_MANIFEST_BYTES",
     "FileEntry",
+    "FileList",
     "LayerFormat",
     "Manifest",
     "load_manifest",
@@ -68,6 +70,48 @@ class FileEntry:
     size: int
 
 
+class FileList(Sequence[FileEntry]):
+    """A version's ``files``, held compactly: the keys in a list, the sizes in an integer array.
+
+    A manifest of a million files would otherwise hold a million small objects; entries
+    are made when asked for. Equal to any sequence of the same entries.
+    """
+
+    __slots__ = ("keys", "sizes")
+
+    def __init__(self, keys: list[str], sizes: array[int]) -> None:
+        self.keys = keys
+        self.sizes = sizes
+
+    @overload
+    def __getitem__(self, index: int) -> FileEntry: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[FileEntry, ...]: ...
+    def __getitem__(self, index: int | slice) -> FileEntry | tuple[FileEntry, ...]:
+        if isinstance(index, slice):
+            return tuple(FileEntry(k, s) for k, s in zip(self.keys[index], self.sizes[index]))
+        return FileEntry(self.keys[index], self.sizes[index])
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[FileEntry]:
+        return map(FileEntry, self.keys, self.sizes)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FileList):
+            return self.keys == other.keys and self.sizes == other.sizes
+        if isinstance(other, (tuple, list)):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((len(self.keys), tuple(self.keys[:8])))
+
+    def __repr__(self) -> str:
+        return f"FileList({len(self)} files)"
+
+
 @dataclass(frozen=True)
 class Manifest:
     """A parsed, checked ``layer.json``. Paths in it are safe to join."""
@@ -82,7 +126,7 @@ class Manifest:
     created_by: str | None
     app: dict[str, Any] | None
     overlay: str
-    files: tuple[FileEntry, ...]
+    files: FileList
     deleted: tuple[str, ...]
     changes: tuple[dict[str, Any], ...]
     extra: dict[str, Any] = field(default_factory=dict)
@@ -151,18 +195,20 @@ def load_manifest(raw: bytes, path: str) -> Manifest:
     if len(raw) > MAX_MANIFEST_BYTES:
         raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
     try:
-        doc = loads_bounded(raw)
+        # Depth is checked by parse_manifest on what the manifest keeps, not on the whole document.
+        doc = loads_bounded(raw, max_depth=None)
     except JSONRefused as exc:
         raise ManifestError(f"{path} is not valid JSON ({exc}); re-download the version") from None
-    return dataclasses.replace(parse_manifest(doc, str(path)), source_bytes=len(raw))
+    manifest = parse_manifest(doc, str(path))
+    # Freshly made and not yet shared: recording its size in place spares a copy of the dataclass.
+    object.__setattr__(manifest, "source_bytes", len(raw))
+    return manifest
 
 
 def parse_manifest(doc: object, where: str = "layer.json") -> Manifest:
     """Check a decoded ``layer.json`` document and return its :class:`Manifest`."""
     if not isinstance(doc, dict):
         raise ManifestError(f"{where}: a manifest must be a JSON object")
-    if json_depth(doc, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
-        raise ManifestError(f"{where}: it nests more than {MAX_JSON_DEPTH} levels deep; not a manifest")
     fmt_name = doc.get("format")
     fmt_version = doc.get("format_version")
     if fmt_name != FORMAT:
@@ -176,7 +222,26 @@ def parse_manifest(doc: object, where: str = "layer.json") -> Manifest:
             f"{where}: format_version {fmt_version} is not supported by this reader "
             f"(it reads {known}); upgrade sds-jupyter"
         )
-    return parser(doc, where)
+    manifest = parser(doc, where)
+    _check_kept_depth(manifest, where)
+    return manifest
+
+
+def _check_kept_depth(manifest: Manifest, where: str) -> None:
+    """Refuse a manifest whose kept free-form values nest too deep for recursive walkers.
+
+    Only ``app``, ``changes`` and unknown fields keep nested JSON; everything else is
+    reduced to strings and integers while parsing, so measuring those (not the whole
+    document, with its files list) is the check that matters and the cheap one.
+    """
+    # The manifest object is level 1: a field's value starts at level 2, a change at level 3.
+    kept: list[tuple[Any, int]] = [(change, 2) for change in manifest.changes]
+    kept += [(value, 1) for value in manifest.extra.values()]
+    if manifest.app is not None:
+        kept.append((manifest.app, 1))
+    for value, above in kept:
+        if isinstance(value, (dict, list)) and json_depth(value, MAX_JSON_DEPTH) + above > MAX_JSON_DEPTH:
+            raise ManifestError(f"{where}: it nests more than {MAX_JSON_DEPTH} levels deep; not a manifest")
 
 
 @register(LayerFormat(FORMAT, 1))
@@ -222,10 +287,47 @@ _V1_FIELDS = frozenset(
 )
 
 
-def _files(value: object) -> tuple[FileEntry, ...]:
+def _files(value: object) -> FileList:
+    """The ``files`` list, checked: a million entries in a few C-level passes, not a loop of checks."""
     if not isinstance(value, list):
         raise ManifestError("files must be a list of {key, size} objects")
-    entries = []
+    try:
+        if value and set(map(type, value)) != {dict}:
+            raise TypeError
+        keys = list(map(_KEY, value))
+        sizes = list(map(_SIZE, value))
+        if keys and set(map(type, keys)) != {str}:
+            raise TypeError
+        if sizes and (set(map(type, sizes)) != {int} or min(sizes) < 0):
+            raise TypeError
+        if keys and not _all_plain(keys):
+            raise TypeError
+        return FileList(keys, array("q", sizes))
+    except (TypeError, KeyError, OverflowError):
+        return _files_one_by_one(value)
+
+
+_KEY = operator.itemgetter("key")
+_SIZE = operator.methodcaller("get", "size", 0)
+
+
+def _all_plain(keys: list[str]) -> bool:
+    """Whether every key is a plain relative path, in a few C-level scans of all keys at once.
+
+    Joined by NUL (which no key may hold: counted) and with every separator made ``/``,
+    an empty, ``.`` or ``..`` segment anywhere shows as ``//``, ``/./`` or ``/../``.
+    """
+    joined = "\x00".join(keys)
+    if joined.count("\x00") != len(keys) - 1 or "\\" in joined:
+        return False
+    text = f"/{joined.replace(chr(0), '/')}/"
+    return "//" not in text and "/./" not in text and "/../" not in text
+
+
+def _files_one_by_one(value: list[Any]) -> FileList:
+    """The same checks entry by entry: what finds and words the first entry refused."""
+    keys: list[str] = []
+    sizes: list[int] = []
     for item in value:
         if not isinstance(item, dict):
             raise ManifestError("each files entry must be an object with key and size")
@@ -233,8 +335,12 @@ def _files(value: object) -> tuple[FileEntry, ...]:
         size = item.get("size", 0)
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ManifestError(f"file {key!r} has size {size!r}; sizes are non-negative integers")
-        entries.append(FileEntry(key, size))
-    return tuple(entries)
+        keys.append(key)
+        sizes.append(size)
+    try:
+        return FileList(keys, array("q", sizes))
+    except OverflowError:
+        raise ManifestError("a file size is larger than any file can be") from None
 
 
 def _change(value: object) -> dict[str, Any]:

@@ -7,9 +7,15 @@ base store are, so that readers never follow a reference again.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import stat
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from sds_jupyter.errors import (
@@ -22,13 +28,13 @@ from sds_jupyter.errors import (
     shown,
 )
 from sds_jupyter.stack.location import LocalLocation, Location, location_of
-from sds_jupyter.stack.locator import DatasetLocator, ManifestReader, locate_version
+from sds_jupyter.stack.locator import DatasetLocator, Identity, ManifestReader, identity, locate_version, settled
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
 from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
 from sds_jupyter.stack.tree import PartialChain
 
-__all__ = ["MAX_DEPTH", "BaseInfo", "Stack", "Version"]
+__all__ = ["MAX_DEPTH", "RESOLVED_STACKS", "BaseInfo", "ResolvedStacks", "Stack", "Version"]
 
 #: The longest chain of versions a reader follows.
 MAX_DEPTH = 500
@@ -48,8 +54,9 @@ class Version:
     depth: int
     """1 for the version directly on the base, counting up to the top."""
 
-    @property
+    @cached_property
     def manifest_path(self) -> Location:
+        """The version's ``layer.json`` (joined once: a join checks containment)."""
         return self.data_dir.join(MANIFEST_NAME, "manifest")
 
     # Every manifest field, straight from the version, for convenience.
@@ -124,6 +131,11 @@ class Stack:
         top = location_of(path, storage_options)
         if top.parent == top:
             raise StackError(f"{top} is a bucket or a root, not a dataset folder under a datasets folder")
+        cache_key = (str(top), tuple(sorted(folder_map.items()))) if isinstance(top, LocalLocation) else None
+        if cache_key is not None:
+            cached = RESOLVED_STACKS.lookup(cache_key)
+            if cached is not None:
+                return cached
         reader = ManifestReader()
         located = locate_version(top, reader)
         if located is None:
@@ -134,7 +146,10 @@ class Stack:
             raise StackError(f"{dataset_folder} is a bucket or a root, not a dataset folder under a datasets folder")
         locator = DatasetLocator(datasets_dir, folder_map, reader)
         top_id = folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name
-        return _walk(top_id, dataset_folder, data_dir, locator, folder_map)
+        stack = _walk(top_id, dataset_folder, data_dir, locator, folder_map)
+        if cache_key is not None:
+            RESOLVED_STACKS.store(cache_key, stack, reader)
+        return stack
 
     @classmethod
     def _store_only(cls, top: Location, folder_map: FolderMap, reader: ManifestReader) -> Stack:
@@ -173,14 +188,54 @@ class Stack:
         return [folder for folder in folders if isinstance(folder, LocalLocation)]
 
     def refuse_output_inside(self, out: os.PathLike[str] | str, what: str) -> None:
-        """Raise WriteRefusedError if ``out`` (followed through links) lies inside the stack."""
+        """Raise WriteRefusedError if ``out`` (followed through links) lies inside the stack.
+
+        The stack's folders are real paths already (resolved once, when the stack was),
+        so only ``out`` is resolved, and each folder it lies in is looked up in the
+        stack's set of folders: the cost is the depth of ``out``, not of the stack.
+        """
         real_out = os.path.realpath(out)
-        for folder in self.protected_folders:
-            if is_within(real_out, os.path.realpath(folder)):
+        protected = {folder.real_path(): folder for folder in self.protected_folders}
+        probe = real_out
+        while True:
+            folder = protected.get(probe)
+            if folder is not None:
                 raise WriteRefusedError(
                     f"{out} is inside {folder}, part of the stack; versions and bases are never "
                     f"written to: write the {what} outside them"
                 )
+            above = os.path.dirname(probe)
+            if above == probe:
+                return
+            probe = above
+
+    def fingerprint(self) -> str:
+        """Text that changes when any manifest of the stack or the base's root document changes.
+
+        A digest of each version's real manifest path and parsed content and of the base's
+        path, kind and root document's size and time; computed once per resolved stack. A
+        pickled store carries it, so unpickling into a stack that changed since is refused.
+        """
+        cached: str | None = self.__dict__.get("_sds_fingerprint")
+        if cached is None:
+            digest = hashlib.sha256()
+            for version in self.versions:
+                doc = json.dumps(version.manifest.to_json(), sort_keys=True, separators=(",", ":"))
+                digest.update(f"{version.manifest_path}|{doc}\n".encode())
+            root_doc = "" if self.base.kind == "zip" else ("zarr.json" if self.base.zarr_format == 3 else ".zgroup")
+            try:
+                base = self.base.path.fingerprint(root_doc)
+            except (OSError, StackError):
+                base = f"{self.base.path}|missing"
+            digest.update(f"{self.base.kind}|{base}\n".encode())
+            cached = digest.hexdigest()[:32]
+            object.__setattr__(self, "_sds_fingerprint", cached)  # a frozen dataclass: derived data only
+        return cached
+
+    @property
+    def opened_from(self) -> Location:
+        """Where to open this stack again: the top version's dataset folder, or the base store."""
+        return self.versions[0].folder if self.versions else self.base.path
 
     @property
     def depth(self) -> int:
@@ -225,6 +280,109 @@ class Stack:
         raise StackError(f"no version {shown(selector)} in this stack; give a depth, a dataset ID or a title")
 
 
+class ResolvedStacks:
+    """Local stacks resolved in this process, with what proves each still resolves the same.
+
+    Opening the same stack again costs one ``realpath`` of the path opened and one
+    ``lstat`` per manifest and per folder on the way to the manifests and overlays,
+    instead of a walk. A stack is reused only if:
+
+    * the path opened still resolves to the same real path;
+    * every manifest is the same regular file (device, inode, size, mtime, ctime:
+      a rewrite in place, a replacement, a link swapped in all change it);
+    * every folder from the datasets folder down to each manifest, overlay and the base
+      is the same folder, not a link, with the same mtime and ctime: renaming, adding
+      or removing an entry changes both, so no folder on the way was swapped for a link.
+
+    Nothing changed too recently to be sure of (see ``RACY_SECONDS`` in the locator) is stored.
+    """
+
+    def __init__(self, limit: int = 32) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[tuple[Any, ...], tuple[Stack, str, list[tuple[str, Identity]]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def lookup(self, key: tuple[Any, ...]) -> Stack | None:
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None:
+            return None
+        stack, real_top, checks = entry
+        if os.path.realpath(key[0]) != real_top:
+            return None
+        for path, expected in checks:
+            try:
+                info = os.lstat(path)
+            except OSError:
+                return None
+            if identity(info) != expected or stat.S_ISLNK(info.st_mode):
+                return None
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+        return stack
+
+    def store(self, key: tuple[Any, ...], stack: Stack, reader: ManifestReader) -> None:
+        checks = _proofs(stack, reader)
+        if checks is None:
+            return
+        with self._lock:
+            self._entries[key] = (stack, os.path.realpath(key[0]), checks)
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _proofs(stack: Stack, reader: ManifestReader) -> list[tuple[str, Identity]] | None:
+    """``(real path, identity)`` of every manifest and folder a local stack depends on; None if unsure."""
+    root = stack.datasets_dir
+    if not isinstance(root, LocalLocation):
+        return None
+    root_s = str(root)
+    folders: dict[str, None] = {root_s: None}
+    files: list[tuple[str, Identity]] = []
+    leaves: list[str] = [str(stack.base.path)]
+    for version in stack.versions:
+        read = reader.identity_of(version.manifest_path)
+        if read is None:
+            return None
+        files.append((str(version.manifest_path), read))
+        leaves += [str(version.manifest_path), str(version.overlay_dir)]
+    for leaf in leaves:
+        folder = os.path.dirname(leaf)
+        while folder not in folders and is_within(folder, root_s) and folder != root_s:
+            folders[folder] = None
+            folder = os.path.dirname(folder)
+    if stack.base.kind == "folder":
+        folders[str(stack.base.path)] = None
+    checks = list(files)
+    if not all(settled(found[3], found[4]) for _, found in files):
+        return None
+    # The walk's containment checks saw most folders already: their lstat then is the record.
+    seen = {
+        str(loc): loc.joined_lstat()
+        for v in stack.versions
+        for loc in (v.folder, v.data_dir)
+        if isinstance(loc, LocalLocation)
+    }
+    for folder in [*folders, *([] if stack.base.kind == "folder" else [str(stack.base.path)])]:
+        try:
+            info = seen.get(folder) or os.lstat(folder)
+        except OSError:
+            return None
+        if stat.S_ISLNK(info.st_mode) or not settled(info.st_mtime_ns, info.st_ctime_ns):
+            return None
+        checks.append((folder, identity(info)))
+    return checks
+
+
+#: The one cache of resolved local stacks of this process.
+RESOLVED_STACKS = ResolvedStacks()
+
+
 def _walk(
     top_id: str,
     dataset_folder: Location,
@@ -249,7 +407,7 @@ def _walk_chain(
     locator: DatasetLocator,
     folder_map: FolderMap,
 ) -> Stack:
-    chain: list[tuple[str, Location, Location, Location, Manifest]] = []
+    chain: list[tuple[str, Location, Location, Location, Manifest, Location]] = []
     seen: set[str] = set()
     manifest_bytes = 0
     dataset_id = top_id
@@ -276,7 +434,7 @@ def _walk_chain(
             locator.hint_base(manifest.base)
         real_data_dir = manifest_path.parent
         overlay_dir = real_data_dir.join(manifest.overlay, f"overlay folder of {dataset_id}")
-        chain.append((dataset_id, dataset_folder, real_data_dir, overlay_dir, manifest))
+        chain.append((dataset_id, dataset_folder, real_data_dir, overlay_dir, manifest, manifest_path))
         ref = CirroRef.parse(manifest.parent)
         try:
             target = locator.resolve(ref)
@@ -299,11 +457,12 @@ def _walk_chain(
     return Stack(versions=_versions(chain), base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
 
 
-def _versions(chain: list[tuple[str, Location, Location, Location, Manifest]]) -> tuple[Version, ...]:
+def _versions(chain: list[tuple[str, Location, Location, Location, Manifest, Location]]) -> tuple[Version, ...]:
     """The walked chain as Versions, top first, the lowest at depth 1."""
     depth = len(chain)
-    return tuple(
-        Version(
+    versions = []
+    for index, (dataset_id, folder, data, overlay, manifest, manifest_path) in enumerate(chain):
+        version = Version(
             dataset_id=dataset_id,
             folder=folder,
             data_dir=data,
@@ -311,8 +470,10 @@ def _versions(chain: list[tuple[str, Location, Location, Location, Manifest]]) -
             manifest=manifest,
             depth=depth - index,
         )
-        for index, (dataset_id, folder, data, overlay, manifest) in enumerate(chain)
-    )
+        # The walk read the manifest there (a contained, real location): no need to join it again.
+        version.__dict__["manifest_path"] = manifest_path
+        versions.append(version)
+    return tuple(versions)
 
 
 def _base_info(ref: CirroRef, target: Location, locator: DatasetLocator) -> BaseInfo:

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import bisect
 import os
+import uuid
+import weakref
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, SupportsIndex
 
 from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer
 
-from sds_jupyter.errors import BaseStoreError
-from sds_jupyter.stack.location import Location
+from sds_jupyter.errors import BaseStoreError, StackChangedError
+from sds_jupyter.stack.location import LocalLocation, Location
 from sds_jupyter.stack.paths import ancestors
 from sds_jupyter.stack.rawstore import RawKeyStore
 from sds_jupyter.stack.sources import FolderSource, Source, open_source
@@ -32,6 +34,8 @@ __all__ = ["BASE", "HIDDEN", "LayerIndex", "StackStore", "open_stack"]
 BASE: Final = -1
 HIDDEN: Final = -2
 _NEVER: Final = 1 << 30
+#: How many answers :meth:`LayerIndex.locate` remembers before starting over.
+_LOCATED_LIMIT: Final = 1 << 16
 
 
 @dataclass
@@ -49,15 +53,20 @@ class LayerIndex:
     """The topmost version whose whiteouts remove each node (path without the slash)."""
     whiteouts: list[str]
     """Every whiteout as a node path plus ``/`` or a key, sorted, for prefix scans."""
+    _located: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+    """Answers of :meth:`locate` so far (the index is never changed once built)."""
+    _visible: list[str] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def build(cls, versions: Iterable[Version]) -> LayerIndex:
         owner: dict[str, int] = {}
         hidden_keys: dict[str, int] = {}
         hidden_nodes: dict[str, int] = {}
-        for number, version in enumerate(versions):
-            for entry in version.manifest.files:
-                owner.setdefault(entry.key, number)
+        numbered = list(enumerate(versions))
+        # Lowest version first, each overwriting: the topmost holder of a key wins (all at C speed).
+        for number, version in reversed(numbered):
+            owner.update(dict.fromkeys(version.manifest.files.keys, number))
+        for number, version in numbered:
             for whiteout in version.manifest.deleted:
                 if whiteout.endswith("/"):
                     hidden_nodes.setdefault(whiteout[:-1], number)
@@ -69,18 +78,44 @@ class LayerIndex:
     def hidden_from(self, key: str) -> int:
         """The topmost version whose whiteouts cover ``key`` (a large number if none)."""
         level = self.hidden_keys.get(key, _NEVER)
-        if self.hidden_nodes:
-            for node in ancestors(key):
-                level = min(level, self.hidden_nodes.get(node, _NEVER))
+        nodes = self.hidden_nodes
+        if nodes:
+            # Each folder the key sits in, without a generator: this runs on every read.
+            cut = key.find("/")
+            while cut != -1:
+                found = nodes.get(key[:cut], _NEVER)
+                if found < level:
+                    level = found
+                cut = key.find("/", cut + 1)
         return level
 
     def locate(self, key: str) -> int:
         """The version number that answers ``key``, or :data:`BASE` or :data:`HIDDEN`."""
+        known = self._located.get(key)
+        if known is not None:
+            return known
         number = self.owner.get(key)
         hidden = self.hidden_from(key) if (self.hidden_keys or self.hidden_nodes) else _NEVER
         if number is not None and number <= hidden:
-            return number
-        return HIDDEN if hidden != _NEVER else BASE
+            found = number
+        else:
+            found = HIDDEN if hidden != _NEVER else BASE
+        if len(self._located) >= _LOCATED_LIMIT:
+            self._located.clear()  # the index never changes, so answers never go stale; this bounds memory
+        self._located[key] = found
+        return found
+
+    @property
+    def visible(self) -> list[str]:
+        """Every key the versions answer (not hidden above), sorted: built when first listed."""
+        listed = self._visible
+        if listed is None:
+            if not self.hidden_keys and not self.hidden_nodes:
+                listed = sorted(self.owner)
+            else:
+                listed = sorted(key for key, number in self.owner.items() if self.locate(key) == number)
+            self._visible = listed
+        return listed
 
     def node_hidden_in_base(self, node: str) -> bool:
         """Whether a whiteout removes ``node`` and everything under it from the base."""
@@ -90,6 +125,35 @@ class LayerIndex:
         prefix = f"{node}/"
         position = bisect.bisect_left(self.whiteouts, prefix)
         return position < len(self.whiteouts) and self.whiteouts[position].startswith(prefix)
+
+
+def _index_of(stack: Stack) -> LayerIndex:
+    """The stack's layer index: built once per resolved stack.
+
+    It follows from the manifests alone, which a :class:`Stack` never changes, so every
+    store over the same stack (a reopen served by the resolved-stack cache) shares it.
+    """
+    cached: LayerIndex | None = stack.__dict__.get("_sds_index")
+    if cached is None:
+        cached = LayerIndex.build(stack.versions)
+        object.__setattr__(stack, "_sds_index", cached)  # a frozen dataclass: derived data only
+    return cached
+
+
+class _Overlays:
+    """Each version's overlay source, made when first read: an open of a deep stack makes none."""
+
+    def __init__(self, versions: tuple[Version, ...]) -> None:
+        self._versions = versions
+        self._sources: list[FolderSource | None] = [None] * len(versions)
+
+    def __getitem__(self, number: int) -> FolderSource:
+        source = self._sources[number]
+        if source is None:
+            version = self._versions[number]
+            source = FolderSource(version.overlay_dir, what=f"overlay of {version.dataset_id}")
+            self._sources[number] = source
+        return source
 
 
 class StackStore(RawKeyStore):
@@ -109,14 +173,9 @@ class StackStore(RawKeyStore):
     def __init__(self, stack: Stack) -> None:
         super().__init__(read_only=True)
         self.stack = stack
-        self.index = LayerIndex.build(stack.versions)
-        self._overlays: list[FolderSource] = [
-            FolderSource(v.overlay_dir, what=f"overlay of {v.dataset_id}") for v in stack.versions
-        ]
+        self.index = _index_of(stack)
+        self._overlays = _Overlays(stack.versions)
         self._base: Source = stack.base.opened or open_source(stack.base.path, stack.base.kind)
-        self._visible_overlay: list[str] = sorted(
-            key for key, number in self.index.owner.items() if self.index.locate(key) == number
-        )
         self._is_open = True
 
     # -- identity -------------------------------------------------------------------------
@@ -130,6 +189,29 @@ class StackStore(RawKeyStore):
 
     def __hash__(self) -> int:
         return hash((StackStore, self.stack.base.path, self.stack.depth))
+
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        """Dask's name for the store: the stack's fingerprint, not a pickle of every manifest."""
+        return ("sds_jupyter.StackStore", self.stack.fingerprint())
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+        """A local store pickles as where to open it and its fingerprint (a few hundred bytes).
+
+        In another process (a Dask worker, a later session) unpickling opens the stack
+        again and refuses one whose manifests or base root document changed meanwhile.
+        In the process that pickled it, while its stack is alive, the copy shares that
+        resolved stack, as :func:`copy.copy` would: Dask pickles and unpickles the
+        arrays it names, and a check of every manifest there would cost more than the read.
+        A store in object storage pickles whole, so that a worker makes no request to reopen it.
+        """
+        if not isinstance(self.stack.datasets_dir, LocalLocation):
+            whole: tuple[Any, ...] = super().__reduce_ex__(protocol)  # type: ignore[assignment]
+            return whole
+        fingerprint = self.stack.fingerprint()
+        _LIVE_STACKS[(fingerprint, id(self.stack))] = self.stack
+        where = str(self.stack.opened_from)
+        local = (_PROCESS, id(self.stack))
+        return (_reopen, (where, dict(self.stack.folders), self.stack.depth, fingerprint, local))
 
     def __str__(self) -> str:
         top = self.stack.top
@@ -228,8 +310,8 @@ class StackStore(RawKeyStore):
 
     def keys_raw(self, prefix: str = "") -> Iterator[str]:
         """Every visible key starting with ``prefix``: the overlays', then the base's."""
-        start = bisect.bisect_left(self._visible_overlay, prefix)
-        for key in self._visible_overlay[start:]:
+        start = bisect.bisect_left(self.index.visible, prefix)
+        for key in self.index.visible[start:]:
             if not key.startswith(prefix):
                 break
             yield key
@@ -242,8 +324,8 @@ class StackStore(RawKeyStore):
         prefix = prefix.rstrip("/")
         lead = f"{prefix}/" if prefix else ""
         names: set[str] = set()
-        start = bisect.bisect_left(self._visible_overlay, lead)
-        for key in self._visible_overlay[start:]:
+        start = bisect.bisect_left(self.index.visible, lead)
+        for key in self.index.visible[start:]:
             if not key.startswith(lead):
                 break
             names.add(key[len(lead) :].split("/", 1)[0])
@@ -284,6 +366,32 @@ class StackStore(RawKeyStore):
     async def delete_dir(self, prefix: str) -> None:
         # docstring inherited
         self._check_writable()
+
+
+#: This process, for pickles: a store unpickled where it was pickled shares its live stack.
+_PROCESS: Final = uuid.uuid4().hex
+_LIVE_STACKS: weakref.WeakValueDictionary[tuple[str, int], Stack] = weakref.WeakValueDictionary()
+
+
+def _reopen(
+    where: str,
+    folders: dict[str, str],
+    depth: int,
+    fingerprint: str,
+    local: tuple[str, int] | None = None,
+) -> StackStore:
+    """A pickled local store, opened again; refuses a stack that changed since it was pickled."""
+    if local is not None and local[0] == _PROCESS:
+        live = _LIVE_STACKS.get((fingerprint, local[1]))
+        if live is not None:
+            return StackStore(live)
+    stack = Stack.resolve(where, folders=folders)
+    if stack.depth != depth or stack.fingerprint() != fingerprint:
+        raise StackChangedError(
+            f"the stack at {where} changed since this store was pickled (a manifest or the base was "
+            "replaced); open it again and recompute"
+        )
+    return StackStore(stack)
 
 
 def open_stack(
