@@ -7,6 +7,7 @@ import { Deck, OrthographicView, type Layer } from '@deck.gl/core';
 import { BitmapLayer, PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
 import type { ViewState } from './camera';
+import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
 export type CellLayerData = {
   n: number;
@@ -28,8 +29,7 @@ export type PolygonLayerData = {
   lines: Uint8Array;
 };
 
-/** How cells are drawn: centroids, filled outlines (zoomed out), or outlines over a light fill (zoomed in). */
-export type CellMode = 'points' | 'filled' | 'outlined';
+export type { CellMode };
 
 export type DeckScene = {
   cells: CellLayerData;
@@ -181,7 +181,7 @@ function polygonLayers(scene: DeckScene, p: PolygonLayerData): Layer[] {
       data: binary('getPolygon', p.fills) as never,
       _normalize: false,
       positionFormat: 'XY',
-      opacity: scene.cellsOpacity * (scene.cellMode === 'outlined' ? 0.45 : 1),
+      opacity: scene.cellsOpacity * (scene.cellMode === 'outlined' ? OUTLINED_FILL_OPACITY : 1),
       pickable: true,
       autoHighlight: true,
       highlightColor: [255, 255, 255, 160],

@@ -24,7 +24,7 @@ import {
 } from './camera';
 import type { CellMode, DeckScene, DeckView, PolygonLayerData } from './deck';
 import { h } from './dom';
-import { colorFn, packColor, type CanvasData } from './raster';
+import { cellModeAt, colorFn, packColor, typicalWidth, type CanvasData } from './raster';
 import type { CanvasPayload } from './types';
 
 /** Whether this browser can draw with WebGL2 (probed once; the probe's context is released at once). */
@@ -450,16 +450,9 @@ export class SpatialStage {
     this.release();
   }
 
-  /**
-   * How cells are drawn at `zoom`: centroids while a cell would be under 3 px (there are too
-   * many to tell apart), filled outlines up to 14 px, outlines over a light fill beyond.
-   */
+  /** How cells are drawn at `zoom` (the same rule as the 2D drawing's, cellModeAt). */
   private modeAt(zoom: number): CellMode {
-    if (!this.polygons || !(this.cellSize > 0)) {
-      return 'points';
-    }
-    const px = this.cellSize * Math.pow(2, zoom);
-    return px < 3 ? 'points' : px < 14 ? 'filled' : 'outlined';
+    return this.polygons ? cellModeAt(this.cellSize, Math.pow(2, zoom)) : 'points';
   }
 
   /** How cells are drawn now (points, filled or outlined polygons). */
@@ -473,24 +466,4 @@ export class SpatialStage {
   }
 }
 
-/** The median width (larger of the x and y extents) of up to 1,000 cells' outlines, in data units. */
-export function typicalWidth(starts: Uint32Array, vertices: Float32Array, n: number): number {
-  const step = Math.max(1, Math.floor(n / 1000));
-  const widths: number[] = [];
-  for (let i = 0; i < n; i += step) {
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (let v = starts[i]; v < starts[i + 1]; v++) {
-      const x = vertices[2 * v];
-      const y = vertices[2 * v + 1];
-      x0 = Math.min(x0, x);
-      x1 = Math.max(x1, x);
-      y0 = Math.min(y0, y);
-      y1 = Math.max(y1, y);
-    }
-    if (x1 >= x0) {
-      widths.push(Math.max(x1 - x0, y1 - y0));
-    }
-  }
-  widths.sort((a, b) => a - b);
-  return widths.length ? widths[Math.floor(widths.length / 2)] : 0;
-}
+export { typicalWidth };
