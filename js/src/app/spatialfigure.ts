@@ -146,13 +146,30 @@ export class SpatialFigure {
     this.value = value;
     this.hidden.clear();
     this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
-    const select = this.node.querySelector<HTMLSelectElement>('.sds-color-by');
-    if (select) {
-      const own = !gene && target.highlight === undefined && target.against === undefined;
-      select.value = own && color.mode !== 'none' ? color.column : '';
-    }
+    this.showColorChoice(target);
     this.renderLegend();
     this.redrawColors();
+  }
+
+  /**
+   * Make the toolbar's color dropdown say what the view shows: the column chosen, or (for a
+   * gene, a highlight or a change against another version, which are not obs columns) one
+   * extra option naming it, so it never reads "(saved)" over another coloring.
+   */
+  private showColorChoice(target: ColorTarget): void {
+    const select = this.node.querySelector<HTMLSelectElement>('.sds-color-by');
+    if (!select) {
+      return;
+    }
+    select.querySelector('.sds-color-shown')?.remove();
+    const label = shownLabel(target);
+    if (label === null) {
+      select.value = target.column ?? '';
+      return;
+    }
+    const option = h('option', { class: 'sds-color-shown', value: SHOWN }, label) as HTMLOptionElement;
+    select.append(option);
+    select.value = SHOWN;
   }
 
   /** Ask for the image's channels as planes, then offer each one's toggle, color and contrast. */
@@ -488,6 +505,9 @@ export class SpatialFigure {
       ) as HTMLSelectElement;
       select.value = '';
       select.addEventListener('change', () => {
+        if (select.value === SHOWN) {
+          return;
+        }
         this.colorBy(select.value ? { column: select.value } : {}).catch(() => undefined);
       });
       const gene = h('input', {
@@ -678,6 +698,24 @@ export class SpatialFigure {
 }
 
 /** A CSS color as #rrggbb for <input type=color>. */
+/** The value of the color dropdown's option for a coloring that is not an obs column (no column name holds a NUL). */
+const SHOWN = '\u0000shown';
+
+/** What a gene, highlight or comparison coloring is called in the color dropdown; null for a plain column or the saved one. */
+export function shownLabel(target: ColorTarget): string | null {
+  if (target.gene) {
+    return `gene ${target.gene}${target.layer ? ` (${target.layer})` : ''}`;
+  }
+  if (target.column && target.highlight !== undefined) {
+    return `${target.column}: ${target.highlight} highlighted`;
+  }
+  if (target.column && target.against !== undefined) {
+    const other = typeof target.against === 'number' ? `v${target.against}` : target.against;
+    return `${target.column}: changed since ${other}`;
+  }
+  return null;
+}
+
 function hex6(color: string): string {
   const m = /^#?([0-9a-f]{3}|[0-9a-f]{6})([0-9a-f]{2})?$/i.exec(color.trim());
   if (!m) {
