@@ -447,6 +447,23 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       await page.keyboard.press('+');
       await page.waitForTimeout(300);
       assert.ok((await state()).zoom > saved.zoom, '+ zooms');
+      // zoomed in past the overview image: the region on screen comes from the pyramid (image_region), over the overview
+      for (let i = 0; i < 4; i++) await page.keyboard.press('+');
+      await page.waitForSelector('.sds-deck-stage[data-detail]', { timeout: 30000 });
+      const detail = (await stage.getAttribute('data-detail')).split(',').map(Number);
+      const zoomed = await state();
+      const [sw, sh] = [box.width / 2 ** zoomed.zoom, box.height / 2 ** zoomed.zoom];
+      const seen = [zoomed.target[0] - sw / 2, zoomed.target[1] - sh / 2, zoomed.target[0] + sw / 2, zoomed.target[1] + sh / 2];
+      const image = await figure.evaluate(el => el.sdsSpatial.payload.image.bounds);
+      // the detail covers what is on screen of the image
+      assert.ok(
+        detail[0] <= Math.max(seen[0], image[0]) + 1e-6 && detail[1] <= Math.max(seen[1], image[1]) + 1e-6 &&
+          detail[2] >= Math.min(seen[2], image[2]) - 1e-6 && detail[3] >= Math.min(seen[3], image[3]) - 1e-6,
+        `detail ${detail} covers ${seen} within ${image}`
+      );
+      assert.equal(await figure.getAttribute('data-detail-error'), null);
+      await page.waitForTimeout(300);
+      await shot(page, 'spatial-detail');
       await figure.locator('.sds-saved-view').click();
       // hovering a cell shows its ID (the obs name, from the service) and its color-by value
       const at = await figure.evaluate(el => el.sdsSpatial.screenOf(0));

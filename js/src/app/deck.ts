@@ -42,6 +42,8 @@ export type DeckScene = {
   cellsOpacity: number;
   outline: boolean;
   image: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
+  /** A finer level's pixels over the region on screen, drawn over `image` (which stays below). */
+  detail: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
   imageVisible: boolean;
   /** Bumped whenever `cells.colors` changes, so deck re-uploads them. */
   colorVersion: number;
@@ -115,6 +117,17 @@ export class DeckView {
           textureParameters: { minFilter: 'nearest', magFilter: 'nearest' }
         })
       );
+      if (scene.detail) {
+        const [dx0, dy0, dx1, dy1] = scene.detail.bounds;
+        layers.push(
+          new BitmapLayer({
+            id: 'image-detail',
+            image: scene.detail.source,
+            bounds: [dx0, dy1, dx1, dy0],
+            textureParameters: { minFilter: 'linear', magFilter: 'nearest' }
+          })
+        );
+      }
     }
     const polygons = scene.polygons;
     if (scene.cellsVisible && polygons && scene.cellMode !== 'points') {

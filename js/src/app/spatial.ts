@@ -101,6 +101,7 @@ export class SpatialStage {
   private cellSize = 0;
   private cellMode: CellMode = 'points';
   private imageSource: HTMLCanvasElement | null = null;
+  private detail: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null = null;
   private disposed = false;
 
   constructor(
@@ -301,6 +302,27 @@ export class SpatialStage {
     this.sync();
   }
 
+  /** Draw `rgba` (`width`×`height`) over the overview image at `bounds`; null takes it away. */
+  setDetail(detail: { rgba: Uint8ClampedArray; width: number; height: number; bounds: [number, number, number, number] } | null): void {
+    if (!detail) {
+      this.detail = null;
+    } else {
+      const src = document.createElement('canvas');
+      src.width = detail.width;
+      src.height = detail.height;
+      src.getContext('2d')?.putImageData(new ImageData(detail.rgba as never, detail.width, detail.height), 0, 0);
+      this.detail = { source: src, bounds: detail.bounds };
+      this.node.dataset.detail = detail.bounds.map(v => +v.toFixed(2)).join(',');
+    }
+    this.sync();
+  }
+
+  /** The stage's size in device pixels (what detail is fetched for). */
+  screen(): [number, number] {
+    const ratio = Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1);
+    return [Math.round(this.size[0] * ratio), Math.round(this.size[1] * ratio)];
+  }
+
   /** Recolor the cells: `color` and `value` as the canvas payload describes them. */
   setColors(color: CanvasPayload['color'], value: CanvasData['value'], none: string): void {
     const colorOf = colorFn(color, value, packColor(none));
@@ -350,6 +372,7 @@ export class SpatialStage {
       cellsOpacity: this.cellsOpacity,
       outline: (this.payload.point_size || 2) >= 3,
       image: img && this.imageSource ? { source: this.imageSource, bounds: img.bounds } : null,
+      detail: this.detail,
       imageVisible: this.imageVisible,
       colorVersion: this.colorVersion
     };

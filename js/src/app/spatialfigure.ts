@@ -9,6 +9,7 @@ import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Regio
 import { h } from './dom';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
+import { DetailLoader, type Detail } from './detail';
 import { composePrint } from './print';
 import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
@@ -52,6 +53,9 @@ export class SpatialFigure {
   private readonly rows = new Map<number, Promise<CellRow>>();
   private hoverIndex = -1;
   private countTimer: ReturnType<typeof setTimeout> | null = null;
+  private detailTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Fetches finer pyramid levels for the region on screen (WebGL view with an image and its channels). */
+  private detail: DetailLoader | null = null;
   private undo: (() => void)[] = [];
 
   constructor(
@@ -184,6 +188,45 @@ export class SpatialFigure {
     this.channels = { width, height, planes, states: channels.map(c => ({ ...c })) };
     this.renderLegend();
     this.renderChannels();
+    if (this.stage) {
+      this.detail = new DetailLoader(
+        this.transport,
+        this.version,
+        this.figureId,
+        { width, height, bounds: img.bounds },
+        d => this.showDetail(d),
+        message => {
+          this.node.dataset.detailError = message;
+        }
+      );
+      this.stage.node.dataset.detailReady = 'true';
+      this.askDetail(this.stage.region());
+    }
+  }
+
+  /** Ask for the detail of `region` once the camera rests a moment (a wheel spin asks once). */
+  private askDetail(region: Region): void {
+    const stage = this.stage;
+    const loader = this.detail;
+    if (!stage || !loader || !this.channels) {
+      return;
+    }
+    if (this.detailTimer) {
+      clearTimeout(this.detailTimer);
+    }
+    this.detailTimer = setTimeout(() => {
+      this.detailTimer = null;
+      void loader.update(region, stage.screen(), this.channels?.states ?? []);
+    }, 120);
+  }
+
+  /** Draw a region's detail over the overview, in the channels' current colors. */
+  private showDetail(d: Detail): void {
+    const ch = this.channels;
+    if (!this.stage || !ch) {
+      return;
+    }
+    this.stage.setDetail({ rgba: DetailLoader.rgba(d, ch.states), width: d.width, height: d.height, bounds: d.bounds });
   }
 
   /** Recomposite the image from the channel planes and show it. */
@@ -195,6 +238,9 @@ export class SpatialFigure {
     const rgba = composite(ch.planes, ch.states, ch.width, ch.height);
     if (this.stage) {
       this.stage.setImage(rgba);
+      if (this.detail?.current) {
+        this.showDetail(this.detail.current);
+      }
     } else if (this.plot) {
       (this.plot as { data: CanvasData }).data = { ...this.plot.data, image: rgba };
       this.plot.draw();
@@ -309,6 +355,9 @@ export class SpatialFigure {
     }
     if (this.countTimer) {
       clearTimeout(this.countTimer);
+    }
+    if (this.detailTimer) {
+      clearTimeout(this.detailTimer);
     }
   }
 
@@ -560,6 +609,7 @@ export class SpatialFigure {
 
   private viewChanged(region: Region): void {
     this.updateScaleBar(region);
+    this.askDetail(region);
     if (this.countTimer) {
       clearTimeout(this.countTimer);
     }
