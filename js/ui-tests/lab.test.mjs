@@ -728,6 +728,9 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn === 'channel_1_sum expression', null, { timeout: 60000 });
         assert.equal(await card.locator('.sds-tissue .sds-spatial').getAttribute('data-color-by'), 'channel_1_sum');
         assert.match(await card.locator('.sds-tissue .sds-legend-slot .sds-legend-title').first().innerText(), /^channel_1_sum \(/);
+        // the toolbar's color dropdown says what is shown, not the saved coloring
+        const shown = sel => card.locator(sel).evaluate(s => s.selectedOptions[0]?.textContent);
+        assert.equal(await shown('.sds-tissue .sds-color-by'), 'gene channel_1_sum');
         await page.waitForTimeout(600);
         await card.locator('.sds-tissue').scrollIntoViewIfNeeded();
         await shot(page, `tissue-gene-${dark ? 'dark' : 'light'}`);
@@ -738,6 +741,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         await page.keyboard.press('Enter');
         await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn === 'clusters 0', null, { timeout: 60000 });
         assert.deepEqual(await legend(page), ['0', 'other cells']);
+        assert.equal(await shown('.sds-tissue .sds-color-by'), 'clusters: 0 highlighted');
         await page.waitForTimeout(400);
         await shot(page, `tissue-cluster-${dark ? 'dark' : 'light'}`);
         await page.locator('[data-result="markers-leiden"] .sds-tissue .sds-tissue-back').focus();
