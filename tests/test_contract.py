@@ -41,6 +41,7 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "color_values": {"version": 2, "figure": "fig_canvas", "column": "region_class"},
     "channels": {"version": 2, "figure": "fig_canvas"},
     "store_key": {"version": 2, "key": "tables/table/obs/zarr.json"},
+    "image_region": {"version": 2, "figure": "fig_canvas", "region": "0,0,40,40"},
 }
 
 

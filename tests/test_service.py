@@ -364,6 +364,7 @@ def test_request_table_matches_the_protocol() -> None:
         "color_values",
         "channels",
         "store_key",
+        "image_region",
     ]
 
 

@@ -447,6 +447,23 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       await page.keyboard.press('+');
       await page.waitForTimeout(300);
       assert.ok((await state()).zoom > saved.zoom, '+ zooms');
+      // zoomed in past the overview image: the region on screen comes from the pyramid (image_region), over the overview
+      for (let i = 0; i < 4; i++) await page.keyboard.press('+');
+      await page.waitForSelector('.sds-deck-stage[data-detail]', { timeout: 30000 });
+      const detail = (await stage.getAttribute('data-detail')).split(',').map(Number);
+      const zoomed = await state();
+      const [sw, sh] = [box.width / 2 ** zoomed.zoom, box.height / 2 ** zoomed.zoom];
+      const seen = [zoomed.target[0] - sw / 2, zoomed.target[1] - sh / 2, zoomed.target[0] + sw / 2, zoomed.target[1] + sh / 2];
+      const image = await figure.evaluate(el => el.sdsSpatial.payload.image.bounds);
+      // the detail covers what is on screen of the image
+      assert.ok(
+        detail[0] <= Math.max(seen[0], image[0]) + 1e-6 && detail[1] <= Math.max(seen[1], image[1]) + 1e-6 &&
+          detail[2] >= Math.min(seen[2], image[2]) - 1e-6 && detail[3] >= Math.min(seen[3], image[3]) - 1e-6,
+        `detail ${detail} covers ${seen} within ${image}`
+      );
+      assert.equal(await figure.getAttribute('data-detail-error'), null);
+      await page.waitForTimeout(300);
+      await shot(page, 'spatial-detail');
       await figure.locator('.sds-saved-view').click();
       // hovering a cell shows its ID (the obs name, from the service) and its color-by value
       const at = await figure.evaluate(el => el.sdsSpatial.screenOf(0));
@@ -711,6 +728,9 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn === 'channel_1_sum expression', null, { timeout: 60000 });
         assert.equal(await card.locator('.sds-tissue .sds-spatial').getAttribute('data-color-by'), 'channel_1_sum');
         assert.match(await card.locator('.sds-tissue .sds-legend-slot .sds-legend-title').first().innerText(), /^channel_1_sum \(/);
+        // the toolbar's color dropdown says what is shown, not the saved coloring
+        const shown = sel => card.locator(sel).evaluate(s => s.selectedOptions[0]?.textContent);
+        assert.equal(await shown('.sds-tissue .sds-color-by'), 'gene channel_1_sum');
         await page.waitForTimeout(600);
         await card.locator('.sds-tissue').scrollIntoViewIfNeeded();
         await shot(page, `tissue-gene-${dark ? 'dark' : 'light'}`);
@@ -721,6 +741,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         await page.keyboard.press('Enter');
         await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn === 'clusters 0', null, { timeout: 60000 });
         assert.deepEqual(await legend(page), ['0', 'other cells']);
+        assert.equal(await shown('.sds-tissue .sds-color-by'), 'clusters: 0 highlighted');
         await page.waitForTimeout(400);
         await shot(page, `tissue-cluster-${dark ? 'dark' : 'light'}`);
         await page.locator('[data-result="markers-leiden"] .sds-tissue .sds-tissue-back').focus();

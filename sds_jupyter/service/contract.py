@@ -42,6 +42,7 @@ REPLY_PAYLOADS: dict[str, Any] = {
     "color_values": canvas_payloads.CanvasColor,
     "channels": payloads.ChannelsData,
     "store_key": payloads.StoreKeyData,
+    "image_region": payloads.ImageRegionData,
 }
 
 _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {

@@ -35,10 +35,11 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "color_values": StackService.color_values,
     "channels": StackService.channels,
     "store_key": StackService.store_key,
+    "image_region": StackService.image_region,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels", "store_key"})
+BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels", "store_key", "image_region"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

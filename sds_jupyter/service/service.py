@@ -45,6 +45,7 @@ from sds_jupyter.service.types import (
     FigureSummary,
     Fingerprint,
     HistoryData,
+    ImageRegionData,
     KeySize,
     ResultCsv,
     ResultMeta,
@@ -63,9 +64,16 @@ from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.refs import FolderMap
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
-from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, MISSING_COLOR, build_canvas, cell_colors, channel_planes
+from sds_jupyter.studio.canvas import (
+    MAX_IMAGE_SIDE,
+    MISSING_COLOR,
+    build_canvas,
+    cell_colors,
+    channel_planes,
+    planes_over,
+)
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
-from sds_jupyter.studio.elements import coarsest_level
+from sds_jupyter.studio.elements import coarsest_level, region_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
@@ -137,6 +145,18 @@ def as_buffer(array: np.ndarray) -> memoryview:
     if contiguous.dtype.byteorder == ">":
         contiguous = contiguous.astype(contiguous.dtype.newbyteorder("<"))
     return contiguous.data.cast("B")
+
+
+def _floats(text: str, name: str, count: int) -> list[float]:
+    """``count`` finite numbers from comma-separated ``text``; a one-line refusal otherwise."""
+    parts = text.split(",")
+    try:
+        values = [float(p) for p in parts if len(p.strip()) <= 32]
+    except ValueError:
+        values = []
+    if len(values) != count or len(parts) != count or not all(np.isfinite(values)):
+        raise RequestError(f"Parameter {name!r} must be {count} finite numbers separated by commas, not {text[:80]!r}.")
+    return values
 
 
 class StackService:
@@ -549,6 +569,52 @@ class StackService:
             "height": int(planes[0].shape[0]) if planes else 0,
             "bounds": level.transform.box(0.0, 0.0, extent_x, extent_y),
             "channels": infos,
+        }
+        return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
+
+    def image_region(
+        self,
+        version: int | str | None = None,
+        figure: str = "",
+        region: str = "",
+        max_side: int = MAX_IMAGE_SIDE,
+        ranges: str = "",
+    ) -> Reply:
+        """The detail of a canvas figure's image over ``region``, as uint8 planes per channel.
+
+        Why: the canvas reply carries one overview level; a zoomed-in view asks for the finest
+        level whose pixels over the region on screen fit in ``max_side`` (at most MAX_IMAGE_SIDE),
+        read for that region alone. ``region`` is "x0,y0,x1,y1" in the figure's coordinate
+        system; ``ranges`` ("low,high;low,high;...", the ``channels`` reply's ranges) says which
+        raw values 0 and 255 stand for, so the detail matches the overview's colors.
+        """
+        if not figure:
+            raise RequestError("The image_region request needs a figure id.")
+        box = _floats(region, "region", 4)
+        if not (box[2] > box[0] and box[3] > box[1]):
+            raise RequestError(f"The region {box} is empty: give x0,y0,x1,y1 with x1 > x0 and y1 > y0.")
+        if not 16 <= max_side <= MAX_IMAGE_SIDE:
+            raise RequestError(f"max_side must be between 16 and {MAX_IMAGE_SIDE}, not {max_side}.")
+        spans = [_floats(part, "ranges", 2) for part in ranges.split(";")] if ranges else []
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        if not spec.get("image"):
+            raise RequestError(f"Figure {figure!r} shows no image.")
+        view = self.table_view(version, spec.get("table"))
+        system = spec.get("coordinate_system") or None
+        found = region_level(view.root, str(spec["image"]), box, max_side, system=system)
+        if not spans:
+            infos, _ = channel_planes(
+                coarsest_level(view.root, "images", str(spec["image"]), MAX_IMAGE_SIDE, system), spec
+            )
+            spans = [[float(info["range"][0]), float(info["range"][1])] for info in infos]
+        planes = planes_over(found.level, [(span[0], span[1]) for span in spans])
+        payload: ImageRegionData = {
+            "level": found.index,
+            "levels": found.levels,
+            "width": int(planes[0].shape[1]) if planes else 0,
+            "height": int(planes[0].shape[0]) if planes else 0,
+            "bounds": found.bounds,
+            "channels": len(planes),
         }
         return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
 

@@ -193,6 +193,19 @@ class ChannelsData(TypedDict):
     channels: list[ChannelInfo]
 
 
+class ImageRegionData(TypedDict):
+    """The ``image_region`` request: one uint8 plane per channel follows (``width`` x ``height``)."""
+
+    #: Which pyramid level was read (0 the finest) of how many.
+    level: int
+    levels: int
+    width: int
+    height: int
+    #: Where the pixels sit, in the figure's coordinate system: x0, y0, x1, y1.
+    bounds: Bounds
+    channels: int
+
+
 class Column(TypedDict):
     name: str
     dtype: str

@@ -280,6 +280,23 @@ def channel_planes(level: Level, spec: Mapping[str, Any]) -> tuple[list[ChannelI
     return infos, buffers
 
 
+def planes_over(level: Level, ranges: Sequence[tuple[float, float]]) -> list[np.ndarray]:
+    """Each channel of ``level`` (up to MAX_CHANNELS) as uint8, ``ranges[k]`` mapped onto 0-255.
+
+    Why: detail read for a zoomed-in region must use the value ranges the overview's planes
+    were scaled with (the ``channels`` request's ``range``), or its colors and contrast would
+    jump at the border between the two.
+    """
+    planes = _channel_planes(level)
+    out: list[np.ndarray] = []
+    for index in range(min(planes.shape[0], MAX_CHANNELS, len(ranges))):
+        low, high = ranges[index]
+        span = high - low if high > low else 1.0
+        plane = planes[index].astype(np.float32)
+        out.append(np.round(np.clip((np.nan_to_num(plane, nan=low) - low) / span, 0.0, 1.0) * 255).astype(np.uint8))
+    return out
+
+
 # ------------------------------------------------------------------- payload
 
 

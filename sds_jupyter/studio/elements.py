@@ -9,7 +9,7 @@ element's parquet object, all through the group's store.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,10 +24,12 @@ from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform, sy
 
 __all__ = [
     "Level",
+    "RegionLevel",
     "coarsest_level",
     "label_centroids",
     "read_shapes_frame",
     "read_store_bytes",
+    "region_level",
     "shape_centroids",
     "shapes_transform",
 ]
@@ -160,6 +162,78 @@ def coarsest_level(
     transform = element_transform(transforms, system)
     unit = system_unit(transforms, system)
     return Level(data, axes, (scale_y * step, scale_x * step), channels, extent, transform, unit)
+
+
+@dataclass(frozen=True)
+class RegionLevel:
+    """The pixels of one pyramid level over a region, and where they sit."""
+
+    level: Level
+    index: int
+    """Which level (0 the finest) of how many ``levels``."""
+    levels: int
+    bounds: list[float]
+    """The read pixels' extent in the coordinate system the canvas draws in."""
+
+
+def _level_pixels(transform: Axial, region: Sequence[float]) -> tuple[float, float, float, float]:
+    """``region`` (x0, y0, x1, y1 in the canvas's coordinate system) in level-0 pixels."""
+    if transform.sx == 0 or transform.sy == 0:
+        raise ElementError("The image's transformation collapses an axis; no region of it can be read.")
+    xs = sorted(((region[0] - transform.tx) / transform.sx, (region[2] - transform.tx) / transform.sx))
+    ys = sorted(((region[1] - transform.ty) / transform.sy, (region[3] - transform.ty) / transform.sy))
+    return xs[0], ys[0], xs[1], ys[1]
+
+
+def region_level(
+    root: zarr.Group, name: str, region: Sequence[float], max_side: int, system: str | None = None
+) -> RegionLevel:
+    """The finest level of image ``name`` whose pixels over ``region`` fit in ``max_side`` each way.
+
+    Why: a zoomed-in view needs the detail the coarse overview level lacks, but only the part
+    on screen and never more pixels than the screen shows; reading is limited to that slice
+    (other axes but channels at their first entry). The region is clipped to the image;
+    ElementError when it misses the image or even the coarsest level is too large for it.
+    """
+    element = _element(root, "images", name)
+    scales = _multiscales(element)
+    axes = tuple(str(a["name"] if isinstance(a, Mapping) else a) for a in scales.get("axes", []))
+    if "x" not in axes or "y" not in axes:
+        raise ElementError(f"Element {name!r} has no x and y axes.")
+    transforms = scales.get("coordinateTransformations")
+    transform = element_transform(transforms, system)
+    bx0, by0, bx1, by1 = _level_pixels(transform, region)
+    datasets: list[Mapping[str, Any]] = list(scales["datasets"])
+    for index, dataset in enumerate(datasets):
+        array = element.get(str(dataset.get("path")))
+        if not isinstance(array, zarr.Array):
+            continue
+        sy, sx = _scale_yx(dataset, axes)
+        height, width = int(array.shape[axes.index("y")]), int(array.shape[axes.index("x")])
+        x0, x1 = max(0, int(np.floor(bx0 / sx))), min(width, int(np.ceil(bx1 / sx)))
+        y0, y1 = max(0, int(np.floor(by0 / sy))), min(height, int(np.ceil(by1 / sy)))
+        if x1 <= x0 or y1 <= y0:
+            raise ElementError(f"The region {list(region)} does not overlap image {name!r}.")
+        if max(x1 - x0, y1 - y0) > max_side:
+            continue
+        selection = tuple(
+            slice(y0, y1) if axis == "y" else slice(x0, x1) if axis == "x" else slice(None) if axis == "c" else 0
+            for axis in axes
+        )
+        kept = tuple(axis for axis in axes if axis in ("c", "y", "x"))
+        data = np.asarray(array[selection])
+        channels: tuple[str, ...] = ()
+        if "c" in kept:
+            channels = tuple(scales["_channels"]) or tuple(str(i) for i in range(data.shape[kept.index("c")]))
+        level = Level(
+            data, kept, (sy, sx), channels, (height * sy, width * sx), transform, system_unit(transforms, system)
+        )
+        bounds = transform.box(x0 * sx, y0 * sy, x1 * sx, y1 * sy)
+        return RegionLevel(level, index, len(datasets), bounds)
+    raise ElementError(
+        f"The region {list(region)} of image {name!r} is larger than {max_side} pixels even at its coarsest level; "
+        "zoom in further."
+    )
 
 
 def _as_2d(level: Level) -> np.ndarray:

@@ -135,6 +135,41 @@ describe('colorBy: another obs column or a gene', () => {
     const options = [...f.node.querySelectorAll('.sds-color-by option')].map(o => o.textContent);
     expect(options).toEqual(['regions (saved)', 'regions', 'score']);
   });
+
+  it('the color dropdown says what the view shows: a gene, a highlight, a change, a column, the saved coloring', async () => {
+    const categorical = {
+      data: { mode: 'categorical' as const, column: 'regions', categories: ['tumor', 'stroma'], colors: ['#ff0000', '#888888'] },
+      buffers: [Uint16Array.from([0, 1, 0, 1, 0]).buffer]
+    };
+    const t = new FakeTransport().on('color_values', params =>
+      params.gene
+        ? {
+            data: { mode: 'continuous', column: String(params.gene), colormap: 'viridis', min: 0, max: 4, lut: ['#000000', '#ffffff'] },
+            buffers: [Float32Array.from([0, 1, 2, 3, 4]).buffer]
+          }
+        : categorical
+    );
+    const f = mount(t);
+    const select = f.node.querySelector<HTMLSelectElement>('.sds-color-by')!;
+    const shown = () => select.selectedOptions[0]?.textContent;
+    expect(shown()).toBe('regions (saved)');
+    await f.colorBy({ gene: 'CD3E' });
+    expect(shown()).toBe('gene CD3E');
+    await f.colorBy({ column: 'regions', highlight: 'tumor' });
+    expect(shown()).toBe('regions: tumor highlighted');
+    await f.colorBy({ column: 'regions', against: 2 });
+    expect(shown()).toBe('regions: changed since v2');
+    // one extra option at most, gone when a column is chosen again
+    expect(select.querySelectorAll('.sds-color-shown').length).toBe(1);
+    await f.colorBy({ column: 'score' });
+    expect(shown()).toBe('score');
+    expect(select.querySelector('.sds-color-shown')).toBeNull();
+    await f.colorBy({ gene: 'MS4A1', layer: 'counts' });
+    expect(shown()).toBe('gene MS4A1 (counts)');
+    await f.colorBy({});
+    expect(shown()).toBe('regions (saved)');
+    expect(select.querySelector('.sds-color-shown')).toBeNull();
+  });
 });
 
 describe('export file names', () => {

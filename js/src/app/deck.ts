@@ -7,6 +7,7 @@ import { Deck, OrthographicView, type Layer } from '@deck.gl/core';
 import { BitmapLayer, PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
 import type { ViewState } from './camera';
+import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
 export type CellLayerData = {
   n: number;
@@ -28,8 +29,7 @@ export type PolygonLayerData = {
   lines: Uint8Array;
 };
 
-/** How cells are drawn: centroids, filled outlines (zoomed out), or outlines over a light fill (zoomed in). */
-export type CellMode = 'points' | 'filled' | 'outlined';
+export type { CellMode };
 
 export type DeckScene = {
   cells: CellLayerData;
@@ -42,6 +42,8 @@ export type DeckScene = {
   cellsOpacity: number;
   outline: boolean;
   image: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
+  /** A finer level's pixels over the region on screen, drawn over `image` (which stays below). */
+  detail: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
   imageVisible: boolean;
   /** Bumped whenever `cells.colors` changes, so deck re-uploads them. */
   colorVersion: number;
@@ -115,6 +117,17 @@ export class DeckView {
           textureParameters: { minFilter: 'nearest', magFilter: 'nearest' }
         })
       );
+      if (scene.detail) {
+        const [dx0, dy0, dx1, dy1] = scene.detail.bounds;
+        layers.push(
+          new BitmapLayer({
+            id: 'image-detail',
+            image: scene.detail.source,
+            bounds: [dx0, dy1, dx1, dy0],
+            textureParameters: { minFilter: 'linear', magFilter: 'nearest' }
+          })
+        );
+      }
     }
     const polygons = scene.polygons;
     if (scene.cellsVisible && polygons && scene.cellMode !== 'points') {
@@ -181,7 +194,7 @@ function polygonLayers(scene: DeckScene, p: PolygonLayerData): Layer[] {
       data: binary('getPolygon', p.fills) as never,
       _normalize: false,
       positionFormat: 'XY',
-      opacity: scene.cellsOpacity * (scene.cellMode === 'outlined' ? 0.45 : 1),
+      opacity: scene.cellsOpacity * (scene.cellMode === 'outlined' ? OUTLINED_FILL_OPACITY : 1),
       pickable: true,
       autoHighlight: true,
       highlightColor: [255, 255, 255, 160],

@@ -5,12 +5,17 @@ import { download, empty, errorBox, fill, h, loading, runDisposers } from './dom
 import { printWidth } from './format';
 import { PRINT_DPI, printBlob, printPixels, printWidthMm } from './print';
 import {
+  cellPaths,
   decodeCanvas,
+  fillPaths,
   packColor,
+  typicalWidth,
   rasterizePoints,
   affine,
   vectorSVG,
   type CanvasData,
+  type CellMode,
+  type CellPaths,
   type View
 } from './raster';
 import { fitViewState, savedRegion, viewStateFor, type ViewState } from './camera';
@@ -259,6 +264,9 @@ export class CanvasPlot {
   /** Pixels per CSS px to draw at (the print export's); null: the screen's, at most 2. */
   pixelRatio: number | null = null;
   lastDrawn = 0;
+  /** How the last draw drew the cells (points, or their polygons/circles). */
+  drawnAs: CellMode = 'points';
+  private cellSize: number | null = null;
   /** Leave room for a legend beside the drawing (when it sits in this plot's node). */
   reserveLegend = true;
 
@@ -336,10 +344,38 @@ export class CanvasPlot {
         ctx.restore();
       }
     }
-    const pixels = ctx.getImageData(0, 0, view.width, view.height);
     const noneColor =
       getComputedStyle(this.node).getPropertyValue('--jp-brand-color1').trim() || '#1f77b4';
-    this.lastDrawn = rasterizePoints(
+    const shapes = this.shapesFor(view, noneColor);
+    if (shapes) {
+      // the cells' polygons or circles, as the WebGL view draws them at this zoom
+      fillPaths(ctx, shapes, 1.5 * ratio);
+      this.lastDrawn = shapes.drawn;
+      this.drawnAs = shapes.mode;
+    } else {
+      this.lastDrawn = this.drawPoints(ctx, view, ratio, noneColor);
+      this.drawnAs = 'points';
+    }
+    measure('sds:canvas-draw', start, {
+      n_cells: this.payload.n_cells,
+      drawn: this.lastDrawn,
+      width: view.width,
+      height: view.height
+    });
+  }
+
+  /** The cells' shapes in `view` (null: draw points); the typical cell width is measured once. */
+  private shapesFor(view: View, noneColor: string): CellPaths | null {
+    const shapes = this.data.shapes;
+    if (shapes?.kind === 'polygons' && this.cellSize === null) {
+      this.cellSize = typicalWidth(shapes.starts, shapes.vertices, this.payload.n_cells);
+    }
+    return cellPaths(this.data, this.payload.color, view, noneColor, this.cellSize ?? undefined);
+  }
+
+  private drawPoints(ctx: CanvasRenderingContext2D, view: View, ratio: number, noneColor: string): number {
+    const pixels = ctx.getImageData(0, 0, view.width, view.height);
+    const drawn = rasterizePoints(
       pixels.data,
       this.data,
       this.payload.color,
@@ -348,12 +384,7 @@ export class CanvasPlot {
       noneColor
     );
     ctx.putImageData(pixels, 0, 0);
-    measure('sds:canvas-draw', start, {
-      n_cells: this.payload.n_cells,
-      drawn: this.lastDrawn,
-      width: view.width,
-      height: view.height
-    });
+    return drawn;
   }
 
   /** Redraw when the available width changes (panel or window resized); returns the undo. */

@@ -200,6 +200,15 @@ export type ChannelsData = {
   channels: ChannelInfo[];
 };
 
+export type ImageRegionData = {
+  level: number;
+  levels: number;
+  width: number;
+  height: number;
+  bounds: Bounds;
+  channels: number;
+};
+
 export type Column = {
   name: string;
   dtype: string;
@@ -434,6 +443,7 @@ export interface ReplyTypes {
   color_values: CanvasColor;
   channels: ChannelsData;
   store_key: StoreKeyData;
+  image_region: ImageRegionData;
 }
 
 /** Request name -> its parameters, from the service method's signature. */
@@ -453,7 +463,8 @@ export interface ParamTypes {
   color_values: { version?: number | string | null; figure?: string; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null };
   channels: { version?: number | string | null; figure?: string };
   store_key: { version?: number | string | null; key?: string };
+  image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels', 'store_key'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels', 'store_key', 'image_region'] as const;

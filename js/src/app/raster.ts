@@ -268,8 +268,8 @@ export function cssOf(packed: number): [string, number] {
 }
 
 /**
- * The cells as SVG circles (one group per colour) over the image, for vector
- * export of small drawings. `view` is in CSS pixels; `imageHref` a PNG data URL
+ * The cells as SVG over the image, for vector export of small drawings: their polygons or
+ * circles when the canvas reply has shapes (cellPaths), else circles (one group per colour). `view` is in CSS pixels; `imageHref` a PNG data URL
  * of the composited image alone.
  */
 export function vectorSVG(
@@ -313,10 +313,184 @@ export function vectorSVG(
         `xlink:href="${imageHref}" href="${imageHref}"/>`
     );
   }
-  for (const [col, circles] of groups) {
-    const [fill, opacity] = cssOf(col);
-    parts.push(`<g fill="${fill}"${opacity < 1 ? ` fill-opacity="${+opacity.toFixed(3)}"` : ''}>${circles.join('')}</g>`);
+  const shaped = cellPaths(data, payload.color, view, noneColor);
+  if (shaped) {
+    parts.push(...svgPaths(shaped));
+  } else {
+    for (const [col, circles] of groups) {
+      const [fill, opacity] = cssOf(col);
+      parts.push(`<g fill="${fill}"${opacity < 1 ? ` fill-opacity="${+opacity.toFixed(3)}"` : ''}>${circles.join('')}</g>`);
+    }
   }
   parts.push('</svg>');
   return parts.join('');
+}
+
+/** How cells are drawn: centroids, filled outlines (zoomed out), or outlines over a light fill (zoomed in). */
+export type CellMode = 'points' | 'filled' | 'outlined';
+
+/** How strongly an outlined cell's fill shows under its outline (the same in WebGL and 2D). */
+export const OUTLINED_FILL_OPACITY = 0.45;
+
+/** The median width (larger of the x and y extents) of up to 1,000 cells' outlines, in data units. */
+export function typicalWidth(starts: Uint32Array, vertices: Float32Array, n: number): number {
+  const step = Math.max(1, Math.floor(n / 1000));
+  const widths: number[] = [];
+  for (let i = 0; i < n; i += step) {
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (let v = starts[i]; v < starts[i + 1]; v++) {
+      const x = vertices[2 * v];
+      const y = vertices[2 * v + 1];
+      x0 = Math.min(x0, x);
+      x1 = Math.max(x1, x);
+      y0 = Math.min(y0, y);
+      y1 = Math.max(y1, y);
+    }
+    if (x1 >= x0) {
+      widths.push(Math.max(x1 - x0, y1 - y0));
+    }
+  }
+  widths.sort((a, b) => a - b);
+  return widths.length ? widths[Math.floor(widths.length / 2)] : 0;
+}
+
+/**
+ * How polygon cells `cellSize` data units wide are drawn at `pixelsPerUnit`: centroids while a
+ * cell would be under 3 px (too many to tell apart), filled outlines up to 14 px, outlines over
+ * a light fill beyond. Cells without polygons are points (circles keep their radius either way).
+ */
+export function cellModeAt(cellSize: number, pixelsPerUnit: number): CellMode {
+  if (!(cellSize > 0)) {
+    return 'points';
+  }
+  const px = cellSize * pixelsPerUnit;
+  return px < 3 ? 'points' : px < 14 ? 'filled' : 'outlined';
+}
+
+/** The cells as SVG path data grouped by packed color, for the 2D drawing and the SVG export. */
+export type CellPaths = {
+  mode: CellMode;
+  /** Packed RGBA color → path data (screen coordinates of `view`). */
+  groups: Map<number, string>;
+  /** Cells with a part in view. */
+  drawn: number;
+};
+
+const fmt = (v: number): string => String(Math.round(v * 100) / 100);
+
+/**
+ * The cells' shapes (from the canvas reply's `shapes` buffers, as decodeCanvas split them) as
+ * path data in `view`: polygons when the zoom makes them legible (cellModeAt), circles of
+ * their radius (at least half a pixel); null when the cells are drawn as points.
+ * Cells out of view, without a position, or of a hidden category are left out.
+ */
+export function cellPaths(data: CanvasData, color: CanvasColor, view: View, noneColor = '#1f77b4', cellSize?: number): CellPaths | null {
+  const shapes = data.shapes;
+  if (!shapes) {
+    return null;
+  }
+  const n = data.x.length;
+  const [a, b, c, d, e, f] = affine(view);
+  const { width: w, height: hgt } = view;
+  const colorOf = colorFn(color, data.value, packColor(noneColor));
+  const parts = new Map<number, string[]>();
+  const add = (col: number, s: string) => {
+    let g = parts.get(col);
+    if (!g) {
+      parts.set(col, (g = []));
+    }
+    g.push(s);
+  };
+  let drawn = 0;
+  let mode: CellMode = 'filled';
+  if (shapes.kind === 'polygons') {
+    mode = cellModeAt(cellSize ?? typicalWidth(shapes.starts, shapes.vertices, n), view.scale);
+    if (mode === 'points') {
+      return null;
+    }
+    const { starts, vertices } = shapes;
+    for (let i = 0; i < n; i++) {
+      const v0 = starts[i];
+      const v1 = starts[i + 1];
+      if (v1 - v0 < 3) {
+        continue;
+      }
+      const col = colorOf(i);
+      if (col >>> 24 === 0) {
+        continue;
+      }
+      let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+      const pts: string[] = [];
+      for (let v = v0; v < v1; v++) {
+        const px = vertices[2 * v];
+        const py = vertices[2 * v + 1];
+        const sx = a * px + c * py + e;
+        const sy = b * px + d * py + f;
+        x0 = Math.min(x0, sx);
+        x1 = Math.max(x1, sx);
+        y0 = Math.min(y0, sy);
+        y1 = Math.max(y1, sy);
+        pts.push(`${fmt(sx)} ${fmt(sy)}`);
+      }
+      if (!(x1 >= 0 && x0 <= w && y1 >= 0 && y0 <= hgt)) {
+        continue; // out of view (or NaN vertices)
+      }
+      drawn++;
+      add(col, `M${pts.join('L')}Z`);
+    }
+  } else {
+    const { radius } = shapes;
+    for (let i = 0; i < n; i++) {
+      const sx = a * data.x[i] + c * data.y[i] + e;
+      const sy = b * data.x[i] + d * data.y[i] + f;
+      const r = Math.max(0.5, (radius[i] || 0) * view.scale);
+      if (!(sx >= -r && sx <= w + r && sy >= -r && sy <= hgt + r)) {
+        continue;
+      }
+      const col = colorOf(i);
+      if (col >>> 24 === 0) {
+        continue;
+      }
+      drawn++;
+      const rr = fmt(r);
+      add(col, `M${fmt(sx - r)} ${fmt(sy)}a${rr} ${rr} 0 1 0 ${fmt(2 * r)} 0a${rr} ${rr} 0 1 0 ${fmt(-2 * r)} 0Z`);
+    }
+  }
+  const groups = new Map<number, string>();
+  for (const [col, list] of parts) {
+    groups.set(col, list.join(''));
+  }
+  return { mode, groups, drawn };
+}
+
+/** SVG elements for `paths`: one <path> per color (outlined cells: a light fill and a stroke). */
+export function svgPaths(paths: CellPaths): string[] {
+  const out: string[] = [];
+  for (const [col, d] of paths.groups) {
+    const [css, opacity] = cssOf(col);
+    const fillOpacity = opacity * (paths.mode === 'outlined' ? OUTLINED_FILL_OPACITY : 1);
+    const stroke = paths.mode === 'outlined' ? ` stroke="${css}" stroke-width="1.5" stroke-linejoin="round"${opacity < 1 ? ` stroke-opacity="${+opacity.toFixed(3)}"` : ''}` : '';
+    out.push(`<path fill="${css}"${fillOpacity < 1 ? ` fill-opacity="${+fillOpacity.toFixed(3)}"` : ''}${stroke} d="${d}"/>`);
+  }
+  return out;
+}
+
+/** Draw `paths` on a 2D context (already cleared, image drawn; identity transform). */
+export function fillPaths(ctx: CanvasRenderingContext2D, paths: CellPaths, lineWidth = 1.5): void {
+  ctx.save();
+  ctx.lineJoin = 'round';
+  ctx.lineWidth = lineWidth;
+  for (const [col, d] of paths.groups) {
+    const [css, opacity] = cssOf(col);
+    const path = new Path2D(d);
+    ctx.fillStyle = css;
+    ctx.globalAlpha = opacity * (paths.mode === 'outlined' ? OUTLINED_FILL_OPACITY : 1);
+    ctx.fill(path);
+    if (paths.mode === 'outlined') {
+      ctx.strokeStyle = css;
+      ctx.globalAlpha = opacity;
+      ctx.stroke(path);
+    }
+  }
+  ctx.restore();
 }

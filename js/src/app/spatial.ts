@@ -24,7 +24,7 @@ import {
 } from './camera';
 import type { CellMode, DeckScene, DeckView, PolygonLayerData } from './deck';
 import { h } from './dom';
-import { colorFn, packColor, type CanvasData } from './raster';
+import { cellModeAt, colorFn, packColor, typicalWidth, type CanvasData } from './raster';
 import type { CanvasPayload } from './types';
 
 /** Whether this browser can draw with WebGL2 (probed once; the probe's context is released at once). */
@@ -101,6 +101,7 @@ export class SpatialStage {
   private cellSize = 0;
   private cellMode: CellMode = 'points';
   private imageSource: HTMLCanvasElement | null = null;
+  private detail: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null = null;
   private disposed = false;
 
   constructor(
@@ -301,6 +302,27 @@ export class SpatialStage {
     this.sync();
   }
 
+  /** Draw `rgba` (`width`×`height`) over the overview image at `bounds`; null takes it away. */
+  setDetail(detail: { rgba: Uint8ClampedArray; width: number; height: number; bounds: [number, number, number, number] } | null): void {
+    if (!detail) {
+      this.detail = null;
+    } else {
+      const src = document.createElement('canvas');
+      src.width = detail.width;
+      src.height = detail.height;
+      src.getContext('2d')?.putImageData(new ImageData(detail.rgba as never, detail.width, detail.height), 0, 0);
+      this.detail = { source: src, bounds: detail.bounds };
+      this.node.dataset.detail = detail.bounds.map(v => +v.toFixed(2)).join(',');
+    }
+    this.sync();
+  }
+
+  /** The stage's size in device pixels (what detail is fetched for). */
+  screen(): [number, number] {
+    const ratio = Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1);
+    return [Math.round(this.size[0] * ratio), Math.round(this.size[1] * ratio)];
+  }
+
   /** Recolor the cells: `color` and `value` as the canvas payload describes them. */
   setColors(color: CanvasPayload['color'], value: CanvasData['value'], none: string): void {
     const colorOf = colorFn(color, value, packColor(none));
@@ -350,6 +372,7 @@ export class SpatialStage {
       cellsOpacity: this.cellsOpacity,
       outline: (this.payload.point_size || 2) >= 3,
       image: img && this.imageSource ? { source: this.imageSource, bounds: img.bounds } : null,
+      detail: this.detail,
       imageVisible: this.imageVisible,
       colorVersion: this.colorVersion
     };
@@ -450,16 +473,9 @@ export class SpatialStage {
     this.release();
   }
 
-  /**
-   * How cells are drawn at `zoom`: centroids while a cell would be under 3 px (there are too
-   * many to tell apart), filled outlines up to 14 px, outlines over a light fill beyond.
-   */
+  /** How cells are drawn at `zoom` (the same rule as the 2D drawing's, cellModeAt). */
   private modeAt(zoom: number): CellMode {
-    if (!this.polygons || !(this.cellSize > 0)) {
-      return 'points';
-    }
-    const px = this.cellSize * Math.pow(2, zoom);
-    return px < 3 ? 'points' : px < 14 ? 'filled' : 'outlined';
+    return this.polygons ? cellModeAt(this.cellSize, Math.pow(2, zoom)) : 'points';
   }
 
   /** How cells are drawn now (points, filled or outlined polygons). */
@@ -473,24 +489,4 @@ export class SpatialStage {
   }
 }
 
-/** The median width (larger of the x and y extents) of up to 1,000 cells' outlines, in data units. */
-export function typicalWidth(starts: Uint32Array, vertices: Float32Array, n: number): number {
-  const step = Math.max(1, Math.floor(n / 1000));
-  const widths: number[] = [];
-  for (let i = 0; i < n; i += step) {
-    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
-    for (let v = starts[i]; v < starts[i + 1]; v++) {
-      const x = vertices[2 * v];
-      const y = vertices[2 * v + 1];
-      x0 = Math.min(x0, x);
-      x1 = Math.max(x1, x);
-      y0 = Math.min(y0, y);
-      y1 = Math.max(y1, y);
-    }
-    if (x1 >= x0) {
-      widths.push(Math.max(x1 - x0, y1 - y0));
-    }
-  }
-  widths.sort((a, b) => a - b);
-  return widths.length ? widths[Math.floor(widths.length / 2)] : 0;
-}
+export { typicalWidth };

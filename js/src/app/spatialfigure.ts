@@ -9,6 +9,7 @@ import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Regio
 import { h } from './dom';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
+import { DetailLoader, type Detail } from './detail';
 import { composePrint } from './print';
 import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
@@ -52,6 +53,9 @@ export class SpatialFigure {
   private readonly rows = new Map<number, Promise<CellRow>>();
   private hoverIndex = -1;
   private countTimer: ReturnType<typeof setTimeout> | null = null;
+  private detailTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Fetches finer pyramid levels for the region on screen (WebGL view with an image and its channels). */
+  private detail: DetailLoader | null = null;
   private undo: (() => void)[] = [];
 
   constructor(
@@ -146,13 +150,30 @@ export class SpatialFigure {
     this.value = value;
     this.hidden.clear();
     this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
-    const select = this.node.querySelector<HTMLSelectElement>('.sds-color-by');
-    if (select) {
-      const own = !gene && target.highlight === undefined && target.against === undefined;
-      select.value = own && color.mode !== 'none' ? color.column : '';
-    }
+    this.showColorChoice(target);
     this.renderLegend();
     this.redrawColors();
+  }
+
+  /**
+   * Make the toolbar's color dropdown say what the view shows: the column chosen, or (for a
+   * gene, a highlight or a change against another version, which are not obs columns) one
+   * extra option naming it, so it never reads "(saved)" over another coloring.
+   */
+  private showColorChoice(target: ColorTarget): void {
+    const select = this.node.querySelector<HTMLSelectElement>('.sds-color-by');
+    if (!select) {
+      return;
+    }
+    select.querySelector('.sds-color-shown')?.remove();
+    const label = shownLabel(target);
+    if (label === null) {
+      select.value = target.column ?? '';
+      return;
+    }
+    const option = h('option', { class: 'sds-color-shown', value: SHOWN }, label) as HTMLOptionElement;
+    select.append(option);
+    select.value = SHOWN;
   }
 
   /** Ask for the image's channels as planes, then offer each one's toggle, color and contrast. */
@@ -167,6 +188,45 @@ export class SpatialFigure {
     this.channels = { width, height, planes, states: channels.map(c => ({ ...c })) };
     this.renderLegend();
     this.renderChannels();
+    if (this.stage) {
+      this.detail = new DetailLoader(
+        this.transport,
+        this.version,
+        this.figureId,
+        { width, height, bounds: img.bounds },
+        d => this.showDetail(d),
+        message => {
+          this.node.dataset.detailError = message;
+        }
+      );
+      this.stage.node.dataset.detailReady = 'true';
+      this.askDetail(this.stage.region());
+    }
+  }
+
+  /** Ask for the detail of `region` once the camera rests a moment (a wheel spin asks once). */
+  private askDetail(region: Region): void {
+    const stage = this.stage;
+    const loader = this.detail;
+    if (!stage || !loader || !this.channels) {
+      return;
+    }
+    if (this.detailTimer) {
+      clearTimeout(this.detailTimer);
+    }
+    this.detailTimer = setTimeout(() => {
+      this.detailTimer = null;
+      void loader.update(region, stage.screen(), this.channels?.states ?? []);
+    }, 120);
+  }
+
+  /** Draw a region's detail over the overview, in the channels' current colors. */
+  private showDetail(d: Detail): void {
+    const ch = this.channels;
+    if (!this.stage || !ch) {
+      return;
+    }
+    this.stage.setDetail({ rgba: DetailLoader.rgba(d, ch.states), width: d.width, height: d.height, bounds: d.bounds });
   }
 
   /** Recomposite the image from the channel planes and show it. */
@@ -178,6 +238,9 @@ export class SpatialFigure {
     const rgba = composite(ch.planes, ch.states, ch.width, ch.height);
     if (this.stage) {
       this.stage.setImage(rgba);
+      if (this.detail?.current) {
+        this.showDetail(this.detail.current);
+      }
     } else if (this.plot) {
       (this.plot as { data: CanvasData }).data = { ...this.plot.data, image: rgba };
       this.plot.draw();
@@ -292,6 +355,9 @@ export class SpatialFigure {
     }
     if (this.countTimer) {
       clearTimeout(this.countTimer);
+    }
+    if (this.detailTimer) {
+      clearTimeout(this.detailTimer);
     }
   }
 
@@ -488,6 +554,9 @@ export class SpatialFigure {
       ) as HTMLSelectElement;
       select.value = '';
       select.addEventListener('change', () => {
+        if (select.value === SHOWN) {
+          return;
+        }
         this.colorBy(select.value ? { column: select.value } : {}).catch(() => undefined);
       });
       const gene = h('input', {
@@ -540,6 +609,7 @@ export class SpatialFigure {
 
   private viewChanged(region: Region): void {
     this.updateScaleBar(region);
+    this.askDetail(region);
     if (this.countTimer) {
       clearTimeout(this.countTimer);
     }
@@ -678,6 +748,24 @@ export class SpatialFigure {
 }
 
 /** A CSS color as #rrggbb for <input type=color>. */
+/** The value of the color dropdown's option for a coloring that is not an obs column (no column name holds a NUL). */
+const SHOWN = '\u0000shown';
+
+/** What a gene, highlight or comparison coloring is called in the color dropdown; null for a plain column or the saved one. */
+export function shownLabel(target: ColorTarget): string | null {
+  if (target.gene) {
+    return `gene ${target.gene}${target.layer ? ` (${target.layer})` : ''}`;
+  }
+  if (target.column && target.highlight !== undefined) {
+    return `${target.column}: ${target.highlight} highlighted`;
+  }
+  if (target.column && target.against !== undefined) {
+    const other = typeof target.against === 'number' ? `v${target.against}` : target.against;
+    return `${target.column}: changed since ${other}`;
+  }
+  return null;
+}
+
 function hex6(color: string): string {
   const m = /^#?([0-9a-f]{3}|[0-9a-f]{6})([0-9a-f]{2})?$/i.exec(color.trim());
   if (!m) {
