@@ -106,7 +106,7 @@ class _Entries(NamedTuple):
 
 def _compact(values: npt.NDArray[np.uint64]) -> array[int]:
     """The smallest unsigned typed array that holds ``values`` (4 bytes when they fit)."""
-    if values.size == 0 or int(values.max()) <= _U32_MAX:
+    if values.size == 0 or int(np.max(values)) <= _U32_MAX:
         return array("I", values.astype(np.uint32).tobytes())
     return array("Q", values.astype(np.uint64).tobytes())
 
