@@ -98,3 +98,12 @@ def test_the_service_sends_the_cells_as_polygons_over_the_finest_level_that_fits
     # each cell's outline surrounds its centroid (obsm["spatial"]): the same coordinate system
     first = vertices[starts[0] : starts[1]]
     assert first[:, 0].min() < x[0] < first[:, 0].max()
+
+
+def test_every_demo_result_has_its_default_chart(xenium: Path) -> None:
+    """The Results tab draws a chart for each result: its kind is one the default charts know."""
+    from sds_jupyter.service import StackService
+
+    results = StackService(xenium).results(None)["results"]
+    assert {r["id"] for r in results} >= {"markers-leiden", "nhood-enrichment", "niche-composition"}
+    assert [r["id"] for r in results if "chart" not in r] == []

@@ -171,7 +171,7 @@ def _markers(writer: VersionWriter, run: Run) -> dict[str, str]:
     table = analysis.marker_table(run.tissue.counts, run.tissue.genes, run.labels["leiden"])
     n_groups = len(run.labels["leiden"].categories)
     meta = _meta(
-        "rank_genes_groups", "Markers per Leiden cluster", "t-test", {"groupby": "leiden"}, {"n_groups": n_groups}
+        "markers", "Markers per Leiden cluster", "t-test", {"groupby": "leiden"}, {"n_groups": n_groups}
     )
     writer.set_result(TABLE, "markers-leiden", {"table": table}, meta)
     writer.set_figure(
