@@ -107,3 +107,15 @@ def test_every_demo_result_has_its_default_chart(xenium: Path) -> None:
     results = StackService(xenium).results(None)["results"]
     assert {r["id"] for r in results} >= {"markers-leiden", "nhood-enrichment", "niche-composition"}
     assert [r["id"] for r in results if "chart" not in r] == []
+
+
+def test_every_demo_result_names_the_obs_column_its_groups_come_from(xenium: Path) -> None:
+    """A click on a group, cluster or niche of a result highlights its cells: the parameters must say in which column."""
+    from sds_jupyter.service import StackService
+
+    obs = open_anndata(Stack.resolve(xenium)).obs
+    keys = ("groupby", "cluster_key", "groupby_key", "niche_key", "region_key")
+    for result in StackService(xenium).results(None)["results"]:
+        parameters = (result.get("meta") or {}).get("parameters") or {}
+        named = [parameters[k] for k in keys if isinstance(parameters.get(k), str)]
+        assert named and named[0] in obs.columns, (result["id"], parameters)
