@@ -98,3 +98,24 @@ def test_the_service_sends_the_cells_as_polygons_over_the_finest_level_that_fits
     # each cell's outline surrounds its centroid (obsm["spatial"]): the same coordinate system
     first = vertices[starts[0] : starts[1]]
     assert first[:, 0].min() < x[0] < first[:, 0].max()
+
+
+def test_every_demo_result_has_its_default_chart(xenium: Path) -> None:
+    """The Results tab draws a chart for each result: its kind is one the default charts know."""
+    from sds_jupyter.service import StackService
+
+    results = StackService(xenium).results(None)["results"]
+    assert {r["id"] for r in results} >= {"markers-leiden", "nhood-enrichment", "niche-composition"}
+    assert [r["id"] for r in results if "chart" not in r] == []
+
+
+def test_every_demo_result_names_the_obs_column_its_groups_come_from(xenium: Path) -> None:
+    """A click on a group, cluster or niche of a result highlights its cells: the parameters must say in which column."""
+    from sds_jupyter.service import StackService
+
+    obs = open_anndata(Stack.resolve(xenium)).obs
+    keys = ("groupby", "cluster_key", "groupby_key", "niche_key", "region_key")
+    for result in StackService(xenium).results(None)["results"]:
+        parameters = (result.get("meta") or {}).get("parameters") or {}
+        named = [parameters[k] for k in keys if isinstance(parameters.get(k), str)]
+        assert named and named[0] in obs.columns, (result["id"], parameters)

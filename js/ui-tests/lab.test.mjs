@@ -800,6 +800,21 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       const active = await page.locator('.sds-history').getAttribute('aria-activedescendant');
       assert.ok(active && (await page.locator(`[id="${active}"]`).count()) === 1, `aria-activedescendant ${active}`);
       await page.waitForFunction(() => document.querySelector('.sds-action-msg')?.textContent === '', null, { timeout: 10000 });
+      // Compare with v1: the added columns' values wrap instead of pushing the panel sideways
+      await page.locator('.sds-tab[data-tab="compare"]').click();
+      await page.locator('.sds-compare select[aria-label^="Version B"]').selectOption('1');
+      await page.waitForSelector('.sds-compare table.sds-columns tbody tr', { timeout: 30000 });
+      await page.waitForTimeout(300);
+      await shot(page, 'compare-420-narrow');
+      // a long list of values (six niches of a big demo) wraps: the cell does not keep it on one line
+      const whiteSpace = await page.locator('.sds-compare table.sds-columns td.sds-values').first().evaluate(td => getComputedStyle(td).whiteSpace);
+      assert.equal(whiteSpace, 'normal', 'the values of an added column wrap');
+      const compareOverflow = await page.evaluate(() =>
+        [document.querySelector('.sds-panels')]
+          .filter(el => el.scrollWidth > el.clientWidth + 1)
+          .map(el => `${el.className} ${el.scrollWidth}>${el.clientWidth}`)
+      );
+      assert.deepEqual(compareOverflow, [], 'the compare view scrolls sideways at 420 px');
       assert.deepEqual(page.errors, []);
     } finally {
       await page.close();

@@ -170,9 +170,7 @@ def _hypoxia(tissue: Tissue) -> np.ndarray:
 def _markers(writer: VersionWriter, run: Run) -> dict[str, str]:
     table = analysis.marker_table(run.tissue.counts, run.tissue.genes, run.labels["leiden"])
     n_groups = len(run.labels["leiden"].categories)
-    meta = _meta(
-        "rank_genes_groups", "Markers per Leiden cluster", "t-test", {"groupby": "leiden"}, {"n_groups": n_groups}
-    )
+    meta = _meta("markers", "Markers per Leiden cluster", "t-test", {"groupby": "leiden"}, {"n_groups": n_groups})
     writer.set_result(TABLE, "markers-leiden", {"table": table}, meta)
     writer.set_figure(
         TABLE, "fig-markers", _chart("Top markers per cluster", "markers-leiden", "bar", "gene", "score", "group")
@@ -237,7 +235,11 @@ def _niches(writer: VersionWriter, run: Run) -> dict[str, str]:
     niche, composition = analysis.niches(run.rng, run.labels["cell_type"], run.neighbors)
     writer.set_obs(TABLE, "niche", niche)
     meta = _meta(
-        "niches", "Cell type composition of each niche", "k-means", {"n_neighs": NEIGHBORS, "k": 6}, {"n_niches": 6}
+        "niches",
+        "Cell type composition of each niche",
+        "k-means",
+        {"niche_key": "niche", "n_neighs": NEIGHBORS, "k": 6},
+        {"n_niches": 6},
     )
     writer.set_result(TABLE, "niche-composition", {"table": composition}, meta)
     writer.set_figure(TABLE, "fig-niches", _canvas("Cellular niches", "niche", zoom_in=False))
