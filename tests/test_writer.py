@@ -128,6 +128,8 @@ ONE_PASS_VALUES = {
     "float": np.linspace(0, 1, 1000),
     "int": np.arange(7, dtype="int64"),
     "bool": np.array([True, False, True]),
+    "zeros (a chunk of fill values, which zarr would leave out)": np.zeros(50),
+    "big-endian": np.arange(5, dtype=">f8"),
     "float32 2-d": np.ones((20, 3), dtype="float32"),
     "strided 2-d": np.arange(40.0).reshape(10, 4)[:, ::2],
     "strings": np.array(["x", "yy", ""], dtype=object),
@@ -135,7 +137,6 @@ ONE_PASS_VALUES = {
     "ordered categorical": pd.Categorical([3, 1, 3], ordered=True),
 }
 TWO_PASS_VALUES = {
-    "zeros (a chunk of fill values)": np.zeros(50),
     "empty": np.zeros(0),
     "strings with a missing one": np.array(["x", None], dtype=object),
     "nullable ints": pd.array([1, None], dtype="Int64"),

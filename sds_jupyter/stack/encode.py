@@ -10,6 +10,7 @@ re-encoded in the format's layout (a second pass, over small values in practice)
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -27,6 +28,9 @@ STUDIO_KEY = "spatial_data_studio"
 #: gzip's fastest level: about 2.5 times quicker than zarr's default (5) on numeric
 #: columns, for objects some 15 % larger; any level reads the same.
 GZIP_LEVEL = 1
+
+#: numpy's mark for native byte order, where native is little-endian (zarr's bytes codec here)
+_NATIVE = "=" if sys.byteorder == "little" else "<"
 
 
 def studio_path(table: str, *parts: str) -> str:
@@ -120,8 +124,28 @@ def _one_pass_array(value: Any) -> bool:
 
 def _write_one_chunk(anndata: Any, group: zarr.Group, name: str, value: Any) -> None:
     options = {"chunks": tuple(value.shape), "compressors": [GzipCodec(level=GZIP_LEVEL)]}
+    if value.dtype.kind in "biuf" and value.dtype.byteorder in ("<", "|", _NATIVE):
+        _write_numeric(group, name, value, options)
+        return
     with no_auto_sharding():
         anndata.io.write_elem(group, name, value, dataset_kwargs=options)
+
+
+def _write_numeric(group: zarr.Group, name: str, value: Any, options: dict[str, Any]) -> None:
+    """What anndata's write_basic writes for a numeric array, its chunk compressed here.
+
+    zarr's write of one chunk (a copy into its buffer, the codecs run on a worker
+    thread behind the event loop) costs a few milliseconds over the gzip itself; the
+    chunk is the array's bytes in C order, little-endian, then gzip, as zarr makes it.
+    """
+    import numcodecs  # type: ignore[import-untyped]
+    import numpy as np
+
+    attributes: dict[str, Any] = {"encoding-type": "array", "encoding-version": "0.2.0"}
+    group.create_array(name, shape=value.shape, dtype=value.dtype, attributes=attributes, **options)
+    data = numcodecs.GZip(level=GZIP_LEVEL).encode(np.ascontiguousarray(value))
+    key = f"{group.path}/{name}/c/{'/'.join('0' * value.ndim)}".lstrip("/")
+    sync(group.store.set(key, default_buffer_prototype().buffer.from_bytes(data)))
 
 
 def _objects(store: Store) -> dict[str, bytes]:
