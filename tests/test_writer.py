@@ -119,6 +119,46 @@ def test_arrays_are_single_chunk_zarr_v3_with_gzip(demo_copy: Path) -> None:
         assert doc["attributes"]["encoding-type"] in ("array", "string-array")
 
 
+def _without_gzip_time(objects: dict[str, bytes]) -> dict[str, bytes]:
+    """Objects with the gzip header's timestamp (bytes 4 to 8 of a chunk) zeroed."""
+    return {k: v[:4] + bytes(4) + v[8:] if v[:2] == b"\x1f\x8b" else v for k, v in objects.items()}
+
+
+ONE_PASS_VALUES = {
+    "float": np.linspace(0, 1, 1000),
+    "int": np.arange(7, dtype="int64"),
+    "bool": np.array([True, False, True]),
+    "zeros (a chunk of fill values, which zarr would leave out)": np.zeros(50),
+    "big-endian": np.arange(5, dtype=">f8"),
+    "float32 2-d": np.ones((20, 3), dtype="float32"),
+    "strided 2-d": np.arange(40.0).reshape(10, 4)[:, ::2],
+    "strings": np.array(["x", "yy", ""], dtype=object),
+    "categorical": pd.Categorical(["a", None, "b", "a"]),
+    "ordered categorical": pd.Categorical([3, 1, 3], ordered=True),
+}
+TWO_PASS_VALUES = {
+    "empty": np.zeros(0),
+    "strings with a missing one": np.array(["x", None], dtype=object),
+    "nullable ints": pd.array([1, None], dtype="Int64"),
+    "data frame": pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}, index=["r1", "r2"]),
+    "dict": {"a": 1, "b": {"c": "s"}},
+}
+
+
+@pytest.mark.parametrize("name", [*ONE_PASS_VALUES, *TWO_PASS_VALUES])
+def test_one_pass_encoding_writes_what_the_two_pass_encoding_writes(name: str) -> None:
+    """Plain arrays and categoricals skip the re-chunking copy; the objects are the same."""
+    from sds_jupyter.stack import encode
+
+    value = ONE_PASS_VALUES.get(name, TWO_PASS_VALUES.get(name))
+    one_pass = encode._encode_direct(anndata, value)
+    assert (one_pass is not None) == (name in ONE_PASS_VALUES)
+    expected = _without_gzip_time(encode._encode_rechunked(anndata, value))
+    assert _without_gzip_time(encode.encode_element(value)) == expected
+    if one_pass is not None:
+        assert _without_gzip_time(one_pass) == expected
+
+
 def test_the_root_index_is_sorted_by_depth_then_path_and_complete(demo_copy: Path) -> None:
     writer = VersionWriter(demo_copy)
     writer.set_obsm("table", "deep", np.zeros((writer.n_obs("table"), 3)))
