@@ -19,12 +19,11 @@ import numpy as np
 import pandas as pd
 
 from sds_jupyter.demo.ids import demo_dataset_id
+from sds_jupyter.demo.specs import TABLE, chart_spec, result_meta
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.writer import VersionWriter, no_auto_sharding
 
 __all__ = ["build_small_demo"]
-
-TABLE = "table"
 
 
 def build_small_demo(out: str | Path) -> Path:
@@ -113,9 +112,13 @@ def _clusters(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
         TABLE,
         "markers-leiden",
         {"table": markers},
-        _meta("markers", "Markers per Leiden cluster", "wilcoxon", {"groupby": "clusters"}, {"n_groups": 4}),
+        result_meta("markers", "Markers per Leiden cluster", "wilcoxon", {"groupby": "clusters"}, {"n_groups": 4}),
     )
-    writer.set_figure(TABLE, "fig-markers", _chart("Top markers", "markers-leiden", "bar", "gene", "score", "group"))
+    writer.set_figure(
+        TABLE,
+        "fig-markers",
+        chart_spec("Top markers", "markers-leiden", "bar", "gene", "score", "group", print_width=89),
+    )
     writer.set_figure(
         TABLE,
         "fig-clusters",
@@ -143,7 +146,7 @@ def _redrawn_regions(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, st
         TABLE,
         "morans-i",
         {"table": morans},
-        _meta("morans_i", "Spatial autocorrelation", "moran", {"n_neighs": 6}, {"n_features": 3}),
+        result_meta("morans_i", "Spatial autocorrelation", "moran", {"n_neighs": 6}, {"n_features": 3}),
     )
     writer.set_uns(TABLE, "notes", "Regions redrawn after pathology review")
     writer.set_figure(
@@ -167,7 +170,7 @@ def _neighborhood(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
         TABLE,
         "nhood-enrichment",
         {"table": zscores, "cells": cells_used},
-        _meta(
+        result_meta(
             "nhood_enrichment",
             "Neighborhood enrichment",
             "permutation",
@@ -176,41 +179,15 @@ def _neighborhood(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, str]:
         ),
     )
     writer.set_figure(
-        TABLE, "fig-nhood", _chart("Neighborhood enrichment", "nhood-enrichment", "rect", "source", "target", "zscore")
+        TABLE,
+        "fig-nhood",
+        chart_spec("Neighborhood enrichment", "nhood-enrichment", "rect", "source", "target", "zscore", print_width=89),
     )
     writer.delete_figure(TABLE, "fig-markers")
     return {
         "title": "Neighborhood enrichment",
         "message": "Which clusters sit next to which",
         "created_by": "ben@example.org",
-    }
-
-
-def _meta(kind: str, title: str, method: str, parameters: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "kind": kind,
-        "title": title,
-        "method": method,
-        "parameters": parameters,
-        "summary": summary,
-        "created_by": "ana@example.org",
-        "created_at": "2026-10-20T06:41:12.008Z",
-        "app_version": "1.3.0",
-    }
-
-
-def _chart(title: str, result: str, mark: str, x: str, y: str, color: str) -> dict[str, Any]:
-    return {
-        "kind": "chart",
-        "title": title,
-        "caption": f"Drawn from the result {result}.",
-        "print_width": 89,
-        "result": result,
-        "table": "table",
-        "mark": mark,
-        "x": x,
-        "y": y,
-        "color": color,
     }
 
 

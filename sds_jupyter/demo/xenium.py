@@ -20,13 +20,13 @@ import zarr
 
 from sds_jupyter.demo import analysis
 from sds_jupyter.demo.ids import demo_dataset_id
+from sds_jupyter.demo.specs import TABLE, chart_spec, result_meta
 from sds_jupyter.demo.tissue import CELL_TYPES, HYPOXIA_GENES, PIXEL_SIZE_UM, Tissue, cell_frame, make_tissue
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.writer import VersionWriter, no_auto_sharding
 
 __all__ = ["build_xenium_demo"]
 
-TABLE = "table"
 IMAGE = "morphology_focus"
 SHAPES = "cell_boundaries"
 CHANNELS = ("DAPI", "Boundary stain", "Interior RNA")
@@ -170,10 +170,10 @@ def _hypoxia(tissue: Tissue) -> np.ndarray:
 def _markers(writer: VersionWriter, run: Run) -> dict[str, str]:
     table = analysis.marker_table(run.tissue.counts, run.tissue.genes, run.labels["leiden"])
     n_groups = len(run.labels["leiden"].categories)
-    meta = _meta("markers", "Markers per Leiden cluster", "t-test", {"groupby": "leiden"}, {"n_groups": n_groups})
+    meta = result_meta("markers", "Markers per Leiden cluster", "t-test", {"groupby": "leiden"}, {"n_groups": n_groups})
     writer.set_result(TABLE, "markers-leiden", {"table": table}, meta)
     writer.set_figure(
-        TABLE, "fig-markers", _chart("Top markers per cluster", "markers-leiden", "bar", "gene", "score", "group")
+        TABLE, "fig-markers", chart_spec("Top markers per cluster", "markers-leiden", "bar", "gene", "score", "group")
     )
     return _version("Cluster markers", "A t-test ranking of genes per Leiden cluster", "ana@example.org")
 
@@ -215,7 +215,7 @@ def _neighborhood(writer: VersionWriter, run: Run) -> dict[str, str]:
     cell_type = run.labels["cell_type"]
     zscores = analysis.neighborhood_enrichment(run.rng, cell_type, run.neighbors)
     params = {"cluster_key": "cell_type", "n_neighs": NEIGHBORS, "n_perms": 50}
-    meta = _meta(
+    meta = result_meta(
         "nhood_enrichment",
         "Neighborhood enrichment of cell types",
         "permutation",
@@ -226,7 +226,7 @@ def _neighborhood(writer: VersionWriter, run: Run) -> dict[str, str]:
     writer.set_figure(
         TABLE,
         "fig-nhood",
-        _chart("Which cell types sit together", "nhood-enrichment", "rect", "source", "target", "zscore"),
+        chart_spec("Which cell types sit together", "nhood-enrichment", "rect", "source", "target", "zscore"),
     )
     return _version("Neighborhood enrichment", "Which cell types are neighbors more than chance", "ana@example.org")
 
@@ -234,7 +234,7 @@ def _neighborhood(writer: VersionWriter, run: Run) -> dict[str, str]:
 def _niches(writer: VersionWriter, run: Run) -> dict[str, str]:
     niche, composition = analysis.niches(run.rng, run.labels["cell_type"], run.neighbors)
     writer.set_obs(TABLE, "niche", niche)
-    meta = _meta(
+    meta = result_meta(
         "niches",
         "Cell type composition of each niche",
         "k-means",
@@ -246,7 +246,7 @@ def _niches(writer: VersionWriter, run: Run) -> dict[str, str]:
     writer.set_figure(
         TABLE,
         "fig-niche-composition",
-        _chart("What each niche is made of", "niche-composition", "bar", "niche", "fraction", "cell_type"),
+        chart_spec("What each niche is made of", "niche-composition", "bar", "niche", "fraction", "cell_type"),
     )
     writer.delete_figure(TABLE, "fig-leiden-detail")
     return _version("Cellular niches", "k-means on each cell's 10-neighbor composition", "ana@example.org")
@@ -261,34 +261,6 @@ def _coarser(writer: VersionWriter, run: Run) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------- figures
-
-
-def _meta(kind: str, title: str, method: str, parameters: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "kind": kind,
-        "title": title,
-        "method": method,
-        "parameters": parameters,
-        "summary": summary,
-        "created_by": "ana@example.org",
-        "created_at": "2026-10-20T06:41:12.008Z",
-        "app_version": "1.3.0",
-    }
-
-
-def _chart(title: str, result: str, mark: str, x: str, y: str, color: str) -> dict[str, Any]:
-    return {
-        "kind": "chart",
-        "title": title,
-        "caption": f"Drawn from the result {result}.",
-        "print_width": 183,
-        "result": result,
-        "table": TABLE,
-        "mark": mark,
-        "x": x,
-        "y": y,
-        "color": color,
-    }
 
 
 def _canvas(
