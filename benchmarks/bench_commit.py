@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import shutil
 
-from _common import alternate, comparison, emit, parse_args, quiet_warnings, workdir
+from _common import alternate, begin, comparison, emit, workdir
 from _deepstack import build, icechunk_repository
 
 GOAL = 1.5
@@ -27,8 +27,7 @@ FLAT = 1.2
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     import _icechunk
     import numpy as np
     import zarr

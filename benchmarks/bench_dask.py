@@ -18,15 +18,14 @@ from __future__ import annotations
 import pickle
 import time
 
-from _common import alternate, comparison, emit, fmt_time, parse_args, quiet_warnings, settle, workdir
+from _common import alternate, begin, comparison, emit, fmt_time, settle, workdir
 from _deepstack import build
 
 GOAL = 1.1
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     import numpy as np
     import zarr
     from anndata.experimental import read_lazy

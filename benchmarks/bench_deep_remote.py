@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import alternate, comparison, emit, fmt_time, median, parse_args, quiet_warnings, workdir
+from _common import alternate, begin, comparison, emit, fmt_time, median, workdir
 from _deepstack import build
 
 GOAL_S = 2.0
@@ -84,8 +84,7 @@ def upload(fs: Any, local: Path, prefix: str) -> int:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     from sds_jupyter.stack import Stack, prefetch
 
     depth = 100 if args.quick else 500

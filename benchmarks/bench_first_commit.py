@@ -22,7 +22,7 @@ import shutil
 import time
 from pathlib import Path
 
-from _common import alternate, comparison, emit, parse_args, quiet_warnings, workdir
+from _common import alternate, begin, comparison, emit, workdir
 
 GOAL = 2.0
 PER_FOLDER = 1000
@@ -62,8 +62,7 @@ def link_copy(source: Path, target: Path) -> None:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     import zarr
 
     from sds_jupyter.stack.writer import VersionWriter

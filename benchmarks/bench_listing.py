@@ -22,7 +22,7 @@ import sys
 import tracemalloc
 from pathlib import Path
 
-from _common import alternate, comparison, emit, parse_args, quiet_warnings, settle, workdir
+from _common import alternate, begin, comparison, emit, settle, workdir
 
 GOAL_S_PER_MILLION = 1.0
 GOAL_MIB_PER_MILLION = 150.0
@@ -51,8 +51,7 @@ def write(datasets: Path, n: int) -> Path:
 
 def main() -> None:
     sys.argv, full = [a for a in sys.argv if a != "--full"], "--full" in sys.argv
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     from sds_jupyter.stack import open_stack
     from sds_jupyter.stack.locator import PARSED_MANIFESTS
     from sds_jupyter.stack.stack import RESOLVED_STACKS

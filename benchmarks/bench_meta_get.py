@@ -17,15 +17,14 @@ Goal: A / B <= 1.1. A / C is printed (no goal).
 
 from __future__ import annotations
 
-from _common import alternate, comparison, emit, parse_args, quiet_warnings, workdir
+from _common import alternate, begin, comparison, emit, workdir
 from _deepstack import BASE_DOC_KEY, build
 
 GOAL = 1.1
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     import _icechunk
     import zarr
     from zarr.core.buffer import default_buffer_prototype

@@ -23,7 +23,7 @@ import time
 import zlib
 from pathlib import Path
 
-from _common import alternate, comparison, emit, parse_args, quiet_warnings, workdir
+from _common import alternate, begin, comparison, emit, workdir
 
 OPEN_GOAL = 1.0
 REOPEN_GOAL = 0.1
@@ -103,8 +103,7 @@ def write_zip(path: Path, members: int) -> None:
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
-    quiet_warnings()
+    args = begin(__doc__)
     import gc
     import tracemalloc
 
