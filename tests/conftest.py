@@ -6,6 +6,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+import zarr
 from backends import backend  # noqa: F401 - the local, zip and S3 backends
 from s3kit import requests, s3, s3_server, storage_options  # noqa: F401 - fixtures for every module
 
@@ -32,3 +33,16 @@ def datasets(tmp_path: Path) -> Path:
 def _no_folder_map_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests set SDS_CIRRO_DATASETS themselves when they mean to."""
     monkeypatch.delenv("SDS_CIRRO_DATASETS", raising=False)
+
+
+@pytest.fixture(scope="session")
+def xenium_root(tmp_path_factory: pytest.TempPathFactory) -> zarr.Group:
+    """A small Xenium-like base: a 4,096 px, 3-channel pyramid (4096, 2048, ...) in micrometres."""
+    from sds_jupyter.demo.tissue import make_tissue
+    from sds_jupyter.demo.xenium import _write_base
+
+    path = tmp_path_factory.mktemp("xenium") / "x.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _write_base(make_tissue(n_cells=500, side=4096), path)
+    return zarr.open_group(str(path), mode="r")

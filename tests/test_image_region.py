@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
 
 import numpy as np
 import pytest
@@ -19,19 +18,6 @@ pytest_plugins = ["fixtures_service"]
 
 #: The demo image's pixel size: level-0 pixels to the global system (µm).
 PIXEL = 0.2125
-
-
-@pytest.fixture(scope="module")
-def xenium_root(tmp_path_factory: pytest.TempPathFactory) -> zarr.Group:
-    """A 4,096 px, 3-channel pyramid (4096, 2048, 1024, ...) with a physical pixel size."""
-    from sds_jupyter.demo.tissue import make_tissue
-    from sds_jupyter.demo.xenium import _write_base
-
-    path = tmp_path_factory.mktemp("x") / "x.zarr"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _write_base(make_tissue(n_cells=500, side=4096), path)
-    return zarr.open_group(str(path), mode="r")
 
 
 def test_the_finest_level_that_fits_is_read_for_the_region_alone(xenium_root: zarr.Group) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 import zarr
 
 from sds_jupyter.studio.canvas import build_canvas
@@ -77,18 +76,6 @@ def test_circles_send_their_radius_in_canvas_units(tmp_path: Path) -> None:
 def test_points_stay_points_without_shapes(studio_adata, blobs_root) -> None:
     drawn = build_canvas({**SPEC, "color_by": None}, studio_adata, blobs_root)
     assert drawn.payload["shapes"] is None
-
-
-@pytest.fixture(scope="module")
-def xenium_root(tmp_path_factory: pytest.TempPathFactory) -> zarr.Group:
-    from sds_jupyter.demo.tissue import make_tissue
-    from sds_jupyter.demo.xenium import _write_base
-
-    path = tmp_path_factory.mktemp("x") / "x.zarr"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _write_base(make_tissue(n_cells=500, side=4096), path)
-    return zarr.open_group(str(path), mode="r")
 
 
 def test_the_canvas_shows_the_finest_pyramid_level_that_fits(xenium_root: zarr.Group) -> None:
