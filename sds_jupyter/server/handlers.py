@@ -38,6 +38,7 @@ from sds_jupyter.server.notebook import (
 from sds_jupyter.server.paths import OutsideRootError, PathNotFoundError
 from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
 from sds_jupyter.service.types import VersionSummary
+from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.stack.tree import scan_versions
 
 __all__ = ["NAMESPACE", "SETTINGS_KEY", "NotebookWriteError", "setup_handlers", "status_for"]
@@ -260,8 +261,8 @@ def _path_from_body(body: bytes) -> str:
     """The version path of a notebook request's JSON body, refusing any other body with how to fix it."""
     usage = 'POST a JSON body {"path": <version folder relative to the server root>}.'
     try:
-        data = json.loads(body.decode("utf-8")) if body.strip() else {}
-    except (ValueError, UnicodeDecodeError):
+        data = loads_bounded(body) if body.strip() else {}
+    except JSONRefused:
         raise RequestError(f"The request body is not JSON; {usage}") from None
     relative = data.get("path") if isinstance(data, dict) else None
     if not isinstance(relative, str) or not relative.strip():

@@ -28,6 +28,7 @@ from sds_jupyter.service.types import (
     TableContents,
 )
 from sds_jupyter.stack import Stack, StackStore
+from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 
 __all__ = ["ELEMENT_KINDS", "read_contents"]
 
@@ -36,6 +37,8 @@ NodeStatus = Literal["added", "changed"]
 
 ELEMENT_KINDS: tuple[ElementKind, ...] = ("images", "labels", "shapes", "points", "tables")
 _FOOTER = 8  # a parquet file ends with the footer's length (4 bytes) and "PAR1"
+#: A GeoParquet footer's "geo" document, at most: it names a few columns and their geometry types.
+MAX_GEO_BYTES = 1024 * 1024
 
 
 class Marks:
@@ -154,6 +157,20 @@ def _parquet_footer(store: StackStore, key: str) -> Any:
     return pq.read_metadata(io.BytesIO(b"PAR1" + footer))
 
 
+def _geometry_types(geo: bytes) -> list[str]:
+    """The geometry types a GeoParquet ``geo`` footer names; none when it is not readable JSON (it is the dataset's)."""
+    try:
+        doc = loads_bounded(geo, max_bytes=MAX_GEO_BYTES)
+    except JSONRefused:
+        return []
+    columns = doc.get("columns") if isinstance(doc, dict) else None
+    found: list[str] = []
+    for column in columns.values() if isinstance(columns, dict) else ():
+        types = column.get("geometry_types") if isinstance(column, dict) else None
+        found += [str(t) for t in types if str(t) not in found] if isinstance(types, list) else []
+    return found
+
+
 def _parquet(store: StackStore, path: str, node: zarr.Group) -> _ParquetFacts:
     """Row count (and geometry types, for shapes) of a shapes or points element."""
     files = sorted(k for k in store.keys_raw(f"{path}/") if k.endswith(".parquet"))
@@ -164,11 +181,7 @@ def _parquet(store: StackStore, path: str, node: zarr.Group) -> _ParquetFacts:
         n += meta.num_rows
         geo = (meta.metadata or {}).get(b"geo")
         if geo:
-            import json
-
-            columns = json.loads(geo).get("columns", {})
-            for column in columns.values():
-                geometry += [str(t) for t in column.get("geometry_types", []) if str(t) not in geometry]
+            geometry += [t for t in _geometry_types(geo) if t not in geometry]
     out: _ParquetFacts = {"n": n}
     if geometry:
         out["geometry"] = geometry

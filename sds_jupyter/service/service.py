@@ -75,7 +75,7 @@ from sds_jupyter.studio.canvas import (
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.elements import coarsest_level, region_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
-from sds_jupyter.studio.figures import ParsedFigure, read_figure, read_figures
+from sds_jupyter.studio.figures import ParsedFigure, declared_fields, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
 from sds_jupyter.studio.palette import obs_palettes, recolor_chart, saved_category_colors
 from sds_jupyter.studio.results import (
@@ -415,7 +415,8 @@ class StackService:
             "caption": figure.caption,
             "print_width": figure.print_width,
             "kind": figure.kind,
-            "spec": jsonable(figure.spec),
+            # a drawable spec as far as this reader declares it; an unreadable one is shown as text
+            "spec": jsonable(declared_fields(figure.spec) if figure.kind != "unsupported" else figure.spec),
         }
         if figure.kind == "chart":
             try:

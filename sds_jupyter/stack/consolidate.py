@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sds_jupyter.stack.cow import CopyOnWriteStore
+from sds_jupyter.stack.jsontext import loads_bounded
 
 __all__ = ["consolidated_index", "write_root_index"]
 
@@ -32,7 +33,7 @@ def consolidated_index(store: CopyOnWriteStore) -> dict[str, Any]:
     in); otherwise the node tree is walked for its documents (see
     :func:`node_documents`). Groups carry an empty nested index, as zarr writes them.
     """
-    below = json.loads(store.below.read_raw(_ROOT) or b"{}").get("consolidated_metadata")
+    below = loads_bounded(store.below.read_raw(_ROOT) or b"{}", strict=False).get("consolidated_metadata")
     if isinstance(below, dict) and isinstance(below.get("metadata"), dict):
         entries = {path: doc for path, doc in below["metadata"].items() if store.exists_raw(f"{path}/zarr.json")}
         for key in store.staged:
@@ -71,14 +72,14 @@ def node_documents(store: CopyOnWriteStore) -> Iterator[tuple[str, bytes]]:
 
 def _is_array(raw: bytes) -> bool:
     try:
-        doc = json.loads(raw)
+        doc = loads_bounded(raw, strict=False)
     except ValueError:
         return False
     return isinstance(doc, dict) and doc.get("node_type") == "array"
 
 
 def _index_entry(raw: bytes) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(raw)
+    doc: dict[str, Any] = loads_bounded(raw, strict=False)
     doc.pop("consolidated_metadata", None)
     if doc.get("node_type") == "group":
         doc["consolidated_metadata"] = {"kind": "inline", "must_understand": False, "metadata": {}}
@@ -87,7 +88,7 @@ def _index_entry(raw: bytes) -> dict[str, Any]:
 
 def write_root_index(store: CopyOnWriteStore) -> None:
     """Stage the root document with the composed store's consolidated index in it."""
-    root = json.loads(store.read_raw(_ROOT) or b"{}")
+    root = loads_bounded(store.read_raw(_ROOT) or b"{}", strict=False)
     root["consolidated_metadata"] = {
         "kind": "inline",
         "must_understand": False,

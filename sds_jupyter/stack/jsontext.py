@@ -5,18 +5,40 @@ copy, the service's answers) hit the recursion limit on JSON nested a few
 hundred levels deep, so one small hostile file could break every request on a
 stack. Documents are therefore parsed here, once, and refused when they nest
 deeper than :data:`MAX_JSON_DEPTH`; the depth is measured without recursion.
+
+Documents a dataset carries for the app (figure specs, result meta) are read
+through the same function with tighter limits: a size, keys that appear once
+per object (two ``"kind"`` keys would be read one way here and another way by
+a different reader), and integers a browser can hold exactly.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
+from functools import cache
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "JSONRefused", "json_depth", "loads_bounded"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "MAX_SPEC_BYTES",
+    "MAX_SPEC_DEPTH",
+    "JSONRefused",
+    "json_depth",
+    "loads_bounded",
+    "loads_spec",
+]
 
 #: Objects and lists inside one another, at most. Manifests and Zarr documents nest a few levels.
 MAX_JSON_DEPTH = 64
+#: The largest integer a JavaScript number holds exactly (2**53 - 1).
+MAX_SAFE_INTEGER = 2**53 - 1
+#: A figure spec or a result's meta, at most: both are a few hundred bytes when the app writes them.
+MAX_SPEC_BYTES = 1024 * 1024
+#: Objects and lists inside one another in a spec or meta, at most (the app's nest four deep).
+MAX_SPEC_DEPTH = 32
 
 
 class JSONRefused(ValueError):
@@ -41,6 +63,31 @@ _STRICT = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_
 _LENIENT = json.JSONDecoder()
 
 
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        twice = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+        raise ValueError(f"the key {twice[:40]!r} appears more than once in one object")
+    return doc
+
+
+def _safe_int(text: str) -> int:
+    # Refused before int() is asked to convert thousands of digits; past 2**53 a browser rounds.
+    value = int(text) if len(text) <= 20 else MAX_SAFE_INTEGER + 1
+    if abs(value) > MAX_SAFE_INTEGER:
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
+
+
+@cache
+def _decoder(strict: bool, checked: bool) -> json.JSONDecoder:
+    """The decoder for one set of rules; ``checked`` adds unique keys and safe integers (slower: Python hooks)."""
+    if not checked:
+        return _STRICT if strict else _LENIENT
+    constants: dict[str, Any] = {"parse_constant": _reject_constant, "parse_float": _finite_float} if strict else {}
+    return json.JSONDecoder(object_pairs_hook=_unique_object, parse_int=_safe_int, **constants)
+
+
 def json_depth(doc: Any, limit: int | None = None) -> int:
     """How many objects and lists nest in ``doc`` (0 for a scalar); stops counting past ``limit``."""
     deepest = 0
@@ -60,17 +107,31 @@ def json_depth(doc: Any, limit: int | None = None) -> int:
     return deepest
 
 
-def loads_bounded(raw: str | bytes, *, strict: bool = True, max_depth: int | None = MAX_JSON_DEPTH) -> Any:
+def loads_bounded(
+    raw: str | bytes,
+    *,
+    strict: bool = True,
+    max_depth: int | None = MAX_JSON_DEPTH,
+    max_bytes: int | None = None,
+    checked: bool = False,
+) -> Any:
     """Decode ``raw``; refuse it (``JSONRefused``) if it is not JSON or nests too deep.
 
     ``strict`` also refuses ``NaN``, ``Infinity`` and numbers too large for a
     float; Zarr v2 documents may hold ``NaN`` fill values, so they are read lenient.
     ``max_depth=None`` leaves the depth to a caller that checks what it keeps
-    (the decoder's own recursion limit is still caught).
+    (the decoder's own recursion limit is still caught). ``max_bytes`` refuses a
+    longer text before parsing. ``checked`` refuses a key repeated in one object
+    and integers past :data:`MAX_SAFE_INTEGER`; it costs a Python call per object
+    and integer, so it suits small documents (figure specs), not manifests.
     """
+    if max_bytes is not None:
+        size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            raise JSONRefused(f"it is larger than {max_bytes} bytes")
     try:
         text = raw.decode(json.detect_encoding(raw)) if isinstance(raw, bytes) else raw
-        doc = (_STRICT if strict else _LENIENT).decode(text)
+        doc = _decoder(strict, checked).decode(text)
     except RecursionError:
         raise JSONRefused(f"it nests more than {max_depth or MAX_JSON_DEPTH} levels deep") from None
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
@@ -78,6 +139,16 @@ def loads_bounded(raw: str | bytes, *, strict: bool = True, max_depth: int | Non
     if max_depth is not None and json_depth(doc, max_depth) > max_depth:
         raise JSONRefused(f"it nests more than {max_depth} levels deep")
     return doc
+
+
+def loads_spec(raw: str | bytes) -> Any:
+    """A figure spec or result meta kept as JSON text in a table's uns; ``JSONRefused`` says why not.
+
+    The text comes with a dataset someone else wrote, and is passed on to a
+    browser, so it is read with the limits for small documents: a size, a
+    depth, no key twice in one object, no NaN/Infinity, no integer a browser rounds.
+    """
+    return loads_bounded(raw, max_bytes=MAX_SPEC_BYTES, max_depth=MAX_SPEC_DEPTH, checked=True)
 
 
 def _short(exc: BaseException) -> str:

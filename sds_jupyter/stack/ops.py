@@ -18,6 +18,7 @@ import zarr
 from sds_jupyter.errors import StackError, WriteRefusedError
 from sds_jupyter.stack.cow import CopyOnWriteStore
 from sds_jupyter.stack.encode import STUDIO_KEY, encode_element, studio_path
+from sds_jupyter.stack.jsontext import loads_bounded
 
 __all__ = ["VersionOps"]
 
@@ -43,7 +44,7 @@ class VersionOps:
         raw = self.store.read_raw(key)
         if raw is None:
             raise StackError(f"this version has no {key!r}")
-        doc: dict[str, Any] = json.loads(raw)
+        doc: dict[str, Any] = loads_bounded(raw, strict=False)
         return doc
 
     def _table(self, table: str) -> str:

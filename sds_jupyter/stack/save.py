@@ -11,7 +11,6 @@ edit or writes nothing.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.stack.jsontext import JSONRefused, loads_spec
 from sds_jupyter.stack.open import open_table_group
 from sds_jupyter.stack.opened import Opened, column_print, fingerprint, opened_record
 from sds_jupyter.stack.stack import Stack
@@ -354,8 +354,8 @@ def _diff_figures(mine: Mapping[str, Any], parent: Mapping[str, Any], table: str
 def _same_figure(mine: Any, parent: Any) -> bool:
     if isinstance(mine, Mapping) and isinstance(parent, str):
         try:
-            return bool(json.loads(parent) == mine)
-        except json.JSONDecodeError:
+            return bool(loads_spec(parent) == mine)
+        except JSONRefused:
             return False
     return _same_value(mine, parent)
 
@@ -385,9 +385,9 @@ def _result_parts(result_id: str, result: Any) -> tuple[dict[str, pd.DataFrame],
     meta = result.get("meta")
     if isinstance(meta, str):
         try:
-            meta = json.loads(meta)
-        except json.JSONDecodeError:
-            meta = None
+            meta = loads_spec(meta)
+        except JSONRefused as exc:
+            return f"result {result_id!r} has a 'meta' text that is not read as JSON ({exc}); fix it"
     if not isinstance(meta, Mapping):
         return f"result {result_id!r} has no 'meta' (a JSON object of what made it); add one"
     tables = {name: value for name, value in result.items() if name != "meta"}

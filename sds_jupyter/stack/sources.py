@@ -9,7 +9,6 @@ where the objects are.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import zlib
@@ -20,6 +19,7 @@ from typing import Any, Protocol
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 
 from sds_jupyter.errors import BaseStoreError, StackError
+from sds_jupyter.stack.jsontext import loads_bounded
 from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.zipindex import MAX_ZIP_RATIO, ROOT_DOCS, Member, ZipIndex, cached_index, read_index
 
@@ -131,7 +131,7 @@ class FolderSource:
         if not self._nodes_loaded:
             self._nodes_loaded = True
             try:
-                doc = json.loads(self.root.read_object("zarr.json") or b"{}")
+                doc = loads_bounded(self.root.read_object("zarr.json") or b"{}", strict=False)
                 metadata = doc.get("consolidated_metadata") or {}
                 index = metadata.get("metadata") if isinstance(metadata, dict) else None
             except (ValueError, AttributeError):

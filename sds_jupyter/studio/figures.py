@@ -16,13 +16,24 @@ from typing import Any, Literal, cast
 
 import jsonschema
 
+from sds_jupyter.stack.jsontext import JSONRefused, loads_spec
 from sds_jupyter.studio.errors import FigureError
 from sds_jupyter.studio.uns import FIGURES_KEY, as_text, studio_part
 
-__all__ = ["FigureKind", "ParsedFigure", "figure_schema", "parse_figure", "read_figure", "read_figures"]
+__all__ = [
+    "FigureKind",
+    "ParsedFigure",
+    "declared_fields",
+    "figure_schema",
+    "parse_figure",
+    "read_figure",
+    "read_figures",
+]
 
 FigureKind = Literal["chart", "canvas", "unsupported"]
 MAX_REASON = 240
+#: Of a figure that is not JSON, the text shown in its place, at most.
+MAX_SHOWN_TEXT = 4096
 
 
 @cache
@@ -94,14 +105,17 @@ def parse_figure(figure_id: str, raw: Any) -> ParsedFigure:
     """Parse one stored figure; bad input becomes ``kind="unsupported"`` with a reason."""
     text = as_text(raw)
     if text is None:
-        if isinstance(raw, Mapping):
+        if not isinstance(raw, Mapping):
+            return ParsedFigure(figure_id, "unsupported", None, f"not a JSON string but {type(raw).__name__}")
+        try:
             text = json.dumps(dict(raw), default=str)
-        else:
-            return ParsedFigure(figure_id, "unsupported", repr(raw), f"not a JSON string but {type(raw).__name__}")
+        except (ValueError, RecursionError):
+            return ParsedFigure(figure_id, "unsupported", None, "a mapping that cannot be written as JSON")
     try:
-        spec = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return ParsedFigure(figure_id, "unsupported", text, _one_line(f"not JSON: {exc}"))
+        spec = loads_spec(text)
+    except JSONRefused as exc:
+        shown = text if len(text) <= MAX_SHOWN_TEXT else text[:MAX_SHOWN_TEXT] + "…"
+        return ParsedFigure(figure_id, "unsupported", shown, _one_line(f"not JSON this app reads: {exc}"))
     if not isinstance(spec, dict):
         return ParsedFigure(figure_id, "unsupported", spec, f"not a JSON object but a {type(spec).__name__}")
     if spec.get("kind") not in ("chart", "canvas"):
@@ -110,6 +124,38 @@ def parse_figure(figure_id: str, raw: Any) -> ParsedFigure:
     if problem is not None:
         return ParsedFigure(figure_id, "unsupported", spec, problem)
     return ParsedFigure(figure_id, spec["kind"], spec)
+
+
+def declared_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A drawable spec cut down to the fields figure.schema.json declares, at every level.
+
+    The schema accepts unknown fields so a newer app's figures still open, but
+    what is passed on to a browser is only what this reader knows: a field some
+    other tool put in a dataset (``usermeta``, a ``data`` URL, an expression)
+    never reaches the front end.
+    """
+    schema = figure_schema()
+    kind_schema = schema["$defs"].get(str(spec.get("kind")), {})
+    top = {"properties": {**schema["properties"], **kind_schema.get("properties", {})}}
+    return cast(dict[str, Any], _declared(spec, top, schema))
+
+
+def _declared(value: Any, node: Mapping[str, Any], schema: Mapping[str, Any]) -> Any:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        node = schema["$defs"][ref.removeprefix("#/$defs/")]
+    if isinstance(value, Mapping):
+        properties = node.get("properties")
+        extra = node.get("additionalProperties")
+        if isinstance(properties, Mapping):
+            return {k: _declared(v, properties[k], schema) for k, v in value.items() if k in properties}
+        if isinstance(extra, Mapping):
+            return {k: _declared(v, extra, schema) for k, v in value.items()}
+        return {}
+    if isinstance(value, list):
+        items = node.get("items")
+        return [_declared(v, items, schema) for v in value] if isinstance(items, Mapping) else []
+    return value
 
 
 def read_figures(uns: Mapping[str, Any]) -> list[ParsedFigure]:

@@ -41,10 +41,20 @@ def fixed_palette(n: int) -> list[str]:
 
 
 def _uns_colors(uns: Mapping[str, Any], column: str, n: int) -> list[str] | None:
+    """scanpy's ``<column>_colors`` as ``#rrggbb``; None when absent, of another length, or not all colors.
+
+    They are the dataset's text and reach a chart's scale and the canvas, so
+    each one is read as a color (matplotlib's rules) and written back as hex.
+    """
+    from matplotlib.colors import to_hex
+
     colors = uns.get(f"{column}_colors")
-    if colors is None or len(colors) != n:
+    if colors is None or not hasattr(colors, "__len__") or len(colors) != n:
         return None
-    return [str(color)[:7] for color in colors]
+    try:
+        return [to_hex(str(color)) for color in colors]
+    except ValueError:
+        return None
 
 
 def column_palette(

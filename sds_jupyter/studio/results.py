@@ -8,13 +8,13 @@ the tables stay visible.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pandas as pd
 
+from sds_jupyter.stack.jsontext import JSONRefused, loads_spec
 from sds_jupyter.studio.errors import ResultError
 from sds_jupyter.studio.uns import RESULTS_KEY, as_text, studio_part
 
@@ -100,9 +100,9 @@ def _parse_meta(result_id: str, raw: Any) -> tuple[dict[str, Any] | None, str | 
     if text is None:
         return None, f"The meta of result {result_id!r} is not a JSON string."
     try:
-        meta = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"The meta of result {result_id!r} is not JSON: {exc}."
+        meta = loads_spec(text)
+    except JSONRefused as exc:
+        return None, f"The meta of result {result_id!r} is not JSON this app reads: {exc}."
     if not isinstance(meta, dict):
         return None, f"The meta of result {result_id!r} is not a JSON object."
     return meta, None

@@ -13,7 +13,14 @@ STUDIO_KEY = "spatial_data_studio"
 FIGURES_KEY = "figures"
 RESULTS_KEY = "results"
 
-__all__ = ["FIGURES_KEY", "RESULTS_KEY", "STUDIO_KEY", "studio_part", "studio_section"]
+__all__ = [
+    "FIGURES_KEY",
+    "RESULTS_KEY",
+    "STUDIO_KEY",
+    "as_text",
+    "studio_part",
+    "studio_section",
+]
 
 
 def studio_section(uns: Mapping[str, Any]) -> Mapping[str, Any] | None:
