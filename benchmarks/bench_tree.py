@@ -25,7 +25,7 @@ import random
 import uuid
 from pathlib import Path
 
-from _common import alternate, begin, comparison, emit, fmt_time, median, workdir
+from _common import alternate, begin, comparison, emit, fmt_time, median, settle, workdir
 
 N_BASES = 50
 PER_BASE = 100
@@ -85,7 +85,7 @@ def main() -> None:
     args = begin(__doc__)
     import sds_jupyter.stack.tree as tree_module
     from sds_jupyter.service import StackService
-    from sds_jupyter.stack.tree import ManifestCache
+    from sds_jupyter.stack.locator import PARSED_MANIFESTS
 
     n_bases = 5 if args.quick else N_BASES
     rounds = args.rounds or (3 if args.quick else 9)
@@ -96,6 +96,7 @@ def main() -> None:
             str(p) for p in datasets.glob("*/data/layer.json")
         )
         assert len(manifests) == n_bases * PER_BASE
+        settle()  # manifests written just now are never cached
         service = StackService(tops[len(tops) // 2])
 
         def tree() -> None:
@@ -104,7 +105,7 @@ def main() -> None:
 
         def empty_cache() -> None:
             """Forget every parsed manifest and the last scan: the next request reads all."""
-            tree_module.MANIFESTS = ManifestCache()
+            PARSED_MANIFESTS.clear()
             tree_module._LAST_SCANS.clear()
             tree_module._UNDER_DATA.clear()
 

@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 from stackkit import chain, write_base, write_version
 
+from sds_jupyter import Stack
 from sds_jupyter.errors import MissingDatasetError
 from sds_jupyter.service import StackService, dispatch
-from sds_jupyter.stack.tree import ManifestCache, find_manifest, scan_versions
+from sds_jupyter.stack import locator
+from sds_jupyter.stack.locator import PARSED_MANIFESTS
+from sds_jupyter.stack.tree import find_manifest, scan_versions
 
 
 @pytest.fixture
@@ -112,18 +115,22 @@ def test_broken_chain_history_changes_and_tree(datasets: Path) -> None:
     assert tree["current"] == "orph2" and _ids(tree) == {"orph", "orph2"} and tree["base"] is None
 
 
-def test_manifest_cache_rereads_a_changed_manifest(datasets: Path) -> None:
-    cache = ManifestCache()
-    first = {v.dataset_id: v.manifest for v in scan_versions(datasets, cache=cache).versions}
-    again = {v.dataset_id: v.manifest for v in scan_versions(datasets, cache=cache).versions}
+def test_the_listing_parses_through_the_one_manifest_cache(datasets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Listing and opening share PARSED_MANIFESTS and its rule: a rewrite that keeps size and mtime is read again."""
+    monkeypatch.setattr(locator, "RACY_SECONDS", 0.0)  # the files were written just now
+    PARSED_MANIFESTS.clear()
+    first = {v.dataset_id: v.manifest for v in scan_versions(datasets).versions}
+    again = {v.dataset_id: v.manifest for v in scan_versions(datasets).versions}
     assert all(again[k] is first[k] for k in first)  # parsed once
+    assert Stack.resolve(datasets / "v2").top.manifest is first["v2"]  # and opening reuses the parse
     path = datasets / "v3" / "layer.json"
+    before = path.stat()
     doc = json.loads(path.read_text())
-    doc["title"] = "renamed"
+    doc["title"] = doc["title"][::-1]  # same size
     path.write_text(json.dumps(doc))
-    os.utime(path, ns=(1, 1))
-    after = {v.dataset_id: v.manifest for v in scan_versions(datasets, cache=cache).versions}
-    assert after["v3"].title == "renamed" and after["v2"] is first["v2"]
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same mtime: only the ctime shows it
+    after = {v.dataset_id: v.manifest for v in scan_versions(datasets).versions}
+    assert after["v3"].title == doc["title"] and after["v2"] is first["v2"]
 
 
 def test_fingerprint_changes_when_a_version_appears(datasets: Path) -> None:

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 from zarr.abc.store import RangeByteRequest
 
@@ -28,7 +29,13 @@ from sds_jupyter.errors import (
 )
 from sds_jupyter.stack import prefetch
 from sds_jupyter.stack.location import LocalLocation, Location
-from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES, Manifest, load_manifest
+from sds_jupyter.stack.manifest import (
+    MANIFEST_NAME,
+    MAX_MANIFEST_BYTES,
+    Manifest,
+    load_manifest,
+    read_manifest_with_stat,
+)
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.sources import ROOT_DOCS, Source, ZipSource
 
@@ -102,6 +109,21 @@ class ParsedManifests:
             if real_path in self._entries:
                 self._entries.move_to_end(real_path)
         return entry[1], entry[0]
+
+    def read(self, real_path: str, info: os.stat_result) -> Manifest:
+        """The manifest in the local file at ``real_path``, whose ``lstat`` the caller just took as ``info``.
+
+        The listing's way in (it has the ``lstat`` already, so no second one is asked
+        for): parsed when the cached entry's identity differs, kept under the same rule.
+        """
+        with self._lock:
+            entry = self._entries.get(real_path)
+            if entry is not None and entry[0] == identity(info):
+                self._entries.move_to_end(real_path)
+                return entry[1]
+        manifest, read_info = read_manifest_with_stat(Path(real_path))
+        self.store(real_path, read_info, manifest)
+        return manifest
 
     def store(self, real_path: str, info: os.stat_result, manifest: Manifest) -> None:
         """Keep ``manifest``, parsed from the file ``info`` describes (``fstat`` of what was read)."""

@@ -40,6 +40,7 @@ __all__ = [
     "load_manifest",
     "parse_manifest",
     "read_manifest",
+    "read_manifest_with_stat",
     "supported_formats",
 ]
 
@@ -178,16 +179,21 @@ def supported_formats() -> list[LayerFormat]:
 
 def read_manifest(path: Path) -> Manifest:
     """Read and parse the ``layer.json`` at ``path``."""
+    return read_manifest_with_stat(path)[0]
+
+
+def read_manifest_with_stat(path: Path) -> tuple[Manifest, os.stat_result]:
+    """Read and parse the ``layer.json`` at ``path``, with the ``fstat`` of the file read (to key a cache on)."""
     try:
         with open_regular_file(path, "manifest") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > MAX_MANIFEST_BYTES:
+            info = os.fstat(handle.fileno())
+            if info.st_size > MAX_MANIFEST_BYTES:
                 raise ManifestError(f"{path} is larger than {MAX_MANIFEST_BYTES} bytes; not a manifest")
             # read(n) sets n bytes aside first: ask for what is there, plus one to see growth.
-            raw = handle.read(size + 1)
+            raw = handle.read(info.st_size + 1)
     except OSError as exc:
         raise ManifestError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return load_manifest(raw, str(path))
+    return load_manifest(raw, str(path)), info
 
 
 def load_manifest(raw: bytes, path: str) -> Manifest:

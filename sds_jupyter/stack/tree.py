@@ -4,8 +4,10 @@ A folder is a version when :func:`~sds_jupyter.stack.locator.locate_version` fin
 manifest; :func:`find_manifest` gives the same answer for a local folder with a few
 ``lstat`` calls (no real-path walk unless a symbolic link is on the way), so listing
 thousands of folders stays cheap.
-:class:`ManifestCache` keeps parsed manifests keyed by real path, size and
-modification time (ns): a rewritten manifest is read again, an unchanged one never.
+Parsed manifests are kept in the process's one cache,
+:data:`~sds_jupyter.stack.locator.PARSED_MANIFESTS`, under its rule (the file's
+identity, nothing changed too recently to be sure of): the listing and ``Stack.resolve``
+parse a manifest once between them.
 Nothing here follows ``parent`` references; :mod:`sds_jupyter.stack.stack` does.
 """
 
@@ -14,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,14 +23,14 @@ from typing import NamedTuple
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack.location import Location
-from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest, read_manifest
+from sds_jupyter.stack.locator import PARSED_MANIFESTS, identity, settled
+from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
 from sds_jupyter.stack.paths import contained_path, is_within
 from sds_jupyter.stack.refs import FolderMap
 
 __all__ = [
     "Found",
     "FoundVersion",
-    "ManifestCache",
     "PartialChain",
     "Scan",
     "find_manifest",
@@ -37,7 +38,7 @@ __all__ = [
     "scan_versions",
 ]
 
-#: How many parsed manifests one cache keeps before it starts over.
+#: How many folders :data:`_UNDER_DATA` remembers.
 CACHE_LIMIT = 50_000
 
 
@@ -126,35 +127,6 @@ def find_manifest(folder: str | os.PathLike[str], plain: bool = False) -> Found 
     return _followed(folder) or _followed(inner_dir)
 
 
-class ManifestCache:
-    """Parsed manifests by real path, re-read when the size or mtime (ns) changes."""
-
-    def __init__(self, limit: int = CACHE_LIMIT) -> None:
-        self._entries: dict[str, tuple[int, int, Manifest]] = {}
-        self._limit = limit
-        self._lock = threading.Lock()
-
-    def read(self, real_path: str, st: os.stat_result) -> Manifest:
-        """The manifest at ``real_path`` whose ``stat`` is ``st`` (parsed once per change)."""
-        key = (st.st_size, st.st_mtime_ns)
-        entry = self._entries.get(real_path)
-        if entry is not None and entry[:2] == key:
-            return entry[2]
-        manifest = read_manifest(Path(real_path))
-        with self._lock:
-            if len(self._entries) >= self._limit:
-                self._entries.clear()
-            self._entries[real_path] = (*key, manifest)
-        return manifest
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-
-#: The cache every scan shares unless given its own.
-MANIFESTS = ManifestCache()
-
-
 @dataclass(frozen=True)
 class FoundVersion:
     """A version folder of the datasets folder and its parsed manifest."""
@@ -222,9 +194,7 @@ def _candidates(datasets_real: str, folders: FolderMap, notes: list[str]) -> Ite
             yield name, str(path), False
 
 
-def scan_versions(
-    datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None, cache: ManifestCache | None = None
-) -> Scan:
+def scan_versions(datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None) -> Scan:
     """Every version folder in ``datasets_dir``; unreadable or hostile manifests become notes.
 
     A folder's dataset ID is the folder map's ID for it, else its name. A manifest
@@ -237,15 +207,14 @@ def scan_versions(
     listed = _listing(datasets_real, folders, notes)
     signature = _signature(listed)
     key = (datasets_real, tuple(folders.items()))
-    last = _LAST_SCANS.get(key) if cache is None else None
-    if last is not None and last.signature == signature and last.notes == notes:
+    last = _LAST_SCANS.get(key)
+    if last is not None and last.signature == signature and last.notes == notes and _all_settled(listed):
         return last  # nothing was added, removed or rewritten
-    cache = cache or MANIFESTS
     ids = {name.rstrip("/"): dataset_id for dataset_id, name in folders.items()}
     scan = Scan(notes=notes, signature=signature)
     for name, path, found in listed:
         try:
-            manifest = cache.read(found.real_path, found.stat)
+            manifest = PARSED_MANIFESTS.read(found.real_path, found.stat)
         except StackError as exc:
             scan.notes.append(f"skipped {name!r}: {exc}")
             continue
@@ -277,7 +246,7 @@ def _listing(datasets_real: str, folders: FolderMap, notes: list[str]) -> list[t
 
 
 def listing_fingerprint(datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None) -> str:
-    """A short hash of which version folders there are and their manifests' size and mtime.
+    """A short hash of which version folders there are and their manifests' identity (size, times, inode).
 
     Cheap enough to ask every few seconds: nothing is parsed. It changes when a
     version is added, removed or rewritten.
@@ -286,6 +255,11 @@ def listing_fingerprint(datasets_dir: str | os.PathLike[str], folders: FolderMap
     return hashlib.blake2b(repr(_signature(listed)).encode(), digest_size=12).hexdigest()
 
 
-def _signature(listed: list[tuple[str, str, Found]]) -> list[tuple[str, int, int]]:
-    """What identifies a listing: each version folder's name, manifest size and mtime (ns)."""
-    return [(name, found.stat.st_size, found.stat.st_mtime_ns) for name, _, found in listed]
+def _signature(listed: list[tuple[str, str, Found]]) -> list[tuple[str, tuple[int, ...]]]:
+    """What identifies a listing: each version folder's name and its manifest's identity (as the cache keys it)."""
+    return [(name, identity(found.stat)) for name, _, found in listed]
+
+
+def _all_settled(listed: list[tuple[str, str, Found]]) -> bool:
+    """Whether no manifest changed too recently for its identity to prove it unchanged."""
+    return not listed or settled(*(max(f.stat.st_mtime_ns, f.stat.st_ctime_ns) for _, _, f in listed))
