@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import sds_jupyter
+
 JUPYTER = Path(sys.executable).with_name("jupyter")
 
 
@@ -40,3 +42,42 @@ def test_the_widget_bundle_ships_inside_the_package() -> None:
     # offline workspaces: nothing is imported from a CDN at run time
     assert not re.search(r"""(from\s*|import\s*\(\s*)["']https?://""", bundle)
     assert (static / "widget.css").is_file()
+
+
+def _imported_distributions() -> dict[str, set[str]]:
+    """The distribution of every third-party module the package imports, with the files that import it."""
+    import ast
+    from importlib.metadata import packages_distributions
+
+    owners = packages_distributions()
+    found: dict[str, set[str]] = {}
+    for path in Path(sds_jupyter.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                # _typeshed and the like exist for type checkers only and belong to no distribution
+                for dist in owners.get(top, []) if top not in sys.stdlib_module_names else []:
+                    found.setdefault(_normal(dist), set()).add(path.name)
+    found.pop("sds-jupyter", None)
+    return found
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_imported_package_is_declared() -> None:
+    import tomllib
+
+    pyproject = tomllib.loads((Path(sds_jupyter.__file__).parents[1] / "pyproject.toml").read_text("utf-8"))
+    declared = {
+        _normal(re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0]) for spec in pyproject["project"]["dependencies"]
+    }
+    missing = {dist: sorted(files) for dist, files in _imported_distributions().items() if dist not in declared}
+    assert not missing, f"imported but not in [project] dependencies: {missing}"
