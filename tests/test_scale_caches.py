@@ -9,6 +9,7 @@ files they have just written are cached, and one test checks the window itself.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -24,6 +25,7 @@ from stackkit import chain, write_base, write_version
 from sds_jupyter import Stack, StackError
 from sds_jupyter.errors import StackChangedError, UnsafePathError
 from sds_jupyter.stack import StackStore, locator, open_stack
+from sds_jupyter.stack.cow import CopyOnWriteStore
 from sds_jupyter.stack.locator import PARSED_MANIFESTS
 from sds_jupyter.stack.paths import PLAIN_RELATIVE
 from sds_jupyter.stack.stack import RESOLVED_STACKS
@@ -161,6 +163,33 @@ def test_unpickling_into_a_changed_stack_is_refused(top: Path, datasets: Path) -
     manifest.write_text(json.dumps(doc))
     with pytest.raises(StackChangedError, match="changed since this store was pickled"):
         pickle.loads(data)
+
+
+@pytest.mark.usefixtures("no_racy_window")
+def test_a_store_unpickled_in_this_process_shares_nothing_it_can_change(top: Path) -> None:
+    """Sharing the live stack is safe: the stack never changes, and what a store can change is its own.
+
+    Closing the copy leaves the original reading; a copy-on-write store pickles its
+    staged writes by value, so writes to the copy never reach the original (nor back).
+    """
+    store = open_stack(top)
+    copy = pickle.loads(pickle.dumps(store))
+    assert copy.stack is store.stack and copy is not store
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        copy.stack.versions = ()  # type: ignore[misc]
+    copy.close()
+    assert store.read_raw("layer/1") == b"1" and store.read_raw("a/c/0") == b"base"
+
+    cow = CopyOnWriteStore(store)
+    cow.write_raw("x/zarr.json", b"{}")
+    twin = pickle.loads(pickle.dumps(cow))
+    assert twin.read_raw("x/zarr.json") == b"{}" and twin.below.stack is store.stack
+    twin.write_raw("y/zarr.json", b"{}")
+    twin.delete_node("x")
+    cow.write_raw("z/zarr.json", b"{}")
+    assert cow.read_raw("x/zarr.json") == b"{}" and not cow.exists_raw("y/zarr.json")
+    assert not twin.exists_raw("z/zarr.json") and not twin.exists_raw("x/zarr.json")
+    assert store.read_raw("x/zarr.json") is None and store.read_raw("y/zarr.json") is None
 
 
 @pytest.mark.usefixtures("no_racy_window")

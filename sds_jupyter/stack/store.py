@@ -202,6 +202,8 @@ class StackStore(RawKeyStore):
         In the process that pickled it, while its stack is alive, the copy shares that
         resolved stack, as :func:`copy.copy` would: Dask pickles and unpickles the
         arrays it names, and a check of every manifest there would cost more than the read.
+        Sharing is safe because a :class:`Stack` never changes (``Stack.resolve`` shares it
+        too): closing is per store, and a copy-on-write store pickles its staged writes by value.
         A store in object storage pickles whole, so that a worker makes no request to reopen it.
         """
         if not isinstance(self.stack.datasets_dir, LocalLocation):
