@@ -128,7 +128,25 @@ describe('colorbar numbers', () => {
     expect(rangeFormat('x', 0.00001424, 3.2)(0.00001424)).toBe('0.000');
     expect(rangeFormat('x', 0, 255)(255)).toBe('255');
     expect(rangeFormat('pvals_adj', 0.00001424, 0.5)(0.00001424)).toBe('1.42e-5');
-    expect(rangeTicks('x', 0, 2).map(t => t[1])).toEqual(['0', '1', '2']);
+    expect(rangeTicks('x', 0, 20).map(t => t[1])).toEqual(['0', '10', '20']);
+    expect(rangeTicks('x', 0, 2).map(t => t[1])).toEqual(['0.000', '1.000', '2.000']); // a small range is not counts
     expect(rangeTicks('x', 5, 5).map(t => t[1])).toEqual(['5']);
+  });
+});
+
+describe('the same names and numbers as the Python export', () => {
+  it('answers the shared cases (fixtures/exports.json) as studio/export.py does', async () => {
+    const { exportName } = await import('../app/figures');
+    const cases = (await import('./fixtures/exports.json')).default as {
+      names: { depth: number; title: string | null; figure: string; name: string }[];
+      ticks: { column: string; min: number; max: number; labels: string[] }[];
+    };
+    for (const c of cases.names) {
+      // the label the app passes: index.ts labelOf, "v<depth> <title>"
+      expect(exportName(`v${c.depth}${c.title ? ` ${c.title}` : ''}`, c.figure)).toBe(c.name);
+    }
+    for (const c of cases.ticks) {
+      expect(rangeTicks(c.column, c.min, c.max).map(t => t[1])).toEqual(c.labels);
+    }
   });
 });

@@ -226,11 +226,12 @@ export function fullValue(v: unknown): string {
 
 /**
  * One format for the numbers of a colorbar over `column` from `min` to `max` (its ends, its ticks,
- * a hovered cell's value): integers when both ends are, else the column's table format
- * (columnFormat), so a colorbar, its print and SVG legends and the column in a table agree.
+ * a hovered cell's value): integers when both ends are and they span at least 10 (counts, not
+ * a 0 to 1 score), else the column's table format (columnFormat), so a colorbar, its print and
+ * SVG legends and the column in a table agree.
  */
 export function rangeFormat(column: string, min: number, max: number): CellFormat {
-  const integral = Number.isInteger(min) && Number.isInteger(max);
+  const integral = Number.isInteger(min) && Number.isInteger(max) && (max - min >= 10 || min === max);
   return columnFormat(column, integral ? 'int64' : 'float64', { min, max });
 }
 
