@@ -246,6 +246,18 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     assert.equal(svgDoc.title, exported.title);
     assert.ok(svgDoc.cells > 0, 'the cells as vector shapes');
     assert.ok(svgDoc.swatches + svgDoc.colorbars > 0 && svgDoc.labels.length > 0, JSON.stringify(svgDoc));
+    // colored by a gene: the legend is a colorbar whose ends read as on screen, formatted
+    const canvasFigure = page.locator('.sds-figure-canvas').first();
+    await canvasFigure.locator('.sds-gene').fill('channel_1_sum');
+    await canvasFigure.locator('.sds-gene').press('Enter');
+    await canvasFigure.locator('.sds-gradient-range').waitFor({ timeout: 30000 });
+    const ends = await canvasFigure.locator('.sds-gradient-range span').allInnerTexts();
+    await canvasFigure.scrollIntoViewIfNeeded();
+    await shot(page, 'figures-colorbar');
+    assert.ok(ends.every(t => /^-?[\d,]+(\.\d+)?(e[+-]\d+)?$/.test(t) && t.replace(/\D/g, '').length <= 8), ends.join(' '));
+    const gene = await svgSummary(page, (await exportsOf(page, canvasFigure, prefix)).svg);
+    assert.equal(gene.colorbars, 1);
+    assert.deepEqual([gene.ticks[0], gene.ticks.at(-1)], ends, 'the colorbar ticks read as the legend on screen');
     const chartExports = await exportsOf(page, page.locator('.sds-figure-chart').first(), prefix);
     const chartDoc = await svgSummary(page, chartExports.svg);
     assert.equal(chartDoc.error, null);
@@ -642,6 +654,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         swatches: doc.querySelectorAll('.legend rect.swatch').length,
         colorbars: doc.querySelectorAll('.legend rect.colorbar').length,
         labels: [...doc.querySelectorAll('.legend text')].map(t => t.textContent),
+        ticks: [...doc.querySelectorAll('.legend text.tick')].map(t => t.textContent),
         texts: doc.querySelectorAll('svg svg text').length
       };
     }, svg);
@@ -743,6 +756,8 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         assert.ok(tooltip?.includes(label), `${tooltip} names ${label}`);
         assert.deepEqual(broken, [], 'names broken inside a part');
         assert.ok(rows.length > 0);
+        // at 700 px the side sits below the drawing and takes its width
+        assert.ok(rows[0].side >= 300, `the side below the drawing is ${rows[0].side} px wide`);
         assert.deepEqual(rows.map(r => r.sameLine && r.inside && r.oneLine), rows.map(() => true), JSON.stringify(rows));
         assert.deepEqual(page.errors, []);
       } finally {
