@@ -79,7 +79,13 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--version", help="depth, dataset ID or title (default: the top)")
     export.add_argument("path", help="a version folder or its layer.json")
     export.add_argument("figure", help="the figure's ID")
-    export.add_argument("out", help="the file to write (.svg, .png or .pdf)")
+    export.add_argument("out", help="the file to write (.svg, .png or .pdf), or a folder to write it in")
+    export.add_argument(
+        "--format",
+        default=".svg",
+        choices=(".svg", ".png", ".pdf"),
+        help="the format when OUT is a folder (the file is named after the version and figure)",
+    )
 
     demo = commands.add_parser("demo", help="build the demo stack (no download needed)")
     demo.add_argument("out", help="a new folder for the demo")
@@ -137,7 +143,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "export":
         from sds_jupyter.service.export import export_figure
 
-        out = export_figure(args.path, args.figure, args.out, version=args.version, folders=args.folders)
+        out = export_figure(
+            args.path, args.figure, args.out, version=args.version, folders=args.folders, format=args.format
+        )
         say(f"wrote {out}")
         return 0
     if args.command == "demo":

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
 import pytest
 
 from sds_jupyter.service.export import export_figure
 from sds_jupyter.studio.errors import FigureError
-from sds_jupyter.studio.export import print_width_mm
+from sds_jupyter.studio.export import export_name, print_width_mm, range_ticks
 
 pytest_plugins = ["fixtures_service"]
 
@@ -66,3 +70,61 @@ def test_export_refuses_any_output_inside_the_stack(studio_stack, tmp_path, wher
     assert main(["export", "--version", "1", str(studio_stack.v2), "fig_chart", str(out)]) == 2
     assert not out.exists()
     assert _snapshot(studio_stack.datasets) == before
+
+
+SHARED_CASES = Path(__file__).parents[1] / "js" / "src" / "__tests__" / "fixtures" / "exports.json"
+
+
+def test_names_and_colorbar_numbers_match_the_browser() -> None:
+    """The browser's exportName and rangeTicks answer the same cases (js print.test.ts)."""
+    cases = json.loads(SHARED_CASES.read_text(encoding="utf-8"))
+    for case in cases["names"]:
+        assert export_name(case["depth"], case["title"], case["figure"]) == case["name"]
+    for case in cases["ticks"]:
+        assert [label for _, label in range_ticks(case["column"], case["min"], case["max"])] == case["labels"]
+
+
+def test_export_into_a_folder_names_the_file_after_the_version(studio_stack, tmp_path) -> None:
+    """Two versions' exports of one figure never collide; a PNG says its 300 dpi in its name."""
+    from sds_jupyter import Stack
+
+    stack = Stack.resolve(studio_stack.v2)
+    titles = {v.depth: v.title for v in stack.versions}
+    one = export_figure(studio_stack.v2, "fig_chart", tmp_path, version=1)
+    two = export_figure(studio_stack.v2, "fig_chart", tmp_path, version=2)
+    png = export_figure(studio_stack.v2, "fig_canvas", tmp_path, version=1, format="png")
+    assert one.name == f"{export_name(1, titles[1], 'fig_chart')}.svg" and one.name.startswith("v1")
+    assert two.name == f"{export_name(2, titles[2], 'fig_chart')}.svg" and two.name.startswith("v2")
+    assert png.name == f"{export_name(1, titles[1], 'fig_canvas')}-300dpi.png"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([one.name, two.name, png.name])
+    with pytest.raises(FigureError, match="use one of"):
+        export_figure(studio_stack.v2, "fig_chart", tmp_path, format="gif")
+
+
+def _svg_texts(path: Path) -> list[str]:
+    root = ET.parse(path).getroot()
+    return ["".join(t.itertext()).strip() for t in root.iter("{http://www.w3.org/2000/svg}text")]
+
+
+def test_canvas_svg_has_title_and_a_legend_of_the_categories(studio_stack, tmp_path) -> None:
+    out = export_figure(studio_stack.v1, "fig_canvas", tmp_path / "regions.svg")
+    texts = _svg_texts(out)
+    assert "Regions on tissue" in texts
+    assert "region_class" in texts and {"stroma", "tumor"} <= set(texts)
+
+
+def test_canvas_svg_colorbar_ticks_are_formatted_as_in_the_browser(studio_stack, tmp_path) -> None:
+    out = export_figure(studio_stack.v1, "fig_continuous", tmp_path / "score.svg")
+    texts = _svg_texts(out)
+    assert "score (magma)" in texts
+    # score runs 0..1 over the cells: the browser gives a 0 to 1 range three decimals (four significant digits)
+    assert {"0.000", "0.500", "1.000"} <= set(texts), texts
+
+
+def test_png_export_is_the_print_width_at_300_dpi(studio_stack, tmp_path) -> None:
+    from PIL import Image
+
+    out = export_figure(studio_stack.v1, "fig_canvas", tmp_path / "regions.png")
+    with Image.open(out) as image:
+        assert image.width == round(89 / 25.4 * 300)
+        assert round(image.info["dpi"][0]) == 300

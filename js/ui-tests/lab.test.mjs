@@ -233,26 +233,47 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     });
     assert.ok(painted > 1000, `${painted} painted pixels`);
     await shot(page, 'panel-figures');
-    // exports: the canvas as SVG circles, the chart as SVG and PNG
-    const saved = async button => {
-      const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
-      return readFileSync(await download.path());
-    };
+    // exports: every button of a canvas and a chart figure downloads a file named after the
+    // version (depth and title) and the figure; print PNGs at the print width and 300 dpi,
+    // SVGs that parse, with the title and (canvas) a vector legend
+    const selected = page.locator('.sds-history-row.sds-selected');
+    const depth = await selected.getAttribute('data-depth');
+    const versionTitle = await selected.locator('.sds-row-title').innerText();
+    const prefix = `v${depth}_${versionTitle.replace(/[^\w.-]+/g, '_').replace(/^[._]+|_+$/g, '')}`;
+    const exported = await exportsOf(page, page.locator('.sds-figure-canvas').first(), prefix);
+    const svgDoc = await svgSummary(page, exported.svg);
+    assert.equal(svgDoc.error, null);
+    assert.equal(svgDoc.title, exported.title);
+    assert.ok(svgDoc.cells > 0, 'the cells as vector shapes');
+    assert.ok(svgDoc.swatches + svgDoc.colorbars > 0 && svgDoc.labels.length > 0, JSON.stringify(svgDoc));
+    // colored by a gene: the legend is a colorbar whose ends read as on screen, formatted
     const canvasFigure = page.locator('.sds-figure-canvas').first();
-    const svg = (await saved(canvasFigure.locator('.sds-figure-tools button', { hasText: 'SVG' }))).toString('utf8');
-    assert.match(svg, /^<svg[^>]*>.*<circle /s);
-    const png = await saved(canvasFigure.locator('.sds-figure-tools button', { hasText: /^PNG$/ }));
-    assert.equal(png.subarray(1, 4).toString('latin1'), 'PNG');
-    // for print: the figure's print width (183 mm) at 300 dpi, written into the file
-    const print = await saved(canvasFigure.locator('.sds-figure-tools button', { hasText: 'Print PNG' }));
-    assert.equal(print.readUInt32BE(16), 2161, 'print width in pixels');
-    assert.equal(print.subarray(37, 41).toString('latin1'), 'pHYs');
-    assert.equal(print.readUInt32BE(41), 11811, '300 dpi in pixels per metre');
-    const chartFigure = page.locator('.sds-figure-chart').first();
-    const chartSvg = (await saved(chartFigure.locator('.sds-figure-tools button', { hasText: 'SVG' }))).toString('utf8');
-    assert.match(chartSvg, /<svg/);
-    const chartPng = await saved(chartFigure.locator('.sds-figure-tools button', { hasText: /^PNG$/ }));
-    assert.equal(chartPng.subarray(1, 4).toString('latin1'), 'PNG');
+    await canvasFigure.locator('.sds-gene').fill('channel_1_sum');
+    await canvasFigure.locator('.sds-gene').press('Enter');
+    await canvasFigure.locator('.sds-gradient-range').waitFor({ timeout: 30000 });
+    const ends = await canvasFigure.locator('.sds-gradient-range span').allInnerTexts();
+    await canvasFigure.scrollIntoViewIfNeeded();
+    await shot(page, 'figures-colorbar');
+    assert.ok(ends.every(t => /^-?[\d,]+(\.\d+)?(e[+-]\d+)?$/.test(t) && t.replace(/\D/g, '').length <= 8), ends.join(' '));
+    const gene = await svgSummary(page, (await exportsOf(page, canvasFigure, prefix)).svg);
+    assert.equal(gene.colorbars, 1);
+    assert.deepEqual([gene.ticks[0], gene.ticks.at(-1)], ends, 'the colorbar ticks read as the legend on screen');
+    const chartExports = await exportsOf(page, page.locator('.sds-figure-chart').first(), prefix);
+    const chartDoc = await svgSummary(page, chartExports.svg);
+    assert.equal(chartDoc.error, null);
+    assert.equal(chartDoc.title, chartExports.title);
+    assert.ok(chartDoc.texts > 3, 'the chart as vector text');
+    // another version's exports of the same figure never collide
+    const figureId = await page.locator('.sds-figure-canvas').first().getAttribute('data-figure');
+    await page.locator('.sds-history-row').nth(1).click();
+    await page.waitForFunction(() => document.querySelectorAll('.sds-figure-tools button').length > 0, null, { timeout: 30000 });
+    const other = page.locator(`.sds-figure-canvas[data-figure="${figureId}"]`);
+    if (await other.count()) {
+      const [download] = await Promise.all([page.waitForEvent('download'), other.locator('.sds-figure-tools button', { hasText: 'SVG' }).click()]);
+      assert.notEqual(download.suggestedFilename(), exported.names.svg);
+      assert.match(download.suggestedFilename(), new RegExp(`^v${await page.locator('.sds-history-row.sds-selected').getAttribute('data-depth')}_`));
+    }
+    await page.locator('.sds-history-row').first().click();
     await page.locator('.sds-tab[data-tab="results"]').click();
     await page.waitForSelector('.sds-result .sds-table tbody tr', { timeout: 30000 });
     await shot(page, 'panel-results');
@@ -588,8 +609,72 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     }
   });
 
+  /**
+   * Click each export button of `figure`: SVG, PNG and Print PNG download files named
+   * `<prefix>-<figure id>` (the print PNG `-300dpi.png`); the print PNG is the print width (the
+   * figure's chip, in mm) at 300 dpi with the dpi written in. Returns the SVG text and the names.
+   */
+  async function exportsOf(page, figure, prefix) {
+    const id = await figure.getAttribute('data-figure');
+    const title = await figure.locator('.sds-figure-title').innerText();
+    const mm = Number(/([\d.]+) mm/.exec(await figure.locator('.sds-chip').innerText())?.[1] ?? (/double/.test(await figure.locator('.sds-chip').innerText()) ? 183 : 89));
+    const save = async label => {
+      const button = figure.locator('.sds-figure-tools button', { hasText: label });
+      const [download] = await Promise.all([page.waitForEvent('download'), button.click()]);
+      const bytes = readFileSync(await download.path());
+      // kept beside the screenshots, to look at
+      mkdirSync(join(SHOTS, 'exports'), { recursive: true });
+      writeFileSync(join(SHOTS, 'exports', download.suggestedFilename()), bytes);
+      return { name: download.suggestedFilename(), bytes };
+    };
+    const svg = await save(/^SVG$/);
+    const png = await save(/^PNG$/);
+    const print = await save(/^Print PNG$/);
+    assert.equal(svg.name, `${prefix}-${id}.svg`);
+    assert.equal(png.name, `${prefix}-${id}.png`);
+    assert.equal(print.name, `${prefix}-${id}-300dpi.png`);
+    assert.equal(png.bytes.subarray(1, 4).toString('latin1'), 'PNG');
+    assert.equal(print.bytes.readUInt32BE(16), Math.round((mm / 25.4) * 300), `print width of ${mm} mm in pixels`);
+    assert.equal(print.bytes.subarray(37, 41).toString('latin1'), 'pHYs');
+    assert.equal(print.bytes.readUInt32BE(41), 11811, '300 dpi in pixels per metre');
+    return { svg: svg.bytes.toString('utf8'), title, names: { svg: svg.name, png: png.name, print: print.name } };
+  }
+
+  /** What an exported SVG holds, parsed by the browser as a reader would. */
+  async function svgSummary(page, svg) {
+    return page.evaluate(text => {
+      const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+      if (doc.querySelector('parsererror') || doc.documentElement.nodeName !== 'svg') {
+        return { error: doc.querySelector('parsererror')?.textContent ?? doc.documentElement.nodeName };
+      }
+      return {
+        error: null,
+        title: doc.querySelector('text.title')?.textContent ?? null,
+        cells: doc.querySelectorAll('svg svg path, svg svg circle, svg svg image').length,
+        swatches: doc.querySelectorAll('.legend rect.swatch').length,
+        colorbars: doc.querySelectorAll('.legend rect.colorbar').length,
+        labels: [...doc.querySelectorAll('.legend text')].map(t => t.textContent),
+        ticks: [...doc.querySelectorAll('.legend text.tick')].map(t => t.textContent),
+        texts: doc.querySelectorAll('svg svg text').length
+      };
+    }, svg);
+  }
+
   /** Open the top version's Results tab in a panel exactly `width` px wide (the left sidebar closed). */
   async function resultsAt(page, width) {
+    await panelAt(page, width);
+    await page.locator('.sds-tab[data-tab="results"]').click();
+    await page.waitForSelector('.sds-result .sds-table tbody tr', { timeout: 30000 });
+    // every default chart drawn (and redrawn at the settled width)
+    await page.waitForFunction(() => {
+      const charts = [...document.querySelectorAll('.sds-result .sds-chart')];
+      return charts.length >= 3 && charts.every(c => c.querySelector('svg'));
+    }, null, { timeout: 30000 });
+    await page.waitForTimeout(800);
+  }
+
+  /** Open the top version in a panel exactly `width` px wide (the left sidebar closed). */
+  async function panelAt(page, width) {
     await openListing(page);
     await item(page, top.split('/').pop()).dblclick();
     await page.waitForSelector('.sds-history-row', { timeout: 30000 });
@@ -602,14 +687,6 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       await page.setViewportSize({ width: Math.round(vp.width + width - have), height: vp.height });
       await page.waitForTimeout(400);
     }
-    await page.locator('.sds-tab[data-tab="results"]').click();
-    await page.waitForSelector('.sds-result .sds-table tbody tr', { timeout: 30000 });
-    // every default chart drawn (and redrawn at the settled width)
-    await page.waitForFunction(() => {
-      const charts = [...document.querySelectorAll('.sds-result .sds-chart')];
-      return charts.length >= 3 && charts.every(c => c.querySelector('svg'));
-    }, null, { timeout: 30000 });
-    await page.waitForTimeout(800);
   }
 
   /** axe-core on the panel: serious and critical violations fail, with what and where. */
@@ -620,6 +697,74 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       return r.violations.map(v => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map(n => n.target.join(' ')) }));
     });
     return found.filter(v => v.impact === 'serious' || v.impact === 'critical');
+  }
+
+  for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
+    it(`at a 700 px panel the tree, Contents and the channel sliders read (${theme})`, async () => {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme });
+      const page = await newPage();
+      const tag = theme.includes('Dark') ? 'dark' : 'light';
+      try {
+        await panelAt(page, 700);
+        await page.waitForFunction(d => document.body.dataset.jpThemeLight === String(!d), tag === 'dark', { timeout: 30000 });
+        await page.waitForSelector('.sds-tree-row', { timeout: 30000 });
+        // the opened version's node names it (at least a few letters), its whole title in a tooltip
+        const opened = page.locator('.sds-tree-row.sds-tree-current .sds-tree-title').first();
+        const { width, font } = await opened.evaluate(el => ({ width: el.clientWidth, font: parseFloat(getComputedStyle(el).fontSize) }));
+        const tooltip = await opened.locator('xpath=..').getAttribute('title');
+        const label = await opened.textContent();
+        await shot(page, `tree-700-${tag}`);
+        // Contents: element and column names wrap between their parts, never inside one
+        await page.locator('.sds-tab[data-tab="contents"]').click();
+        await page.waitForSelector('.sds-elements-table tbody tr', { timeout: 30000 });
+        await page.waitForTimeout(300);
+        await shot(page, `contents-700-${tag}`);
+        const broken = await page.evaluate(() =>
+          [...document.querySelectorAll('.sds-contents td.sds-name code')].flatMap(code =>
+            [...code.childNodes]
+              .filter(n => n.nodeType === Node.TEXT_NODE && n.textContent)
+              .filter(n => {
+                const range = document.createRange();
+                range.selectNodeContents(n);
+                return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1;
+              })
+              .map(n => `${code.textContent} (at "${n.textContent}")`)
+          )
+        );
+        // Figures: each channel's two contrast sliders share one line, inside the side column
+        await page.locator('.sds-tab[data-tab="figures"]').click();
+        await page.waitForSelector('.sds-channel', { timeout: 60000 });
+        await page.waitForTimeout(800);
+        await page.locator('.sds-channel-list').first().scrollIntoViewIfNeeded();
+        await shot(page, `figures-700-${tag}`);
+        const rows = await page.evaluate(() =>
+          [...document.querySelectorAll('.sds-channel')].map(li => {
+            const [lo, hi] = [...li.querySelectorAll('.sds-contrast')].map(r => r.getBoundingClientRect());
+            const side = li.closest('.sds-channel-slot').getBoundingClientRect();
+            const name = li.querySelector('.sds-check').getBoundingClientRect();
+            const mid = r => r.top + r.height / 2;
+            return {
+              sameLine: Math.abs(lo.top - hi.top) < 2,
+              inside: hi.right <= side.right + 1 && lo.width >= 40,
+              // where the side has room (20em), the whole channel is one line
+              oneLine: side.width < 300 || Math.abs(mid(name) - mid(lo)) < 6,
+              side: side.width
+            };
+          })
+        );
+        assert.ok(width >= 5 * font, `the opened node's label is ${width} px wide`);
+        assert.ok(tooltip?.includes(label), `${tooltip} names ${label}`);
+        assert.deepEqual(broken, [], 'names broken inside a part');
+        assert.ok(rows.length > 0);
+        // at 700 px the side sits below the drawing and takes its width
+        assert.ok(rows[0].side >= 300, `the side below the drawing is ${rows[0].side} px wide`);
+        assert.deepEqual(rows.map(r => r.sameLine && r.inside && r.oneLine), rows.map(() => true), JSON.stringify(rows));
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+        await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+      }
+    });
   }
 
   for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {

@@ -8,7 +8,9 @@ the figure's physical width.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,15 @@ import numpy as np
 from sds_jupyter.studio.canvas import CanvasData
 from sds_jupyter.studio.errors import FigureError
 
-__all__ = ["EXPORT_FORMATS", "format_of", "print_width_mm", "render_canvas", "render_chart"]
+__all__ = [
+    "EXPORT_FORMATS",
+    "export_name",
+    "format_of",
+    "print_width_mm",
+    "range_ticks",
+    "render_canvas",
+    "render_chart",
+]
 
 EXPORT_FORMATS = (".svg", ".png", ".pdf")
 COLUMN_WIDTHS_MM = {"single": 89.0, "double": 183.0}
@@ -25,6 +35,71 @@ DEFAULT_WIDTH_MM = 89.0
 MM_PER_INCH = 25.4
 POINTS_PER_INCH = 72.0
 PNG_DPI = 300
+#: Categories a legend lists; the rest are counted (as in the browser's print legend).
+MAX_LEGEND_ITEMS = 24
+#: Anything but ASCII letters, digits, dot, dash and underscore, in an export's file name.
+_UNSAFE = re.compile(r"[^\w.-]+", re.ASCII)
+
+
+def export_name(depth: int, title: str | None, figure_id: str) -> str:
+    """An export's file name without suffix: the version (depth and title) and the figure id.
+
+    Why: two versions' exports of one figure never collide, and the name is safe on any file
+    system. The browser's ``exportName`` makes the same name (shared cases in
+    ``js/src/__tests__/fixtures/exports.json`` keep the two in step).
+    """
+
+    def clean(text: str) -> str:
+        return re.sub(r"^[._]+|_+$", "", _UNSAFE.sub("_", text))
+
+    label = f"v{depth} {title}" if title else f"v{depth}"
+    return f"{clean(label)[:60] or 'version'}-{clean(figure_id)[:60] or 'figure'}"
+
+
+def _is_pvalue_column(name: str) -> bool:
+    letters = re.sub(r"[^a-z]", "", name.lower())
+    return bool(re.fullmatch(r"[pq]", letters) or re.search(r"pval|qval|padj|fdr", letters))
+
+
+def _exponential(value: float, digits: int) -> str:
+    """``value`` in scientific notation as JavaScript writes it (``1.42e-5``, not ``1.42e-05``)."""
+    mantissa, _, exponent = f"{value:.{digits}e}".partition("e")
+    return f"{mantissa}e{'-' if exponent.startswith('-') else '+'}{int(exponent[1:])}"
+
+
+def range_format(column: str, low: float, high: float) -> Callable[[float], str]:
+    """One format for a colorbar over ``column`` from ``low`` to ``high``, as the browser's ``rangeFormat``.
+
+    Integers when both ends are and they span at least 10 (counts, not a 0 to 1 score), halves
+    rounded up as JavaScript does; p-/q-values in scientific notation; other numbers with the
+    decimals that give the larger end four significant digits, as the column reads in a table.
+    """
+    if float(low).is_integer() and float(high).is_integer() and (high - low >= 10 or high == low):
+        return lambda v: f"{math.floor(v + 0.5):,}"
+    if _is_pvalue_column(column):
+        return lambda v: "0" if v == 0 else _exponential(v, 2)
+    largest = max(abs(low), abs(high))
+    if not math.isfinite(largest) or largest == 0:
+        return lambda v: f"{v:g}"
+    magnitude = math.floor(math.log10(largest))
+    if magnitude >= 7 or 3 - magnitude > 6:
+        return lambda v: "0" if v == 0 else _exponential(v, 3)
+    decimals = min(6, max(0, 3 - magnitude))
+
+    def fixed(v: float) -> str:
+        text = f"{v:,.{decimals}f}"
+        return text[1:] if re.fullmatch(r"-0(\.0*)?", text) else text
+
+    return fixed
+
+
+def range_ticks(column: str, low: float, high: float, inner: int = 1) -> list[tuple[float, str]]:
+    """A colorbar's ticks: both ends and ``inner`` evenly spaced values between, as (value, label)."""
+    fmt = range_format(column, low, high)
+    if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
+        return [(low, fmt(low))]
+    values = [low + (high - low) * i / (inner + 1) for i in range(inner + 2)]
+    return [(v, fmt(v)) for v in values]
 
 
 def print_width_mm(value: Any) -> float:
@@ -43,14 +118,23 @@ def format_of(out: Path) -> str:
     return suffix
 
 
-def render_chart(vega_lite: Mapping[str, Any], out: Path, width_mm: float = DEFAULT_WIDTH_MM) -> Path:
-    """Write a Vega-Lite spec to ``out`` (format from its suffix) at ``width_mm``."""
+def render_chart(
+    vega_lite: Mapping[str, Any], out: Path, width_mm: float = DEFAULT_WIDTH_MM, title: str | None = None
+) -> Path:
+    """Write a Vega-Lite spec to ``out`` (format from its suffix) at ``width_mm``, on white.
+
+    ``title`` heads the chart when its spec has none, as the browser's print export puts the
+    figure's title above it.
+    """
     import vl_convert
 
     fmt = format_of(out)
     spec = dict(vega_lite)
     if "facet" not in spec and "width" not in spec:
         spec["width"] = max(60, round(width_mm / MM_PER_INCH * POINTS_PER_INCH) - 60)
+    if title and "title" not in spec:
+        spec["title"] = title
+    spec.setdefault("background", "#ffffff")
     if fmt == ".svg":
         out.write_text(vl_convert.vegalite_to_svg(spec), encoding="utf-8")
     elif fmt == ".png":
@@ -61,7 +145,12 @@ def render_chart(vega_lite: Mapping[str, Any], out: Path, width_mm: float = DEFA
 
 
 def render_canvas(drawn: CanvasData, out: Path, width_mm: float = DEFAULT_WIDTH_MM, title: str | None = None) -> Path:
-    """Redraw a canvas view (image, then cells colored as in the browser) with matplotlib."""
+    """Redraw a canvas view (image, then cells colored as in the browser) with matplotlib.
+
+    The legend sits to the right of the drawing as in the browser's print export: the
+    categories with their colors, or the colormap as a colorbar with its ends and middle
+    formatted as the browser formats them (``range_ticks``).
+    """
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -69,26 +158,73 @@ def render_canvas(drawn: CanvasData, out: Path, width_mm: float = DEFAULT_WIDTH_
 
     fmt = format_of(out)
     payload = drawn.payload
+    color = payload["color"]
     xmin, ymin, xmax, ymax = payload["bounds"]
     width_in = width_mm / MM_PER_INCH
+    legend_in = min(width_in * 0.3, 110 / POINTS_PER_INCH) if color["mode"] in ("categorical", "continuous") else 0.0
+    draw_in = width_in - legend_in
     aspect = (ymax - ymin) / (xmax - xmin) if xmax > xmin else 1.0
-    figure = Figure(figsize=(width_in, max(width_in * aspect, 0.5) + (0.3 if title else 0)))
-    axes = figure.add_axes((0, 0, 1, 0.92 if title else 1))
+    height_in = max(draw_in * aspect, 0.5) + (0.3 if title else 0)
+    figure = Figure(figsize=(width_in, height_in))
+    top = 1 - 0.3 / height_in if title else 1.0
+    axes = figure.add_axes((0, 0, draw_in / width_in, top))
     axes.set_axis_off()
     buffers = list(drawn.buffers)
     x, y = buffers[0], buffers[1]
     if payload["image"] is not None:
         image = payload["image"]
-        left, top, right, bottom = image["bounds"]
-        axes.imshow(buffers[-1], extent=(left, right, bottom, top), interpolation="nearest")
-    axes.scatter(x, y, s=payload["point_size"] ** 2 / 4, c=_cell_colors(payload["color"], buffers), linewidths=0)
+        left, top_edge, right, bottom = image["bounds"]
+        axes.imshow(buffers[-1], extent=(left, right, bottom, top_edge), interpolation="nearest")
+    axes.scatter(x, y, s=payload["point_size"] ** 2 / 4, c=_cell_colors(color, buffers), linewidths=0)
     axes.set_xlim(xmin, xmax)
     axes.set_ylim(ymax, ymin)  # image coordinates: y grows downwards, as in the browser
     axes.set_aspect("equal")
     if title:
-        figure.suptitle(title, fontsize=8)
-    figure.savefig(out, format=fmt[1:], dpi=PNG_DPI if fmt == ".png" else None)
+        figure.suptitle(title, fontsize=9, x=0.02, ha="left", fontweight="bold")
+    if legend_in:
+        _legend(figure, color, (draw_in / width_in, 0.05, legend_in / width_in, top - 0.1))
+    # SVG text stays text (editable, searchable), as in the browser's SVG export
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        figure.savefig(out, format=fmt[1:], dpi=PNG_DPI if fmt == ".png" else None)
     return out
+
+
+def _legend(figure: Any, color: Mapping[str, Any], box: tuple[float, float, float, float]) -> None:
+    """The categories (visible ones, at most MAX_LEGEND_ITEMS) or the colorbar, in ``box`` of ``figure``."""
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import ListedColormap, Normalize
+    from matplotlib.patches import Patch
+
+    if color["mode"] == "continuous":
+        low, high = float(color["min"]), float(color["max"])
+        bar = figure.add_axes((box[0] + 0.02, box[1] + box[3] * 0.35, 0.03, box[3] * 0.6))
+        mappable = ScalarMappable(
+            norm=Normalize(low, high), cmap=ListedColormap(color["lut"] or ["#440154", "#fde725"])
+        )
+        colorbar = figure.colorbar(mappable, cax=bar)
+        ticks = range_ticks(str(color["column"]), low, high)
+        colorbar.set_ticks([v for v, _ in ticks], labels=[label for _, label in ticks], fontsize=6)
+        bar.set_title(f"{color['column']} ({color['colormap']})", fontsize=7, loc="left", fontweight="bold")
+        return
+    shown = [
+        (str(label), str(col))
+        for label, col in zip(color["categories"], color["colors"], strict=False)
+        if not re.fullmatch(r"#[0-9a-fA-F]{6}00", str(col))
+    ]
+    handles = [Patch(facecolor=col, label=label) for label, col in shown[:MAX_LEGEND_ITEMS]]
+    if len(shown) > MAX_LEGEND_ITEMS:
+        handles.append(Patch(facecolor="none", edgecolor="none", label=f"… and {len(shown) - MAX_LEGEND_ITEMS} more"))
+    figure.legend(
+        handles=handles,
+        title=str(color["column"]),
+        loc="upper left",
+        bbox_to_anchor=(box[0], box[1] + box[3]),
+        fontsize=6,
+        title_fontsize=7,
+        frameon=False,
+        handlelength=1,
+        alignment="left",
+    )
 
 
 def _cell_colors(color: Mapping[str, Any], buffers: list[np.ndarray]) -> Any:

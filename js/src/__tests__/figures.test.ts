@@ -85,7 +85,7 @@ describe('figures view', () => {
     expect(text(figs[0].querySelector('figcaption'))).toBe('Mean expression per cluster');
     expect(charts.specs).toEqual([CHART.vega_lite]);
     expect(figs[0].querySelector<HTMLElement>('.sds-chart')!.dataset.drawn).toBe('true');
-    expect([...figs[0].querySelectorAll('.sds-figure-tools button')].map(b => text(b))).toEqual(['SVG', 'PNG']);
+    expect([...figs[0].querySelectorAll('.sds-figure-tools button')].map(b => text(b))).toEqual(['SVG', 'PNG', 'Print PNG']);
 
     // canvas: requested with version and figure id, legend from the payload
     expect(t.callsOf('canvas')).toEqual([{ version: 1, figure: 'tissue' }]);
@@ -100,6 +100,44 @@ describe('figures view', () => {
     // unsupported: the reason and the spec as pretty JSON
     expect(text(figs[2].querySelector('.sds-reason'))).toBe('kind "volume" is not drawn by this viewer');
     expect(figs[2].querySelector('pre')!.textContent).toBe(JSON.stringify({ kind: 'volume', depth: 3 }, null, 2));
+  });
+
+  it('export file names carry the version (depth and title), so two versions never collide', async () => {
+    const names: string[] = [];
+    const saved = (ev: Event) => {
+      const a = ev.target as HTMLElement;
+      if (a.tagName === 'A' && a.hasAttribute('download')) {
+        names.push(a.getAttribute('download')!);
+        ev.preventDefault();
+      }
+    };
+    document.addEventListener('click', saved, true);
+    try {
+      const t = new FakeTransport()
+        .on('history', () => history(2, {}))
+        .on('figures', () => ({ figures: [{ ...CHART, vega_lite: { mark: 'bar', data: { values: [{ a: 1, b: 2 }] }, encoding: { x: { field: 'a' }, y: { field: 'b' } } } }] }));
+      const el = mount(t);
+      const exportAll = async () => {
+        await settle(10);
+        for (const b of el.querySelectorAll<HTMLButtonElement>('.sds-figure-tools button')) {
+          b.click();
+          await new Promise(r => setTimeout(r, 300)); // vega draws the print page off screen
+        }
+      };
+      app!.select(2);
+      await exportAll();
+      app!.select(1);
+      await exportAll();
+      // (no 2D canvas in this DOM: the print PNG's name is checked in Chromium, ui-tests)
+      expect(names.sort()).toEqual([
+        'v1_Version_1-markers_bar.png',
+        'v1_Version_1-markers_bar.svg',
+        'v2_Version_2-markers_bar.png',
+        'v2_Version_2-markers_bar.svg'
+      ]);
+    } finally {
+      document.removeEventListener('click', saved, true);
+    }
   });
 
   it('shows a canvas with missing buffers as an in-place error', async () => {

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 
-import { dpiOf, legendEntries, printPixels, printWidthMm, withDpi } from '../app/print';
+import { printChart } from '../app/chart';
+import { rangeFormat, rangeTicks } from '../app/format';
+import { dpiOf, legendEntries, printPixels, printSVG, printWidthMm, svgSize, withDpi, xmlText } from '../app/print';
+import type { CanvasColor } from '../app/types';
 
 // the smallest valid PNG: 1x1 grey, as canvas.toBlob would give (signature, IHDR, IDAT, IEND)
 const PNG_1X1 = Uint8Array.from(
@@ -9,12 +12,12 @@ const PNG_1X1 = Uint8Array.from(
 );
 
 describe('print export', () => {
-  it('a print width in mm: numbers as given, journal columns by name, else a double column', () => {
+  it('a print width in mm: numbers as given, journal columns by name, else a single column (as in Python)', () => {
     expect(printWidthMm(120)).toBe(120);
     expect(printWidthMm('single')).toBe(89);
     expect(printWidthMm('double')).toBe(183);
-    expect(printWidthMm(null)).toBe(183);
-    expect(printWidthMm(-3)).toBe(183);
+    expect(printWidthMm(null)).toBe(89);
+    expect(printWidthMm(-3)).toBe(89);
     expect(printPixels(183)).toBe(2161); // 183 mm at 300 dpi
   });
 
@@ -39,5 +42,111 @@ describe('print export', () => {
     expect(legend?.entries.length).toBe(24);
     expect(legend?.more).toBe(5);
     expect(legendEntries({ mode: 'none' })).toBeNull();
+  });
+});
+
+/** An SVG file parsed as a reader would: null when it is not well-formed XML. */
+function parseSVG(svg: string): Document | null {
+  const doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
+  return doc.querySelector('parsererror') || doc.documentElement?.nodeName !== 'svg' ? null : doc;
+}
+
+const DRAWING = '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="200" viewBox="0 0 300 200"><circle cx="10" cy="10" r="2"/></svg>';
+
+describe('SVG export: the print page with a vector legend', () => {
+  it('categories become swatches with their colors and labels; labels from data stay text', () => {
+    const hostile = '<script>alert(1)</script> & "x"';
+    const color: CanvasColor = {
+      mode: 'categorical',
+      column: 'cell<type>',
+      categories: ['T cell', hostile, 'hidden', 'B\u0001cell'],
+      colors: ['#ff0000', '#00ff00', '#00000000', '#0000ff']
+    };
+    const svg = printSVG(DRAWING, 'v3 Regions <b>bold</b>', color, 89);
+    const doc = parseSVG(svg);
+    expect(doc).not.toBeNull();
+    expect(doc!.querySelector('script')).toBeNull();
+    expect(doc!.querySelector('b')).toBeNull();
+    expect(svg).not.toContain('<script');
+    const root = doc!.documentElement;
+    expect(root.getAttribute('width')).toBe('89mm');
+    expect(doc!.querySelector('text.title')?.textContent).toBe('v3 Regions <b>bold</b>');
+    expect(doc!.querySelector('.legend-title')?.textContent).toBe('cell<type>');
+    const swatches = [...doc!.querySelectorAll('rect.swatch')].map(r => r.getAttribute('fill'));
+    expect(swatches).toEqual(['#ff0000', '#00ff00', '#0000ff']); // the hidden category is left out
+    const labels = [...doc!.querySelectorAll('text.label')].map(t => t.textContent);
+    expect(labels[0]).toBe('T cell');
+    expect(labels[1]).toContain('<script>'); // cut to the legend's width, still the text itself
+    expect(labels[2]).toBe('B\ufffdcell'); // a control character XML forbids is replaced
+    // the drawing is nested as vector, placed below the title
+    const nested = root.querySelector('svg');
+    expect(nested?.getAttribute('viewBox')).toBe('0 0 300 200');
+    expect(Number(nested?.getAttribute('y'))).toBeGreaterThan(0);
+    expect(nested?.querySelector('circle')).not.toBeNull();
+  });
+
+  it('a continuous coloring becomes a gradient colorbar with formatted ticks', () => {
+    const lut = Array.from({ length: 256 }, (_, i) => `#${i.toString(16).padStart(2, '0')}0000`);
+    const color: CanvasColor = { mode: 'continuous', column: 'total_counts', colormap: 'viridis', min: 0.00001424, max: 3.2, lut };
+    const doc = parseSVG(printSVG(DRAWING, 'counts', color, 183))!;
+    expect(doc).not.toBeNull();
+    const stops = [...doc.querySelectorAll('linearGradient stop')];
+    expect(stops.length).toBeGreaterThan(16);
+    expect(stops[0].getAttribute('stop-color')).toBe('#000000');
+    expect(stops[stops.length - 1].getAttribute('stop-color')).toBe('#ff0000');
+    expect(doc.querySelector('rect.colorbar')?.getAttribute('fill')).toBe('url(#sds-colorbar)');
+    const ticks = [...doc.querySelectorAll('text.tick')].map(t => t.textContent);
+    expect(ticks).toEqual(['0.000', '1.600', '3.200']); // never "0.00001424"
+    expect(doc.querySelector('.legend-title')?.textContent).toBe('total_counts (viridis)');
+  });
+
+  it('escapes what markup would read, and reads a drawing size back', () => {
+    expect(xmlText(`<a href="x">&'`)).toBe('&lt;a href=&quot;x&quot;&gt;&amp;&#39;');
+    expect(svgSize(DRAWING)).toEqual([300, 200]);
+    expect(svgSize('<svg/>')).toEqual([100, 100]);
+  });
+
+  it('a chart for print: vega draws it off screen at the page width, nested under the title', async () => {
+    const spec = {
+      data: { values: [{ group: '1', n: 3 }, { group: '10', n: 5 }, { group: '2', n: 4 }] },
+      mark: 'bar',
+      encoding: { x: { field: 'group', type: 'nominal' }, y: { field: 'n', type: 'quantitative' }, color: { field: 'group', type: 'nominal' } }
+    };
+    const drawn = await printChart(spec, 200);
+    expect(drawn.width).toBeCloseTo(200, 0);
+    const doc = parseSVG(printSVG(await drawn.toSVG(), 'v2 markers', null, 89));
+    expect(doc).not.toBeNull();
+    expect(doc!.querySelector('text.title')?.textContent).toBe('v2 markers');
+    expect(doc!.querySelector('.legend')).toBeNull(); // a chart carries its own legend
+    const texts = [...doc!.querySelectorAll('svg svg text')].map(t => t.textContent);
+    expect(texts).toEqual(expect.arrayContaining(['group', '10']));
+  });
+});
+
+describe('colorbar numbers', () => {
+  it('format as the column does in a table: integers, decimals for the range, p-values in scientific', () => {
+    expect(rangeFormat('x', 0.00001424, 3.2)(0.00001424)).toBe('0.000');
+    expect(rangeFormat('x', 0, 255)(255)).toBe('255');
+    expect(rangeFormat('pvals_adj', 0.00001424, 0.5)(0.00001424)).toBe('1.42e-5');
+    expect(rangeTicks('x', 0, 20).map(t => t[1])).toEqual(['0', '10', '20']);
+    expect(rangeTicks('x', 0, 2).map(t => t[1])).toEqual(['0.000', '1.000', '2.000']); // a small range is not counts
+    expect(rangeTicks('x', 5, 5).map(t => t[1])).toEqual(['5']);
+  });
+});
+
+describe('the same names and numbers as the Python export', () => {
+  it('answers the shared cases (fixtures/exports.json) as studio/export.py does', async () => {
+    const { exportName } = await import('../app/figures');
+    const cases = (await import('./fixtures/exports.json')).default as {
+      names: { depth: number; title: string | null; figure: string; name: string }[];
+      ticks: { column: string; min: number; max: number; labels: string[] }[];
+    };
+    for (const c of cases.names) {
+      // the label the app passes: index.ts labelOf, "v<depth> <title>"
+      expect(exportName(`v${c.depth}${c.title ? ` ${c.title}` : ''}`, c.figure)).toBe(c.name);
+    }
+    for (const c of cases.ticks) {
+      expect(rangeTicks(c.column, c.min, c.max).map(t => t[1])).toEqual(c.labels);
+    }
   });
 });

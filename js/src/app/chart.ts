@@ -172,3 +172,43 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
     }
   };
 };
+
+/** Points per inch: Vega's units are read as points in print, as vl-convert does for the Python export. */
+const POINTS_PER_INCH = 72;
+
+/** The print theme: black on white whatever JupyterLab's theme (paper does not follow it). */
+const PRINT_CONFIG = { background: '#ffffff', font: 'sans-serif' };
+
+/** A chart drawn off screen for print: its SVG, and its pixels at a scale. */
+export type PrintedChart = {
+  toSVG(): Promise<string>;
+  toCanvas(scale: number): Promise<HTMLCanvasElement>;
+  /** The drawing's size in points. */
+  width: number;
+  height: number;
+};
+
+/**
+ * `spec` drawn off screen for print, `widthPt` points wide (fitted as on screen: facets wrap,
+ * a single view takes the width), in the print theme. The title is the page's, not the chart's.
+ */
+export async function printChart(spec: object, widthPt: number): Promise<PrintedChart> {
+  const { vega, vegaLite } = await import('vega-embed');
+  const fitted = fitSpec(spec, widthPt + PAD);
+  const compiled = vegaLite.compile(fitted as never, { config: PRINT_CONFIG as never }).spec;
+  const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
+  await view.runAsync();
+  const svg = await view.toSVG();
+  const size = /<svg[^>]*\swidth="([\d.]+)"[^>]*\sheight="([\d.]+)"/.exec(svg);
+  return {
+    toSVG: async () => svg,
+    toCanvas: (scale: number) => view.toCanvas(scale),
+    width: size ? Number(size[1]) : view.width(),
+    height: size ? Number(size[2]) : view.height()
+  };
+}
+
+/** Points across `mm`. */
+export function pointsOf(mm: number): number {
+  return (mm / 25.4) * POINTS_PER_INCH;
+}

@@ -5,7 +5,7 @@
  */
 
 import { valuesText } from './compare';
-import { empty, fill, h } from './dom';
+import { breakable, empty, fill, h } from './dom';
 import { loadInto } from './load';
 import type { Transport } from './transport';
 import type { Contents, ElementKind, ElementSummary, KeyEntry, TableContents } from './types';
@@ -135,7 +135,7 @@ function elementsTable(elements: ElementSummary[]): HTMLElement {
               'tr',
               { 'data-kind': kind, 'data-name': e.name, class: e.status ? 'sds-marked' : null },
               h('td', { class: 'sds-muted' }, title),
-              h('td', { class: 'sds-name' }, h('code', {}, e.name)),
+              h('td', { class: 'sds-name' }, h('code', {}, breakable(e.name))),
               h('td', { class: e.error ? 'sds-warn-text' : 'sds-wrap' }, describeElement(e)),
               h('td', {}, mark(e.status))
             )
@@ -187,7 +187,7 @@ function tableSection(t: TableContents): HTMLElement {
                 h(
                   'tr',
                   { 'data-column': col.column, class: col.status ? 'sds-marked' : null },
-                  h('td', { class: 'sds-name' }, h('code', {}, col.column)),
+                  h('td', { class: 'sds-name' }, h('code', {}, breakable(col.column))),
                   h('td', { title: col.dtype }, col.kind),
                   h('td', { class: 'sds-values sds-wrap' }, valuesText(col)),
                   h('td', { class: 'sds-num' }, col.n_missing ? col.n_missing.toLocaleString('en') : ''),

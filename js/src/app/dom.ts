@@ -106,3 +106,14 @@ export function runDisposers(disposers: (() => void)[]): void {
     }
   }
 }
+
+/**
+ * An identifier (an element or column name) as text with a line-break opportunity (`<wbr>`)
+ * after each `_ . / - :` and between a lower-case letter and an upper-case one, so a long name
+ * wraps between its parts in a narrow panel and never mid-word. The name stays text (data is
+ * never markup); copying it gives the name unchanged.
+ */
+export function breakable(name: string): (string | HTMLElement)[] {
+  const parts = name.split(/(?<=[_./:-])|(?<=[a-z])(?=[A-Z])/);
+  return parts.flatMap((part, i) => (i ? [document.createElement('wbr'), part] : [part]));
+}

@@ -1,9 +1,9 @@
 /** Figures of the selected version: charts (Vega-Lite), canvas views, and the rest as JSON. */
 
-import type { ChartHandle, ChartRenderer } from './chart';
+import { pointsOf, printChart, type ChartHandle, type ChartRenderer } from './chart';
 import { download, empty, errorBox, fill, h, loading, runDisposers } from './dom';
-import { printWidth } from './format';
-import { PRINT_DPI, printBlob, printPixels, printWidthMm } from './print';
+import { printWidth, rangeFormat } from './format';
+import { PRINT_DPI, composePrint, printBlob, printLayout, printPixels, printSVG, printWidthMm } from './print';
 import {
   cellPaths,
   decodeCanvas,
@@ -98,7 +98,7 @@ export class FiguresView {
     const name = exportName(this.label || `v${version}`, fig.id || 'figure');
     try {
       if (fig.kind === 'chart' && fig.vega_lite) {
-        this.chart(body, tools, fig.vega_lite, name, current);
+        this.chart(body, tools, fig, fig.vega_lite, name, current);
       } else if (fig.kind === 'canvas') {
         this.canvas(body, tools, version, fig, name, current);
       } else {
@@ -110,11 +110,13 @@ export class FiguresView {
     return node;
   }
 
-  private chart(body: HTMLElement, tools: HTMLElement, spec: object, name: string, current: Current): void {
+  private chart(body: HTMLElement, tools: HTMLElement, fig: Figure, spec: object, name: string, current: Current): void {
     const target = h('div', { class: 'sds-chart' });
     fill(body, target);
     let handle: ChartHandle | null = null;
     this.disposers.push(() => handle?.dispose());
+    const title = fig.title || fig.id;
+    const mm = printWidthMm(fig.print_width);
     this.renderChart(target, spec).then(
       hd => {
         if (!current()) {
@@ -124,10 +126,17 @@ export class FiguresView {
         handle = hd;
         fill(
           tools,
-          button('SVG', 'Export as SVG', async () => {
-            download(new Blob([await hd.toSVG()], { type: 'image/svg+xml' }), `${name}.svg`);
+          button('SVG', `Export for print as SVG: ${mm} mm wide, with title and legend, on white`, async () => {
+            const drawn = await printChart(spec, chartWidthPt(mm));
+            download(svgBlob(printSVG(await drawn.toSVG(), title, null, mm)), `${name}.svg`);
           }),
-          button('PNG', 'Export as PNG', async () => download(await hd.toPNG(), `${name}.png`))
+          button('PNG', 'Export the chart on screen as PNG', async () => download(await hd.toPNG(), `${name}.png`)),
+          button('Print PNG', printTip(mm), async () => {
+            const drawn = await printChart(spec, chartWidthPt(mm));
+            const width = printPixels(mm);
+            const drawing = await drawn.toCanvas(PRINT_DPI / 72);
+            download(await printBlob(composePrint(drawing, title, null, width)), `${name}-${PRINT_DPI}dpi.png`);
+          })
         );
       },
       err => {
@@ -169,23 +178,40 @@ export class FiguresView {
     fill(body, spatial.node);
     spatial.start();
     this.disposers.push(() => spatial.dispose());
-    const fileName = `${name}`;
+    const title = fig.title || fig.id;
+    const mm = printWidthMm(fig.print_width);
     fill(
       tools,
-      button('SVG', 'Export the view on screen as SVG (cells as circles; large drawings embedded as PNG)', async () => {
-        download(new Blob([await spatial.exportPlot().toSVG()], { type: 'image/svg+xml' }), `${fileName}.svg`);
+      button('SVG', `Export the view on screen for print as SVG: ${mm} mm wide, with title and legend (cells as shapes; large drawings embedded as PNG)`, async () => {
+        const plot = spatial.exportPlot();
+        download(svgBlob(printSVG(await plot.toSVG(), title, plot.payload.color, mm)), `${name}.svg`);
       }),
       button('PNG', 'Export the view on screen as PNG', async () => {
         const plot = spatial.exportPlot();
         plot.draw();
-        download(await plot.toBlob(), `${fileName}.png`);
+        download(await plot.toBlob(), `${name}.png`);
       }),
-      button('Print PNG', `Export for print: ${printWidthMm(fig.print_width)} mm wide at ${PRINT_DPI} dpi, with title and legend`, async () => {
-        const page = spatial.printPage(fig.title || fig.id, printPixels(printWidthMm(fig.print_width)));
-        download(await printBlob(page), `${fileName}-${PRINT_DPI}dpi.png`);
+      button('Print PNG', printTip(mm), async () => {
+        const page = spatial.printPage(title, printPixels(mm));
+        download(await printBlob(page), `${name}-${PRINT_DPI}dpi.png`);
       })
     );
   }
+}
+
+/** The print PNG's tooltip. */
+function printTip(mm: number): string {
+  return `Export for print: ${mm} mm wide at ${PRINT_DPI} dpi, with title and legend`;
+}
+
+/** A chart's drawing width in points on a page `mm` wide (the page's margins left out, as composePrint lays it). */
+function chartWidthPt(mm: number): number {
+  const page = printLayout(1, 1, null, pointsOf(mm), 72);
+  return page.draw.width;
+}
+
+function svgBlob(svg: string): Blob {
+  return new Blob([svg], { type: 'image/svg+xml' });
 }
 
 /**
@@ -488,6 +514,7 @@ export function legend(payload: CanvasPayload, hidden?: Set<number>, onToggle?: 
     const lut = c.lut?.length ? c.lut : ['#440154', '#fde725'];
     const step = Math.max(1, Math.floor(lut.length / 16));
     const stops = lut.filter((_, i) => i % step === 0 || i === lut.length - 1).map(cssColor);
+    const format = rangeFormat(c.column, c.min, c.max);
     node.append(
       h('div', { class: 'sds-legend-title' }, `${c.column} (${c.colormap})`),
       h('div', {
@@ -497,8 +524,8 @@ export function legend(payload: CanvasPayload, hidden?: Set<number>, onToggle?: 
       h(
         'div',
         { class: 'sds-gradient-range' },
-        h('span', {}, fmt(c.min)),
-        h('span', {}, fmt(c.max))
+        h('span', { title: String(c.min) }, format(c.min)),
+        h('span', { title: String(c.max) }, format(c.max))
       )
     );
   }
@@ -525,8 +552,4 @@ export function legend(payload: CanvasPayload, hidden?: Set<number>, onToggle?: 
 export function cssColor(hex: string | undefined): string {
   const v = packColor(hex ?? '', 0xff808080);
   return `rgb(${v & 255}, ${(v >>> 8) & 255}, ${(v >>> 16) & 255})`;
-}
-
-function fmt(v: number): string {
-  return Number.isFinite(v) ? String(+v.toPrecision(4)) : String(v);
 }

@@ -223,3 +223,24 @@ export function fullValue(v: unknown): string {
   }
   return cell(v);
 }
+
+/**
+ * One format for the numbers of a colorbar over `column` from `min` to `max` (its ends, its ticks,
+ * a hovered cell's value): integers when both ends are and they span at least 10 (counts, not
+ * a 0 to 1 score), else the column's table format (columnFormat), so a colorbar, its print and
+ * SVG legends and the column in a table agree.
+ */
+export function rangeFormat(column: string, min: number, max: number): CellFormat {
+  const integral = Number.isInteger(min) && Number.isInteger(max) && (max - min >= 10 || min === max);
+  return columnFormat(column, integral ? 'int64' : 'float64', { min, max });
+}
+
+/** Ticks of a colorbar: its two ends and up to `inner` evenly spaced values between, as [value, label]. */
+export function rangeTicks(column: string, min: number, max: number, inner = 1): [number, string][] {
+  const format = rangeFormat(column, min, max);
+  if (!(Number.isFinite(min) && Number.isFinite(max)) || max <= min) {
+    return [[min, format(min)]];
+  }
+  const values = Array.from({ length: inner + 2 }, (_, i) => min + ((max - min) * i) / (inner + 1));
+  return values.map(v => [v, format(v)]);
+}

@@ -7,6 +7,7 @@
 
 import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from './camera';
 import { h } from './dom';
+import { rangeFormat } from './format';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
 import { DetailLoader, type Detail } from './detail';
@@ -647,7 +648,7 @@ export class SpatialFigure {
       return `${c.column}: ${c.categories[v[i]] ?? 'NA'}`;
     }
     const x = v[i];
-    return `${c.column}: ${Number.isFinite(x) ? +x.toPrecision(4) : 'NA'}`;
+    return `${c.column}: ${Number.isFinite(x) ? rangeFormat(c.column, c.min, c.max)(x) : 'NA'}`;
   }
 
   private row(index: number): Promise<CellRow> {
