@@ -113,10 +113,11 @@ function render({ model, el }: RenderProps): () => void {
   const host = document.createElement('div');
   host.className = 'sds-widget';
   el.append(host);
-  const path = (model as unknown as { get(name: string): unknown }).get('path');
+  // a move in the tree changes `path` too; only a save from Python says "saved"
+  let moving = false;
   const app = mountApp(host, transport, {
-    // "Copy code" opens the same path the browser was opened on
-    path: typeof path === 'string' && path ? path : undefined,
+    // "Copy code" opens the path the browser shows now (a getter: a move or a save changes it)
+    path: trait(model, 'path', '') ? () => trait(model, 'path', '') : undefined,
     // the Python side's `selected` trait follows the selection (`browser.adata`)
     onSelect: depth => {
       try {
@@ -128,7 +129,12 @@ function render({ model, el }: RenderProps): () => void {
     },
     // a version chosen in the tree (or a new one) replaces the opened one in Python
     openVersion: async folder => {
-      await transport.send({ type: 'open_version', folder });
+      moving = true;
+      try {
+        await transport.send({ type: 'open_version', folder });
+      } finally {
+        moving = false;
+      }
     },
     actions: [
       {
@@ -149,6 +155,9 @@ function render({ model, el }: RenderProps): () => void {
   };
   // a version saved from Python: show the new history, its top selected
   const onPath = (): void => {
+    if (moving) {
+      return; // the tree's own move: the app reloads the history itself
+    }
     // read it first: the reload reselects the old version and syncs that back
     const target = trait(model, 'selected', 0);
     void app.refresh().then(() => {
