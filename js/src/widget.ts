@@ -71,7 +71,13 @@ export class CommTransport implements Transport {
       } catch (err) {
         clearTimeout(timer);
         this.pending.delete(id);
-        reject(new TransportError('closed', `could not reach the kernel: ${TransportError.from(err).message}`));
+        // what a person sees after a kernel restart: say what to do, not only what failed
+        reject(
+          new TransportError(
+            'closed',
+            `this browser lost its kernel (restarted or shut down): run its cell again (${TransportError.from(err).message})`
+          )
+        );
       }
     });
   }

@@ -78,6 +78,18 @@ describe('CommTransport', () => {
     expect([err.kind, err.message]).toEqual(['not_found', 'no figure x']);
   });
 
+  it('after a kernel restart, a request says to run the cell again', async () => {
+    const model = new FakeModel();
+    model.send = () => {
+      throw new Error('Cannot send');
+    };
+    const t = new CommTransport(model as never);
+    await expect(t.request('history', {})).rejects.toMatchObject({
+      kind: 'closed',
+      message: 'this browser lost its kernel (restarted or shut down): run its cell again (Cannot send)'
+    });
+  });
+
   it('ignores other messages and times out unanswered requests', async () => {
     const model = new FakeModel();
     const t = new CommTransport(model as never, 30);
