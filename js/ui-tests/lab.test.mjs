@@ -1181,10 +1181,13 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     // the notebook package is installed, so its server extension is on. These flows drive
     // Notebook 7's own front end, which loads the same prebuilt extensions.
     const treeTab = page => page.locator('.jp-TreePanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel').first();
-    // Notebook 7.6 (with JupyterLab 4.6) throws these itself: its keyboard-shortcut plugin
-    // on every page, with this extension disabled too (page_config disabledExtensions);
-    // its file browser's restore, now and then, on a notebook page where this extension's
-    // plugins do not start. Not ours to fix; anything else fails the flow.
+    // Notebook 7.6 (with JupyterLab 4.6) throws these itself, from its own bundle
+    // (notebook_core.js): its keyboard-shortcut plugin reads `plugins[id].schema` of a
+    // plugin the setting registry reloaded and emitted before it was there (the settings
+    // of application-extension:shell, codemirror-extension:plugin and notebook-extension:panel
+    // are fetched one by one on every page), an open upstream race (jupyter/notebook#7862);
+    // its file browser's restore runs filebrowser:open-path on a notebook page that has no
+    // such command. Both come with this extension disabled too. Anything else fails the flow.
     const NOTEBOOK_OWN = [
       "Cannot read properties of undefined (reading 'schema')",
       "Command 'filebrowser:open-path' not registered."
