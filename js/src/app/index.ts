@@ -262,8 +262,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       history = data;
       fill(
         sideStatus,
-        // an unreadable stack: the banner says why, once
-        !(data.versions ?? []).length && !data.base && !data.error ? empty('No versions to show.') : null
+        !(data.versions ?? []).length && !data.base ? empty('No versions to show.') : null
       );
       const top = [...(data.versions ?? [])].sort((a, b) => b.depth - a.depth)[0];
       fill(
