@@ -170,7 +170,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       } catch {
         // not up yet
       }
-      assert.ok(i < 120, `jupyter lab did not start:\n${log.slice(-2000)}`);
+      assert.ok(i < 360, `jupyter lab did not start:\n${log.slice(-2000)}`);
       await new Promise(r => setTimeout(r, 500));
     }
     const history = await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(top)}`)).json();
@@ -969,6 +969,51 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await shot(page, 'notebook-sds-save-narrow');
     await page.setViewportSize({ width: 1400, height: 900 });
     await theme('JupyterLab Light');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
+  it('the widget moves to a branch of its tree (no "saved" claim, Copy code names it); after a kernel restart it says to run the cell again', async () => {
+    const nb = {
+      type: 'notebook',
+      format: 'json',
+      content: {
+        nbformat: 4, nbformat_minor: 5,
+        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+        cells: [{ cell_type: 'code', id: 'm1', metadata: {}, outputs: [], execution_count: null,
+          source: `from sds_jupyter import VersionBrowser\nVersionBrowser(${JSON.stringify(top)})` }]
+      }
+    };
+    assert.ok((await api('/api/contents/move.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
+    const page = await newPage();
+    await page.goto(`${base}/lab/tree/move.ipynb?token=${TOKEN}&reset`);
+    await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
+    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await runCell(page, 0);
+    const app = page.locator('.jp-OutputArea .sds-app').first();
+    await app.locator('.sds-tree-row').first().waitFor({ timeout: 120000 });
+    // a version off the opened line: the branch
+    const branch = app.locator('.sds-tree-row:not(.sds-tree-chain):not(.sds-tree-current)').first();
+    const title = (await branch.getAttribute('aria-label')) ?? '';
+    const folder = await branch.getAttribute('data-id');
+    await branch.click();
+    await page.waitForFunction(id => document.querySelector('.jp-OutputArea .sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, folder, { timeout: 60000 });
+    await page.waitForTimeout(1000);
+    assert.doesNotMatch(await app.locator('.sds-action-msg').innerText(), /saved from the notebook/, title);
+    await app.locator('.sds-tab[data-tab="results"]').click();
+    const copy = app.locator('.sds-copy-code').first();
+    if (await copy.count()) {
+      assert.match(await copy.getAttribute('title'), new RegExp(folder), 'Copy code names the branch');
+    }
+    await shot(page, 'widget-branch');
+    await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Kernel' }).click();
+    await page.locator('.lm-Menu-itemLabel', { hasText: /^Restart Kernel/ }).first().click();
+    await page.locator('.jp-Dialog .jp-mod-accept').click();
+    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await page.waitForTimeout(2000);
+    await app.locator('.sds-tab[data-tab="compare"]').click();
+    await page.waitForFunction(() => /run its cell again/.test(document.querySelector('.jp-OutputArea .sds-panels')?.textContent ?? ''), null, { timeout: 60000 });
+    await shot(page, 'widget-after-restart');
     assert.deepEqual(page.errors, []);
     await page.close();
   });
