@@ -71,7 +71,13 @@ export class CommTransport implements Transport {
       } catch (err) {
         clearTimeout(timer);
         this.pending.delete(id);
-        reject(new TransportError('closed', `could not reach the kernel: ${TransportError.from(err).message}`));
+        // what a person sees after a kernel restart: say what to do, not only what failed
+        reject(
+          new TransportError(
+            'closed',
+            `this browser lost its kernel (restarted or shut down): run its cell again (${TransportError.from(err).message})`
+          )
+        );
       }
     });
   }
@@ -113,10 +119,11 @@ function render({ model, el }: RenderProps): () => void {
   const host = document.createElement('div');
   host.className = 'sds-widget';
   el.append(host);
-  const path = (model as unknown as { get(name: string): unknown }).get('path');
+  // a move in the tree changes `path` too; only a save from Python says "saved"
+  let moving = false;
   const app = mountApp(host, transport, {
-    // "Copy code" opens the same path the browser was opened on
-    path: typeof path === 'string' && path ? path : undefined,
+    // "Copy code" opens the path the browser shows now (a getter: a move or a save changes it)
+    path: trait(model, 'path', '') ? () => trait(model, 'path', '') : undefined,
     // the Python side's `selected` trait follows the selection (`browser.adata`)
     onSelect: depth => {
       try {
@@ -128,7 +135,12 @@ function render({ model, el }: RenderProps): () => void {
     },
     // a version chosen in the tree (or a new one) replaces the opened one in Python
     openVersion: async folder => {
-      await transport.send({ type: 'open_version', folder });
+      moving = true;
+      try {
+        await transport.send({ type: 'open_version', folder });
+      } finally {
+        moving = false;
+      }
     },
     actions: [
       {
@@ -149,6 +161,9 @@ function render({ model, el }: RenderProps): () => void {
   };
   // a version saved from Python: show the new history, its top selected
   const onPath = (): void => {
+    if (moving) {
+      return; // the tree's own move: the app reloads the history itself
+    }
     // read it first: the reload reselects the old version and syncs that back
     const target = trait(model, 'selected', 0);
     void app.refresh().then(() => {

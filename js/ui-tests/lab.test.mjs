@@ -170,7 +170,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       } catch {
         // not up yet
       }
-      assert.ok(i < 120, `jupyter lab did not start:\n${log.slice(-2000)}`);
+      assert.ok(i < 360, `jupyter lab did not start:\n${log.slice(-2000)}`);
       await new Promise(r => setTimeout(r, 500));
     }
     const history = await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(top)}`)).json();
@@ -1118,6 +1118,51 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.close();
   });
 
+  it('the widget moves to a branch of its tree (no "saved" claim, Copy code names it); after a kernel restart it says to run the cell again', async () => {
+    const nb = {
+      type: 'notebook',
+      format: 'json',
+      content: {
+        nbformat: 4, nbformat_minor: 5,
+        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+        cells: [{ cell_type: 'code', id: 'm1', metadata: {}, outputs: [], execution_count: null,
+          source: `from sds_jupyter import VersionBrowser\nVersionBrowser(${JSON.stringify(top)})` }]
+      }
+    };
+    assert.ok((await api('/api/contents/move.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
+    const page = await newPage();
+    await page.goto(`${base}/lab/tree/move.ipynb?token=${TOKEN}&reset`);
+    await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
+    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await runCell(page, 0);
+    const app = page.locator('.jp-OutputArea .sds-app').first();
+    await app.locator('.sds-tree-row').first().waitFor({ timeout: 120000 });
+    // a version off the opened line: the branch
+    const branch = app.locator('.sds-tree-row:not(.sds-tree-chain):not(.sds-tree-current)').first();
+    const title = (await branch.getAttribute('aria-label')) ?? '';
+    const folder = await branch.getAttribute('data-id');
+    await branch.click();
+    await page.waitForFunction(id => document.querySelector('.jp-OutputArea .sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, folder, { timeout: 60000 });
+    await page.waitForTimeout(1000);
+    assert.doesNotMatch(await app.locator('.sds-action-msg').innerText(), /saved from the notebook/, title);
+    await app.locator('.sds-tab[data-tab="results"]').click();
+    const copy = app.locator('.sds-copy-code').first();
+    if (await copy.count()) {
+      assert.match(await copy.getAttribute('title'), new RegExp(folder), 'Copy code names the branch');
+    }
+    await shot(page, 'widget-branch');
+    await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Kernel' }).click();
+    await page.locator('.lm-Menu-itemLabel', { hasText: /^Restart Kernel/ }).first().click();
+    await page.locator('.jp-Dialog .jp-mod-accept').click();
+    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await page.waitForTimeout(2000);
+    await app.locator('.sds-tab[data-tab="compare"]').click();
+    await page.waitForFunction(() => /run its cell again/.test(document.querySelector('.jp-OutputArea .sds-panels')?.textContent ?? ''), null, { timeout: 60000 });
+    await shot(page, 'widget-after-restart');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
   it('the tree shows both branches; a version written by Python appears live and opens on click', async () => {
     const page = await newPage();
     await openListing(page);
@@ -1326,10 +1371,13 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     // the notebook package is installed, so its server extension is on. These flows drive
     // Notebook 7's own front end, which loads the same prebuilt extensions.
     const treeTab = page => page.locator('.jp-TreePanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel').first();
-    // Notebook 7.6 (with JupyterLab 4.6) throws these itself: its keyboard-shortcut plugin
-    // on every page, with this extension disabled too (page_config disabledExtensions);
-    // its file browser's restore, now and then, on a notebook page where this extension's
-    // plugins do not start. Not ours to fix; anything else fails the flow.
+    // Notebook 7.6 (with JupyterLab 4.6) throws these itself, from its own bundle
+    // (notebook_core.js): its keyboard-shortcut plugin reads `plugins[id].schema` of a
+    // plugin the setting registry reloaded and emitted before it was there (the settings
+    // of application-extension:shell, codemirror-extension:plugin and notebook-extension:panel
+    // are fetched one by one on every page), an open upstream race (jupyter/notebook#7862);
+    // its file browser's restore runs filebrowser:open-path on a notebook page that has no
+    // such command. Both come with this extension disabled too. Anything else fails the flow.
     const NOTEBOOK_OWN = [
       "Cannot read properties of undefined (reading 'schema')",
       "Command 'filebrowser:open-path' not registered."

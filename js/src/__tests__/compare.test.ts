@@ -3,6 +3,7 @@ import { mountApp, type AppHandle, type TabName } from '../app';
 import { compareModel } from '../app/compare';
 import { TransportError } from '../app/transport';
 import type { Changes, Comparison, Contents } from '../app/types';
+import { version as vegaLiteVersion } from 'vega-lite';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 let app: AppHandle | null = null;
@@ -168,6 +169,10 @@ describe('compare view', () => {
       { from: 'core', to: '(missing)', cells: 20 },
       { from: '(missing)', to: 'core', cells: 5 }
     ]);
+    // the charts declare the bundled Vega-Lite's major version (else it warns once per chart)
+    for (const spec of charts.specs as { $schema: string }[]) {
+      expect(spec.$schema).toBe(`https://vega.github.io/schema/vega-lite/v${vegaLiteVersion.split('.')[0]}.json`);
+    }
     const hist = charts.specs[1] as { data: { values: unknown[] } };
     expect(hist.data.values).toEqual([
       { start: -2, end: 0.5, cells: 2 },

@@ -252,6 +252,22 @@ describe('a stack that cannot be read', () => {
     el.querySelector<HTMLButtonElement>('.sds-banner .sds-close')!.click();
     expect(closed).toBe(1);
   });
+
+  it('a folder that holds no version: its reason said once, not again by the tree', async () => {
+    const why = '/data/datasets holds no layer.json and is not a Zarr store; give a version folder, its layer.json, or a store';
+    const t = new FakeTransport()
+      .on('history', () => ({ versions: [], base: null, top_depth: 0, error: { kind: 'stack', message: why } }) as never)
+      .on('tree', () => {
+        throw new Error(why);
+      })
+      .on('fingerprint', () => ({ fingerprint: '' }));
+    const el = document.createElement('div');
+    document.body.append(el);
+    app = mountApp(el, t, { now: () => NOW, renderChart: fakeCharts().render });
+    await settle(10);
+    expect(text(el.querySelector('.sds-banner'))).toContain(why);
+    expect(el.textContent!.split(why).length - 1).toBe(1);
+  });
 });
 
 describe('action messages', () => {

@@ -78,6 +78,18 @@ describe('CommTransport', () => {
     expect([err.kind, err.message]).toEqual(['not_found', 'no figure x']);
   });
 
+  it('after a kernel restart, a request says to run the cell again', async () => {
+    const model = new FakeModel();
+    model.send = () => {
+      throw new Error('Cannot send');
+    };
+    const t = new CommTransport(model as never);
+    await expect(t.request('history', {})).rejects.toMatchObject({
+      kind: 'closed',
+      message: 'this browser lost its kernel (restarted or shut down): run its cell again (Cannot send)'
+    });
+  });
+
   it('ignores other messages and times out unanswered requests', async () => {
     const model = new FakeModel();
     const t = new CommTransport(model as never, 30);
@@ -156,5 +168,48 @@ describe('widget render', () => {
     expect(text(el.querySelector('.sds-action-msg'))).toBe('v3 saved from the notebook; `tbl` is bound to it.');
     cleanup();
     expect(Object.values(model.changes).every(list => list.length === 0)).toBe(true);
+  });
+
+  it('a move in the tree is no save: no "saved" message, and Copy code names the version moved to', async () => {
+    const model = new FakeModel();
+    model.state = { bound_name: 'adata', bound: 3, selected: 3, path: '../datasets/top' };
+    const node = (id: string, parent: string | null, depth: number) => ({
+      dataset_id: id, parent, depth, title: `T ${id}`, folder: `/abs/datasets/${id}`,
+      created_at: '2026-12-01T10:00:00Z', created_by: 'ana'
+    });
+    const nodes = [node('ds-3', 'ds-2', 3), node('b1', 'ds-1', 2), node('ds-2', 'ds-1', 2), node('ds-1', null, 1)];
+    let current = 'ds-3';
+    model.answer = m => {
+      const id = m.id as number;
+      const ok = (data: unknown): [unknown, DataView[]] => [{ type: 'response', id, ok: true, data }, []];
+      if (m.type === 'open_version') {
+        // the kernel side: the path trait first (a state update), then the reply
+        current = 'b1';
+        model.state.selected = 2;
+        model.update('path', m.folder);
+        return ok({ path: m.folder });
+      }
+      if (m.name === 'history') return ok(history(current === 'b1' ? 2 : 3));
+      if (m.name === 'tree') return ok({ current, nodes, base: history(3).base, notes: [] });
+      if (m.name === 'fingerprint') return ok({ fingerprint: 'a' });
+      if (m.name === 'results') {
+        const tables = [{ name: 'table', n_rows: 0, columns: [{ name: 'gene', dtype: 'object' }] }];
+        return ok({ results: [{ id: 'markers', kind: 'markers', title: 'Markers', meta: { kind: 'markers', title: 'Markers' }, tables }] });
+      }
+      return ok({ ops: [], details: [], added: [], replaced: [], deleted: [] });
+    };
+    const el = document.createElement('div');
+    document.body.append(el);
+    const cleanup = widget.render({ model: model as never, el } as never);
+    await settle(10);
+    (el.querySelector('.sds-tree-row[data-id="b1"]') as HTMLElement).click();
+    await settle(20);
+    expect(model.sent.find(m => m.type === 'open_version')).toMatchObject({ folder: '/abs/datasets/b1' });
+    expect(el.querySelectorAll('.sds-history-row').length).toBe(3);
+    expect(text(el.querySelector('.sds-action-msg'))).not.toContain('saved from the notebook');
+    el.querySelector<HTMLElement>('.sds-tab[data-tab="results"]')!.click();
+    await settle(20);
+    expect(el.querySelector('.sds-copy-code')!.getAttribute('title')).toContain('VersionBrowser("/abs/datasets/b1")');
+    cleanup();
   });
 });

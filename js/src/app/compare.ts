@@ -472,10 +472,13 @@ function transitionTable(rows: Transition[], total: number, from: string, to: st
   );
 }
 
+/** The schema of the bundled Vega-Lite (v6): an older one makes the runtime log a version warning per chart. */
+export const VEGA_LITE_SCHEMA = 'https://vega.github.io/schema/vega-lite/v6.json';
+
 /** A heatmap of the transitions: B's values down, A's across, cells per pair. */
 export function transitionSpec(rows: Transition[], from: string, to: string): object {
   return {
-    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    $schema: VEGA_LITE_SCHEMA,
     data: { values: rows.map(t => ({ from: t.a ?? MISSING, to: t.b ?? MISSING, cells: t.count })) },
     width: { step: 28 },
     height: { step: 22 },
@@ -510,7 +513,7 @@ export function transitionSpec(rows: Transition[], from: string, to: string): ob
 /** Bars over the bins of the differences (A minus B). */
 export function histogramSpec(hist: { edges: number[]; counts: number[] }, column: string): object {
   return {
-    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    $schema: VEGA_LITE_SCHEMA,
     data: { values: hist.counts.map((n, i) => ({ start: hist.edges[i], end: hist.edges[i + 1], cells: n })) },
     width: 260,
     height: 120,

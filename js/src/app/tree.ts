@@ -629,7 +629,8 @@ export class TreeSection {
     } catch (err) {
       if (token === this.token) {
         const e = TransportError.from(err);
-        this.status.textContent = `Tree unavailable: ${e.message}`;
+        // the history's banner already says why the stack cannot be read: say it once
+        this.status.textContent = e.message === this.history?.error?.message ? '' : `Tree unavailable: ${e.message}`;
       }
     }
   }
