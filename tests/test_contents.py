@@ -132,13 +132,12 @@ def big_version(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return writer.commit(datasets / "v-big", title="Leiden")
 
 
-def test_contents_of_100k_cells_is_fast(big_version) -> None:
-    timings = []
-    for _ in range(3):  # a fresh service each time: nothing cached
-        service = StackService(big_version)
-        start = time.perf_counter()
-        contents = dispatch(service, "contents", {}).data
-        timings.append(time.perf_counter() - start)
+def test_contents_of_100k_cells(big_version) -> None:
+    """Correct on a large table; how long it takes is printed, never asserted (tests do not fail on timing)."""
+    service = StackService(big_version)  # a fresh service: nothing cached
+    start = time.perf_counter()
+    contents = dispatch(service, "contents", {}).data
+    print(f"contents of a 100,000-cell version: {time.perf_counter() - start:.3f} s")
     (table,) = contents["tables"]
     assert table["n_obs"] == 100_000 and table["n_vars"] == 5
     assert {c["column"]: c.get("status") for c in table["obs"]} == {
@@ -150,4 +149,3 @@ def test_contents_of_100k_cells_is_fast(big_version) -> None:
         "leiden": "added",
         "score": "added",
     }
-    assert min(timings) < 0.5, timings
