@@ -72,7 +72,7 @@ describe('level of detail: geometry for few cells in view, a raster for many', (
     const plan = planRaster([10, 10, 30, 20], 3, [0, 0, 60, 60], 1)!;
     const colorOf = colorFn(color, value, packColor('#1f77b4'));
     let asked = 0;
-    const { pixels, drawn } = rasterizeCells(plan, idx, gx, gy, i => (asked++, colorOf(i)), () => 2, 33, false);
+    const { pixels, drawn } = rasterizeCells(plan, idx, gx, gy, i => (asked++, colorOf(i)), 2, 33, false);
     const data: CanvasData = { x: gx, y: gy, value, image: null };
     const [x0, y0, x1, y1] = plan.region;
     const expected = new Uint8ClampedArray(plan.width * plan.height * 4);
@@ -89,7 +89,7 @@ describe('level of detail: geometry for few cells in view, a raster for many', (
     const plan = planRaster([0, 0, 20, 10], 1, [0, 0, 20, 10], 0)!;
     const hidden: CanvasColor = { ...color, colors: ['#ff0000', '#00000000', '#0000ff'] };
     const colorOf = colorFn(hidden, Uint16Array.from([0, 1]), 0);
-    const { pixels, drawn } = rasterizeCells(plan, idx, x, y, colorOf, () => 5, 33, true);
+    const { pixels, drawn } = rasterizeCells(plan, idx, x, y, colorOf, 5, 33, true);
     expect(drawn).toBe(1);
     const at = (px: number, py: number) => [...pixels.subarray((py * plan.width + px) * 4, (py * plan.width + px) * 4 + 4)];
     const cx = Math.round(5 - plan.region[0]);

@@ -107,6 +107,24 @@ export function countOver(index: CellIndex, region: Region): number {
   return n;
 }
 
+/**
+ * The slices of `order` that hold the cells of the bins over `region` (start, end pairs, one
+ * per row of bins): a superset of the cells in it, for loops that test positions themselves.
+ */
+export function spansOver(index: CellIndex, region: Region): Uint32Array {
+  const span = binsOver(index, region);
+  if (!span) {
+    return new Uint32Array(0);
+  }
+  const [c0, r0, c1, r1] = span;
+  const out = new Uint32Array((r1 - r0 + 1) * 2);
+  for (let r = r0; r <= r1; r++) {
+    out[2 * (r - r0)] = index.starts[r * index.cols + c0];
+    out[2 * (r - r0) + 1] = index.starts[r * index.cols + c1 + 1];
+  }
+  return out;
+}
+
 /** Call `fn(i)` for every cell i inside `region` (bounds included). */
 export function forEachIn(index: CellIndex, x: Float32Array, y: Float32Array, region: Region, fn: (i: number) => void): void {
   const span = binsOver(index, region);

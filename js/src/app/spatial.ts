@@ -65,7 +65,7 @@ function measure(name: string, start: number, end: number, detail: Record<string
 const MAX_LOSSES = 3;
 
 /** How long the camera rests before a raster of the cells is made again (ms). */
-const SETTLE_MS = 120;
+const SETTLE_MS = 250;
 
 /** How near the pointer (CSS px, beyond a disc's radius) a cell is picked. */
 const PICK_SLOP = 3;
@@ -421,16 +421,15 @@ export class SpatialStage {
   private rasterOf(plan: RasterPlan): CellRaster {
     const started = now();
     const shapes = this.data.shapes;
-    const ratio = plan.scale;
     const point = (this.payload.point_size || 2) * devicePixels() * (plan.scale / this.deviceScale());
-    const diameterOf =
+    const diameter =
       shapes?.kind === 'circles'
-        ? (i: number) => Math.max(1, 2 * shapes.radius[i] * ratio)
+        ? { radius: shapes.radius, scale: plan.scale }
         : shapes?.kind === 'polygons'
-          ? () => Math.max(1, this.cellSize * ratio)
-          : () => point;
+          ? Math.max(1, this.cellSize * plan.scale)
+          : point;
     const outline = shapes?.kind === 'polygons' ? this.cellMode !== 'points' : (this.payload.point_size || 2) >= 3;
-    const { pixels, drawn } = rasterizeCells(plan, this.index, this.data.x, this.data.y, this.colorOf, diameterOf, 33, outline);
+    const { pixels, drawn } = rasterizeCells(plan, this.index, this.data.x, this.data.y, this.colorOf, diameter, 33, outline);
     const source = document.createElement('canvas');
     source.width = plan.width;
     source.height = plan.height;
