@@ -158,10 +158,37 @@ export function cellsIn(index: CellIndex, x: Float32Array, y: Float32Array, regi
   return out.length > limit ? null : Uint32Array.from(out);
 }
 
-/** Exactly how many cells lie inside `region`. */
+/**
+ * Exactly how many cells lie inside `region`: bins wholly inside count by their size, only
+ * the cells of the bins on its edge are tested (the caption's count stays cheap at any zoom).
+ */
 export function countIn(index: CellIndex, x: Float32Array, y: Float32Array, region: Region): number {
+  const span = binsOver(index, region);
+  if (!span) {
+    return 0;
+  }
+  const [c0, r0, c1, r1] = span;
+  const { x0, y0, size, cols, starts, order } = index;
+  const [rx0, ry0, rx1, ry1] = region;
+  // bins whose whole square lies inside the region
+  const inner = (c: number, r: number) =>
+    x0 + c * size >= rx0 && x0 + (c + 1) * size <= rx1 && y0 + r * size >= ry0 && y0 + (r + 1) * size <= ry1;
   let n = 0;
-  forEachIn(index, x, y, region, () => n++);
+  for (let r = r0; r <= r1; r++) {
+    for (let c = c0; c <= c1; c++) {
+      const b = r * cols + c;
+      if (inner(c, r)) {
+        n += starts[b + 1] - starts[b];
+        continue;
+      }
+      for (let k = starts[b]; k < starts[b + 1]; k++) {
+        const i = order[k];
+        if (x[i] >= rx0 && x[i] <= rx1 && y[i] >= ry0 && y[i] <= ry1) {
+          n++;
+        }
+      }
+    }
+  }
   return n;
 }
 
