@@ -13,10 +13,11 @@ import type { Bounds } from './types';
 
 /**
  * Cells in view (with the margin) above which they are drawn as a raster. Under software
- * WebGL a frame of this many discs stays within a frame's budget; past it cells are a few
- * pixels each, which a raster shows as well.
+ * WebGL (SwiftShader) a frame costs some microseconds a disc whether on screen or not (deck's
+ * vertex shader runs on the CPU): 35,000 discs took 0.6 s a frame on the shared 2-core
+ * machine. Past a few thousand in view, cells are a few pixels each, which a raster shows as well.
  */
-export const GEOMETRY_BUDGET = 20_000;
+export const GEOMETRY_BUDGET = 4_000;
 
 /** The margin around the view (a fraction of its width and height on each side) that a raster or a subset covers. */
 export const MARGIN = 0.25;

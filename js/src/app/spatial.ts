@@ -376,10 +376,12 @@ export class SpatialStage {
     if (lodFor(this.index, grow(view)) === 'geometry') {
       this.raster = null;
       const s = this.subset;
-      if (s && s.version === this.colorVersion && s.mode === this.cellMode && covers(s.region, view)) {
+      const region = grow(view, MARGIN * 2);
+      // kept while it covers the view and is not much larger than needed (zooming in: fewer cells)
+      const oversized = s !== null && s.region[2] - s.region[0] > 2 * (region[2] - region[0]);
+      if (s && s.version === this.colorVersion && s.mode === this.cellMode && covers(s.region, view) && !oversized) {
         return false;
       }
-      const region = grow(view, MARGIN * 2);
       this.subset = { cells: this.geometryIn(region), region, version: this.colorVersion, mode: this.cellMode };
       this.node.dataset.lod = 'geometry';
       return true;
