@@ -174,7 +174,7 @@ function cellLayers(scene: DeckScene): Layer[] {
     layers.push(
       new ScatterplotLayer({
         id: 'cells',
-        data: {
+        data: once(cells, 'points', () => ({
           length: cells.n,
           attributes: {
             getPosition: { value: cells.positions, size: 2 },
@@ -182,7 +182,7 @@ function cellLayers(scene: DeckScene): Layer[] {
             getFillColor: { value: cells.colors, size: 4, normalized: true },
             getLineColor: { value: cells.lines, size: 4, normalized: true }
           }
-        },
+        })) as never,
         positionFormat: 'XY',
         radiusUnits: cells.radii ? 'common' : 'pixels',
         getRadius: scene.radius,
@@ -217,6 +217,19 @@ function cellLayers(scene: DeckScene): Layer[] {
   return layers;
 }
 
+/**
+ * Each subset's binary data object, made once: deck compares `data` by identity, so a new
+ * object (on a hover's re-render) would re-upload the arrays and re-tessellate the polygons.
+ */
+const made = new WeakMap<CellLayerData, Record<string, object>>();
+function once(cells: CellLayerData, key: string, make: () => object): object {
+  let slot = made.get(cells);
+  if (!slot) {
+    made.set(cells, (slot = {}));
+  }
+  return (slot[key] ??= make());
+}
+
 /** Filled polygons, and their outlines when zoomed in. */
 function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerData): Layer[] {
   const n = cells.n;
@@ -231,7 +244,7 @@ function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerDa
   const layers: Layer[] = [
     new SolidPolygonLayer({
       id: 'cell-polygons',
-      data: binary('getPolygon', p.fills) as never,
+      data: once(cells, 'polygons', () => binary('getPolygon', p.fills)) as never,
       _normalize: false,
       positionFormat: 'XY',
       opacity: scene.cellsOpacity * (scene.cellMode === 'outlined' ? OUTLINED_FILL_OPACITY : 1),
@@ -242,7 +255,7 @@ function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerDa
     layers.push(
       new PathLayer({
         id: 'cell-outlines',
-        data: binary('getPath', p.lines) as never,
+        data: once(cells, 'paths', () => binary('getPath', p.lines)) as never,
         _pathType: 'open',
         positionFormat: 'XY',
         widthUnits: 'pixels',
