@@ -220,9 +220,10 @@ describe('cells as outlines', () => {
     expect(at(-1)).toBe('filled');
     expect(at(1)).toBe('outlined');
     expect(stage.node.dataset.cells).toBe('outlined');
-    // colors go to every vertex of each cell
+    // colors go to every vertex of each cell (of the cells near the view, drawn as geometry)
+    (stage as unknown as { size: [number, number] }).size = [400, 400];
     stage.setColors(p.color, d.value, '#1f77b4');
-    const fills = (stage as unknown as { polygons: { fills: Uint8Array } }).polygons.fills;
+    const fills = (stage as unknown as { subset: { cells: { polygons: { fills: Uint8Array } } } }).subset.cells.polygons.fills;
     expect([...fills.subarray(0, 4)]).toEqual([255, 0, 0, 255]); // cell 0 (tumor, red), first vertex
     expect([...fills.subarray(36, 40)]).toEqual([0, 255, 0, 255]); // cell 1 (stroma, green), last vertex
     stage.dispose();

@@ -9,14 +9,18 @@ import { BitmapLayer, PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@de
 import type { ViewState } from './camera';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
+/** The cells in view (and a margin) as geometry: `n` of them, their arrays in the subset's order. */
 export type CellLayerData = {
   n: number;
-  /** x, y, 0 per cell. */
+  /** x, y per cell. */
   positions: Float32Array;
   /** RGBA bytes per cell. */
   colors: Uint8Array;
   /** RGBA bytes per cell of the outline (transparent where the cell is hidden). */
   lines: Uint8Array;
+  /** Circles of each cell's radius in data units (Visium spots), else null: discs of `radius` px. */
+  radii: Float32Array | null;
+  polygons: PolygonLayerData | null;
 };
 
 /** The cells' outlines, flat (cell i: vertices starts[i] to starts[i + 1]), colors per vertex. */
@@ -29,23 +33,28 @@ export type PolygonLayerData = {
   lines: Uint8Array;
 };
 
+/** Many cells as one picture over `bounds` (x0, y0, x1, y1 in data units), made on the CPU (celllod.ts). */
+export type CellRaster = { source: HTMLCanvasElement; bounds: [number, number, number, number] };
+
 export type { CellMode };
 
 export type DeckScene = {
-  cells: CellLayerData;
-  polygons: PolygonLayerData | null;
+  /** The cells as geometry (few in view), or null. */
+  cells: CellLayerData | null;
+  /** The cells as a raster (many in view), or null. */
+  raster: CellRaster | null;
   cellMode: CellMode;
-  /** Circles of each cell's radius in data units (Visium spots), else null: discs of `radius` px. */
-  radii: Float32Array | null;
   radius: number;
   cellsVisible: boolean;
   cellsOpacity: number;
   outline: boolean;
+  /** The hovered cell: where, and its radius in data units (null: `radius` px). */
+  highlight: { position: [number, number]; radius: number | null } | null;
   image: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
   /** A finer level's pixels over the region on screen, drawn over `image` (which stays below). */
   detail: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
   imageVisible: boolean;
-  /** Bumped whenever `cells.colors` changes, so deck re-uploads them. */
+  /** Bumped whenever the cells' arrays change, so deck re-uploads them. */
   colorVersion: number;
 };
 
@@ -53,8 +62,11 @@ export type DeckHandlers = {
   /** After each frame drawn (User Timing measures, tests). */
   onFrame?(): void;
   onViewState(vs: ViewState): void;
-  onHover(index: number, x: number, y: number): void;
-  onClick(index: number): void;
+  /** The pointer over the view at (x, y) CSS px (-1, -1: it left). Cells are picked on the CPU (cellindex.ts). */
+  onHover(x: number, y: number): void;
+  onClick(x: number, y: number): void;
+  /** Whether the pointer is over a cell (the cursor). */
+  hovering(): boolean;
   onError(err: Error): void;
 };
 
@@ -81,20 +93,16 @@ export class DeckView {
       // keep the frame readable (tests read it back; snapshots) at a small cost
       deviceProps: { webgl: { preserveDrawingBuffer: true } },
       useDevicePixels: Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1),
-      pickingRadius: 3,
-      getCursor: ({ isDragging, isHovering }) => (isDragging ? 'grabbing' : isHovering ? 'pointer' : 'grab'),
+      getCursor: ({ isDragging }) => (isDragging ? 'grabbing' : this.handlers.hovering() ? 'pointer' : 'grab'),
       onViewStateChange: ({ viewState }) => {
         const v = viewState as { target: number[]; zoom: number };
         const next: ViewState = { target: [v.target[0], v.target[1]], zoom: v.zoom };
         this.handlers.onViewState(next);
         return null;
       },
-      onHover: info => this.handlers.onHover(isCells(info.layer?.id) ? info.index : -1, info.x, info.y),
-      onClick: info => {
-        if (isCells(info.layer?.id) && info.index >= 0) {
-          this.handlers.onClick(info.index);
-        }
-      },
+      // no layer is pickable: a pointer move never costs a GPU picking pass over the cells
+      onHover: info => this.handlers.onHover(info.x, info.y),
+      onClick: info => this.handlers.onClick(info.x, info.y),
       onAfterRender: () => this.handlers.onFrame?.(),
       onError: err => this.handlers.onError(err)
     });
@@ -129,36 +137,8 @@ export class DeckView {
         );
       }
     }
-    const polygons = scene.polygons;
-    if (scene.cellsVisible && polygons && scene.cellMode !== 'points') {
-      layers.push(...polygonLayers(scene, polygons));
-    } else if (scene.cellsVisible) {
-      const { cells } = scene;
-      layers.push(
-        new ScatterplotLayer({
-          id: 'cells',
-          data: {
-            length: cells.n,
-            attributes: {
-              getPosition: { value: cells.positions, size: 3 },
-              ...(scene.radii ? { getRadius: { value: scene.radii, size: 1 } } : {}),
-              getFillColor: { value: cells.colors, size: 4, normalized: true },
-              getLineColor: { value: cells.lines, size: 4, normalized: true }
-            }
-          },
-          radiusUnits: scene.radii ? 'common' : 'pixels',
-          getRadius: scene.radius,
-          radiusMinPixels: scene.radii ? 0.5 : 0,
-          stroked: scene.outline,
-          lineWidthUnits: 'pixels',
-          getLineWidth: 1,
-          opacity: scene.cellsOpacity,
-          pickable: true,
-          autoHighlight: true,
-          highlightColor: [255, 255, 255, 160],
-          updateTriggers: { getFillColor: scene.colorVersion, getLineColor: scene.colorVersion }
-        })
-      );
+    if (scene.cellsVisible) {
+      layers.push(...cellLayers(scene));
     }
     this.deck.setProps({ layers });
   }
@@ -172,14 +152,87 @@ export class DeckView {
   }
 }
 
-/** The layers that pick cells: the points, or the polygons' fill (each its own id: deck matches layers by id). */
-function isCells(id: string | undefined): boolean {
-  return id === 'cells' || id === 'cell-polygons';
+/** The cells: their raster, or the geometry of those near the view; then the hovered cell's ring. */
+function cellLayers(scene: DeckScene): Layer[] {
+  const layers: Layer[] = [];
+  const cells = scene.cells;
+  if (scene.raster) {
+    const [x0, y0, x1, y1] = scene.raster.bounds;
+    layers.push(
+      new BitmapLayer({
+        id: 'cells-raster',
+        image: scene.raster.source,
+        bounds: [x0, y1, x1, y0],
+        opacity: scene.cellsOpacity,
+        // settled, the raster maps pixel to pixel; while zooming, nearest keeps cells sharp
+        textureParameters: { minFilter: 'linear', magFilter: 'nearest' }
+      })
+    );
+  } else if (cells && cells.polygons && scene.cellMode !== 'points') {
+    layers.push(...polygonLayers(scene, cells, cells.polygons));
+  } else if (cells) {
+    layers.push(
+      new ScatterplotLayer({
+        id: 'cells',
+        data: once(cells, 'points', () => ({
+          length: cells.n,
+          attributes: {
+            getPosition: { value: cells.positions, size: 2 },
+            ...(cells.radii ? { getRadius: { value: cells.radii, size: 1 } } : {}),
+            getFillColor: { value: cells.colors, size: 4, normalized: true },
+            getLineColor: { value: cells.lines, size: 4, normalized: true }
+          }
+        })) as never,
+        positionFormat: 'XY',
+        radiusUnits: cells.radii ? 'common' : 'pixels',
+        getRadius: scene.radius,
+        radiusMinPixels: cells.radii ? 0.5 : 0,
+        stroked: scene.outline,
+        lineWidthUnits: 'pixels',
+        getLineWidth: 1,
+        opacity: scene.cellsOpacity,
+        updateTriggers: { getFillColor: scene.colorVersion, getLineColor: scene.colorVersion, getPosition: scene.colorVersion, getRadius: scene.colorVersion }
+      })
+    );
+  }
+  const hl = scene.highlight;
+  if (hl) {
+    layers.push(
+      new ScatterplotLayer({
+        id: 'cell-highlight',
+        data: [hl],
+        getPosition: (d: typeof hl) => d.position,
+        getRadius: hl.radius ?? scene.radius + 1.5,
+        radiusUnits: hl.radius === null ? 'pixels' : 'common',
+        radiusMinPixels: 3,
+        filled: true,
+        getFillColor: [255, 255, 255, 110],
+        stroked: true,
+        lineWidthUnits: 'pixels',
+        getLineWidth: 1.5,
+        getLineColor: [0, 0, 0, 220]
+      })
+    );
+  }
+  return layers;
 }
 
-/** Filled polygons (pickable), and their outlines when zoomed in. */
-function polygonLayers(scene: DeckScene, p: PolygonLayerData): Layer[] {
-  const n = scene.cells.n;
+/**
+ * Each subset's binary data object, made once: deck compares `data` by identity, so a new
+ * object (on a hover's re-render) would re-upload the arrays and re-tessellate the polygons.
+ */
+const made = new WeakMap<CellLayerData, Record<string, object>>();
+function once(cells: CellLayerData, key: string, make: () => object): object {
+  let slot = made.get(cells);
+  if (!slot) {
+    made.set(cells, (slot = {}));
+  }
+  return (slot[key] ??= make());
+}
+
+/** Filled polygons, and their outlines when zoomed in. */
+function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerData): Layer[] {
+  const n = cells.n;
   const binary = (accessor: string, colors: Uint8Array) => ({
     length: n,
     startIndices: p.starts,
@@ -191,28 +244,24 @@ function polygonLayers(scene: DeckScene, p: PolygonLayerData): Layer[] {
   const layers: Layer[] = [
     new SolidPolygonLayer({
       id: 'cell-polygons',
-      data: binary('getPolygon', p.fills) as never,
+      data: once(cells, 'polygons', () => binary('getPolygon', p.fills)) as never,
       _normalize: false,
       positionFormat: 'XY',
       opacity: scene.cellsOpacity * (scene.cellMode === 'outlined' ? OUTLINED_FILL_OPACITY : 1),
-      pickable: true,
-      autoHighlight: true,
-      highlightColor: [255, 255, 255, 160],
-      updateTriggers: { getFillColor: scene.colorVersion }
+      updateTriggers: { getFillColor: scene.colorVersion, getPolygon: scene.colorVersion }
     })
   ];
   if (scene.cellMode === 'outlined') {
     layers.push(
       new PathLayer({
         id: 'cell-outlines',
-        data: binary('getPath', p.lines) as never,
+        data: once(cells, 'paths', () => binary('getPath', p.lines)) as never,
         _pathType: 'open',
         positionFormat: 'XY',
         widthUnits: 'pixels',
         getWidth: 1.5,
         opacity: scene.cellsOpacity,
-        pickable: false,
-        updateTriggers: { getColor: scene.colorVersion }
+        updateTriggers: { getColor: scene.colorVersion, getPath: scene.colorVersion }
       })
     );
   }

@@ -213,48 +213,98 @@ export function rasterizePoints(
   diameter: number,
   noneColor = '#1f77b4'
 ): number {
+  const colorOf = colorFn(color, data.value, packColor(noneColor));
+  return paintPoints(pixels, view, data.x, data.y, colorOf, diameter, null);
+}
+
+/** Offsets of `disc(size)` and, per offset, whether it lies on the disc's edge (the outline ring). */
+function ringOf(size: number): { offs: Int32Array; edge: Uint8Array } {
+  const offs = disc(size);
+  const inside = new Set<number>();
+  for (let k = 0; k < offs.length; k += 2) {
+    inside.add(offs[k] * 4096 + offs[k + 1]);
+  }
+  const edge = new Uint8Array(offs.length / 2);
+  for (let k = 0; k < offs.length; k += 2) {
+    const dx = offs[k];
+    const dy = offs[k + 1];
+    edge[k / 2] = [[1, 0], [-1, 0], [0, 1], [0, -1]].some(([ex, ey]) => !inside.has((dx + ex) * 4096 + dy + ey)) ? 1 : 0;
+  }
+  return { offs, edge };
+}
+
+/** A packed RGBA colour darkened as the outline (black at alpha 190) over it would show. */
+function darkened(col: number): number {
+  const k = 65 / 255;
+  const r = Math.round((col & 255) * k);
+  const g = Math.round(((col >>> 8) & 255) * k);
+  const b = Math.round(((col >>> 16) & 255) * k);
+  return ((col & 0xff000000) | (b << 16) | (g << 8) | r) >>> 0;
+}
+
+/**
+ * The rasteriser behind rasterizePoints and the WebGL view's raster of many cells. The cells:
+ * all (`cells` null), or those of `cells.order` in the slices `cells.spans` (start, end pairs;
+ * the index's bins over a region). Each a disc `diameter` pixels across (a number, or per cell:
+ * `diameter.radius[i] · diameter.scale · 2`; 1 to 32) in `colorOf(i)` (alpha 0: hidden), with a
+ * darkened one-pixel ring when `outline` and the disc is 3 px or more.
+ */
+export function paintPoints(
+  pixels: Uint8ClampedArray,
+  view: View,
+  x: Float32Array,
+  y: Float32Array,
+  colorOf: (i: number) => number,
+  diameter: number | { radius: Float32Array; scale: number },
+  cells: { order: Uint32Array; spans: Uint32Array } | null,
+  outline = false
+): number {
   const { width: w, height: hgt } = view;
   const out = new Uint32Array(pixels.buffer, pixels.byteOffset, w * hgt);
   const [a, b, c, d, e, f] = affine(view);
-  const colorOf = colorFn(color, data.value, packColor(noneColor));
-  const { x, y } = data;
-  const n = x.length;
-  const size = Math.max(1, Math.min(32, Math.round(diameter)));
+  const spans = cells ? cells.spans : Uint32Array.of(0, Math.min(x.length, y.length));
+  const order = cells ? cells.order : null;
+  const fixed = typeof diameter === 'number' ? Math.max(1, Math.min(32, Math.round(diameter))) : 0;
+  const perCell = typeof diameter === 'number' ? null : diameter;
+  const rings: ({ offs: Int32Array; edge: Uint8Array } | undefined)[] = [];
   let drawn = 0;
-  if (size === 1) {
-    for (let i = 0; i < n; i++) {
-      // NaN positions (cells outside the annotated element) fail these tests
+  for (let s = 0; s < spans.length; s += 2) {
+    const end = spans[s + 1];
+    for (let k = spans[s]; k < end; k++) {
+      const i = order ? order[k] : k;
       const fx = a * x[i] + c * y[i] + e;
       const fy = b * x[i] + d * y[i] + f;
-      if (fx >= 0 && fx < w && fy >= 0 && fy < hgt) {
-        const col = colorOf(i);
-        if (col >>> 24 === 0) {
-          continue; // a hidden category
+      const size = perCell ? Math.max(1, Math.min(32, Math.round(2 * perCell.radius[i] * perCell.scale))) : fixed;
+      if (size === 1) {
+        // NaN positions (cells outside the annotated element) fail these tests
+        if (fx >= 0 && fx < w && fy >= 0 && fy < hgt) {
+          const col = colorOf(i);
+          if (col >>> 24 !== 0) {
+            out[(fy | 0) * w + (fx | 0)] = col;
+            drawn++;
+          }
         }
-        out[(fy | 0) * w + (fx | 0)] = col;
-        drawn++;
+        continue;
       }
-    }
-    return drawn;
-  }
-  const offs = disc(size);
-  const m = offs.length;
-  for (let i = 0; i < n; i++) {
-    const px = Math.round(a * x[i] + c * y[i] + e);
-    const py = Math.round(b * x[i] + d * y[i] + f);
-    if (!(px >= -size && px < w + size && py >= -size && py < hgt + size)) {
-      continue; // out of view, or no position (NaN)
-    }
-    const col = colorOf(i);
-    if (col >>> 24 === 0) {
-      continue; // a hidden category
-    }
-    drawn++;
-    for (let k = 0; k < m; k += 2) {
-      const qx = px + offs[k];
-      const qy = py + offs[k + 1];
-      if (qx >= 0 && qx < w && qy >= 0 && qy < hgt) {
-        out[qy * w + qx] = col;
+      const px = Math.round(fx);
+      const py = Math.round(fy);
+      if (!(px >= -size && px < w + size && py >= -size && py < hgt + size)) {
+        continue; // out of view, or no position (NaN)
+      }
+      const col = colorOf(i);
+      if (col >>> 24 === 0) {
+        continue; // a hidden category
+      }
+      const ring = rings[size] ?? (rings[size] = ringOf(size));
+      const { offs, edge } = ring;
+      const line = outline && size >= 3 ? darkened(col) : col;
+      drawn++;
+      for (let q = 0; q < offs.length; q += 2) {
+        const qx = px + offs[q];
+        const qy = py + offs[q + 1];
+        if (qx >= 0 && qx < w && qy >= 0 && qy < hgt) {
+          out[qy * w + qx] = edge[q >> 1] ? line : col;
+        }
       }
     }
   }

@@ -10,7 +10,6 @@
  */
 
 import {
-  countInRegion,
   fitViewState,
   panBy,
   regionOf,
@@ -22,7 +21,9 @@ import {
   type Region,
   type ViewState
 } from './camera';
-import type { CellMode, DeckScene, DeckView, PolygonLayerData } from './deck';
+import { buildIndex, containing, countIn, forEachIn, nearest, type CellIndex } from './cellindex';
+import { MARGIN, covers, grow, lodFor, planRaster, rasterizeCells, stale, MOVING_RESOLUTION, type RasterPlan } from './celllod';
+import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView } from './deck';
 import { h } from './dom';
 import { cellModeAt, colorFn, packColor, typicalWidth, type CanvasData } from './raster';
 import type { CanvasPayload } from './types';
@@ -63,6 +64,16 @@ function measure(name: string, start: number, end: number, detail: Record<string
 /** Lost contexts after which a view gives up on WebGL and draws in 2D. */
 const MAX_LOSSES = 3;
 
+/** How long the camera rests before a raster of the cells is made again (ms). */
+const SETTLE_MS = 250;
+
+/** How near the pointer (CSS px, beyond a disc's radius) a cell is picked. */
+const PICK_SLOP = 3;
+
+function devicePixels(): number {
+  return Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1);
+}
+
 export type SpatialCallbacks = {
   /** Called when the camera moves (after the view state is applied). */
   onView?: (vs: ViewState, region: Region) => void;
@@ -92,14 +103,23 @@ export class SpatialStage {
   private resize: ResizeObserver | null = null;
   private onScreen = false;
   private size: [number, number] = [0, 0];
-  private colors: Uint8Array;
-  private lines: Uint8Array;
+  /** The grid over the cells, built once: what views, rasters and picking read. */
+  readonly index: CellIndex;
+  /** Packed RGBA of cell i (alpha 0: hidden), from the coloring setColors last got. */
+  private colorOf: (i: number) => number = () => 0xffb4771f;
   private colorVersion = 0;
-  private positions: Float32Array;
-  private polygons: PolygonLayerData | null = null;
+  /** The cells drawn as geometry: which ones (and the region they cover), or null. */
+  private subset: { cells: CellLayerData; region: Region; version: number; mode: CellMode } | null = null;
+  /** The cells drawn as a raster: its plan, picture and the coloring it was made with. */
+  private raster: { plan: RasterPlan; layer: CellRaster; version: number } | null = null;
+  private settleTimer: ReturnType<typeof setTimeout> | null = null;
+  private hovered = -1;
   /** A typical cell's width in data units (from its outline), to pick how cells are drawn at a zoom. */
   private cellSize = 0;
   private cellMode: CellMode = 'points';
+  /** When the data arrived (the stage was made): the first draw is measured from here. */
+  private readonly born = now();
+  private decks = 0;
   private imageSource: HTMLCanvasElement | null = null;
   private detail: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null = null;
   private disposed = false;
@@ -110,24 +130,13 @@ export class SpatialStage {
     private readonly callbacks: SpatialCallbacks = {}
   ) {
     const n = payload.n_cells;
-    this.positions = new Float32Array(n * 3);
-    for (let i = 0; i < n; i++) {
-      this.positions[i * 3] = data.x[i];
-      this.positions[i * 3 + 1] = data.y[i];
-    }
-    this.colors = new Uint8Array(n * 4);
-    this.lines = new Uint8Array(n * 4);
+    const started = now();
+    this.index = buildIndex(data.x, data.y);
     const shapes = data.shapes;
     if (shapes?.kind === 'polygons') {
-      const count = shapes.starts[n];
-      this.polygons = {
-        starts: shapes.starts,
-        vertices: shapes.vertices,
-        fills: new Uint8Array(count * 4),
-        lines: new Uint8Array(count * 4)
-      };
       this.cellSize = typicalWidth(shapes.starts, shapes.vertices, n);
     }
+    measure('sds:cell-index', started, now(), { n_cells: n });
     this.canvas = h('canvas', {
       class: 'sds-deck-canvas',
       role: 'application',
@@ -227,11 +236,15 @@ export class SpatialStage {
     this.deck?.setView(this.viewState, this.range);
     this.node.dataset.zoom = zoom.toFixed(4);
     const drawn = this.modeAt(zoom);
-    if (drawn !== this.cellMode) {
+    const changed = drawn !== this.cellMode;
+    if (changed) {
       this.cellMode = drawn;
       this.node.dataset.cells = drawn;
+    }
+    if (this.refreshCells(false) || changed) {
       this.sync();
     }
+    this.settleLater();
     this.node.dataset.target = this.viewState.target.map(v => v.toFixed(3)).join(',');
     this.callbacks.onView?.(this.viewState, this.region());
   }
@@ -325,32 +338,203 @@ export class SpatialStage {
 
   /** Recolor the cells: `color` and `value` as the canvas payload describes them. */
   setColors(color: CanvasPayload['color'], value: CanvasData['value'], none: string): void {
-    const colorOf = colorFn(color, value, packColor(none));
-    const packed = new Uint32Array(this.colors.buffer, this.colors.byteOffset, this.payload.n_cells);
-    const lines = new Uint32Array(this.lines.buffer, this.lines.byteOffset, this.payload.n_cells);
-    const outline = 0xbe000000; // black, alpha 190
-    for (let i = 0; i < packed.length; i++) {
-      const c = colorOf(i);
-      packed[i] = c;
-      lines[i] = c >>> 24 ? outline : 0;
-    }
-    const p = this.polygons;
-    if (p) {
-      // per vertex, as deck's binary polygons take colors: the fill is the cell's color, so is the outline
-      const fills = new Uint32Array(p.fills.buffer, p.fills.byteOffset, p.fills.length / 4);
-      const edges = new Uint32Array(p.lines.buffer, p.lines.byteOffset, p.lines.length / 4);
-      for (let i = 0; i < packed.length; i++) {
-        fills.fill(packed[i], p.starts[i], p.starts[i + 1]);
-      }
-      edges.set(fills);
-    }
+    this.colorOf = colorFn(color, value, packColor(none));
     this.colorVersion++;
+    this.refreshCells(true);
     this.sync();
   }
 
   /** Push the layers' state to deck (when there is one). */
   sync(): void {
     this.deck?.setScene(this.scene());
+  }
+
+  /** Device pixels per data unit now. */
+  private deviceScale(): number {
+    return Math.pow(2, this.viewState?.zoom ?? 0) * devicePixels();
+  }
+
+  /** How far beyond a cell's centre its disc reaches, in data units, for the raster's pad. */
+  private pad(scale: number): number {
+    const shapes = this.data.shapes;
+    const disc = Math.max(1, (this.payload.point_size || 2) * devicePixels()) / scale;
+    return Math.max(disc, shapes?.kind === 'polygons' ? this.cellSize : 0, shapes?.kind === 'circles' ? maxOf(shapes.radius) * 2 : 0);
+  }
+
+  /**
+   * Bring the cells' layer up to the view: geometry of the cells near the view when few are,
+   * else a raster. `settled`: the camera rests (or the colors changed), so a raster that is
+   * not pixel for pixel the screen's is made again now; while moving, only a missing one is.
+   * Returns whether the layer changed.
+   */
+  private refreshCells(settled: boolean): boolean {
+    if (!this.viewState) {
+      return false;
+    }
+    const view = this.region();
+    const scale = this.deviceScale();
+    if (lodFor(this.index, grow(view)) === 'geometry') {
+      this.raster = null;
+      const s = this.subset;
+      const region = grow(view, MARGIN * 2);
+      // kept while it covers the view and is not much larger than needed (zooming in: fewer cells)
+      const oversized = s !== null && s.region[2] - s.region[0] > 2 * (region[2] - region[0]);
+      if (s && s.version === this.colorVersion && s.mode === this.cellMode && covers(s.region, view) && !oversized) {
+        return false;
+      }
+      this.subset = { cells: this.geometryIn(region), region, version: this.colorVersion, mode: this.cellMode };
+      this.node.dataset.lod = 'geometry';
+      return true;
+    }
+    this.subset = null;
+    const bounds = this.payload.bounds;
+    const pad = this.pad(scale);
+    const r = this.raster;
+    const fresh = r && r.version === this.colorVersion;
+    if (fresh && !stale(r.plan, view, scale, bounds, pad, settled ? 1.01 : MOVING_RESOLUTION)) {
+      return false;
+    }
+    if (fresh && !settled) {
+      return false; // made again once the camera rests (settleLater)
+    }
+    const plan = planRaster(view, scale, bounds, pad);
+    if (!plan) {
+      return false;
+    }
+    this.raster = { plan, layer: this.rasterOf(plan), version: this.colorVersion };
+    this.node.dataset.lod = 'raster';
+    return true;
+  }
+
+  /** Once the camera rests: the raster at the screen's resolution. */
+  private settleLater(): void {
+    if (this.settleTimer) {
+      clearTimeout(this.settleTimer);
+    }
+    this.settleTimer = setTimeout(() => {
+      this.settleTimer = null;
+      if (!this.disposed && this.refreshCells(true)) {
+        this.sync();
+      }
+    }, SETTLE_MS);
+  }
+
+  /** The raster of the cells over `plan` (paintPoints through the index), as a canvas for deck's texture. */
+  private rasterOf(plan: RasterPlan): CellRaster {
+    const started = now();
+    const shapes = this.data.shapes;
+    const point = (this.payload.point_size || 2) * devicePixels() * (plan.scale / this.deviceScale());
+    const diameter =
+      shapes?.kind === 'circles'
+        ? { radius: shapes.radius, scale: plan.scale }
+        : shapes?.kind === 'polygons'
+          ? Math.max(1, this.cellSize * plan.scale)
+          : point;
+    const outline = shapes?.kind === 'polygons' ? this.cellMode !== 'points' : (this.payload.point_size || 2) >= 3;
+    const { pixels, drawn } = rasterizeCells(plan, this.index, this.data.x, this.data.y, this.colorOf, diameter, 33, outline);
+    const source = document.createElement('canvas');
+    source.width = plan.width;
+    source.height = plan.height;
+    const ctx = source.getContext('2d');
+    ctx?.putImageData(new ImageData(pixels as never, plan.width, plan.height), 0, 0);
+    measure('sds:cell-raster', started, now(), { n_cells: this.payload.n_cells, drawn, width: plan.width, height: plan.height });
+    this.node.dataset.raster = `${plan.width}x${plan.height}`;
+    return { source, bounds: plan.region };
+  }
+
+  /** The geometry of the cells in `region`: positions, colors and shapes of those only. */
+  private geometryIn(region: Region): CellLayerData {
+    const picked: number[] = [];
+    forEachIn(this.index, this.data.x, this.data.y, grow(region, 0.02), i => picked.push(i));
+    const n = picked.length;
+    const positions = new Float32Array(n * 2);
+    const colors = new Uint32Array(n);
+    const lines = new Uint32Array(n);
+    const shapes = this.data.shapes;
+    const radii = shapes?.kind === 'circles' ? new Float32Array(n) : null;
+    const outline = 0xbe000000; // black, alpha 190
+    let vertexCount = 0;
+    for (let k = 0; k < n; k++) {
+      const i = picked[k];
+      positions[2 * k] = this.data.x[i];
+      positions[2 * k + 1] = this.data.y[i];
+      const c = this.colorOf(i);
+      colors[k] = c;
+      lines[k] = c >>> 24 ? outline : 0;
+      if (radii && shapes?.kind === 'circles') {
+        radii[k] = shapes.radius[i];
+      }
+      if (shapes?.kind === 'polygons') {
+        vertexCount += shapes.starts[i + 1] - shapes.starts[i];
+      }
+    }
+    let polygons: CellLayerData['polygons'] = null;
+    if (shapes?.kind === 'polygons' && this.cellMode !== 'points') {
+      // per vertex, as deck's binary polygons take colors: the fill is the cell's color, so is the outline
+      const starts = new Uint32Array(n + 1);
+      const vertices = new Float32Array(vertexCount * 2);
+      const fills = new Uint32Array(vertexCount);
+      let v = 0;
+      for (let k = 0; k < n; k++) {
+        const i = picked[k];
+        const v0 = shapes.starts[i];
+        const v1 = shapes.starts[i + 1];
+        starts[k] = v;
+        vertices.set(shapes.vertices.subarray(2 * v0, 2 * v1), 2 * v);
+        fills.fill(colors[k], v, v + v1 - v0);
+        v += v1 - v0;
+      }
+      starts[n] = v;
+      const bytes = new Uint8Array(fills.buffer);
+      polygons = { starts, vertices, fills: bytes, lines: bytes };
+    }
+    return { n, positions, colors: new Uint8Array(colors.buffer), lines: new Uint8Array(lines.buffer), radii, polygons };
+  }
+
+  /** The cell under the pointer at (sx, sy) CSS px of the view, or -1: picked on the CPU through the index. */
+  pick(sx: number, sy: number): number {
+    const vs = this.viewState;
+    if (!vs || !this.cellsVisible || sx < 0 || sy < 0) {
+      return -1;
+    }
+    const scale = Math.pow(2, vs.zoom);
+    const px = vs.target[0] + (sx - this.size[0] / 2) / scale;
+    const py = vs.target[1] + (sy - this.size[1] / 2) / scale;
+    const visible = (i: number) => this.colorOf(i) >>> 24 !== 0;
+    const { x, y } = this.data;
+    const shapes = this.data.shapes;
+    if (shapes?.kind === 'polygons' && this.cellMode !== 'points') {
+      return containing(this.index, x, y, shapes.starts, shapes.vertices, px, py, this.cellSize * 1.5, visible);
+    }
+    if (shapes?.kind === 'circles') {
+      const slop = PICK_SLOP / scale;
+      const reach = maxOf(shapes.radius) + slop;
+      const i = nearest(this.index, x, y, px, py, reach, j => visible(j) && Math.hypot(x[j] - px, y[j] - py) <= shapes.radius[j] + slop);
+      return i;
+    }
+    const radius = Math.max(0.5, (this.payload.point_size || 2) / 2);
+    return nearest(this.index, x, y, px, py, (radius + PICK_SLOP) / scale, visible);
+  }
+
+  /** The pointer moved to (sx, sy) (negative: it left): the hovered cell, its ring and the host's tooltip. */
+  private hover(sx: number, sy: number): void {
+    const i = this.pick(sx, sy);
+    if (i === this.hovered) {
+      return;
+    }
+    this.hovered = i;
+    this.sync();
+    this.callbacks.onHover?.(i);
+  }
+
+  private highlight(): DeckScene['highlight'] {
+    const i = this.hovered;
+    if (i < 0 || !this.cellsVisible) {
+      return null;
+    }
+    const shapes = this.data.shapes;
+    const radius = shapes?.kind === 'circles' ? shapes.radius[i] : shapes?.kind === 'polygons' && this.cellMode !== 'points' ? this.cellSize / 2 : null;
+    return { position: [this.data.x[i], this.data.y[i]], radius };
   }
 
   private scene(): DeckScene {
@@ -362,15 +546,18 @@ export class SpatialStage {
       src.getContext('2d')?.putImageData(new ImageData(this.data.image as never, img.width, img.height), 0, 0);
       this.imageSource = src;
     }
+    if (!this.subset && !this.raster) {
+      this.refreshCells(true);
+    }
     return {
-      cells: { n: this.payload.n_cells, positions: this.positions, colors: this.colors, lines: this.lines },
-      polygons: this.polygons,
+      cells: this.subset?.cells ?? null,
+      raster: this.raster?.layer ?? null,
       cellMode: this.cellMode,
-      radii: this.data.shapes?.kind === 'circles' ? this.data.shapes.radius : null,
       radius: Math.max(0.5, (this.payload.point_size || 2) / 2),
       cellsVisible: this.cellsVisible,
       cellsOpacity: this.cellsOpacity,
       outline: (this.payload.point_size || 2) >= 3,
+      highlight: this.highlight(),
       image: img && this.imageSource ? { source: this.imageSource, bounds: img.bounds } : null,
       detail: this.detail,
       imageVisible: this.imageVisible,
@@ -391,13 +578,20 @@ export class SpatialStage {
         this.resized();
       }
       const vs = this.viewState ?? this.framed('saved');
-      const created = now();
+      // the first deck's first draw counts from the data's arrival (the index and raster included)
+      const created = this.decks++ === 0 ? this.born : now();
       let frames = 0;
       let lastFrame = created;
       this.deck = new DeckView(this.canvas, vs, this.range, {
         onViewState: next => this.apply(next, 'user'),
-        onHover: (index) => this.callbacks.onHover?.(index),
-        onClick: index => this.callbacks.onPin?.(index),
+        onHover: (x, y) => this.hover(x, y),
+        onClick: (x, y) => {
+          const i = this.pick(x, y);
+          if (i >= 0) {
+            this.callbacks.onPin?.(i);
+          }
+        },
+        hovering: () => this.hovered >= 0,
         onError: err => {
           this.node.dataset.error = err.message;
         },
@@ -468,6 +662,9 @@ export class SpatialStage {
 
   dispose(): void {
     this.disposed = true;
+    if (this.settleTimer) {
+      clearTimeout(this.settleTimer);
+    }
     this.observer?.disconnect();
     this.resize?.disconnect();
     this.release();
@@ -475,7 +672,7 @@ export class SpatialStage {
 
   /** How cells are drawn at `zoom` (the same rule as the 2D drawing's, cellModeAt). */
   private modeAt(zoom: number): CellMode {
-    return this.polygons ? cellModeAt(this.cellSize, Math.pow(2, zoom)) : 'points';
+    return this.data.shapes?.kind === 'polygons' ? cellModeAt(this.cellSize, Math.pow(2, zoom)) : 'points';
   }
 
   /** How cells are drawn now (points, filled or outlined polygons). */
@@ -485,8 +682,23 @@ export class SpatialStage {
 
   /** Cells inside the current region. */
   inView(): number {
-    return countInRegion(this.data.x, this.data.y, this.region());
+    return this.countIn(this.region());
+  }
+
+  /** Cells inside `region` (through the index: only the bins over it are read). */
+  countIn(region: Region): number {
+    return countIn(this.index, this.data.x, this.data.y, region);
   }
 }
 
 export { typicalWidth };
+
+function maxOf(values: Float32Array): number {
+  let m = 0;
+  for (let i = 0; i < values.length; i++) {
+    if (values[i] > m) {
+      m = values[i];
+    }
+  }
+  return m;
+}

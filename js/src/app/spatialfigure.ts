@@ -617,7 +617,7 @@ export class SpatialFigure {
     // counting a million cells takes a few ms: once the camera rests
     this.countTimer = setTimeout(() => {
       this.countTimer = null;
-      const n = countInRegion(this.data.x, this.data.y, region);
+      const n = this.stage ? this.stage.countIn(region) : countInRegion(this.data.x, this.data.y, region);
       this.inView.textContent = `· ${n.toLocaleString()} in view`;
       this.node.dataset.inView = String(n);
     }, 60);
