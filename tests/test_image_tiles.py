@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 from pathlib import Path
@@ -111,7 +112,7 @@ def test_tiles_meet_without_gaps_and_cover_the_level(xenium_root: zarr.Group) ->
         columns, rows = -(-level.width // level.tile), -(-level.height // level.tile)
         boxes = [pyramid.tile_box(index, tx, 0) for tx in range(columns)]
         assert boxes[0][0] == 0 and boxes[-1][2] == level.width
-        assert all(a[2] == b[0] for a, b in zip(boxes, boxes[1:], strict=False))
+        assert all(a[2] == b[0] for a, b in itertools.pairwise(boxes))
         last = pyramid.tile_box(index, columns - 1, rows - 1)
         assert last[2:] == (level.width, level.height)
         left = pyramid.bounds(index, *boxes[0])
