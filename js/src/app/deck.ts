@@ -31,6 +31,9 @@ export type PolygonLayerData = {
 
 export type { CellMode };
 
+/** One image tile as a bitmap: `id` names it for deck (the same tile keeps its layer and texture). */
+export type ImageTileLayer = { id: string; source: HTMLCanvasElement; bounds: [number, number, number, number] };
+
 export type DeckScene = {
   cells: CellLayerData;
   polygons: PolygonLayerData | null;
@@ -42,8 +45,8 @@ export type DeckScene = {
   cellsOpacity: number;
   outline: boolean;
   image: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
-  /** A finer level's pixels over the region on screen, drawn over `image` (which stays below). */
-  detail: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
+  /** Tiles of finer pyramid levels (tiles.ts), coarsest first, drawn over `image` (which stays below). */
+  tiles: ImageTileLayer[];
   imageVisible: boolean;
   /** Bumped whenever `cells.colors` changes, so deck re-uploads them. */
   colorVersion: number;
@@ -117,14 +120,14 @@ export class DeckView {
           textureParameters: { minFilter: 'nearest', magFilter: 'nearest' }
         })
       );
-      if (scene.detail) {
-        const [dx0, dy0, dx1, dy1] = scene.detail.bounds;
+      for (const tile of scene.tiles) {
+        const [tx0, ty0, tx1, ty1] = tile.bounds;
         layers.push(
           new BitmapLayer({
-            id: 'image-detail',
-            image: scene.detail.source,
-            bounds: [dx0, dy1, dx1, dy0],
-            textureParameters: { minFilter: 'linear', magFilter: 'nearest' }
+            id: `image-tile-${tile.id}`,
+            image: tile.source,
+            bounds: [tx0, ty1, tx1, ty0],
+            textureParameters: { minFilter: 'linear', magFilter: 'nearest', addressModeU: 'clamp-to-edge', addressModeV: 'clamp-to-edge' }
           })
         );
       }
