@@ -71,14 +71,15 @@ def test_channels_describe_the_pyramid(service) -> None:
         (256, 256),
         (128, 128),
     ]
-    assert levels[0]["tile"] == 1024  # the level's chunks
+    # 512 px tiles: two to a 1,024 px chunk, so a tile never straddles two chunks
+    assert [lv["tile"] for lv in levels] == [512, 512, 512, 256, 512]
     # every level covers the same region of the coordinate system as the overview
     for level in levels:
         assert level["bounds"] == pytest.approx(data["bounds"])
     assert [c["name"] for c in data["channels"]] == ["DAPI", "Boundary stain", "Interior RNA"]
 
 
-@pytest.mark.parametrize(("level", "x", "y"), [(0, 0, 0), (0, 1, 1), (0, 1, 0), (1, 0, 0), (4, 0, 0)])
+@pytest.mark.parametrize(("level", "x", "y"), [(0, 0, 0), (0, 3, 3), (0, 1, 2), (1, 1, 0), (3, 0, 0), (4, 0, 0)])
 def test_a_tile_is_a_direct_read_of_its_level(service, xenium_top, level, x, y) -> None:
     channels = _json(dispatch(service, "channels", {"figure": FIGURE}).data)
     tile = channels["levels"][level]["tile"]
@@ -101,7 +102,7 @@ def test_a_tile_is_a_direct_read_of_its_level(service, xenium_top, level, x, y) 
 
 def test_ranges_choose_what_0_and_255_stand_for(service, xenium_top) -> None:
     reply = dispatch(service, "image_tile", {"figure": FIGURE, "level": 1, "x": 0, "y": 0, "ranges": "0,100;0,1;5,6"})
-    raw = np.asarray(_level_array(xenium_top, 1)[:, 0:1024, 0:1024])
+    raw = np.asarray(_level_array(xenium_top, 1)[:, 0:512, 0:512])
     assert bytes(reply.buffers[0]) == _scaled(raw[0], 0, 100)
     assert bytes(reply.buffers[2]) == _scaled(raw[2], 5, 6)
 
@@ -141,8 +142,8 @@ def test_reads_outside_a_level_are_refused(xenium_root: zarr.Group) -> None:
     [
         ({"level": 5}, "has levels 0 to 4, not 5"),
         ({"level": -1}, "has levels 0 to 4, not -1"),
-        ({"x": 2}, "tiles 0 to 1 along x, not 2"),
-        ({"y": -1}, "tiles 0 to 1 along y, not -1"),
+        ({"x": 4}, "tiles 0 to 3 along x, not 4"),
+        ({"y": -1}, "tiles 0 to 3 along y, not -1"),
         ({"level": 4, "x": 1}, "tiles 0 to 0 along x, not 1"),
         ({"x": "1e3"}, "must be an integer"),
         ({"y": "9" * 40}, "out of range"),
