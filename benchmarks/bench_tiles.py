@@ -138,6 +138,8 @@ def browser_side(top: Path, root: Path, work: Path, jumps: list[Any]) -> tuple[l
                 page.wait_for_selector('.sds-tab[data-tab="figures"]', timeout=90_000)
                 page.locator('.sds-tab[data-tab="figures"]').click()
                 page.wait_for_selector(".sds-deck-stage[data-live='true'][data-tile-levels]", timeout=180_000)
+                if os.environ.get("SDS_BENCH_NO_CELLS"):
+                    page.evaluate("() => { const s = document.querySelector('.sds-spatial').sdsSpatial.stage; s.cellsVisible = false; s.sync(); }")
                 for x, y, level, zoom in jumps:
                     before = page.evaluate(JUMP, [x, y, zoom])
                     try:

@@ -305,7 +305,7 @@ export class SpatialStage {
     src.height = img.height;
     src.getContext('2d')?.putImageData(new ImageData(rgba as never, img.width, img.height), 0, 0);
     this.imageSource = src; // a new object: deck uploads it as a new texture
-    this.sync();
+    this.deck?.setImageLayers(this.scene());
   }
 
   /**
@@ -320,7 +320,7 @@ export class SpatialStage {
     this.tileFrame = frame;
     this.tiles = frame.tiles.map(tile => ({ id: tile.key, source: this.bitmap(tile.rgba!, tile.width, tile.height), bounds: tile.bounds }));
     this.node.dataset.tileWanted = String(frame.level);
-    this.sync();
+    this.deck?.setImageLayers(this.scene());
   }
 
   private bitmap(rgba: Uint8ClampedArray, width: number, height: number): HTMLCanvasElement {
