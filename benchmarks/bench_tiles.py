@@ -15,6 +15,8 @@ drawn with every tile of the wanted level on screen (requests, transfer, colorin
 texture upload, the draw). The median over regions is compared with the issue's
 goal (<= 0.3 s).
 
+``SDS_BENCH_NO_CELLS=1`` hides the cells first (the image layers alone).
+
 Service alone: ``StackService.image_tile`` for the same tiles (a warm service: the
 pyramid opened and the figure parsed once), median per tile; and per region (the
 tiles a region needs, asked one after another).
@@ -72,7 +74,7 @@ def regions(levels: list[dict[str, Any]], overview: int, count: int) -> list[tup
 
 def tiles_of(level: dict[str, Any], x: float, y: float, zoom: float) -> list[tuple[int, int]]:
     """The tiles a VIEW-sized screen centred on (x, y) at ``zoom`` shows (as tiles.ts picks them)."""
-    bx0, by0, bx1, by1 = level["bounds"]
+    bx0, by0, bx1, _ = level["bounds"]
     half_w, half_h = VIEW[0] / 2 / 2**zoom, VIEW[1] / 2 / 2**zoom
     unit = (bx1 - bx0) / level["width"]
     side = level["tile"] * unit
@@ -139,7 +141,9 @@ def browser_side(top: Path, root: Path, work: Path, jumps: list[Any]) -> tuple[l
                 page.locator('.sds-tab[data-tab="figures"]').click()
                 page.wait_for_selector(".sds-deck-stage[data-live='true'][data-tile-levels]", timeout=180_000)
                 if os.environ.get("SDS_BENCH_NO_CELLS"):
-                    page.evaluate("() => { const s = document.querySelector('.sds-spatial').sdsSpatial.stage; s.cellsVisible = false; s.sync(); }")
+                    page.evaluate(
+                        "() => { const s = document.querySelector('.sds-spatial').sdsSpatial.stage; s.cellsVisible = false; s.sync(); }"
+                    )
                 for x, y, level, zoom in jumps:
                     before = page.evaluate(JUMP, [x, y, zoom])
                     try:
