@@ -149,11 +149,10 @@ def browser_side(top: Path, root: Path, work: Path, jumps: list[Any]) -> tuple[l
                     try:
                         page.wait_for_function(
                             f"() => performance.getEntriesByName('sds:tiles', 'measure').length > {before}",
-                            timeout=60_000,
+                            timeout=180_000,
                             polling=50,
                         )
                     except Exception:
-                        page.screenshot(path=str(work / "stuck.png"))
                         state = page.evaluate("() => ({...document.querySelector('.sds-deck-stage').dataset})")
                         raise RuntimeError(f"no sds:tiles measure after the jump to level {level}: {state}") from None
                     found = page.evaluate(READ, before)
