@@ -39,6 +39,7 @@ BENCHMARKS = [
     "bench_deep_remote.py",
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without
     "bench_webgl.py",  # the same needs; a ladder of sizes within a time budget, never fails on time
+    "bench_tiles.py",  # the same needs; builds the big demo (about 2 minutes) and zooms into its image
 ]
 
 

@@ -114,6 +114,18 @@ def test_canvas_is_framed_binary(root, fetch) -> None:
     assert len(buffers[3]) == data["image"]["width"] * data["image"]["height"] * 4
 
 
+def test_image_tile_is_framed_binary(root, fetch) -> None:
+    data, buffers = _get(
+        fetch, "image_tile", path="datasets/edit-2222", version=1, figure="fig_canvas", level=0, x=0, y=0
+    )
+    assert len(buffers) == data["channels"] >= 1
+    assert all(len(b) == data["width"] * data["height"] for b in buffers)
+    code, error = _error(
+        fetch, "image_tile", path="datasets/edit-2222", version=1, figure="fig_canvas", level=0, x=99, y=0
+    )
+    assert code == 400 and "not 99" in error["message"]
+
+
 def test_demo_stack_under_the_root(jp_root_dir, demo_top, fetch) -> None:
     shutil.copytree(demo_top.parent, jp_root_dir / "demo")
     history = _get(fetch, "history", path=f"demo/{demo_top.name}")

@@ -365,6 +365,7 @@ def test_request_table_matches_the_protocol() -> None:
         "channels",
         "store_key",
         "image_region",
+        "image_tile",
     ]
 
 

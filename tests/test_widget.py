@@ -52,6 +52,14 @@ def test_canvas_reply_carries_buffers(browser, recorded_messages) -> None:
     assert x.shape == (reply["data"]["n_cells"],)
 
 
+def test_image_tile_reply_carries_one_plane_per_channel(browser, recorded_messages) -> None:
+    params = {"version": 1, "figure": "fig_canvas", "level": 0, "x": 0, "y": 0}
+    _deliver(browser, {"type": "request", "id": 3, "name": "image_tile", "params": params})
+    (reply,) = _responses(recorded_messages)
+    assert reply["ok"] and len(reply["buffers"]) == reply["data"]["channels"] >= 1
+    assert len(reply["buffers"][0]) == reply["data"]["width"] * reply["data"]["height"]
+
+
 @pytest.mark.parametrize(
     ("content", "kind"),
     [

@@ -401,6 +401,100 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     }
   });
 
+  it('zooming into an image pyramid draws tiles of a finer level over the overview; channels recolor them', async () => {
+    // a small Xenium-like stack: a 4,096 px, 3-channel pyramid whose overview is level 1 (2,048 px)
+    const out = join(work, 'root', 'tiles');
+    const topPath = python(
+      `import warnings; warnings.simplefilter("ignore")\nfrom pathlib import Path\nfrom sds_jupyter.demo.xenium import build_xenium_demo\nprint(build_xenium_demo(Path(${JSON.stringify(out)}), n_cells=1500, side=4096))`
+    );
+    const name = topPath.split('/').pop();
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    const page = await newPage();
+    try {
+      await page.goto(`${base}/lab/tree/tiles/datasets?token=${TOKEN}&reset`);
+      await item(page, name).waitFor({ timeout: 60000 });
+      await page.waitForTimeout(500);
+      await item(page, name).dblclick();
+      await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+      await page.locator('.sds-tab[data-tab="figures"]').click();
+      const stage = page.locator('.sds-deck-stage').first();
+      const figure = page.locator('.sds-spatial').first();
+      await page.waitForSelector('.sds-deck-stage[data-live="true"][data-tile-levels="5"]', { timeout: 90000 });
+      // cells off, so the pixels below are the image's
+      await figure.getByRole('checkbox', { name: 'Cells' }).uncheck();
+      // the camera at one screen pixel per level-0 pixel, in the tissue's middle
+      const levels = 5;
+      await figure.evaluate(el => {
+        const s = el.sdsSpatial.stage;
+        const [x0, y0, x1, y1] = el.sdsSpatial.payload.image.bounds;
+        s.apply({ target: [(x0 + x1) * 0.45, (y0 + y1) * 0.55], zoom: Math.log2(4096 / (x1 - x0)) });
+      });
+      await page.waitForSelector('.sds-deck-stage[data-tile-level="0"]', { timeout: 60000 });
+      const tiles = Number(await stage.getAttribute('data-tiles'));
+      assert.ok(tiles >= 1 && tiles <= 16, `level-0 tiles on screen: ${tiles}`);
+      assert.equal(await figure.getAttribute('data-tile-error'), null);
+      const measured = await page.evaluate(() => performance.getEntriesByName('sds:tiles', 'measure').map(m => m.detail));
+      assert.ok(measured.some(d => d.level === 0 && d.tiles === tiles), JSON.stringify(measured));
+      assert.equal(levels, Number(await stage.getAttribute('data-tile-levels')));
+      // the drawn frame (kept: preserveDrawingBuffer) shows the image's channels in their colors
+      const pixels = async () =>
+        page.evaluate(() => {
+          const c = document.querySelector('.sds-deck-canvas');
+          const copy = document.createElement('canvas');
+          copy.width = c.width;
+          copy.height = c.height;
+          const ctx = copy.getContext('2d');
+          ctx.drawImage(c, 0, 0);
+          const d = ctx.getImageData(Math.floor(c.width / 4), Math.floor(c.height / 4), Math.floor(c.width / 2), Math.floor(c.height / 2)).data;
+          let lit = 0, red = 0, green = 0, blue = 0;
+          for (let i = 0; i < d.length; i += 4) {
+            if (d[i] + d[i + 1] + d[i + 2] > 30) lit++;
+            red += d[i];
+            green += d[i + 1];
+            blue += d[i + 2];
+          }
+          const n = d.length / 4;
+          return { lit: lit / n, red: red / n, green: green / n, blue: blue / n };
+        });
+      const drawn = await pixels();
+      await shot(page, 'tiles-light');
+      // the synthetic tissue: nuclei, cell outlines and RNA over a black background
+      assert.ok(drawn.lit > 0.05 && drawn.blue > 5, `the image is drawn: ${JSON.stringify(drawn)}`);
+      const found = await axeViolations(page, '.sds-figures');
+      assert.deepEqual(found, [], 'axe (tiles, light)');
+      // a channel turned off: the cached tiles are recolored, not asked for again
+      const asked = () => page.evaluate(() => performance.getEntriesByType('resource').filter(e => e.name.includes('/api/image_tile')).length);
+      const before = await asked();
+      const toggles = figure.locator('.sds-channel-on');
+      const count = await toggles.count();
+      for (let i = 0; i < count; i++) await toggles.nth(i).uncheck();
+      await page.waitForTimeout(500);
+      const dark = await pixels();
+      assert.ok(dark.lit < 0.01, `every channel off leaves the image black: ${JSON.stringify(dark)}`);
+      await toggles.nth(0).check();
+      await page.waitForTimeout(500);
+      const one = await pixels();
+      assert.ok(one.lit > 0.01 && one.lit < drawn.lit, `one channel: ${JSON.stringify(one)}`);
+      assert.equal(await asked(), before, 'recoloring asks for no tile');
+      for (let i = 1; i < count; i++) await toggles.nth(i).check();
+      // dark theme and a narrow panel: the tiles stay
+      await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^JupyterLab Dark$/ }).click();
+      await page.waitForFunction(() => document.body.dataset.jpThemeName === 'JupyterLab Dark', null, { timeout: 30000 });
+      await page.waitForTimeout(500);
+      await shot(page, 'tiles-dark');
+      assert.deepEqual(await axeViolations(page, '.sds-figures'), [], 'axe (tiles, dark)');
+      await page.setViewportSize({ width: 700, height: 900 });
+      await page.waitForTimeout(1000);
+      await shot(page, 'tiles-narrow');
+      assert.equal(await figure.getAttribute('data-tile-error'), null);
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+      await page.close();
+    }
+  });
+
   it('the spatial view pans, zooms, hovers, pins and toggles layers; axe finds nothing serious in light and dark', async () => {
     const axe = readFileSync(join(here, '..', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
     const audit = async (page, name) => {
@@ -468,23 +562,14 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       await page.keyboard.press('+');
       await page.waitForTimeout(300);
       assert.ok((await state()).zoom > saved.zoom, '+ zooms');
-      // zoomed in past the overview image: the region on screen comes from the pyramid (image_region), over the overview
+      // zoomed in past the overview: blobs' image has one level, the overview itself, so no tile is asked for
       for (let i = 0; i < 4; i++) await page.keyboard.press('+');
-      await page.waitForSelector('.sds-deck-stage[data-detail]', { timeout: 30000 });
-      const detail = (await stage.getAttribute('data-detail')).split(',').map(Number);
-      const zoomed = await state();
-      const [sw, sh] = [box.width / 2 ** zoomed.zoom, box.height / 2 ** zoomed.zoom];
-      const seen = [zoomed.target[0] - sw / 2, zoomed.target[1] - sh / 2, zoomed.target[0] + sw / 2, zoomed.target[1] + sh / 2];
-      const image = await figure.evaluate(el => el.sdsSpatial.payload.image.bounds);
-      // the detail covers what is on screen of the image
-      assert.ok(
-        detail[0] <= Math.max(seen[0], image[0]) + 1e-6 && detail[1] <= Math.max(seen[1], image[1]) + 1e-6 &&
-          detail[2] >= Math.min(seen[2], image[2]) - 1e-6 && detail[3] >= Math.min(seen[3], image[3]) - 1e-6,
-        `detail ${detail} covers ${seen} within ${image}`
-      );
-      assert.equal(await figure.getAttribute('data-detail-error'), null);
+      await page.waitForSelector('.sds-deck-stage[data-tile-levels="1"]', { timeout: 30000 });
       await page.waitForTimeout(300);
-      await shot(page, 'spatial-detail');
+      assert.ok([null, '-1'].includes(await stage.getAttribute('data-tile-wanted')), 'no tile level wanted');
+      assert.equal(await stage.getAttribute('data-tile-level'), null);
+      assert.equal(await figure.getAttribute('data-tile-error'), null);
+      await shot(page, 'spatial-zoomed');
       await figure.locator('.sds-saved-view').click();
       // hovering a cell shows its ID (the obs name, from the service) and its color-by value
       const at = await figure.evaluate(el => el.sdsSpatial.screenOf(0));

@@ -43,6 +43,7 @@ REPLY_PAYLOADS: dict[str, Any] = {
     "channels": payloads.ChannelsData,
     "store_key": payloads.StoreKeyData,
     "image_region": payloads.ImageRegionData,
+    "image_tile": payloads.ImageTileData,
 }
 
 _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {

@@ -36,10 +36,11 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "channels": StackService.channels,
     "store_key": StackService.store_key,
     "image_region": StackService.image_region,
+    "image_tile": StackService.image_tile,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels", "store_key", "image_region"})
+BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels", "store_key", "image_region", "image_tile"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

@@ -45,7 +45,9 @@ from sds_jupyter.service.types import (
     FigureSummary,
     Fingerprint,
     HistoryData,
+    ImageLevel,
     ImageRegionData,
+    ImageTileData,
     KeySize,
     ResultCsv,
     ResultMeta,
@@ -73,7 +75,7 @@ from sds_jupyter.studio.canvas import (
     planes_over,
 )
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
-from sds_jupyter.studio.elements import coarsest_level, region_level
+from sds_jupyter.studio.elements import Pyramid, coarsest_level, open_pyramid, region_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.figures import ParsedFigure, declared_fields, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
@@ -185,6 +187,8 @@ class StackService:
         self._tables: dict[tuple[int, str], TableView] = {}
         self._adatas: dict[int, Any] = {}
         self._branches: dict[str, StackService] = {}
+        #: A figure's image, opened once per version: (depth, figure) -> its pyramid and value ranges.
+        self._images: dict[tuple[int, str], tuple[Pyramid, list[tuple[float, float]]]] = {}
         if isinstance(path_or_stack, Stack):
             self._stack = path_or_stack
         else:
@@ -554,7 +558,11 @@ class StackService:
             ) from None
 
     def channels(self, version: int | str | None = None, figure: str = "") -> Reply:
-        """A canvas figure's image channels, each as uint8 planes the browser blends (toggle, color, contrast)."""
+        """A canvas figure's image channels, each as uint8 planes the browser blends (toggle, color, contrast).
+
+        ``levels`` describes the image's pyramid, so the browser can ask ``image_tile`` for
+        the tiles of the level a zoom needs.
+        """
         if not figure:
             raise RequestError("The channels request needs a figure id.")
         spec = read_figure(self._studio_uns(version), figure).require("canvas")
@@ -565,13 +573,54 @@ class StackService:
         level = coarsest_level(view.root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE, system=system)
         infos, planes = channel_planes(level, spec)
         extent_y, extent_x = level.extent_yx
+        pyramid, _ = self._figure_image(version, figure)
+        levels: list[ImageLevel] = [
+            {
+                "width": found.width,
+                "height": found.height,
+                "tile": found.tile,
+                "bounds": pyramid.bounds(index, 0, 0, found.width, found.height),
+            }
+            for index, found in enumerate(pyramid.levels)
+        ]
         payload: ChannelsData = {
             "width": int(planes[0].shape[1]) if planes else 0,
             "height": int(planes[0].shape[0]) if planes else 0,
             "bounds": level.transform.box(0.0, 0.0, extent_x, extent_y),
             "channels": infos,
+            "levels": levels,
         }
         return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
+
+    def _figure_image(self, version: int | str | None, figure: str) -> tuple[Pyramid, list[tuple[float, float]]]:
+        """The pyramid a canvas figure shows and its channels' value ranges (the overview's), opened once.
+
+        Why: a zoom asks for a dozen tiles at once; parsing the figure, opening the arrays and
+        scanning the overview for its ranges once per version keeps each tile to its chunk reads.
+        """
+        if not figure:
+            raise RequestError("This request needs a figure id.")
+        key = (self.depth(version), figure)
+        if key not in self._images:
+            spec = read_figure(self._studio_uns(version), figure).require("canvas")
+            if not spec.get("image"):
+                raise RequestError(f"Figure {figure!r} shows no image.")
+            view = self.table_view(version, spec.get("table"))
+            system = spec.get("coordinate_system") or None
+            name = str(spec["image"])
+            infos, _ = channel_planes(coarsest_level(view.root, "images", name, MAX_IMAGE_SIDE, system), spec)
+            spans = [(float(info["range"][0]), float(info["range"][1])) for info in infos]
+            self._images[key] = (open_pyramid(view.root, name, system), spans)
+        return self._images[key]
+
+    @staticmethod
+    def _spans(ranges: str, default: list[tuple[float, float]]) -> list[tuple[float, float]]:
+        """``ranges`` ("low,high;low,high;...") as pairs, else ``default`` (the overview's)."""
+        if not ranges:
+            return default
+        if len(ranges) > 4096:
+            raise RequestError("Parameter 'ranges' is too long.")
+        return [(span[0], span[1]) for span in (_floats(part, "ranges", 2) for part in ranges.split(";"))]
 
     def image_region(
         self,
@@ -583,11 +632,10 @@ class StackService:
     ) -> Reply:
         """The detail of a canvas figure's image over ``region``, as uint8 planes per channel.
 
-        Why: the canvas reply carries one overview level; a zoomed-in view asks for the finest
-        level whose pixels over the region on screen fit in ``max_side`` (at most MAX_IMAGE_SIDE),
-        read for that region alone. ``region`` is "x0,y0,x1,y1" in the figure's coordinate
-        system; ``ranges`` ("low,high;low,high;...", the ``channels`` reply's ranges) says which
-        raw values 0 and 255 stand for, so the detail matches the overview's colors.
+        Why: one picture of a region at the finest level that fits ``max_side`` (at most
+        MAX_IMAGE_SIDE), for a drawing without a tile grid. ``region`` is "x0,y0,x1,y1" in the
+        figure's coordinate system; ``ranges`` ("low,high;low,high;...", the ``channels`` reply's
+        ranges) says which raw values 0 and 255 stand for, so the detail matches the overview's colors.
         """
         if not figure:
             raise RequestError("The image_region request needs a figure id.")
@@ -596,25 +644,47 @@ class StackService:
             raise RequestError(f"The region {box} is empty: give x0,y0,x1,y1 with x1 > x0 and y1 > y0.")
         if not 16 <= max_side <= MAX_IMAGE_SIDE:
             raise RequestError(f"max_side must be between 16 and {MAX_IMAGE_SIDE}, not {max_side}.")
-        spans = [_floats(part, "ranges", 2) for part in ranges.split(";")] if ranges else []
-        spec = read_figure(self._studio_uns(version), figure).require("canvas")
-        if not spec.get("image"):
-            raise RequestError(f"Figure {figure!r} shows no image.")
-        view = self.table_view(version, spec.get("table"))
-        system = spec.get("coordinate_system") or None
-        found = region_level(view.root, str(spec["image"]), box, max_side, system=system)
-        if not spans:
-            infos, _ = channel_planes(
-                coarsest_level(view.root, "images", str(spec["image"]), MAX_IMAGE_SIDE, system), spec
-            )
-            spans = [[float(info["range"][0]), float(info["range"][1])] for info in infos]
-        planes = planes_over(found.level, [(span[0], span[1]) for span in spans])
+        pyramid, default = self._figure_image(version, figure)
+        spans = self._spans(ranges, default)
+        found = region_level(pyramid, pyramid.name, box, max_side)
+        planes = planes_over(found.level, spans)
         payload: ImageRegionData = {
             "level": found.index,
             "levels": found.levels,
             "width": int(planes[0].shape[1]) if planes else 0,
             "height": int(planes[0].shape[0]) if planes else 0,
             "bounds": found.bounds,
+            "channels": len(planes),
+        }
+        return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
+
+    def image_tile(
+        self,
+        version: int | str | None = None,
+        figure: str = "",
+        level: int = 0,
+        x: int = 0,
+        y: int = 0,
+        ranges: str = "",
+    ) -> Reply:
+        """Tile (``x``, ``y``) of pyramid level ``level`` of a canvas figure's image, as uint8 planes per channel.
+
+        Why: a zoomed view draws the tiles on screen of the level its zoom needs, each asked for
+        once and cached in the browser; a tile is a chunk's worth of pixels (the ``channels``
+        reply's ``levels`` give each level's size and tile side), so it costs one chunk read per
+        channel. ``ranges`` as for ``image_region``. A level or tile off the pyramid is refused.
+        """
+        pyramid, default = self._figure_image(version, figure)
+        spans = self._spans(ranges, default)
+        x0, y0, x1, y1 = pyramid.tile_box(level, x, y)
+        planes = planes_over(pyramid.read(level, x0, y0, x1, y1), spans)
+        payload: ImageTileData = {
+            "level": level,
+            "x": x,
+            "y": y,
+            "width": x1 - x0,
+            "height": y1 - y0,
+            "bounds": pyramid.bounds(level, x0, y0, x1, y1),
             "channels": len(planes),
         }
         return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])

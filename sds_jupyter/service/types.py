@@ -34,6 +34,9 @@ __all__ = [
     "Fingerprint",
     "Histogram",
     "HistoryData",
+    "ImageLevel",
+    "ImageRegionData",
+    "ImageTileData",
     "KeyEntry",
     "KeySize",
     "NumericSummary",
@@ -184,6 +187,18 @@ class StoreKeyData(TypedDict):
     size: int
 
 
+class ImageLevel(TypedDict):
+    """One level of an image pyramid as the tile grid sees it (level 0 the finest)."""
+
+    width: int
+    height: int
+    #: The side of its tiles in pixels (the level's chunking where sensible); tile (x, y) holds
+    #: pixels [x * tile, (x + 1) * tile) clipped to the level.
+    tile: int
+    #: Where the whole level sits, in the figure's coordinate system: x0, y0, x1, y1.
+    bounds: Bounds
+
+
 class ChannelsData(TypedDict):
     """The ``channels`` request: one uint8 plane per channel follows, ``range`` mapped onto 0-255."""
 
@@ -191,6 +206,21 @@ class ChannelsData(TypedDict):
     height: int
     bounds: Bounds
     channels: list[ChannelInfo]
+    #: The image's pyramid, finest first: what ``image_tile`` serves.
+    levels: list[ImageLevel]
+
+
+class ImageTileData(TypedDict):
+    """The ``image_tile`` request: one uint8 plane per channel follows (``width`` x ``height``)."""
+
+    level: int
+    x: int
+    y: int
+    width: int
+    height: int
+    #: Where the tile's pixels sit, in the figure's coordinate system: x0, y0, x1, y1.
+    bounds: Bounds
+    channels: int
 
 
 class ImageRegionData(TypedDict):

@@ -24,9 +24,12 @@ from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform, sy
 
 __all__ = [
     "Level",
+    "Pyramid",
+    "PyramidLevel",
     "RegionLevel",
     "coarsest_level",
     "label_centroids",
+    "open_pyramid",
     "read_shapes_frame",
     "read_store_bytes",
     "region_level",
@@ -185,8 +188,123 @@ def _level_pixels(transform: Axial, region: Sequence[float]) -> tuple[float, flo
     return xs[0], ys[0], xs[1], ys[1]
 
 
+#: The side of a tile: a 1,400 x 900 px view at one screen pixel per image pixel needs about 12
+#: of them (9 MB of uint8 planes for 3 channels), where 1,024 px tiles would send 12 to 19 MB.
+TILE_SIDE = 512
+#: Chunks narrower than this are too small to be a tile each (a request per 128 px is too many).
+MIN_TILE_SIDE = 256
+
+
+@dataclass(frozen=True)
+class PyramidLevel:
+    """One level of an image pyramid, opened (its array is read lazily, chunk by chunk)."""
+
+    array: zarr.Array
+    scale_yx: tuple[float, float]
+    """From this level's pixels to level-0 pixels."""
+    height: int
+    width: int
+    tile: int
+    """The side of this level's tiles in pixels (see _tile_side)."""
+
+
+def _tile_side(array: zarr.Array, axes: tuple[str, ...]) -> int:
+    """TILE_SIDE, or a chunk's width when that is 256 to 512 px: a tile then never straddles chunks
+    along x when chunks are a multiple of it (one chunk read per tile and channel)."""
+    chunk = int(array.chunks[axes.index("x")])
+    return chunk if MIN_TILE_SIDE <= chunk <= TILE_SIDE else TILE_SIDE
+
+
+@dataclass(frozen=True)
+class Pyramid:
+    """A multiscale image element, opened once: its levels, channels and place in a coordinate system.
+
+    Why: every view of an image (the ``image_region`` detail, the ``image_tile`` grid) reads
+    through this one reader, which opens the arrays once and then reads only the chunks a
+    request needs; pixel boxes are checked against each level so no read leaves the image.
+    """
+
+    name: str
+    axes: tuple[str, ...]
+    levels: tuple[PyramidLevel, ...]
+    channel_names: tuple[str, ...]
+    transform: Axial
+    unit: str | None
+
+    def level(self, index: int) -> PyramidLevel:
+        """Level ``index`` (0 the finest); ElementError for one the image does not have."""
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.levels):
+            raise ElementError(f"Image {self.name!r} has levels 0 to {len(self.levels) - 1}, not {index!r}.")
+        return self.levels[index]
+
+    def read(self, index: int, x0: int, y0: int, x1: int, y1: int) -> Level:
+        """Pixels [y0, y1) x [x0, x1) of level ``index`` (other axes but channels at their first entry)."""
+        found = self.level(index)
+        if not (0 <= x0 < x1 <= found.width and 0 <= y0 < y1 <= found.height):
+            raise ElementError(
+                f"Pixels x {x0}-{x1}, y {y0}-{y1} are not inside level {index} of image {self.name!r} "
+                f"({found.width} x {found.height})."
+            )
+        selection = tuple(
+            slice(y0, y1) if axis == "y" else slice(x0, x1) if axis == "x" else slice(None) if axis == "c" else 0
+            for axis in self.axes
+        )
+        kept = tuple(axis for axis in self.axes if axis in ("c", "y", "x"))
+        data = np.asarray(found.array[selection])
+        channels: tuple[str, ...] = ()
+        if "c" in kept:
+            channels = self.channel_names or tuple(str(i) for i in range(data.shape[kept.index("c")]))
+        sy, sx = found.scale_yx
+        extent = (found.height * sy, found.width * sx)
+        return Level(data, kept, (sy, sx), channels, extent, self.transform, self.unit)
+
+    def bounds(self, index: int, x0: float, y0: float, x1: float, y1: float) -> list[float]:
+        """Pixels x0..x1, y0..y1 of level ``index`` in the coordinate system the canvas draws in."""
+        sy, sx = self.level(index).scale_yx
+        return self.transform.box(x0 * sx, y0 * sy, x1 * sx, y1 * sy)
+
+    def tile_box(self, index: int, tx: int, ty: int) -> tuple[int, int, int, int]:
+        """The pixels (x0, y0, x1, y1) of tile (tx, ty) of level ``index``; ElementError off the grid."""
+        found = self.level(index)
+        columns, rows = -(-found.width // found.tile), -(-found.height // found.tile)
+        for value, count, axis in ((tx, columns, "x"), (ty, rows, "y")):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
+                raise ElementError(
+                    f"Level {index} of image {self.name!r} has tiles 0 to {count - 1} along {axis}, not {value!r}."
+                )
+        x0, y0 = tx * found.tile, ty * found.tile
+        return x0, y0, min(found.width, x0 + found.tile), min(found.height, y0 + found.tile)
+
+
+def open_pyramid(root: zarr.Group, name: str, system: str | None = None) -> Pyramid:
+    """Image element ``name`` as a Pyramid: its levels opened (nothing read), finest first."""
+    element = _element(root, "images", name)
+    scales = _multiscales(element)
+    axes = tuple(str(a["name"] if isinstance(a, Mapping) else a) for a in scales.get("axes", []))
+    if "x" not in axes or "y" not in axes:
+        raise ElementError(f"Element {name!r} has no x and y axes.")
+    levels: list[PyramidLevel] = []
+    for dataset in scales["datasets"]:
+        array = element.get(str(dataset.get("path")))
+        if not isinstance(array, zarr.Array) or array.ndim != len(axes):
+            raise ElementError(f"Element {name!r} lists a level {dataset.get('path')!r} that is not an image array.")
+        height, width = int(array.shape[axes.index("y")]), int(array.shape[axes.index("x")])
+        levels.append(PyramidLevel(array, _scale_yx(dataset, axes), height, width, _tile_side(array, axes)))
+    if not levels:
+        raise ElementError(f"Element {name!r} lists no levels.")
+    transforms = scales.get("coordinateTransformations")
+    return Pyramid(
+        name,
+        axes,
+        tuple(levels),
+        tuple(scales["_channels"]),
+        element_transform(transforms, system),
+        system_unit(transforms, system),
+    )
+
+
 def region_level(
-    root: zarr.Group, name: str, region: Sequence[float], max_side: int, system: str | None = None
+    root: zarr.Group | Pyramid, name: str, region: Sequence[float], max_side: int, system: str | None = None
 ) -> RegionLevel:
     """The finest level of image ``name`` whose pixels over ``region`` fit in ``max_side`` each way.
 
@@ -195,41 +313,18 @@ def region_level(
     (other axes but channels at their first entry). The region is clipped to the image;
     ElementError when it misses the image or even the coarsest level is too large for it.
     """
-    element = _element(root, "images", name)
-    scales = _multiscales(element)
-    axes = tuple(str(a["name"] if isinstance(a, Mapping) else a) for a in scales.get("axes", []))
-    if "x" not in axes or "y" not in axes:
-        raise ElementError(f"Element {name!r} has no x and y axes.")
-    transforms = scales.get("coordinateTransformations")
-    transform = element_transform(transforms, system)
-    bx0, by0, bx1, by1 = _level_pixels(transform, region)
-    datasets: list[Mapping[str, Any]] = list(scales["datasets"])
-    for index, dataset in enumerate(datasets):
-        array = element.get(str(dataset.get("path")))
-        if not isinstance(array, zarr.Array):
-            continue
-        sy, sx = _scale_yx(dataset, axes)
-        height, width = int(array.shape[axes.index("y")]), int(array.shape[axes.index("x")])
-        x0, x1 = max(0, int(np.floor(bx0 / sx))), min(width, int(np.ceil(bx1 / sx)))
-        y0, y1 = max(0, int(np.floor(by0 / sy))), min(height, int(np.ceil(by1 / sy)))
+    pyramid = root if isinstance(root, Pyramid) else open_pyramid(root, name, system)
+    bx0, by0, bx1, by1 = _level_pixels(pyramid.transform, region)
+    for index, found in enumerate(pyramid.levels):
+        sy, sx = found.scale_yx
+        x0, x1 = max(0, int(np.floor(bx0 / sx))), min(found.width, int(np.ceil(bx1 / sx)))
+        y0, y1 = max(0, int(np.floor(by0 / sy))), min(found.height, int(np.ceil(by1 / sy)))
         if x1 <= x0 or y1 <= y0:
             raise ElementError(f"The region {list(region)} does not overlap image {name!r}.")
         if max(x1 - x0, y1 - y0) > max_side:
             continue
-        selection = tuple(
-            slice(y0, y1) if axis == "y" else slice(x0, x1) if axis == "x" else slice(None) if axis == "c" else 0
-            for axis in axes
-        )
-        kept = tuple(axis for axis in axes if axis in ("c", "y", "x"))
-        data = np.asarray(array[selection])
-        channels: tuple[str, ...] = ()
-        if "c" in kept:
-            channels = tuple(scales["_channels"]) or tuple(str(i) for i in range(data.shape[kept.index("c")]))
-        level = Level(
-            data, kept, (sy, sx), channels, (height * sy, width * sx), transform, system_unit(transforms, system)
-        )
-        bounds = transform.box(x0 * sx, y0 * sy, x1 * sx, y1 * sy)
-        return RegionLevel(level, index, len(datasets), bounds)
+        level = pyramid.read(index, x0, y0, x1, y1)
+        return RegionLevel(level, index, len(pyramid.levels), pyramid.bounds(index, x0, y0, x1, y1))
     raise ElementError(
         f"The region {list(region)} of image {name!r} is larger than {max_side} pixels even at its coarsest level; "
         "zoom in further."

@@ -38,6 +38,9 @@ export type CellRaster = { source: HTMLCanvasElement; bounds: [number, number, n
 
 export type { CellMode };
 
+/** One image tile as a bitmap: `id` names it for deck (the same tile keeps its layer and texture). */
+export type ImageTileLayer = { id: string; source: HTMLCanvasElement; bounds: [number, number, number, number] };
+
 export type DeckScene = {
   /** The cells as geometry (few in view), or null. */
   cells: CellLayerData | null;
@@ -51,8 +54,8 @@ export type DeckScene = {
   /** The hovered cell: where, and its radius in data units (null: `radius` px). */
   highlight: { position: [number, number]; radius: number | null } | null;
   image: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
-  /** A finer level's pixels over the region on screen, drawn over `image` (which stays below). */
-  detail: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
+  /** Tiles of finer pyramid levels (tiles.ts), coarsest first, drawn over `image` (which stays below). */
+  tiles: ImageTileLayer[];
   imageVisible: boolean;
   /** Bumped whenever the cells' arrays change, so deck re-uploads them. */
   colorVersion: number;
@@ -112,35 +115,26 @@ export class DeckView {
     this.deck.setProps({ viewState: toDeck(vs, range) });
   }
 
+  /** The cell layers of the last setScene, kept so an image-only change reuses them (setImageLayers). */
+  private cellLayers: Layer[] = [];
+
   setScene(scene: DeckScene): void {
-    const layers: Layer[] = [];
-    if (scene.image && scene.imageVisible) {
-      const [x0, y0, x1, y1] = scene.image.bounds;
-      layers.push(
-        new BitmapLayer({
-          id: 'image',
-          image: scene.image.source,
-          // left, bottom, right, top in world units; y grows downwards here
-          bounds: [x0, y1, x1, y0],
-          textureParameters: { minFilter: 'nearest', magFilter: 'nearest' }
-        })
-      );
-      if (scene.detail) {
-        const [dx0, dy0, dx1, dy1] = scene.detail.bounds;
-        layers.push(
-          new BitmapLayer({
-            id: 'image-detail',
-            image: scene.detail.source,
-            bounds: [dx0, dy1, dx1, dy0],
-            textureParameters: { minFilter: 'linear', magFilter: 'nearest' }
-          })
-        );
-      }
-    }
+    const layers: Layer[] = imageLayers(scene);
+    const images = layers.length;
     if (scene.cellsVisible) {
       layers.push(...cellLayers(scene));
     }
+    this.cellLayers = layers.slice(images);
     this.deck.setProps({ layers });
+  }
+
+  /**
+   * Only the image changed (tiles arrived, channels recolored): new image layers over the same
+   * cell layer instances, which deck then leaves as they are (new ones would re-tessellate
+   * every polygon on each tile: seconds per tile at 100,000 cells under software WebGL).
+   */
+  setImageLayers(scene: DeckScene): void {
+    this.deck.setProps({ layers: [...imageLayers(scene), ...this.cellLayers] });
   }
 
   redraw(): void {
@@ -211,6 +205,36 @@ function cellLayers(scene: DeckScene): Layer[] {
         lineWidthUnits: 'pixels',
         getLineWidth: 1.5,
         getLineColor: [0, 0, 0, 220]
+      })
+    );
+  }
+  return layers;
+}
+
+/** The overview image (below), then the tiles of finer levels, coarsest first. */
+function imageLayers(scene: DeckScene): Layer[] {
+  const layers: Layer[] = [];
+  if (!scene.image || !scene.imageVisible) {
+    return layers;
+  }
+  const [x0, y0, x1, y1] = scene.image.bounds;
+  layers.push(
+    new BitmapLayer({
+      id: 'image',
+      image: scene.image.source,
+      // left, bottom, right, top in world units; y grows downwards here
+      bounds: [x0, y1, x1, y0],
+      textureParameters: { minFilter: 'nearest', magFilter: 'nearest' }
+    })
+  );
+  for (const tile of scene.tiles) {
+    const [tx0, ty0, tx1, ty1] = tile.bounds;
+    layers.push(
+      new BitmapLayer({
+        id: `image-tile-${tile.id}`,
+        image: tile.source,
+        bounds: [tx0, ty1, tx1, ty0],
+        textureParameters: { minFilter: 'linear', magFilter: 'nearest', addressModeU: 'clamp-to-edge', addressModeV: 'clamp-to-edge' }
       })
     );
   }

@@ -193,11 +193,29 @@ export type StoreKeyData = {
   size: number;
 };
 
+export type ImageLevel = {
+  width: number;
+  height: number;
+  tile: number;
+  bounds: Bounds;
+};
+
 export type ChannelsData = {
   width: number;
   height: number;
   bounds: Bounds;
   channels: ChannelInfo[];
+  levels: ImageLevel[];
+};
+
+export type ImageTileData = {
+  level: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  bounds: Bounds;
+  channels: number;
 };
 
 export type ImageRegionData = {
@@ -444,6 +462,7 @@ export interface ReplyTypes {
   channels: ChannelsData;
   store_key: StoreKeyData;
   image_region: ImageRegionData;
+  image_tile: ImageTileData;
 }
 
 /** Request name -> its parameters, from the service method's signature. */
@@ -464,7 +483,8 @@ export interface ParamTypes {
   channels: { version?: number | string | null; figure?: string };
   store_key: { version?: number | string | null; key?: string };
   image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
+  image_tile: { version?: number | string | null; figure?: string; level?: number; x?: number; y?: number; ranges?: string };
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels', 'store_key', 'image_region'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels', 'store_key', 'image_region', 'image_tile'] as const;

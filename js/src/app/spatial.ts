@@ -23,9 +23,10 @@ import {
 } from './camera';
 import { buildIndex, containing, countIn, forEachIn, nearest, type CellIndex } from './cellindex';
 import { MARGIN, covers, grow, lodFor, planRaster, rasterizeCells, stale, MOVING_RESOLUTION, type RasterPlan } from './celllod';
-import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView } from './deck';
+import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, ImageTileLayer } from './deck';
 import { h } from './dom';
 import { cellModeAt, colorFn, packColor, typicalWidth, type CanvasData } from './raster';
+import type { TileFrame } from './tiles';
 import type { CanvasPayload } from './types';
 
 /** Whether this browser can draw with WebGL2 (probed once; the probe's context is released at once). */
@@ -121,7 +122,12 @@ export class SpatialStage {
   private readonly born = now();
   private decks = 0;
   private imageSource: HTMLCanvasElement | null = null;
-  private detail: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null = null;
+  /** The image tiles drawn over the overview, and their bitmaps by RGBA (a recolored tile is a new bitmap). */
+  private tiles: ImageTileLayer[] = [];
+  private readonly bitmaps = new WeakMap<Uint8ClampedArray, HTMLCanvasElement>();
+  /** Since when (a view change) the tiles on screen are awaited, and whether they are all here. */
+  private tileWait: number | null = null;
+  private tileFrame: TileFrame | null = null;
   private disposed = false;
 
   constructor(
@@ -312,25 +318,51 @@ export class SpatialStage {
     src.height = img.height;
     src.getContext('2d')?.putImageData(new ImageData(rgba as never, img.width, img.height), 0, 0);
     this.imageSource = src; // a new object: deck uploads it as a new texture
-    this.sync();
+    this.deck?.setImageLayers(this.scene());
   }
 
-  /** Draw `rgba` (`width`×`height`) over the overview image at `bounds`; null takes it away. */
-  setDetail(detail: { rgba: Uint8ClampedArray; width: number; height: number; bounds: [number, number, number, number] } | null): void {
-    if (!detail) {
-      this.detail = null;
-    } else {
-      const src = document.createElement('canvas');
-      src.width = detail.width;
-      src.height = detail.height;
-      src.getContext('2d')?.putImageData(new ImageData(detail.rgba as never, detail.width, detail.height), 0, 0);
-      this.detail = { source: src, bounds: detail.bounds };
-      this.node.dataset.detail = detail.bounds.map(v => +v.toFixed(2)).join(',');
+  /**
+   * Draw the image tiles of `frame` over the overview. `since` (a view change's time) starts
+   * a wait: the first frame drawn once all wanted tiles are here is measured as `sds:tiles`
+   * and names the level on the stage (`data-tile-level`, `data-tiles`).
+   */
+  setTiles(frame: TileFrame, since?: number): void {
+    if (since !== undefined && this.tileWait === null) {
+      this.tileWait = since;
     }
-    this.sync();
+    this.tileFrame = frame;
+    this.tiles = frame.tiles.map(tile => ({ id: tile.key, source: this.bitmap(tile.rgba!, tile.width, tile.height), bounds: tile.bounds }));
+    this.node.dataset.tileWanted = String(frame.level);
+    this.deck?.setImageLayers(this.scene());
   }
 
-  /** The stage's size in device pixels (what detail is fetched for). */
+  private bitmap(rgba: Uint8ClampedArray, width: number, height: number): HTMLCanvasElement {
+    let src = this.bitmaps.get(rgba);
+    if (!src) {
+      src = document.createElement('canvas');
+      src.width = width;
+      src.height = height;
+      src.getContext('2d')?.putImageData(new ImageData(rgba as never, width, height), 0, 0);
+      this.bitmaps.set(rgba, src);
+    }
+    return src;
+  }
+
+  /** After a frame: when the awaited tiles are all drawn, measure the wait and name the level. */
+  private tilesDrawn(t: number): void {
+    const frame = this.tileFrame;
+    if (this.tileWait === null || !frame?.complete) {
+      return;
+    }
+    const level = frame.level;
+    const drawn = frame.tiles.filter(tile => tile.level === level).length;
+    measure('sds:tiles', this.tileWait, t, { level, tiles: drawn, renderer: 'webgl' });
+    this.tileWait = null;
+    this.node.dataset.tileLevel = String(level);
+    this.node.dataset.tiles = String(drawn);
+  }
+
+  /** The stage's size in device pixels (what tiles are chosen for). */
   screen(): [number, number] {
     const ratio = Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1);
     return [Math.round(this.size[0] * ratio), Math.round(this.size[1] * ratio)];
@@ -559,7 +591,7 @@ export class SpatialStage {
       outline: (this.payload.point_size || 2) >= 3,
       highlight: this.highlight(),
       image: img && this.imageSource ? { source: this.imageSource, bounds: img.bounds } : null,
-      detail: this.detail,
+      tiles: this.tiles,
       imageVisible: this.imageVisible,
       colorVersion: this.colorVersion
     };
@@ -603,6 +635,7 @@ export class SpatialStage {
             Object.assign(detail, { drawn: this.inView(), width: this.canvas.width, height: this.canvas.height });
           }
           measure(frames === 0 ? 'sds:canvas-draw' : 'sds:frame', frames === 0 ? created : lastFrame, t, detail);
+          this.tilesDrawn(t);
           frames++;
           lastFrame = t;
           this.node.dataset.frames = String(frames);

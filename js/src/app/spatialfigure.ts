@@ -10,10 +10,10 @@ import { h } from './dom';
 import { rangeFormat } from './format';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
-import { DetailLoader, type Detail } from './detail';
 import { composePrint } from './print';
 import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
+import { TileGrid } from './tiles';
 import { TransportError, type Transport } from './transport';
 import type { CanvasColor, CanvasPayload, CellRow } from './types';
 
@@ -54,9 +54,8 @@ export class SpatialFigure {
   private readonly rows = new Map<number, Promise<CellRow>>();
   private hoverIndex = -1;
   private countTimer: ReturnType<typeof setTimeout> | null = null;
-  private detailTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Fetches finer pyramid levels for the region on screen (WebGL view with an image and its channels). */
-  private detail: DetailLoader | null = null;
+  /** The image's tiles of finer pyramid levels for the region on screen (WebGL view with an image and its channels). */
+  private tiles: TileGrid | null = null;
   private undo: (() => void)[] = [];
 
   constructor(
@@ -189,45 +188,38 @@ export class SpatialFigure {
     this.channels = { width, height, planes, states: channels.map(c => ({ ...c })) };
     this.renderLegend();
     this.renderChannels();
-    if (this.stage) {
-      this.detail = new DetailLoader(
+    const levels = reply.data.levels ?? [];
+    if (this.stage && levels.length) {
+      const grid = new TileGrid(
         this.transport,
         this.version,
         this.figureId,
-        { width, height, bounds: img.bounds },
-        d => this.showDetail(d),
+        levels,
+        { width, bounds: img.bounds },
+        () => this.stage?.setTiles(grid.frame()),
         message => {
-          this.node.dataset.detailError = message;
+          this.node.dataset.tileError = message;
         }
       );
-      this.stage.node.dataset.detailReady = 'true';
-      this.askDetail(this.stage.region());
+      grid.setChannels(this.channels.states);
+      this.tiles = grid;
+      this.stage.node.dataset.tileLevels = String(levels.length);
+      this.askTiles(this.stage.region());
     }
   }
 
-  /** Ask for the detail of `region` once the camera rests a moment (a wheel spin asks once). */
-  private askDetail(region: Region): void {
+  /** The camera shows `region`: ask the tile grid for what it needs there (it fetches only what it lacks). */
+  private askTiles(region: Region): void {
     const stage = this.stage;
-    const loader = this.detail;
-    if (!stage || !loader || !this.channels) {
+    const grid = this.tiles;
+    if (!stage || !grid) {
       return;
     }
-    if (this.detailTimer) {
-      clearTimeout(this.detailTimer);
+    const since = performance.now();
+    const perUnit = stage.screen()[0] / Math.max(region[2] - region[0], 1e-12);
+    if (grid.update(region, perUnit)) {
+      stage.setTiles(grid.frame(), since);
     }
-    this.detailTimer = setTimeout(() => {
-      this.detailTimer = null;
-      void loader.update(region, stage.screen(), this.channels?.states ?? []);
-    }, 120);
-  }
-
-  /** Draw a region's detail over the overview, in the channels' current colors. */
-  private showDetail(d: Detail): void {
-    const ch = this.channels;
-    if (!this.stage || !ch) {
-      return;
-    }
-    this.stage.setDetail({ rgba: DetailLoader.rgba(d, ch.states), width: d.width, height: d.height, bounds: d.bounds });
   }
 
   /** Recomposite the image from the channel planes and show it. */
@@ -239,8 +231,9 @@ export class SpatialFigure {
     const rgba = composite(ch.planes, ch.states, ch.width, ch.height);
     if (this.stage) {
       this.stage.setImage(rgba);
-      if (this.detail?.current) {
-        this.showDetail(this.detail.current);
+      if (this.tiles) {
+        this.tiles.setChannels(ch.states);
+        this.stage.setTiles(this.tiles.frame());
       }
     } else if (this.plot) {
       (this.plot as { data: CanvasData }).data = { ...this.plot.data, image: rgba };
@@ -356,9 +349,6 @@ export class SpatialFigure {
     }
     if (this.countTimer) {
       clearTimeout(this.countTimer);
-    }
-    if (this.detailTimer) {
-      clearTimeout(this.detailTimer);
     }
   }
 
@@ -610,7 +600,7 @@ export class SpatialFigure {
 
   private viewChanged(region: Region): void {
     this.updateScaleBar(region);
-    this.askDetail(region);
+    this.askTiles(region);
     if (this.countTimer) {
       clearTimeout(this.countTimer);
     }

@@ -1,0 +1,175 @@
+import { describe, expect, it } from 'vitest';
+
+import type { ChannelState } from '../app/channels';
+import { CONCURRENCY, LruCache, TileGrid, levelFor, tilesIn, type TileFrame } from '../app/tiles';
+import type { ImageLevel } from '../app/types';
+import { FakeTransport } from './fixtures';
+
+/** An 8,192 px image 1,740.8 units (µm) wide, 1,024 px tiles, five levels; the overview is level 2. */
+const SIDE = 1740.8;
+const LEVELS: ImageLevel[] = [8192, 4096, 2048, 1024, 512].map(w => ({ width: w, height: w, tile: Math.min(1024, w), bounds: [0, 0, SIDE, SIDE] }));
+const OVERVIEW = { width: 2048, bounds: [0, 0, SIDE, SIDE] as [number, number, number, number] };
+const CHANNELS: ChannelState[] = [
+  { name: 'DAPI', color: '#0000ff', visible: true, contrast_limits: [0, 255], range: [0, 255] },
+  { name: 'CD45', color: '#00ff00', visible: true, contrast_limits: [0, 255], range: [0, 255] }
+];
+
+describe('the level and the tiles a view needs', () => {
+  it('takes the coarsest level that is still sharp on screen', () => {
+    const perUnit = (l: number) => LEVELS[l].width / SIDE;
+    expect(levelFor(LEVELS, perUnit(4))).toBe(4);
+    expect(levelFor(LEVELS, perUnit(4) * 1.5)).toBe(4);
+    expect(levelFor(LEVELS, perUnit(4) * 1.6)).toBe(3);
+    expect(levelFor(LEVELS, perUnit(0))).toBe(0);
+    expect(levelFor(LEVELS, perUnit(0) * 10)).toBe(0); // past the finest: the finest
+  });
+
+  it('lists the tiles a region shows, clipped to the level, with their bounds', () => {
+    const unit = SIDE / 8192; // one level-0 pixel
+    const tiles = tilesIn([1000 * unit, 10 * unit, 2100 * unit, 1030 * unit], LEVELS, 0);
+    expect(tiles.map(t => t.key)).toEqual(['0/0/0', '0/1/0', '0/2/0', '0/0/1', '0/1/1', '0/2/1']);
+    expect(tiles[1].bounds[0]).toBeCloseTo(1024 * unit);
+    expect(tiles[1].bounds[2]).toBeCloseTo(2048 * unit);
+    // a region past the image's edge: only the tiles that exist
+    expect(tilesIn([SIDE - 1, SIDE - 1, SIDE + 500, SIDE + 500], LEVELS, 0).map(t => t.key)).toEqual(['0/7/7']);
+    expect(tilesIn([-500, -500, -1, -1], LEVELS, 0)).toEqual([]);
+    // the last tile of a level that is not a whole number of tiles stops at the level's edge
+    const odd: ImageLevel[] = [{ width: 1500, height: 700, tile: 1024, bounds: [0, 0, 1500, 700] }];
+    const last = tilesIn([0, 0, 1500, 700], odd, 0);
+    expect(last.map(t => t.key)).toEqual(['0/0/0', '0/1/0']);
+    expect(last[1].bounds).toEqual([1024, 0, 1500, 700]);
+  });
+});
+
+describe('LruCache', () => {
+  it('drops the least recently used entry past its capacity', () => {
+    const c = new LruCache<number>(2);
+    c.set('a', 1);
+    c.set('b', 2);
+    expect(c.get('a')).toBe(1); // a is fresh now
+    c.set('c', 3);
+    expect(c.keys()).toEqual(['a', 'c']);
+    expect(c.peek('a')).toBe(1);
+    c.set('d', 4);
+    expect(c.keys()).toEqual(['c', 'd']); // peek did not refresh a
+  });
+});
+
+/** A service of 2-channel tiles whose first plane holds the tile's level; replies wait until released. */
+function service() {
+  const waiting: (() => void)[] = [];
+  const t = new FakeTransport().on('image_tile', async params => {
+    const level = Number(params.level);
+    const lv = LEVELS[level];
+    const [x, y] = [Number(params.x), Number(params.y)];
+    const w = Math.min(lv.tile, lv.width - x * lv.tile);
+    const hgt = Math.min(lv.tile, lv.height - y * lv.tile);
+    const u = SIDE / lv.width;
+    await new Promise<void>(resolve => waiting.push(resolve));
+    return {
+      data: { level, x, y, width: w, height: hgt, channels: 2, bounds: [x * lv.tile * u, y * lv.tile * u, (x * lv.tile + w) * u, (y * lv.tile + hgt) * u] as [number, number, number, number] },
+      buffers: [new Uint8Array(w * hgt).fill(200).buffer, new Uint8Array(w * hgt).fill(100).buffer]
+    };
+  });
+  const release = async () => {
+    while (waiting.length) {
+      waiting.shift()!();
+      await new Promise(r => setTimeout(r, 0));
+    }
+  };
+  return { t, release, waiting };
+}
+
+function grid(t: FakeTransport, drawn: TileFrame[] = []) {
+  const g: TileGrid = new TileGrid(t, 3, 'fig', LEVELS, OVERVIEW, () => drawn.push(g.frame()));
+  g.setChannels(CHANNELS.map(c => ({ ...c })));
+  return g;
+}
+
+/** Screen px per unit that wants level `l` exactly. */
+const at = (l: number) => LEVELS[l].width / SIDE;
+
+describe('TileGrid', () => {
+  it('asks nothing while the overview is sharp enough', () => {
+    const { t } = service();
+    const g = grid(t);
+    expect(g.update([0, 0, SIDE, SIDE], at(2))).toBe(false);
+    expect(t.callsOf('image_tile')).toEqual([]);
+    expect(g.frame()).toMatchObject({ level: -1, tiles: [], complete: true });
+  });
+
+  it('asks for the tiles on screen of the level the zoom needs, a few at a time, with the channel ranges', async () => {
+    const { t, release, waiting } = service();
+    const drawn: TileFrame[] = [];
+    const g = grid(t, drawn);
+    // a quarter of the image at level-1 sharpness: 2 × 2 tiles of level 1
+    expect(g.update([0, 0, SIDE / 2, SIDE / 2], at(1))).toBe(true);
+    expect(t.callsOf('image_tile')).toEqual([
+      { version: 3, figure: 'fig', level: 1, x: 0, y: 0, ranges: '0,255;0,255' },
+      { version: 3, figure: 'fig', level: 1, x: 1, y: 0, ranges: '0,255;0,255' },
+      { version: 3, figure: 'fig', level: 1, x: 0, y: 1, ranges: '0,255;0,255' },
+      { version: 3, figure: 'fig', level: 1, x: 1, y: 1, ranges: '0,255;0,255' }
+    ]);
+    expect(waiting.length).toBe(4);
+    expect(g.frame().complete).toBe(false);
+    await release();
+    const last = drawn[drawn.length - 1];
+    expect(last.complete).toBe(true);
+    expect(last.tiles.map(tile => tile.key)).toEqual(['1/0/0', '1/1/0', '1/0/1', '1/1/1']);
+    // each tile colored from its planes: 200 in blue, 100 in green
+    expect([...last.tiles[0].rgba!.slice(0, 4)]).toEqual([0, 100, 200, 255]);
+    // the same view again asks nothing
+    expect(g.update([0, 0, SIDE / 2, SIDE / 2], at(1))).toBe(false);
+    expect(t.callsOf('image_tile')).toHaveLength(4);
+  });
+
+  it('keeps at most CONCURRENCY requests on their way and drops queued tiles that leave the view', async () => {
+    const { t, release, waiting } = service();
+    const g = grid(t);
+    g.update([0, 0, SIDE, SIDE / 2], at(0)); // 8 × 4 tiles of level 0 (32 ≤ MAX_VISIBLE)
+    expect(waiting.length).toBe(CONCURRENCY);
+    // the view moves to the bottom right before the rest are sent
+    g.update([SIDE * 0.9, SIDE * 0.9, SIDE, SIDE], at(0));
+    await release();
+    const asked = t.callsOf('image_tile') as { level: number; x: number; y: number }[];
+    // the first four went out; of the queued ones none; then the new view's tile
+    expect(asked).toHaveLength(CONCURRENCY + 1);
+    expect(asked[CONCURRENCY]).toMatchObject({ level: 0, x: 7, y: 7 });
+    expect(g.loading).toBe(false);
+    // the replies of tiles no longer on screen are cached, not drawn
+    expect(g.cache.has('0/0/0')).toBe(true);
+    expect(g.frame().tiles.map(tile => tile.key)).toEqual(['0/7/7']);
+  });
+
+  it('shows cached coarser tiles while the finer ones load', async () => {
+    const { t, release } = service();
+    const g = grid(t);
+    g.update([0, 0, SIDE / 2, SIDE / 2], at(1));
+    await release();
+    g.update([0, 0, SIDE / 8, SIDE / 8], at(0));
+    const waiting = g.frame();
+    expect(waiting.complete).toBe(false);
+    expect(waiting.level).toBe(0);
+    expect(waiting.tiles.map(tile => tile.key)).toEqual(['1/0/0']); // the level-1 tile over it stands in
+    await release();
+    expect(g.frame().tiles.map(tile => tile.key)).toEqual(['0/0/0']);
+  });
+
+  it('recolors cached tiles when the channels change, without asking again', async () => {
+    const { t, release } = service();
+    const g = grid(t);
+    g.update([0, 0, SIDE / 4, SIDE / 4], at(1));
+    await release();
+    const before = g.frame().tiles[0].rgba!;
+    const channels = CHANNELS.map(c => ({ ...c }));
+    channels[0].visible = false;
+    channels[1].color = '#ff0000';
+    g.setChannels(channels);
+    const after = g.frame().tiles[0].rgba!;
+    expect(after).not.toBe(before);
+    expect([...after.slice(0, 4)]).toEqual([100, 0, 0, 255]);
+    expect(t.callsOf('image_tile')).toHaveLength(1);
+    // unchanged channels: the same RGBA (no recomposite per frame)
+    expect(g.frame().tiles[0].rgba).toBe(after);
+  });
+});
