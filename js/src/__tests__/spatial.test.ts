@@ -172,6 +172,34 @@ describe('colorBy: another obs column or a gene', () => {
   });
 });
 
+describe('the caption under a recolored view', () => {
+  it('says what is shown now while the coloring is not the saved one, as text', async () => {
+    const t = new FakeTransport().on('color_values', params => ({
+      data: { mode: 'continuous', column: String(params.gene ?? params.column), colormap: 'viridis', min: 0, max: 4, lut: ['#000000', '#ffffff'] },
+      buffers: [Float32Array.from([0, 1, 2, 3, 4]).buffer]
+    }));
+    const f = mount(t);
+    const holder = document.createElement('figure');
+    const caption = document.createElement('figcaption');
+    caption.className = 'sds-caption';
+    caption.textContent = 'Cells colored by regions';
+    holder.append(f.node, caption);
+    document.body.append(holder);
+    await f.colorBy({ gene: '<b>CD3E</b>' });
+    expect(caption.textContent).toBe('Cells colored by regions Shown now: colored by gene <b>CD3E</b> (the caption is the saved view\'s).');
+    expect(caption.querySelector('b')).toBeNull();
+    await f.colorBy({ column: 'score' });
+    expect(caption.querySelectorAll('.sds-caption-now').length).toBe(1);
+    expect(caption.textContent).toMatch(/colored by score/);
+    await f.colorBy({ column: 'regions' }); // the saved column: the caption is true again
+    expect(caption.textContent).toBe('Cells colored by regions');
+    await f.colorBy({ gene: 'CD3E' });
+    await f.colorBy({});
+    expect(caption.textContent).toBe('Cells colored by regions');
+    holder.remove();
+  });
+});
+
 describe('export file names', () => {
   it('carry the version depth and title, and nothing a file system dislikes', async () => {
     const { exportName } = await import('../app/figures');

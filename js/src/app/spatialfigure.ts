@@ -151,6 +151,7 @@ export class SpatialFigure {
     this.hidden.clear();
     this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
     this.showColorChoice(target);
+    this.noteCaption(target);
     this.renderLegend();
     this.redrawColors();
   }
@@ -174,6 +175,23 @@ export class SpatialFigure {
     const option = h('option', { class: 'sds-color-shown', value: SHOWN }, label) as HTMLOptionElement;
     select.append(option);
     select.value = SHOWN;
+  }
+
+  /**
+   * The saved caption describes the saved coloring: while another one is shown, say so under it,
+   * so the caption never contradicts the drawing (text only: names come from the dataset).
+   */
+  private noteCaption(target: ColorTarget): void {
+    const caption = this.node.closest('figure')?.querySelector('.sds-caption');
+    if (!caption) {
+      return;
+    }
+    caption.querySelector('.sds-caption-now')?.remove();
+    const saved = this.payload.color.mode === 'none' ? undefined : this.payload.color.column;
+    const shown = shownLabel(target) ?? (target.column !== saved ? target.column : undefined);
+    if (shown) {
+      caption.append(h('span', { class: 'sds-caption-now' }, ` Shown now: colored by ${shown} (the caption is the saved view's).`));
+    }
   }
 
   /** Ask for the image's channels as planes, then offer each one's toggle, color and contrast. */
