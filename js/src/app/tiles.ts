@@ -216,6 +216,7 @@ export class TileGrid {
   }
 
   private async fetch(ref: TileRef): Promise<void> {
+    let sentNext = false;
     try {
       const reply = await this.transport.request('image_tile', {
         version: this.version,
@@ -225,6 +226,11 @@ export class TileGrid {
         y: ref.y,
         ranges: this.channels.map(c => `${c.range[0]},${c.range[1]}`).join(';')
       });
+      // the next request goes out before this tile is unpacked and drawn: the service works
+      // while the page colors and uploads (the page is the slow side under software WebGL)
+      this.inFlight.delete(ref.key);
+      this.pump();
+      sentNext = true;
       const { width, height, channels, bounds } = reply.data;
       const planes = reply.buffers.slice(0, channels).map(b => typed(b, Uint8ClampedArray) as unknown as Uint8Array);
       if (planes.length < channels || planes.some(p => p.length < width * height)) {
@@ -232,14 +238,33 @@ export class TileGrid {
       }
       this.cache.set(ref.key, { ...ref, bounds, width, height, planes, rgba: null, colorVersion: -1 });
       if (this.wanted.some(t => t.key === ref.key)) {
-        this.onTile();
+        this.tileArrived();
       }
     } catch (err) {
       this.onError((err as Error).message);
     } finally {
-      this.inFlight.delete(ref.key);
-      this.pump();
+      if (!sentNext) {
+        this.inFlight.delete(ref.key);
+        this.pump();
+      }
     }
+  }
+
+  private arrivalPending = false;
+
+  /**
+   * Tiles arriving together are drawn together: one `onTile` (one new frame of layers and one
+   * draw) per burst, not one per tile (each draw costs a whole frame under software WebGL).
+   */
+  private tileArrived(): void {
+    if (this.arrivalPending) {
+      return;
+    }
+    this.arrivalPending = true;
+    setTimeout(() => {
+      this.arrivalPending = false;
+      this.onTile();
+    }, 0);
   }
 
   /** What to draw: for each wanted tile not yet here, the cached coarser tiles over it; then the wanted tiles here. */
