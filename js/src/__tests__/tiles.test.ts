@@ -141,6 +141,22 @@ describe('TileGrid', () => {
     expect(g.frame().tiles.map(tile => tile.key)).toEqual(['0/7/7']);
   });
 
+  it('draws tiles that arrive together in one frame, and sends the next request before unpacking a reply', async () => {
+    const { t, waiting } = service();
+    const drawn: TileFrame[] = [];
+    const g = grid(t, drawn);
+    g.update([0, 0, SIDE, SIDE / 2], at(0)); // more tiles than CONCURRENCY
+    expect(waiting.length).toBe(CONCURRENCY);
+    // the four replies come back in one go (no turn of the event loop between them)
+    waiting.splice(0).forEach(resolve => resolve());
+    await new Promise(r => setTimeout(r, 0));
+    // each reply freed its slot at once: the next four are already on their way
+    expect(t.callsOf('image_tile')).toHaveLength(2 * CONCURRENCY);
+    await new Promise(r => setTimeout(r, 5));
+    expect(drawn).toHaveLength(1);
+    expect(drawn[0].tiles.filter(tile => tile.level === 0)).toHaveLength(CONCURRENCY);
+  });
+
   it('shows cached coarser tiles while the finer ones load', async () => {
     const { t, release } = service();
     const g = grid(t);
