@@ -151,12 +151,8 @@ function cellLayers(scene: DeckScene): Layer[] {
   const layers: Layer[] = [];
   const cells = scene.cells;
   if (scene.raster) {
-    const [x0, y0, x1, y1] = scene.raster.bounds;
     layers.push(
-      new BitmapLayer({
-        id: 'cells-raster',
-        image: scene.raster.source,
-        bounds: [x0, y1, x1, y0],
+      worldBitmap('cells-raster', scene.raster, {
         opacity: scene.cellsOpacity,
         // settled, the raster maps pixel to pixel; while zooming, nearest keeps cells sharp
         textureParameters: { minFilter: 'linear', magFilter: 'nearest' }
@@ -217,28 +213,29 @@ function imageLayers(scene: DeckScene): Layer[] {
   if (!scene.image || !scene.imageVisible) {
     return layers;
   }
-  const [x0, y0, x1, y1] = scene.image.bounds;
-  layers.push(
-    new BitmapLayer({
-      id: 'image',
-      image: scene.image.source,
-      // left, bottom, right, top in world units; y grows downwards here
-      bounds: [x0, y1, x1, y0],
-      textureParameters: { minFilter: 'nearest', magFilter: 'nearest' }
-    })
-  );
+  layers.push(worldBitmap('image', scene.image, { textureParameters: { minFilter: 'nearest', magFilter: 'nearest' } }));
   for (const tile of scene.tiles) {
-    const [tx0, ty0, tx1, ty1] = tile.bounds;
     layers.push(
-      new BitmapLayer({
-        id: `image-tile-${tile.id}`,
-        image: tile.source,
-        bounds: [tx0, ty1, tx1, ty0],
+      worldBitmap(`image-tile-${tile.id}`, tile, {
         textureParameters: { minFilter: 'linear', magFilter: 'nearest', addressModeU: 'clamp-to-edge', addressModeV: 'clamp-to-edge' }
       })
     );
   }
   return layers;
+}
+
+/**
+ * A bitmap over `bounds` (x0, y0, x1, y1 in data units). deck wants left, bottom, right, top,
+ * and y grows downwards in this view: the flip is made here once for the image, its tiles and
+ * the cells' raster.
+ */
+function worldBitmap(
+  id: string,
+  bitmap: { source: HTMLCanvasElement; bounds: [number, number, number, number] },
+  props: { opacity?: number; textureParameters: Record<string, string> }
+): Layer {
+  const [x0, y0, x1, y1] = bitmap.bounds;
+  return new BitmapLayer({ id, image: bitmap.source, bounds: [x0, y1, x1, y0], ...props });
 }
 
 /**
