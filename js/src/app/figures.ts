@@ -279,7 +279,7 @@ function button(
 }
 
 /** An image tile drawn over the overview (tiles.ts's Tile fits): its RGBA and where it sits. */
-export type PlotTile = { rgba: Uint8ClampedArray | null; width: number; height: number; bounds: [number, number, number, number] };
+export type PlotTile = { key: string; rgba: Uint8ClampedArray | null; width: number; height: number; bounds: [number, number, number, number] };
 
 /** RGBA pixels as a canvas (what drawImage and toDataURL take). */
 function rgbaCanvas(rgba: Uint8ClampedArray, width: number, height: number): HTMLCanvasElement {
