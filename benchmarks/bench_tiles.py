@@ -133,7 +133,7 @@ def print_profile(profiles: list[dict[str, Any]], top: int = 25) -> None:
     for profile in profiles:
         nodes = {n["id"]: n for n in profile["nodes"]}
         deltas = profile.get("timeDeltas", [])
-        for sample, delta in zip(profile.get("samples", []), deltas[1:] + [0], strict=False):
+        for sample, delta in zip(profile.get("samples", []), [*deltas[1:], 0], strict=False):
             frame = nodes[sample]["callFrame"]
             url = frame.get("url", "").rsplit("/", 1)[-1]
             name = f"{frame.get('functionName') or '(anonymous)'} {url}:{frame.get('lineNumber', 0) + 1}".strip()
@@ -144,13 +144,28 @@ def print_profile(profiles: list[dict[str, Any]], top: int = 25) -> None:
         print(f"    {ms:8.1f} ms {100 * ms / max(total, 1e-9):5.1f}%  {name}")
 
 
-TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8", "blink", "gpu", "cc", "toplevel", "gpu.service", "disabled-by-default-gpu.service", "disabled-by-default-gpu.decoder", "gpu.angle", "disabled-by-default-gpu.angle"]
+TRACE_CATEGORIES = [
+    "devtools.timeline",
+    "disabled-by-default-devtools.timeline",
+    "v8",
+    "blink",
+    "gpu",
+    "cc",
+    "toplevel",
+    "gpu.service",
+    "disabled-by-default-gpu.service",
+    "disabled-by-default-gpu.decoder",
+    "gpu.angle",
+    "disabled-by-default-gpu.angle",
+]
 
 
 def print_trace(trace: dict[str, Any], top: int = 18) -> None:
     """Self time by event name on the two busiest threads (nested complete events subtract)."""
     events = trace.get("traceEvents", trace if isinstance(trace, list) else [])
-    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
     by_thread: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for e in events:
         if e.get("ph") == "X" and "dur" in e:
