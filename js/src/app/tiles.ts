@@ -1,14 +1,15 @@
 /**
  * The image as a tile grid over its pyramid: the level a zoom needs is chosen from the
- * `channels` reply's `levels`, the tiles of that level on screen are asked for one by one
- * (`image_tile`, each a chunk's worth of uint8 planes, one per channel), kept in an LRU
+ * `channels` reply's `levels`, the tiles of that level on screen are asked for together, a
+ * request each (`image_tile`, each a chunk's worth of uint8 planes, one per channel), kept in an LRU
  * cache, and drawn over the overview; while a tile loads, cached tiles of coarser levels
  * stand in for it. Tiles keep their raw planes, so a channel's toggle, color or contrast
  * change recolors them here (composite) without asking the service again. Tiles that leave
  * the view before their request is sent are never asked for; replies that arrive for tiles
  * no longer on screen are cached, not drawn.
  *
- * Pure logic (no DOM, no WebGL): the stage turns each drawn tile's RGBA into a bitmap layer.
+ * Pure logic (no DOM, no WebGL): the stage turns each drawn tile's RGBA into a bitmap layer,
+ * the Canvas 2D drawing and the exports draw it over the overview.
  */
 
 import { composite, type ChannelState } from './channels';
