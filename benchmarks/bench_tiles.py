@@ -16,6 +16,10 @@ texture upload, the draw). The median over regions is compared with the issue's
 goal (<= 0.3 s).
 
 ``SDS_BENCH_NO_CELLS=1`` hides the cells first (the image layers alone).
+``SDS_BENCH_PROFILE=1`` records a CPU profile of the page (CDP ``Profiler``) around each jump
+and prints where its main thread's time went, by function (self time), summed over the jumps;
+``SDS_BENCH_TRACE=1`` (or a file's path, to keep it) records a Chromium trace over the jumps instead and prints, per busy
+thread (the page's main thread, the GPU thread), its self time by trace event.
 
 Service alone: ``StackService.image_tile`` for the same tiles (a warm service: the
 pyramid opened and the figure parsed once), median per tile; and per region (the
@@ -24,6 +28,7 @@ tiles a region needs, asked one after another).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -117,8 +122,76 @@ READ = """(before) => {
   const requests = performance.getEntriesByType('resource')
     .filter(e => e.name.includes('/api/image_tile') && e.startTime >= m.startTime)
     .map(e => [e.startTime - m.startTime, e.responseStart - m.startTime, e.responseEnd - m.startTime].map(Math.round));
-  return { duration: m.duration, detail: m.detail, requests };
+  // frames drawn during the wait (each a whole scene: what software WebGL pays for)
+  const frames = performance.getEntriesByName('sds:frame', 'measure')
+    .filter(f => f.startTime + f.duration > m.startTime && f.startTime + f.duration <= m.startTime + m.duration + 1).length;
+  return { duration: m.duration, detail: m.detail, requests, frames };
 }"""
+
+
+def print_profile(profiles: list[dict[str, Any]], top: int = 25) -> None:
+    """Self time by function over the jumps' CPU profiles (idle and the program's own time apart)."""
+    by_name: dict[str, float] = {}
+    total = 0.0
+    for profile in profiles:
+        nodes = {n["id"]: n for n in profile["nodes"]}
+        deltas = profile.get("timeDeltas", [])
+        for sample, delta in zip(profile.get("samples", []), [*deltas[1:], 0], strict=False):
+            frame = nodes[sample]["callFrame"]
+            url = frame.get("url", "").rsplit("/", 1)[-1]
+            name = f"{frame.get('functionName') or '(anonymous)'} {url}:{frame.get('lineNumber', 0) + 1}".strip()
+            by_name[name] = by_name.get(name, 0.0) + delta / 1e3
+            total += delta / 1e3
+    print(f"  CPU profile over the jumps: {total:.0f} ms sampled; self time by function:")
+    for name, ms in sorted(by_name.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"    {ms:8.1f} ms {100 * ms / max(total, 1e-9):5.1f}%  {name}")
+
+
+TRACE_CATEGORIES = [
+    "devtools.timeline",
+    "disabled-by-default-devtools.timeline",
+    "v8",
+    "blink",
+    "gpu",
+    "cc",
+    "toplevel",
+    "gpu.service",
+    "disabled-by-default-gpu.service",
+    "disabled-by-default-gpu.decoder",
+    "gpu.angle",
+    "disabled-by-default-gpu.angle",
+]
+
+
+def print_trace(trace: dict[str, Any], top: int = 18) -> None:
+    """Self time by event name on the two busiest threads (nested complete events subtract)."""
+    events = trace.get("traceEvents", trace if isinstance(trace, list) else [])
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
+    by_thread: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for e in events:
+        if e.get("ph") == "X" and "dur" in e:
+            by_thread.setdefault((e["pid"], e["tid"]), []).append(e)
+    busy: dict[tuple[int, int], dict[str, float]] = {}
+    for key, evs in by_thread.items():
+        evs.sort(key=lambda e: (e["ts"], -e["dur"]))
+        selfs: dict[str, float] = {}
+        stack: list[tuple[float, str]] = []  # (end, name); a child's time leaves its parent's self
+        for e in evs:
+            while stack and stack[-1][0] <= e["ts"]:
+                stack.pop()
+            if stack:
+                selfs[stack[-1][1]] = selfs.get(stack[-1][1], 0.0) - e["dur"] / 1e3
+            selfs[e["name"]] = selfs.get(e["name"], 0.0) + e["dur"] / 1e3
+            stack.append((e["ts"] + e["dur"], e["name"]))
+        busy[key] = selfs
+    ranked = sorted(busy.items(), key=lambda kv: -sum(v for v in kv[1].values() if v > 0))
+    for key, selfs in ranked[:3]:
+        total = sum(v for v in selfs.values() if v > 0)
+        print(f"  trace, thread {names.get(key, key)}: {total:.0f} ms in events; self time by event:")
+        for name, ms in sorted(selfs.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"    {ms:8.1f} ms {100 * ms / max(total, 1e-9):5.1f}%  {name}")
 
 
 def browser_side(top: Path, root: Path, work: Path, jumps: list[Any]) -> tuple[list[dict[str, Any]], str]:
@@ -144,7 +217,17 @@ def browser_side(top: Path, root: Path, work: Path, jumps: list[Any]) -> tuple[l
                     page.evaluate(
                         "() => { const s = document.querySelector('.sds-spatial').sdsSpatial.stage; s.cellsVisible = false; s.sync(); }"
                     )
+                cdp = page.context.new_cdp_session(page) if os.environ.get("SDS_BENCH_PROFILE") else None
+                if cdp:
+                    cdp.send("Profiler.enable")
+                    cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+                profiles: list[dict[str, Any]] = []
+                tracing = bool(os.environ.get("SDS_BENCH_TRACE"))
+                if tracing:
+                    browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
                 for x, y, level, zoom in jumps:
+                    if cdp:
+                        cdp.send("Profiler.start")
                     before = page.evaluate(JUMP, [x, y, zoom])
                     try:
                         page.wait_for_function(
@@ -156,6 +239,8 @@ def browser_side(top: Path, root: Path, work: Path, jumps: list[Any]) -> tuple[l
                         state = page.evaluate("() => ({...document.querySelector('.sds-deck-stage').dataset})")
                         raise RuntimeError(f"no sds:tiles measure after the jump to level {level}: {state}") from None
                     found = page.evaluate(READ, before)
+                    if cdp:
+                        profiles.append(cdp.send("Profiler.stop")["profile"])
                     rows.append(
                         {
                             "level": level,
@@ -163,14 +248,22 @@ def browser_side(top: Path, root: Path, work: Path, jumps: list[Any]) -> tuple[l
                             "tiles": found["detail"]["tiles"],
                             "s": found["duration"] / 1e3,
                             "requests_ms": found["requests"],
+                            "frames": found["frames"],
                         }
                     )
                     print(
-                        f"  region at ({x:7.1f}, {y:7.1f}) µm, level {found['detail']['level']}: {found['detail']['tiles']} tiles in {fmt_time(rows[-1]['s'])}; requests (sent, first byte, done ms): {found['requests']}",
+                        f"  region at ({x:7.1f}, {y:7.1f}) µm, level {found['detail']['level']}: {found['detail']['tiles']} tiles in {fmt_time(rows[-1]['s'])}, {found['frames']} frames; requests (sent, first byte, done ms): {found['requests']}",
                         flush=True,
                     )
                     page.wait_for_timeout(300)
                 page.screenshot(path=str(work / "tiles.png"))
+                if profiles:
+                    print_profile(profiles)
+                if tracing:
+                    raw = browser.stop_tracing()
+                    if os.environ["SDS_BENCH_TRACE"] != "1":
+                        Path(os.environ["SDS_BENCH_TRACE"]).write_bytes(raw)  # for chrome://tracing, Perfetto
+                    print_trace(json.loads(raw))
             finally:
                 page.close()
                 browser.close()
@@ -209,6 +302,7 @@ def main() -> None:
         if times:
             summary[f"level{level}_s"] = median(times)
             print(f"zoom to new region, level {level}: median {fmt_time(median(times))} over {len(times)} regions")
+    print(f"frames drawn from a jump to its tiles: median {median([r['frames'] for r in rows])}")
     every = median([r["s"] for r in rows])
     verdict = "met" if every <= GOAL_S else "MISSED"
     print(f"goal: a zoom into a new region draws its tiles in <= {GOAL_S:g} s: median {fmt_time(every)} ({verdict})")

@@ -462,6 +462,16 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
       assert.ok(drawn.lit > 0.05 && drawn.blue > 5, `the image is drawn: ${JSON.stringify(drawn)}`);
       const found = await axeViolations(page, '.sds-figures');
       assert.deepEqual(found, [], 'axe (tiles, light)');
+      // the SVG export shows what the view shows: the overview, then the tiles on screen over it
+      const card = page.locator('.sds-figure-canvas').first();
+      const [download] = await Promise.all([page.waitForEvent('download'), card.locator('.sds-figure-tools button', { hasText: /^SVG$/ }).click()]);
+      const svgText = readFileSync(await download.path(), 'utf8');
+      const images = await page.evaluate(text => {
+        const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+        return [...doc.querySelectorAll('svg svg image')].map(i => Number(i.getAttribute('width')));
+      }, svgText);
+      assert.ok(images.length >= 1 + tiles, `the overview and ${tiles} tiles in the SVG: ${images.length} images`);
+      assert.ok(images.slice(1).every(w => w < images[0]), `tiles are smaller than the overview: ${images}`);
       // a channel turned off: the cached tiles are recolored, not asked for again
       const asked = () => page.evaluate(() => performance.getEntriesByType('resource').filter(e => e.name.includes('/api/image_tile')).length);
       const before = await asked();

@@ -329,6 +329,22 @@ describe('canvas decoding and rasterising', () => {
     expect(first.getAttribute('r')).toBe('0.5');
   });
 
+  it('exports the image tiles on screen over the overview, in the same transform', () => {
+    const payload = { ...canvasPayload(1), image: { width: 2, height: 2, bounds: [0, 0, 100, 100] as [number, number, number, number] } } as CanvasPayload;
+    const data = { x: new Float32Array([10]), y: new Float32Array([10]), value: new Uint16Array([0]), image: null };
+    const tiles = [{ href: 'data:image/png;base64,AAAA', bounds: [50, 0, 100, 50] as [number, number, number, number] }];
+    const svg = vectorSVG(payload, data, fitView(payload.bounds, 100, 100), 'data:image/png;base64,BBBB', '#1f77b4', tiles);
+    const images = [...new DOMParser().parseFromString(svg, 'image/svg+xml').querySelectorAll('image')];
+    // the overview first (below), then the tile over its quarter
+    expect(images.map(i => [i.getAttribute('href'), i.getAttribute('x'), i.getAttribute('width')])).toEqual([
+      ['data:image/png;base64,BBBB', '0', '100'],
+      ['data:image/png;base64,AAAA', '50', '50']
+    ]);
+    expect(images[1].getAttribute('transform')).toBe(images[0].getAttribute('transform'));
+    // no overview (the image hidden): no tile either
+    expect(vectorSVG(payload, data, fitView(payload.bounds, 100, 100), null, '#1f77b4', tiles)).not.toContain('<image');
+  });
+
   it('draws symmetric discs', () => {
     for (const d of [3, 4, 8]) {
       const offs = disc(d);

@@ -257,3 +257,52 @@ describe('cells as outlines', () => {
     stage.dispose();
   });
 });
+
+describe('image tiles in the Canvas 2D drawing', () => {
+  it('asks for the tiles of the region it shows, and draws and exports them', async () => {
+    // a 4 × 4 px overview of a 64 × 64 px level-0 image in 32 px tiles over the 100-unit square
+    const bounds: [number, number, number, number] = [0, 0, 100, 100];
+    const p = { ...payload(), image: { width: 4, height: 4, bounds, channels: [{ name: 'DAPI', color: '#0000ff' }] } };
+    const d = { ...data(), image: new Uint8ClampedArray(4 * 4 * 4) };
+    const t = new FakeTransport()
+      .on('channels', () => ({
+        data: {
+          width: 4,
+          height: 4,
+          bounds,
+          channels: [{ name: 'DAPI', color: '#0000ff', visible: true, contrast_limits: [0, 255], range: [0, 255] }],
+          levels: [
+            { width: 64, height: 64, tile: 32, bounds },
+            { width: 4, height: 4, tile: 4, bounds }
+          ]
+        },
+        buffers: [new Uint8Array(16).buffer]
+      }))
+      .on('image_tile', params => {
+        const [x, y] = [Number(params.x), Number(params.y)];
+        return {
+          data: { level: 0, x, y, width: 32, height: 32, channels: 1, bounds: [x * 50, y * 50, x * 50 + 50, y * 50 + 50] },
+          buffers: [new Uint8Array(32 * 32).fill(255).buffer]
+        };
+      });
+    figure = new SpatialFigure(t, 1, 'tissue', p as CanvasPayload, d, false);
+    document.body.append(figure.node);
+    figure.start();
+    await settle();
+    const zoomIn = figure.node.querySelector<HTMLButtonElement>('.sds-zoom-in')!;
+    for (let i = 0; i < 6; i++) {
+      zoomIn.click();
+    }
+    await settle();
+    await settle();
+    // the last view's tiles: zoomed in on the centre, the four around it
+    const asked = (t.callsOf('image_tile') as { level: number; x: number; y: number }[]).filter(a => figure!.exportPlot().tiles.some(tile => tile.key === `0/${a.x}/${a.y}`));
+    expect(asked.map(a => `${a.x}/${a.y}`).sort()).toEqual(['0/0', '0/1', '1/0', '1/1']);
+    expect(asked.every(a => a.level === 0)).toBe(true);
+    expect(figure.node.dataset.tileLevel).toBe('0');
+    // the drawing and its exports carry the tiles on screen, colored in the channel's blue
+    const plot = figure.exportPlot();
+    expect(plot.tiles.map(tile => [tile.width, tile.rgba?.[2]])).toEqual(asked.map(() => [32, 255]));
+    expect(figure.node.dataset.tiles).toBe(String(asked.length));
+  });
+});

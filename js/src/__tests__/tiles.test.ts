@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
 import type { ChannelState } from '../app/channels';
-import { CONCURRENCY, LruCache, TileGrid, levelFor, tilesIn, type TileFrame } from '../app/tiles';
+import { BURST_MS, CONCURRENCY, LruCache, TileGrid, levelFor, tilesIn, type TileFrame } from '../app/tiles';
 import type { ImageLevel } from '../app/types';
 import { FakeTransport } from './fixtures';
 
@@ -76,6 +76,7 @@ function service() {
       waiting.shift()!();
       await new Promise(r => setTimeout(r, 0));
     }
+    await new Promise(r => setTimeout(r, 0)); // the last arrival's draw (a turn after it)
   };
   return { t, release, waiting };
 }
@@ -98,7 +99,7 @@ describe('TileGrid', () => {
     expect(g.frame()).toMatchObject({ level: -1, tiles: [], complete: true });
   });
 
-  it('asks for the tiles on screen of the level the zoom needs, a few at a time, with the channel ranges', async () => {
+  it('asks for the tiles on screen of the level the zoom needs, all at once, with the channel ranges', async () => {
     const { t, release, waiting } = service();
     const drawn: TileFrame[] = [];
     const g = grid(t, drawn);
@@ -145,16 +146,34 @@ describe('TileGrid', () => {
     const { t, waiting } = service();
     const drawn: TileFrame[] = [];
     const g = grid(t, drawn);
-    g.update([0, 0, SIDE, SIDE / 2], at(0)); // more tiles than CONCURRENCY
+    g.update([0, 0, SIDE, SIDE / 2], at(0)); // 32 tiles: more than CONCURRENCY
     expect(waiting.length).toBe(CONCURRENCY);
-    // the four replies come back in one go (no turn of the event loop between them)
+    // the first replies come back in one go (no turn of the event loop between them)
     waiting.splice(0).forEach(resolve => resolve());
     await new Promise(r => setTimeout(r, 0));
-    // each reply freed its slot at once: the next four are already on their way
+    // each reply freed its slot at once: the next ones are already on their way
     expect(t.callsOf('image_tile')).toHaveLength(2 * CONCURRENCY);
-    await new Promise(r => setTimeout(r, 5));
+    // the rest of the view is still awaited: no frame yet, then one once the burst's time is up
+    expect(drawn).toHaveLength(0);
+    await new Promise(r => setTimeout(r, BURST_MS + 20));
     expect(drawn).toHaveLength(1);
     expect(drawn[0].tiles.filter(tile => tile.level === 0)).toHaveLength(CONCURRENCY);
+  });
+
+  it('draws at once when the last tile of the view arrives, in one frame for all of them', async () => {
+    const { t, waiting } = service();
+    const drawn: TileFrame[] = [];
+    const g = grid(t, drawn);
+    g.update([0, 0, SIDE / 2, SIDE / 2], at(0)); // 4 × 4 tiles: all on their way at once
+    expect(waiting.length).toBe(16);
+    for (const resolve of waiting.splice(0)) {
+      resolve();
+      await new Promise(r => setTimeout(r, 1)); // one by one, each a turn of the event loop apart
+    }
+    await new Promise(r => setTimeout(r, 5));
+    expect(drawn).toHaveLength(1);
+    expect(drawn[0].complete).toBe(true);
+    expect(drawn[0].tiles).toHaveLength(16);
   });
 
   it('shows cached coarser tiles while the finer ones load', async () => {

@@ -56,6 +56,11 @@ export type DeckScene = {
   image: { source: HTMLCanvasElement; bounds: [number, number, number, number] } | null;
   /** Tiles of finer pyramid levels (tiles.ts), coarsest first, drawn over `image` (which stays below). */
   tiles: ImageTileLayer[];
+  /**
+   * The tiles cover the whole view: `image` below them is kept (its texture) but not drawn,
+   * a whole screen of texturing less per frame (a large share of a frame under software WebGL).
+   */
+  imageCovered: boolean;
   imageVisible: boolean;
   /** Bumped whenever the cells' arrays change, so deck re-uploads them. */
   colorVersion: number;
@@ -213,7 +218,7 @@ function imageLayers(scene: DeckScene): Layer[] {
   if (!scene.image || !scene.imageVisible) {
     return layers;
   }
-  layers.push(worldBitmap('image', scene.image, { textureParameters: { minFilter: 'nearest', magFilter: 'nearest' } }));
+  layers.push(worldBitmap('image', scene.image, { visible: !scene.imageCovered, textureParameters: { minFilter: 'nearest', magFilter: 'nearest' } }));
   for (const tile of scene.tiles) {
     layers.push(
       worldBitmap(`image-tile-${tile.id}`, tile, {
@@ -232,7 +237,7 @@ function imageLayers(scene: DeckScene): Layer[] {
 function worldBitmap(
   id: string,
   bitmap: { source: HTMLCanvasElement; bounds: [number, number, number, number] },
-  props: { opacity?: number; textureParameters: Record<string, string> }
+  props: { opacity?: number; visible?: boolean; textureParameters: Record<string, string> }
 ): Layer {
   const [x0, y0, x1, y1] = bitmap.bounds;
   return new BitmapLayer({ id, image: bitmap.source, bounds: [x0, y1, x1, y0], ...props });

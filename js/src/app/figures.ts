@@ -278,6 +278,25 @@ function button(
   return b;
 }
 
+/** An image tile drawn over the overview (tiles.ts's Tile fits): its RGBA and where it sits. */
+export type PlotTile = { key: string; rgba: Uint8ClampedArray | null; width: number; height: number; bounds: [number, number, number, number] };
+
+/** Canvases by the pixels they hold: a redraw (a pan of the 2D drawing) reuses them. */
+const canvases = new WeakMap<Uint8ClampedArray, HTMLCanvasElement>();
+
+/** RGBA pixels as a canvas (what drawImage and toDataURL take); recolored pixels are a new array. */
+function rgbaCanvas(rgba: Uint8ClampedArray, width: number, height: number): HTMLCanvasElement {
+  let src = canvases.get(rgba);
+  if (!src || src.width !== width || src.height !== height) {
+    src = document.createElement('canvas');
+    src.width = width;
+    src.height = height;
+    src.getContext('2d')?.putImageData(new ImageData(rgba as never, width, height), 0, 0);
+    canvases.set(rgba, src);
+  }
+  return src;
+}
+
 /** A canvas view: the composited image underneath, the cells on top, a legend. */
 export class CanvasPlot {
   readonly node: HTMLElement;
@@ -295,6 +314,8 @@ export class CanvasPlot {
   private cellSize: number | null = null;
   /** Leave room for a legend beside the drawing (when it sits in this plot's node). */
   reserveLegend = true;
+  /** Tiles of finer pyramid levels over the overview, coarsest first (what the view shows). */
+  tiles: readonly PlotTile[] = [];
 
   constructor(
     readonly payload: CanvasPayload,
@@ -356,19 +377,18 @@ export class CanvasPlot {
     ctx.clearRect(0, 0, view.width, view.height);
     const img = this.payload.image;
     if (img && this.data.image) {
-      const src = document.createElement('canvas');
-      src.width = img.width;
-      src.height = img.height;
-      const sctx = src.getContext('2d');
-      if (sctx) {
-        sctx.putImageData(new ImageData(this.data.image as never, img.width, img.height), 0, 0);
-        ctx.save();
-        ctx.setTransform(...affine(view));
-        ctx.imageSmoothingEnabled = false;
-        const [bx0, by0, bx1, by1] = img.bounds;
-        ctx.drawImage(src, bx0, by0, bx1 - bx0, by1 - by0);
-        ctx.restore();
+      ctx.save();
+      ctx.setTransform(...affine(view));
+      ctx.imageSmoothingEnabled = false;
+      const [bx0, by0, bx1, by1] = img.bounds;
+      ctx.drawImage(rgbaCanvas(this.data.image, img.width, img.height), bx0, by0, bx1 - bx0, by1 - by0);
+      for (const tile of this.tiles) {
+        if (tile.rgba) {
+          const [tx0, ty0, tx1, ty1] = tile.bounds;
+          ctx.drawImage(rgbaCanvas(tile.rgba, tile.width, tile.height), tx0, ty0, tx1 - tx0, ty1 - ty0);
+        }
       }
+      ctx.restore();
     }
     const noneColor =
       getComputedStyle(this.node).getPropertyValue('--jp-brand-color1').trim() || '#1f77b4';
@@ -455,15 +475,12 @@ export class CanvasPlot {
       let imageHref: string | null = null;
       const img = this.payload.image;
       if (img && this.data.image) {
-        const src = document.createElement('canvas');
-        src.width = img.width;
-        src.height = img.height;
-        src.getContext('2d')?.putImageData(new ImageData(this.data.image as never, img.width, img.height), 0, 0);
-        imageHref = src.toDataURL('image/png');
+        imageHref = rgbaCanvas(this.data.image, img.width, img.height).toDataURL('image/png');
       }
+      const tiles = this.tiles.flatMap(t => (t.rgba ? [{ href: rgbaCanvas(t.rgba, t.width, t.height).toDataURL('image/png'), bounds: t.bounds }] : []));
       const noneColor =
         getComputedStyle(this.node).getPropertyValue('--jp-brand-color1').trim() || '#1f77b4';
-      return vectorSVG(this.payload, this.data, this.view(w, hgt, 1), imageHref, noneColor);
+      return vectorSVG(this.payload, this.data, this.view(w, hgt, 1), imageHref, noneColor, img ? tiles : []);
     }
     const url = this.canvas.toDataURL('image/png');
     return (

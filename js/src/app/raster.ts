@@ -320,14 +320,15 @@ export function cssOf(packed: number): [string, number] {
 /**
  * The cells as SVG over the image, for vector export of small drawings: their polygons or
  * circles when the canvas reply has shapes (cellPaths), else circles (one group per colour). `view` is in CSS pixels; `imageHref` a PNG data URL
- * of the composited image alone.
+ * of the composited image alone; `tiles` PNG data URLs of finer image tiles over it (what the view shows).
  */
 export function vectorSVG(
   payload: CanvasPayload,
   data: CanvasData,
   view: View,
   imageHref: string | null,
-  noneColor = '#1f77b4'
+  noneColor = '#1f77b4',
+  tiles: { href: string; bounds: [number, number, number, number] }[] = []
 ): string {
   const { width: w, height: hgt } = view;
   const [a, b, c, d, e, f] = affine(view);
@@ -355,12 +356,13 @@ export function vectorSVG(
     `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ` +
       `width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}">`
   ];
-  if (imageHref && payload.image) {
-    const [bx0, by0, bx1, by1] = payload.image.bounds;
+  const matrix = `matrix(${[a, b, c, d, e, f].map(v => +v.toFixed(6)).join(' ')})`;
+  const images = imageHref && payload.image ? [{ href: imageHref, bounds: payload.image.bounds }, ...tiles] : [];
+  for (const { href, bounds } of images) {
+    const [bx0, by0, bx1, by1] = bounds;
     parts.push(
       `<image x="${bx0}" y="${by0}" width="${bx1 - bx0}" height="${by1 - by0}" preserveAspectRatio="none" ` +
-        `style="image-rendering:pixelated" transform="matrix(${[a, b, c, d, e, f].map(v => +v.toFixed(6)).join(' ')})" ` +
-        `xlink:href="${imageHref}" href="${imageHref}"/>`
+        `style="image-rendering:pixelated" transform="${matrix}" xlink:href="${href}" href="${href}"/>`
     );
   }
   const shaped = cellPaths(data, payload.color, view, noneColor);

@@ -592,6 +592,8 @@ export class SpatialStage {
       highlight: this.highlight(),
       image: img && this.imageSource ? { source: this.imageSource, bounds: img.bounds } : null,
       tiles: this.tiles,
+      // every wanted tile is here: they cover the view (tilesIn covers the region asked for)
+      imageCovered: !!this.tileFrame?.complete && this.tileFrame.level >= 0 && this.tiles.length > 0,
       imageVisible: this.imageVisible,
       colorVersion: this.colorVersion
     };

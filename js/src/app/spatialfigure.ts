@@ -13,7 +13,7 @@ import { composite, limitsInSteps, type ChannelState } from './channels';
 import { composePrint } from './print';
 import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
-import { TileGrid } from './tiles';
+import { TileGrid, type TileFrame } from './tiles';
 import { TransportError, type Transport } from './transport';
 import type { CanvasColor, CanvasPayload, CellRow } from './types';
 
@@ -207,36 +207,50 @@ export class SpatialFigure {
     this.renderLegend();
     this.renderChannels();
     const levels = reply.data.levels ?? [];
-    if (this.stage && levels.length) {
+    if ((this.stage || this.plot) && levels.length) {
       const grid = new TileGrid(
         this.transport,
         this.version,
         this.figureId,
         levels,
         { width, bounds: img.bounds },
-        () => this.stage?.setTiles(grid.frame()),
+        () => this.showTiles(grid.frame()),
         message => {
           this.node.dataset.tileError = message;
         }
       );
       grid.setChannels(this.channels.states);
       this.tiles = grid;
-      this.stage.node.dataset.tileLevels = String(levels.length);
-      this.askTiles(this.stage.region());
+      (this.stage?.node ?? this.node).dataset.tileLevels = String(levels.length);
+      this.askTiles(this.stage ? this.stage.region() : this.plotRegion(this.plot!));
     }
   }
 
   /** The camera shows `region`: ask the tile grid for what it needs there (it fetches only what it lacks). */
   private askTiles(region: Region): void {
-    const stage = this.stage;
     const grid = this.tiles;
-    if (!stage || !grid) {
+    const screenWidth = this.stage ? this.stage.screen()[0] : this.plot?.canvas.width;
+    if (!grid || !screenWidth) {
       return;
     }
     const since = performance.now();
-    const perUnit = stage.screen()[0] / Math.max(region[2] - region[0], 1e-12);
-    if (grid.update(region, perUnit)) {
-      stage.setTiles(grid.frame(), since);
+    if (grid.update(region, screenWidth / Math.max(region[2] - region[0], 1e-12))) {
+      this.showTiles(grid.frame(), since);
+    }
+  }
+
+  /** Draw the tiles of `frame` over the overview: the WebGL stage's layers, or the 2D drawing again. */
+  private showTiles(frame: TileFrame, since?: number): void {
+    if (this.stage) {
+      this.stage.setTiles(frame, since);
+    } else if (this.plot) {
+      this.plot.tiles = frame.tiles;
+      this.plot.draw();
+      this.node.dataset.tileWanted = String(frame.level);
+      if (frame.complete) {
+        this.node.dataset.tileLevel = String(frame.level);
+        this.node.dataset.tiles = String(frame.tiles.filter(t => t.level === frame.level).length);
+      }
     }
   }
 
@@ -255,6 +269,10 @@ export class SpatialFigure {
       }
     } else if (this.plot) {
       (this.plot as { data: CanvasData }).data = { ...this.plot.data, image: rgba };
+      if (this.tiles) {
+        this.tiles.setChannels(ch.states);
+        this.plot.tiles = this.tiles.frame().tiles;
+      }
       this.plot.draw();
     }
     (this as { data: CanvasData }).data = { ...this.data, image: rgba }; // exports draw what is on screen
@@ -380,6 +398,7 @@ export class SpatialFigure {
     const w = stage.node.clientWidth || 480;
     const hgt = stage.node.clientHeight || 480;
     plot.fixedSize = [w, hgt];
+    plot.tiles = this.tiles?.frame().tiles ?? []; // what the view shows: its tiles over the overview
     plot.camera = stage.viewState;
     if (!plot.camera) {
       plot.fit = stage.mode === 'fit';

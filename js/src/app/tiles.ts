@@ -1,14 +1,15 @@
 /**
  * The image as a tile grid over its pyramid: the level a zoom needs is chosen from the
- * `channels` reply's `levels`, the tiles of that level on screen are asked for one by one
- * (`image_tile`, each a chunk's worth of uint8 planes, one per channel), kept in an LRU
+ * `channels` reply's `levels`, the tiles of that level on screen are asked for together, a
+ * request each (`image_tile`, each a chunk's worth of uint8 planes, one per channel), kept in an LRU
  * cache, and drawn over the overview; while a tile loads, cached tiles of coarser levels
  * stand in for it. Tiles keep their raw planes, so a channel's toggle, color or contrast
  * change recolors them here (composite) without asking the service again. Tiles that leave
  * the view before their request is sent are never asked for; replies that arrive for tiles
  * no longer on screen are cached, not drawn.
  *
- * Pure logic (no DOM, no WebGL): the stage turns each drawn tile's RGBA into a bitmap layer.
+ * Pure logic (no DOM, no WebGL): the stage turns each drawn tile's RGBA into a bitmap layer,
+ * the Canvas 2D drawing and the exports draw it over the overview.
  */
 
 import { composite, type ChannelState } from './channels';
@@ -19,8 +20,18 @@ import type { Bounds, ImageLevel } from './types';
 
 /** Screen pixels per image pixel beyond which a finer level is wanted (the overview's too). */
 export const DETAIL_AT = 1.5;
-/** Tile requests on their way at once: more only queue behind each other in the service. */
-export const CONCURRENCY = 4;
+/**
+ * Tile requests on their way at once: a view's tiles (the level choice keeps them near 12) all
+ * go out together, so they come back together and are drawn in one frame; the bound keeps a
+ * pan across many tiles from flooding the service.
+ */
+export const CONCURRENCY = 16;
+/**
+ * How long the first tile of a burst waits for the rest of the view's tiles before it is drawn
+ * alone (ms). Each draw is a whole frame of the scene, and under software WebGL the page's
+ * main thread waits for it (0.3 to 1 s at load 8): a frame per arrival delays the last tile.
+ */
+export const BURST_MS = 150;
 /** Tiles kept (raw planes and colored RGBA): 96 tiles of 1,024² × 3 channels is ~700 MB at worst, 512² tiles a quarter. */
 export const CACHE_TILES = 96;
 /** Tiles on screen beyond which a level is not drawn (a guard: the level choice keeps it near 12). */
@@ -250,21 +261,28 @@ export class TileGrid {
     }
   }
 
-  private arrivalPending = false;
+  private arrival: ReturnType<typeof setTimeout> | null = null;
 
   /**
    * Tiles arriving together are drawn together: one `onTile` (one new frame of layers and one
    * draw) per burst, not one per tile (each draw costs a whole frame under software WebGL).
+   * A burst ends when every wanted tile is here, or BURST_MS after its first tile.
    */
   private tileArrived(): void {
-    if (this.arrivalPending) {
+    const all = this.wanted.every(t => this.cache.has(t.key));
+    if (this.arrival && !all) {
       return;
     }
-    this.arrivalPending = true;
-    setTimeout(() => {
-      this.arrivalPending = false;
-      this.onTile();
-    }, 0);
+    if (this.arrival) {
+      clearTimeout(this.arrival);
+    }
+    this.arrival = setTimeout(
+      () => {
+        this.arrival = null;
+        this.onTile();
+      },
+      all ? 0 : BURST_MS
+    );
   }
 
   /** What to draw: for each wanted tile not yet here, the cached coarser tiles over it; then the wanted tiles here. */
