@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import zarr
 
+from sds_jupyter.studio.cells import CellTable, cell_table
 from sds_jupyter.studio.elements import Level, coarsest_level, label_centroids, shape_centroids
 from sds_jupyter.studio.errors import ElementError, FigureError
 from sds_jupyter.studio.palette import column_palette
@@ -38,7 +39,14 @@ if TYPE_CHECKING:
         Viewport,
     )
 
-__all__ = ["CanvasData", "build_canvas", "cell_coordinates", "channel_planes", "colormap_lut", "region_attrs"]
+__all__ = [
+    "CanvasData",
+    "build_canvas",
+    "cell_coordinates",
+    "channel_planes",
+    "colormap_lut",
+    "region_attrs",
+]
 
 DEFAULT_POINT_SIZE = 4.0
 DEFAULT_COLORMAP = "viridis"
@@ -60,10 +68,10 @@ class CanvasData:
 # ----------------------------------------------------------------- positions
 
 
-def region_attrs(adata: AnnData, table_attrs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def region_attrs(table: AnnData | CellTable, table_attrs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """region / region_key / instance_key of a table, from uns or the table group's attrs."""
     found: dict[str, Any] = {}
-    for source in (table_attrs or {}, adata.uns.get("spatialdata_attrs") or {}):
+    for source in (table_attrs or {}, cell_table(table).uns_without_studio.get("spatialdata_attrs") or {}):
         for key in ("region", "region_key", "instance_key"):
             if key in source and key not in found:
                 value = source[key]
@@ -87,8 +95,19 @@ def _children(root: zarr.Group, kind: str) -> set[str]:
     return set(group.group_keys()) if isinstance(group, zarr.Group) else set()
 
 
+def _spatial_xy(spatial: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first two columns of ``obsm["spatial"]`` as float32.
+
+    Floats are cast straight (float64 to float32 rounds as through float64 would; float32 is
+    copied once, not widened to float64 first); other dtypes go through float64 as before.
+    """
+    if spatial.dtype.kind != "f":
+        spatial = spatial.astype(np.float64)
+    return spatial[:, 0].astype(np.float32), spatial[:, 1].astype(np.float32)
+
+
 def cell_coordinates(
-    adata: AnnData,
+    table: AnnData | CellTable,
     root: zarr.Group | None,
     table_attrs: Mapping[str, Any] | None = None,
     system: str | None = None,
@@ -98,20 +117,21 @@ def cell_coordinates(
     ``obsm["spatial"]`` is taken as already in the canvas coordinate system;
     centroids are brought into ``system`` (default ``global``).
     """
-    if "spatial" in adata.obsm:
-        spatial = np.asarray(adata.obsm["spatial"], dtype=np.float64)
-        return spatial[:, 0].astype(np.float32), spatial[:, 1].astype(np.float32)
-    attrs = region_attrs(adata, table_attrs)
+    cells = cell_table(table)
+    spatial = cells.obsm_array("spatial")
+    if spatial is not None:
+        return _spatial_xy(spatial)
+    attrs = region_attrs(cells, table_attrs)
     if root is None or not {"region", "instance_key"} <= attrs.keys():
         raise FigureError("The table has no obsm['spatial'] and does not say which shapes or labels it annotates.")
     regions = [attrs["region"]] if isinstance(attrs["region"], str) else list(attrs["region"])
-    instance = adata.obs[attrs["instance_key"]].astype(str).to_numpy()
-    if attrs.get("region_key") in adata.obs:
-        cell_region = adata.obs[attrs["region_key"]].astype(str).to_numpy()
+    instance = cells.obs_column(attrs["instance_key"]).astype(str).to_numpy()
+    if attrs.get("region_key") in cells.obs_columns:
+        cell_region = cells.obs_column(attrs["region_key"]).astype(str).to_numpy()
     else:
-        cell_region = np.full(adata.n_obs, regions[0], dtype=object)
-    x = np.full(adata.n_obs, np.nan, dtype=np.float32)
-    y = np.full(adata.n_obs, np.nan, dtype=np.float32)
+        cell_region = np.full(cells.n_obs, regions[0], dtype=object)
+    x = np.full(cells.n_obs, np.nan, dtype=np.float32)
+    y = np.full(cells.n_obs, np.nan, dtype=np.float32)
     for region in regions:
         mask = cell_region == region
         if not mask.any():
@@ -140,12 +160,13 @@ def colormap_lut(name: str, size: int = LUT_SIZE) -> list[str]:
     return [_hex(cmap(i / (size - 1))) for i in range(size)]
 
 
-def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[CategoricalColor, np.ndarray]:
-    series = adata.obs[column]
+def _categorical_color(
+    series: pd.Series, column: str, uns: Mapping[str, Any], spec: Mapping[str, Any]
+) -> tuple[CategoricalColor, np.ndarray]:
     categorical = series.astype("category") if not isinstance(series.dtype, pd.CategoricalDtype) else series
     categories = [str(c) for c in categorical.cat.categories]
     codes = categorical.cat.codes.to_numpy().astype(np.int64)
-    colors = column_palette(column, categories, adata.uns, spec.get("category_colors"))
+    colors = column_palette(column, categories, uns, spec.get("category_colors"))
     if (codes < 0).any():
         codes = np.where(codes < 0, len(categories), codes)
         categories, colors = [*categories, MISSING_CATEGORY], [*colors, MISSING_COLOR]
@@ -155,8 +176,10 @@ def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> 
     return info, codes.astype(np.uint16)
 
 
-def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[ContinuousColor, np.ndarray]:
-    values = pd.to_numeric(adata.obs[column], errors="coerce").to_numpy(dtype=np.float32)
+def _continuous_color(
+    series: pd.Series, column: str, uns: Mapping[str, Any], spec: Mapping[str, Any]
+) -> tuple[ContinuousColor, np.ndarray]:
+    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float32)
     finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     name = spec.get("colormap") or DEFAULT_COLORMAP
@@ -171,16 +194,17 @@ def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> t
     return info, values
 
 
-def cell_colors(adata: AnnData, spec: Mapping[str, Any]) -> tuple[CanvasColor, np.ndarray | None]:
+def cell_colors(table: AnnData | CellTable, spec: Mapping[str, Any]) -> tuple[CanvasColor, np.ndarray | None]:
     """The color description and the per-cell value buffer for ``spec["color_by"]``."""
+    cells = cell_table(table)
     column = spec.get("color_by")
     if not column:
         return {"mode": "none"}, None
-    if column not in adata.obs.columns:
+    if column not in cells.obs_columns:
         raise FigureError(f"The figure colors by {column!r}, which is not an obs column of this version.")
-    series = adata.obs[column]
+    series = cells.obs_column(column)
     numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
-    return (_continuous_color if numeric else _categorical_color)(adata, column, spec)
+    return (_continuous_color if numeric else _categorical_color)(series, column, cells.uns_without_studio, spec)
 
 
 # --------------------------------------------------------------------- image
@@ -324,14 +348,15 @@ def _viewport(spec: Mapping[str, Any], bounds: list[float]) -> Viewport:
 
 def build_canvas(
     spec: Mapping[str, Any],
-    adata: AnnData,
+    table: AnnData | CellTable,
     root: zarr.Group | None,
     table_attrs: Mapping[str, Any] | None = None,
 ) -> CanvasData:
     """The protocol's CanvasPayload and buffers for a validated canvas ``spec``."""
+    cells = cell_table(table)
     system = spec.get("coordinate_system") or None
-    x, y = cell_coordinates(adata, root, table_attrs, system)
-    color, values = cell_colors(adata, spec)
+    x, y = cell_coordinates(cells, root, table_attrs, system)
+    color, values = cell_colors(cells, spec)
     buffers: list[np.ndarray] = [x, y] + ([values] if values is not None else [])
     image_info: CanvasImage | None = None
     unit = None
@@ -345,19 +370,19 @@ def build_canvas(
         image_info = {"width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "bounds": bounds, "channels": channels}
         unit = level.unit
         buffers.append(rgba)
-    shapes = cell_shapes(adata, root, region_attrs(adata, table_attrs), system)
+    shapes = cell_shapes(cells, root, region_attrs(cells, table_attrs), system)
     if shapes is not None:
         buffers.extend(shapes[1])
     bounds = _bounds(x, y, image_info["bounds"] if image_info else None)
     payload: CanvasPayload = {
-        "n_cells": int(adata.n_obs),
+        "n_cells": int(cells.n_obs),
         "bounds": bounds,
         "viewport": _viewport(spec, bounds),
         "color": color,
         "point_size": float(spec.get("point_size") or DEFAULT_POINT_SIZE),
         "image": image_info,
         "unit": unit,
-        "obs_columns": [str(column) for column in adata.obs.columns],
+        "obs_columns": [str(column) for column in cells.obs_columns],
         "shapes": shapes[0] if shapes is not None else None,
     }
     return CanvasData(payload, [np.ascontiguousarray(buffer) for buffer in buffers])
