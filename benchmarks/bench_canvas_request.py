@@ -128,12 +128,10 @@ def main() -> None:
     sizes = QUICK_SIZES if args.quick else SIZES
     rounds = args.rounds or (2 if args.quick else 3)
     print(f"machine: {machine()}; {versions()}")
-    results: list[dict[str, Any]] = []
     with workdir(args.keep) as work:
         root = args.data or work
         (root / "datasets").mkdir(parents=True, exist_ok=True)
-        for n_cells in sizes:
-            results.append(measure(root, n_cells, rounds))
+        results = [measure(root, n_cells, rounds) for n_cells in sizes]
     small, large = results
     growth_a = large["median_a_s"] / small["median_a_s"]
     growth_b = large["median_b_s"] / small["median_b_s"]
