@@ -11,6 +11,7 @@ channels of unknown dtype.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,7 @@ import pandas as pd
 import zarr
 
 from sds_jupyter.studio.cells import CellTable, cell_table
-from sds_jupyter.studio.elements import Level, coarsest_level, label_centroids, shape_centroids
+from sds_jupyter.studio.elements import Level, Pyramid, label_centroids, open_pyramid, shape_centroids
 from sds_jupyter.studio.errors import ElementError, FigureError
 from sds_jupyter.studio.palette import column_palette
 from sds_jupyter.studio.shapes import cell_shapes
@@ -346,13 +347,34 @@ def _viewport(spec: Mapping[str, Any], bounds: list[float]) -> Viewport:
     }
 
 
+def _image_level(pyramid: Pyramid, x: np.ndarray, y: np.ndarray, draw_px: int | None) -> Level:
+    """The whole image at the level a drawing needs: the browser's overview (at most MAX_IMAGE_SIDE),
+    or for a drawing ``draw_px`` pixels across the cells' and image's bounds, the finest level
+    with no more pixels over the image than the drawing gives it (a 89 mm export at 300 dpi
+    reads about 1,050 px of a 2,048 px level's)."""
+    if draw_px is None:
+        return pyramid.overview(MAX_IMAGE_SIDE)
+    first = pyramid.levels[0]
+    image = pyramid.bounds(0, 0.0, 0.0, float(first.width), float(first.height))
+    whole = _bounds(x, y, image)
+    across = max(whole[2] - whole[0], whole[3] - whole[1])
+    side = max(abs(image[2] - image[0]), abs(image[3] - image[1]))
+    wanted = max(1, math.ceil(draw_px * side / across)) if across > 0 else draw_px
+    return pyramid.overview(wanted)
+
+
 def build_canvas(
     spec: Mapping[str, Any],
     table: AnnData | CellTable,
     root: zarr.Group | None,
     table_attrs: Mapping[str, Any] | None = None,
+    draw_px: int | None = None,
 ) -> CanvasData:
-    """The protocol's CanvasPayload and buffers for a validated canvas ``spec``."""
+    """The protocol's CanvasPayload and buffers for a validated canvas ``spec``.
+
+    ``draw_px``: the pixels the drawing spans across (an export's width at its dpi); the image
+    is then read at the level that gives about that many, not the browser's overview size.
+    """
     cells = cell_table(table)
     system = spec.get("coordinate_system") or None
     x, y = cell_coordinates(cells, root, table_attrs, system)
@@ -363,7 +385,7 @@ def build_canvas(
     if spec.get("image"):
         if root is None:
             raise ElementError("This figure shows an image, but no store was given to read it from.")
-        level = coarsest_level(root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE, system=system)
+        level = _image_level(open_pyramid(root, str(spec["image"]), system), x, y, draw_px)
         rgba, channels = composite_image(level, spec)
         extent_y, extent_x = level.extent_yx
         bounds = level.transform.box(0.0, 0.0, extent_x, extent_y)
