@@ -4,9 +4,11 @@
 of the protocol plus its binary buffers (x, y, value, RGBA image, then the
 cells' polygons or radii when the table annotates such shapes). Cells sit at
 ``obsm["spatial"]`` when the table has it, else at the centroids of the shapes
-or labels the table annotates. The image is the coarsest pyramid level,
-composited here so the browser receives one RGBA picture instead of raw
-channels of unknown dtype.
+or labels the table annotates. The table is read as a :class:`CellTable`: the
+one color-by column and the positions, never the whole obs. The image is the
+pyramid's overview (the finest level within 2,048 px, or the level an export's
+print size needs), composited here so the browser receives one RGBA picture
+instead of raw channels of unknown dtype.
 """
 
 from __future__ import annotations
