@@ -159,10 +159,11 @@ def _tile_side(array: zarr.Array, axes: tuple[str, ...]) -> int:
 
 @dataclass(frozen=True)
 class Pyramid:
-    """A multiscale image element, opened once: its levels, channels and place in a coordinate system.
+    """A multiscale image (or label) element, opened once: its levels, channels and place in a coordinate system.
 
-    Why: every view of an image (the ``image_region`` detail, the ``image_tile`` grid) reads
-    through this one reader, which opens the arrays once and then reads only the chunks a
+    Why: every view of an image (the overview a canvas and its export show, the
+    ``image_region`` detail, the ``image_tile`` grid) and the label centroids read through
+    this one reader, which opens the arrays once and then reads only the chunks a
     request needs; pixel boxes are checked against each level so no read leaves the image.
     """
 
