@@ -19,7 +19,12 @@ from sds_jupyter.service import (
     frame_reply,
     unframe_reply,
 )
+from sds_jupyter.service.service import as_buffer
+from sds_jupyter.stack import Stack
+from sds_jupyter.stack.open import open_anndata
+from sds_jupyter.studio.canvas import build_canvas
 from sds_jupyter.studio.errors import FigureError, ResultError
+from sds_jupyter.studio.figures import read_figure
 
 pytest_plugins = ["fixtures_service"]
 
@@ -143,6 +148,19 @@ def test_canvas_payload_and_buffers(service) -> None:
     assert [b.nbytes for b in reply.buffers] == [26 * 4, 26 * 4, 26 * 2, image["width"] * image["height"] * 4]
     x = np.frombuffer(reply.buffers[0], dtype="<f4")
     assert np.isfinite(x).all()
+
+
+@pytest.mark.parametrize(("version", "figure"), [(1, "fig_canvas"), (None, "fig_new")])
+def test_canvas_reads_one_column_yet_sends_what_the_whole_anndata_gives(service, studio_stack, version, figure) -> None:
+    reply = dispatch(service, "canvas", {"figure": figure, **({"version": version} if version is not None else {})})
+    view = service.table_view(version)
+    assert "obs" not in view.__dict__  # neither every obs column nor the cell names were read
+    stack = Stack.resolve(studio_stack.v2)
+    adata = open_anndata(stack.at(service.depth(version)))
+    spec = read_figure(view.studio_uns(), figure).require("canvas")
+    whole = build_canvas(spec, adata, view.root, view.attrs)
+    assert _json(reply.data) == _json(whole.payload)
+    assert [bytes(b) for b in reply.buffers] == [bytes(as_buffer(b)) for b in whole.buffers]
 
 
 def test_canvas_uses_obsm_spatial_when_a_version_adds_it(service) -> None:

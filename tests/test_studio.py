@@ -20,7 +20,7 @@ from sds_jupyter.studio import (
 )
 from sds_jupyter.studio.canvas import build_canvas, cell_coordinates, colormap_lut
 from sds_jupyter.studio.charts import DEFAULT_CHARTS, chart_for_figure, chart_spec, default_chart
-from sds_jupyter.studio.elements import coarsest_level, label_centroids, shape_centroids
+from sds_jupyter.studio.elements import coarsest_level, label_centroids, open_pyramid, shape_centroids
 from sds_jupyter.studio.errors import ElementError
 from sds_jupyter.studio.figures import figure_schema
 
@@ -273,6 +273,31 @@ def test_large_images_are_read_with_a_stride(blobs_root, monkeypatch) -> None:
     drawn = build_canvas({"kind": "canvas", "image": "blobs_image"}, _table(blobs_root), blobs_root)
     assert drawn.payload["image"]["bounds"] == [0.0, 0.0, 512.0, 512.0]
     assert drawn.payload["image"]["width"] == 86
+
+
+@pytest.mark.parametrize(("draw_px", "width"), [(None, 512), (4000, 512), (400, 256), (200, 128), (50, 43)])
+def test_an_export_reads_the_image_level_its_pixels_need(blobs_root, draw_px, width) -> None:
+    """The cells sit at (0, 0), inside the 512 px image: the drawing spans the image alone.
+
+    Levels are 512, 256 and 128 px; below the coarsest, it is read every third pixel (43 px).
+    """
+    spec = {"kind": "canvas", "image": "blobs_multiscale_image"}
+    drawn = build_canvas(spec, _table(blobs_root), blobs_root, draw_px=draw_px)
+    assert drawn.payload["image"]["width"] == width
+    assert drawn.payload["image"]["bounds"] == [0.0, 0.0, 512.0, 512.0]
+
+
+def test_the_pyramid_fits_a_box_or_strides_its_coarsest_level(blobs_root) -> None:
+    pyramid = open_pyramid(blobs_root, "blobs_multiscale_image")
+    assert pyramid.fit((0, 0, 512, 512), 300) == (1, (0, 0, 256, 256), 1)
+    assert pyramid.fit((100, 100, 200, 200), 64) == (1, (50, 50, 100, 100), 1)
+    assert pyramid.fit((0, 0, 512, 512), 100, stride=True) == (2, (0, 0, 128, 128), 2)
+    with pytest.raises(ElementError, match="larger than 100 pixels even at its coarsest level"):
+        pyramid.fit((0, 0, 512, 512), 100)
+    with pytest.raises(ElementError, match="does not overlap"):
+        pyramid.fit((600, 600, 700, 700), 100)
+    labels = open_pyramid(blobs_root, "blobs_labels", kind="labels").overview()
+    assert labels.axes == ("y", "x") and labels.data.ndim == 2
 
 
 def _table(root):

@@ -128,3 +128,14 @@ def test_png_export_is_the_print_width_at_300_dpi(studio_stack, tmp_path) -> Non
     with Image.open(out) as image:
         assert image.width == round(89 / 25.4 * 300)
         assert round(image.info["dpi"][0]) == 300
+
+
+def test_a_canvas_export_reads_the_image_at_its_print_size(studio_stack) -> None:
+    from sds_jupyter.service import StackService
+
+    service = StackService(studio_stack.v1)
+    _, overview = service.export_figure(None, "fig_canvas")
+    _, printed = service.export_figure(None, "fig_canvas", dpi=30)  # 89 mm at 30 dpi: 106 px across
+    assert printed.payload["image"]["width"] <= 106 < overview.payload["image"]["width"]
+    assert printed.payload["image"]["bounds"] == overview.payload["image"]["bounds"]
+    assert printed.payload["bounds"] == overview.payload["bounds"]

@@ -46,7 +46,7 @@ def export_figure(
         name = export_name(depth, title, figure_id)
         target = target / (f"{name}-{PNG_DPI}dpi.png" if suffix == ".png" else f"{name}{suffix}")
     service.stack.refuse_output_inside(target, "figure")
-    figure, drawing = service.export_figure(version, figure_id)
+    figure, drawing = service.export_figure(version, figure_id, dpi=PNG_DPI)
     width = print_width_mm(figure.print_width)
     if isinstance(drawing, CanvasData):
         return render_canvas(drawing, target, width, figure.title or figure_id)

@@ -23,7 +23,8 @@ def frame_reply(reply: Reply) -> bytes:
         allow_nan=False,
         separators=(",", ":"),
     ).encode("utf-8")
-    return b"".join([struct.pack("<I", len(header)), header, *(bytes(buffer) for buffer in reply.buffers)])
+    # the buffers are joined as they are (bytes-like): a copy of each first cost 100 MB more at 10M cells
+    return b"".join([struct.pack("<I", len(header)), header, *reply.buffers])
 
 
 def unframe_reply(body: bytes) -> tuple[Any, list[bytes]]:

@@ -11,6 +11,7 @@ Nothing here writes: browsing never changes a version.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import typing
@@ -22,7 +23,6 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import zarr
-from anndata import AnnData
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
@@ -74,9 +74,11 @@ from sds_jupyter.studio.canvas import (
     channel_planes,
     planes_over,
 )
+from sds_jupyter.studio.cells import CellTable, FrameCells
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.elements import Pyramid, coarsest_level, open_pyramid, region_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
+from sds_jupyter.studio.export import MM_PER_INCH, print_width_mm
 from sds_jupyter.studio.figures import ParsedFigure, declared_fields, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
 from sds_jupyter.studio.palette import obs_palettes, recolor_chart, saved_category_colors
@@ -458,7 +460,7 @@ class StackService:
             raise RequestError("The canvas request needs a figure id.")
         spec = read_figure(self._studio_uns(version), figure).require("canvas")
         view = self.table_view(version, spec.get("table"))
-        drawn = build_canvas(spec, view.as_anndata(), view.root, view.attrs)
+        drawn = build_canvas(spec, view, view.root, view.attrs)
         return Reply(drawn.payload, [as_buffer(buffer) for buffer in drawn.buffers])
 
     def cell(self, version: int | str | None = None, figure: str = "", index: int = 0) -> CellRow:
@@ -506,42 +508,43 @@ class StackService:
             raise RequestError("highlight and against go with an obs column, not a gene.")
         spec = read_figure(self._studio_uns(version), figure).require("canvas")
         view = self.table_view(version, spec.get("table"))
-        adata = view.as_anndata()
+        cells: CellTable = view
         saved = saved_category_colors(f.spec for f in read_figures(self._studio_uns(version)) if f.kind == "canvas")
         colors = {
             **saved.get(column, {}),
             **(spec.get("category_colors") or {} if spec.get("color_by") == column else {}),
         }
         if gene:
-            adata = AnnData(obs=pd.DataFrame({gene: self._gene_values(view, gene, layer)}, index=adata.obs_names))
+            cells = FrameCells(pd.DataFrame({gene: self._gene_values(view, gene, layer)}))
             column = gene
-        elif column not in adata.obs.columns:
+        elif column not in view.obs_columns:
             raise RequestError(f"No obs column {column!r} in this version's table.")
         elif against is not None:
             service, depth = self._version_at(against)
             before = service.table_view(depth, view.name).obs
             if column not in before.columns:
                 raise RequestError(f"Version {against!r} has no obs column {column!r} to compare with.")
-            labels = transition_labels(column, before[column], adata.obs[column])
+            labels = transition_labels(column, before[column], view.obs[column])
             column = f"{column} (change)"
-            adata = AnnData(obs=pd.DataFrame({column: labels}, index=adata.obs_names))
+            cells = FrameCells(pd.DataFrame({column: labels}))
             colors = {UNCHANGED: GREY, NEW_CELL: MISSING_COLOR}
         elif highlight is not None:
-            chosen = (adata.obs[column].astype(str) == highlight).to_numpy() & adata.obs[column].notna().to_numpy()
+            values = view.obs_column(column)
+            chosen = (values.astype(str) == highlight).to_numpy() & values.notna().to_numpy()
             if not chosen.any():
                 raise RequestError(f"No cell has {column} = {highlight!r} in this version.")
             color = colors.get(highlight) or "#d62728"
             other = "other cells"
             column = f"{column} = {highlight}"
             categories = pd.Categorical(np.where(chosen, highlight, other), categories=[highlight, other])
-            adata = AnnData(obs=pd.DataFrame({column: categories}, index=adata.obs_names))
+            cells = FrameCells(pd.DataFrame({column: categories}))
             colors = {highlight: color, other: GREY}
         color_spec = {
             "color_by": column,
             "category_colors": colors,
             "colormap": spec.get("colormap") if spec.get("color_by") == column else None,
         }
-        color, buffer = cell_colors(adata, color_spec)
+        color, buffer = cell_colors(cells, color_spec)
         return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
 
     @staticmethod
@@ -706,8 +709,12 @@ class StackService:
         payload: StoreKeyData = {"key": checked, "found": data is not None, "size": len(raw)}
         return Reply(payload, [memoryview(raw)] if data is not None else [])
 
-    def export_figure(self, version: int | str | None, figure: str) -> tuple[ParsedFigure, Any]:
-        """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas)."""
+    def export_figure(self, version: int | str | None, figure: str, dpi: int | None = None) -> tuple[ParsedFigure, Any]:
+        """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas).
+
+        ``dpi``: a canvas is drawn at its print width and this resolution, so its image is read
+        at the level that many pixels need (see ``build_canvas``), not the browser's overview.
+        """
         parsed = read_figure(self._studio_uns(version), figure)
         if parsed.kind == "chart":
             spec = parsed.require("chart")
@@ -717,7 +724,8 @@ class StackService:
             return parsed, recolor_chart(chart_for_figure(spec, result), palettes, result.meta)
         spec = parsed.require("canvas")
         view = self.table_view(version, spec.get("table"))
-        return parsed, build_canvas(spec, view.as_anndata(), view.root, view.attrs)
+        draw_px = math.ceil(print_width_mm(parsed.print_width) / MM_PER_INCH * dpi) if dpi else None
+        return parsed, build_canvas(spec, view, view.root, view.attrs, draw_px)
 
     # ------------------------------------------------------------------ results
 

@@ -15,7 +15,6 @@ from typing import Any, Literal, cast
 import numpy as np
 import pandas as pd
 import zarr
-from anndata import AnnData
 from anndata.io import read_elem
 
 from sds_jupyter.service.nodes import child_array, child_group
@@ -32,7 +31,7 @@ class TableView:
         self.group = group
         self.name = name
         self._obsm: dict[str, np.ndarray] = {}
-        self._anndata: dict[tuple[str, ...], AnnData] = {}
+        self._obs_columns: dict[str, pd.Series] = {}
         self._results: dict[str, Any] = {}
 
     @cached_property
@@ -113,16 +112,43 @@ class TableView:
             self._obsm[key] = value.to_numpy() if isinstance(value, pd.DataFrame) else np.asarray(value)
         return self._obsm[key]
 
-    def as_anndata(self, obsm_keys: tuple[str, ...] = ("spatial",)) -> AnnData:
-        """An X-less AnnData of obs, uns and the named obsm entries, for the studio builders.
+    # the CellTable a canvas reads (sds_jupyter.studio.cells): one column at a time, no cell names
 
-        Built once per view: AnnData checks a million cell names for uniqueness on
-        construction, which cost more than drawing the canvas itself.
-        """
-        if obsm_keys not in self._anndata:
-            obsm = {key: self.obsm(key) for key in obsm_keys if key in self.obsm_keys}
-            self._anndata[obsm_keys] = AnnData(obs=self.obs, obsm=obsm, uns=self.uns_without_studio)
-        return self._anndata[obsm_keys]
+    def _obs_group(self) -> zarr.Group | None:
+        """The obs group when its columns can be read one by one (anndata's dataframe encoding 0.2.0)."""
+        if "obs" in self.__dict__:
+            return None
+        node = child_group(self.group, "obs")
+        return node if str(node.attrs.get("encoding-version", "")) == "0.2.0" else None
+
+    @cached_property
+    def n_obs(self) -> int:
+        """How many cells, from the shape of obs's index array (the names are not read)."""
+        node = self._obs_group()
+        if node is None:
+            return len(self.obs)
+        return int(child_array(node, str(node.attrs.get("_index", "_index"))).shape[0])
+
+    @cached_property
+    def obs_columns(self) -> list[str]:
+        """The obs column names, in obs order (its ``column-order``)."""
+        node = self._obs_group()
+        if node is None:
+            return [str(column) for column in self.obs.columns]
+        return [str(column) for column in cast("list[Any]", node.attrs.get("column-order", []))]
+
+    def obs_column(self, name: str) -> pd.Series:
+        """One obs column, read alone (KeyError when obs has no such column)."""
+        if name not in self._obs_columns:
+            if name not in self.obs_columns:
+                raise KeyError(name)
+            node = self._obs_group()
+            self._obs_columns[name] = self.obs[name] if node is None else pd.Series(read_elem(node[name]), name=name)
+        return self._obs_columns[name]
+
+    def obsm_array(self, key: str) -> np.ndarray | None:
+        """Obsm entry ``key``, None when the table has none."""
+        return self.obsm(key) if key in self.obsm_keys else None
 
     @cached_property
     def var_names(self) -> pd.Index:

@@ -4,13 +4,16 @@
 of the protocol plus its binary buffers (x, y, value, RGBA image, then the
 cells' polygons or radii when the table annotates such shapes). Cells sit at
 ``obsm["spatial"]`` when the table has it, else at the centroids of the shapes
-or labels the table annotates. The image is the coarsest pyramid level,
-composited here so the browser receives one RGBA picture instead of raw
-channels of unknown dtype.
+or labels the table annotates. The table is read as a :class:`CellTable`: the
+one color-by column and the positions, never the whole obs. The image is the
+pyramid's overview (the finest level within 2,048 px, or the level an export's
+print size needs), composited here so the browser receives one RGBA picture
+instead of raw channels of unknown dtype.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -19,7 +22,8 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from sds_jupyter.studio.elements import Level, coarsest_level, label_centroids, shape_centroids
+from sds_jupyter.studio.cells import CellTable, cell_table
+from sds_jupyter.studio.elements import Level, Pyramid, label_centroids, open_pyramid, shape_centroids
 from sds_jupyter.studio.errors import ElementError, FigureError
 from sds_jupyter.studio.palette import column_palette
 from sds_jupyter.studio.shapes import cell_shapes
@@ -38,7 +42,14 @@ if TYPE_CHECKING:
         Viewport,
     )
 
-__all__ = ["CanvasData", "build_canvas", "cell_coordinates", "channel_planes", "colormap_lut", "region_attrs"]
+__all__ = [
+    "CanvasData",
+    "build_canvas",
+    "cell_coordinates",
+    "channel_planes",
+    "colormap_lut",
+    "region_attrs",
+]
 
 DEFAULT_POINT_SIZE = 4.0
 DEFAULT_COLORMAP = "viridis"
@@ -60,10 +71,10 @@ class CanvasData:
 # ----------------------------------------------------------------- positions
 
 
-def region_attrs(adata: AnnData, table_attrs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def region_attrs(table: AnnData | CellTable, table_attrs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """region / region_key / instance_key of a table, from uns or the table group's attrs."""
     found: dict[str, Any] = {}
-    for source in (table_attrs or {}, adata.uns.get("spatialdata_attrs") or {}):
+    for source in (table_attrs or {}, cell_table(table).uns_without_studio.get("spatialdata_attrs") or {}):
         for key in ("region", "region_key", "instance_key"):
             if key in source and key not in found:
                 value = source[key]
@@ -87,8 +98,19 @@ def _children(root: zarr.Group, kind: str) -> set[str]:
     return set(group.group_keys()) if isinstance(group, zarr.Group) else set()
 
 
+def _spatial_xy(spatial: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first two columns of ``obsm["spatial"]`` as float32.
+
+    Floats are cast straight (float64 to float32 rounds as through float64 would; float32 is
+    copied once, not widened to float64 first); other dtypes go through float64 as before.
+    """
+    if spatial.dtype.kind != "f":
+        spatial = spatial.astype(np.float64)
+    return spatial[:, 0].astype(np.float32), spatial[:, 1].astype(np.float32)
+
+
 def cell_coordinates(
-    adata: AnnData,
+    table: AnnData | CellTable,
     root: zarr.Group | None,
     table_attrs: Mapping[str, Any] | None = None,
     system: str | None = None,
@@ -98,20 +120,21 @@ def cell_coordinates(
     ``obsm["spatial"]`` is taken as already in the canvas coordinate system;
     centroids are brought into ``system`` (default ``global``).
     """
-    if "spatial" in adata.obsm:
-        spatial = np.asarray(adata.obsm["spatial"], dtype=np.float64)
-        return spatial[:, 0].astype(np.float32), spatial[:, 1].astype(np.float32)
-    attrs = region_attrs(adata, table_attrs)
+    cells = cell_table(table)
+    spatial = cells.obsm_array("spatial")
+    if spatial is not None:
+        return _spatial_xy(spatial)
+    attrs = region_attrs(cells, table_attrs)
     if root is None or not {"region", "instance_key"} <= attrs.keys():
         raise FigureError("The table has no obsm['spatial'] and does not say which shapes or labels it annotates.")
     regions = [attrs["region"]] if isinstance(attrs["region"], str) else list(attrs["region"])
-    instance = adata.obs[attrs["instance_key"]].astype(str).to_numpy()
-    if attrs.get("region_key") in adata.obs:
-        cell_region = adata.obs[attrs["region_key"]].astype(str).to_numpy()
+    instance = cells.obs_column(attrs["instance_key"]).astype(str).to_numpy()
+    if attrs.get("region_key") in cells.obs_columns:
+        cell_region = cells.obs_column(attrs["region_key"]).astype(str).to_numpy()
     else:
-        cell_region = np.full(adata.n_obs, regions[0], dtype=object)
-    x = np.full(adata.n_obs, np.nan, dtype=np.float32)
-    y = np.full(adata.n_obs, np.nan, dtype=np.float32)
+        cell_region = np.full(cells.n_obs, regions[0], dtype=object)
+    x = np.full(cells.n_obs, np.nan, dtype=np.float32)
+    y = np.full(cells.n_obs, np.nan, dtype=np.float32)
     for region in regions:
         mask = cell_region == region
         if not mask.any():
@@ -140,12 +163,13 @@ def colormap_lut(name: str, size: int = LUT_SIZE) -> list[str]:
     return [_hex(cmap(i / (size - 1))) for i in range(size)]
 
 
-def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[CategoricalColor, np.ndarray]:
-    series = adata.obs[column]
+def _categorical_color(
+    series: pd.Series, column: str, uns: Mapping[str, Any], spec: Mapping[str, Any]
+) -> tuple[CategoricalColor, np.ndarray]:
     categorical = series.astype("category") if not isinstance(series.dtype, pd.CategoricalDtype) else series
     categories = [str(c) for c in categorical.cat.categories]
     codes = categorical.cat.codes.to_numpy().astype(np.int64)
-    colors = column_palette(column, categories, adata.uns, spec.get("category_colors"))
+    colors = column_palette(column, categories, uns, spec.get("category_colors"))
     if (codes < 0).any():
         codes = np.where(codes < 0, len(categories), codes)
         categories, colors = [*categories, MISSING_CATEGORY], [*colors, MISSING_COLOR]
@@ -155,8 +179,10 @@ def _categorical_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> 
     return info, codes.astype(np.uint16)
 
 
-def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> tuple[ContinuousColor, np.ndarray]:
-    values = pd.to_numeric(adata.obs[column], errors="coerce").to_numpy(dtype=np.float32)
+def _continuous_color(
+    series: pd.Series, column: str, uns: Mapping[str, Any], spec: Mapping[str, Any]
+) -> tuple[ContinuousColor, np.ndarray]:
+    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float32)
     finite = values[np.isfinite(values)]
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     name = spec.get("colormap") or DEFAULT_COLORMAP
@@ -171,16 +197,17 @@ def _continuous_color(adata: AnnData, column: str, spec: Mapping[str, Any]) -> t
     return info, values
 
 
-def cell_colors(adata: AnnData, spec: Mapping[str, Any]) -> tuple[CanvasColor, np.ndarray | None]:
+def cell_colors(table: AnnData | CellTable, spec: Mapping[str, Any]) -> tuple[CanvasColor, np.ndarray | None]:
     """The color description and the per-cell value buffer for ``spec["color_by"]``."""
+    cells = cell_table(table)
     column = spec.get("color_by")
     if not column:
         return {"mode": "none"}, None
-    if column not in adata.obs.columns:
+    if column not in cells.obs_columns:
         raise FigureError(f"The figure colors by {column!r}, which is not an obs column of this version.")
-    series = adata.obs[column]
+    series = cells.obs_column(column)
     numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
-    return (_continuous_color if numeric else _categorical_color)(adata, column, spec)
+    return (_continuous_color if numeric else _categorical_color)(series, column, cells.uns_without_studio, spec)
 
 
 # --------------------------------------------------------------------- image
@@ -322,42 +349,64 @@ def _viewport(spec: Mapping[str, Any], bounds: list[float]) -> Viewport:
     }
 
 
+def _image_level(pyramid: Pyramid, x: np.ndarray, y: np.ndarray, draw_px: int | None) -> Level:
+    """The whole image at the level a drawing needs: the browser's overview (at most MAX_IMAGE_SIDE),
+    or for a drawing ``draw_px`` pixels across the cells' and image's bounds, the finest level
+    with no more pixels over the image than the drawing gives it (a 89 mm export at 300 dpi
+    reads about 1,050 px of a 2,048 px level's)."""
+    if draw_px is None:
+        return pyramid.overview(MAX_IMAGE_SIDE)
+    first = pyramid.levels[0]
+    image = pyramid.bounds(0, 0.0, 0.0, float(first.width), float(first.height))
+    whole = _bounds(x, y, image)
+    across = max(whole[2] - whole[0], whole[3] - whole[1])
+    side = max(abs(image[2] - image[0]), abs(image[3] - image[1]))
+    wanted = max(1, math.ceil(draw_px * side / across)) if across > 0 else draw_px
+    return pyramid.overview(wanted)
+
+
 def build_canvas(
     spec: Mapping[str, Any],
-    adata: AnnData,
+    table: AnnData | CellTable,
     root: zarr.Group | None,
     table_attrs: Mapping[str, Any] | None = None,
+    draw_px: int | None = None,
 ) -> CanvasData:
-    """The protocol's CanvasPayload and buffers for a validated canvas ``spec``."""
+    """The protocol's CanvasPayload and buffers for a validated canvas ``spec``.
+
+    ``draw_px``: the pixels the drawing spans across (an export's width at its dpi); the image
+    is then read at the level that gives about that many, not the browser's overview size.
+    """
+    cells = cell_table(table)
     system = spec.get("coordinate_system") or None
-    x, y = cell_coordinates(adata, root, table_attrs, system)
-    color, values = cell_colors(adata, spec)
+    x, y = cell_coordinates(cells, root, table_attrs, system)
+    color, values = cell_colors(cells, spec)
     buffers: list[np.ndarray] = [x, y] + ([values] if values is not None else [])
     image_info: CanvasImage | None = None
     unit = None
     if spec.get("image"):
         if root is None:
             raise ElementError("This figure shows an image, but no store was given to read it from.")
-        level = coarsest_level(root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE, system=system)
+        level = _image_level(open_pyramid(root, str(spec["image"]), system), x, y, draw_px)
         rgba, channels = composite_image(level, spec)
         extent_y, extent_x = level.extent_yx
         bounds = level.transform.box(0.0, 0.0, extent_x, extent_y)
         image_info = {"width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "bounds": bounds, "channels": channels}
         unit = level.unit
         buffers.append(rgba)
-    shapes = cell_shapes(adata, root, region_attrs(adata, table_attrs), system)
+    shapes = cell_shapes(cells, root, region_attrs(cells, table_attrs), system)
     if shapes is not None:
         buffers.extend(shapes[1])
     bounds = _bounds(x, y, image_info["bounds"] if image_info else None)
     payload: CanvasPayload = {
-        "n_cells": int(adata.n_obs),
+        "n_cells": int(cells.n_obs),
         "bounds": bounds,
         "viewport": _viewport(spec, bounds),
         "color": color,
         "point_size": float(spec.get("point_size") or DEFAULT_POINT_SIZE),
         "image": image_info,
         "unit": unit,
-        "obs_columns": [str(column) for column in adata.obs.columns],
+        "obs_columns": [str(column) for column in cells.obs_columns],
         "shapes": shapes[0] if shapes is not None else None,
     }
     return CanvasData(payload, [np.ascontiguousarray(buffer) for buffer in buffers])

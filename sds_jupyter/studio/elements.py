@@ -1,9 +1,10 @@
 """Reading SpatialData elements (images, labels, shapes) straight from a zarr group.
 
 The stack store is read-only and not a local folder, so ``spatialdata.read_zarr``
-cannot open it; these helpers read only what a canvas needs: the coarsest
-level of a multiscale image or label element, and shape centroids from the
-element's parquet object, all through the group's store.
+cannot open it; these helpers read only what a canvas needs: a multiscale image
+or label element through the one :class:`Pyramid` reader (the level and region a
+view draws), and shape centroids from the element's parquet object, all through
+the group's store.
 """
 
 from __future__ import annotations
@@ -108,65 +109,6 @@ def _scale_yx(dataset: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[float,
     return 1.0, 1.0
 
 
-def _level_within(
-    element: zarr.Group, scales: Mapping[str, Any], axes: tuple[str, ...], max_side: int
-) -> Mapping[str, Any]:
-    """The finest level whose y and x both fit in ``max_side``, else the coarsest.
-
-    Why: a pyramid's 512 px top level blurs an 8,000 px image that has a 2,048 px level to show.
-    """
-    datasets: list[Mapping[str, Any]] = list(scales["datasets"])
-    for dataset in datasets:
-        array = element.get(str(dataset.get("path")))
-        if not isinstance(array, zarr.Array) or "x" not in axes or "y" not in axes:
-            continue
-        if max(int(array.shape[axes.index("y")]), int(array.shape[axes.index("x")])) <= max_side:
-            return dataset
-    return datasets[-1]
-
-
-def coarsest_level(
-    root: zarr.Group, kind: str, name: str, max_side: int | None = None, system: str | None = None
-) -> Level:
-    """The smallest level of image or label element ``name`` (``kind`` "images"/"labels").
-
-    With ``max_side``, the finest level that fits in it instead; when none does,
-    the smallest, its y and x read with a stride that keeps both at most that long and other axes but channels at their first entry, so a huge
-    single-level image is never brought into memory whole.
-    """
-    element = _element(root, kind, name)
-    scales = _multiscales(element)
-    axes = tuple(str(a["name"] if isinstance(a, Mapping) else a) for a in scales.get("axes", []))
-    dataset = _level_within(element, scales, axes, max_side) if max_side else scales["datasets"][-1]
-    try:
-        array = element[dataset["path"]]
-    except KeyError:
-        raise ElementError(f"Element {name!r} lists a level {dataset['path']!r} it does not hold.") from None
-    if not isinstance(array, zarr.Array):
-        raise ElementError(f"Element {name!r} lists a level {dataset['path']!r} that is a group, not an array.")
-    if not axes or "x" not in axes or "y" not in axes:
-        raise ElementError(f"Element {name!r} has no x and y axes.")
-    scale_y, scale_x = _scale_yx(dataset, axes)
-    height, width = int(array.shape[axes.index("y")]), int(array.shape[axes.index("x")])
-    step = max(1, -(-max(height, width) // max_side)) if max_side else 1
-    if max_side:
-        selection = tuple(
-            slice(None, None, step) if axis in ("y", "x") else slice(None) if axis == "c" else slice(0, 1)
-            for axis in axes
-        )
-        data = np.asarray(array[selection])
-    else:
-        data = np.asarray(array[...])
-    channels: tuple[str, ...] = ()
-    if "c" in axes:
-        channels = tuple(scales["_channels"]) or tuple(str(i) for i in range(data.shape[axes.index("c")]))
-    extent = (height * scale_y, width * scale_x)
-    transforms = scales.get("coordinateTransformations")
-    transform = element_transform(transforms, system)
-    unit = system_unit(transforms, system)
-    return Level(data, axes, (scale_y * step, scale_x * step), channels, extent, transform, unit)
-
-
 @dataclass(frozen=True)
 class RegionLevel:
     """The pixels of one pyramid level over a region, and where they sit."""
@@ -217,10 +159,11 @@ def _tile_side(array: zarr.Array, axes: tuple[str, ...]) -> int:
 
 @dataclass(frozen=True)
 class Pyramid:
-    """A multiscale image element, opened once: its levels, channels and place in a coordinate system.
+    """A multiscale image (or label) element, opened once: its levels, channels and place in a coordinate system.
 
-    Why: every view of an image (the ``image_region`` detail, the ``image_tile`` grid) reads
-    through this one reader, which opens the arrays once and then reads only the chunks a
+    Why: every view of an image (the overview a canvas and its export show, the
+    ``image_region`` detail, the ``image_tile`` grid) and the label centroids read through
+    this one reader, which opens the arrays once and then reads only the chunks a
     request needs; pixel boxes are checked against each level so no read leaves the image.
     """
 
@@ -237,8 +180,9 @@ class Pyramid:
             raise ElementError(f"Image {self.name!r} has levels 0 to {len(self.levels) - 1}, not {index!r}.")
         return self.levels[index]
 
-    def read(self, index: int, x0: int, y0: int, x1: int, y1: int) -> Level:
-        """Pixels [y0, y1) x [x0, x1) of level ``index`` (other axes but channels at their first entry)."""
+    def read(self, index: int, x0: int, y0: int, x1: int, y1: int, step: int = 1) -> Level:
+        """Pixels [y0, y1) x [x0, x1) of level ``index``, every ``step``-th along y and x (other axes but
+        channels at their first entry)."""
         found = self.level(index)
         if not (0 <= x0 < x1 <= found.width and 0 <= y0 < y1 <= found.height):
             raise ElementError(
@@ -246,7 +190,13 @@ class Pyramid:
                 f"({found.width} x {found.height})."
             )
         selection = tuple(
-            slice(y0, y1) if axis == "y" else slice(x0, x1) if axis == "x" else slice(None) if axis == "c" else 0
+            slice(y0, y1, step)
+            if axis == "y"
+            else slice(x0, x1, step)
+            if axis == "x"
+            else slice(None)
+            if axis == "c"
+            else 0
             for axis in self.axes
         )
         kept = tuple(axis for axis in self.axes if axis in ("c", "y", "x"))
@@ -256,7 +206,55 @@ class Pyramid:
             channels = self.channel_names or tuple(str(i) for i in range(data.shape[kept.index("c")]))
         sy, sx = found.scale_yx
         extent = (found.height * sy, found.width * sx)
-        return Level(data, kept, (sy, sx), channels, extent, self.transform, self.unit)
+        return Level(data, kept, (sy * step, sx * step), channels, extent, self.transform, self.unit)
+
+    def fit(
+        self,
+        box: tuple[float, float, float, float],
+        max_side: int | None,
+        *,
+        stride: bool = False,
+        what: str = "The region",
+    ) -> tuple[int, tuple[int, int, int, int], int]:
+        """The finest level whose pixels over ``box`` (x0, y0, x1, y1 in level-0 pixels) fit in
+        ``max_side`` each way: (level, its pixel box clipped to the image, step 1).
+
+        ``max_side`` None: the coarsest level. When even the coarsest does not fit: ElementError,
+        or with ``stride`` the coarsest read every ``step``-th pixel so it fits (a huge
+        single-level image is never brought into memory whole). ``what`` names the box in errors.
+        """
+        boxes = []
+        for found in self.levels:
+            sy, sx = found.scale_yx
+            x0, x1 = max(0, int(np.floor(box[0] / sx))), min(found.width, int(np.ceil(box[2] / sx)))
+            y0, y1 = max(0, int(np.floor(box[1] / sy))), min(found.height, int(np.ceil(box[3] / sy)))
+            if x1 <= x0 or y1 <= y0:
+                raise ElementError(f"{what} does not overlap image {self.name!r}.")
+            boxes.append((x0, y0, x1, y1))
+        if max_side is None:
+            return len(self.levels) - 1, boxes[-1], 1
+        for index, (x0, y0, x1, y1) in enumerate(boxes):
+            if max(x1 - x0, y1 - y0) <= max_side:
+                return index, (x0, y0, x1, y1), 1
+        if not stride:
+            raise ElementError(
+                f"{what} of image {self.name!r} is larger than {max_side} pixels even at its coarsest level; "
+                "zoom in further."
+            )
+        x0, y0, x1, y1 = boxes[-1]
+        return len(self.levels) - 1, boxes[-1], max(1, -(-max(x1 - x0, y1 - y0) // max_side))
+
+    def whole(self) -> tuple[float, float, float, float]:
+        """The image in level-0 pixels (x0, y0, x1, y1), as ``fit`` takes a box."""
+        found = self.levels[0]
+        sy, sx = found.scale_yx
+        return 0.0, 0.0, found.width * sx, found.height * sy
+
+    def overview(self, max_side: int | None = None) -> Level:
+        """The whole image at the finest level that fits in ``max_side`` (None: the coarsest), read
+        with a stride when none does."""
+        index, (x0, y0, x1, y1), step = self.fit(self.whole(), max_side, stride=True)
+        return self.read(index, x0, y0, x1, y1, step)
 
     def bounds(self, index: int, x0: float, y0: float, x1: float, y1: float) -> list[float]:
         """Pixels x0..x1, y0..y1 of level ``index`` in the coordinate system the canvas draws in."""
@@ -276,9 +274,10 @@ class Pyramid:
         return x0, y0, min(found.width, x0 + found.tile), min(found.height, y0 + found.tile)
 
 
-def open_pyramid(root: zarr.Group, name: str, system: str | None = None) -> Pyramid:
-    """Image element ``name`` as a Pyramid: its levels opened (nothing read), finest first."""
-    element = _element(root, "images", name)
+def open_pyramid(root: zarr.Group, name: str, system: str | None = None, kind: str = "images") -> Pyramid:
+    """Image (or, ``kind`` "labels", label) element ``name`` as a Pyramid: its levels opened
+    (nothing read), finest first."""
+    element = _element(root, kind, name)
     scales = _multiscales(element)
     axes = tuple(str(a["name"] if isinstance(a, Mapping) else a) for a in scales.get("axes", []))
     if "x" not in axes or "y" not in axes:
@@ -314,21 +313,18 @@ def region_level(
     ElementError when it misses the image or even the coarsest level is too large for it.
     """
     pyramid = root if isinstance(root, Pyramid) else open_pyramid(root, name, system)
-    bx0, by0, bx1, by1 = _level_pixels(pyramid.transform, region)
-    for index, found in enumerate(pyramid.levels):
-        sy, sx = found.scale_yx
-        x0, x1 = max(0, int(np.floor(bx0 / sx))), min(found.width, int(np.ceil(bx1 / sx)))
-        y0, y1 = max(0, int(np.floor(by0 / sy))), min(found.height, int(np.ceil(by1 / sy)))
-        if x1 <= x0 or y1 <= y0:
-            raise ElementError(f"The region {list(region)} does not overlap image {name!r}.")
-        if max(x1 - x0, y1 - y0) > max_side:
-            continue
-        level = pyramid.read(index, x0, y0, x1, y1)
-        return RegionLevel(level, index, len(pyramid.levels), pyramid.bounds(index, x0, y0, x1, y1))
-    raise ElementError(
-        f"The region {list(region)} of image {name!r} is larger than {max_side} pixels even at its coarsest level; "
-        "zoom in further."
-    )
+    box = _level_pixels(pyramid.transform, region)
+    index, (x0, y0, x1, y1), _ = pyramid.fit(box, max_side, what=f"The region {list(region)}")
+    level = pyramid.read(index, x0, y0, x1, y1)
+    return RegionLevel(level, index, len(pyramid.levels), pyramid.bounds(index, x0, y0, x1, y1))
+
+
+def coarsest_level(
+    root: zarr.Group, kind: str, name: str, max_side: int | None = None, system: str | None = None
+) -> Level:
+    """The whole of image or label element ``name`` (``kind`` "images"/"labels") at its coarsest
+    level, or with ``max_side`` at the finest that fits in it: :meth:`Pyramid.overview`."""
+    return open_pyramid(root, name, system, kind).overview(max_side)
 
 
 def _as_2d(level: Level) -> np.ndarray:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import zarr
 
+from sds_jupyter.studio.cells import CellTable
 from sds_jupyter.studio.elements import read_shapes_frame, shapes_transform
 from sds_jupyter.studio.payloads import CanvasShapes
 
@@ -28,7 +29,7 @@ CellShapes = tuple[CanvasShapes, list[np.ndarray]]
 """The payload's ``shapes`` entry and its buffers, in protocol order."""
 
 
-def _annotated_shapes(adata: Any, root: zarr.Group, attrs: Mapping[str, Any]) -> str | None:
+def _annotated_shapes(root: zarr.Group, attrs: Mapping[str, Any]) -> str | None:
     """The one shapes element the table annotates, if it annotates exactly one and it is a shapes element."""
     region = attrs.get("region")
     regions = [region] if isinstance(region, str) else list(region or [])
@@ -44,7 +45,7 @@ def _annotated_shapes(adata: Any, root: zarr.Group, attrs: Mapping[str, Any]) ->
 
 
 def cell_shapes(
-    adata: Any, root: zarr.Group | None, attrs: Mapping[str, Any], system: str | None = None
+    cells: CellTable, root: zarr.Group | None, attrs: Mapping[str, Any], system: str | None = None
 ) -> CellShapes | None:
     """Polygons (``starts`` uint32, ``vertices`` float32 x,y pairs) or circle radii (float32), by obs row.
 
@@ -55,7 +56,7 @@ def cell_shapes(
 
     if root is None:
         return None
-    name = _annotated_shapes(adata, root, attrs)
+    name = _annotated_shapes(root, attrs)
     if name is None:
         return None
     frame = read_shapes_frame(root, name)
@@ -63,7 +64,7 @@ def cell_shapes(
         return None
     transform = shapes_transform(root, name, system)
     geometry = shapely.from_wkb(frame["geometry"].to_numpy())
-    instance = adata.obs[attrs["instance_key"]].astype(str).to_numpy()
+    instance = cells.obs_column(attrs["instance_key"]).astype(str).to_numpy()
     row_of_cell = pd.Index(frame.index.astype(str)).get_indexer(instance)
     kinds = set(shapely.get_type_id(geometry).tolist())
     if kinds == {0} and "radius" in frame.columns:
