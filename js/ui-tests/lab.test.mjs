@@ -1248,6 +1248,57 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     await page.close();
   });
 
+  it('a notebook with live widgets, reopened on a slow machine, draws them again (anywidget does not give up on them)', async () => {
+    // anywidget rejects a model whose `_esm` is not imported and initialized within 2 s
+    // ("[anywidget] Failed to initialize model."), and then drops that model's comm messages:
+    // the reopened widget never got its history. CPU throttling stands in for a loaded machine
+    // and a page restoring everything at once; the widget's entry has to load well within that.
+    const nb = {
+      type: 'notebook',
+      format: 'json',
+      content: {
+        nbformat: 4, nbformat_minor: 5,
+        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
+        cells: [{ cell_type: 'code', id: 'r1', metadata: {}, outputs: [], execution_count: null,
+          source: `from sds_jupyter import VersionBrowser\nfor _ in range(3):\n    display(VersionBrowser(${JSON.stringify(top)}))` }]
+      }
+    };
+    assert.ok((await api('/api/contents/reopen.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
+    const page = await newPage();
+    // anywidget's own complaints count too, whether thrown or only logged
+    page.on('console', m => m.type() === 'error' && /anywidget/.test(m.text()) && page.errors.push(m.text()));
+    await page.goto(`${base}/lab/tree/reopen.ipynb?token=${TOKEN}&reset`);
+    await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
+    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await runCell(page, 0);
+    await page.waitForFunction(() => document.querySelectorAll('.jp-OutputArea .sds-app .sds-history-row').length >= 3 * 2, null, { timeout: 120000 });
+    // saved with its output (the widget's view), then reopened: the model comes back from the kernel
+    await page.keyboard.press('Control+s');
+    await page.waitForFunction(() => !document.querySelector('.jp-mod-dirty'), null, { timeout: 30000 }).catch(() => undefined);
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Emulation.setCPUThrottlingRate', { rate: 12 });
+    try {
+      await page.reload();
+      await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 120000 });
+      // every widget got its history (a model anywidget gave up on hears no answer)
+      await page.waitForFunction(
+        () => [...document.querySelectorAll('.jp-OutputArea .sds-app')].filter(a => a.querySelector('.sds-history-row')).length === 3,
+        null,
+        { timeout: 120000 }
+      );
+      await page.waitForTimeout(3000);
+    } catch (error) {
+      await shot(page, 'FAILED-widget-reopened');
+      error.message += `\npage errors: ${page.errors.join(' | ')}`;
+      throw error;
+    } finally {
+      await cdp.send('Emulation.setCPUThrottlingRate', { rate: 1 });
+    }
+    await shot(page, 'widget-reopened');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
+
   it('the tree shows both branches; a version written by Python appears live and opens on click', async () => {
     const page = await newPage();
     await openListing(page);
