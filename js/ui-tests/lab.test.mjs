@@ -210,6 +210,9 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
 
   it('figures, results and compare draw from the server', async () => {
     const page = await newPage();
+    // Vega-Lite's complaints about a spec (a fit it drops, a field it cannot find) count as errors here
+    const vegaWarnings = [];
+    page.on('console', m => /Dropping|Infinite extent|cannot find/i.test(m.text()) && vegaWarnings.push(m.text()));
     await openListing(page);
     await item(page, top.split('/').pop()).dblclick();
     await page.waitForSelector('.sds-history-row');
@@ -246,6 +249,13 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     assert.equal(svgDoc.title, exported.title);
     assert.ok(svgDoc.cells > 0, 'the cells as vector shapes');
     assert.ok(svgDoc.swatches + svgDoc.colorbars > 0 && svgDoc.labels.length > 0, JSON.stringify(svgDoc));
+    // the image channels drawn are in the legend too, by name
+    if (await page.locator('.sds-figure-canvas').first().locator('.sds-channel-list').count()) {
+      const shown = await page.locator('.sds-figure-canvas').first().locator('.sds-channel-list li').evaluateAll(rows =>
+        rows.filter(r => r.querySelector('input.sds-channel-on')?.checked).map(r => r.querySelector('.sds-channel-name')?.textContent?.trim() ?? ''));
+      assert.deepEqual(svgDoc.channels, shown, JSON.stringify(svgDoc));
+      assert.ok(shown.length > 0);
+    }
     // colored by a gene: the legend is a colorbar whose ends read as on screen, formatted
     const canvasFigure = page.locator('.sds-figure-canvas').first();
     await canvasFigure.locator('.sds-gene').fill('channel_1_sum');
@@ -263,6 +273,8 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     assert.equal(chartDoc.error, null);
     assert.equal(chartDoc.title, chartExports.title);
     assert.ok(chartDoc.texts > 3, 'the chart as vector text');
+    // the chart's type stays below the page's title (axis and legend titles 8 pt, labels 7 pt)
+    assert.ok(chartDoc.largest < chartDoc.titleSize && chartDoc.titleSize === 9, JSON.stringify(chartDoc));
     // another version's exports of the same figure never collide
     const figureId = await page.locator('.sds-figure-canvas').first().getAttribute('data-figure');
     await page.locator('.sds-history-row').nth(1).click();
@@ -292,6 +304,7 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
     const second = await page.locator('.sds-history-row').nth(1).getAttribute('data-depth');
     assert.equal(await page.locator('.sds-history-row.sds-selected').getAttribute('data-depth'), second);
     assert.deepEqual(page.errors, []);
+    assert.deepEqual(vegaWarnings, []);
     await page.close();
   });
 
@@ -740,7 +753,10 @@ describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
         colorbars: doc.querySelectorAll('.legend rect.colorbar').length,
         labels: [...doc.querySelectorAll('.legend text')].map(t => t.textContent),
         ticks: [...doc.querySelectorAll('.legend text.tick')].map(t => t.textContent),
-        texts: doc.querySelectorAll('svg svg text').length
+        channels: [...doc.querySelectorAll('.legend text.channel')].map(t => t.textContent),
+        texts: doc.querySelectorAll('svg svg text').length,
+        titleSize: Number(doc.querySelector('text.title')?.getAttribute('font-size')),
+        largest: Math.max(0, ...[...doc.querySelectorAll('svg svg text')].map(t => parseFloat(t.getAttribute('font-size') ?? '0')))
       };
     }, svg);
   }

@@ -206,8 +206,22 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
 /** Points per inch: Vega's units are read as points in print, as vl-convert does for the Python export. */
 const POINTS_PER_INCH = 72;
 
-/** The print theme: black on white whatever JupyterLab's theme (paper does not follow it). */
-const PRINT_CONFIG = { background: '#ffffff', font: 'sans-serif' };
+/**
+ * The print theme: black on white whatever JupyterLab's theme (paper does not follow it), and
+ * type in points below the page's 9 pt title (print.ts): 8 pt for axis, legend and facet
+ * titles, 7 pt for their labels and for text marks, as the canvas legend. Vega's own sizes
+ * (10-11 pt labels, 13 pt title) came out larger than the title. The Python export draws
+ * with the same config (studio/export.py PRINT_CONFIG; shared fixture exports.json).
+ */
+export const PRINT_CONFIG = {
+  background: '#ffffff',
+  font: 'sans-serif',
+  title: { fontSize: 9, fontWeight: 600, anchor: 'start' },
+  axis: { labelFontSize: 7, titleFontSize: 8, titleFontWeight: 600 },
+  legend: { labelFontSize: 7, titleFontSize: 8, titleFontWeight: 600 },
+  header: { labelFontSize: 8, titleFontSize: 8 },
+  text: { fontSize: 7 }
+};
 
 /** A chart drawn off screen for print: its SVG, and its pixels at a scale. */
 export type PrintedChart = {
