@@ -82,8 +82,8 @@ def test_names_and_colorbar_numbers_match_the_browser() -> None:
         assert export_name(case["depth"], case["title"], case["figure"]) == case["name"]
     for case in cases["ticks"]:
         assert [label for _, label in range_ticks(case["column"], case["min"], case["max"])] == case["labels"]
-    assert PRINT_CONFIG == cases["print_config"]
-    assert CHANNELS_HEADING == cases["channels_heading"]
+    assert cases["print_config"] == PRINT_CONFIG
+    assert cases["channels_heading"] == CHANNELS_HEADING
 
 
 def test_chart_export_type_stays_below_its_title(studio_stack, tmp_path) -> None:

@@ -89,7 +89,6 @@ def _field(column: str, **extra: Any) -> dict[str, Any]:
     return {"field": field, **extra}
 
 
-
 def field_type(series: pd.Series) -> str:
     """The Vega-Lite type of a column: quantitative for numbers, nominal otherwise."""
     if pd.api.types.is_bool_dtype(series):
