@@ -1,4 +1,7 @@
-// Bundle the anywidget entry (app + vega) into one offline ES module and its CSS.
+// Bundle the anywidget's two modules and its CSS, offline (nothing from a CDN):
+// widget.js, the small `_esm` entry (src/widgetentry.ts), imports within anywidget's 2 s;
+// widget-app.js, the app with deck.gl and vega (src/widget.ts), which that entry imports in
+// `render` from the model's `_app` trait (one self-contained module: no chunks to resolve).
 import { build } from 'esbuild';
 import { mkdirSync } from 'node:fs';
 
@@ -6,8 +9,7 @@ const outdir = '../sds_jupyter/static';
 mkdirSync(outdir, { recursive: true });
 const production = process.env.NODE_ENV !== 'development';
 
-await build({
-  entryPoints: { widget: 'src/widget.ts' },
+const modules = {
   bundle: true,
   format: 'esm',
   target: 'es2020',
@@ -16,7 +18,9 @@ await build({
   sourcemap: production ? false : 'inline',
   legalComments: 'none',
   logLevel: 'info'
-});
+};
+await build({ ...modules, entryPoints: { widget: 'src/widgetentry.ts' } });
+await build({ ...modules, entryPoints: { 'widget-app': 'src/widget.ts' } });
 
 await build({
   entryPoints: { widget: 'style/base.css' },

@@ -1,6 +1,9 @@
 """The version browser as an anywidget: a transport over the StackService.
 
-The JS side (``sds_jupyter/static/widget.js``, built from ``js/``) sends
+The JS side is built from ``js/`` into ``sds_jupyter/static``: ``widget.js`` is the
+anywidget entry (``_esm``), small so that anywidget's 2 s limit on loading a model's
+module holds on a loaded machine; the app itself (``widget-app.js``, deck.gl and vega)
+travels as the ``_app`` trait and that entry imports it when it renders. The app sends
 ``{type: "request", id, name, params}`` custom messages; this side answers
 ``{type: "response", id, ok, data | error}`` with the buffers alongside. The
 "Bind as `adata`" button sends ``{type: "open_adata", id, version}``, which binds
@@ -30,11 +33,12 @@ __all__ = ["STATIC_DIR", "VersionBrowser", "bound_browser"]
 
 STATIC_DIR = Path(__file__).parent / "static"
 _ESM_PATH = STATIC_DIR / "widget.js"
+_APP_PATH = STATIC_DIR / "widget-app.js"
 _CSS_PATH = STATIC_DIR / "widget.css"
 
 
 def _require_static() -> None:
-    missing = [path.name for path in (_ESM_PATH, _CSS_PATH) if not path.is_file()]
+    missing = [path.name for path in (_ESM_PATH, _APP_PATH, _CSS_PATH) if not path.is_file()]
     if missing:
         raise RuntimeError(
             f"The version browser's front end is not built ({', '.join(missing)} missing in {STATIC_DIR}); "
@@ -85,6 +89,8 @@ class VersionBrowser(anywidget.AnyWidget):
 
     _esm = _ESM_PATH
     _css = _CSS_PATH
+    _app = traitlets.Unicode().tag(sync=True)
+    """The app's module source, which the small ``_esm`` imports when it renders."""
 
     path = traitlets.Unicode(read_only=True).tag(sync=True)
     selected = traitlets.Int(0).tag(sync=True)
@@ -114,7 +120,8 @@ class VersionBrowser(anywidget.AnyWidget):
         self._folders = folders
         self._storage_options = storage_options
         top = 0 if self.service.error is not None else self.service.stack.depth
-        super().__init__(**kwargs)
+        # in the state the comm opens with: no second message of the app's size
+        super().__init__(_app=_APP_PATH.read_text("utf-8"), **kwargs)
         self.set_trait("path", os.fspath(path))
         self.selected = top
         self.bound_name = name

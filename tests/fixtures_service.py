@@ -276,7 +276,7 @@ def recorded_messages(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[d
 
     from sds_jupyter import widget
 
-    for attribute, name in (("_ESM_PATH", "widget.js"), ("_CSS_PATH", "widget.css")):
+    for attribute, name in (("_ESM_PATH", "widget.js"), ("_APP_PATH", "widget-app.js"), ("_CSS_PATH", "widget.css")):
         if not getattr(widget, attribute).is_file():
             stand_in = tmp_path / name
             stand_in.write_text("export default { render() {} };\n" if name.endswith(".js") else "\n")

@@ -22,6 +22,7 @@ from sds_jupyter.stack import Stack
 from sds_jupyter.stack.encode import studio_path
 from sds_jupyter.stack.jsontext import MAX_SPEC_BYTES, MAX_SPEC_DEPTH, JSONRefused, loads_bounded, loads_spec
 from sds_jupyter.stack.writer import VersionWriter
+from sds_jupyter.studio.charts import column_of, vega_field
 from sds_jupyter.studio.figures import declared_fields, parse_figure
 from sds_jupyter.studio.palette import column_palette, fixed_palette
 from sds_jupyter.studio.results import read_result
@@ -176,9 +177,11 @@ def test_nothing_from_a_figure_becomes_a_url_link_or_expression(hostile_version:
         assert set(vega["data"]) == {"values"}
         assert vega["mark"]["type"] == "bar"
         assert not set(_keys(vega)) & {"url", "href", "expr", "signal", "calculate", "filter", "transform", "usermeta"}
-    # the hostile column names are field names and data keys, never anything else
+    # the hostile column names are field names (escaped where Vega reads access: `[`, `.`),
+    # titles and data keys, never anything else
     encoding = columns["vega_lite"]["encoding"]
-    assert (encoding["x"]["field"], encoding["y"]["field"]) == (MARKUP, EXPRESSION)
+    assert (encoding["x"]["field"], encoding["y"]["field"]) == (MARKUP, vega_field(EXPRESSION))
+    assert column_of(encoding["y"]["field"]) == EXPRESSION == encoding["y"]["title"]
     assert set(columns["vega_lite"]["data"]["values"][0]) == {MARKUP, EXPRESSION}
 
 

@@ -37,10 +37,14 @@ def test_the_server_extension_is_enabled(tmp_path: Path) -> None:
 
 def test_the_widget_bundle_ships_inside_the_package() -> None:
     static = Path(__import__("sds_jupyter").__file__).parent / "static"
-    bundle = (static / "widget.js").read_text()
-    assert "export" in bundle and "render" in bundle
-    # offline workspaces: nothing is imported from a CDN at run time
-    assert not re.search(r"""(from\s*|import\s*\(\s*)["']https?://""", bundle)
+    entry, app = ((static / name).read_text() for name in ("widget.js", "widget-app.js"))
+    for bundle in (entry, app):
+        assert "export" in bundle and "render" in bundle
+        # offline workspaces: nothing is imported from a CDN at run time
+        assert not re.search(r"""(from\s*|import\s*\(\s*)["']https?://""", bundle)
+    # the anywidget entry stays small (anywidget gives it 2 s); deck.gl and vega are in the app
+    assert len(entry) < 20_000 < len(app), (len(entry), len(app))
+    assert "vega" not in entry and "vega" in app
     assert (static / "widget.css").is_file()
 
 

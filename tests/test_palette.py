@@ -96,3 +96,12 @@ def test_recolor_leaves_other_channels_alone() -> None:
     # the field is the obs column itself
     spec = chart_spec(frame.iloc[:1].rename(columns={"group": "clusters"}), mark="bar", x="v", y="n", color="clusters")
     assert recolor_chart(spec, palettes, None)["encoding"]["color"]["scale"] == {"domain": ["0"], "range": ["#aa0000"]}
+
+
+def test_a_column_named_with_a_dot_keeps_its_palette() -> None:
+    """The chart's field is escaped (``leiden\\.res``); the palette and the rows know ``leiden.res``."""
+    palettes = {"leiden.res": {"0": "#aa0000", "1": "#00aa00"}}
+    frame = pd.DataFrame({"leiden.res": ["1", "0"], "v": [1.0, 2.0], "n": ["a", "b"]})
+    spec = recolor_chart(chart_spec(frame, mark="bar", x="v", y="n", color="leiden.res"), palettes, None)
+    assert spec["encoding"]["color"]["field"] == "leiden\\.res"
+    assert spec["encoding"]["color"]["scale"] == {"domain": ["0", "1"], "range": ["#aa0000", "#00aa00"]}

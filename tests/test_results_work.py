@@ -18,6 +18,7 @@ from sds_jupyter.service.errors import RequestError
 from sds_jupyter.studio.charts import (
     VEGA_LITE_SCHEMA,
     chart_for_figure,
+    chart_spec,
     default_chart,
     natural_order,
 )
@@ -50,8 +51,22 @@ def _clusters_12() -> ResultEntry:
     return ResultEntry("clusters-12", {"kind": "clusters", "title": "Clusters"}, {"table": table})
 
 
+def _nhood_4() -> ResultEntry:
+    """Enrichment between four clusters, square as squidpy stores it: a heatmap, discrete both ways."""
+    clusters = [str(c) for c in range(4)]
+    table = pd.DataFrame(np.arange(16, dtype=float).reshape(4, 4) - 8, index=clusters, columns=clusters)
+    return ResultEntry("nhood-4", {"kind": "nhood_enrichment", "title": "Enrichment"}, {"table": table})
+
+
 def chart_fixture() -> dict[str, Any]:
-    return {"markers_12": default_chart(_markers_12()), "clusters_12": default_chart(_clusters_12())}
+    dotted = pd.DataFrame({"p.adj": [0.01, 0.2, 0.03], "score[1]": [1.5, -0.5, 2.0], "cell.type": ["T", "B", "T"]})
+    return {
+        "markers_12": default_chart(_markers_12()),
+        "clusters_12": default_chart(_clusters_12()),
+        "nhood_4": default_chart(_nhood_4()),
+        # columns whose names Vega would read as nested access unless escaped
+        "dotted_columns": chart_spec(dotted, mark="point", x="p.adj", y="score[1]", color="cell.type"),
+    }
 
 
 def test_chart_fixture_for_the_js_tests_is_current() -> None:

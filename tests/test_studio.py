@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import jsonschema
 import numpy as np
@@ -19,7 +20,7 @@ from sds_jupyter.studio import (
     read_results,
 )
 from sds_jupyter.studio.canvas import build_canvas, cell_coordinates, colormap_lut
-from sds_jupyter.studio.charts import DEFAULT_CHARTS, chart_for_figure, chart_spec, default_chart
+from sds_jupyter.studio.charts import DEFAULT_CHARTS, chart_for_figure, chart_spec, column_of, default_chart, vega_field
 from sds_jupyter.studio.elements import coarsest_level, label_centroids, open_pyramid, shape_centroids
 from sds_jupyter.studio.errors import ElementError
 from sds_jupyter.studio.figures import figure_schema
@@ -122,6 +123,34 @@ def test_chart_figure_builds_inline_vega_lite(studio_adata) -> None:
 def test_chart_over_missing_column_is_refused() -> None:
     with pytest.raises(FigureError, match="Column 'nope' is not in the result table"):
         chart_spec(pd.DataFrame({"a": [1]}), mark="point", x="a", y="nope")
+
+
+def _drawn_points(svg: str) -> int:
+    import re
+
+    marks = re.search(r'class="mark-symbol role-mark[^"]*"[^>]*>(.*?)</g>', svg, re.S)
+    return marks.group(1).count("<path") if marks else 0
+
+
+def test_columns_named_like_nested_access_still_draw() -> None:
+    """Vega reads ``.`` and ``[ ]`` in a field as nested access: ``p.adj`` drew nothing until escaped."""
+    import vl_convert
+
+    frame = pd.DataFrame({"p.adj": [0.1, 0.2, 0.3], "score[1]": [1.0, 2.0, 3.0], "cell.type": ["a", "b", "a"]})
+    chart = chart_spec(frame, mark="point", x="p.adj", y="score[1]", color="cell.type")
+    assert chart["encoding"]["x"] == {"field": "p\\.adj", "type": "quantitative", "title": "p.adj"}
+    assert chart["encoding"]["y"]["field"] == "score\\[1\\]"
+    assert [t["field"] for t in chart["encoding"]["tooltip"]] == ["p\\.adj", "score\\[1\\]", "cell\\.type"]
+    # the rows keep the columns' own names
+    assert set(chart["data"]["values"][0]) == {"p.adj", "score[1]", "cell.type"}
+    svg = vl_convert.vegalite_to_svg(chart)
+    assert _drawn_points(svg) == 3 and "NaN" not in svg
+    assert {"p.adj", "score[1]", "cell.type"} <= set(re.findall(r"<text[^>]*>([^<]*)</text>", svg))
+
+
+@pytest.mark.parametrize("column", ["p.adj", "score[1]", "a\\b", "x.[y]", "plain", ""])
+def test_a_field_names_its_column_again(column: str) -> None:
+    assert column_of(vega_field(column)) == column
 
 
 def test_chart_values_are_json_safe() -> None:

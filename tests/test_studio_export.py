@@ -10,7 +10,7 @@ import pytest
 
 from sds_jupyter.service.export import export_figure
 from sds_jupyter.studio.errors import FigureError
-from sds_jupyter.studio.export import export_name, print_width_mm, range_ticks
+from sds_jupyter.studio.export import CHANNELS_HEADING, PRINT_CONFIG, export_name, print_width_mm, range_ticks
 
 pytest_plugins = ["fixtures_service"]
 
@@ -82,6 +82,21 @@ def test_names_and_colorbar_numbers_match_the_browser() -> None:
         assert export_name(case["depth"], case["title"], case["figure"]) == case["name"]
     for case in cases["ticks"]:
         assert [label for _, label in range_ticks(case["column"], case["min"], case["max"])] == case["labels"]
+    assert cases["print_config"] == PRINT_CONFIG
+    assert cases["channels_heading"] == CHANNELS_HEADING
+
+
+def test_chart_export_type_stays_below_its_title(studio_stack, tmp_path) -> None:
+    """Vega's own sizes (10-11 pt labels, 13 pt title) were larger than the browser's 9 pt page title."""
+    out = export_figure(studio_stack.v2, "fig_chart", tmp_path / "chart.svg", version=1)
+    root = ET.parse(out).getroot()
+    sizes = {
+        "".join(t.itertext()).strip(): float(str(t.get("font-size")).removesuffix("px"))
+        for t in root.iter("{http://www.w3.org/2000/svg}text")
+    }
+    assert sizes.pop("Top markers") == 9
+    assert sizes and max(sizes.values()) <= 8, sizes
+    assert sizes["scores"] == 8 and min(sizes.values()) == 7
 
 
 def test_export_into_a_folder_names_the_file_after_the_version(studio_stack, tmp_path) -> None:
@@ -111,6 +126,9 @@ def test_canvas_svg_has_title_and_a_legend_of_the_categories(studio_stack, tmp_p
     texts = _svg_texts(out)
     assert "Regions on tissue" in texts
     assert "region_class" in texts and {"stroma", "tumor"} <= set(texts)
+    # the image's channel drawn is listed below them (channel "1" is hidden in the figure)
+    assert texts.index(CHANNELS_HEADING) > texts.index("tumor")
+    assert texts[texts.index(CHANNELS_HEADING) + 1 :] == ["0"]
 
 
 def test_canvas_svg_colorbar_ticks_are_formatted_as_in_the_browser(studio_stack, tmp_path) -> None:

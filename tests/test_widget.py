@@ -37,6 +37,14 @@ def test_widget_starts_on_the_top_version(browser, studio_stack) -> None:
     assert browser._esm and browser._css
 
 
+def test_the_app_travels_in_the_opening_state_beside_the_small_entry(studio_stack, recorded_messages) -> None:
+    browser = VersionBrowser(studio_stack.v2, namespace={})
+    # the front end's entry imports `_app` when it renders: in the state the comm opens with
+    # (ipywidgets opens it with get_state()), and never sent again
+    assert browser.get_state()["_app"] == widget_module._APP_PATH.read_text("utf-8")
+    assert all("_app" not in update for update in _state_updates(recorded_messages))
+
+
 def test_request_is_answered_with_the_same_id(browser, recorded_messages) -> None:
     _deliver(browser, {"type": "request", "id": 7, "name": "history", "params": {}})
     (reply,) = _responses(recorded_messages)

@@ -12,6 +12,7 @@ columns are found by a short list of usual names rather than one fixed name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -27,10 +28,12 @@ __all__ = [
     "VEGA_LITE_SCHEMA",
     "chart_for_figure",
     "chart_spec",
+    "column_of",
     "default_chart",
     "field_type",
     "inline_values",
     "natural_order",
+    "vega_field",
 ]
 
 #: The Vega-Lite major version the front end runs (vega-lite 6 through vega-embed 7).
@@ -58,6 +61,32 @@ ZSCORE_NAMES = ("zscore", "z_score", "z", "enrichment", "score")
 
 
 # --------------------------------------------------------------------- basics
+
+#: Characters Vega reads in a field name as nested access (``p.adj``, ``score[1]``) or escape.
+_FIELD_SYNTAX = re.compile(r"([\\.\[\]])")
+
+
+def vega_field(column: str) -> str:
+    """``column`` as a Vega-Lite ``field``, escaped.
+
+    Why: Vega reads ``.`` and ``[ ]`` in a field as nested access, so a column named
+    ``p.adj`` or ``score[1]`` would draw nothing (its rows have no ``p`` holding ``adj``).
+    The rows keep the column's own name; only the field refers to it escaped.
+    """
+    return _FIELD_SYNTAX.sub(r"\\\1", column)
+
+
+def column_of(field: str) -> str:
+    """The column a Vega-Lite ``field`` made by :func:`vega_field` refers to."""
+    return re.sub(r"\\(.)", r"\1", field)
+
+
+def _field(column: str, **extra: Any) -> dict[str, Any]:
+    """An encoding of ``column``: escaped, and titled with its own name (Vega-Lite would show the escapes)."""
+    field = vega_field(column)
+    if field != column and "title" not in extra:
+        extra["title"] = column
+    return {"field": field, **extra}
 
 
 def field_type(series: pd.Series) -> str:
@@ -168,7 +197,7 @@ def _base(title: str | None, data: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _channel(frame: pd.DataFrame, column: str, **extra: Any) -> dict[str, Any]:
     """An encoding channel; nominal numbers get an explicit numeric order."""
-    channel = {"field": column, "type": field_type(frame[column]), **extra}
+    channel = _field(column, type=field_type(frame[column]), **extra)
     if channel["type"] == "nominal" and "sort" not in channel and _all_numbers(list(frame[column].dropna().unique())):
         channel["sort"] = natural_order(frame[column])
     return channel
@@ -248,18 +277,18 @@ def _ranked_bar(frame: pd.DataFrame, feature: str, score: str, group: str | None
         "mark": {"type": "bar", "tooltip": True},
         "encoding": {
             "x": _channel(top, score),
-            "y": {"field": feature, "type": "nominal", "sort": "-x", "title": None},
+            "y": _field(feature, type="nominal", sort="-x", title=None),
         },
     }
     spec = _base(None, inline_values(top, used))
     if group:
         order = natural_order(top[group])
-        bar["encoding"]["color"] = {"field": group, "type": "nominal", "legend": None, "sort": order}
+        bar["encoding"]["color"] = _field(group, type="nominal", legend=None, sort=order)
         bar["width"] = FACET_MIN_WIDTH
         bar["height"] = {"step": 14}
         spec.update(
             {
-                "facet": {"field": group, "type": "nominal", "sort": order, "header": {"labelFontWeight": "bold"}},
+                "facet": _field(group, type="nominal", sort=order, header={"labelFontWeight": "bold"}),
                 "columns": min(4, max(1, len(order))),
                 "spec": bar,
                 "resolve": {"scale": {"y": "independent"}},
@@ -310,13 +339,11 @@ def comparison_chart(result: ResultEntry) -> dict[str, Any] | None:
     volcano["significant"] = (frame[pvalue] < p_cut) & (frame[logfc].abs() >= fc_cut)
     if feature:
         volcano[feature] = frame[feature].astype(str)
-    tooltip = [
-        {"field": c, "type": field_type(volcano[c])} for c in ([feature] if feature else []) + [logfc, "neg_log10_p"]
-    ]
+    tooltip = [_field(c, type=field_type(volcano[c])) for c in ([feature] if feature else []) + [logfc, "neg_log10_p"]]
     spec = _base(None, inline_values(volcano))
     spec["mark"] = {"type": "point", "filled": True, "size": 20}
     spec["encoding"] = {
-        "x": {"field": logfc, "type": "quantitative"},
+        "x": _field(logfc, type="quantitative"),
         "y": {"field": "neg_log10_p", "type": "quantitative", "title": f"-log10 {pvalue}"},
         "color": {
             "field": "significant",

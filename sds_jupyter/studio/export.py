@@ -21,6 +21,7 @@ from sds_jupyter.studio.errors import FigureError
 
 __all__ = [
     "EXPORT_FORMATS",
+    "PRINT_CONFIG",
     "export_name",
     "format_of",
     "print_width_mm",
@@ -37,6 +38,20 @@ POINTS_PER_INCH = 72.0
 PNG_DPI = 300
 #: Categories a legend lists; the rest are counted (as in the browser's print legend).
 MAX_LEGEND_ITEMS = 24
+#: The print theme of charts, as the browser's (``js/src/app/chart.ts`` PRINT_CONFIG; the shared
+#: fixture ``exports.json`` keeps the two alike): black on white, type in points below the 9 pt
+#: title (8 pt axis, legend and facet titles, 7 pt labels). Vega's own sizes came out larger.
+PRINT_CONFIG: dict[str, Any] = {
+    "background": "#ffffff",
+    "font": "sans-serif",
+    "title": {"fontSize": 9, "fontWeight": 600, "anchor": "start"},
+    "axis": {"labelFontSize": 7, "titleFontSize": 8, "titleFontWeight": 600},
+    "legend": {"labelFontSize": 7, "titleFontSize": 8, "titleFontWeight": 600},
+    "header": {"labelFontSize": 8, "titleFontSize": 8},
+    "text": {"fontSize": 7},
+}
+#: The heading of the image channels in a canvas figure's legend (the browser's CHANNELS_HEADING).
+CHANNELS_HEADING = "Image channels"
 #: Anything but ASCII letters, digits, dot, dash and underscore, in an export's file name.
 _UNSAFE = re.compile(r"[^\w.-]+", re.ASCII)
 
@@ -134,7 +149,7 @@ def render_chart(
         spec["width"] = max(60, round(width_mm / MM_PER_INCH * POINTS_PER_INCH) - 60)
     if title and "title" not in spec:
         spec["title"] = title
-    spec.setdefault("background", "#ffffff")
+    spec["config"] = {**PRINT_CONFIG, **(spec.get("config") or {})}
     if fmt == ".svg":
         out.write_text(vl_convert.vegalite_to_svg(spec), encoding="utf-8")
     elif fmt == ".png":
@@ -161,7 +176,10 @@ def render_canvas(drawn: CanvasData, out: Path, width_mm: float = DEFAULT_WIDTH_
     color = payload["color"]
     xmin, ymin, xmax, ymax = payload["bounds"]
     width_in = width_mm / MM_PER_INCH
-    legend_in = min(width_in * 0.3, 110 / POINTS_PER_INCH) if color["mode"] in ("categorical", "continuous") else 0.0
+    image = payload["image"]
+    channels = [(str(c["name"]), str(c["color"])) for c in (image["channels"] if image is not None else [])]
+    has_legend = color["mode"] in ("categorical", "continuous") or bool(channels)
+    legend_in = min(width_in * 0.3, 110 / POINTS_PER_INCH) if has_legend else 0.0
     draw_in = width_in - legend_in
     aspect = (ymax - ymin) / (xmax - xmin) if xmax > xmin else 1.0
     height_in = max(draw_in * aspect, 0.5) + (0.3 if title else 0)
@@ -182,18 +200,20 @@ def render_canvas(drawn: CanvasData, out: Path, width_mm: float = DEFAULT_WIDTH_
     if title:
         figure.suptitle(title, fontsize=9, x=0.02, ha="left", fontweight="bold")
     if legend_in:
-        _legend(figure, color, (draw_in / width_in, 0.05, legend_in / width_in, top - 0.1))
+        _legend(figure, color, channels, (draw_in / width_in, 0.05, legend_in / width_in, top - 0.1))
     # SVG text stays text (editable, searchable), as in the browser's SVG export
     with matplotlib.rc_context({"svg.fonttype": "none"}):
         figure.savefig(out, format=fmt[1:], dpi=PNG_DPI if fmt == ".png" else None)
     return out
 
 
-def _legend(figure: Any, color: Mapping[str, Any], box: tuple[float, float, float, float]) -> None:
-    """The categories (visible ones, at most MAX_LEGEND_ITEMS) or the colorbar, in ``box`` of ``figure``."""
+def _legend(
+    figure: Any, color: Mapping[str, Any], channels: list[tuple[str, str]], box: tuple[float, float, float, float]
+) -> None:
+    """The categories (visible ones, at most MAX_LEGEND_ITEMS) or the colorbar, in ``box`` of ``figure``,
+    then the image ``channels`` (name, color) drawn, as the browser's print legend lists them."""
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import ListedColormap, Normalize
-    from matplotlib.patches import Patch
 
     if color["mode"] == "continuous":
         low, high = float(color["min"]), float(color["max"])
@@ -205,20 +225,55 @@ def _legend(figure: Any, color: Mapping[str, Any], box: tuple[float, float, floa
         ticks = range_ticks(str(color["column"]), low, high)
         colorbar.set_ticks([v for v, _ in ticks], labels=[label for _, label in ticks], fontsize=6)
         bar.set_title(f"{color['column']} ({color['colormap']})", fontsize=7, loc="left", fontweight="bold")
+        if channels:
+            _legend_list(figure, CHANNELS_HEADING, _patches(channels), (box[0], box[1] + box[3] * 0.3))
+        return
+    if color["mode"] != "categorical":
+        if channels:
+            _legend_list(figure, CHANNELS_HEADING, _patches(channels), (box[0], box[1] + box[3]))
         return
     shown = [
         (str(label), str(col))
         for label, col in zip(color["categories"], color["colors"], strict=False)
         if not re.fullmatch(r"#[0-9a-fA-F]{6}00", str(col))
     ]
-    handles = [Patch(facecolor=col, label=label) for label, col in shown[:MAX_LEGEND_ITEMS]]
-    if len(shown) > MAX_LEGEND_ITEMS:
-        handles.append(Patch(facecolor="none", edgecolor="none", label=f"… and {len(shown) - MAX_LEGEND_ITEMS} more"))
+    handles = _patches(shown)
+    if channels:
+        # one list: a second legend's place would depend on the first one's drawn height
+        handles += [_heading(""), _heading(CHANNELS_HEADING)]
+        handles += _patches(channels)
+    _legend_list(figure, str(color["column"]), handles, (box[0], box[1] + box[3]))
+
+
+def _patches(entries: list[tuple[str, str]]) -> list[Any]:
+    """A swatch per (label, color), at most MAX_LEGEND_ITEMS, and how many more there are."""
+    from matplotlib.patches import Patch
+
+    handles = [Patch(facecolor=col, label=_plain(label)) for label, col in entries[:MAX_LEGEND_ITEMS]]
+    if len(entries) > MAX_LEGEND_ITEMS:
+        handles.append(_heading(f"… and {len(entries) - MAX_LEGEND_ITEMS} more"))
+    return handles
+
+
+def _plain(text: str) -> str:
+    """``text`` (data: a category, a channel name) as matplotlib shows it literally: ``$`` starts no math."""
+    return text.replace("$", r"\$")
+
+
+def _heading(text: str) -> Any:
+    """A legend row of text alone (no swatch)."""
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor="none", edgecolor="none", label=text)
+
+
+def _legend_list(figure: Any, title: str, handles: list[Any], corner: tuple[float, float]) -> None:
+    """A legend of ``handles`` under ``title``, its upper left corner at ``corner`` (figure fraction)."""
     figure.legend(
         handles=handles,
-        title=str(color["column"]),
+        title=_plain(title),
         loc="upper left",
-        bbox_to_anchor=(box[0], box[1] + box[3]),
+        bbox_to_anchor=corner,
         fontsize=6,
         title_fontsize=7,
         frameon=False,

@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from sds_jupyter.studio.charts import column_of
+
 __all__ = [
     "GROUP_PARAMETERS",
     "column_palette",
@@ -142,7 +144,7 @@ def _recolor(node: Any, palettes: Mapping[str, Mapping[str, str]], group: str | 
         and "scale" not in color
         and isinstance(color.get("field"), str)
     ):
-        field = color["field"]
+        field = column_of(color["field"])  # the rows and the palettes know the column by its own name
         palette = palettes.get(field) or (palettes.get(group) if group else None)
         values = _values(node if "data" in node else root, field)
         if palette and values and all(value in palette for value in values):

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
-import { printChart } from '../app/chart';
+import { PRINT_CONFIG, printChart } from '../app/chart';
 import { rangeFormat, rangeTicks } from '../app/format';
-import { dpiOf, legendEntries, printPixels, printSVG, printWidthMm, svgSize, withDpi, xmlText } from '../app/print';
+import { CHANNELS_HEADING, dpiOf, legendEntries, printPixels, printSVG, printWidthMm, svgSize, withDpi, xmlText } from '../app/print';
 import type { CanvasColor } from '../app/types';
 
 // the smallest valid PNG: 1x1 grey, as canvas.toBlob would give (signature, IHDR, IDAT, IEND)
@@ -100,6 +100,36 @@ describe('SVG export: the print page with a vector legend', () => {
     expect(doc.querySelector('.legend-title')?.textContent).toBe('total_counts (viridis)');
   });
 
+  it('the image channels shown are listed under the coloring, as swatches with their names, as data', () => {
+    const color: CanvasColor = { mode: 'categorical', column: 'region', categories: ['tumor'], colors: ['#ff0000'] };
+    const channels = [
+      { name: 'DAPI', color: '#0000ff' },
+      { name: '<img src=x onerror=alert(1)> CD45', color: '#00ff00' }
+    ];
+    const svg = printSVG(DRAWING, 'regions', color, 89, channels);
+    const doc = parseSVG(svg)!;
+    expect(doc).not.toBeNull();
+    expect(doc.querySelector('img')).toBeNull();
+    expect(doc.querySelector('.channels-title')?.textContent).toBe(CHANNELS_HEADING);
+    const names = [...doc.querySelectorAll('text.channel')].map(t => t.textContent);
+    expect(names[0]).toBe('DAPI');
+    expect(names[1]).toContain('<img'); // cut to the legend's width, still the text itself
+    const swatches = [...doc.querySelectorAll('rect.swatch')].map(r => r.getAttribute('fill'));
+    expect(swatches).toEqual(['#ff0000', '#0000ff', '#00ff00']);
+    // below the categories, not over them
+    const y = (sel: string) => Number(doc.querySelector(sel)?.getAttribute('y'));
+    expect(y('.channels-title')).toBeGreaterThan(y('text.label'));
+    // no coloring legend (an image alone): the channels still get the legend column
+    const alone = parseSVG(printSVG(DRAWING, 'image', { mode: 'none' }, 89, channels))!;
+    expect([...alone.querySelectorAll('text.channel')].length).toBe(2);
+    expect(alone.querySelector('.legend-title')).toBeNull();
+    // a continuous coloring: the channels come below its bar
+    const lut = ['#000000', '#ffffff'];
+    const bar = parseSVG(printSVG(DRAWING, 'c', { mode: 'continuous', column: 'n', colormap: 'gray', min: 0, max: 9, lut }, 89, channels))!;
+    const barBottom = Number(bar.querySelector('rect.colorbar')?.getAttribute('y')) + Number(bar.querySelector('rect.colorbar')?.getAttribute('height'));
+    expect(Number(bar.querySelector('.channels-title')?.getAttribute('y'))).toBeGreaterThan(barBottom);
+  });
+
   it('escapes what markup would read, and reads a drawing size back', () => {
     expect(xmlText(`<a href="x">&'`)).toBe('&lt;a href=&quot;x&quot;&gt;&amp;&#39;');
     expect(svgSize(DRAWING)).toEqual([300, 200]);
@@ -120,6 +150,27 @@ describe('SVG export: the print page with a vector legend', () => {
     expect(doc!.querySelector('.legend')).toBeNull(); // a chart carries its own legend
     const texts = [...doc!.querySelectorAll('svg svg text')].map(t => t.textContent);
     expect(texts).toEqual(expect.arrayContaining(['group', '10']));
+  });
+
+  it("a chart's type for print stays below the page's 9 pt title: titles 8 pt, labels 7 pt", async () => {
+    const spec = {
+      data: { values: [{ group: 'a', n: 3 }, { group: 'b', n: 5 }] },
+      mark: 'bar',
+      encoding: { x: { field: 'group', type: 'nominal' }, y: { field: 'n', type: 'quantitative' }, color: { field: 'group', type: 'nominal' } }
+    };
+    const doc = parseSVG(printSVG(await (await printChart(spec, 200)).toSVG(), 'v2 markers', null, 89))!;
+    const size = (t: Element) => Number((t.getAttribute('font-size') ?? '').replace('px', ''));
+    const title = size(doc.querySelector('text.title')!);
+    expect(title).toBe(9);
+    const sizes = [...doc.querySelectorAll('svg svg text')].map(t => [t.textContent, size(t)] as const);
+    expect(sizes.length).toBeGreaterThan(4);
+    for (const [text, pt] of sizes) {
+      expect(pt, `${text}: ${pt} pt`).toBeLessThan(title);
+    }
+    const of = (text: string) => sizes.filter(([t]) => t === text).map(([, pt]) => pt);
+    expect(of('n')).toEqual([8]); // the y axis title
+    expect(new Set(of('a'))).toEqual(new Set([7])); // an x axis label and a legend label
+    expect(new Set(of('group'))).toEqual(new Set([8])); // the x axis and the legend titles
   });
 });
 
@@ -148,5 +199,8 @@ describe('the same names and numbers as the Python export', () => {
     for (const c of cases.ticks) {
       expect(rangeTicks(c.column, c.min, c.max).map(t => t[1])).toEqual(c.labels);
     }
+    const shared = (await import('./fixtures/exports.json')).default as { print_config: unknown; channels_heading: string };
+    expect(PRINT_CONFIG).toEqual(shared.print_config);
+    expect(CHANNELS_HEADING).toBe(shared.channels_heading);
   });
 });

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { compile } from 'vega-lite';
 import { ACTION_MESSAGE_MS, mountApp, type AppHandle } from '../app';
-import { fitSpec } from '../app/chart';
+import { columnOf, fitSpec, printChart } from '../app/chart';
 import { columnFormat, fullValue, isPValueColumn, plural } from '../app/format';
 import { resultCodeFor } from '../app/results';
 import { tabKeyTarget } from '../app/tabs';
@@ -88,6 +88,52 @@ describe('charts fit their card (specs from the Python builders)', () => {
     expect(fitted.width).toBe(438);
     expect(fitted.autosize).toEqual({ type: 'fit-x', contains: 'padding' });
     expect(() => compile(fitted as never)).not.toThrow();
+  });
+
+  /** Vega-Lite's compile warnings for `spec`. */
+  const warningsOf = (spec: object): string[] => {
+    const warned: string[] = [];
+    const logger = {
+      level: () => logger,
+      warn: (...m: unknown[]) => (warned.push(m.join(' ')), logger),
+      info: () => logger,
+      debug: () => logger,
+      error: (...m: unknown[]) => (warned.push(m.join(' ')), logger)
+    };
+    compile(spec as never, { logger: logger as never });
+    return warned;
+  };
+
+  it('fits only the width of a heatmap: its rows keep a band each, and Vega-Lite drops no fit', () => {
+    const heat = charts.nhood_4 as Record<string, any>;
+    // what the fit asked before: autosize fit-x over a stepped height, which Vega-Lite warns about
+    expect(warningsOf({ ...heat, width: 438, autosize: { type: 'fit-x', contains: 'padding' } })).toEqual([
+      'Dropping "fit-y" because spec has discrete height.'
+    ]);
+    const fitted = fitSpec(heat, 450) as Record<string, any>;
+    expect(fitted.width).toBe(438);
+    expect(fitted.height).toBe(4 * 20); // four clusters down, Vega-Lite's band step each
+    expect(fitted.autosize).toEqual({ type: 'fit-x', contains: 'padding' });
+    expect(warningsOf(fitted)).toEqual([]);
+    // ranked bars (a discrete y) too; a continuous y is left to Vega-Lite
+    const clusters = fitSpec(charts.clusters_12, 450) as Record<string, any>;
+    expect(clusters.height).toBeUndefined();
+    expect(warningsOf(clusters)).toEqual([]);
+  });
+
+  it('draws columns named like nested access (p.adj, score[1]): the Python builder escapes the fields', async () => {
+    const dotted = charts.dotted_columns as Record<string, any>;
+    expect(columnOf(dotted.encoding.x.field)).toBe('p.adj');
+    expect(columnOf(dotted.encoding.y.field)).toBe('score[1]');
+    expect(Object.keys(dotted.data.values[0]).sort()).toEqual(['cell.type', 'p.adj', 'score[1]']);
+    // drawn by vega off screen (the print path): every row is a point, at a real position
+    const svg = await (await printChart(dotted, 300)).toSVG();
+    const marks = /class="mark-symbol role-mark[^"]*"[^>]*>(.*?)<\/g>/s.exec(svg)?.[1] ?? '';
+    expect(marks.match(/<path/g)?.length).toBe(3);
+    expect(svg).not.toContain('NaN');
+    const texts = [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map(m => m[1]);
+    expect(texts).toEqual(expect.arrayContaining(['p.adj', 'score[1]', 'cell.type'])); // titles without the escapes
+    expect(warningsOf(fitSpec(dotted, 300))).toEqual([]);
   });
 
   it('leaves a spec that sets its own width alone', () => {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import widget, { CommTransport } from '../widget';
+import entry from '../widgetentry';
 import { TransportError } from '../app/transport';
 import { history, settle, text } from './fixtures';
 
@@ -211,5 +212,19 @@ describe('widget render', () => {
     await settle(20);
     expect(el.querySelector('.sds-copy-code')!.getAttribute('title')).toContain('VersionBrowser("/abs/datasets/b1")');
     cleanup();
+  });
+});
+
+describe('widget entry (the small `_esm`)', () => {
+  it('shows that it is loading, says in place when the kernel sent no app, and cleans up', async () => {
+    const model = new FakeModel();
+    const el = document.createElement('div');
+    document.body.append(el);
+    const cleanup = entry.render({ model: model as never, el } as never);
+    expect(el.querySelector('[role="status"]')?.textContent).toContain('Loading the version browser');
+    await settle();
+    expect(el.querySelector('[role="alert"]')?.textContent).toMatch(/could not load: .*`_app` is empty/);
+    cleanup();
+    expect(el.children.length).toBe(0);
   });
 });

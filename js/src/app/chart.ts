@@ -48,6 +48,29 @@ type Spec = Record<string, unknown> & {
   usermeta?: { fit?: FacetFit };
 };
 
+/** Vega-Lite's band step (px): a discrete axis without a size gives each category this much. */
+const STEP = 20;
+const DISCRETE = new Set(['nominal', 'ordinal']);
+
+/**
+ * The column a Vega-Lite `field` names: the Python builder escapes `.`, `[`, `]` and `\`
+ * in column names (Vega reads them as nested access; `studio/charts.py` `vega_field`).
+ */
+export function columnOf(field: string): string {
+  return field.replace(/\\(.)/g, '$1');
+}
+
+/** How many categories a discrete y without a height has (distinct values of its inline data), else null. */
+function discreteRows(spec: Spec): number | null {
+  const y = (spec.encoding as { y?: { field?: unknown; type?: unknown } } | undefined)?.y;
+  const rows = (spec.data as { values?: unknown } | undefined)?.values;
+  if (spec.height !== undefined || !y || typeof y.field !== 'string' || !DISCRETE.has(String(y.type)) || !Array.isArray(rows)) {
+    return null;
+  }
+  const column = columnOf(y.field);
+  return new Set(rows.map(row => (row as Record<string, unknown> | null)?.[column])).size || null;
+}
+
 /** Composite specs Vega-Lite cannot autosize to a width. */
 function isComposite(spec: Spec): boolean {
   return ['facet', 'hconcat', 'vconcat', 'concat', 'repeat', 'layer'].some(k => k in spec);
@@ -57,7 +80,10 @@ function isComposite(spec: Spec): boolean {
  * A copy of a Vega-Lite spec fitted to `width` pixels: facets wrap into as many
  * columns as fit (each needs its label axis plus its narrowest plot, as the
  * Python builder says in `usermeta.fit`) and share the width; a single view
- * takes the whole width (`autosize: fit-x`). Specs that already set a width keep it.
+ * takes the whole width (`autosize: fit-x`). Only the width is fitted: a discrete y
+ * (a heatmap's rows, ranked bars) keeps a band per category, given as a height in
+ * pixels, since Vega-Lite drops any fit over a stepped height, with a warning per
+ * drawing. Specs that already set a width keep it.
  */
 export function fitSpec(spec: object, width: number): object {
   const out = JSON.parse(JSON.stringify(spec)) as Spec;
@@ -75,6 +101,10 @@ export function fitSpec(spec: object, width: number): object {
   }
   if (!isComposite(out) && out.width === undefined) {
     out.width = room;
+    const rows = discreteRows(out);
+    if (rows) {
+      out.height = rows * STEP;
+    }
     out.autosize = { type: 'fit-x', contains: 'padding' };
   }
   return out;
@@ -176,8 +206,22 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
 /** Points per inch: Vega's units are read as points in print, as vl-convert does for the Python export. */
 const POINTS_PER_INCH = 72;
 
-/** The print theme: black on white whatever JupyterLab's theme (paper does not follow it). */
-const PRINT_CONFIG = { background: '#ffffff', font: 'sans-serif' };
+/**
+ * The print theme: black on white whatever JupyterLab's theme (paper does not follow it), and
+ * type in points below the page's 9 pt title (print.ts): 8 pt for axis, legend and facet
+ * titles, 7 pt for their labels and for text marks, as the canvas legend. Vega's own sizes
+ * (10-11 pt labels, 13 pt title) came out larger than the title. The Python export draws
+ * with the same config (studio/export.py PRINT_CONFIG; shared fixture exports.json).
+ */
+export const PRINT_CONFIG = {
+  background: '#ffffff',
+  font: 'sans-serif',
+  title: { fontSize: 9, fontWeight: 600, anchor: 'start' },
+  axis: { labelFontSize: 7, titleFontSize: 8, titleFontWeight: 600 },
+  legend: { labelFontSize: 7, titleFontSize: 8, titleFontWeight: 600 },
+  header: { labelFontSize: 8, titleFontSize: 8 },
+  text: { fontSize: 7 }
+};
 
 /** A chart drawn off screen for print: its SVG, and its pixels at a scale. */
 export type PrintedChart = {

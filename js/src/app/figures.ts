@@ -184,7 +184,7 @@ export class FiguresView {
       tools,
       button('SVG', `Export the view on screen for print as SVG: ${mm} mm wide, with title and legend (cells as shapes; large drawings embedded as PNG)`, async () => {
         const plot = spatial.exportPlot();
-        download(svgBlob(printSVG(await plot.toSVG(), title, plot.payload.color, mm)), `${name}.svg`);
+        download(svgBlob(printSVG(await plot.toSVG(), title, plot.payload.color, mm, spatial.shownChannels())), `${name}.svg`);
       }),
       button('PNG', 'Export the view on screen as PNG', async () => {
         const plot = spatial.exportPlot();

@@ -6,7 +6,7 @@
  */
 
 import { rangeTicks } from './format';
-import type { CanvasColor } from './types';
+import type { CanvasColor, ImageChannel } from './types';
 
 export const PRINT_DPI = 300;
 /** Journal column widths (mm): single and double column. */
@@ -96,6 +96,14 @@ export function legendEntries(color: CanvasColor): { title: string; entries: Leg
   return null;
 }
 
+/** The image channels a print legend lists under the coloring's, with their colors (names are data). */
+export function channelEntries(channels: readonly ImageChannel[]): LegendEntry[] {
+  return channels.slice(0, MAX_LEGEND_ITEMS).map(ch => ({ label: ch.name, color: ch.color }));
+}
+
+/** The heading of the channels' part of a print legend. */
+export const CHANNELS_HEADING = 'Image channels';
+
 /** Where a print page puts its parts, in the page's units (pixels at `dpi`, or points at 72). */
 export type PrintLayout = {
   width: number;
@@ -116,14 +124,21 @@ export type PrintLayout = {
 /**
  * The print page's geometry, shared by the PNG (pixels at 300 dpi) and the SVG (points): the
  * title across the top, the drawing (`drawingWidth` x `drawingHeight`, scaled to fit) below it,
- * the legend of `color` to its right. `width` is the whole page.
+ * the legend of `color` and of the image `channels` shown to its right. `width` is the whole page.
  */
-export function printLayout(drawingWidth: number, drawingHeight: number, color: CanvasColor | null, width: number, dpi = PRINT_DPI): PrintLayout {
+export function printLayout(
+  drawingWidth: number,
+  drawingHeight: number,
+  color: CanvasColor | null,
+  width: number,
+  dpi = PRINT_DPI,
+  channels: readonly ImageChannel[] = []
+): PrintLayout {
   const pt = dpi / 72;
   const margin = Math.round(6 * pt);
   const titleSize = Math.round(9 * pt);
   const textSize = Math.round(7 * pt);
-  const legend = color ? legendEntries(color) : null;
+  const legend = Boolean((color && legendEntries(color)) || channels.length);
   const legendWidth = legend ? Math.round(Math.min(width * 0.3, 110 * pt)) : 0;
   const drawWidth = width - 2 * margin - (legend ? legendWidth + margin : 0);
   const drawHeight = Math.round((drawWidth * drawingHeight) / Math.max(1, drawingWidth));
@@ -152,11 +167,18 @@ function barTicks(color: CanvasColor & { mode: 'continuous' }, barHeight: number
 
 /**
  * The print page: `title` across the top, `drawing` (already at print resolution) below it,
- * the legend of `color` to its right (none for null: a chart carries its own). `width` is the
- * whole page in pixels.
+ * the legend of `color` to its right (none for null: a chart carries its own), then the image
+ * `channels` shown, each a swatch of its color and its name. `width` is the whole page in pixels.
  */
-export function composePrint(drawing: HTMLCanvasElement, title: string, color: CanvasColor | null, width: number, dpi = PRINT_DPI): HTMLCanvasElement {
-  const L = printLayout(drawing.width, drawing.height, color, width, dpi);
+export function composePrint(
+  drawing: HTMLCanvasElement,
+  title: string,
+  color: CanvasColor | null,
+  width: number,
+  dpi = PRINT_DPI,
+  channels: readonly ImageChannel[] = []
+): HTMLCanvasElement {
+  const L = printLayout(drawing.width, drawing.height, color, width, dpi, channels);
   const { pt, textSize } = L;
   const page = document.createElement('canvas');
   page.width = L.width;
@@ -173,17 +195,37 @@ export function composePrint(drawing: HTMLCanvasElement, title: string, color: C
   ctx.fillText(title, L.margin, L.margin, width - 2 * L.margin);
   ctx.imageSmoothingEnabled = true;
   ctx.drawImage(drawing, L.draw.x, L.draw.y, L.draw.width, L.draw.height);
-  const legend = color ? legendEntries(color) : null;
-  if (!legend || !L.legendBox || !color) {
+  if (!L.legendBox) {
     return page;
   }
   const { x, width: legendWidth } = L.legendBox;
+  const swatch = Math.round(textSize * 0.8);
+  /** A heading, then each entry as a swatch and its label; answers the y below them. */
+  const list = (heading: string, entries: LegendEntry[], more: number, top: number): number => {
+    let y = top;
+    ctx.fillStyle = '#000000';
+    ctx.textBaseline = 'top';
+    ctx.font = `600 ${textSize}px sans-serif`;
+    ctx.fillText(heading, x, y, legendWidth);
+    y += Math.round(textSize * 1.6);
+    ctx.font = `${textSize}px sans-serif`;
+    for (const entry of entries) {
+      ctx.fillStyle = entry.color;
+      ctx.fillRect(x, y + (textSize - swatch) / 2, swatch, swatch);
+      ctx.fillStyle = '#000000';
+      ctx.fillText(entry.label, x + swatch + Math.round(3 * pt), y, legendWidth - swatch - 3 * pt);
+      y += Math.round(textSize * 1.35);
+    }
+    if (more) {
+      ctx.fillText(`… and ${more} more`, x, y, legendWidth);
+      y += Math.round(textSize * 1.35);
+    }
+    return y;
+  };
   let y = L.legendBox.y;
-  ctx.font = `600 ${textSize}px sans-serif`;
-  ctx.fillText(legend.title, x, y, legendWidth);
-  y += Math.round(textSize * 1.6);
-  ctx.font = `${textSize}px sans-serif`;
-  if (color.mode === 'continuous') {
+  const legend = color ? legendEntries(color) : null;
+  if (legend && color?.mode === 'continuous') {
+    y = list(legend.title, [], 0, y);
     const barHeight = L.barHeight;
     const barWidth = Math.round(8 * pt);
     const lut = color.lut.length ? color.lut : ['#440154', '#fde725'];
@@ -197,18 +239,12 @@ export function composePrint(drawing: HTMLCanvasElement, title: string, color: C
       ctx.fillRect(x + barWidth, y + at - pt / 2, Math.round(2 * pt), Math.max(1, Math.round(pt / 2)));
       ctx.fillText(label, x + barWidth + Math.round(3 * pt), y + at, legendWidth - barWidth - 3 * pt);
     }
-    return page;
+    y += barHeight + Math.round(textSize * 1.6);
+  } else if (legend) {
+    y = list(legend.title, legend.entries, legend.more, y);
   }
-  const swatch = Math.round(textSize * 0.8);
-  for (const entry of legend.entries) {
-    ctx.fillStyle = entry.color;
-    ctx.fillRect(x, y + (textSize - swatch) / 2, swatch, swatch);
-    ctx.fillStyle = '#000000';
-    ctx.fillText(entry.label, x + swatch + Math.round(3 * pt), y, legendWidth - swatch - 3 * pt);
-    y += Math.round(textSize * 1.35);
-  }
-  if (legend.more) {
-    ctx.fillText(`… and ${legend.more} more`, x, y, legendWidth);
+  if (channels.length) {
+    list(CHANNELS_HEADING, channelEntries(channels), Math.max(0, channels.length - MAX_LEGEND_ITEMS), legend ? y + Math.round(textSize * 0.6) : y);
   }
   return page;
 }
@@ -238,12 +274,13 @@ const n2 = (v: number): string => String(Math.round(v * 100) / 100);
 
 /**
  * The legend of `color` as SVG elements in the box `L.legendBox` (points): categories as
- * swatches with their labels, a continuous coloring as a gradient bar with its formatted ticks.
+ * swatches with their labels, a continuous coloring as a gradient bar with its formatted ticks;
+ * then the image `channels` shown, as swatches with their names.
  * Every label is data: it is escaped, never markup.
  */
-export function svgLegend(color: CanvasColor, L: PrintLayout): string {
-  const legend = legendEntries(color);
-  if (!legend || !L.legendBox) {
+export function svgLegend(color: CanvasColor | null, L: PrintLayout, channels: readonly ImageChannel[] = []): string {
+  const legend = color ? legendEntries(color) : null;
+  if ((!legend && !channels.length) || !L.legendBox) {
     return '';
   }
   const { x, width } = L.legendBox;
@@ -255,10 +292,27 @@ export function svgLegend(color: CanvasColor, L: PrintLayout): string {
     const baseline = extra.includes('dominant-baseline') ? '' : ' dominant-baseline="hanging"';
     return `<text x="${n2(tx)}" y="${n2(ty)}"${baseline}${extra}>${tip}${xmlText(shown)}</text>`;
   };
+  const swatch = textSize * 0.8;
+  /** A heading, then each entry as a swatch and its label. */
+  const list = (heading: string, entries: LegendEntry[], more: number, headingClass: string, itemClass: string): void => {
+    out.push(text(x, y, heading, width, ` font-weight="600" class="${headingClass}"`));
+    y += textSize * 1.6;
+    for (const entry of entries) {
+      out.push(
+        `<rect class="swatch" x="${n2(x)}" y="${n2(y + (textSize - swatch) / 2)}" width="${n2(swatch)}" height="${n2(swatch)}" fill="${xmlText(entry.color)}"/>`,
+        text(x + swatch + 3 * pt, y, entry.label, width - swatch - 3 * pt, ` class="${itemClass}"`)
+      );
+      y += textSize * 1.35;
+    }
+    if (more) {
+      out.push(text(x, y, `… and ${more} more`, width));
+      y += textSize * 1.35;
+    }
+  };
   const out = [`<g class="legend" font-family="sans-serif" font-size="${n2(textSize)}" fill="#000000">`];
-  out.push(text(x, y, legend.title, width, ' font-weight="600" class="legend-title"'));
-  y += textSize * 1.6;
-  if (color.mode === 'continuous') {
+  if (legend && color?.mode === 'continuous') {
+    out.push(text(x, y, legend.title, width, ' font-weight="600" class="legend-title"'));
+    y += textSize * 1.6;
     const lut = color.lut.length ? color.lut : ['#440154', '#fde725'];
     const step = Math.max(1, Math.ceil(lut.length / 64));
     const stops = lut
@@ -277,18 +331,13 @@ export function svgLegend(color: CanvasColor, L: PrintLayout): string {
         text(x + barWidth + 3 * pt, ty, label, width - barWidth - 3 * pt, ' class="tick" dominant-baseline="middle"')
       );
     }
-  } else {
-    const swatch = textSize * 0.8;
-    for (const entry of legend.entries) {
-      out.push(
-        `<rect class="swatch" x="${n2(x)}" y="${n2(y + (textSize - swatch) / 2)}" width="${n2(swatch)}" height="${n2(swatch)}" fill="${xmlText(entry.color)}"/>`,
-        text(x + swatch + 3 * pt, y, entry.label, width - swatch - 3 * pt, ' class="label"')
-      );
-      y += textSize * 1.35;
-    }
-    if (legend.more) {
-      out.push(text(x, y, `… and ${legend.more} more`, width));
-    }
+    y += L.barHeight + textSize * 1.6;
+  } else if (legend) {
+    list(legend.title, legend.entries, legend.more, 'legend-title', 'label');
+  }
+  if (channels.length) {
+    y += legend ? textSize * 0.6 : 0;
+    list(CHANNELS_HEADING, channelEntries(channels), Math.max(0, channels.length - MAX_LEGEND_ITEMS), 'channels-title', 'channel');
   }
   out.push('</g>');
   return out.join('');
@@ -305,13 +354,20 @@ export function svgSize(svg: string): [number, number] {
 
 /**
  * The print page as SVG: `drawing` (an SVG document of its own) nested under `title`, the
- * legend of `color` beside it as vector shapes and text (none for null: a chart carries its
- * own), on white, `widthMm` wide (laid out in points as the PNG is in pixels at 300 dpi).
+ * legend of `color` and of the image `channels` shown beside it as vector shapes and text (none
+ * for null and no channels: a chart carries its own), on white, `widthMm` wide (laid out in
+ * points as the PNG is in pixels at 300 dpi).
  */
-export function printSVG(drawing: string, title: string, color: CanvasColor | null, widthMm: number): string {
+export function printSVG(
+  drawing: string,
+  title: string,
+  color: CanvasColor | null,
+  widthMm: number,
+  channels: readonly ImageChannel[] = []
+): string {
   const [drawingWidth, drawingHeight] = svgSize(drawing);
   const widthPt = (widthMm / 25.4) * 72;
-  const L = printLayout(drawingWidth, drawingHeight, color, widthPt, 72);
+  const L = printLayout(drawingWidth, drawingHeight, color, widthPt, 72, channels);
   const { x, y, width, height } = L.draw;
   const nested = drawing.replace(/^\s*(<\?xml[^>]*>\s*)?<svg\b([^>]*)>/, (_m, _decl, attrs: string) => {
     const rest = attrs.replace(/\s(x|y|width|height)="[^"]*"/g, '');
@@ -326,7 +382,7 @@ export function printSVG(drawing: string, title: string, color: CanvasColor | nu
     `<rect width="100%" height="100%" fill="#ffffff"/>`,
     `<text class="title" x="${n2(L.margin)}" y="${n2(L.margin)}" font-family="sans-serif" font-size="${n2(L.titleSize)}" font-weight="600" dominant-baseline="hanging">${xmlText(title)}</text>`,
     nested,
-    color ? svgLegend(color, L) : '',
+    svgLegend(color, L, channels),
     '</svg>'
   ].join('');
 }

@@ -10,12 +10,12 @@ import { h } from './dom';
 import { rangeFormat } from './format';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
-import { composePrint } from './print';
+import { PRINT_DPI, composePrint } from './print';
 import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TileGrid, type TileFrame } from './tiles';
 import { TransportError, type Transport } from './transport';
-import type { CanvasColor, CanvasPayload, CellRow } from './types';
+import type { CanvasColor, CanvasPayload, CellRow, ImageChannel } from './types';
 
 /** What `colorBy` colors the cells by (see `color_values`); `{}` is the figure's own coloring. */
 export type ColorTarget = {
@@ -409,14 +409,26 @@ export class SpatialFigure {
 
   /**
    * The print page: the region on screen drawn `width` px wide (less the legend), with `title`
-   * above and the legend of the current coloring beside it (hidden categories left out).
+   * above and the legend of the current coloring beside it (hidden categories left out), and
+   * the image channels shown.
    */
   printPage(title: string, width: number): HTMLCanvasElement {
     const plot = this.exportPlot();
     const [w] = plot.fixedSize ?? [this.node.clientWidth || 480];
     plot.pixelRatio = Math.max(1, width / Math.max(1, w));
     plot.draw();
-    return composePrint(plot.canvas, title, this.colorSpec(), width);
+    return composePrint(plot.canvas, title, this.colorSpec(), width, PRINT_DPI, this.shownChannels());
+  }
+
+  /** The image channels the view shows, in their colors now (the controls' if any, else as saved). */
+  shownChannels(): ImageChannel[] {
+    if (!this.payload.image) {
+      return [];
+    }
+    if (this.channels) {
+      return this.channels.states.filter(c => c.visible).map(c => ({ name: c.name, color: c.color }));
+    }
+    return this.payload.image.channels;
   }
 
   private noneColor(): string {
