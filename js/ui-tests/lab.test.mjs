@@ -137,7 +137,7 @@ const item = (page, name) => page.locator('.jp-DirListing-item', { hasText: name
 const crumbs = async page => (await page.locator('.jp-BreadCrumbs').innerText()).replace(/\s+/g, '');
 const currentTab = page => page.locator('.lm-DockPanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel').first();
 
-describe('JupyterLab version browser', { skip, timeout: 600000 }, () => {
+describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'sds-ui-'));
     // No "get notified about news?" toast over the screenshots.
