@@ -62,6 +62,8 @@ export type DeckScene = {
 };
 
 export type DeckHandlers = {
+  /** Before each frame is drawn (deck's own render time per frame is measured from here). */
+  onBeforeFrame?(): void;
   /** After each frame drawn (User Timing measures, tests). */
   onFrame?(): void;
   onViewState(vs: ViewState): void;
@@ -95,6 +97,10 @@ export class DeckView {
       viewState: toDeck(vs, range),
       // keep the frame readable (tests read it back; snapshots) at a small cost
       deviceProps: { webgl: { preserveDrawingBuffer: true } },
+      // every layer lies in the plane z = 0, drawn in order: the depth test (deck's default)
+      // changes nothing drawn, but under software WebGL it made a frame with the cells' raster
+      // cost two to three times an empty one (bench_webgl.py)
+      parameters: { depthCompare: 'always', depthWriteEnabled: false },
       useDevicePixels: Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1),
       getCursor: ({ isDragging }) => (isDragging ? 'grabbing' : this.handlers.hovering() ? 'pointer' : 'grab'),
       onViewStateChange: ({ viewState }) => {
@@ -106,6 +112,7 @@ export class DeckView {
       // no layer is pickable: a pointer move never costs a GPU picking pass over the cells
       onHover: info => this.handlers.onHover(info.x, info.y),
       onClick: info => this.handlers.onClick(info.x, info.y),
+      onBeforeRender: () => this.handlers.onBeforeFrame?.(),
       onAfterRender: () => this.handlers.onFrame?.(),
       onError: err => this.handlers.onError(err)
     });
