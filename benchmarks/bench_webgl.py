@@ -246,7 +246,15 @@ def drive(page: Any, kind: str, steps: int = 60, profile: bool = False) -> dict[
         cdp.send("Performance.enable")
         if profile:
             page.context.browser.start_tracing(
-                page=page, categories=["devtools.timeline", "disabled-by-default-devtools.timeline"]
+                page=page,
+                categories=[
+                    "devtools.timeline",
+                    "disabled-by-default-devtools.timeline",
+                    "gpu",
+                    "viz",
+                    "cc",
+                    "toplevel",
+                ],
             )
             cdp.send("Profiler.enable")
             cdp.send("Profiler.setSamplingInterval", {"interval": 200})
@@ -286,23 +294,29 @@ def profile_shares(profile: dict[str, Any], top: int = 14) -> list[str]:
     return [f"{us / 1e3:8.1f} ms {100 * us / total:5.1f} %  {key[:110]}" for key, us in heaviest]
 
 
-def trace_shares(trace: bytes, top: int = 16) -> list[str]:
-    """The renderer main thread's trace events by name, their summed duration (inclusive)."""
+def trace_shares(trace: bytes, top: int = 8) -> list[str]:
+    """Per busy thread (renderer main, compositor, GPU): trace events by name, summed duration (inclusive)."""
     import json
 
     events = json.loads(trace)
     events = events["traceEvents"] if isinstance(events, dict) else events
-    main = {
-        (e["pid"], e["tid"])
+    names = {
+        (e["pid"], e["tid"]): e["args"].get("name", "?")
         for e in events
-        if e.get("ph") == "M" and e.get("name") == "thread_name" and e["args"].get("name") == "CrRendererMain"
+        if e.get("ph") == "M" and e.get("name") == "thread_name"
     }
-    total: dict[str, float] = {}
+    per: dict[str, dict[str, float]] = {}
     for e in events:
-        if e.get("ph") == "X" and (e["pid"], e["tid"]) in main:
-            total[e["name"]] = total.get(e["name"], 0.0) + e.get("dur", 0)
-    heaviest = sorted(total.items(), key=lambda kv: -kv[1])[:top]
-    return [f"{us / 1e3:8.1f} ms  {name}" for name, us in heaviest]
+        if e.get("ph") == "X" and e.get("dur"):
+            thread = names.get((e["pid"], e["tid"]), "?")
+            slot = per.setdefault(thread, {})
+            slot[e["name"]] = slot.get(e["name"], 0.0) + e["dur"]
+    lines = []
+    busiest = sorted(per.items(), key=lambda kv: -max(kv[1].values()))[:5]
+    for thread, totals in busiest:
+        heaviest = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+        lines.append(f"{thread}: " + ", ".join(f"{name} {us / 1e3:.0f} ms" for name, us in heaviest))
+    return lines
 
 
 def metrics(cdp: Any) -> dict[str, float]:

@@ -79,7 +79,11 @@ export type DeckHandlers = {
 export class DeckView {
   private deck: Deck<OrthographicView>;
 
-  constructor(canvas: HTMLCanvasElement, vs: ViewState, range: [number, number], private readonly handlers: DeckHandlers) {
+  /**
+   * `antialias`: a multisampled frame; off under software WebGL (SwiftShader), where it made a
+   * frame showing the cells' raster cost about twice an empty one: discs smooth their own edges.
+   */
+  constructor(canvas: HTMLCanvasElement, vs: ViewState, range: [number, number], options: { antialias: boolean }, private readonly handlers: DeckHandlers) {
     this.deck = new Deck<OrthographicView>({
       canvas,
       width: '100%',
@@ -96,7 +100,7 @@ export class DeckView {
       },
       viewState: toDeck(vs, range),
       // keep the frame readable (tests read it back; snapshots) at a small cost
-      deviceProps: { webgl: { preserveDrawingBuffer: true } },
+      deviceProps: { webgl: { preserveDrawingBuffer: true, antialias: options.antialias } },
       // every layer lies in the plane z = 0, drawn in order: the depth test (deck's default)
       // changes nothing drawn, but under software WebGL it made a frame with the cells' raster
       // cost two to three times an empty one (bench_webgl.py)

@@ -31,12 +31,19 @@ import type { CanvasPayload } from './types';
 
 /** Whether this browser can draw with WebGL2 (probed once; the probe's context is released at once). */
 let webgl: boolean | null = null;
+/** Whether the probe's renderer is a software one (SwiftShader, llvmpipe): what the view then saves on. */
+let software = false;
 export function webglAvailable(): boolean {
   if (webgl === null) {
     try {
       const c = document.createElement('canvas');
       const gl = c.getContext('webgl2') as WebGL2RenderingContext | null;
       webgl = !!gl && typeof gl.getParameter === 'function';
+      if (gl && webgl) {
+        const info = gl.getExtension('WEBGL_debug_renderer_info');
+        const renderer = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER) ?? '');
+        software = /swiftshader|llvmpipe|softpipe|software/i.test(renderer);
+      }
       gl?.getExtension('WEBGL_lose_context')?.loseContext();
     } catch {
       webgl = false;
@@ -633,7 +640,8 @@ export class SpatialStage {
       let frames = 0;
       let lastFrame = created;
       let rendering = created;
-      this.deck = new DeckView(this.canvas, vs, this.range, {
+      // software WebGL shades every sample of a multisampled frame: 4x the cost of each frame
+      this.deck = new DeckView(this.canvas, vs, this.range, { antialias: !software }, {
         onViewState: next => this.apply(next, 'user'),
         onHover: (x, y) => this.hover(x, y),
         onClick: (x, y) => {
