@@ -52,11 +52,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--budget", type=float, default=1500.0, help="seconds for the whole ladder (default 1500)")
     parser.add_argument("--sizes", default=",".join(str(n) for n in SIZES), help="comma-separated cell counts")
     parser.add_argument("--quick", action="store_true", help="100k only, 180 s budget")
+    parser.add_argument("--profile", action="store_true", help="print a CPU profile's heaviest functions per drive")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     return parser.parse_args()
 
 
-def measure(browser: Any, base: str, folder: str, n_cells: int, timeout_s: float) -> dict[str, Any]:
+def measure(
+    browser: Any, base: str, folder: str, n_cells: int, timeout_s: float, profile: bool = False
+) -> dict[str, Any]:
     """Open one version in a fresh page; first draw, request, pan frames and heap, within ``timeout_s``."""
     page = browser.new_page(viewport={"width": 1400, "height": 900}, device_scale_factor=canvas.DPR)
     page.set_default_timeout(max(1_000, int(timeout_s * 1000)))
@@ -79,9 +82,11 @@ def measure(browser: Any, base: str, folder: str, n_cells: int, timeout_s: float
             raise RuntimeError(page.locator(".sds-figures").inner_text()[:300])
         page.wait_for_timeout(500)  # the settled raster, if any, is made
         heap = heap_usage(page)
-        end = time.monotonic() + max(5.0, timeout_s - 5.0)
-        frames = pan_frames(page, end)
-        zooms = zoom_frames(page, end)
+        load = os.getloadavg()[0]
+        floor = median(page.evaluate(FLOOR, {"steps": 60, "gl": False}))
+        floor_gl = median(page.evaluate(FLOOR, {"steps": 60, "gl": True}))
+        pan = drive(page, "pan", profile=profile)
+        zoom = drive(page, "zoom", profile=profile)
         parts = page.evaluate(PARTS)
         renderer = found["draw"][0]["detail"].get("renderer", "2d")
     finally:
@@ -95,10 +100,19 @@ def measure(browser: Any, base: str, folder: str, n_cells: int, timeout_s: float
         "index_s": parts["index"],
         "raster_s": parts["raster"],
         "raster_px": parts["raster_px"],
-        "frame_s": median(frames) if frames else None,
-        "n_frames": len(frames),
-        "zoom_frame_s": median(zooms) if zooms else None,
-        "n_zoom_frames": len(zooms),
+        "frame_s": median(pan["frames"]) if pan["frames"] else None,
+        "n_frames": len(pan["frames"]),
+        "pan_work_s": median(pan["work"]) if pan["work"] else None,
+        "pan_task_s": pan["task_per_frame"],
+        "pan_moved": pan["moved"],
+        "zoom_frame_s": median(zoom["frames"]) if zoom["frames"] else None,
+        "n_zoom_frames": len(zoom["frames"]),
+        "zoom_work_s": median(zoom["work"]) if zoom["work"] else None,
+        "zoom_task_s": zoom["task_per_frame"],
+        "zoom_moved": zoom["moved"],
+        "load": load,
+        "floor_s": floor,
+        "floor_gl_s": floor_gl,
         "heap_bytes": heap["js"],
         "buffer_bytes": heap["buffers"],
         "heap_per_cell": (heap["js"] + heap["buffers"]) / n_cells,
@@ -128,42 +142,185 @@ def heap_usage(page: Any) -> dict[str, float]:
     return {"js": float(usage["usedSize"]), "buffers": float(usage.get("backingStorageSize", 0))}
 
 
-def zoom_frames(page: Any, deadline: float, most: int = 60, least: int = 5) -> list[float]:
-    """Wheel in then out over the view's centre, one frame per step; the frame intervals."""
-    stage = page.locator(".sds-deck-stage").first
-    if not stage.count():
-        return []
+DRIVE = """async ({ kind, steps }) => {
+  // One synthetic pointer or wheel event a frame, dispatched on deck's canvas at the start of
+  // each animation frame (as a 60 Hz pointer delivers them), never awaited from outside.
+  const canvas = document.querySelector('.sds-deck-canvas');
+  const box = canvas.getBoundingClientRect();
+  const cx = box.left + box.width / 2;
+  const cy = box.top + box.height / 2;
+  const raf = () => new Promise(r => requestAnimationFrame(r));
+  const pointer = (type, x, y, buttons) => canvas.dispatchEvent(new PointerEvent(type, {
+    bubbles: true, cancelable: true, composed: true, clientX: x, clientY: y, pointerId: 1,
+    pointerType: 'mouse', isPrimary: true, button: 0, buttons }));
+  await raf();
+  await raf();
+  performance.clearMeasures('sds:frame');
+  performance.clearMeasures('sds:frame-work');
+  const zoom0 = canvas.parentElement.dataset.zoom;
+  const target0 = canvas.parentElement.dataset.target;
+  if (kind === 'pan') {
+    pointer('pointermove', cx, cy, 0);
+    pointer('pointerdown', cx, cy, 1);
+  }
+  const t0 = performance.now();
+  let moved = false;
+  for (let k = 0; k < steps; k++) {
+    await raf();
+    const state = canvas.parentElement.dataset;
+    moved ||= kind === 'pan' ? state.target !== target0 : state.zoom !== zoom0;
+    if (kind === 'pan') {
+      // a zig-zag drag, 4 px a frame
+      const s = k % 40 < 20 ? k % 20 : 20 - (k % 20);
+      pointer('pointermove', cx + s * 4 - 40, cy + s * 2 - 20, 1);
+    } else {
+      canvas.dispatchEvent(new WheelEvent('wheel', { bubbles: true, cancelable: true, clientX: cx, clientY: cy,
+        deltaMode: 0, deltaY: k < steps / 2 ? -40 : 40 }));
+    }
+  }
+  await raf();
+  await raf();
+  const t1 = performance.now();
+  if (kind === 'pan') {
+    pointer('pointerup', cx, cy, 0);
+  }
+  const read = name => performance.getEntriesByName(name, 'measure').filter(e => e.startTime >= t0 && e.startTime + e.duration <= t1);
+  return {
+    frames: read('sds:frame').map(e => e.duration / 1e3),
+    work: read('sds:frame-work').map(e => e.duration / 1e3),
+    span: (t1 - t0) / 1e3,
+    moved,
+  };
+}"""
+
+
+FLOOR = """async ({ steps, gl }) => {
+  // The floor under a frame in this browser and on this machine now: the interval of a bare
+  // requestAnimationFrame loop (gl false), or of one that clears a WebGL2 canvas of the view's
+  // size each frame (gl true: what any WebGL frame costs here, before a single layer is drawn).
+  const stage = document.querySelector('.sds-deck-canvas');
+  const box = stage.getBoundingClientRect();
+  let canvas = null;
+  let ctx = null;
+  if (gl) {
+    canvas = document.createElement('canvas');
+    canvas.width = Math.round(box.width * devicePixelRatio);
+    canvas.height = Math.round(box.height * devicePixelRatio);
+    Object.assign(canvas.style, { position: 'fixed', left: `${box.left}px`, top: `${box.top}px`,
+      width: `${box.width}px`, height: `${box.height}px`, zIndex: 1000, pointerEvents: 'none' });
+    document.body.append(canvas);
+    ctx = canvas.getContext('webgl2', { preserveDrawingBuffer: true });
+  }
+  const raf = () => new Promise(r => requestAnimationFrame(r));
+  await raf();
+  const times = [];
+  for (let k = 0; k <= steps; k++) {
+    const t = await raf();
+    if (ctx) {
+      ctx.clearColor((k % 10) / 10, 0.5, 0.5, 1);
+      ctx.clear(ctx.COLOR_BUFFER_BIT);
+    }
+    times.push(t);
+  }
+  if (canvas) {
+    ctx.getExtension('WEBGL_lose_context')?.loseContext();
+    canvas.remove();
+  }
+  return times.slice(1).map((t, i) => (t - times[i]) / 1e3);
+}"""
+
+
+def drive(page: Any, kind: str, steps: int = 60, profile: bool = False) -> dict[str, Any]:
+    """Drag (``pan``) or wheel (``zoom``, half in, half out) for ``steps`` frames from inside the page.
+
+    Why inside: a Playwright step per frame (input, then a round trip to wait for a frame)
+    measures the round trips, not the page. Returns the frame intervals (``sds:frame``), deck's
+    own render per frame (``sds:frame-work``) and the main thread's busy time over the drive
+    (CDP ``Performance.getMetrics``: TaskDuration, ScriptDuration), per frame drawn.
+    """
+    if not page.locator(".sds-deck-canvas").count():
+        return {"frames": [], "work": [], "task_per_frame": None, "script_per_frame": None, "moved": False}
     page.wait_for_timeout(300)
-    page.evaluate("() => performance.clearMeasures('sds:frame')")
-    box = stage.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    for step in range(most):
-        if step >= least and time.monotonic() > deadline:
-            break
-        page.mouse.wheel(0, -60 if step < most // 2 else 60)
-        page.evaluate("() => new Promise(r => requestAnimationFrame(() => r(null)))")
-    page.wait_for_timeout(200)
-    return page.evaluate("() => performance.getEntriesByName('sds:frame', 'measure').map(e => e.duration / 1e3)")
+    cdp = page.context.new_cdp_session(page)
+    try:
+        cdp.send("Performance.enable")
+        if profile:
+            page.context.browser.start_tracing(
+                page=page,
+                categories=[
+                    "devtools.timeline",
+                    "disabled-by-default-devtools.timeline",
+                    "gpu",
+                    "viz",
+                    "cc",
+                    "toplevel",
+                ],
+            )
+            cdp.send("Profiler.enable")
+            cdp.send("Profiler.setSamplingInterval", {"interval": 200})
+            cdp.send("Profiler.start")
+        before = metrics(cdp)
+        got = page.evaluate(DRIVE, {"kind": kind, "steps": steps})
+        after = metrics(cdp)
+        if profile:
+            print(f"  {kind}: main thread by function (self time, CPU profile over the drive):")
+            for line in profile_shares(cdp.send("Profiler.stop")["profile"]):
+                print(f"    {line}")
+            print(f"  {kind}: main thread by trace event (inclusive, nested events counted in each):")
+            for line in trace_shares(page.context.browser.stop_tracing()):
+                print(f"    {line}")
+    finally:
+        cdp.detach()
+    drawn = max(1, len(got["frames"]))
+    got["task_per_frame"] = (after["TaskDuration"] - before["TaskDuration"]) / drawn
+    got["script_per_frame"] = (after["ScriptDuration"] - before["ScriptDuration"]) / drawn
+    page.wait_for_timeout(400)  # the raster is made again once the camera rests
+    return got
 
 
-def pan_frames(page: Any, deadline: float, most: int = 60, least: int = 5) -> list[float]:
-    """Drag across the view one frame per step, up to ``most`` frames or until ``deadline`` (after ``least``)."""
-    stage = page.locator(".sds-deck-stage").first
-    if not stage.count():
-        return []
-    page.evaluate("() => performance.clearMeasures('sds:frame')")
-    box = stage.bounding_box()
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    page.mouse.move(x, y)
-    page.mouse.down()
-    for step in range(most):
-        if step >= least and time.monotonic() > deadline:
-            break
-        page.mouse.move(x + (step % 20) * 4 - 40, y + (step % 20) * 2 - 20)
-        page.evaluate("() => new Promise(r => requestAnimationFrame(() => r(null)))")
-    page.mouse.up()
-    page.wait_for_timeout(200)
-    return page.evaluate("() => performance.getEntriesByName('sds:frame', 'measure').map(e => e.duration / 1e3)")
+def profile_shares(profile: dict[str, Any], top: int = 14) -> list[str]:
+    """The heaviest functions of a CDP CPU profile by self time, and their share of it."""
+    nodes = {node["id"]: node for node in profile["nodes"]}
+    deltas = profile.get("timeDeltas", [])
+    self_us: dict[str, float] = {}
+    for sample, delta in zip(profile.get("samples", []), [*deltas[1:], 0], strict=False):
+        frame = nodes[sample]["callFrame"]
+        name = frame["functionName"] or "(anonymous)"
+        where = frame["url"].rsplit("/", 1)[-1]
+        key = f"{name} {where}:{frame['lineNumber'] + 1}" if where else name
+        self_us[key] = self_us.get(key, 0.0) + delta
+    total = sum(self_us.values()) or 1.0
+    heaviest = sorted(self_us.items(), key=lambda kv: -kv[1])[:top]
+    return [f"{us / 1e3:8.1f} ms {100 * us / total:5.1f} %  {key[:110]}" for key, us in heaviest]
+
+
+def trace_shares(trace: bytes, top: int = 8) -> list[str]:
+    """Per busy thread (renderer main, compositor, GPU): trace events by name, summed duration (inclusive)."""
+    import json
+
+    events = json.loads(trace)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    names = {
+        (e["pid"], e["tid"]): e["args"].get("name", "?")
+        for e in events
+        if e.get("ph") == "M" and e.get("name") == "thread_name"
+    }
+    per: dict[str, dict[str, float]] = {}
+    for e in events:
+        if e.get("ph") == "X" and e.get("dur"):
+            thread = names.get((e["pid"], e["tid"]), "?")
+            slot = per.setdefault(thread, {})
+            slot[e["name"]] = slot.get(e["name"], 0.0) + e["dur"]
+    lines = []
+    busiest = sorted(per.items(), key=lambda kv: -max(kv[1].values()))[:5]
+    for thread, totals in busiest:
+        heaviest = sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+        lines.append(f"{thread}: " + ", ".join(f"{name} {us / 1e3:.0f} ms" for name, us in heaviest))
+    return lines
+
+
+def metrics(cdp: Any) -> dict[str, float]:
+    return {m["name"]: float(m["value"]) for m in cdp.send("Performance.getMetrics")["metrics"]}
 
 
 def report(row: dict[str, Any]) -> str:
@@ -179,11 +336,19 @@ def report(row: dict[str, Any]) -> str:
     return (
         f"{row['n_cells']:>11,} cells ({row['renderer']}): first draw {fmt_time(row['draw_s'])}{parts}, "
         f"request {fmt_time(row['request_s'])}, end to end {fmt_time(row['end_to_end_s'])}, "
-        f"pan frame {fmt_time(frame) if frame else '-'} ({row['n_frames']} frames), "
-        f"zoom frame {fmt_time(zoom) if zoom else '-'} ({row['n_zoom_frames']} frames), "
+        f"pan frame {fmt_time(frame) if frame else '-'} ({row['n_frames']} frames{'' if row['pan_moved'] else ', VIEW DID NOT MOVE'}; "
+        f"deck render {fmt_opt(row['pan_work_s'])}, main thread {fmt_opt(row['pan_task_s'])} a frame), "
+        f"empty frame {fmt_time(row['floor_s'])}, empty WebGL frame {fmt_time(row['floor_gl_s'])}, "
+        f"zoom frame {fmt_time(zoom) if zoom else '-'} ({row['n_zoom_frames']} frames{'' if row['zoom_moved'] else ', VIEW DID NOT MOVE'}; "
+        f"deck render {fmt_opt(row['zoom_work_s'])}, main thread {fmt_opt(row['zoom_task_s'])} a frame), "
         f"memory {(row['heap_bytes'] + row['buffer_bytes']) / 1e6:.0f} MB = JS heap {row['heap_bytes'] / 1e6:.0f} MB "
-        f"+ ArrayBuffers {row['buffer_bytes'] / 1e6:.0f} MB ({row['heap_per_cell']:.1f} B/cell)"
+        f"+ ArrayBuffers {row['buffer_bytes'] / 1e6:.0f} MB ({row['heap_per_cell']:.1f} B/cell) "
+        f"[load average {row['load']:.1f}]"
     )
+
+
+def fmt_opt(seconds: float | None) -> str:
+    return fmt_time(seconds) if seconds is not None else "-"
 
 
 def goals(rows: list[dict[str, Any]]) -> list[str]:
@@ -213,7 +378,9 @@ def least_frames(n: int, last: dict[str, Any]) -> float:
     return 5 * (last["frame_s"] or 0.0) * n / last["n_cells"]
 
 
-def run_ladder(sizes: list[int], budget: float, keep: bool) -> tuple[list[dict[str, Any]], str | None, str]:
+def run_ladder(
+    sizes: list[int], budget: float, keep: bool, profile: bool = False
+) -> tuple[list[dict[str, Any]], str | None, str]:
     from playwright.sync_api import sync_playwright
 
     deadline = time.monotonic() + budget
@@ -244,7 +411,7 @@ def run_ladder(sizes: list[int], budget: float, keep: bool) -> tuple[list[dict[s
                         try:
                             top = canvas.build(root, f"cells-{n}", n)
                             built = time.monotonic() - start
-                            row = measure(browser, base, top.name, n, deadline - time.monotonic())
+                            row = measure(browser, base, top.name, n, deadline - time.monotonic(), profile)
                         except Exception as exc:  # a timeout or a failure ends the ladder, reported
                             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                             stopped = f"{n:,} cells: did not finish within the budget ({first[:160]})"
@@ -276,7 +443,7 @@ def main() -> None:
         f"WebGL view ladder {', '.join(f'{n:,}' for n in sizes)} cells, budget {budget:g} s "
         f"(1400x900 page, device pixel ratio {canvas.DPR:g}):"
     )
-    rows, stopped, version = run_ladder(sizes, budget, args.keep)
+    rows, stopped, version = run_ladder(sizes, budget, args.keep, args.profile)
     if stopped:
         print(f"stopped at {stopped}")
     for line in goals(rows):

@@ -55,15 +55,17 @@ export function buildIndex(x: Float32Array, y: Float32Array, perBin = PER_BIN): 
   const rows = Math.min(Math.max(1, Math.ceil(hgt / size)), 1 << 15);
   size = Math.max(w / cols, hgt / rows) * (1 + 1e-6);
   const counts = new Uint32Array(cols * rows + 1);
-  const binOf = (i: number): number => {
+  // each cell's bin, computed once (the second pass only reads it); -1: no position
+  const binOf = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
     const cx = Math.floor((x[i] - x0) / size);
     const cy = Math.floor((y[i] - y0) / size);
-    return cx >= 0 && cx < cols && cy >= 0 && cy < rows ? cy * cols + cx : -1;
-  };
-  for (let i = 0; i < n; i++) {
-    const b = binOf(i);
-    if (b >= 0) {
+    if (cx >= 0 && cx < cols && cy >= 0 && cy < rows) {
+      const b = cy * cols + cx;
+      binOf[i] = b;
       counts[b + 1]++;
+    } else {
+      binOf[i] = -1;
     }
   }
   for (let b = 1; b < counts.length; b++) {
@@ -72,7 +74,7 @@ export function buildIndex(x: Float32Array, y: Float32Array, perBin = PER_BIN): 
   const starts = counts.slice();
   const order = new Uint32Array(counts[counts.length - 1]);
   for (let i = 0; i < n; i++) {
-    const b = binOf(i);
+    const b = binOf[i];
     if (b >= 0) {
       order[counts[b]++] = i;
     }

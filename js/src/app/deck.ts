@@ -67,6 +67,8 @@ export type DeckScene = {
 };
 
 export type DeckHandlers = {
+  /** Before each frame is drawn (deck's own render time per frame is measured from here). */
+  onBeforeFrame?(): void;
   /** After each frame drawn (User Timing measures, tests). */
   onFrame?(): void;
   onViewState(vs: ViewState): void;
@@ -82,7 +84,11 @@ export type DeckHandlers = {
 export class DeckView {
   private deck: Deck<OrthographicView>;
 
-  constructor(canvas: HTMLCanvasElement, vs: ViewState, range: [number, number], private readonly handlers: DeckHandlers) {
+  /**
+   * `antialias`: a multisampled frame; off under software WebGL (SwiftShader), where it made a
+   * frame showing the cells' raster cost about twice an empty one: discs smooth their own edges.
+   */
+  constructor(canvas: HTMLCanvasElement, vs: ViewState, range: [number, number], options: { antialias: boolean }, private readonly handlers: DeckHandlers) {
     this.deck = new Deck<OrthographicView>({
       canvas,
       width: '100%',
@@ -99,7 +105,11 @@ export class DeckView {
       },
       viewState: toDeck(vs, range),
       // keep the frame readable (tests read it back; snapshots) at a small cost
-      deviceProps: { webgl: { preserveDrawingBuffer: true } },
+      deviceProps: { webgl: { preserveDrawingBuffer: true, antialias: options.antialias } },
+      // every layer lies in the plane z = 0, drawn in order: the depth test (deck's default)
+      // changes nothing drawn, but under software WebGL it made a frame with the cells' raster
+      // cost two to three times an empty one (bench_webgl.py)
+      parameters: { depthCompare: 'always', depthWriteEnabled: false },
       useDevicePixels: Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1),
       getCursor: ({ isDragging }) => (isDragging ? 'grabbing' : this.handlers.hovering() ? 'pointer' : 'grab'),
       onViewStateChange: ({ viewState }) => {
@@ -111,6 +121,7 @@ export class DeckView {
       // no layer is pickable: a pointer move never costs a GPU picking pass over the cells
       onHover: info => this.handlers.onHover(info.x, info.y),
       onClick: info => this.handlers.onClick(info.x, info.y),
+      onBeforeRender: () => this.handlers.onBeforeFrame?.(),
       onAfterRender: () => this.handlers.onFrame?.(),
       onError: err => this.handlers.onError(err)
     });

@@ -20,7 +20,7 @@ import {
 } from './raster';
 import { fitViewState, savedRegion, viewStateFor, type ViewState } from './camera';
 import { SpatialFigure } from './spatialfigure';
-import { webglAvailable } from './spatial';
+import { preloadDeck, webglAvailable } from './spatial';
 import { loadInto, type Current } from './load';
 import { TransportError, type Transport } from './transport';
 import type { CanvasPayload, Figure } from './types';
@@ -160,6 +160,7 @@ export class FiguresView {
     let data: CanvasData;
     try {
       const start = mark('sds:canvas-request:start');
+      void preloadDeck()?.catch(() => undefined); // in parallel with the request; a failure shows when the view is made
       const reply = await this.transport.request('canvas', { version, figure: fig.id });
       payload = reply.data;
       data = decodeCanvas(payload, reply.buffers);

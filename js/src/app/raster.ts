@@ -259,13 +259,129 @@ export function paintPoints(
   cells: { order: Uint32Array; spans: Uint32Array } | null,
   outline = false
 ): number {
-  const { width: w, height: hgt } = view;
-  const out = new Uint32Array(pixels.buffer, pixels.byteOffset, w * hgt);
-  const [a, b, c, d, e, f] = affine(view);
+  const out = new Uint32Array(pixels.buffer, pixels.byteOffset, view.width * view.height);
   const spans = cells ? cells.spans : Uint32Array.of(0, Math.min(x.length, y.length));
   const order = cells ? cells.order : null;
-  const fixed = typeof diameter === 'number' ? Math.max(1, Math.min(32, Math.round(diameter))) : 0;
-  const perCell = typeof diameter === 'number' ? null : diameter;
+  if (typeof diameter !== 'number') {
+    return paintSized(out, view, x, y, colorOf, diameter, spans, order, outline);
+  }
+  const size = Math.max(1, Math.min(32, Math.round(diameter)));
+  return size === 1 ? paintPixels(out, view, x, y, colorOf, spans, order) : paintDiscs(out, view, x, y, colorOf, size, spans, order, outline);
+}
+
+type Spans = Uint32Array;
+
+/** Cells of one pixel: one write each (most cells when many share a pixel, zoomed out). */
+function paintPixels(out: Uint32Array, view: View, x: Float32Array, y: Float32Array, colorOf: (i: number) => number, spans: Spans, order: Uint32Array | null): number {
+  const { width: w, height: hgt } = view;
+  const [a, b, c, d, e, f] = affine(view);
+  let drawn = 0;
+  for (let s = 0; s < spans.length; s += 2) {
+    const end = spans[s + 1];
+    for (let k = spans[s]; k < end; k++) {
+      const i = order ? order[k] : k;
+      const xi = x[i];
+      const yi = y[i];
+      const fx = a * xi + c * yi + e;
+      const fy = b * xi + d * yi + f;
+      // NaN positions (cells outside the annotated element) fail these tests
+      if (fx >= 0 && fx < w && fy >= 0 && fy < hgt) {
+        const col = colorOf(i);
+        if (col >>> 24 !== 0) {
+          out[(fy | 0) * w + (fx | 0)] = col;
+          drawn++;
+        }
+      }
+    }
+  }
+  return drawn;
+}
+
+/**
+ * Discs of one `size` (2 to 32 px): the disc's pixels as offsets into the buffer, made once, so
+ * a disc wholly inside is written without a test per pixel; one at the edge is clipped.
+ */
+function paintDiscs(
+  out: Uint32Array,
+  view: View,
+  x: Float32Array,
+  y: Float32Array,
+  colorOf: (i: number) => number,
+  size: number,
+  spans: Spans,
+  order: Uint32Array | null,
+  outline: boolean
+): number {
+  const { width: w, height: hgt } = view;
+  const [a, b, c, d, e, f] = affine(view);
+  const { offs, edge } = ringOf(size);
+  const m = offs.length / 2;
+  const linear = new Int32Array(m);
+  let lo = 0;
+  let hi = 0;
+  for (let q = 0; q < m; q++) {
+    linear[q] = offs[2 * q + 1] * w + offs[2 * q];
+    lo = Math.min(lo, offs[2 * q], offs[2 * q + 1]);
+    hi = Math.max(hi, offs[2 * q], offs[2 * q + 1]);
+  }
+  const ringed = outline && size >= 3;
+  let drawn = 0;
+  for (let s = 0; s < spans.length; s += 2) {
+    const end = spans[s + 1];
+    for (let k = spans[s]; k < end; k++) {
+      const i = order ? order[k] : k;
+      const xi = x[i];
+      const yi = y[i];
+      const px = Math.round(a * xi + c * yi + e);
+      const py = Math.round(b * xi + d * yi + f);
+      if (!(px >= -size && px < w + size && py >= -size && py < hgt + size)) {
+        continue; // out of view, or no position (NaN)
+      }
+      const col = colorOf(i);
+      if (col >>> 24 === 0) {
+        continue; // a hidden category
+      }
+      drawn++;
+      const line = ringed ? darkened(col) : col;
+      if (px + lo >= 0 && px + hi < w && py + lo >= 0 && py + hi < hgt) {
+        const at = py * w + px;
+        if (ringed) {
+          for (let q = 0; q < m; q++) {
+            out[at + linear[q]] = edge[q] ? line : col;
+          }
+        } else {
+          for (let q = 0; q < m; q++) {
+            out[at + linear[q]] = col;
+          }
+        }
+        continue;
+      }
+      for (let q = 0; q < offs.length; q += 2) {
+        const qx = px + offs[q];
+        const qy = py + offs[q + 1];
+        if (qx >= 0 && qx < w && qy >= 0 && qy < hgt) {
+          out[qy * w + qx] = edge[q >> 1] ? line : col;
+        }
+      }
+    }
+  }
+  return drawn;
+}
+
+/** Discs of each cell's own size (`radius[i] · scale · 2`, 1 to 32 px): circles such as Visium spots. */
+function paintSized(
+  out: Uint32Array,
+  view: View,
+  x: Float32Array,
+  y: Float32Array,
+  colorOf: (i: number) => number,
+  perCell: { radius: Float32Array; scale: number },
+  spans: Spans,
+  order: Uint32Array | null,
+  outline: boolean
+): number {
+  const { width: w, height: hgt } = view;
+  const [a, b, c, d, e, f] = affine(view);
   const rings: ({ offs: Int32Array; edge: Uint8Array } | undefined)[] = [];
   let drawn = 0;
   for (let s = 0; s < spans.length; s += 2) {
@@ -274,9 +390,8 @@ export function paintPoints(
       const i = order ? order[k] : k;
       const fx = a * x[i] + c * y[i] + e;
       const fy = b * x[i] + d * y[i] + f;
-      const size = perCell ? Math.max(1, Math.min(32, Math.round(2 * perCell.radius[i] * perCell.scale))) : fixed;
+      const size = Math.max(1, Math.min(32, Math.round(2 * perCell.radius[i] * perCell.scale)));
       if (size === 1) {
-        // NaN positions (cells outside the annotated element) fail these tests
         if (fx >= 0 && fx < w && fy >= 0 && fy < hgt) {
           const col = colorOf(i);
           if (col >>> 24 !== 0) {
@@ -289,14 +404,13 @@ export function paintPoints(
       const px = Math.round(fx);
       const py = Math.round(fy);
       if (!(px >= -size && px < w + size && py >= -size && py < hgt + size)) {
-        continue; // out of view, or no position (NaN)
+        continue;
       }
       const col = colorOf(i);
       if (col >>> 24 === 0) {
-        continue; // a hidden category
+        continue;
       }
-      const ring = rings[size] ?? (rings[size] = ringOf(size));
-      const { offs, edge } = ring;
+      const { offs, edge } = rings[size] ?? (rings[size] = ringOf(size));
       const line = outline && size >= 3 ? darkened(col) : col;
       drawn++;
       for (let q = 0; q < offs.length; q += 2) {
