@@ -25,6 +25,7 @@ from sds_jupyter.stack.open import open_anndata
 from sds_jupyter.studio.canvas import build_canvas
 from sds_jupyter.studio.errors import FigureError, ResultError
 from sds_jupyter.studio.figures import read_figure
+from sds_jupyter.studio.jsonable import json_scalar
 
 pytest_plugins = ["fixtures_service"]
 
@@ -193,6 +194,80 @@ def test_cell_answers_one_obs_row_as_the_canvas_orders_cells(service) -> None:
     assert len(row["values"]) == len(row["columns"])
     region_class = row["values"][row["columns"].index("region_class")]
     assert region_class == str(obs["region_class"].iloc[3])
+
+
+@pytest.mark.parametrize("version", [1, None])
+def test_cell_reads_one_row_yet_answers_what_the_whole_obs_gives(service, version) -> None:
+    obs = open_anndata(service.stack.at(service.depth(version))).obs
+    view = service.table_view(version)
+    for index in (0, 3, len(obs) - 1):
+        params = {"figure": "fig_canvas", "index": index, **({"version": version} if version is not None else {})}
+        reply = dispatch(service, "cell", params)
+        whole = {
+            "index": index,
+            "name": str(obs.index[index]),
+            "columns": [str(column) for column in obs.columns],
+            "values": [json_scalar(value) for value in obs.iloc[index].tolist()],
+        }
+        assert json.dumps(reply.data, allow_nan=False) == json.dumps(whole, allow_nan=False)
+    assert "obs" not in view.__dict__ and "obs_names" not in view.__dict__  # no whole obs, no index of names
+
+
+def test_obs_row_keeps_each_encodings_value_and_dtype(tmp_path: Path) -> None:
+    import anndata
+    import pandas as pd
+    import zarr
+
+    from sds_jupyter.service.tables import TableView
+
+    frames = {
+        "mixed": pd.DataFrame(
+            {
+                "text": ["a", "b", "c"],
+                "count": [1, 2, 3],
+                "score": [0.5, np.nan, 2.0],
+                "flag": [True, False, True],
+                "maybe_count": pd.array([1, None, 3], dtype="Int64"),
+                "maybe_flag": pd.array([True, None, False], dtype="boolean"),
+                "kind": pd.Categorical(["x", None, "y"], categories=["y", "x"], ordered=True),
+            },
+            index=["c1", "c2", "c3"],
+        ),
+        "numbers": pd.DataFrame({"count": [1, 2, 3], "score": [0.5, 1.5, 2.5]}, index=["c1", "c2", "c3"]),
+    }
+    for name, obs in frames.items():
+        path = tmp_path / f"{name}.zarr"
+        anndata.AnnData(obs=obs).write_zarr(path)
+        root = zarr.open_group(path, mode="r")
+        view = TableView(root, root, name)
+        for index in range(len(obs)):
+            row = view.obs_row(index)
+            expected = obs.iloc[[index]].reset_index(drop=True)
+            pd.testing.assert_frame_equal(row, expected, check_index_type=False)
+            assert [json_scalar(v) for v in row.iloc[0].tolist()] == [json_scalar(v) for v in obs.iloc[index].tolist()]
+            assert view.obs_name(index) == obs.index[index]
+        with pytest.raises(IndexError):
+            view.obs_row(len(obs))
+        assert "obs" not in view.__dict__
+
+
+def test_color_values_against_reads_two_columns_yet_sends_what_the_whole_obs_gives(service) -> None:
+    import pandas as pd
+
+    from sds_jupyter.service.compare import NEW_CELL, UNCHANGED, transition_labels
+    from sds_jupyter.service.service import GREY
+    from sds_jupyter.studio.canvas import MISSING_COLOR, cell_colors
+    from sds_jupyter.studio.cells import FrameCells
+
+    params = {"version": 2, "figure": "fig_canvas", "column": "region_class", "against": 1}
+    reply = dispatch(service, "color_values", params)
+    assert "obs" not in service.table_view(1).__dict__ and "obs" not in service.table_view(2).__dict__
+    before, after = (open_anndata(service.stack.at(depth)).obs["region_class"] for depth in (1, 2))
+    labels = transition_labels("region_class", before, after)
+    spec = {"color_by": "region_class (change)", "category_colors": {UNCHANGED: GREY, NEW_CELL: MISSING_COLOR}}
+    color, buffer = cell_colors(FrameCells(pd.DataFrame({"region_class (change)": labels})), {**spec, "colormap": None})
+    assert json.dumps(reply.data) == json.dumps(color)
+    assert [bytes(b) for b in reply.buffers] == [bytes(as_buffer(np.ascontiguousarray(buffer)))]
 
 
 @pytest.mark.parametrize(

@@ -412,7 +412,9 @@ def transition_labels(column: str, a: pd.Series, b: pd.Series) -> pd.Series:
     largest first with ``unchanged`` last, the order the legend shows. Cells are matched as
     ``compare`` matches them: by obs index, by position when an index repeats names.
     """
-    if a.index.is_unique and b.index.is_unique:
+    if a.index.equals(b.index):  # same names in the same order: either rule matches by position
+        where = np.arange(len(b))
+    elif a.index.is_unique and b.index.is_unique:
         where = a.index.get_indexer(b.index)
     else:
         where = np.where(np.arange(len(b)) < len(a), np.arange(len(b)), -1)

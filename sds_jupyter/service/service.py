@@ -151,6 +151,24 @@ def as_buffer(array: np.ndarray) -> memoryview:
     return contiguous.data.cast("B")
 
 
+def cell_row(cells: CellTable, index: int) -> CellRow:
+    """Cell ``index``'s name and obs row, read at that position alone (no whole obs, no index of names)."""
+    count = cells.n_obs
+    if not 0 <= index < count:
+        raise RequestError(f"Cell {index} does not exist; the table has {count} cells (0 to {count - 1}).")
+    return {
+        "index": index,
+        "name": cells.obs_name(index),
+        "columns": cells.obs_columns,
+        "values": [json_scalar(value) for value in cells.obs_row(index).iloc[0].tolist()],
+    }
+
+
+def _named_column(view: TableView, column: str) -> pd.Series:
+    """Obs ``column`` indexed by the cell names, as matching cells across versions needs; no other column read."""
+    return view.obs_column(column).set_axis(view.obs_names)
+
+
 def _floats(text: str, name: str, count: int) -> list[float]:
     """``count`` finite numbers from comma-separated ``text``; a one-line refusal otherwise."""
     parts = text.split(",")
@@ -471,16 +489,7 @@ class StackService:
         if not figure:
             raise RequestError("The cell request needs a figure id.")
         spec = read_figure(self._studio_uns(version), figure).require("canvas")
-        obs = self.table_view(version, spec.get("table")).obs
-        if not 0 <= index < len(obs):
-            raise RequestError(f"Cell {index} does not exist; the table has {len(obs)} cells (0 to {len(obs) - 1}).")
-        row = obs.iloc[index]
-        return {
-            "index": index,
-            "name": str(obs.index[index]),
-            "columns": [str(column) for column in obs.columns],
-            "values": [json_scalar(value) for value in row.tolist()],
-        }
+        return cell_row(self.table_view(version, spec.get("table")), index)
 
     def color_values(
         self,
@@ -521,10 +530,10 @@ class StackService:
             raise RequestError(f"No obs column {column!r} in this version's table.")
         elif against is not None:
             service, depth = self._version_at(against)
-            before = service.table_view(depth, view.name).obs
-            if column not in before.columns:
+            before = service.table_view(depth, view.name)
+            if column not in before.obs_columns:
                 raise RequestError(f"Version {against!r} has no obs column {column!r} to compare with.")
-            labels = transition_labels(column, before[column], view.obs[column])
+            labels = transition_labels(column, _named_column(before, column), _named_column(view, column))
             column = f"{column} (change)"
             cells = FrameCells(pd.DataFrame({column: labels}))
             colors = {UNCHANGED: GREY, NEW_CELL: MISSING_COLOR}

@@ -46,6 +46,14 @@ class CellTable(Protocol):
         """Obsm entry ``key`` as an array, None when absent."""
         ...
 
+    def obs_row(self, position: int) -> pd.DataFrame:
+        """Obs row ``position`` as a one-row frame of obs's columns and dtypes (IndexError when out of range)."""
+        ...
+
+    def obs_name(self, position: int) -> str:
+        """The name of the cell at ``position`` (IndexError when out of range)."""
+        ...
+
 
 @dataclass(frozen=True)
 class FrameCells:
@@ -72,6 +80,16 @@ class FrameCells:
 
     def obsm_array(self, key: str) -> np.ndarray | None:
         return np.asarray(self.obsm[key]) if key in self.obsm else None
+
+    def obs_row(self, position: int) -> pd.DataFrame:
+        if not 0 <= position < len(self.obs):
+            raise IndexError(position)
+        return self.obs.iloc[[position]].reset_index(drop=True)
+
+    def obs_name(self, position: int) -> str:
+        if not 0 <= position < len(self.obs):
+            raise IndexError(position)
+        return str(self.obs.index[position])
 
 
 def cell_table(table: AnnData | CellTable) -> CellTable:
