@@ -17,7 +17,7 @@ import pandas as pd
 import zarr
 from anndata.io import read_elem
 
-from sds_jupyter.service.nodes import child_array, child_group
+from sds_jupyter.service.nodes import child_array, child_group, element_length
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 
 __all__ = ["TableView"]
@@ -121,13 +121,18 @@ class TableView:
         node = child_group(self.group, "obs")
         return node if str(node.attrs.get("encoding-version", "")) == "0.2.0" else None
 
+    @staticmethod
+    def _obs_index(node: zarr.Group) -> zarr.Array | zarr.Group:
+        """Obs's index element: an array, or (anndata 0.13 on) a nullable string group of values and mask."""
+        return node[str(node.attrs.get("_index", "_index"))]
+
     @cached_property
     def n_obs(self) -> int:
         """How many cells, from the shape of obs's index array (the names are not read)."""
         node = self._obs_group()
         if node is None:
             return len(self.obs)
-        return int(child_array(node, str(node.attrs.get("_index", "_index"))).shape[0])
+        return element_length(self._obs_index(node))
 
     @cached_property
     def obs_columns(self) -> list[str]:
@@ -167,7 +172,9 @@ class TableView:
         node = self._obs_group()
         if node is None:
             return str(self.obs.index[position])
-        return str(child_array(node, str(node.attrs.get("_index", "_index")))[position])
+        index = self._obs_index(node)
+        names = index if isinstance(index, zarr.Array) else child_array(index, "values")
+        return str(np.asarray(names[position : position + 1], dtype=object)[0])
 
     @cached_property
     def obs_names(self) -> pd.Index:
@@ -175,7 +182,7 @@ class TableView:
         node = self._obs_group()
         if node is None:
             return self.obs.index
-        return pd.Index(read_elem(child_array(node, str(node.attrs.get("_index", "_index")))))
+        return pd.Index(read_elem(self._obs_index(node)))
 
     def obsm_array(self, key: str) -> np.ndarray | None:
         """Obsm entry ``key``, None when the table has none."""
