@@ -356,16 +356,21 @@ function paintDiscs(
         }
         continue;
       }
-      for (let q = 0; q < offs.length; q += 2) {
-        const qx = px + offs[q];
-        const qy = py + offs[q + 1];
-        if (qx >= 0 && qx < w && qy >= 0 && qy < hgt) {
-          out[qy * w + qx] = edge[q >> 1] ? line : col;
-        }
-      }
+      stampClipped(out, w, hgt, px, py, offs, edge, col, line);
     }
   }
   return drawn;
+}
+
+/** A disc (its offsets and ring) at (px, py), only the pixels inside the w × hgt raster: a disc across the edge. */
+function stampClipped(out: Uint32Array, w: number, hgt: number, px: number, py: number, offs: Int32Array, edge: Uint8Array, col: number, line: number): void {
+  for (let q = 0; q < offs.length; q += 2) {
+    const qx = px + offs[q];
+    const qy = py + offs[q + 1];
+    if (qx >= 0 && qx < w && qy >= 0 && qy < hgt) {
+      out[qy * w + qx] = edge[q >> 1] ? line : col;
+    }
+  }
 }
 
 /** Discs of each cell's own size (`radius[i] · scale · 2`, 1 to 32 px): circles such as Visium spots. */
@@ -413,13 +418,7 @@ function paintSized(
       const { offs, edge } = rings[size] ?? (rings[size] = ringOf(size));
       const line = outline && size >= 3 ? darkened(col) : col;
       drawn++;
-      for (let q = 0; q < offs.length; q += 2) {
-        const qx = px + offs[q];
-        const qy = py + offs[q + 1];
-        if (qx >= 0 && qx < w && qy >= 0 && qy < hgt) {
-          out[qy * w + qx] = edge[q >> 1] ? line : col;
-        }
-      }
+      stampClipped(out, w, hgt, px, py, offs, edge, col, line);
     }
   }
   return drawn;
