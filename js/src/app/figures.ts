@@ -11,6 +11,7 @@ import {
   packColor,
   typicalWidth,
   rasterizePoints,
+  rgbaCanvas,
   affine,
   vectorSVG,
   type CanvasData,
@@ -281,22 +282,6 @@ function button(
 
 /** An image tile drawn over the overview (tiles.ts's Tile fits): its RGBA and where it sits. */
 export type PlotTile = { key: string; rgba: Uint8ClampedArray | null; width: number; height: number; bounds: [number, number, number, number] };
-
-/** Canvases by the pixels they hold: a redraw (a pan of the 2D drawing) reuses them. */
-const canvases = new WeakMap<Uint8ClampedArray, HTMLCanvasElement>();
-
-/** RGBA pixels as a canvas (what drawImage and toDataURL take); recolored pixels are a new array. */
-function rgbaCanvas(rgba: Uint8ClampedArray, width: number, height: number): HTMLCanvasElement {
-  let src = canvases.get(rgba);
-  if (!src || src.width !== width || src.height !== height) {
-    src = document.createElement('canvas');
-    src.width = width;
-    src.height = height;
-    src.getContext('2d')?.putImageData(new ImageData(rgba as never, width, height), 0, 0);
-    canvases.set(rgba, src);
-  }
-  return src;
-}
 
 /** A canvas view: the composited image underneath, the cells on top, a legend. */
 export class CanvasPlot {

@@ -424,6 +424,22 @@ function paintSized(
   return drawn;
 }
 
+/** Canvases by the pixels they hold: a redraw reuses them; recolored pixels are a new array, so a new canvas (a new texture for deck). */
+const canvases = new WeakMap<Uint8ClampedArray, HTMLCanvasElement>();
+
+/** RGBA pixels as a canvas (what drawImage, toDataURL and deck's BitmapLayer take), made once per array. */
+export function rgbaCanvas(rgba: Uint8ClampedArray, width: number, height: number): HTMLCanvasElement {
+  let src = canvases.get(rgba);
+  if (!src || src.width !== width || src.height !== height) {
+    src = document.createElement('canvas');
+    src.width = width;
+    src.height = height;
+    src.getContext('2d')?.putImageData(new ImageData(rgba as never, width, height), 0, 0);
+    canvases.set(rgba, src);
+  }
+  return src;
+}
+
 /** A packed RGBA colour as CSS: "#rrggbb" and its opacity. */
 export function cssOf(packed: number): [string, number] {
   const hex = (v: number) => (v & 255).toString(16).padStart(2, '0');

@@ -25,7 +25,7 @@ import { buildIndex, containing, countIn, forEachIn, nearest, type CellIndex } f
 import { MARGIN, covers, grow, lodFor, planRaster, rasterizeCells, stale, MOVING_RESOLUTION, type RasterPlan } from './celllod';
 import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, ImageTileLayer } from './deck';
 import { h } from './dom';
-import { cellModeAt, colorFn, packColor, typicalWidth, type CanvasData } from './raster';
+import { cellModeAt, colorFn, packColor, rgbaCanvas, typicalWidth, type CanvasData } from './raster';
 import type { TileFrame } from './tiles';
 import type { CanvasPayload } from './types';
 
@@ -147,9 +147,8 @@ export class SpatialStage {
   private readonly born = now();
   private decks = 0;
   private imageSource: HTMLCanvasElement | null = null;
-  /** The image tiles drawn over the overview, and their bitmaps by RGBA (a recolored tile is a new bitmap). */
+  /** The image tiles drawn over the overview. */
   private tiles: ImageTileLayer[] = [];
-  private readonly bitmaps = new WeakMap<Uint8ClampedArray, HTMLCanvasElement>();
   /** Since when (a view change) the tiles on screen are awaited, and whether they are all here. */
   private tileWait: number | null = null;
   private tileFrame: TileFrame | null = null;
@@ -338,11 +337,7 @@ export class SpatialStage {
     if (!img) {
       return;
     }
-    const src = document.createElement('canvas');
-    src.width = img.width;
-    src.height = img.height;
-    src.getContext('2d')?.putImageData(new ImageData(rgba as never, img.width, img.height), 0, 0);
-    this.imageSource = src; // a new object: deck uploads it as a new texture
+    this.imageSource = rgbaCanvas(rgba, img.width, img.height); // new pixels, a new canvas: deck uploads a new texture
     this.deck?.setImageLayers(this.scene());
   }
 
@@ -356,21 +351,9 @@ export class SpatialStage {
       this.tileWait = since;
     }
     this.tileFrame = frame;
-    this.tiles = frame.tiles.map(tile => ({ id: tile.key, source: this.bitmap(tile.rgba!, tile.width, tile.height), bounds: tile.bounds }));
+    this.tiles = frame.tiles.map(tile => ({ id: tile.key, source: rgbaCanvas(tile.rgba!, tile.width, tile.height), bounds: tile.bounds }));
     this.node.dataset.tileWanted = String(frame.level);
     this.deck?.setImageLayers(this.scene());
-  }
-
-  private bitmap(rgba: Uint8ClampedArray, width: number, height: number): HTMLCanvasElement {
-    let src = this.bitmaps.get(rgba);
-    if (!src) {
-      src = document.createElement('canvas');
-      src.width = width;
-      src.height = height;
-      src.getContext('2d')?.putImageData(new ImageData(rgba as never, width, height), 0, 0);
-      this.bitmaps.set(rgba, src);
-    }
-    return src;
   }
 
   /** After a frame: when the awaited tiles are all drawn, measure the wait and name the level. */
@@ -597,11 +580,7 @@ export class SpatialStage {
   private scene(): DeckScene {
     const img = this.payload.image;
     if (img && this.data.image && !this.imageSource) {
-      const src = document.createElement('canvas');
-      src.width = img.width;
-      src.height = img.height;
-      src.getContext('2d')?.putImageData(new ImageData(this.data.image as never, img.width, img.height), 0, 0);
-      this.imageSource = src;
+      this.imageSource = rgbaCanvas(this.data.image, img.width, img.height);
     }
     if (!this.subset && !this.raster) {
       this.refreshCells(true);
