@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,9 @@ SIZES = (1_000_000, 10_000_000)
 QUICK_SIZES = (100_000, 1_000_000)
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(doc: str | None = __doc__) -> argparse.Namespace:
+    """The options of this benchmark and of ``bench_cell_request.py``, which runs on the same stacks."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100,000 and 1,000,000 cells, 2 rounds")
     parser.add_argument("--full", action="store_true", help="(no larger size; accepted for run_all)")
     parser.add_argument("--rounds", type=int, default=None, help="alternating rounds per size")
@@ -105,25 +107,35 @@ def same_bytes(top: Path, flat: Path) -> bool:
     return b"".join(buffers) == plain_read(flat)
 
 
-def measure(root: Path, n_cells: int, rounds: int) -> dict[str, Any]:
-    top, flat = stacks(root, n_cells)
+def side_by_side(
+    name: str, label_a: str, label_b: str, check: str, a: Callable[[], Any], b: Callable[[], Any], rounds: int
+) -> dict[str, Any]:
+    """A and B alternated in ``rounds`` on a settled machine, with the load before and after and ``check`` (A's answer is B's)."""
     settle()
-    print(f"{n_cells:,} cells ({load_average()}): A's buffers are B's bytes: {same_bytes(top, flat)}")
-    times_a, times_b = alternate(lambda: request(top), lambda: plain_read(flat), rounds)
-    result = comparison(
-        f"canvas request, {n_cells:,} cells",
-        "StackService.canvas + frame_reply (cold)",
-        "zarr LocalStore read of the flattened copy",
-        times_a,
-        times_b,
-        goal=None,
-    )
+    print(f"{name} ({load_average()}): {check}")
+    times_a, times_b = alternate(a, b, rounds)
+    result = comparison(name, label_a, label_b, times_a, times_b, goal=None)
     print(f"  ({load_average()})")
     return result
 
 
-def main() -> None:
-    args = parse_args()
+def measure(root: Path, n_cells: int, rounds: int) -> dict[str, Any]:
+    top, flat = stacks(root, n_cells)
+    return side_by_side(
+        f"canvas request, {n_cells:,} cells",
+        "StackService.canvas + frame_reply (cold)",
+        "zarr LocalStore read of the flattened copy",
+        f"A's buffers are B's bytes: {same_bytes(top, flat)}",
+        lambda: request(top),
+        lambda: plain_read(flat),
+        rounds,
+    )
+
+
+def ladder(
+    args: argparse.Namespace, measure: Callable[[Path, int, int], dict[str, Any]]
+) -> tuple[tuple[int, int], list[dict[str, Any]]]:
+    """``measure`` at each size (both stacks built under ``--data`` or a temporary folder)."""
     quiet_warnings()
     sizes = QUICK_SIZES if args.quick else SIZES
     rounds = args.rounds or (2 if args.quick else 3)
@@ -131,7 +143,11 @@ def main() -> None:
     with workdir(args.keep) as work:
         root = args.data or work
         (root / "datasets").mkdir(parents=True, exist_ok=True)
-        results = [measure(root, n_cells, rounds) for n_cells in sizes]
+        return sizes, [measure(root, n_cells, rounds) for n_cells in sizes]
+
+
+def main() -> None:
+    sizes, results = ladder(parse_args(), measure)
     small, large = results
     growth_a = large["median_a_s"] / small["median_a_s"]
     growth_b = large["median_b_s"] / small["median_b_s"]

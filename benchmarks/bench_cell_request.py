@@ -13,31 +13,18 @@ equal B's. Never fails on time.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from _common import alternate, comparison, emit, load_average, machine, quiet_warnings, settle, versions, workdir
+from _common import emit
 
 sys.path.insert(0, str(Path(__file__).parent))
 import bench_canvas as canvas  # noqa: E402 - the figure id
 import bench_canvas_request as canvas_request  # noqa: E402 - the stack builder
 
-SIZES = (1_000_000, 10_000_000)
-QUICK_SIZES = (100_000, 1_000_000)
 INDEX = 12_345
-
-
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100,000 and 1,000,000 cells, 2 rounds")
-    parser.add_argument("--full", action="store_true", help="(no larger size; accepted for run_all)")
-    parser.add_argument("--rounds", type=int, default=None, help="alternating rounds per size")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
-    parser.add_argument("--data", type=Path, default=None, help="build the stacks here once and reuse them")
-    return parser.parse_args()
 
 
 def request(top: Path) -> str:
@@ -64,31 +51,19 @@ def whole_obs(top: Path) -> str:
 
 def measure(root: Path, n_cells: int, rounds: int) -> dict[str, Any]:
     top, _flat = canvas_request.stacks(root, n_cells)
-    settle()
-    print(f"{n_cells:,} cells ({load_average()}): A's reply is B's: {request(top) == whole_obs(top)}")
-    times_a, times_b = alternate(lambda: request(top), lambda: whole_obs(top), rounds)
-    result = comparison(
+    return canvas_request.side_by_side(
         f"cell request, {n_cells:,} cells",
         "StackService.cell (cold)",
         "the whole obs read, then the row",
-        times_a,
-        times_b,
-        goal=None,
+        f"A's reply is B's: {request(top) == whole_obs(top)}",
+        lambda: request(top),
+        lambda: whole_obs(top),
+        rounds,
     )
-    print(f"  ({load_average()})")
-    return result
 
 
 def main() -> None:
-    args = parse_args()
-    quiet_warnings()
-    sizes = QUICK_SIZES if args.quick else SIZES
-    rounds = args.rounds or (2 if args.quick else 3)
-    print(f"machine: {machine()}; {versions()}")
-    with workdir(args.keep) as work:
-        root = args.data or work
-        (root / "datasets").mkdir(parents=True, exist_ok=True)
-        results = [measure(root, n_cells, rounds) for n_cells in sizes]
+    sizes, results = canvas_request.ladder(canvas_request.parse_args(__doc__), measure)
     emit("cell_request", results, sizes=list(sizes))
 
 
