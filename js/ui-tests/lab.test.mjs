@@ -499,7 +499,18 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       const one = await pixels();
       assert.ok(one.lit > 0.01 && one.lit < drawn.lit, `one channel: ${JSON.stringify(one)}`);
       assert.equal(await asked(), before, 'recoloring asks for no tile');
-      for (let i = 1; i < count; i++) await toggles.nth(i).check();
+      // the cells at this zoom are outlined polygons (geometry): over the black image their
+      // fills and outlines light the frame in the cell types' colors
+      await toggles.nth(0).uncheck();
+      await figure.getByRole('checkbox', { name: 'Cells' }).check();
+      await page.waitForSelector('.sds-deck-stage[data-lod="geometry"][data-cells="outlined"]', { timeout: 30000 });
+      await page.waitForTimeout(500);
+      const cells = await pixels();
+      assert.ok(cells.lit > 0.2, `outlined cells drawn over a black image: ${JSON.stringify(cells)}`);
+      await shot(page, 'tiles-cells-outlined');
+      await figure.getByRole('checkbox', { name: 'Cells' }).uncheck();
+      await page.waitForTimeout(300);
+      for (let i = 0; i < count; i++) await toggles.nth(i).check();
       // dark theme and a narrow panel: the tiles stay
       await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
       await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();

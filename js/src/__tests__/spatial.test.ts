@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { CanvasData } from '../app/raster';
+import { polygonsOf } from '../app/spatial';
 import { SpatialFigure } from '../app/spatialfigure';
 import type { CanvasPayload } from '../app/types';
 import { FakeTransport } from './fixtures';
@@ -255,6 +256,40 @@ describe('cells as outlines', () => {
     expect([...fills.subarray(0, 4)]).toEqual([255, 0, 0, 255]); // cell 0 (tumor, red), first vertex
     expect([...fills.subarray(36, 40)]).toEqual([0, 255, 0, 255]); // cell 1 (stroma, green), last vertex
     stage.dispose();
+  });
+});
+
+describe('polygon geometry for the WebGL view', () => {
+  // cell 0: a closed triangle (first vertex repeated); cell 1: an open square; cell 2: a stray point
+  const starts = Uint32Array.from([0, 4, 8, 9]);
+  const vertices = Float32Array.from([0, 0, 4, 0, 0, 3, 0, 0, 10, 10, 12, 10, 12, 12, 10, 12, 7, 7]);
+  const red = 0xff0000ff;
+  const blue = 0xffff0000;
+
+  it('flattens the picked cells in order, with each cell color per vertex', () => {
+    const p = polygonsOf([1, 0], starts, vertices, Uint32Array.from([blue, red]), 8);
+    expect(Array.from(p.starts)).toEqual([0, 4, 8]);
+    expect(Array.from(p.vertices.subarray(0, 8))).toEqual([10, 10, 12, 10, 12, 12, 10, 12]);
+    expect(Array.from(new Uint32Array(p.fills.buffer))).toEqual([blue, blue, blue, blue, red, red, red, red]);
+  });
+
+  it('outlines every edge once: an open ring gets its closing edge, a closed one no zero-length edge', () => {
+    const p = polygonsOf([0, 1, 2], starts, vertices, Uint32Array.from([red, blue, red]), 9);
+    const edges: number[][] = [];
+    for (let e = 0; e < p.segments.length / 4; e++) {
+      edges.push(Array.from(p.segments.subarray(4 * e, 4 * e + 4)));
+    }
+    expect(edges).toEqual([
+      [0, 0, 4, 0],
+      [4, 0, 0, 3],
+      [0, 3, 0, 0],
+      [10, 10, 12, 10],
+      [12, 10, 12, 12],
+      [12, 12, 10, 12],
+      [10, 12, 10, 10]
+    ]);
+    const ends = new Uint32Array(p.segmentColors.buffer, p.segmentColors.byteOffset, p.segmentColors.length / 4);
+    expect(Array.from(ends)).toEqual([red, red, red, red, red, red, blue, blue, blue, blue, blue, blue, blue, blue]);
   });
 });
 

@@ -4,9 +4,10 @@
  */
 
 import { Deck, OrthographicView, type Layer } from '@deck.gl/core';
-import { BitmapLayer, PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
+import { BitmapLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
 import type { ViewState } from './camera';
+import { CellOutlineLayer } from './outlinelayer';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
 /** The cells in view (and a margin) as geometry: `n` of them, their arrays in the subset's order. */
@@ -23,14 +24,15 @@ export type CellLayerData = {
   polygons: PolygonLayerData | null;
 };
 
-/** The cells' outlines, flat (cell i: vertices starts[i] to starts[i + 1]), colors per vertex. */
+/** The cells' polygons, flat (cell i: vertices starts[i] to starts[i + 1]), colors per vertex. */
 export type PolygonLayerData = {
   starts: Uint32Array;
   vertices: Float32Array;
   /** RGBA bytes per vertex: the cell's fill. */
   fills: Uint8Array;
-  /** RGBA bytes per vertex: the cell's outline. */
-  lines: Uint8Array;
+  /** The outlines as segments: x, y of both ends (4 floats a segment), RGBA bytes per end. */
+  segments: Float32Array;
+  segmentColors: Uint8Array;
 };
 
 /** Many cells as one picture over `bounds` (x0, y0, x1, y1 in data units), made on the CPU (celllod.ts). */
@@ -269,19 +271,17 @@ function once(cells: CellLayerData, key: string, make: () => object): object {
 
 /** Filled polygons, and their outlines when zoomed in. */
 function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerData): Layer[] {
-  const n = cells.n;
-  const binary = (accessor: string, colors: Uint8Array) => ({
-    length: n,
-    startIndices: p.starts,
-    attributes: {
-      [accessor]: { value: p.vertices, size: 2 },
-      [accessor === 'getPolygon' ? 'getFillColor' : 'getColor']: { value: colors, size: 4, normalized: true }
-    }
-  });
   const layers: Layer[] = [
     new SolidPolygonLayer({
       id: 'cell-polygons',
-      data: once(cells, 'polygons', () => binary('getPolygon', p.fills)) as never,
+      data: once(cells, 'polygons', () => ({
+        length: cells.n,
+        startIndices: p.starts,
+        attributes: {
+          getPolygon: { value: p.vertices, size: 2 },
+          getFillColor: { value: p.fills, size: 4, normalized: true }
+        }
+      })) as never,
       _normalize: false,
       positionFormat: 'XY',
       opacity: scene.cellsOpacity * (scene.cellMode === 'outlined' ? OUTLINED_FILL_OPACITY : 1),
@@ -290,15 +290,17 @@ function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerDa
   ];
   if (scene.cellMode === 'outlined') {
     layers.push(
-      new PathLayer({
+      new CellOutlineLayer({
         id: 'cell-outlines',
-        data: once(cells, 'paths', () => binary('getPath', p.lines)) as never,
-        _pathType: 'open',
-        positionFormat: 'XY',
-        widthUnits: 'pixels',
-        getWidth: 1.5,
+        data: once(cells, 'outlines', () => ({
+          length: p.segments.length / 2,
+          attributes: {
+            getPosition: { value: p.segments, size: 2 },
+            getColor: { value: p.segmentColors, size: 4, normalized: true }
+          }
+        })) as never,
         opacity: scene.cellsOpacity,
-        updateTriggers: { getColor: scene.colorVersion, getPath: scene.colorVersion }
+        updateTriggers: { getColor: scene.colorVersion, getPosition: scene.colorVersion }
       })
     );
   }

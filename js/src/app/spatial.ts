@@ -23,7 +23,7 @@ import {
 } from './camera';
 import { buildIndex, containing, countIn, forEachIn, nearest, type CellIndex } from './cellindex';
 import { MARGIN, covers, grow, lodFor, planRaster, rasterizeCells, stale, MOVING_RESOLUTION, type RasterPlan } from './celllod';
-import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, ImageTileLayer } from './deck';
+import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, ImageTileLayer, PolygonLayerData } from './deck';
 import { h } from './dom';
 import { cellModeAt, colorFn, packColor, rgbaCanvas, typicalWidth, type CanvasData } from './raster';
 import type { TileFrame } from './tiles';
@@ -510,23 +510,7 @@ export class SpatialStage {
     }
     let polygons: CellLayerData['polygons'] = null;
     if (shapes?.kind === 'polygons' && this.cellMode !== 'points') {
-      // per vertex, as deck's binary polygons take colors: the fill is the cell's color, so is the outline
-      const starts = new Uint32Array(n + 1);
-      const vertices = new Float32Array(vertexCount * 2);
-      const fills = new Uint32Array(vertexCount);
-      let v = 0;
-      for (let k = 0; k < n; k++) {
-        const i = picked[k];
-        const v0 = shapes.starts[i];
-        const v1 = shapes.starts[i + 1];
-        starts[k] = v;
-        vertices.set(shapes.vertices.subarray(2 * v0, 2 * v1), 2 * v);
-        fills.fill(colors[k], v, v + v1 - v0);
-        v += v1 - v0;
-      }
-      starts[n] = v;
-      const bytes = new Uint8Array(fills.buffer);
-      polygons = { starts, vertices, fills: bytes, lines: bytes };
+      polygons = polygonsOf(picked, shapes.starts, shapes.vertices, colors, vertexCount);
     }
     return { n, positions, colors: new Uint8Array(colors.buffer), lines: new Uint8Array(lines.buffer), radii, polygons };
   }
@@ -749,4 +733,52 @@ function maxOf(values: Float32Array): number {
     }
   }
   return m;
+}
+
+/**
+ * The polygons of cells `picked` (indices into `starts`, `vertices`), flat in that order, with
+ * each cell's color per vertex (deck's binary polygons take colors so), and their outlines as
+ * segments, one per edge: a ring stored open gets its closing edge.
+ */
+export function polygonsOf(picked: number[], starts: Uint32Array, vertices: Float32Array, colors: Uint32Array, vertexCount: number): PolygonLayerData {
+  const n = picked.length;
+  const flatStarts = new Uint32Array(n + 1);
+  const flat = new Float32Array(vertexCount * 2);
+  const fills = new Uint32Array(vertexCount);
+  const segments = new Float32Array(vertexCount * 4); // at most one edge a vertex
+  const segmentColors = new Uint32Array(vertexCount * 2);
+  let v = 0;
+  let e = 0;
+  for (let k = 0; k < n; k++) {
+    const i = picked[k];
+    const v0 = starts[i];
+    const v1 = starts[i + 1];
+    const m = v1 - v0;
+    flatStarts[k] = v;
+    flat.set(vertices.subarray(2 * v0, 2 * v1), 2 * v);
+    fills.fill(colors[k], v, v + m);
+    if (m >= 2) {
+      const closed = vertices[2 * v0] === vertices[2 * v1 - 2] && vertices[2 * v0 + 1] === vertices[2 * v1 - 1];
+      const edges = closed ? m - 1 : m;
+      for (let j = 0; j < edges; j++) {
+        const a = 2 * (v0 + j);
+        const b = 2 * (v0 + ((j + 1) % m));
+        segments[4 * e] = vertices[a];
+        segments[4 * e + 1] = vertices[a + 1];
+        segments[4 * e + 2] = vertices[b];
+        segments[4 * e + 3] = vertices[b + 1];
+        segmentColors[2 * e] = segmentColors[2 * e + 1] = colors[k];
+        e++;
+      }
+    }
+    v += m;
+  }
+  flatStarts[n] = v;
+  return {
+    starts: flatStarts,
+    vertices: flat,
+    fills: new Uint8Array(fills.buffer),
+    segments: segments.slice(0, 4 * e),
+    segmentColors: new Uint8Array(segmentColors.buffer).slice(0, 8 * e)
+  };
 }
