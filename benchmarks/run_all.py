@@ -42,6 +42,7 @@ BENCHMARKS = [
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without
     "bench_webgl.py",  # the same needs; a ladder of sizes within a time budget, never fails on time
     "bench_tiles.py",  # the same needs; builds the big demo (about 2 minutes) and zooms into its image
+    "bench_outlines.py",  # the same needs and js/node_modules (esbuild): cell outlines, line list vs PathLayer
     "bench_widget_entry.py",  # the same needs; the widget entry against the app it loads, imported in a page
 ]
 

@@ -4,9 +4,9 @@
  *
  * deck's PathLayer draws each segment as an instance of a mitred quad. Under software WebGL
  * (SwiftShader, what a browser without a GPU runs) its vertex shader runs on the CPU for
- * every instance: the outlines of 2,840 octagons on a 750 px canvas took about 0.8 s a frame
- * on the 2-core machine, against 0.04 s as this line list, and a zoom into a new region of
- * the demo went from over 2 s to about 0.25 s (bench_tiles.py). A cell's outline needs no
+ * every instance: the outlines of 2,840 octagons on a 750 px canvas took 0.59 s a frame on
+ * the 2-core machine, against 15 ms as this line list (benchmarks/bench_outlines.py), and a
+ * zoom into a new region of the demo went from over 2 s to about 0.25 s (bench_tiles.py). A cell's outline needs no
  * joints or width: lines serve, on a GPU as well.
  */
 
