@@ -1,4 +1,4 @@
-"""Cell outlines in the WebGL view: the line list (``outlinelayer.ts``) against deck's PathLayer.
+"""Cell shapes in the WebGL view: outlines as a line list against deck's PathLayer; the raster's polygons against discs.
 
 Why: at the zoom where the demo's cells are drawn as outlined polygons (a level-0 view of
 its image: about 2,800 octagons on a 750 px canvas), the outlines were most of a frame
@@ -11,6 +11,11 @@ one deck canvas and the same octagons; each round draws frames with A (the line 
 with B (the PathLayer), alternating, each frame read back (``gl.readPixels``) so the
 software GPU has finished it, and takes each side's median frame. The filled polygons
 alone (``SolidPolygonLayer``, drawn under the outlines in the view) are printed beside, for scale.
+
+The same page then times the raster the view paints on the CPU while many cells are in view
+(``paintPoints``): 47,000 octagons 7 px across over a 1,126 px square (a level-2 view of
+the demo), as each cell's polygon (A) against a disc of the same width (B, what it drew
+before), alternating.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ ESBUILD = JS / "node_modules" / ".bin" / "esbuild"
 ENTRY = Path(__file__).parent / "web" / "outlines.js"
 SCENE = {"cells": 2840, "width": 750, "side": 1000.0, "radius": 6.0}
 FRAMES = 8
+RASTER = {"cells": 47_000, "side": 1126, "radius": 3.5, "rounds": 3}
 
 
 def bundle(out: Path) -> Path:
@@ -62,6 +68,20 @@ def measure(page: Any, rounds: int) -> tuple[list[float], list[float], list[floa
     return lines, paths, fills, setup
 
 
+def raster_times(page: Any, rounds: int) -> tuple[list[float], list[float]]:
+    """Per round, the median of a few rasters painted each way, alternating which goes first."""
+    polygons: list[float] = []
+    discs: list[float] = []
+    for index in range(rounds):
+        order = ["polygons", "discs"] if index % 2 == 0 else ["discs", "polygons"]
+        for kind in order:
+            painted = page.evaluate("([scene, kind]) => window.sdsOutlines.raster(scene, kind)", [RASTER, kind])
+            if painted["drawn"] != RASTER["cells"]:
+                raise SystemExit(f"bench_outlines: {painted['drawn']} of {RASTER['cells']} cells painted as {kind}")
+            (polygons if kind == "polygons" else discs).append(float(median(painted["times"])))
+    return polygons, discs
+
+
 def frame_time(page: Any, kind: str) -> float:
     """The median frame drawing `kind` alone; refused if the frame shows nothing (nothing was measured)."""
     drawn = page.evaluate("([kind, n]) => window.scene.frames(kind, n)", [kind, FRAMES])
@@ -90,6 +110,7 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 800, "height": 800})
             page.goto(html.as_uri())
             lines, paths, fills, setup = measure(page, rounds)
+            polygons, discs = raster_times(page, rounds)
         finally:
             browser.close()
     print(
@@ -105,7 +126,13 @@ def main() -> None:
         unit="frame",
     )
     print(f"  for scale, the filled polygons alone: median {fmt_time(median(fills))} per frame")
-    emit("outlines", [result], fill_s=median(fills), renderer=setup["renderer"], **SCENE)
+    print(
+        f"{RASTER['cells']:,} octagons {2 * RASTER['radius']:g} px across painted into a {RASTER['side']} px raster, ringed"
+    )
+    painted = comparison(
+        "raster_polygons", "each cell's polygon", "a disc of the same width", polygons, discs, goal=None, unit="raster"
+    )
+    emit("outlines", [result, painted], fill_s=median(fills), renderer=setup["renderer"], **SCENE)
 
 
 if __name__ == "__main__":

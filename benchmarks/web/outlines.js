@@ -6,6 +6,7 @@ import { Deck, OrthographicView } from '@deck.gl/core';
 import { PathLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
 import { CellOutlineLayer } from '../../js/src/app/outlinelayer';
+import { paintPoints } from '../../js/src/app/raster';
 import { polygonsOf } from '../../js/src/app/spatial';
 
 function octagons(n, side, radius) {
@@ -113,4 +114,30 @@ function litShare(gl) {
   return lit / (w * h);
 }
 
-window.sdsOutlines = { open };
+/**
+ * The raster of many cells (the view's mode while more than a few thousand are in view):
+ * `cells` octagons `radius` px across at random over a `side` px square, each painted as its
+ * polygon or as a disc of its typical width, ringed; each call's time in seconds, `rounds` calls.
+ */
+function raster({ cells, side, radius, rounds }, kind) {
+  const { starts, vertices } = octagons(cells, side, radius);
+  const x = new Float32Array(cells);
+  const y = new Float32Array(cells);
+  for (let i = 0; i < cells; i++) {
+    x[i] = vertices[18 * i] - radius;
+    y[i] = vertices[18 * i + 1];
+  }
+  const view = { width: side, height: side, target: [side / 2, side / 2], scale: 1, rotation: 0 };
+  const sizing = kind === 'polygons' ? { polygons: { starts, vertices } } : 2 * radius;
+  const times = [];
+  let drawn = 0;
+  for (let r = 0; r < rounds; r++) {
+    const pixels = new Uint8ClampedArray(side * side * 4);
+    const start = performance.now();
+    drawn = paintPoints(pixels, view, x, y, i => 0xff000000 | ((i * 2654435761) >>> 8), sizing, null, true);
+    times.push((performance.now() - start) / 1000);
+  }
+  return { times, drawn };
+}
+
+window.sdsOutlines = { open, raster };

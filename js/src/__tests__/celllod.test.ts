@@ -98,6 +98,42 @@ describe('level of detail: geometry for few cells in view, a raster for many', (
     expect(at(cx + 2, cy)).toEqual([65, 0, 0, 255]); // the ring
     expect(at(Math.round(15 - plan.region[0]), cy)[3]).toBe(0); // the hidden cell
   });
+
+  it('fills polygon cells with their own shapes and sizes, ringed, and keeps a cell smaller than a pixel', () => {
+    // a 6 x 4 rectangle, a triangle, a 0.2-unit speck and a cell with no polygon, at 1 px a unit
+    const x = Float32Array.from([5, 15, 22, 25]);
+    const y = Float32Array.from([5, 5, 5, 8]);
+    const starts = Uint32Array.from([0, 5, 8, 12, 12]);
+    // prettier-ignore
+    const vertices = Float32Array.from([2, 3, 8, 3, 8, 7, 2, 7, 2, 3, /* triangle */ 12, 2, 18, 2, 12, 8, /* speck */ 22, 5, 22.2, 5, 22.2, 5.2, 22, 5.2]);
+    const idx = buildIndex(x, y);
+    const plan = planRaster([0, 0, 30, 10], 1, [0, 0, 30, 10], 0)!;
+    const colors = [0xff0000ff, 0xff00ff00, 0xffff0000, 0xff00ffff];
+    const { pixels, drawn } = rasterizeCells(plan, idx, x, y, i => colors[i], { polygons: { starts, vertices } }, 33, true);
+    expect(drawn).toBe(4);
+    const [ox, oy] = [plan.region[0], plan.region[1]];
+    const at = (ux: number, uy: number) => {
+      const o = (Math.floor(uy - oy) * plan.width + Math.floor(ux - ox)) * 4;
+      return [...pixels.subarray(o, o + 4)];
+    };
+    // the rectangle covers the pixel centres 2.5..7.5 by 3.5..6.5: 6 x 4 pixels, its border darkened
+    let rect = 0;
+    for (let py = 0; py < 10; py++) {
+      for (let px = 0; px < 10; px++) {
+        rect += at(px + 0.5, py + 0.5)[3] ? 1 : 0;
+      }
+    }
+    expect(rect).toBe(24);
+    expect(at(5.5, 5.5)).toEqual([255, 0, 0, 255]); // inside
+    expect(at(2.5, 5.5)).toEqual([65, 0, 0, 255]); // the ring
+    expect(at(1.5, 5.5)[3]).toBe(0); // outside
+    // the triangle: its right angle filled, the far side of its hypotenuse empty
+    expect(at(12.5, 2.5)[1]).toBeGreaterThan(0);
+    expect(at(16.5, 6.5)[3]).toBe(0);
+    // the speck holds no pixel centre: one pixel at its position; the cell without a polygon too
+    expect(at(22.5, 5.5)).toEqual([0, 0, 255, 255]);
+    expect(at(25.5, 8.5)).toEqual([255, 255, 0, 255]);
+  });
 });
 
 describe('the WebGL stage: levels of detail and picking on the CPU', () => {

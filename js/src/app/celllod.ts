@@ -8,7 +8,7 @@
 
 import type { Region } from './camera';
 import { countOver, spansOver, type CellIndex } from './cellindex';
-import { paintPoints } from './raster';
+import { paintPoints, type CellSizing } from './raster';
 import type { Bounds } from './types';
 
 /**
@@ -107,7 +107,7 @@ export function rasterizeCells(
   x: Float32Array,
   y: Float32Array,
   colorOf: (i: number) => number,
-  diameter: number | { radius: Float32Array; scale: number },
+  diameter: CellSizing,
   reach: number,
   outline: boolean
 ): { pixels: Uint8ClampedArray; drawn: number } {

@@ -242,12 +242,21 @@ function darkened(col: number): number {
   return ((col & 0xff000000) | (b << 16) | (g << 8) | r) >>> 0;
 }
 
+/** Polygon cells (cell i: vertices starts[i] to starts[i + 1], x, y pairs in data units). */
+export type PolygonShapes = { starts: Uint32Array; vertices: Float32Array };
+
+/**
+ * How big a cell is drawn: a disc of one diameter in pixels; a disc of each cell's radius
+ * (`radius[i] · scale · 2` px; circles such as Visium spots); or each cell's own polygon.
+ */
+export type CellSizing = number | { radius: Float32Array; scale: number } | { polygons: PolygonShapes };
+
 /**
  * The rasteriser behind rasterizePoints and the WebGL view's raster of many cells. The cells:
  * all (`cells` null), or those of `cells.order` in the slices `cells.spans` (start, end pairs;
- * the index's bins over a region). Each a disc `diameter` pixels across (a number, or per cell:
- * `diameter.radius[i] · diameter.scale · 2`; 1 to 32) in `colorOf(i)` (alpha 0: hidden), with a
- * darkened one-pixel ring when `outline` and the disc is 3 px or more.
+ * the index's bins over a region). Each as `diameter` says (discs 1 to 32 px across, or its
+ * polygon) in `colorOf(i)` (alpha 0: hidden), with a darkened one-pixel ring when `outline`
+ * and the cell is 3 px or more across.
  */
 export function paintPoints(
   pixels: Uint8ClampedArray,
@@ -255,7 +264,7 @@ export function paintPoints(
   x: Float32Array,
   y: Float32Array,
   colorOf: (i: number) => number,
-  diameter: number | { radius: Float32Array; scale: number },
+  diameter: CellSizing,
   cells: { order: Uint32Array; spans: Uint32Array } | null,
   outline = false
 ): number {
@@ -263,7 +272,9 @@ export function paintPoints(
   const spans = cells ? cells.spans : Uint32Array.of(0, Math.min(x.length, y.length));
   const order = cells ? cells.order : null;
   if (typeof diameter !== 'number') {
-    return paintSized(out, view, x, y, colorOf, diameter, spans, order, outline);
+    return 'polygons' in diameter
+      ? paintPolygons(out, view, x, y, colorOf, diameter.polygons, spans, order, outline)
+      : paintSized(out, view, x, y, colorOf, diameter, spans, order, outline);
   }
   const size = Math.max(1, Math.min(32, Math.round(diameter)));
   return size === 1 ? paintPixels(out, view, x, y, colorOf, spans, order) : paintDiscs(out, view, x, y, colorOf, size, spans, order, outline);
@@ -422,6 +433,190 @@ function paintSized(
     }
   }
   return drawn;
+}
+
+/**
+ * Each cell's own polygon, filled where pixel centres fall inside it (even-odd, row by row),
+ * so that big and small cells keep their sizes and shapes; a polygon too small to hold a pixel
+ * centre, or without vertices, is the pixel at its position, so no cell vanishes.
+ */
+function paintPolygons(
+  out: Uint32Array,
+  view: View,
+  x: Float32Array,
+  y: Float32Array,
+  colorOf: (i: number) => number,
+  shapes: PolygonShapes,
+  spans: Spans,
+  order: Uint32Array | null,
+  outline: boolean
+): number {
+  const { width: w, height: hgt } = view;
+  const [a, b, c, d, e, f] = affine(view);
+  const { starts, vertices } = shapes;
+  const mask = new PolygonMask();
+  let drawn = 0;
+  const pixelAt = (i: number, col: number): void => {
+    const fx = a * x[i] + c * y[i] + e;
+    const fy = b * x[i] + d * y[i] + f;
+    if (fx >= 0 && fx < w && fy >= 0 && fy < hgt) {
+      out[(fy | 0) * w + (fx | 0)] = col;
+    }
+  };
+  for (let s = 0; s < spans.length; s += 2) {
+    const end = spans[s + 1];
+    for (let k = spans[s]; k < end; k++) {
+      const i = order ? order[k] : k;
+      const box = mask.project(vertices, starts[i], starts[i + 1], a, b, c, d, e, f);
+      if (box === null) {
+        // no polygon: its position, if in view
+        const fx = a * x[i] + c * y[i] + e;
+        const fy = b * x[i] + d * y[i] + f;
+        if (!(fx >= 0 && fx < w && fy >= 0 && fy < hgt)) {
+          continue;
+        }
+      } else if (!(box[2] >= 0 && box[0] < w && box[3] >= 0 && box[1] < hgt)) {
+        continue; // out of view, or NaN vertices
+      }
+      const col = colorOf(i);
+      if (col >>> 24 === 0) {
+        continue; // a hidden category
+      }
+      drawn++;
+      if (box === null || !mask.fill(box, w, hgt)) {
+        pixelAt(i, col);
+        continue;
+      }
+      mask.paint(out, w, outline ? darkened(col) : col, col, outline);
+    }
+  }
+  return drawn;
+}
+
+/**
+ * One polygon at a time in screen pixels: its vertices projected, then the pixels whose
+ * centres it covers as a mask over its bounding box (clipped to the raster and a pixel
+ * around it), from which the fill and its one-pixel ring are written. Buffers grow and are reused.
+ */
+class PolygonMask {
+  private sx = new Float64Array(64);
+  private sy = new Float64Array(64);
+  private n = 0;
+  private bits = new Uint8Array(256);
+  private crossings = new Float64Array(64);
+  private c0 = 0;
+  private r0 = 0;
+  private bw = 0;
+  private bh = 0;
+
+  /** Project vertices v0..v1; their bounding box (x0, y0, x1, y1 px), or null when there are fewer than 3. */
+  project(vertices: Float32Array, v0: number, v1: number, a: number, b: number, c: number, d: number, e: number, f: number): [number, number, number, number] | null {
+    const n = v1 - v0;
+    if (n < 3) {
+      return null;
+    }
+    if (this.sx.length < n) {
+      this.sx = new Float64Array(2 * n);
+      this.sy = new Float64Array(2 * n);
+      this.crossings = new Float64Array(2 * n);
+    }
+    let x0 = Infinity;
+    let y0 = Infinity;
+    let x1 = -Infinity;
+    let y1 = -Infinity;
+    for (let j = 0; j < n; j++) {
+      const vx = vertices[2 * (v0 + j)];
+      const vy = vertices[2 * (v0 + j) + 1];
+      const px = a * vx + c * vy + e;
+      const py = b * vx + d * vy + f;
+      this.sx[j] = px;
+      this.sy[j] = py;
+      x0 = Math.min(x0, px);
+      y0 = Math.min(y0, py);
+      x1 = Math.max(x1, px);
+      y1 = Math.max(y1, py);
+    }
+    this.n = n;
+    return [x0, y0, x1, y1];
+  }
+
+  /** Mark the pixels whose centres lie inside; false when none does (a polygon under a pixel). */
+  fill(box: [number, number, number, number], w: number, hgt: number): boolean {
+    // pixel (col, row) has its centre at (col + 0.5, row + 0.5)
+    const c0 = Math.max(-1, Math.ceil(box[0] - 0.5));
+    const c1 = Math.min(w, Math.floor(box[2] - 0.5));
+    const r0 = Math.max(-1, Math.ceil(box[1] - 0.5));
+    const r1 = Math.min(hgt, Math.floor(box[3] - 0.5));
+    const bw = c1 - c0 + 1;
+    const bh = r1 - r0 + 1;
+    if (bw <= 0 || bh <= 0) {
+      return false;
+    }
+    // a border of empty pixels around the box: a neighbour is read with no bounds test
+    const stride = bw + 2;
+    const size = stride * (bh + 2);
+    if (this.bits.length < size) {
+      this.bits = new Uint8Array(2 * size);
+    }
+    const bits = this.bits;
+    bits.fill(0, 0, size);
+    this.c0 = c0;
+    this.r0 = r0;
+    this.bw = bw;
+    this.bh = bh;
+    const { sx, sy, n, crossings } = this;
+    let any = false;
+    for (let r = r0; r <= r1; r++) {
+      const yc = r + 0.5;
+      let m = 0;
+      for (let j = 0, k = n - 1; j < n; k = j++) {
+        if (sy[j] <= yc !== sy[k] <= yc) {
+          const xc = sx[k] + ((yc - sy[k]) / (sy[j] - sy[k])) * (sx[j] - sx[k]);
+          let q = m++;
+          while (q > 0 && crossings[q - 1] > xc) {
+            crossings[q] = crossings[q - 1];
+            q--;
+          }
+          crossings[q] = xc;
+        }
+      }
+      const row = (r - r0 + 1) * stride + 1 - c0;
+      for (let p = 0; p + 1 < m; p += 2) {
+        const from = Math.max(c0, Math.ceil(crossings[p] - 0.5));
+        const to = Math.min(c1, Math.floor(crossings[p + 1] - 0.5));
+        for (let q = row + from; q <= row + to; q++) {
+          bits[q] = 1;
+          any = true;
+        }
+      }
+    }
+    return any;
+  }
+
+  /** Write the marked pixels inside the raster: `line` where a 4-neighbour is outside (when `ringed` and 3 px across), else `col`. */
+  paint(out: Uint32Array, w: number, line: number, col: number, ringed: boolean): void {
+    const { bits, c0, r0, bw, bh } = this;
+    const stride = bw + 2;
+    const ring = ringed && bw >= 3 && bh >= 3;
+    const hgt = out.length / w;
+    const x0 = Math.max(0, c0);
+    const x1 = Math.min(w - 1, c0 + bw - 1);
+    for (let ry = 0; ry < bh; ry++) {
+      const py = r0 + ry;
+      if (py < 0 || py >= hgt) {
+        continue;
+      }
+      const row = (ry + 1) * stride + 1 - c0;
+      const at = py * w;
+      for (let px = x0; px <= x1; px++) {
+        const q = row + px;
+        if (bits[q] === 0) {
+          continue;
+        }
+        out[at + px] = ring && (bits[q - 1] & bits[q + 1] & bits[q - stride] & bits[q + stride]) === 0 ? line : col;
+      }
+    }
+  }
 }
 
 /** Canvases by the pixels they hold: a redraw reuses them; recolored pixels are a new array, so a new canvas (a new texture for deck). */

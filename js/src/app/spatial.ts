@@ -464,11 +464,14 @@ export class SpatialStage {
     const started = now();
     const shapes = this.data.shapes;
     const point = (this.payload.point_size || 2) * devicePixels() * (plan.scale / this.deviceScale());
+    // polygons: each its own shape once big enough to show one (not points), as in the 2D drawing
     const diameter =
       shapes?.kind === 'circles'
         ? { radius: shapes.radius, scale: plan.scale }
         : shapes?.kind === 'polygons'
-          ? Math.max(1, this.cellSize * plan.scale)
+          ? this.cellMode === 'points'
+            ? Math.max(1, this.cellSize * plan.scale)
+            : { polygons: shapes }
           : point;
     const outline = shapes?.kind === 'polygons' ? this.cellMode !== 'points' : (this.payload.point_size || 2) >= 3;
     const { pixels, drawn } = rasterizeCells(plan, this.index, this.data.x, this.data.y, this.colorOf, diameter, 33, outline);
