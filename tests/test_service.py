@@ -251,6 +251,48 @@ def test_obs_row_keeps_each_encodings_value_and_dtype(tmp_path: Path) -> None:
         assert "obs" not in view.__dict__
 
 
+def test_obs_categories_read_what_a_palette_needs_and_agree_with_the_whole_column(tmp_path: Path) -> None:
+    import anndata
+    import pandas as pd
+    import zarr
+
+    from sds_jupyter.service.tables import TableView
+    from sds_jupyter.studio.palette import obs_palettes, series_categories
+
+    obs = pd.DataFrame(
+        {
+            "text": ["b", "a", "b"],
+            "count": [1, 2, 3],
+            "score": [0.5, np.nan, 2.0],
+            "flag": [True, False, True],
+            "maybe_flag": pd.array([True, None, False], dtype="boolean"),
+            "kind": pd.Categorical(["x", None, "y"], categories=["y", "x"], ordered=True),
+        },
+        index=["c1", "c2", "c3"],
+    )
+    path = tmp_path / "obs.zarr"
+    anndata.AnnData(obs=obs).write_zarr(path)
+    root = zarr.open_group(path, mode="r")
+    view = TableView(root, root, "obs")
+    for column in obs.columns:
+        assert view.obs_categories(column) == series_categories(obs[column]), column
+    # a categorical's categories and a numeric array's dtype are read, not their values
+    assert {"kind", "count", "score"}.isdisjoint(view._obs_columns)
+    assert "obs" not in view.__dict__
+    categories = {column: view.obs_categories(column) for column in view.obs_columns}
+    assert obs_palettes(categories, {}) == obs_palettes(obs, {})
+    with pytest.raises(KeyError):
+        view.obs_categories("nope")
+
+
+def test_figures_changes_and_compare_never_read_obs_whole(service) -> None:
+    dispatch(service, "figures", {"version": 1})
+    dispatch(service, "changes", {"version": 2})
+    dispatch(service, "compare", {"a": 1, "b": 2})
+    for depth in (0, 1, 2):
+        assert "obs" not in service.table_view(depth).__dict__, depth
+
+
 def test_color_values_against_reads_two_columns_yet_sends_what_the_whole_obs_gives(service) -> None:
     import pandas as pd
 

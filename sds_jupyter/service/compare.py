@@ -105,24 +105,24 @@ def _statuses(keys_a: list[str], keys_b: list[str], differs: Callable[[str], boo
 
 
 def _obs_delta(view_a: TableView, view_b: TableView, touched: Callable[[str], bool]) -> ObsDelta:
-    obs_a, obs_b = view_a.obs, view_b.obs
-    cols_a, cols_b = [str(c) for c in obs_a.columns], [str(c) for c in obs_b.columns]
+    """The columns added, removed and changed, each read alone (obs is never read whole)."""
+    cols_a, cols_b = view_a.obs_columns, view_b.obs_columns
     set_a, set_b = set(cols_a), set(cols_b)
     changed: list[ObsChange] = []
     for column in cols_b:
         if column in set_a and touched(column):
-            change = obs_change(column, obs_a[column], obs_b[column])
+            change = obs_change(column, view_a.obs_named_column(column), view_b.obs_named_column(column))
             if change is not None:
                 changed.append(change)
     return {
         "added": [c for c in cols_b if c not in set_a],
         "removed": [c for c in cols_a if c not in set_b],
         "changed": changed,
-        "added_columns": [column_summary(c, obs_b[c]) for c in cols_b if c not in set_a],
-        "removed_columns": [column_summary(c, obs_a[c]) for c in cols_a if c not in set_b],
-        "n_cells_a": len(obs_a),
-        "n_cells_b": len(obs_b),
-        "n_common": len(_common_index(obs_a.index, obs_b.index)),
+        "added_columns": [column_summary(c, view_b.obs_column(c)) for c in cols_b if c not in set_a],
+        "removed_columns": [column_summary(c, view_a.obs_column(c)) for c in cols_a if c not in set_b],
+        "n_cells_a": view_a.n_obs,
+        "n_cells_b": view_b.n_obs,
+        "n_common": len(_common_index(view_a.obs_names, view_b.obs_names)),
     }
 
 

@@ -74,7 +74,7 @@ def _below(op: dict[str, Any], below: TableView) -> OpDetail:
 def _detail(op: dict[str, Any], view: TableView) -> OpDetail:
     name = op.get("op")
     if name == "set-obs" and isinstance(op.get("column"), str):
-        return {"column": column_summary(op["column"], view.obs[op["column"]])}
+        return {"column": column_summary(op["column"], view.obs_column(op["column"]))}
     if name == "set-obsm" and isinstance(op.get("key"), str):
         node = view.group[f"obsm/{op['key']}"]
         return {"shape": [int(n) for n in node.shape]} if isinstance(node, zarr.Array) else {}

@@ -428,7 +428,8 @@ class StackService:
         """Each categorical obs column's colors at ``version`` (see :mod:`sds_jupyter.studio.palette`)."""
         view = self.table_view(version)
         saved = saved_category_colors(f.spec for f in figures if f.kind == "canvas")
-        return obs_palettes(view.obs, view.uns_without_studio, saved)
+        categories = {column: view.obs_categories(column) for column in view.obs_columns}
+        return obs_palettes(categories, view.uns_without_studio, saved)
 
     def _figure_summary(
         self, figure: ParsedFigure, uns: Mapping[str, Any], palettes: Callable[[], Mapping[str, Mapping[str, str]]]

@@ -18,6 +18,7 @@ import zarr
 from anndata.io import read_elem
 
 from sds_jupyter.service.nodes import child_array, child_group, element_length
+from sds_jupyter.studio.palette import series_categories
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 
 __all__ = ["TableView"]
@@ -150,6 +151,29 @@ class TableView:
             node = self._obs_group()
             self._obs_columns[name] = self.obs[name] if node is None else pd.Series(read_elem(node[name]), name=name)
         return self._obs_columns[name]
+
+    def obs_named_column(self, name: str) -> pd.Series:
+        """One obs column indexed by the cell names, as ``obs[name]`` (matching cells across versions needs them)."""
+        column = self.obs_column(name)
+        return column if column.index is self.obs_names else column.set_axis(self.obs_names)
+
+    def obs_categories(self, name: str) -> list[str] | None:
+        """A column's categories as text when it is categorical, text or boolean; None when numeric.
+
+        Why: a palette needs the categories only. A categorical column's categories are read
+        without its codes, and a numeric array is known by its dtype without being read, so
+        the figures of a 10,000,000-cell table do not read obs whole for their colors.
+        """
+        if name not in self.obs_columns:
+            raise KeyError(name)
+        node = self._obs_group()
+        if node is not None and name not in self._obs_columns:
+            element = node[name]
+            if isinstance(element, zarr.Group) and element.attrs.get("encoding-type") == "categorical":
+                return [str(c) for c in read_elem(element["categories"])]
+            if isinstance(element, zarr.Array) and element.dtype.kind in "iuf":
+                return None
+        return series_categories(self.obs_column(name))
 
     def obs_row(self, position: int) -> pd.DataFrame:
         """Obs row ``position`` as a one-row frame, each column read at that position alone.

@@ -22,6 +22,7 @@ __all__ = [
     "column_palette",
     "fixed_palette",
     "obs_palettes",
+    "series_categories",
     "recolor_chart",
     "saved_category_colors",
 ]
@@ -83,7 +84,7 @@ def saved_category_colors(specs: Iterable[Mapping[str, Any]]) -> dict[str, dict[
     return found
 
 
-def _categories(series: pd.Series) -> list[str] | None:
+def series_categories(series: pd.Series) -> list[str] | None:
     """A column's categories when it is categorical (or text/boolean), else None."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         return [str(c) for c in series.cat.categories]
@@ -93,12 +94,20 @@ def _categories(series: pd.Series) -> list[str] | None:
 
 
 def obs_palettes(
-    obs: pd.DataFrame, uns: Mapping[str, Any], saved: Mapping[str, Mapping[str, str]] | None = None
+    obs: pd.DataFrame | Mapping[str, Sequence[str] | None],
+    uns: Mapping[str, Any],
+    saved: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, dict[str, str]]:
-    """category → color for every categorical obs column."""
+    """category → color for every categorical obs column.
+
+    ``obs``: the frame, or each column's categories (None for a numeric one) when they were
+    read without the columns' values (a table view reads a categorical's categories alone).
+    """
+    categories_of = (
+        {str(column): series_categories(obs[column]) for column in obs.columns} if isinstance(obs, pd.DataFrame) else obs
+    )
     palettes: dict[str, dict[str, str]] = {}
-    for column in obs.columns:
-        categories = _categories(obs[column])
+    for column, categories in categories_of.items():
         if categories is None or len(categories) > 1000:
             continue
         colors = column_palette(str(column), categories, uns, (saved or {}).get(str(column)))
