@@ -164,11 +164,6 @@ def cell_row(cells: CellTable, index: int) -> CellRow:
     }
 
 
-def _named_column(view: TableView, column: str) -> pd.Series:
-    """Obs ``column`` indexed by the cell names, as matching cells across versions needs; no other column read."""
-    return view.obs_column(column).set_axis(view.obs_names)
-
-
 def _floats(text: str, name: str, count: int) -> list[float]:
     """``count`` finite numbers from comma-separated ``text``; a one-line refusal otherwise."""
     parts = text.split(",")
@@ -534,7 +529,7 @@ class StackService:
             before = service.table_view(depth, view.name)
             if column not in before.obs_columns:
                 raise RequestError(f"Version {against!r} has no obs column {column!r} to compare with.")
-            labels = transition_labels(column, _named_column(before, column), _named_column(view, column))
+            labels = transition_labels(column, before.obs_named_column(column), view.obs_named_column(column))
             column = f"{column} (change)"
             cells = FrameCells(pd.DataFrame({column: labels}))
             colors = {UNCHANGED: GREY, NEW_CELL: MISSING_COLOR}

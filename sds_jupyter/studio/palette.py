@@ -22,9 +22,9 @@ __all__ = [
     "column_palette",
     "fixed_palette",
     "obs_palettes",
-    "series_categories",
     "recolor_chart",
     "saved_category_colors",
+    "series_categories",
 ]
 
 #: Result meta parameters that name the obs column a result groups by.
@@ -104,7 +104,9 @@ def obs_palettes(
     read without the columns' values (a table view reads a categorical's categories alone).
     """
     categories_of = (
-        {str(column): series_categories(obs[column]) for column in obs.columns} if isinstance(obs, pd.DataFrame) else obs
+        {str(column): series_categories(obs[column]) for column in obs.columns}
+        if isinstance(obs, pd.DataFrame)
+        else obs
     )
     palettes: dict[str, dict[str, str]] = {}
     for column, categories in categories_of.items():
