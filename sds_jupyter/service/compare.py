@@ -127,6 +127,8 @@ def _obs_delta(view_a: TableView, view_b: TableView, touched: Callable[[str], bo
 
 
 def _common_index(a: pd.Index, b: pd.Index) -> pd.Index:
+    if a.equals(b):  # the usual case, the same cells in the same order: no hashing of every name
+        return a
     if a.is_unique and b.is_unique:
         return a.intersection(b, sort=False)
     return pd.RangeIndex(min(len(a), len(b)))
@@ -134,6 +136,8 @@ def _common_index(a: pd.Index, b: pd.Index) -> pd.Index:
 
 def _aligned(a: pd.Series, b: pd.Series) -> tuple[pd.Series, pd.Series]:
     """The two columns over the cells both versions hold, in A's order."""
+    if a.index.equals(b.index):  # the same cells in the same order: matched as they stand
+        return a, b
     if a.index.is_unique and b.index.is_unique:
         common = a.index.intersection(b.index, sort=False)
         return a.loc[common], b.loc[common]
