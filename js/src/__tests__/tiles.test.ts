@@ -56,9 +56,10 @@ describe('LruCache', () => {
 });
 
 /** A service of 2-channel tiles whose first plane holds the tile's level; replies wait until released. */
-function service() {
+function service(onCall?: () => void) {
   const waiting: (() => void)[] = [];
   const t = new FakeTransport().on('image_tile', async params => {
+    onCall?.(); // as the request goes out
     const level = Number(params.level);
     const lv = LEVELS[level];
     const [x, y] = [Number(params.x), Number(params.y)];
@@ -143,7 +144,9 @@ describe('TileGrid', () => {
   });
 
   it('draws tiles that arrive together in one frame, and sends the next request before unpacking a reply', async () => {
-    const { t, waiting } = service();
+    // how many tiles were unpacked (cached) when each request went out
+    const unpacked: number[] = [];
+    const { t, waiting } = service(() => unpacked.push(g.cache.keys().length));
     const drawn: TileFrame[] = [];
     const g = grid(t, drawn);
     g.update([0, 0, SIDE, SIDE / 2], at(0)); // 32 tiles: more than CONCURRENCY
@@ -151,8 +154,10 @@ describe('TileGrid', () => {
     // the first replies come back in one go (no turn of the event loop between them)
     waiting.splice(0).forEach(resolve => resolve());
     await new Promise(r => setTimeout(r, 0));
-    // each reply freed its slot at once: the next ones are already on their way
+    // each reply freed its slot at once: the next ones are already on their way, each sent
+    // before the reply that freed its slot was unpacked (reply k's follower saw k - 1 unpacked)
     expect(t.callsOf('image_tile')).toHaveLength(2 * CONCURRENCY);
+    expect(unpacked.slice(CONCURRENCY)).toEqual(Array.from({ length: CONCURRENCY }, (_, k) => k));
     // the rest of the view is still awaited: no frame yet, then one once the burst's time is up
     expect(drawn).toHaveLength(0);
     await new Promise(r => setTimeout(r, BURST_MS + 20));
