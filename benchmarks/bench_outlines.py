@@ -1,4 +1,4 @@
-"""Cell shapes in the WebGL view: outlines as a line list against deck's PathLayer; the raster's polygons against discs.
+"""Cell shapes in the WebGL view: outlines, discs and the raster, each against what it replaced.
 
 Why: at the zoom where the demo's cells are drawn as outlined polygons (a level-0 view of
 its image: about 2,800 octagons on a 750 px canvas), the outlines were most of a frame
@@ -11,6 +11,9 @@ one deck canvas and the same octagons; each round draws frames with A (the line 
 with B (the PathLayer), alternating, each frame read back (``gl.readPixels``) so the
 software GPU has finished it, and takes each side's median frame. The filled polygons
 alone (``SolidPolygonLayer``, drawn under the outlines in the view) are printed beside, for scale.
+The discs the view draws when few point cells are in view are timed the same way: 4,000 (the
+geometry budget), 4 px in radius and outlined, as ``CellDiscLayer`` (one non-instanced draw of
+six-vertex quads) against deck's ``ScatterplotLayer`` (an instance a disc).
 
 The same page then times the raster the view paints on the CPU while many cells are in view
 (``paintPoints``): 47,000 octagons 7 px across over a 1,126 px square (a level-2 view of
@@ -31,7 +34,7 @@ from _common import ROOT, begin, comparison, emit, fmt_time, load_average, media
 JS = ROOT / "js"
 ESBUILD = JS / "node_modules" / ".bin" / "esbuild"
 ENTRY = Path(__file__).parent / "web" / "outlines.js"
-SCENE = {"cells": 2840, "width": 750, "side": 1000.0, "radius": 6.0}
+SCENE = {"cells": 2840, "width": 750, "side": 1000.0, "radius": 6.0, "discs": 4000}
 FRAMES = 8
 RASTER = {"cells": 47_000, "side": 1126, "radius": 3.5, "rounds": 3}
 
@@ -49,6 +52,15 @@ def bundle(out: Path) -> Path:
         '<!doctype html><html><body style="margin:0"><script src="outlines.bundle.js"></script></body></html>'
     )
     return out / "outlines.html"
+
+
+def alternated(page: Any, rounds: int, a: str, b: str) -> tuple[list[float], list[float]]:
+    """Median frame times of layer kinds ``a`` and ``b``, a pair a round, alternating which goes first."""
+    times: dict[str, list[float]] = {a: [], b: []}
+    for index in range(rounds):
+        for kind in (a, b) if index % 2 == 0 else (b, a):
+            times[kind].append(frame_time(page, kind))
+    return times[a], times[b]
 
 
 def measure(page: Any, rounds: int) -> tuple[list[float], list[float], list[float], dict[str, Any]]:
@@ -111,6 +123,7 @@ def main() -> None:
             page.goto(html.as_uri())
             lines, paths, fills, setup = measure(page, rounds)
             polygons, discs = raster_times(page, rounds)
+            quads, instanced = alternated(page, rounds, "discs", "scatter")
         finally:
             browser.close()
     print(
@@ -126,13 +139,23 @@ def main() -> None:
         unit="frame",
     )
     print(f"  for scale, the filled polygons alone: median {fmt_time(median(fills))} per frame")
+    print(f"{SCENE['discs']:,} discs 4 px in radius, outlined")
+    disc_result = comparison(
+        "discs",
+        "discs as one draw of quads (CellDiscLayer)",
+        "discs as deck's ScatterplotLayer",
+        quads,
+        instanced,
+        goal=None,
+        unit="frame",
+    )
     print(
         f"{RASTER['cells']:,} octagons {2 * RASTER['radius']:g} px across painted into a {RASTER['side']} px raster, ringed"
     )
     painted = comparison(
         "raster_polygons", "each cell's polygon", "a disc of the same width", polygons, discs, goal=None, unit="raster"
     )
-    emit("outlines", [result, painted], fill_s=median(fills), renderer=setup["renderer"], **SCENE)
+    emit("outlines", [result, disc_result, painted], fill_s=median(fills), renderer=setup["renderer"], **SCENE)
 
 
 if __name__ == "__main__":

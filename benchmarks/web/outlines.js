@@ -3,11 +3,13 @@
 // draws n frames (the camera nudged each time) and returns each frame's time, read back
 // (gl.readPixels) so that the software GPU has finished it.
 import { Deck, OrthographicView } from '@deck.gl/core';
-import { PathLayer, SolidPolygonLayer } from '@deck.gl/layers';
+import { PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
+
+import { CellDiscLayer } from '../../js/src/app/disclayer';
+import { discVertices, polygonsOf } from '../../js/src/app/geometry';
 
 import { CellOutlineLayer } from '../../js/src/app/outlinelayer';
 import { paintPoints } from '../../js/src/app/raster';
-import { polygonsOf } from '../../js/src/app/spatial';
 
 function octagons(n, side, radius) {
   const starts = new Uint32Array(n + 1);
@@ -28,11 +30,19 @@ function octagons(n, side, radius) {
   return { starts, vertices };
 }
 
-async function open({ cells, width, side, radius }) {
+async function open({ cells, width, side, radius, discs }) {
   const { starts, vertices } = octagons(cells, side, radius);
   const picked = Array.from({ length: cells }, (_, i) => i);
   const colors = Uint32Array.from(picked, i => [0xff2828d6, 0xffb4771f, 0xff0e7fff][i % 3]);
   const p = polygonsOf(picked, starts, vertices, colors, starts[cells]);
+  // discs: `discs` points (the geometry budget) of 4 px radius, outlined, at random
+  const n = discs;
+  const centres = new Float32Array(2 * n);
+  for (let i = 0; i < 2 * n; i++) centres[i] = ((i * 7919) % 1000003) / 1000003 * side;
+  const fill = new Uint8Array(4 * n).fill(200);
+  const line = new Uint8Array(4 * n);
+  for (let i = 0; i < n; i++) line[4 * i + 3] = 190;
+  const quads = discVertices(n, centres, null, 4, fill, line);
   const canvas = document.createElement('canvas');
   canvas.style.width = canvas.style.height = `${width}px`;
   document.body.appendChild(canvas);
@@ -49,6 +59,32 @@ async function open({ cells, width, side, radius }) {
       new CellOutlineLayer({
         id: 'lines',
         data: { length: p.segments.length / 2, attributes: { getPosition: { value: p.segments, size: 2 }, getColor: { value: p.segmentColors, size: 4, normalized: true } } }
+      }),
+    discs: () =>
+      new CellDiscLayer({
+        id: 'discs',
+        data: {
+          length: 6 * n,
+          attributes: {
+            getPosition: { value: quads.positions, size: 2 },
+            getCorner: { value: quads.corners, size: 2 },
+            getRadius: { value: quads.radii, size: 1 },
+            getFillColor: { value: quads.fills, size: 4, normalized: true },
+            getLineColor: { value: quads.lines, size: 4, normalized: true }
+          }
+        },
+        stroked: true
+      }),
+    scatter: () =>
+      new ScatterplotLayer({
+        id: 'scatter',
+        data: { length: n, attributes: { getPosition: { value: centres, size: 2 }, getFillColor: { value: fill, size: 4, normalized: true }, getLineColor: { value: line, size: 4, normalized: true } } },
+        positionFormat: 'XY',
+        radiusUnits: 'pixels',
+        getRadius: 4,
+        stroked: true,
+        lineWidthUnits: 'pixels',
+        getLineWidth: 1
       }),
     paths: () =>
       new PathLayer({

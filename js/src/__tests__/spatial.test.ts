@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { CanvasData } from '../app/raster';
-import { polygonsOf } from '../app/spatial';
+import { discVertices, polygonsOf } from '../app/geometry';
 import { SpatialFigure } from '../app/spatialfigure';
 import type { CanvasPayload } from '../app/types';
 import { FakeTransport } from './fixtures';
@@ -290,6 +290,24 @@ describe('polygon geometry for the WebGL view', () => {
     ]);
     const ends = new Uint32Array(p.segmentColors.buffer, p.segmentColors.byteOffset, p.segmentColors.length / 4);
     expect(Array.from(ends)).toEqual([red, red, red, red, red, red, blue, blue, blue, blue, blue, blue, blue, blue]);
+  });
+});
+
+describe('disc geometry for the WebGL view', () => {
+  it('repeats each disc on the six corners of its quad, with its radius and colors', () => {
+    const positions = Float32Array.from([1, 2, 30, 40]);
+    const fills = new Uint8Array(new Uint32Array([0xff0000ff, 0x00000000]).buffer);
+    const lines = new Uint8Array(new Uint32Array([0xbe000000, 0]).buffer);
+    const v = discVertices(2, positions, Float32Array.from([0.5, 3]), 9, fills, lines);
+    expect(v.positions).toHaveLength(24);
+    expect(Array.from(v.positions.subarray(10, 14))).toEqual([1, 2, 30, 40]); // disc 0's last corner, disc 1's first
+    expect(Array.from(v.radii)).toEqual([0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 3, 3, 3, 3, 3, 3]);
+    // two triangles covering the square -1..1
+    expect(Array.from(v.corners.subarray(0, 12))).toEqual([-1, -1, 1, -1, 1, 1, -1, -1, 1, 1, -1, 1]);
+    expect(Array.from(new Uint32Array(v.fills.buffer))).toEqual([...Array(6).fill(0xff0000ff), ...Array(6).fill(0)]);
+    expect(Array.from(new Uint32Array(v.lines.buffer))).toEqual([...Array(6).fill(0xbe000000), ...Array(6).fill(0)]);
+    // no radii: every disc the one radius (pixels)
+    expect(Array.from(discVertices(2, positions, null, 9, fills, lines).radii)).toEqual(Array(12).fill(9));
   });
 });
 

@@ -7,6 +7,8 @@ import { Deck, OrthographicView, type Layer } from '@deck.gl/core';
 import { BitmapLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
 import type { ViewState } from './camera';
+import { CellDiscLayer } from './disclayer';
+import { discVertices } from './geometry';
 import { CellOutlineLayer } from './outlinelayer';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
@@ -179,27 +181,27 @@ function cellLayers(scene: DeckScene): Layer[] {
   } else if (cells && cells.polygons && scene.cellMode !== 'points') {
     layers.push(...polygonLayers(scene, cells, cells.polygons));
   } else if (cells) {
+    const radius = cells.radii ? 0 : scene.radius;
     layers.push(
-      new ScatterplotLayer({
+      new CellDiscLayer({
         id: 'cells',
-        data: once(cells, 'points', () => ({
-          length: cells.n,
-          attributes: {
-            getPosition: { value: cells.positions, size: 2 },
-            ...(cells.radii ? { getRadius: { value: cells.radii, size: 1 } } : {}),
-            getFillColor: { value: cells.colors, size: 4, normalized: true },
-            getLineColor: { value: cells.lines, size: 4, normalized: true }
-          }
-        })) as never,
-        positionFormat: 'XY',
+        data: once(cells, `discs:${radius}`, () => {
+          const v = discVertices(cells.n, cells.positions, cells.radii, radius, cells.colors, cells.lines);
+          return {
+            length: 6 * cells.n,
+            attributes: {
+              getPosition: { value: v.positions, size: 2 },
+              getCorner: { value: v.corners, size: 2 },
+              getRadius: { value: v.radii, size: 1 },
+              getFillColor: { value: v.fills, size: 4, normalized: true },
+              getLineColor: { value: v.lines, size: 4, normalized: true }
+            }
+          };
+        }) as never,
         radiusUnits: cells.radii ? 'common' : 'pixels',
-        getRadius: scene.radius,
-        radiusMinPixels: cells.radii ? 0.5 : 0,
         stroked: scene.outline,
-        lineWidthUnits: 'pixels',
-        getLineWidth: 1,
         opacity: scene.cellsOpacity,
-        updateTriggers: { getFillColor: scene.colorVersion, getLineColor: scene.colorVersion, getPosition: scene.colorVersion, getRadius: scene.colorVersion }
+        updateTriggers: { getFillColor: scene.colorVersion, getLineColor: scene.colorVersion, getPosition: scene.colorVersion, getRadius: [scene.colorVersion, radius] }
       })
     );
   }

@@ -23,8 +23,9 @@ import {
 } from './camera';
 import { buildIndex, containing, countIn, forEachIn, nearest, type CellIndex } from './cellindex';
 import { MARGIN, covers, grow, lodFor, planRaster, rasterizeCells, stale, MOVING_RESOLUTION, type RasterPlan } from './celllod';
-import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, ImageTileLayer, PolygonLayerData } from './deck';
+import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, ImageTileLayer } from './deck';
 import { h } from './dom';
+import { polygonsOf } from './geometry';
 import { cellModeAt, colorFn, packColor, rgbaCanvas, typicalWidth, type CanvasData } from './raster';
 import type { TileFrame } from './tiles';
 import type { CanvasPayload } from './types';
@@ -736,52 +737,4 @@ function maxOf(values: Float32Array): number {
     }
   }
   return m;
-}
-
-/**
- * The polygons of cells `picked` (indices into `starts`, `vertices`), flat in that order, with
- * each cell's color per vertex (deck's binary polygons take colors so), and their outlines as
- * segments, one per edge: a ring stored open gets its closing edge.
- */
-export function polygonsOf(picked: number[], starts: Uint32Array, vertices: Float32Array, colors: Uint32Array, vertexCount: number): PolygonLayerData {
-  const n = picked.length;
-  const flatStarts = new Uint32Array(n + 1);
-  const flat = new Float32Array(vertexCount * 2);
-  const fills = new Uint32Array(vertexCount);
-  const segments = new Float32Array(vertexCount * 4); // at most one edge a vertex
-  const segmentColors = new Uint32Array(vertexCount * 2);
-  let v = 0;
-  let e = 0;
-  for (let k = 0; k < n; k++) {
-    const i = picked[k];
-    const v0 = starts[i];
-    const v1 = starts[i + 1];
-    const m = v1 - v0;
-    flatStarts[k] = v;
-    flat.set(vertices.subarray(2 * v0, 2 * v1), 2 * v);
-    fills.fill(colors[k], v, v + m);
-    if (m >= 2) {
-      const closed = vertices[2 * v0] === vertices[2 * v1 - 2] && vertices[2 * v0 + 1] === vertices[2 * v1 - 1];
-      const edges = closed ? m - 1 : m;
-      for (let j = 0; j < edges; j++) {
-        const a = 2 * (v0 + j);
-        const b = 2 * (v0 + ((j + 1) % m));
-        segments[4 * e] = vertices[a];
-        segments[4 * e + 1] = vertices[a + 1];
-        segments[4 * e + 2] = vertices[b];
-        segments[4 * e + 3] = vertices[b + 1];
-        segmentColors[2 * e] = segmentColors[2 * e + 1] = colors[k];
-        e++;
-      }
-    }
-    v += m;
-  }
-  flatStarts[n] = v;
-  return {
-    starts: flatStarts,
-    vertices: flat,
-    fills: new Uint8Array(fills.buffer),
-    segments: segments.slice(0, 4 * e),
-    segmentColors: new Uint8Array(segmentColors.buffer).slice(0, 8 * e)
-  };
 }
