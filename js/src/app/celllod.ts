@@ -13,9 +13,10 @@ import type { Bounds } from './types';
 
 /**
  * Cells in view (with the margin) above which they are drawn as a raster. Under software
- * WebGL (SwiftShader) a frame costs some microseconds a disc whether on screen or not (deck's
- * vertex shader runs on the CPU): 35,000 discs took 0.6 s a frame on the shared 2-core
- * machine. Past a few thousand in view, cells are a few pixels each, which a raster shows as well.
+ * WebGL (SwiftShader) a frame costs per cell whether on screen or not (the vertex shader runs
+ * on the CPU): 4,000 discs as one draw of quads take about 10 ms a frame, outlined polygons
+ * about 30 ms for 2,800 (bench_outlines.py). Past a few thousand in view, cells are a few
+ * pixels each, which a raster shows as well.
  */
 export const GEOMETRY_BUDGET = 4_000;
 
