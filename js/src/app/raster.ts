@@ -456,27 +456,20 @@ function paintPolygons(
   const { starts, vertices } = shapes;
   const mask = new PolygonMask();
   let drawn = 0;
-  const pixelAt = (i: number, col: number): void => {
+  /** The raster pixel under cell i's position, or -1 when it is out of view (or has none). */
+  const pixelOf = (i: number): number => {
     const fx = a * x[i] + c * y[i] + e;
     const fy = b * x[i] + d * y[i] + f;
-    if (fx >= 0 && fx < w && fy >= 0 && fy < hgt) {
-      out[(fy | 0) * w + (fx | 0)] = col;
-    }
+    return fx >= 0 && fx < w && fy >= 0 && fy < hgt ? (fy | 0) * w + (fx | 0) : -1;
   };
   for (let s = 0; s < spans.length; s += 2) {
     const end = spans[s + 1];
     for (let k = spans[s]; k < end; k++) {
       const i = order ? order[k] : k;
       const box = mask.project(vertices, starts[i], starts[i + 1], a, b, c, d, e, f);
-      if (box === null) {
-        // no polygon: its position, if in view
-        const fx = a * x[i] + c * y[i] + e;
-        const fy = b * x[i] + d * y[i] + f;
-        if (!(fx >= 0 && fx < w && fy >= 0 && fy < hgt)) {
-          continue;
-        }
-      } else if (!(box[2] >= 0 && box[0] < w && box[3] >= 0 && box[1] < hgt)) {
-        continue; // out of view, or NaN vertices
+      // out of view (NaN vertices or positions fail these tests too)
+      if (box === null ? pixelOf(i) < 0 : !(box[2] >= 0 && box[0] < w && box[3] >= 0 && box[1] < hgt)) {
+        continue;
       }
       const col = colorOf(i);
       if (col >>> 24 === 0) {
@@ -484,7 +477,11 @@ function paintPolygons(
       }
       drawn++;
       if (box === null || !mask.fill(box, w, hgt)) {
-        pixelAt(i, col);
+        // no polygon, or one under a pixel: the pixel at its position
+        const p = pixelOf(i);
+        if (p >= 0) {
+          out[p] = col;
+        }
         continue;
       }
       mask.paint(out, w, outline ? darkened(col) : col, col, outline);
