@@ -10,8 +10,9 @@
  * centre leaves the view is dropped whole, so discs at the view's edge would blink out.
  */
 
-import { Layer, project32, type DefaultProps, type LayerProps, type UpdateParameters } from '@deck.gl/core';
-import { Model } from '@luma.gl/engine';
+import { project32, type DefaultProps, type LayerProps, type UpdateParameters } from '@deck.gl/core';
+
+import { VertexLayer } from './vertexlayer';
 
 const vs = `#version 300 es
 #define SHADER_NAME cell-disc-layer-vertex-shader
@@ -74,22 +75,24 @@ export type CellDiscLayerProps = LayerProps & {
   stroked?: boolean;
 };
 
-type State = { model?: Model };
-
 /**
  * `data`: deck's binary form, `{ length, attributes: { getPosition, getCorner, getRadius,
  * getFillColor, getLineColor } }` with `length` the number of vertices (six a disc), as
  * discVertices (geometry.ts) makes them.
  */
-export class CellDiscLayer extends Layer<CellDiscLayerProps> {
+export class CellDiscLayer extends VertexLayer<CellDiscLayerProps> {
   static layerName = 'CellDiscLayer';
   static defaultProps: DefaultProps<CellDiscLayerProps> = { radiusUnits: 'pixels', stroked: false };
 
-  declare state: State;
+  protected readonly topology = 'triangle-list';
 
   getShaders() {
     const defines = { RADIUS_COMMON: this.props.radiusUnits === 'common' ? 1 : 0, STROKED: this.props.stroked ? 1 : 0 };
     return super.getShaders({ vs, fs, modules: [project32], defines });
+  }
+
+  protected shadersChanged({ props, oldProps }: UpdateParameters<this>): boolean {
+    return props.radiusUnits !== oldProps.radiusUnits || props.stroked !== oldProps.stroked;
   }
 
   initializeState(): void {
@@ -99,34 +102,6 @@ export class CellDiscLayer extends Layer<CellDiscLayerProps> {
       radii: { size: 1, type: 'float32', stepMode: 'vertex', accessor: 'getRadius', defaultValue: 1 },
       fillColors: { size: 4, type: 'unorm8', stepMode: 'vertex', accessor: 'getFillColor', defaultValue: [0, 0, 0, 255] },
       lineColors: { size: 4, type: 'unorm8', stepMode: 'vertex', accessor: 'getLineColor', defaultValue: [0, 0, 0, 255] }
-    });
-  }
-
-  updateState(params: UpdateParameters<this>): void {
-    super.updateState(params);
-    const { props, oldProps } = params;
-    if (!this.state.model || props.radiusUnits !== oldProps.radiusUnits || props.stroked !== oldProps.stroked) {
-      this.state.model?.destroy();
-      this.setState({ model: this.makeModel() });
-      this.getAttributeManager()?.invalidateAll();
-    }
-  }
-
-  draw(): void {
-    const model = this.state.model;
-    if (model) {
-      model.setVertexCount(this.getNumInstances());
-      model.draw(this.context.renderPass);
-    }
-  }
-
-  private makeModel(): Model {
-    return new Model(this.context.device, {
-      ...this.getShaders(),
-      id: this.props.id,
-      topology: 'triangle-list',
-      bufferLayout: this.getAttributeManager()?.getBufferLayouts() ?? [],
-      vertexCount: 0
     });
   }
 }

@@ -10,8 +10,9 @@
  * joints or width: lines serve, on a GPU as well.
  */
 
-import { Layer, project32, type DefaultProps, type LayerProps, type UpdateParameters } from '@deck.gl/core';
-import { Model } from '@luma.gl/engine';
+import { project32, type DefaultProps, type LayerProps } from '@deck.gl/core';
+
+import { VertexLayer } from './vertexlayer';
 
 const vs = `#version 300 es
 #define SHADER_NAME cell-outline-layer-vertex-shader
@@ -42,13 +43,11 @@ void main(void) {
  */
 export type CellOutlineLayerProps = LayerProps;
 
-type State = { model?: Model };
-
-export class CellOutlineLayer extends Layer<CellOutlineLayerProps> {
+export class CellOutlineLayer extends VertexLayer<CellOutlineLayerProps> {
   static layerName = 'CellOutlineLayer';
   static defaultProps: DefaultProps<CellOutlineLayerProps> = {};
 
-  declare state: State;
+  protected readonly topology = 'line-list';
 
   getShaders() {
     return super.getShaders({ vs, fs, modules: [project32] });
@@ -58,33 +57,6 @@ export class CellOutlineLayer extends Layer<CellOutlineLayerProps> {
     this.getAttributeManager()?.add({
       positions: { size: 2, type: 'float32', stepMode: 'vertex', accessor: 'getPosition' },
       colors: { size: 4, type: 'unorm8', stepMode: 'vertex', accessor: 'getColor', defaultValue: [0, 0, 0, 255] }
-    });
-  }
-
-  updateState(params: UpdateParameters<this>): void {
-    super.updateState(params);
-    if (params.changeFlags.extensionsChanged || !this.state.model) {
-      this.state.model?.destroy();
-      this.setState({ model: this.makeModel() });
-      this.getAttributeManager()?.invalidateAll();
-    }
-  }
-
-  draw(): void {
-    const model = this.state.model;
-    if (model) {
-      model.setVertexCount(this.getNumInstances());
-      model.draw(this.context.renderPass);
-    }
-  }
-
-  private makeModel(): Model {
-    return new Model(this.context.device, {
-      ...this.getShaders(),
-      id: this.props.id,
-      topology: 'line-list',
-      bufferLayout: this.getAttributeManager()?.getBufferLayouts() ?? [],
-      vertexCount: 0
     });
   }
 }
