@@ -5,7 +5,7 @@
 import { Deck, OrthographicView } from '@deck.gl/core';
 import { PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
-import { CellDiscLayer } from '../../js/src/app/disclayer';
+import { CellDiscLayer, discData } from '../../js/src/app/disclayer';
 import { discVertices, polygonsOf } from '../../js/src/app/geometry';
 
 import { CellOutlineLayer } from '../../js/src/app/outlinelayer';
@@ -63,16 +63,7 @@ async function open({ cells, width, side, radius, discs }) {
     discs: () =>
       new CellDiscLayer({
         id: 'discs',
-        data: {
-          length: 6 * n,
-          attributes: {
-            getPosition: { value: quads.positions, size: 2 },
-            getCorner: { value: quads.corners, size: 2 },
-            getRadius: { value: quads.radii, size: 1 },
-            getFillColor: { value: quads.fills, size: 4, normalized: true },
-            getLineColor: { value: quads.lines, size: 4, normalized: true }
-          }
-        },
+        data: discData(quads),
         stroked: true
       }),
     scatter: () =>

@@ -7,7 +7,7 @@ import { Deck, OrthographicView, type Layer } from '@deck.gl/core';
 import { BitmapLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
 import type { ViewState } from './camera';
-import { CellDiscLayer } from './disclayer';
+import { CellDiscLayer, discData } from './disclayer';
 import { discVertices } from './geometry';
 import { CellOutlineLayer } from './outlinelayer';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
@@ -185,19 +185,7 @@ function cellLayers(scene: DeckScene): Layer[] {
     layers.push(
       new CellDiscLayer({
         id: 'cells',
-        data: once(cells, `discs:${radius}`, () => {
-          const v = discVertices(cells.n, cells.positions, cells.radii, radius, cells.colors, cells.lines);
-          return {
-            length: 6 * cells.n,
-            attributes: {
-              getPosition: { value: v.positions, size: 2 },
-              getCorner: { value: v.corners, size: 2 },
-              getRadius: { value: v.radii, size: 1 },
-              getFillColor: { value: v.fills, size: 4, normalized: true },
-              getLineColor: { value: v.lines, size: 4, normalized: true }
-            }
-          };
-        }) as never,
+        data: once(cells, `discs:${radius}`, () => discData(discVertices(cells.n, cells.positions, cells.radii, radius, cells.colors, cells.lines))) as never,
         radiusUnits: cells.radii ? 'common' : 'pixels',
         stroked: scene.outline,
         opacity: scene.cellsOpacity,

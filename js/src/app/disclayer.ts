@@ -12,6 +12,7 @@
 
 import { project32, type DefaultProps, type LayerProps, type UpdateParameters } from '@deck.gl/core';
 
+import type { DiscVertices } from './geometry';
 import { VertexLayer } from './vertexlayer';
 
 const vs = `#version 300 es
@@ -75,11 +76,21 @@ export type CellDiscLayerProps = LayerProps & {
   stroked?: boolean;
 };
 
-/**
- * `data`: deck's binary form, `{ length, attributes: { getPosition, getCorner, getRadius,
- * getFillColor, getLineColor } }` with `length` the number of vertices (six a disc), as
- * discVertices (geometry.ts) makes them.
- */
+/** The layer's `data` in deck's binary form: one row a vertex, six a disc (discVertices, geometry.ts). */
+export function discData(v: DiscVertices): { length: number; attributes: Record<string, object> } {
+  return {
+    length: v.radii.length,
+    attributes: {
+      getPosition: { value: v.positions, size: 2 },
+      getCorner: { value: v.corners, size: 2 },
+      getRadius: { value: v.radii, size: 1 },
+      getFillColor: { value: v.fills, size: 4, normalized: true },
+      getLineColor: { value: v.lines, size: 4, normalized: true }
+    }
+  };
+}
+
+/** Discs from `data` as discData makes it. */
 export class CellDiscLayer extends VertexLayer<CellDiscLayerProps> {
   static layerName = 'CellDiscLayer';
   static defaultProps: DefaultProps<CellDiscLayerProps> = { radiusUnits: 'pixels', stroked: false };
