@@ -89,6 +89,20 @@ async function openListing(page, folder = 'datasets') {
   await page.waitForTimeout(1000);
 }
 
+/** Write notebook `name` through the contents API: one code cell per source, for the python3 kernel. */
+async function putNotebook(name, sources) {
+  const cells = sources.map((source, i) => ({ cell_type: 'code', id: `cell${i}`, metadata: {}, outputs: [], execution_count: null, source }));
+  const content = { nbformat: 4, nbformat_minor: 5, metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } }, cells };
+  const r = await api(`/api/contents/${name}`, { method: 'PUT', body: JSON.stringify({ type: 'notebook', format: 'json', content }) });
+  assert.ok(r.ok, `writing ${name}: ${r.status}`);
+}
+
+/** Wait for the open notebook's cells, and for its kernel to be idle (as far as the page says within a minute). */
+async function notebookReady(page, selector = '.jp-Notebook .jp-Cell') {
+  await page.waitForSelector(selector, { timeout: 60000 });
+  await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+}
+
 /**
  * Run code cell `index` of the open notebook, and make sure it really started: a kernel
  * still connecting, or a dialog in the way, can swallow the first Shift+Enter.
@@ -1158,25 +1172,14 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
   });
 
   it('%sds_open draws the browser in a notebook and binds an AnnData', async () => {
-    const nb = {
-      type: 'notebook',
-      format: 'json',
-      content: {
-        nbformat: 4, nbformat_minor: 5,
-        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-        cells: [{ cell_type: 'code', id: 'c1', metadata: {}, outputs: [], execution_count: null,
-          source: `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)} --as cells` },
-          { cell_type: 'code', id: 'c2', metadata: {}, outputs: [], execution_count: null,
-          source: `print(type(cells).__name__, cells.n_obs)` },
-          { cell_type: 'code', id: 'c3', metadata: {}, outputs: [], execution_count: null,
-          source: `cells.obs["my_annotation"] = ["left" if i % 2 else "right" for i in range(cells.n_obs)]\n%sds_save "My annotation" --from cells` }]
-      }
-    };
-    assert.ok((await api('/api/contents/widget.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
+    await putNotebook('widget.ipynb', [
+      `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)} --as cells`,
+      `print(type(cells).__name__, cells.n_obs)`,
+      `cells.obs["my_annotation"] = ["left" if i % 2 else "right" for i in range(cells.n_obs)]\n%sds_save "My annotation" --from cells`
+    ]);
     const page = await newPage();
     await page.goto(`${base}/lab/tree/widget.ipynb?token=${TOKEN}&reset`);
-    await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
-    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await notebookReady(page);
     try {
       await runCell(page, 0);
       await page.waitForSelector('.jp-OutputArea .sds-history-row', { timeout: 120000 });
@@ -1241,21 +1244,12 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
   });
 
   it('the widget moves to a branch of its tree (no "saved" claim, Copy code names it); after a kernel restart it says to run the cell again', async () => {
-    const nb = {
-      type: 'notebook',
-      format: 'json',
-      content: {
-        nbformat: 4, nbformat_minor: 5,
-        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-        cells: [{ cell_type: 'code', id: 'm1', metadata: {}, outputs: [], execution_count: null,
-          source: `from sds_jupyter import VersionBrowser\nVersionBrowser(${JSON.stringify(top)})` }]
-      }
-    };
-    assert.ok((await api('/api/contents/move.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
+    await putNotebook('move.ipynb', [
+      `from sds_jupyter import VersionBrowser\nVersionBrowser(${JSON.stringify(top)})`
+    ]);
     const page = await newPage();
     await page.goto(`${base}/lab/tree/move.ipynb?token=${TOKEN}&reset`);
-    await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
-    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await notebookReady(page);
     await runCell(page, 0);
     const app = page.locator('.jp-OutputArea .sds-app').first();
     await app.locator('.sds-tree-row').first().waitFor({ timeout: 120000 });
@@ -1290,23 +1284,14 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     // ("[anywidget] Failed to initialize model."), and then drops that model's comm messages:
     // the reopened widget never got its history. CPU throttling stands in for a loaded machine
     // and a page restoring everything at once; the widget's entry has to load well within that.
-    const nb = {
-      type: 'notebook',
-      format: 'json',
-      content: {
-        nbformat: 4, nbformat_minor: 5,
-        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-        cells: [{ cell_type: 'code', id: 'r1', metadata: {}, outputs: [], execution_count: null,
-          source: `from sds_jupyter import VersionBrowser\nfor _ in range(3):\n    display(VersionBrowser(${JSON.stringify(top)}))` }]
-      }
-    };
-    assert.ok((await api('/api/contents/reopen.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
+    await putNotebook('reopen.ipynb', [
+      `from sds_jupyter import VersionBrowser\nfor _ in range(3):\n    display(VersionBrowser(${JSON.stringify(top)}))`
+    ]);
     const page = await newPage();
     // anywidget's own complaints count too, whether thrown or only logged
     page.on('console', m => m.type() === 'error' && /anywidget/.test(m.text()) && page.errors.push(m.text()));
     await page.goto(`${base}/lab/tree/reopen.ipynb?token=${TOKEN}&reset`);
-    await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
-    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await notebookReady(page);
     await runCell(page, 0);
     await page.waitForFunction(() => document.querySelectorAll('.jp-OutputArea .sds-app .sds-history-row').length >= 3 * 2, null, { timeout: 120000 });
     // saved with its output (the widget's view), then reopened: the model comes back from the kernel
@@ -1471,21 +1456,10 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     }
   });
   it('a panel open in JupyterLab shows the version a notebook saves, as soon as its tab is chosen', async () => {
-    const nb = {
-      type: 'notebook',
-      format: 'json',
-      content: {
-        nbformat: 4, nbformat_minor: 5,
-        metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-        cells: [
-          { cell_type: 'code', id: 'p1', metadata: {}, outputs: [], execution_count: null,
-            source: `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)}` },
-          { cell_type: 'code', id: 'p2', metadata: {}, outputs: [], execution_count: null,
-            source: `adata.obs["panel_annotation"] = ["kept" if i % 3 else "flagged" for i in range(adata.n_obs)]\n%sds_save "Panel annotation" --message "saved from a notebook while the panel was open"` }
-        ]
-      }
-    };
-    assert.ok((await api('/api/contents/save-to-panel.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
+    await putNotebook('save-to-panel.ipynb', [
+      `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)}`,
+      `adata.obs["panel_annotation"] = ["kept" if i % 3 else "flagged" for i in range(adata.n_obs)]\n%sds_save "Panel annotation" --message "saved from a notebook while the panel was open"`
+    ]);
     const page = await newPage();
     await openListing(page);
     await item(page, top.split('/').pop()).dblclick();
@@ -1495,8 +1469,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     // the notebook opens in a tab beside the panel (same page, no reload)
     await page.locator('.jp-BreadCrumbs-home').click();
     await item(page, 'save-to-panel.ipynb').dblclick();
-    await page.waitForSelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell', { timeout: 60000 });
-    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+    await notebookReady(page, '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
     try {
       await runCell(page, 0);
       await page.waitForSelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea .sds-history-row', { timeout: 120000 });
@@ -1617,25 +1590,13 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     });
 
     it('in a Notebook 7 notebook the widget draws, binds an AnnData and shows a saved version', async () => {
-      const nb = {
-        type: 'notebook',
-        format: 'json',
-        content: {
-          nbformat: 4, nbformat_minor: 5,
-          metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
-          cells: [
-            { cell_type: 'code', id: 'n1', metadata: {}, outputs: [], execution_count: null,
-              source: `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)}` },
-            { cell_type: 'code', id: 'n2', metadata: {}, outputs: [], execution_count: null,
-              source: `adata.obs["nb7_annotation"] = ["a" if i % 2 else "b" for i in range(adata.n_obs)]\n%sds_save "Notebook 7 annotation"` }
-          ]
-        }
-      };
-      assert.ok((await api('/api/contents/notebook7.ipynb', { method: 'PUT', body: JSON.stringify(nb) })).ok);
+      await putNotebook('notebook7.ipynb', [
+        `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)}`,
+        `adata.obs["nb7_annotation"] = ["a" if i % 2 else "b" for i in range(adata.n_obs)]\n%sds_save "Notebook 7 annotation"`
+      ]);
       const page = await newPage();
       await page.goto(`${base}/notebooks/notebook7.ipynb?token=${TOKEN}`);
-      await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 60000 });
-      await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
+      await notebookReady(page);
       try {
         await runCell(page, 0);
         await page.waitForSelector('.jp-OutputArea .sds-history-row', { timeout: 120000 });
