@@ -10,7 +10,8 @@ A bare page (``benchmarks/web/outlines.js``, bundled here with the front end's e
 one deck canvas and the same octagons; each round draws frames with A (the line list) and
 with B (the PathLayer), alternating, each frame read back (``gl.readPixels``) so the
 software GPU has finished it, and takes each side's median frame. The filled polygons
-alone (``SolidPolygonLayer``, drawn under the outlines in the view) are printed beside, for scale.
+alone (``SolidPolygonLayer``, drawn under the outlines in the view) and the outlines as quads
+one CSS pixel wide (``CellEdgeLayer``, what a 2x screen gets) are printed beside.
 The discs the view draws when few point cells are in view are timed the same way: 4,000 (the
 geometry budget), 4 px in radius and outlined, as ``CellDiscLayer`` (one non-instanced draw of
 six-vertex quads) against deck's ``ScatterplotLayer`` (an instance a disc).
@@ -124,6 +125,7 @@ def main() -> None:
             lines, paths, fills, setup = measure(page, rounds)
             polygons, discs = raster_times(page, rounds)
             quads, instanced = alternated(page, rounds, "discs", "scatter")
+            edges = [frame_time(page, "edges") for _ in range(rounds)]
         finally:
             browser.close()
     print(
@@ -139,6 +141,9 @@ def main() -> None:
         unit="frame",
     )
     print(f"  for scale, the filled polygons alone: median {fmt_time(median(fills))} per frame")
+    print(
+        f"  the same outlines as quads one CSS pixel wide (CellEdgeLayer, 2x screens): median {fmt_time(median(edges))} per frame"
+    )
     print(f"{SCENE['discs']:,} discs 4 px in radius, outlined")
     disc_result = comparison(
         "discs",
@@ -155,7 +160,14 @@ def main() -> None:
     painted = comparison(
         "raster_polygons", "each cell's polygon", "a disc of the same width", polygons, discs, goal=None, unit="raster"
     )
-    emit("outlines", [result, disc_result, painted], fill_s=median(fills), renderer=setup["renderer"], **SCENE)
+    emit(
+        "outlines",
+        [result, disc_result, painted],
+        fill_s=median(fills),
+        edges_s=median(edges),
+        renderer=setup["renderer"],
+        **SCENE,
+    )
 
 
 if __name__ == "__main__":

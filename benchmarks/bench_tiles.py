@@ -15,7 +15,8 @@ drawn with every tile of the wanted level on screen (requests, transfer, colorin
 texture upload, the draw). The median over regions is compared with the issue's
 goal (<= 0.3 s).
 
-``SDS_BENCH_NO_CELLS=1`` hides the cells first (the image layers alone).
+``SDS_BENCH_NO_CELLS=1`` hides the cells first (the image layers alone); ``SDS_BENCH_DPR=2``
+opens the page at a device pixel ratio of 2 (outlines then drawn as quads, not GL lines).
 ``SDS_BENCH_PROFILE=1`` records a CPU profile of the page (CDP ``Profiler``) around each jump
 and prints where its main thread's time went, by function (self time), summed over the jumps;
 ``SDS_BENCH_TRACE=1`` (or a file's path, to keep it) records a Chromium trace over the jumps instead and prints, per busy
@@ -203,7 +204,7 @@ def browser_side(top: Path, root: Path, work: Path, jumps: list[Any]) -> tuple[l
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=canvas.CHROMIUM, args=canvas.CHROMIUM_ARGS)
             version = browser.version
-            page = browser.new_page(viewport={"width": VIEW[0] + 400, "height": VIEW[1] + 300})
+            page = browser.new_page(viewport={"width": VIEW[0] + 400, "height": VIEW[1] + 300}, device_scale_factor=canvas.DPR)
             try:
                 page.goto(f"{base}/lab/tree/datasets?token={canvas.TOKEN}&reset")
                 item = page.locator(".jp-DirListing-item", has_text=top.name).first

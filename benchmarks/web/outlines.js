@@ -6,9 +6,9 @@ import { Deck, OrthographicView } from '@deck.gl/core';
 import { PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
 import { CellDiscLayer, discData } from '../../js/src/app/disclayer';
-import { discVertices, polygonsOf } from '../../js/src/app/geometry';
+import { discVertices, edgeQuads, polygonsOf } from '../../js/src/app/geometry';
 
-import { CellOutlineLayer } from '../../js/src/app/outlinelayer';
+import { CellEdgeLayer, CellOutlineLayer, edgeData } from '../../js/src/app/outlinelayer';
 import { paintPoints } from '../../js/src/app/raster';
 
 function octagons(n, side, radius) {
@@ -60,6 +60,7 @@ async function open({ cells, width, side, radius, discs }) {
         id: 'lines',
         data: { length: p.segments.length / 2, attributes: { getPosition: { value: p.segments, size: 2 }, getColor: { value: p.segmentColors, size: 4, normalized: true } } }
       }),
+    edges: () => new CellEdgeLayer({ id: 'edges', data: edgeData(edgeQuads(p.segments, p.segmentColors)) }),
     discs: () =>
       new CellDiscLayer({
         id: 'discs',

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 
 import type { CanvasData } from '../app/raster';
-import { discVertices, polygonsOf } from '../app/geometry';
+import { discVertices, edgeQuads, polygonsOf } from '../app/geometry';
 import { SpatialFigure } from '../app/spatialfigure';
 import type { CanvasPayload } from '../app/types';
 import { FakeTransport } from './fixtures';
@@ -290,6 +290,22 @@ describe('polygon geometry for the WebGL view', () => {
     ]);
     const ends = new Uint32Array(p.segmentColors.buffer, p.segmentColors.byteOffset, p.segmentColors.length / 4);
     expect(Array.from(ends)).toEqual([red, red, red, red, red, red, blue, blue, blue, blue, blue, blue, blue, blue]);
+  });
+});
+
+describe('outline edges as quads (2x screens)', () => {
+  it('puts each edge on the six corners of its quad, both ends and its color on each', () => {
+    const segments = Float32Array.from([0, 0, 4, 0, 4, 0, 4, 3]);
+    const colors = new Uint8Array(new Uint32Array([0xff0000ff, 0xff0000ff, 0xffff0000, 0xffff0000]).buffer);
+    const q = edgeQuads(segments, colors);
+    expect(q.corners).toHaveLength(24);
+    expect(Array.from(q.starts.subarray(0, 2))).toEqual([0, 0]);
+    expect(Array.from(q.ends.subarray(10, 12))).toEqual([4, 0]); // edge 0's last corner
+    expect(Array.from(q.starts.subarray(12, 14))).toEqual([4, 0]); // edge 1's first
+    expect(Array.from(q.ends.subarray(12, 14))).toEqual([4, 3]);
+    // along 0..1 and the side -1 / 1: two triangles over the edge's rectangle
+    expect(Array.from(q.corners.subarray(0, 12))).toEqual([0, -1, 1, -1, 1, 1, 0, -1, 1, 1, 0, 1]);
+    expect(Array.from(new Uint32Array(q.colors.buffer))).toEqual([...Array(6).fill(0xff0000ff), ...Array(6).fill(0xffff0000)]);
   });
 });
 

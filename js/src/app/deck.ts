@@ -8,8 +8,8 @@ import { BitmapLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layer
 
 import type { ViewState } from './camera';
 import { CellDiscLayer, discData } from './disclayer';
-import { discVertices } from './geometry';
-import { CellOutlineLayer } from './outlinelayer';
+import { discVertices, edgeQuads } from './geometry';
+import { CellEdgeLayer, CellOutlineLayer, edgeData } from './outlinelayer';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
 /** The cells in view (and a margin) as geometry: `n` of them, their arrays in the subset's order. */
@@ -88,6 +88,9 @@ export type DeckHandlers = {
 export class DeckView {
   private deck: Deck<OrthographicView>;
 
+  /** Device pixels a CSS pixel in the drawing buffer (at most 2). */
+  private readonly pixelRatio = Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1);
+
   /**
    * `antialias`: a multisampled frame; off under software WebGL (SwiftShader), where it made a
    * frame showing the cells' raster cost about twice an empty one: discs smooth their own edges.
@@ -114,7 +117,7 @@ export class DeckView {
       // changes nothing drawn, but under software WebGL it made a frame with the cells' raster
       // cost two to three times an empty one (bench_webgl.py)
       parameters: { depthCompare: 'always', depthWriteEnabled: false },
-      useDevicePixels: Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1),
+      useDevicePixels: this.pixelRatio,
       getCursor: ({ isDragging }) => (isDragging ? 'grabbing' : this.handlers.hovering() ? 'pointer' : 'grab'),
       onViewStateChange: ({ viewState }) => {
         const v = viewState as { target: number[]; zoom: number };
@@ -142,7 +145,7 @@ export class DeckView {
     const layers: Layer[] = imageLayers(scene);
     const images = layers.length;
     if (scene.cellsVisible) {
-      layers.push(...cellLayers(scene));
+      layers.push(...cellLayers(scene, this.pixelRatio >= 1.5));
     }
     this.cellLayers = layers.slice(images);
     this.deck.setProps({ layers });
@@ -167,7 +170,7 @@ export class DeckView {
 }
 
 /** The cells: their raster, or the geometry of those near the view; then the hovered cell's ring. */
-function cellLayers(scene: DeckScene): Layer[] {
+function cellLayers(scene: DeckScene, wideLines: boolean): Layer[] {
   const layers: Layer[] = [];
   const cells = scene.cells;
   if (scene.raster) {
@@ -179,7 +182,7 @@ function cellLayers(scene: DeckScene): Layer[] {
       })
     );
   } else if (cells && cells.polygons && scene.cellMode !== 'points') {
-    layers.push(...polygonLayers(scene, cells, cells.polygons));
+    layers.push(...polygonLayers(scene, cells, cells.polygons, wideLines));
   } else if (cells) {
     const radius = cells.radii ? 0 : scene.radius;
     layers.push(
@@ -259,8 +262,11 @@ function once(cells: CellLayerData, key: string, make: () => object): object {
   return (slot[key] ??= make());
 }
 
-/** Filled polygons, and their outlines when zoomed in. */
-function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerData): Layer[] {
+/**
+ * Filled polygons, and their outlines when zoomed in: one device pixel wide (GL lines), or one
+ * CSS pixel (quads) when `wideLines` (a screen of 2 device pixels a CSS pixel).
+ */
+function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerData, wideLines: boolean): Layer[] {
   const layers: Layer[] = [
     new SolidPolygonLayer({
       id: 'cell-polygons',
@@ -278,21 +284,22 @@ function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerDa
       updateTriggers: { getFillColor: scene.colorVersion, getPolygon: scene.colorVersion }
     })
   ];
-  if (scene.cellMode === 'outlined') {
-    layers.push(
-      new CellOutlineLayer({
-        id: 'cell-outlines',
-        data: once(cells, 'outlines', () => ({
-          length: p.segments.length / 2,
-          attributes: {
-            getPosition: { value: p.segments, size: 2 },
-            getColor: { value: p.segmentColors, size: 4, normalized: true }
-          }
-        })) as never,
-        opacity: scene.cellsOpacity,
-        updateTriggers: { getColor: scene.colorVersion, getPosition: scene.colorVersion }
-      })
-    );
+  if (scene.cellMode !== 'outlined') {
+    return layers;
+  }
+  const common = { id: 'cell-outlines', opacity: scene.cellsOpacity };
+  if (wideLines) {
+    const data = once(cells, 'edges', () => edgeData(edgeQuads(p.segments, p.segmentColors)));
+    layers.push(new CellEdgeLayer({ ...common, data: data as never, updateTriggers: { getColor: scene.colorVersion, getStart: scene.colorVersion } }));
+  } else {
+    const data = once(cells, 'outlines', () => ({
+      length: p.segments.length / 2,
+      attributes: {
+        getPosition: { value: p.segments, size: 2 },
+        getColor: { value: p.segmentColors, size: 4, normalized: true }
+      }
+    }));
+    layers.push(new CellOutlineLayer({ ...common, data: data as never, updateTriggers: { getColor: scene.colorVersion, getPosition: scene.colorVersion } }));
   }
   return layers;
 }

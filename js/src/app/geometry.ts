@@ -96,3 +96,38 @@ export function discVertices(n: number, positions: Float32Array, radii: Float32A
   }
   return out;
 }
+
+/** The corners of an edge's quad (two triangles): x 0 at its start, 1 at its end; y the side, -1 or 1. */
+const EDGE_CORNERS = [0, -1, 1, -1, 1, 1, 0, -1, 1, 1, 0, 1];
+
+/** Per-vertex arrays of outline edges drawn as quads of a width in pixels (six vertices an edge). */
+export type EdgeQuads = { starts: Float32Array; ends: Float32Array; corners: Float32Array; colors: Uint8Array };
+
+/**
+ * The quads of the edges in `segments` (x0, y0, x1, y1 each) colored by `segmentColors` (RGBA
+ * bytes at each end, as polygonsOf makes them): for outlines wider than one device pixel.
+ */
+export function edgeQuads(segments: Float32Array, segmentColors: Uint8Array): EdgeQuads {
+  const n = segments.length / 4;
+  const out = {
+    starts: new Float32Array(12 * n),
+    ends: new Float32Array(12 * n),
+    corners: new Float32Array(12 * n),
+    colors: new Uint8Array(24 * n)
+  };
+  const colorIn = new Uint32Array(segmentColors.buffer, segmentColors.byteOffset, 2 * n);
+  const colorOut = new Uint32Array(out.colors.buffer);
+  for (let e = 0; e < n; e++) {
+    for (let k = 0; k < 6; k++) {
+      const v = 6 * e + k;
+      out.starts[2 * v] = segments[4 * e];
+      out.starts[2 * v + 1] = segments[4 * e + 1];
+      out.ends[2 * v] = segments[4 * e + 2];
+      out.ends[2 * v + 1] = segments[4 * e + 3];
+      out.corners[2 * v] = EDGE_CORNERS[2 * k];
+      out.corners[2 * v + 1] = EDGE_CORNERS[2 * k + 1];
+      colorOut[v] = colorIn[2 * e];
+    }
+  }
+  return out;
+}

@@ -13,6 +13,8 @@ import { Model } from '@luma.gl/engine';
 type State = { model?: Model };
 
 export abstract class VertexLayer<P extends LayerProps = LayerProps> extends Layer<P> {
+  static layerName = 'VertexLayer';
+
   declare state: State;
 
   /** How the vertices join: pairs into lines, or triples into triangles. */
