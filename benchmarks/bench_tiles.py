@@ -204,7 +204,9 @@ def browser_side(top: Path, root: Path, work: Path, jumps: list[Any]) -> tuple[l
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=canvas.CHROMIUM, args=canvas.CHROMIUM_ARGS)
             version = browser.version
-            page = browser.new_page(viewport={"width": VIEW[0] + 400, "height": VIEW[1] + 300}, device_scale_factor=canvas.DPR)
+            page = browser.new_page(
+                viewport={"width": VIEW[0] + 400, "height": VIEW[1] + 300}, device_scale_factor=canvas.DPR
+            )
             try:
                 page.goto(f"{base}/lab/tree/datasets?token={canvas.TOKEN}&reset")
                 item = page.locator(".jp-DirListing-item", has_text=top.name).first
