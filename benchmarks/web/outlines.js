@@ -8,7 +8,7 @@ import { PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers'
 import { CellDiscLayer, discData } from '../../js/src/app/disclayer';
 import { discVertices, edgeQuads, polygonsOf } from '../../js/src/app/geometry';
 
-import { CellEdgeLayer, CellOutlineLayer, edgeData } from '../../js/src/app/outlinelayer';
+import { CellEdgeLayer, CellOutlineLayer, edgeData, outlineData } from '../../js/src/app/outlinelayer';
 import { paintPoints } from '../../js/src/app/raster';
 
 function octagons(n, side, radius) {
@@ -58,7 +58,7 @@ async function open({ cells, width, side, radius, discs }) {
     lines: () =>
       new CellOutlineLayer({
         id: 'lines',
-        data: { length: p.segments.length / 2, attributes: { getPosition: { value: p.segments, size: 2 }, getColor: { value: p.segmentColors, size: 4, normalized: true } } }
+        data: outlineData(p.segments, p.segmentColors)
       }),
     edges: () => new CellEdgeLayer({ id: 'edges', data: edgeData(edgeQuads(p.segments, p.segmentColors)) }),
     discs: () =>

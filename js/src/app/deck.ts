@@ -9,7 +9,7 @@ import { BitmapLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layer
 import type { ViewState } from './camera';
 import { CellDiscLayer, discData } from './disclayer';
 import { discVertices, edgeQuads } from './geometry';
-import { CellEdgeLayer, CellOutlineLayer, edgeData } from './outlinelayer';
+import { CellEdgeLayer, CellOutlineLayer, edgeData, outlineData } from './outlinelayer';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
 /** The cells in view (and a margin) as geometry: `n` of them, their arrays in the subset's order. */
@@ -292,13 +292,7 @@ function polygonLayers(scene: DeckScene, cells: CellLayerData, p: PolygonLayerDa
     const data = once(cells, 'edges', () => edgeData(edgeQuads(p.segments, p.segmentColors)));
     layers.push(new CellEdgeLayer({ ...common, data: data as never, updateTriggers: { getColor: scene.colorVersion, getStart: scene.colorVersion } }));
   } else {
-    const data = once(cells, 'outlines', () => ({
-      length: p.segments.length / 2,
-      attributes: {
-        getPosition: { value: p.segments, size: 2 },
-        getColor: { value: p.segmentColors, size: 4, normalized: true }
-      }
-    }));
+    const data = once(cells, 'outlines', () => outlineData(p.segments, p.segmentColors));
     layers.push(new CellOutlineLayer({ ...common, data: data as never, updateTriggers: { getColor: scene.colorVersion, getPosition: scene.colorVersion } }));
   }
   return layers;

@@ -39,12 +39,23 @@ void main(void) {
 }
 `;
 
-/**
- * `data`: deck's binary form, `{ length, attributes: { getPosition, getColor } }` with
- * `length` the number of vertices (twice the segments): x, y floats and RGBA bytes per vertex.
- */
 export type CellOutlineLayerProps = LayerProps;
 
+/**
+ * The line list's `data` in deck's binary form: one row a vertex, two an edge, from
+ * `segments` (x0, y0, x1, y1 each) and `segmentColors` (RGBA bytes at each end), as polygonsOf makes them.
+ */
+export function outlineData(segments: Float32Array, segmentColors: Uint8Array): { length: number; attributes: Record<string, object> } {
+  return {
+    length: segments.length / 2,
+    attributes: {
+      getPosition: { value: segments, size: 2 },
+      getColor: { value: segmentColors, size: 4, normalized: true }
+    }
+  };
+}
+
+/** Outlines one device pixel wide as GL lines, from `data` as outlineData makes it. */
 export class CellOutlineLayer extends VertexLayer<CellOutlineLayerProps> {
   static layerName = 'CellOutlineLayer';
   static defaultProps: DefaultProps<CellOutlineLayerProps> = {};
