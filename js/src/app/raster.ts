@@ -466,9 +466,9 @@ function paintPolygons(
     const end = spans[s + 1];
     for (let k = spans[s]; k < end; k++) {
       const i = order ? order[k] : k;
-      const box = mask.project(vertices, starts[i], starts[i + 1], a, b, c, d, e, f);
+      const polygon = mask.project(vertices, starts[i], starts[i + 1], a, b, c, d, e, f);
       // out of view (NaN vertices or positions fail these tests too)
-      if (box === null ? pixelOf(i) < 0 : !(box[2] >= 0 && box[0] < w && box[3] >= 0 && box[1] < hgt)) {
+      if (polygon ? !mask.meets(w, hgt) : pixelOf(i) < 0) {
         continue;
       }
       const col = colorOf(i);
@@ -476,7 +476,7 @@ function paintPolygons(
         continue; // a hidden category
       }
       drawn++;
-      if (box === null || !mask.fill(box, w, hgt)) {
+      if (!polygon || !mask.fill(w, hgt)) {
         // no polygon, or one under a pixel: the pixel at its position
         const p = pixelOf(i);
         if (p >= 0) {
@@ -505,12 +505,17 @@ class PolygonMask {
   private r0 = 0;
   private bw = 0;
   private bh = 0;
+  // the projected polygon's bounding box in pixels (fields: no array made per cell)
+  private x0 = 0;
+  private y0 = 0;
+  private x1 = 0;
+  private y1 = 0;
 
-  /** Project vertices v0..v1; their bounding box (x0, y0, x1, y1 px), or null when there are fewer than 3. */
-  project(vertices: Float32Array, v0: number, v1: number, a: number, b: number, c: number, d: number, e: number, f: number): [number, number, number, number] | null {
+  /** Project vertices v0..v1 and take their bounding box; false when there are fewer than 3 (no polygon). */
+  project(vertices: Float32Array, v0: number, v1: number, a: number, b: number, c: number, d: number, e: number, f: number): boolean {
     const n = v1 - v0;
     if (n < 3) {
-      return null;
+      return false;
     }
     if (this.sx.length < n) {
       this.sx = new Float64Array(2 * n);
@@ -534,16 +539,25 @@ class PolygonMask {
       y1 = Math.max(y1, py);
     }
     this.n = n;
-    return [x0, y0, x1, y1];
+    this.x0 = x0;
+    this.y0 = y0;
+    this.x1 = x1;
+    this.y1 = y1;
+    return true;
+  }
+
+  /** Whether the projected polygon's box reaches into a w × hgt raster (false for NaN vertices). */
+  meets(w: number, hgt: number): boolean {
+    return this.x1 >= 0 && this.x0 < w && this.y1 >= 0 && this.y0 < hgt;
   }
 
   /** Mark the pixels whose centres lie inside; false when none does (a polygon under a pixel). */
-  fill(box: [number, number, number, number], w: number, hgt: number): boolean {
+  fill(w: number, hgt: number): boolean {
     // pixel (col, row) has its centre at (col + 0.5, row + 0.5)
-    const c0 = Math.max(-1, Math.ceil(box[0] - 0.5));
-    const c1 = Math.min(w, Math.floor(box[2] - 0.5));
-    const r0 = Math.max(-1, Math.ceil(box[1] - 0.5));
-    const r1 = Math.min(hgt, Math.floor(box[3] - 0.5));
+    const c0 = Math.max(-1, Math.ceil(this.x0 - 0.5));
+    const c1 = Math.min(w, Math.floor(this.x1 - 0.5));
+    const r0 = Math.max(-1, Math.ceil(this.y0 - 0.5));
+    const r1 = Math.min(hgt, Math.floor(this.y1 - 0.5));
     const bw = c1 - c0 + 1;
     const bh = r1 - r0 + 1;
     if (bw <= 0 || bh <= 0) {
