@@ -473,15 +473,16 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
           const ctx = copy.getContext('2d');
           ctx.drawImage(c, 0, 0);
           const d = ctx.getImageData(Math.floor(c.width / 4), Math.floor(c.height / 4), Math.floor(c.width / 2), Math.floor(c.height / 2)).data;
-          let lit = 0, red = 0, green = 0, blue = 0;
+          let lit = 0, bright = 0, red = 0, green = 0, blue = 0;
           for (let i = 0; i < d.length; i += 4) {
             if (d[i] + d[i + 1] + d[i + 2] > 30) lit++;
+            if (Math.max(d[i], d[i + 1], d[i + 2]) > 190) bright++;
             red += d[i];
             green += d[i + 1];
             blue += d[i + 2];
           }
           const n = d.length / 4;
-          return { lit: lit / n, red: red / n, green: green / n, blue: blue / n };
+          return { lit: lit / n, bright: bright / n, red: red / n, green: green / n, blue: blue / n };
         });
       const drawn = await pixels();
       await shot(page, 'tiles-light');
@@ -514,13 +515,16 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       assert.ok(one.lit > 0.01 && one.lit < drawn.lit, `one channel: ${JSON.stringify(one)}`);
       assert.equal(await asked(), before, 'recoloring asks for no tile');
       // the cells at this zoom are outlined polygons (geometry): over the black image their
-      // fills and outlines light the frame in the cell types' colors
+      // fills light the frame, and their outlines, at full opacity, are brighter than any fill
+      // can be (deck shades a layer's opacity 0.45 as 0.45^(1/2.2) = 0.70: no fill channel
+      // passes 178 over black, while red, orange and cyan outlines pass 190)
       await toggles.nth(0).uncheck();
       await figure.getByRole('checkbox', { name: 'Cells' }).check();
       await page.waitForSelector('.sds-deck-stage[data-lod="geometry"][data-cells="outlined"]', { timeout: 30000 });
       await page.waitForTimeout(500);
       const cells = await pixels();
       assert.ok(cells.lit > 0.2, `outlined cells drawn over a black image: ${JSON.stringify(cells)}`);
+      assert.ok(cells.bright > 0.005, `the outlines are drawn: ${JSON.stringify(cells)}`);
       await shot(page, 'tiles-cells-outlined');
       await figure.getByRole('checkbox', { name: 'Cells' }).uncheck();
       await page.waitForTimeout(300);
