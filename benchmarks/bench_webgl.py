@@ -380,9 +380,7 @@ def side_by_side(rows: list[dict[str, Any]]) -> list[str]:
         parts = []
         for key, label in (("draw_s", "first draw"), ("frame_s", "pan frame"), ("zoom_frame_s", "zoom frame")):
             if soft[key] and gpu[key]:
-                parts.append(
-                    f"{label} {fmt_time(gpu[key])} vs {fmt_time(soft[key])} (x{gpu[key] / soft[key]:.2f})"
-                )
+                parts.append(f"{label} {fmt_time(gpu[key])} vs {fmt_time(soft[key])} (x{gpu[key] / soft[key]:.2f})")
         lines.append(f"{n:,} cells, gpu tier vs software tier, both on this renderer: " + ", ".join(parts))
     return lines
 
