@@ -19,6 +19,7 @@ from sds_jupyter.server.handlers import NAMESPACE
 from sds_jupyter.server.notebook import notebook_name
 from sds_jupyter.server.paths import OutsideRootError
 from sds_jupyter.service import unframe_reply
+from sds_jupyter.service.requests import REQUESTS
 
 pytest_plugins = ["pytest_jupyter.jupyter_server", "fixtures_service"]
 
@@ -496,7 +497,13 @@ def test_a_long_title_makes_a_bounded_notebook_name(root, fetch, title: str) -> 
 
 
 def test_is_version_is_gone(root, fetch) -> None:
-    """The file browser never called it, and it read manifests past the one bounded reader."""
+    """The file browser never called it, and it read manifests past the one bounded reader.
+
+    The 404 means something only beside a registered request on the same path answering.
+    """
+    assert "is_version" not in REQUESTS
+    served = fetch(NAMESPACE, "api", "history", params={"path": "datasets/edit-2222"})
+    assert served.code == 200
     with pytest.raises(HTTPClientError) as info:
         fetch(NAMESPACE, "api", "is_version", params={"path": "datasets/edit-2222"})
     assert info.value.code == 404
