@@ -183,3 +183,36 @@ def test_a_sparse_obsm_entry_is_saved(plain_base: Path) -> None:
     assert sp.issparse(saved.obsm["sparse"]) and (saved.obsm["sparse"] != adata.obsm["sparse"]).nnz == 0
     doc = json.loads((top / "layer.json").read_text())
     assert doc["changes"] == [{"op": "set-obsm", "table": "table", "key": "sparse", "shape": [N_OBS, 5]}]
+
+
+def test_names_inside_values_that_a_store_document_takes_are_refused(plain_base: Path) -> None:
+    """Issue 24, item 6: a data frame column or a nested key named ``zarr.json`` would share its node's file."""
+    adata = open_anndata(plain_base)
+    adata.obsm["frame"] = pd.DataFrame({"zarr.json": np.arange(N_OBS)}, index=adata.obs_names)
+    _refused(plain_base, adata, r"obsm 'frame' has a column 'zarr.json', the name of a store's metadata document")
+    adata = open_anndata(plain_base)
+    adata.uns["nested"] = {"inner": {"ZARR.JSON": 1}}
+    _refused(plain_base, adata, r"uns 'nested'\['inner'\] holds a key 'ZARR.JSON'")
+    adata = open_anndata(plain_base)
+    adata.uns["table"] = pd.DataFrame({"zarr.json": [1, 2]})
+    _refused(plain_base, adata, r"uns 'table' has a column 'zarr.json'")
+
+
+def test_replacing_an_entry_by_another_kind_gives_a_version_check_and_flatten_accept(
+    plain_base: Path, tmp_path: Path
+) -> None:
+    """Issue 24, item 6: a dense obsm entry replaced by a sparse one or a frame, an uns value by a group."""
+    first = open_anndata(plain_base)
+    first.obsm["dense"] = np.ones((N_OBS, 2))
+    first.uns["value"] = 1
+    top = save_version(plain_base, first, title="first")
+    adata = open_anndata(top)
+    adata.obsm["dense"] = sp.random(N_OBS, 2, density=0.5, format="csr", random_state=2)
+    adata.obsm["frame_now"] = pd.DataFrame({"c": np.arange(N_OBS)}, index=adata.obs_names)
+    adata.uns["value"] = {"c": np.arange(3), "d": {"e": "f"}}
+    expected = _as_anndata_reads_it(adata)
+    top = save_version(top, adata, title="second")
+    assert check(top).problems == []
+    assert_equal(open_anndata(top), expected)
+    flatten(top, tmp_path / "flat")
+    assert_equal(anndata.read_zarr(tmp_path / "flat" / "tables" / "table"), expected)

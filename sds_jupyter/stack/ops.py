@@ -145,6 +145,7 @@ class VersionOps:
         """Add or replace an obsm entry (``set-obsm``), e.g. an embedding."""
         self._check_open()
         _check_name(key, "obsm key")
+        _check_inner_names(value, f"obsm {key!r}")
         array = _aligned_value(value)
         rows = len(array) if _is_awkward(array) else array.shape[0]
         n_obs = self.n_obs(table)
@@ -160,6 +161,7 @@ class VersionOps:
         """Add or replace a top-level uns entry (``set-uns``)."""
         self._check_open()
         _check_name(key, "uns key")
+        _check_inner_names(value, f"uns {key!r}")
         path = f"{self._table(table)}/uns"
         self._ensure_dict_group(path)
         self._put(f"{path}/{key}", value)
@@ -321,6 +323,21 @@ def _check_name(name: str, what: str) -> None:
             f"{what} {name!r} is not a valid name: use letters, digits, '-', '_' and '.', "
             "not starting with '__' (and not '_index')"
         )
+
+
+def _check_inner_names(value: Any, what: str) -> None:
+    """Refuse names inside a value that anndata stores as nodes of their own (a data frame's columns
+    and index name, a mapping's keys at any depth) when one is named like a metadata document: the
+    node's document and the named child would be one file, and one of them would be lost."""
+    if isinstance(value, pd.DataFrame):
+        for name in [*value.columns, value.index.name]:
+            if isinstance(name, str) and name.lower() in RESERVED_NAMES:
+                raise StackError(f"{what} has a column {name!r}, the name of a store's metadata document; rename it")
+    elif isinstance(value, Mapping):
+        for key, inner in value.items():
+            if isinstance(key, str) and key.lower() in RESERVED_NAMES:
+                raise StackError(f"{what} holds a key {key!r}, the name of a store's metadata document; rename it")
+            _check_inner_names(inner, f"{what}[{key!r}]")
 
 
 def _check_unique_name(name: str, existing: list[str], what: str) -> None:
