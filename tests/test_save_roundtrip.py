@@ -95,6 +95,9 @@ def _edit(adata: anndata.AnnData, seed: int) -> None:
         adata.obsm[f"s{seed}_{key}"] = value
     for key, value in other.uns.items():
         adata.uns[f"s{seed}_{key}"] = value
+    # gen_adata puts no categorical in uns: one with an unused category, one ordered
+    adata.uns[f"s{seed}_categorical"] = pd.Categorical(["a", "b", "a"], categories=["a", "b", "c"])
+    adata.uns[f"s{seed}_ordered"] = pd.Categorical(["y", "x"], categories=["y", "x"], ordered=True)
 
 
 def test_generated_tables_round_trip_through_chains_of_saves(generated_base: Path, tmp_path: Path) -> None:
