@@ -219,3 +219,20 @@ def test_replacing_an_entry_by_another_kind_gives_a_version_check_and_flatten_ac
     assert_equal(open_anndata(top), expected)
     flatten(top, tmp_path / "flat")
     assert_equal(anndata.read_zarr(tmp_path / "flat" / "tables" / "table"), expected)
+
+
+def test_a_commit_whose_objects_clash_with_their_folders_writes_nothing(datasets: Path) -> None:
+    """Issue 24, item 6: an object that is also another's folder is refused before the partial folder is made."""
+    from stackkit import write_base
+
+    from sds_jupyter import VersionWriter
+    from sds_jupyter.errors import WriteRefusedError
+
+    write_base(datasets, "base", {})
+    writer = VersionWriter(datasets / "base" / "store.zarr")
+    writer.store.write_raw("g/zarr.json", b"{}")
+    writer.store.write_raw("g/zarr.json/c", b"1")
+    before = _folder_state(datasets)
+    with pytest.raises(WriteRefusedError, match="'g/zarr.json' would be both an object and a group"):
+        writer.commit(title="clash")
+    assert _folder_state(datasets) == before
