@@ -9,6 +9,7 @@ checks the refusal instead. The other replacements say why where they stand.
 from __future__ import annotations
 
 import pickle
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ def _base_folder(store: StackStore) -> Path:
     return Path(str(store.stack.base.path))
 
 
-def _refused(store: StackStore) -> pytest.RaisesExc[ValueError]:  # type: ignore[name-defined]
+def _refused(store: StackStore) -> AbstractContextManager[Any]:
     assert store.read_only
     return pytest.raises(ValueError, match=READ_ONLY)
 
