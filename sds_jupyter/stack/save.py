@@ -445,7 +445,9 @@ def _same_value(a: Any, b: Any) -> bool:
     if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
         return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and _same_frame(a, b, check_index=True)
     if isinstance(a, pd.Categorical) or isinstance(b, pd.Categorical):
-        return isinstance(a, pd.Categorical) and isinstance(b, pd.Categorical) and _same_series(pd.Series(a), pd.Series(b))
+        return (
+            isinstance(a, pd.Categorical) and isinstance(b, pd.Categorical) and _same_series(pd.Series(a), pd.Series(b))
+        )
     if _is_awkward(a) or _is_awkward(b):
         return _is_awkward(a) and _is_awkward(b) and _same_awkward(a, b)
     if _is_array(a) or _is_array(b):
