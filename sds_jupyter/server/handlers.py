@@ -15,7 +15,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
@@ -29,6 +29,7 @@ from sds_jupyter.server.cache import ServiceCache
 from sds_jupyter.server.notebook import (
     candidate_names,
     is_made_for,
+    is_plain_file_in_root,
     is_unchanged,
     notebook_for,
     notebook_name,
@@ -39,7 +40,7 @@ from sds_jupyter.server.paths import OutsideRootError, PathNotFoundError
 from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
 from sds_jupyter.service.types import VersionSummary
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
-from sds_jupyter.stack.tree import scan_versions
+from sds_jupyter.stack.tree import version_titles
 
 __all__ = ["NAMESPACE", "SETTINGS_KEY", "NotebookWriteError", "setup_handlers", "status_for"]
 
@@ -51,6 +52,20 @@ T = TypeVar("T")
 
 #: A notebook bigger than this is never read to see whether it is one we made (it is then left alone).
 MAX_REUSED_NOTEBOOK_BYTES = 64 * 1024 * 1024
+#: The largest request body any route takes (``api/notebook``'s is a one-line JSON object).
+MAX_REQUEST_BODY_BYTES = 64 * 1024
+
+
+class BodyTooLargeError(StackError):
+    """A request body over MAX_REQUEST_BODY_BYTES (HTTP 413), refused before it is parsed."""
+
+    kind = "too-large"
+
+
+class FolderUnreadableError(StackError):
+    """A folder (or file) under the root that the server's user may not read (HTTP 403)."""
+
+    kind = "permission-denied"
 
 
 class NotebookWriteError(StackError):
@@ -67,7 +82,9 @@ def status_for(exc: BaseException) -> int:
     """The HTTP status of an exception: 403 outside the root, 404 missing, 400 refused, 500 else."""
     if isinstance(exc, NotebookWriteError):
         return exc.status
-    if isinstance(exc, OutsideRootError):
+    if isinstance(exc, BodyTooLargeError):
+        return 413
+    if isinstance(exc, (OutsideRootError, FolderUnreadableError)):
         return 403
     if isinstance(exc, PathNotFoundError):
         return 404
@@ -94,6 +111,10 @@ class StackAPIHandler(APIHandler):
 
     def fail(self, exc: BaseException) -> None:
         """Answer ``exc`` as JSON ``{kind, message}`` with its status."""
+        if isinstance(exc, PermissionError):
+            exc = FolderUnreadableError(
+                f"Permission denied: the server cannot read {_in_root(exc.filename, self.services.root_dir)}."
+            )
         status = status_for(exc)
         if status == 500:
             self.log.error("sds-jupyter: %s failed", self.request.path, exc_info=exc)
@@ -137,6 +158,18 @@ class RequestHandler(StackAPIHandler):
         self.finish(body, set_content_type="application/octet-stream" if binary else "application/json")
 
 
+def _in_root(filename: Any, root_dir: str) -> str:
+    """A path an OSError names, as the user knows it: relative to the server root (never a path outside it)."""
+    if not isinstance(filename, (str, os.PathLike)):
+        return "a folder it needs"
+    relative = os.path.relpath(os.fspath(filename), root_dir)
+    if relative == ".":
+        return "the server root"
+    if relative.startswith(".."):
+        return "a folder outside the server root"
+    return repr(PurePosixPath(*Path(relative).parts).as_posix())
+
+
 def _reason(exc: web.HTTPError) -> str:
     """What a tornado HTTPError says, on one line (its message is already formatted when it has no args)."""
     text = exc.log_message or exc.reason or f"HTTP {exc.status_code}"
@@ -161,9 +194,10 @@ def _version_key(relative: str, top: VersionSummary | None) -> str:
 class VersionsHandler(StackAPIHandler):
     """``GET api/versions?path=<folder>``: which entries of a folder are versions, with their titles.
 
-    One request per listing of the file browser, answered by :func:`~sds_jupyter.stack.tree.scan_versions`
+    One request per listing of the file browser, answered by :func:`~sds_jupyter.stack.tree.version_titles`
     (the listing form of :func:`~sds_jupyter.stack.locator.locate_version`'s rule, with its manifest
-    cache; a test holds the two to the same answer). Unreadable manifests are left out.
+    cache; a test holds the two to the same answer). Unreadable manifests are left out; a listing
+    shows at most MAX_LISTED_VERSIONS, and a manifest over MAX_TITLE_MANIFEST_BYTES without its title.
     """
 
     @web.authenticated
@@ -174,11 +208,11 @@ class VersionsHandler(StackAPIHandler):
             folder = await self.in_thread(self.services.resolve, relative)
             if not folder.is_dir():
                 raise RequestError(f"{relative or '/'} is not a folder.")
-            scan = await self.in_thread(scan_versions, folder)
+            titles = await self.in_thread(version_titles, folder)
         except Exception as exc:  # noqa: BLE001
             self.fail(exc)
             return
-        versions = [{"name": os.path.basename(v.folder), "title": v.manifest.title} for v in scan.versions]
+        versions = [{"name": name, "title": title} for name, title in titles]
         self.reply_json({"path": relative, "versions": versions})
 
 
@@ -194,6 +228,11 @@ class NotebookHandler(StackAPIHandler):
     @authorized
     async def post(self) -> None:
         try:
+            if len(self.request.body) > MAX_REQUEST_BODY_BYTES:
+                raise BodyTooLargeError(
+                    f"The request body is {len(self.request.body):,} bytes; at most {MAX_REQUEST_BODY_BYTES:,} "
+                    "(MAX_REQUEST_BODY_BYTES) are read."
+                )
             relative = _path_from_body(self.request.body)
             await self.in_thread(self.services.resolve, relative)
             service = await self.in_thread(self.services.service, relative)
@@ -221,6 +260,8 @@ class NotebookHandler(StackAPIHandler):
                 model = {"type": "notebook", "format": "json", "content": made}
                 await self._contents(manager.save, model, notebook_path)
                 return notebook_path, True, True
+            if not is_plain_file_in_root(self.services.root_dir, notebook_path):
+                continue  # a link (perhaps out of the root) or not a file: never reused, never overwritten
             existing = await self._existing_notebook(notebook_path)
             if existing is not None and is_made_for(existing, version_key):
                 return notebook_path, False, is_unchanged(existing, made)

@@ -18,6 +18,8 @@ import zarr
 from anndata.io import read_elem
 
 from sds_jupyter.service.nodes import child_array, child_group, element_length
+from sds_jupyter.studio.errors import ResultError
+from sds_jupyter.studio.limits import MAX_CACHED_RESULTS, MAX_RESULT_BYTES, BoundedCache, claimed_bytes
 from sds_jupyter.studio.palette import series_categories
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 
@@ -33,7 +35,9 @@ class TableView:
         self.name = name
         self._obsm: dict[str, np.ndarray] = {}
         self._obs_columns: dict[str, pd.Series] = {}
-        self._results: dict[str, Any] = {}
+        self._results: BoundedCache[str, tuple[Any, int]] = BoundedCache(
+            MAX_CACHED_RESULTS, MAX_RESULT_BYTES, size=lambda entry: entry[1]
+        )
 
     @cached_property
     def attrs(self) -> dict[str, Any]:
@@ -75,11 +79,20 @@ class TableView:
         return sorted(results.keys()) if isinstance(results, zarr.Group) else []
 
     def _result(self, result_id: str) -> Any:
-        if result_id not in self._results:
-            group = self._studio_group()
-            assert group is not None
-            self._results[result_id] = read_elem(child_group(group, RESULTS_KEY)[result_id])
-        return self._results[result_id]
+        group = self._studio_group()
+        assert group is not None
+
+        def read() -> tuple[Any, int]:
+            node = child_group(group, RESULTS_KEY)[result_id]
+            claimed = claimed_bytes(node)
+            if claimed > MAX_RESULT_BYTES:
+                raise ResultError(
+                    f"Result {result_id!r} claims {claimed:,} bytes; results over {MAX_RESULT_BYTES:,} "
+                    "(MAX_RESULT_BYTES) are not read."
+                )
+            return read_elem(node), claimed
+
+        return self._results.get(result_id, read)[0]
 
     def studio_uns(self, results: Iterable[str] | Literal["all"] = ()) -> dict[str, Any]:
         """An uns holding only the studio figures and the named results (``"all"``: every one).
