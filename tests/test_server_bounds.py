@@ -13,9 +13,6 @@ import csv
 import io
 import json
 import shutil
-import subprocess
-import sys
-import textwrap
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -50,12 +47,18 @@ def xenium(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _hostile_copy(top: Path, tmp_path: Path, edit: Callable[[dict[str, Any], dict[str, Any]], None]) -> StackService:
-    """A copy of the demo whose base image metadata ``edit`` changed (element attrs, level 0's array meta).
+    """The service of a copy of the demo's top version whose base image metadata ``edit`` changed."""
+    return StackService(hostile_datasets(top, tmp_path / "datasets", edit) / top.name)
+
+
+def hostile_datasets(top: Path, dest: Path, edit: Callable[[dict[str, Any], dict[str, Any]], None]) -> Path:
+    """A copy at ``dest`` of the demo's datasets folder whose base image metadata ``edit`` changed
+    (element attrs, level 0's array meta).
 
     spatialdata consolidates the metadata into the root's zarr.json, and every version that
     rewrote it keeps a copy in its overlay: the node's own document and every copy are edited alike.
     """
-    datasets = Path(shutil.copytree(top.parent, tmp_path / "datasets", symlinks=True))
+    datasets = Path(shutil.copytree(top.parent, dest, symlinks=True))
     base = Path(Stack.resolve(datasets / top.name).base.path)
     element_key, level_key = f"images/{IMAGE}", f"images/{IMAGE}/s0"
     for key in (element_key, level_key):
@@ -70,7 +73,7 @@ def _hostile_copy(top: Path, tmp_path: Path, edit: Callable[[dict[str, Any], dic
         if element_key in consolidated:
             edit(consolidated[element_key], consolidated[level_key])
             root_meta_path.write_text(json.dumps(root_meta))
-    return StackService(datasets / top.name)
+    return datasets
 
 
 def _edit_nodes(datasets: Path, suffix: str, edit: Callable[[dict[str, Any]], Any]) -> int:
@@ -223,7 +226,7 @@ def hostile_versions(tmp_path_factory: pytest.TempPathFactory, studio_stack) -> 
     n_obs = writer.n_obs("table")
     writer.set_obs("table", "name", [f"cell-a-{i}" for i in range(n_obs)])
     writer.set_obs("table", "extreme", np.where(np.arange(n_obs) % 2, -1.7e308, 1.7e308))
-    table = pd.DataFrame({"=HYPERLINK(\"x\")": ["a", "b"], "+sum": [1, 2], "@x": [0.5, 1.5], "ok": [1, 2]})
+    table = pd.DataFrame({'=HYPERLINK("x")': ["a", "b"], "+sum": [1, 2], "@x": [0.5, 1.5], "ok": [1, 2]})
     writer.set_result("table", "res_hostile", {"table": table}, {"kind": "table", "title": "hostile"})
     big = pd.DataFrame({"value": np.arange(1000, dtype=float)})
     writer.set_result("table", "res_big", {"table": big}, {"kind": "table", "title": "claims a lot"})
@@ -239,7 +242,7 @@ def test_csv_headers_are_defused_like_cells(hostile_versions) -> None:
     service = StackService(hostile_versions[0])
     answer = dispatch(service, "result_csv", {"result": "res_hostile"}).data
     header = next(csv.reader(io.StringIO(answer["csv"])))
-    assert header[-4:] == ["'=HYPERLINK(\"x\")", "'+sum", "'@x", "ok"]
+    assert header[-4:] == ['\'=HYPERLINK("x")', "'+sum", "'@x", "ok"]
 
 
 def test_a_result_claiming_a_huge_size_is_refused_before_reading(hostile_versions, tmp_path) -> None:

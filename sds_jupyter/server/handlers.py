@@ -15,7 +15,7 @@ import json
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
 from jupyter_core.utils import ensure_async
@@ -36,7 +36,7 @@ from sds_jupyter.server.notebook import (
     path_from_notebook,
     work_dir_in_root,
 )
-from sds_jupyter.server.paths import OutsideRootError, PathNotFoundError
+from sds_jupyter.server.paths import FolderUnreadableError, OutsideRootError, PathNotFoundError, unreadable
 from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
 from sds_jupyter.service.types import VersionSummary
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
@@ -60,12 +60,6 @@ class BodyTooLargeError(StackError):
     """A request body over MAX_REQUEST_BODY_BYTES (HTTP 413), refused before it is parsed."""
 
     kind = "too-large"
-
-
-class FolderUnreadableError(StackError):
-    """A folder (or file) under the root that the server's user may not read (HTTP 403)."""
-
-    kind = "permission-denied"
 
 
 class NotebookWriteError(StackError):
@@ -112,9 +106,7 @@ class StackAPIHandler(APIHandler):
     def fail(self, exc: BaseException) -> None:
         """Answer ``exc`` as JSON ``{kind, message}`` with its status."""
         if isinstance(exc, PermissionError):
-            exc = FolderUnreadableError(
-                f"Permission denied: the server cannot read {_in_root(exc.filename, self.services.root_dir)}."
-            )
+            exc = unreadable(self.services.root_dir, exc.filename)
         status = status_for(exc)
         if status == 500:
             self.log.error("sds-jupyter: %s failed", self.request.path, exc_info=exc)
@@ -158,18 +150,6 @@ class RequestHandler(StackAPIHandler):
         self.finish(body, set_content_type="application/octet-stream" if binary else "application/json")
 
 
-def _in_root(filename: Any, root_dir: str) -> str:
-    """A path an OSError names, as the user knows it: relative to the server root (never a path outside it)."""
-    if not isinstance(filename, (str, os.PathLike)):
-        return "a folder it needs"
-    relative = os.path.relpath(os.fspath(filename), root_dir)
-    if relative == ".":
-        return "the server root"
-    if relative.startswith(".."):
-        return "a folder outside the server root"
-    return repr(PurePosixPath(*Path(relative).parts).as_posix())
-
-
 def _reason(exc: web.HTTPError) -> str:
     """What a tornado HTTPError says, on one line (its message is already formatted when it has no args)."""
     text = exc.log_message or exc.reason or f"HTTP {exc.status_code}"
@@ -208,6 +188,8 @@ class VersionsHandler(StackAPIHandler):
             folder = await self.in_thread(self.services.resolve, relative)
             if not folder.is_dir():
                 raise RequestError(f"{relative or '/'} is not a folder.")
+            if not os.access(folder, os.R_OK | os.X_OK):  # the listing would skip it silently: say why
+                raise unreadable(self.services.root_dir, folder)
             titles = await self.in_thread(version_titles, folder)
         except Exception as exc:  # noqa: BLE001
             self.fail(exc)
