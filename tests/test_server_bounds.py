@@ -23,9 +23,9 @@ import pandas as pd
 import pytest
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.limits import MAX_IMAGE_AXIS, MAX_READ_BYTES, MAX_RESULT_BYTES
 from sds_jupyter.service import StackService, dispatch
 from sds_jupyter.stack import Stack
-from sds_jupyter.studio.limits import MAX_IMAGE_AXIS, MAX_READ_BYTES, MAX_RESULT_BYTES
 
 pytest_plugins = ["fixtures_service"]
 
@@ -201,7 +201,7 @@ def test_a_read_larger_than_the_bound_is_refused_before_it_is_made(xenium, tmp_p
 
 
 def test_the_image_cache_is_bounded(xenium) -> None:
-    from sds_jupyter.studio.limits import MAX_CACHED_IMAGES
+    from sds_jupyter.limits import MAX_CACHED_IMAGES
 
     service = StackService(xenium)
     for version in range(1, service.stack.depth + 1):
@@ -257,7 +257,8 @@ def test_a_result_claiming_a_huge_size_is_refused_before_reading(hostile_version
 
 
 def test_compare_of_many_distinct_values_is_cut_and_says_so(hostile_versions) -> None:
-    from sds_jupyter.service.compare import MAX_COUNTS, MAX_TRANSITIONS
+    from sds_jupyter.limits import MAX_COUNTS
+    from sds_jupyter.service.compare import MAX_TRANSITIONS
 
     service = StackService(hostile_versions[1])
     comparison = json.loads(json.dumps(dispatch(service, "compare", {"a": 3, "b": 4}).data, allow_nan=False))

@@ -13,6 +13,7 @@ import os
 import threading
 from pathlib import Path
 
+from sds_jupyter.limits import MAX_CACHED_SERVICES
 from sds_jupyter.server.paths import check_datasets_dir_inside, check_stack_inside, resolve_in_root
 from sds_jupyter.service import StackService
 
@@ -37,7 +38,7 @@ def _signature(service: StackService) -> Signature | None:
 class ServiceCache:
     """Services by path under one server root; safe to use from worker threads."""
 
-    def __init__(self, root_dir: str | os.PathLike[str], max_entries: int = 32) -> None:
+    def __init__(self, root_dir: str | os.PathLike[str], max_entries: int = MAX_CACHED_SERVICES) -> None:
         self.root_dir = os.path.realpath(root_dir)
         self.max_entries = max_entries
         self._entries: dict[tuple[str, str], tuple[Signature | None, StackService]] = {}

@@ -25,6 +25,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.limits import MAX_REQUEST_BODY_BYTES
 from sds_jupyter.server.cache import ServiceCache
 from sds_jupyter.server.notebook import (
     candidate_names,
@@ -52,8 +53,6 @@ T = TypeVar("T")
 
 #: A notebook bigger than this is never read to see whether it is one we made (it is then left alone).
 MAX_REUSED_NOTEBOOK_BYTES = 64 * 1024 * 1024
-#: The largest request body any route takes (``api/notebook``'s is a one-line JSON object).
-MAX_REQUEST_BODY_BYTES = 64 * 1024
 
 
 class BodyTooLargeError(StackError):

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import zarr
 
+from sds_jupyter.limits import MAX_COUNTS
 from sds_jupyter.service.columns import column_kind, column_summary, value_texts
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import (
@@ -50,8 +51,6 @@ __all__ = [
 
 #: Transitions beyond this many pairs are cut (``n_transitions`` keeps the total).
 MAX_TRANSITIONS = 200
-#: Value counts per side beyond this many distinct values are cut (``counts_other_*`` keeps the rest's cells).
-MAX_COUNTS = 200
 #: Bins of the histogram of numeric differences.
 HISTOGRAM_BINS = 20
 #: uns values longer than this (text) or with more items (lists) are not shown.

@@ -27,6 +27,13 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.errors import MissingDatasetError, StackError
+from sds_jupyter.limits import (
+    MAX_CACHED_ADATAS,
+    MAX_CACHED_BRANCHES,
+    MAX_CACHED_IMAGES,
+    MAX_CACHED_TABLES,
+    BoundedCache,
+)
 from sds_jupyter.service.compare import NEW_CELL, UNCHANGED, compare_tables, transition_labels
 from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
@@ -66,6 +73,7 @@ from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.refs import FolderMap
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
+from sds_jupyter.studio.bounds import check_region
 from sds_jupyter.studio.canvas import (
     MAX_IMAGE_SIDE,
     MISSING_COLOR,
@@ -79,7 +87,6 @@ from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_inde
 from sds_jupyter.studio.elements import Pyramid, coarsest_level, open_pyramid, region_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.export import MM_PER_INCH, print_width_mm
-from sds_jupyter.studio.limits import MAX_CACHED_IMAGES, BoundedCache, check_region
 from sds_jupyter.studio.figures import ParsedFigure, declared_fields, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
 from sds_jupyter.studio.palette import obs_palettes, recolor_chart, saved_category_colors
@@ -98,11 +105,6 @@ DEFAULT_PAGE_SIZE = 100
 #: Cells a recoloring leaves out (unchanged, not highlighted).
 GREY = "#c8c8c8"
 MAX_PAGE_SIZE = 1000
-#: Opened table readers one service keeps (a version and table each); whole AnnDatas (notebooks only).
-MAX_CACHED_TABLES = 16
-MAX_CACHED_ADATAS = 2
-#: Services of other branches' versions one service keeps for compare (each holds its own readers).
-MAX_CACHED_BRANCHES = 2
 Folders = str | Mapping[str, str] | None
 
 

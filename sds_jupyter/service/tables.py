@@ -17,9 +17,9 @@ import pandas as pd
 import zarr
 from anndata.io import read_elem
 
+from sds_jupyter.limits import MAX_CACHED_RESULTS, MAX_RESULT_BYTES, BoundedCache, claimed_bytes
 from sds_jupyter.service.nodes import child_array, child_group, element_length
 from sds_jupyter.studio.errors import ResultError
-from sds_jupyter.studio.limits import MAX_CACHED_RESULTS, MAX_RESULT_BYTES, BoundedCache, claimed_bytes
 from sds_jupyter.studio.palette import series_categories
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 

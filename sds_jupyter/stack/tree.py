@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.limits import MAX_LISTED_VERSIONS, MAX_TITLE_MANIFEST_BYTES, SCANS_CACHE_BYTES
 from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.locator import PARSED_MANIFESTS, identity, settled
 from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
@@ -41,12 +42,6 @@ __all__ = [
 
 #: How many folders :data:`_UNDER_DATA` remembers.
 CACHE_LIMIT = 50_000
-#: The manifests the remembered scans hold together, at most (bytes as stored); past it they are dropped.
-SCANS_CACHE_BYTES = 64 * 1024 * 1024
-#: A file-browser listing shows at most this many versions of one folder.
-MAX_LISTED_VERSIONS = 2000
-#: A manifest larger than this is not parsed for a listing's title (the folder is listed by name).
-MAX_TITLE_MANIFEST_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)

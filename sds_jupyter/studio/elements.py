@@ -22,8 +22,9 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.errors import shown
+from sds_jupyter.limits import MAX_LEVELS, item_bytes
+from sds_jupyter.studio.bounds import check_level_shape, check_read, check_scale
 from sds_jupyter.studio.errors import ElementError
-from sds_jupyter.studio.limits import MAX_LEVELS, check_level_shape, check_read, check_scale, item_bytes
 from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform, system_unit
 
 __all__ = [
@@ -207,7 +208,10 @@ class Pyramid:
             for axis in self.axes
         )
         kept = tuple(axis for axis in self.axes if axis in ("c", "y", "x"))
-        spans = [(0, 1, 1) if isinstance(part, int) else part.indices(side) for part, side in zip(selection, found.array.shape)]
+        spans = [
+            (0, 1, 1) if isinstance(part, int) else part.indices(side)
+            for part, side in zip(selection, found.array.shape)
+        ]
         check_read(self.name, spans, found.array.chunks, item_bytes(found.array))
         data = np.asarray(found.array[selection])
         channels: tuple[str, ...] = ()
