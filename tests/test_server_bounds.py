@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.limits import MAX_IMAGE_AXIS, MAX_READ_BYTES, MAX_RESULT_BYTES
+from sds_jupyter.limits import MAX_IMAGE_AXIS, MAX_READ_BYTES
 from sds_jupyter.service import StackService, dispatch
 from sds_jupyter.stack import Stack
 
@@ -252,25 +252,28 @@ def test_a_result_claiming_a_huge_size_is_refused_before_reading(hostile_version
     service = StackService(folder)
     with pytest.raises(StackError, match="MAX_RESULT_BYTES"):
         dispatch(service, "result_page", {"result": "res_big"})
-    listed = dispatch(service, "results").data
-    assert listed["error"]["kind"] == "result" and str(MAX_RESULT_BYTES) not in listed["error"]["message"][:0]
+    with pytest.raises(StackError, match="MAX_RESULT_BYTES"):
+        dispatch(service, "result_csv", {"result": "res_big"})
+    # the other results of the version still read
+    assert dispatch(service, "result_page", {"result": "res_hostile"}).data["total"] == 2
 
 
-def test_compare_of_many_distinct_values_is_cut_and_says_so(hostile_versions) -> None:
-    from sds_jupyter.limits import MAX_COUNTS
-    from sds_jupyter.service.compare import MAX_TRANSITIONS
+def test_compare_of_many_distinct_values_is_cut_and_says_so(hostile_versions, monkeypatch) -> None:
+    """The stack has 26 cells: MAX_COUNTS is lowered to 10 so that the cut happens."""
+    from sds_jupyter.service import compare
 
+    monkeypatch.setattr(compare, "MAX_COUNTS", 10)
     service = StackService(hostile_versions[1])
     comparison = json.loads(json.dumps(dispatch(service, "compare", {"a": 3, "b": 4}).data, allow_nan=False))
     by_column = {change["column"]: change for change in comparison["obs"]["changed"]}
     names = by_column["name"]
     n_obs = names["n_changed"]
-    assert len(names["counts_a"]) == min(n_obs, MAX_COUNTS)
-    assert sum(names["counts_a"].values()) + names.get("counts_other_a", 0) == n_obs
-    assert len(names["transitions"]) <= MAX_TRANSITIONS and names["n_transitions"] == n_obs
+    assert n_obs > 10 and len(names["counts_a"]) == 10
+    assert sum(names["counts_a"].values()) + names["counts_other_a"] == n_obs
+    assert len(names["transitions"]) <= compare.MAX_TRANSITIONS and names["n_transitions"] == n_obs
     extreme = by_column["extreme"]
     edges = extreme["delta_histogram"]["edges"]
-    assert all(np.isfinite(edges)) and sum(extreme["delta_histogram"]["counts"]) >= 0
+    assert edges and all(np.isfinite(edges)) and sum(extreme["delta_histogram"]["counts"]) == n_obs
 
 
 def test_histogram_of_extreme_values_is_finite() -> None:
