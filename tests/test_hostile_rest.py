@@ -5,6 +5,7 @@ The hostile stores are the ones tests/test_server_bounds.py builds at the servic
 for as the browser asks.
 """
 
+# ruff: noqa: F811 - the fixtures of test_server and test_server_bounds are imported by name, then requested
 from __future__ import annotations
 
 import csv
