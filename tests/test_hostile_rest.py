@@ -54,6 +54,16 @@ def test_a_notebook_linked_inside_the_root_is_not_reused_either(root, fetch, mon
     assert _post_notebook(fetch, "datasets/edit-2222")[1]["notebook_path"] == "Edit-1.ipynb"
 
 
+def test_a_dangling_link_under_the_name_is_never_written_through(root, fetch, monkeypatch, tmp_path) -> None:
+    """A link to a file that does not exist yet: writing "a new notebook" there would create it outside."""
+    monkeypatch.delenv("SDS_WORK_DIR", raising=False)
+    target = tmp_path / "planted.ipynb"
+    (root / "Edit.ipynb").symlink_to(target)
+    code, answer = _post_notebook(fetch, "datasets/edit-2222")
+    assert (code, answer["notebook_path"]) == (201, "Edit-1.ipynb")
+    assert not target.exists()
+
+
 def test_a_listing_reads_no_title_from_a_huge_manifest(root, fetch) -> None:
     """Item 10: a manifest over MAX_TITLE_MANIFEST_BYTES is listed by name, without being parsed."""
     relative = _with_title(root, "huge-title", "Huge")

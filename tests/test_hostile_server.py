@@ -139,6 +139,24 @@ def test_an_ordinary_tile_is_served_under_the_limit(server: Server) -> None:
     assert status == 200
 
 
+def _peak_resident_bytes(pid: int) -> int:
+    """The process's peak resident memory (VmHWM), from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc")
+
+
+def test_a_huge_notebook_body_answers_413_without_being_held(server: Server) -> None:
+    """99 MB streamed to api/notebook: 413, and the server's peak memory grows by far less than the body."""
+    peak = _peak_resident_bytes(server.process.pid)
+    body = json.dumps({"path": f"good/{server.top}", "pad": "x" * (99 * 1024 * 1024)}).encode()
+    status, error = server.call("notebook", method="POST", body=body)
+    assert (status, error["kind"]) == (413, "too-large"), error
+    assert _peak_resident_bytes(server.process.pid) - peak < 32 * 1024 * 1024
+    assert server.alive()
+
+
 @pytest.mark.parametrize("case", list(HOSTILE_IMAGES))
 def test_hostile_image_metadata_answers_400_with_its_reason(server: Server, case: str) -> None:
     number = list(HOSTILE_IMAGES).index(case)
@@ -174,13 +192,6 @@ def test_hostile_regions_answer_400(server: Server, params: dict[str, Any]) -> N
 def test_tiles_off_the_pyramid_answer_400(server: Server, params: dict[str, Any]) -> None:
     status, error = server.call("image_tile", path=f"good/{server.top}", **{**IMAGE_REQUESTS["image_tile"], **params})
     assert status == 400 and error["kind"] != "internal", error
-
-
-def test_a_huge_notebook_body_answers_413(server: Server) -> None:
-    body = json.dumps({"path": f"good/{server.top}", "pad": "x" * (99 * 1024 * 1024)}).encode()
-    status, error = server.call("notebook", method="POST", body=body)
-    assert (status, error["kind"]) == (413, "too-large"), error
-    assert server.alive()
 
 
 def test_an_unreadable_folder_answers_403_naming_it(server: Server) -> None:

@@ -32,6 +32,7 @@ from sds_jupyter.server.notebook import (
     is_made_for,
     is_plain_file_in_root,
     is_unchanged,
+    name_is_free,
     notebook_for,
     notebook_name,
     path_from_notebook,
@@ -197,24 +198,43 @@ class VersionsHandler(StackAPIHandler):
         self.reply_json({"path": relative, "versions": versions})
 
 
+@web.stream_request_body
 class NotebookHandler(StackAPIHandler):
     """``POST api/notebook {path}``: the notebook that opens the version, in a writable folder.
 
     Answers 201 with a new notebook, or 200 with the one made earlier for the same version;
     ``run`` says whether it still holds only the cells it was made with (the lab extension
     runs it then, and only opens a notebook someone has edited since).
+
+    The body is streamed: at most MAX_REQUEST_BODY_BYTES of it are kept, so a huge body
+    costs no memory and answers 413 (Jupyter itself would buffer up to 512 MiB).
     """
+
+    _body: bytearray
+    _body_bytes: int
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        self._body, self._body_bytes = bytearray(), 0
+        await super().prepare()
+
+    def data_received(self, chunk: bytes) -> None:
+        """Keep the body while it is within the bound; past it only count (and drop what was kept)."""
+        self._body_bytes += len(chunk)
+        if self._body_bytes > MAX_REQUEST_BODY_BYTES:
+            self._body.clear()
+        else:
+            self._body.extend(chunk)
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
         try:
-            if len(self.request.body) > MAX_REQUEST_BODY_BYTES:
+            if self._body_bytes > MAX_REQUEST_BODY_BYTES:
                 raise BodyTooLargeError(
-                    f"The request body is {len(self.request.body):,} bytes; at most {MAX_REQUEST_BODY_BYTES:,} "
+                    f"The request body is {self._body_bytes:,} bytes; at most {MAX_REQUEST_BODY_BYTES:,} "
                     "(MAX_REQUEST_BODY_BYTES) are read."
                 )
-            relative = _path_from_body(self.request.body)
+            relative = _path_from_body(bytes(self._body))
             await self.in_thread(self.services.resolve, relative)
             service = await self.in_thread(self.services.service, relative)
             history = await self.in_thread(service.history)
@@ -237,12 +257,12 @@ class NotebookHandler(StackAPIHandler):
         first = notebook_name(title or PurePosixPath(version_key).name)
         for filename in candidate_names(first):
             notebook_path = f"{directory}/{filename}" if directory else filename
-            if not await self._contents(manager.exists, notebook_path):
+            if name_is_free(self.services.root_dir, notebook_path):
                 model = {"type": "notebook", "format": "json", "content": made}
                 await self._contents(manager.save, model, notebook_path)
                 return notebook_path, True, True
             if not is_plain_file_in_root(self.services.root_dir, notebook_path):
-                continue  # a link (perhaps out of the root) or not a file: never reused, never overwritten
+                continue  # a link (even dangling) or not a regular file: never reused, never written through
             existing = await self._existing_notebook(notebook_path)
             if existing is not None and is_made_for(existing, version_key):
                 return notebook_path, False, is_unchanged(existing, made)

@@ -29,6 +29,7 @@ __all__ = [
     "is_made_for",
     "is_plain_file_in_root",
     "is_unchanged",
+    "name_is_free",
     "notebook_for",
     "notebook_name",
     "open_cell_source",
@@ -78,6 +79,16 @@ def is_plain_file_in_root(root_dir: str, notebook_path: str) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(info.st_mode) and os.path.realpath(path) == path
+
+
+def name_is_free(root_dir: str, notebook_path: str) -> bool:
+    """Whether nothing at all is at ``notebook_path`` (relative to the root), not even a dangling link.
+
+    Why: a new notebook is written only to a free name; writing to a dangling link would
+    create its target, wherever it points.
+    """
+    root = os.path.realpath(root_dir)
+    return not os.path.lexists(os.path.join(root, *notebook_path.split("/")))
 
 
 def _cut_to_bytes(text: str, limit: int) -> str:
