@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -24,6 +24,8 @@ import zarr
 __all__ = [
     "MAX_CACHED_ADATAS",
     "MAX_CACHED_BRANCHES",
+    "MAX_CACHED_COLUMNS",
+    "MAX_CACHED_COLUMN_BYTES",
     "MAX_CACHED_IMAGES",
     "MAX_CACHED_RESULTS",
     "MAX_CACHED_SERVICES",
@@ -86,6 +88,11 @@ MAX_CACHED_IMAGES = 8
 MAX_CACHED_RESULTS = 8
 #: Opened table readers per service (a version and table each; each keeps its columns read).
 MAX_CACHED_TABLES = 16
+#: Obs columns (and, apart, obsm entries) one table reader keeps once read: at most this many...
+MAX_CACHED_COLUMNS = 64
+#: ...and at most this many bytes of them together (a 10,000,000-cell float column is 80 MB,
+#: its spatial coordinates 160 MB), so that views switching colors reread little.
+MAX_CACHED_COLUMN_BYTES = 512 * 1024 * 1024
 #: Whole AnnDatas per service (notebooks ask for one or two versions at a time).
 MAX_CACHED_ADATAS = 2
 #: Services of versions on other branches one service keeps for compare: each holds its own
@@ -179,3 +186,8 @@ class BoundedCache(Generic[K, V]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._entries
+
+    def __iter__(self) -> Iterator[K]:
+        """The kept keys, least recently used first (a snapshot)."""
+        with self._lock:
+            return iter(list(self._entries))

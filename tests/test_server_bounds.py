@@ -282,3 +282,33 @@ def test_histogram_of_extreme_values_is_finite() -> None:
     for values in (np.array([-1.7e308, 1.7e308, 0.0]), np.array([1e300, np.nextafter(1e300, 2e300)])):
         binned = histogram(values)
         assert all(np.isfinite(binned["edges"])) and sum(binned["counts"]) == len(values)
+
+
+# ------------------------------------------------------------------ caches
+
+
+def test_a_table_reader_keeps_its_columns_within_the_bound(studio_stack, monkeypatch) -> None:
+    """Columns read one after another: past the byte bound the least recently used are dropped, values stay right."""
+    from sds_jupyter.service import tables
+
+    monkeypatch.setattr(tables, "MAX_CACHED_COLUMN_BYTES", 1)  # the newest entry is always kept
+    view = StackService(studio_stack.v2).table_view(1)
+    whole = StackService(studio_stack.v2).table_view(1).obs  # another reader, obs read whole
+    names = view.obs_columns[:3]
+    assert len(names) == 3
+    for name in [*names, names[0]]:  # the first is read again after being dropped
+        assert view.obs_column(name).tolist() == whole[name].tolist()
+    assert list(view._obs_columns) == [names[0]] and "obs" not in view.__dict__
+
+
+def test_the_bounded_cache_evicts_the_least_recently_used() -> None:
+    from sds_jupyter.limits import BoundedCache
+
+    cache: BoundedCache[str, bytes] = BoundedCache(3, max_bytes=10, size=len)
+    for key in "abc":
+        cache.get(key, lambda: b"xx")
+    cache.get("a", lambda: b"never made")  # a is used again: b is now the oldest
+    cache.get("d", lambda: b"xx")
+    assert list(cache) == ["c", "a", "d"]
+    cache.get("e", lambda: b"x" * 9)  # 2 + 2 + 2 + 9 > 10: the oldest go until it fits
+    assert list(cache) == ["e"] and cache.bytes == 9

@@ -17,7 +17,14 @@ import pandas as pd
 import zarr
 from anndata.io import read_elem
 
-from sds_jupyter.limits import MAX_CACHED_RESULTS, MAX_RESULT_BYTES, BoundedCache, claimed_bytes
+from sds_jupyter.limits import (
+    MAX_CACHED_COLUMN_BYTES,
+    MAX_CACHED_COLUMNS,
+    MAX_CACHED_RESULTS,
+    MAX_RESULT_BYTES,
+    BoundedCache,
+    claimed_bytes,
+)
 from sds_jupyter.service.nodes import child_array, child_group, element_length
 from sds_jupyter.studio.errors import ResultError
 from sds_jupyter.studio.palette import series_categories
@@ -33,8 +40,12 @@ class TableView:
         self.root = root
         self.group = group
         self.name = name
-        self._obsm: dict[str, np.ndarray] = {}
-        self._obs_columns: dict[str, pd.Series] = {}
+        self._obsm: BoundedCache[str, np.ndarray] = BoundedCache(
+            MAX_CACHED_COLUMNS, MAX_CACHED_COLUMN_BYTES, size=lambda array: int(array.nbytes)
+        )
+        self._obs_columns: BoundedCache[str, pd.Series] = BoundedCache(
+            MAX_CACHED_COLUMNS, MAX_CACHED_COLUMN_BYTES, size=lambda series: int(series.memory_usage(index=False))
+        )
         self._results: BoundedCache[str, tuple[Any, int]] = BoundedCache(
             MAX_CACHED_RESULTS, MAX_RESULT_BYTES, size=lambda entry: entry[1]
         )
@@ -121,10 +132,12 @@ class TableView:
 
     def obsm(self, key: str) -> np.ndarray:
         """One obsm entry as an array (dataframe entries become their values)."""
-        if key not in self._obsm:
+
+        def read() -> np.ndarray:
             value = read_elem(self.group[f"obsm/{key}"])
-            self._obsm[key] = value.to_numpy() if isinstance(value, pd.DataFrame) else np.asarray(value)
-        return self._obsm[key]
+            return value.to_numpy() if isinstance(value, pd.DataFrame) else np.asarray(value)
+
+        return self._obsm.get(key, read)
 
     # the CellTable a canvas reads (sds_jupyter.studio.cells): one column at a time, no cell names
 
@@ -158,12 +171,14 @@ class TableView:
 
     def obs_column(self, name: str) -> pd.Series:
         """One obs column, read alone (KeyError when obs has no such column)."""
-        if name not in self._obs_columns:
-            if name not in self.obs_columns:
-                raise KeyError(name)
+        if name not in self._obs_columns and name not in self.obs_columns:
+            raise KeyError(name)
+
+        def read() -> pd.Series:
             node = self._obs_group()
-            self._obs_columns[name] = self.obs[name] if node is None else pd.Series(read_elem(node[name]), name=name)
-        return self._obs_columns[name]
+            return self.obs[name] if node is None else pd.Series(read_elem(node[name]), name=name)
+
+        return self._obs_columns.get(name, read)
 
     def obs_named_column(self, name: str) -> pd.Series:
         """One obs column indexed by the cell names, as ``obs[name]`` (matching cells across versions needs them)."""
