@@ -101,6 +101,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         hostile_datasets(top, root / f"case{number}", edit)
     shutil.copytree(top.parent, root / "locked", symlinks=True)
     (root / "locked").chmod(0)
+    shutil.copytree(top.parent, root / "sealed", symlinks=True)
+    (root / "sealed" / top.name).chmod(0)  # the version folder itself; its datasets folder is readable
     home = tmp_path_factory.mktemp("home")
     token, port = secrets.token_hex(16), _free_port()
     env = {
@@ -129,6 +131,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         process.wait(timeout=30)
         log.close()
         (root / "locked").chmod(0o755)
+        (root / "sealed" / top.name).chmod(0o755)
 
 
 def test_an_ordinary_tile_is_served_under_the_limit(server: Server) -> None:
@@ -200,6 +203,9 @@ def test_an_unreadable_folder_answers_403_naming_it(server: Server) -> None:
     assert "'locked'" in error["message"] and str(Path(__file__).anchor) + "tmp" not in error["message"]
     status, error = server.call("versions", path="locked")
     assert (status, error["kind"]) == (403, "permission-denied"), error
+    status, error = server.call("history", path=f"sealed/{server.top}")
+    assert (status, error["kind"]) == (403, "permission-denied"), error
+    assert f"'sealed/{server.top}" in error["message"], error
 
 
 def test_the_server_lives_after_every_hostile_request(server: Server) -> None:
