@@ -312,3 +312,26 @@ def test_the_bounded_cache_evicts_the_least_recently_used() -> None:
     assert list(cache) == ["c", "a", "d"]
     cache.get("e", lambda: b"x" * 9)  # 2 + 2 + 2 + 9 > 10: the oldest go until it fits
     assert list(cache) == ["e"] and cache.bytes == 9
+
+
+def test_services_of_other_branches_are_evicted(studio_stack, tmp_path) -> None:
+    """Comparing against four branches keeps at most MAX_CACHED_BRANCHES of their services, and answers stay right."""
+    from sds_jupyter.limits import MAX_CACHED_BRANCHES
+    from sds_jupyter.stack.writer import VersionWriter
+
+    datasets = Path(shutil.copytree(studio_stack.datasets, tmp_path / "datasets", symlinks=True))
+    branches = [f"branch-{digit}{digit}{digit}{digit}" for digit in "3456"]
+    for number, name in enumerate(branches):
+        writer = VersionWriter(Stack.resolve(datasets / "studio-1111"))
+        writer.set_obs("table", "region_class", pd.Categorical([f"label-{number}"] * writer.n_obs("table")))
+        writer.commit(datasets / name, title=name, message="a branch", created_by="c@example.org")
+    service = StackService(datasets / "edit-2222")
+
+    def labels_of(branch: str) -> set[str]:
+        data = dispatch(service, "compare", {"a": branch, "b": 2}).data
+        change = next(c for c in data["obs"]["changed"] if c["column"] == "region_class")
+        return set(change["counts_a"])
+
+    assert [labels_of(name) for name in branches] == [{f"label-{n}"} for n in range(4)]
+    assert 0 < len(service._branches) <= MAX_CACHED_BRANCHES < len(branches)
+    assert labels_of(branches[0]) == {"label-0"}  # reopened after its eviction
