@@ -341,3 +341,17 @@ def test_services_of_other_branches_are_evicted(studio_stack, tmp_path) -> None:
     assert [labels_of(name) for name in branches] == [{f"label-{n}"} for n in range(4)]
     assert 0 < len(service._branches) <= MAX_CACHED_BRANCHES < len(branches)
     assert labels_of(branches[0]) == {"label-0"}  # reopened after its eviction
+
+
+def test_remembered_folder_scans_stay_within_their_bytes(studio_stack, tmp_path, monkeypatch) -> None:
+    """Two datasets folders scanned in turn with room for one folder's manifests: only the last is kept."""
+    from sds_jupyter.stack import tree
+
+    first = Path(shutil.copytree(studio_stack.datasets, tmp_path / "first", symlinks=True))
+    second = Path(shutil.copytree(studio_stack.datasets, tmp_path / "second", symlinks=True))
+    one_folder = sum((first / name / "layer.json").stat().st_size for name in ("studio-1111", "edit-2222"))
+    monkeypatch.setattr(tree, "SCANS_CACHE_BYTES", one_folder + 1)
+    assert len(tree.scan_versions(first).versions) == 2
+    assert len(tree.scan_versions(second).versions) == 2
+    kept = [folder for folder, _ in tree._LAST_SCANS]
+    assert str(second.resolve()) in kept and str(first.resolve()) not in kept

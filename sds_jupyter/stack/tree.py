@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,20 +227,23 @@ def scan_versions(datasets_dir: str | os.PathLike[str], folders: FolderMap | Non
 
 
 _SCAN_BYTES: dict[tuple[str, tuple], int] = {}
+_SCANS_LOCK = threading.Lock()
 
 
 def _remember(key: tuple[str, tuple], scan: Scan, size: int) -> None:
-    """Keep ``scan`` for the next listing while the kept scans' manifests stay within SCANS_CACHE_BYTES."""
-    _LAST_SCANS.pop(key, None)
-    _SCAN_BYTES.pop(key, None)
-    if size > SCANS_CACHE_BYTES:
-        return
-    while _LAST_SCANS and (len(_LAST_SCANS) >= 64 or sum(_SCAN_BYTES.values()) + size > SCANS_CACHE_BYTES):
-        oldest = next(iter(_LAST_SCANS))
-        _LAST_SCANS.pop(oldest)
-        _SCAN_BYTES.pop(oldest, None)
-    _LAST_SCANS[key] = scan
-    _SCAN_BYTES[key] = size
+    """Keep ``scan`` for the next listing while the kept scans' manifests stay within SCANS_CACHE_BYTES
+    (the oldest scans are dropped first; the server scans from several threads)."""
+    with _SCANS_LOCK:
+        _LAST_SCANS.pop(key, None)
+        _SCAN_BYTES.pop(key, None)
+        if size > SCANS_CACHE_BYTES:
+            return
+        while _LAST_SCANS and (len(_LAST_SCANS) >= 64 or sum(_SCAN_BYTES.values()) + size > SCANS_CACHE_BYTES):
+            oldest = next(iter(_LAST_SCANS))
+            _LAST_SCANS.pop(oldest, None)
+            _SCAN_BYTES.pop(oldest, None)
+        _LAST_SCANS[key] = scan
+        _SCAN_BYTES[key] = size
 
 
 def version_titles(datasets_dir: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
