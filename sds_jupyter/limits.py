@@ -30,7 +30,9 @@ __all__ = [
     "MAX_CACHED_RESULTS",
     "MAX_CACHED_SERVICES",
     "MAX_CACHED_TABLES",
+    "MAX_CELLS",
     "MAX_CHUNK_BYTES",
+    "MAX_COLUMN_BYTES",
     "MAX_COUNTS",
     "MAX_IMAGE_AXIS",
     "MAX_LEVELS",
@@ -70,6 +72,16 @@ MAX_READ_CHUNKS = 4096
 #: The largest absolute coordinate of a requested region: no image lies beyond 10^15 (2^20 px at
 #: any plausible scale), and smaller numbers keep every division and rounding finite.
 MAX_REGION_COORDINATE = 1e15
+
+# ------------------------------------------------------------------ tables (canvas, cell, compare, palettes)
+
+#: The most cells a table may claim to be read: 2^27 (134 million) is ten times the largest
+#: spatial tables made today, and a canvas sends 8 bytes of position per cell.
+MAX_CELLS = 2**27
+#: The most bytes one stored obs column, obsm entry or obs index may claim (shape times item
+#: size) to be read: 2 GiB holds 2^27 cells of 2 float64 coordinates, so only a claim beyond
+#: any table MAX_CELLS allows is refused.
+MAX_COLUMN_BYTES = 2 * 1024**3
 
 # ------------------------------------------------------------------ results and compare
 

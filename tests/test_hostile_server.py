@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from test_server_bounds import FIGURE, HOSTILE_IMAGES, IMAGE_REQUESTS, hostile_datasets
+from test_server_bounds import FIGURE, HOSTILE_IMAGES, IMAGE_REQUESTS, _edit_nodes, claims_10_12_rows, hostile_datasets
 
 from sds_jupyter.server.handlers import NAMESPACE
 
@@ -99,6 +99,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     shutil.copytree(top.parent, root / "good", symlinks=True)
     for number, (edit, _) in enumerate(HOSTILE_IMAGES.values()):
         hostile_datasets(top, root / f"case{number}", edit)
+    claimed = Path(shutil.copytree(top.parent, root / "claimed", symlinks=True))
+    _edit_nodes(claimed, "obsm/spatial", claims_10_12_rows)  # positions of 10^12 cells
     shutil.copytree(top.parent, root / "locked", symlinks=True)
     (root / "locked").chmod(0)
     shutil.copytree(top.parent, root / "sealed", symlinks=True)
@@ -168,6 +170,12 @@ def test_hostile_image_metadata_answers_400_with_its_reason(server: Server, case
         status, error = server.call(name, path=f"case{number}/{server.top}", **params)
         assert (status, error["kind"]) == (400, "element"), (name, error)
         assert reason in error["message"] and "\n" not in error["message"], (name, error)
+    assert server.alive()
+
+
+def test_a_table_claiming_huge_shapes_answers_400(server: Server) -> None:
+    status, error = server.call("canvas", path=f"claimed/{server.top}", figure=FIGURE)
+    assert (status, error["kind"]) == (400, "element") and "MAX_COLUMN_BYTES" in error["message"], error
     assert server.alive()
 
 

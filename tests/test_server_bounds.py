@@ -219,6 +219,23 @@ def test_the_image_cache_is_bounded(xenium, monkeypatch) -> None:
     assert served > 2 and len(service._images) == 2
 
 
+def claims_10_12_rows(meta: dict[str, Any]) -> None:
+    """A stored array's metadata edited to claim 10^12 rows (its other axes kept)."""
+    if "shape" in meta:
+        meta["shape"] = [10**12, *meta["shape"][1:]]
+
+
+@pytest.mark.parametrize("column", ["obsm/spatial", "obs/cell_id", "obs/leiden/codes"])
+def test_table_columns_claiming_huge_shapes_are_refused_before_reading(xenium, tmp_path, column: str) -> None:
+    """A canvas reads positions, cell IDs and colors: a claim of 10^12 cells is refused by name, not allocated."""
+    datasets = Path(shutil.copytree(xenium.parent, tmp_path / "datasets", symlinks=True))
+    assert _edit_nodes(datasets, column, claims_10_12_rows)
+    service = StackService(datasets / xenium.name)
+    with pytest.raises(StackError, match="MAX_COLUMN_BYTES") as info:
+        dispatch(service, "canvas", {"figure": FIGURE})
+    assert repr(column.split("/")[1]) in str(info.value)
+
+
 # ------------------------------------------------------------------ results and compare
 
 

@@ -21,12 +21,14 @@ from sds_jupyter.limits import (
     MAX_CACHED_COLUMN_BYTES,
     MAX_CACHED_COLUMNS,
     MAX_CACHED_RESULTS,
+    MAX_CELLS,
+    MAX_COLUMN_BYTES,
     MAX_RESULT_BYTES,
     BoundedCache,
     claimed_bytes,
 )
 from sds_jupyter.service.nodes import child_array, child_group, element_length
-from sds_jupyter.studio.errors import ResultError
+from sds_jupyter.studio.errors import ElementError, ResultError
 from sds_jupyter.studio.palette import series_categories
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 
@@ -124,7 +126,11 @@ class TableView:
 
     @cached_property
     def obs(self) -> pd.DataFrame:
-        return read_elem(self.group["obs"])
+        node = self.group["obs"]
+        if isinstance(node, zarr.Group):
+            for name, child in node.members():
+                check_claim(child, f"Obs column {name!r}")
+        return read_elem(node)
 
     @cached_property
     def obsm_keys(self) -> list[str]:
@@ -134,7 +140,9 @@ class TableView:
         """One obsm entry as an array (dataframe entries become their values)."""
 
         def read() -> np.ndarray:
-            value = read_elem(self.group[f"obsm/{key}"])
+            node = self.group[f"obsm/{key}"]
+            check_claim(node, f"Obsm entry {key!r}")
+            value = read_elem(node)
             return value.to_numpy() if isinstance(value, pd.DataFrame) else np.asarray(value)
 
         return self._obsm.get(key, read)
@@ -157,9 +165,12 @@ class TableView:
     def n_obs(self) -> int:
         """How many cells, from the shape of obs's index array (the names are not read)."""
         node = self._obs_group()
-        if node is None:
-            return len(self.obs)
-        return element_length(self._obs_index(node))
+        count = len(self.obs) if node is None else element_length(self._obs_index(node))
+        if count > MAX_CELLS:
+            raise ElementError(
+                f"Table {self.name!r} claims {count:,} cells; at most {MAX_CELLS:,} (MAX_CELLS) are read."
+            )
+        return count
 
     @cached_property
     def obs_columns(self) -> list[str]:
@@ -176,7 +187,10 @@ class TableView:
 
         def read() -> pd.Series:
             node = self._obs_group()
-            return self.obs[name] if node is None else pd.Series(read_elem(node[name]), name=name)
+            if node is None:
+                return self.obs[name]
+            check_claim(node[name], f"Obs column {name!r}")
+            return pd.Series(read_elem(node[name]), name=name)
 
         return self._obs_columns.get(name, read)
 
@@ -234,7 +248,9 @@ class TableView:
         node = self._obs_group()
         if node is None:
             return self.obs.index
-        return pd.Index(read_elem(self._obs_index(node)))
+        index = self._obs_index(node)
+        check_claim(index, "The obs index")
+        return pd.Index(read_elem(index))
 
     def obsm_array(self, key: str) -> np.ndarray | None:
         """Obsm entry ``key``, None when the table has none."""
@@ -307,3 +323,16 @@ def _value_at(node: zarr.Array | zarr.Group, position: int) -> pd.Series:
         categories = read_elem(node["categories"])
         return pd.Series(pd.Categorical.from_codes(codes, categories, ordered=bool(node.attrs.get("ordered", False))))
     return pd.Series(read_elem(node)[position : position + 1])
+
+
+def check_claim(node: zarr.Group | zarr.Array, what: str) -> None:
+    """Refuse to read a stored column whose arrays claim more than MAX_COLUMN_BYTES (from metadata alone).
+
+    Why: anndata allocates what the shapes claim; an edited shape of 10^12 would be a
+    MemoryError (a 500) after swapping, instead of a refusal that names the column.
+    """
+    claimed = claimed_bytes(node)
+    if claimed > MAX_COLUMN_BYTES:
+        raise ElementError(
+            f"{what} claims {claimed:,} bytes; at most {MAX_COLUMN_BYTES:,} (MAX_COLUMN_BYTES) are read."
+        )
