@@ -111,3 +111,16 @@ def test_compare_of_many_distinct_values_over_rest_is_small(root, fetch, hostile
     names = {change["column"]: change for change in comparison["obs"]["changed"]}["name"]
     assert len(names["counts_a"]) == 10 < names["n_changed"]
     assert names["counts_other_a"] == names["n_changed"] - 10
+
+
+def test_the_server_keeps_the_services_used_last(root) -> None:
+    """A full service cache drops the least recently used service, not the first opened."""
+    from sds_jupyter.server.cache import ServiceCache
+
+    cache = ServiceCache(root, max_entries=2)
+    first = cache.service("datasets/edit-2222")
+    cache.service("datasets/studio-1111")
+    assert cache.service("datasets/edit-2222") is first  # used again: now the most recent
+    cache.service(_with_title(root, "third", "Third"))
+    assert cache.service("datasets/edit-2222") is first
+    assert len(cache._entries) == 2
