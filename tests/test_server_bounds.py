@@ -123,6 +123,10 @@ def _thousands_of_levels(element: dict[str, Any], level: dict[str, Any]) -> None
     datasets.extend([datasets[-1]] * 5000)
 
 
+def _one_pixel_chunks(element: dict[str, Any], level: dict[str, Any]) -> None:
+    level["chunk_grid"]["configuration"]["chunk_shape"] = [1, 1, 1]  # a tile: 786,432 chunk reads
+
+
 HOSTILE_IMAGES = {
     "a claimed shape of 10^12": (_claims_huge, "MAX_IMAGE_AXIS"),
     "a zero height": (_claims_zero, "is empty"),
@@ -130,6 +134,7 @@ HOSTILE_IMAGES = {
     "a level that does not exist": (_missing_level, "not an image array"),
     "a scale of 0": (_zero_scale, "finite positive"),
     "5,000 levels": (_thousands_of_levels, "MAX_LEVELS"),
+    "chunks of one pixel": (_one_pixel_chunks, "MAX_READ_CHUNKS"),
 }
 
 IMAGE_REQUESTS = {
