@@ -33,6 +33,7 @@ __all__ = [
     "MAX_CELLS",
     "MAX_CHUNK_BYTES",
     "MAX_COLUMN_BYTES",
+    "MAX_CONCURRENT_READS",
     "MAX_COUNTS",
     "MAX_IMAGE_AXIS",
     "MAX_LEVELS",
@@ -69,6 +70,10 @@ MAX_READ_BYTES = 256 * 1024 * 1024
 #: The most chunks one read may touch: a strided overview of a huge level fetches every chunk its
 #: rows cross, which for 2^20 px levels in small chunks would be minutes of reads.
 MAX_READ_CHUNKS = 4096
+#: Pixel reads that may run at once in one process (the others wait): a browser asks for many
+#: tiles together and the server answers from several threads, so without it the memory of
+#: reads at once would be threads x MAX_READ_BYTES; with it, at most 4 x MAX_READ_BYTES.
+MAX_CONCURRENT_READS = 4
 #: The largest absolute coordinate of a requested region: no image lies beyond 10^15 (2^20 px at
 #: any plausible scale), and smaller numbers keep every division and rounding finite.
 MAX_REGION_COORDINATE = 1e15

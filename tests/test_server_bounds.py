@@ -205,6 +205,35 @@ def test_a_read_larger_than_the_bound_is_refused_before_it_is_made(xenium, tmp_p
         dispatch(service, "channels", {"figure": FIGURE})
 
 
+def test_pixel_reads_wait_for_a_free_slot(xenium) -> None:
+    """With every read slot taken, a tile read waits; it runs as soon as one is given back.
+
+    Only the waiting is asserted while the slots are held (a read that has not finished is
+    still waiting however slow the machine), so no timing can fail this test.
+    """
+    import threading
+
+    from sds_jupyter.limits import MAX_CONCURRENT_READS
+    from sds_jupyter.studio.bounds import READ_SLOTS
+
+    service = StackService(xenium)
+    answers: list[Any] = []
+    for _ in range(MAX_CONCURRENT_READS):
+        READ_SLOTS.acquire()
+    try:
+        reader = threading.Thread(
+            target=lambda: answers.append(dispatch(service, "image_tile", IMAGE_REQUESTS["image_tile"]))
+        )
+        reader.start()
+        reader.join(timeout=2)
+        assert reader.is_alive() and not answers
+    finally:
+        for _ in range(MAX_CONCURRENT_READS):
+            READ_SLOTS.release()
+    reader.join()
+    assert len(answers) == 1 and answers[0].buffers
+
+
 def test_the_image_cache_is_bounded(xenium, monkeypatch) -> None:
     """Tiles of the figure at every version that has it: at most MAX_CACHED_IMAGES pyramids stay open.
 

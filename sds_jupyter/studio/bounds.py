@@ -12,10 +12,12 @@ them, so the service's ``channels``, ``image_region``, ``image_tile`` and ``canv
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 
 from sds_jupyter.limits import (
     MAX_CHUNK_BYTES,
+    MAX_CONCURRENT_READS,
     MAX_IMAGE_AXIS,
     MAX_READ_BYTES,
     MAX_READ_CHUNKS,
@@ -23,7 +25,11 @@ from sds_jupyter.limits import (
 )
 from sds_jupyter.studio.errors import ElementError
 
-__all__ = ["check_level_shape", "check_read", "check_region", "check_scale"]
+__all__ = ["READ_SLOTS", "check_level_shape", "check_read", "check_region", "check_scale"]
+
+#: Held by every pixel read (``Pyramid.read``): the server answers tiles from several worker
+#: threads, and each read may hold MAX_READ_BYTES, so only this many run at once.
+READ_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_READS)
 
 
 def check_level_shape(name: str, path: str, shape: Sequence[int], chunks: Sequence[int], itemsize: int) -> None:

@@ -23,7 +23,7 @@ from zarr.core.sync import sync
 
 from sds_jupyter.errors import shown
 from sds_jupyter.limits import MAX_LEVELS, item_bytes
-from sds_jupyter.studio.bounds import check_level_shape, check_read, check_scale
+from sds_jupyter.studio.bounds import READ_SLOTS, check_level_shape, check_read, check_scale
 from sds_jupyter.studio.errors import ElementError
 from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform, system_unit
 
@@ -213,7 +213,8 @@ class Pyramid:
             for part, side in zip(selection, found.array.shape)
         ]
         check_read(self.name, spans, found.array.chunks, item_bytes(found.array))
-        data = np.asarray(found.array[selection])
+        with READ_SLOTS:  # at most MAX_CONCURRENT_READS reads hold pixels at once, in this process
+            data = np.asarray(found.array[selection])
         channels: tuple[str, ...] = ()
         if "c" in kept:
             channels = self.channel_names or tuple(str(i) for i in range(data.shape[kept.index("c")]))
