@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import zarr
 
+from sds_jupyter.limits import MAX_COUNTS
 from sds_jupyter.service.columns import column_kind, column_summary, value_texts
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import (
@@ -178,9 +179,12 @@ def obs_change(column: str, a: pd.Series, b: pd.Series) -> ObsChange | None:
         "n_changed": n_changed,
         "transitions": transitions,
         "n_transitions": len(counted),
-        "counts_a": _counts(texts_a),
-        "counts_b": _counts(texts_b),
     }
+    for side, texts in (("a", texts_a), ("b", texts_b)):
+        counts, other = _counts(texts)
+        change[f"counts_{side}"] = counts  # type: ignore[literal-required]
+        if other:
+            change[f"counts_other_{side}"] = other  # type: ignore[literal-required]
     return change
 
 
@@ -199,9 +203,15 @@ def _or_none(value: Any) -> str | None:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
-def _counts(texts: np.ndarray) -> dict[str, int]:
+def _counts(texts: np.ndarray) -> tuple[dict[str, int], int]:
+    """The MAX_COUNTS most frequent values with their cells, and how many cells hold the other values.
+
+    Why: a column of hundreds of thousands of distinct values (cell names, say) would
+    otherwise send each one; the reply stays small and says what it left out.
+    """
     counts = pd.Series(texts, dtype=object).dropna().value_counts(sort=True)
-    return {str(k): int(v) for k, v in counts.items()}
+    kept = counts.iloc[:MAX_COUNTS]
+    return {str(k): int(v) for k, v in kept.items()}, int(counts.iloc[MAX_COUNTS:].sum())
 
 
 def _numeric_change(column: str, a: pd.Series, b: pd.Series) -> ObsChange | None:
@@ -226,10 +236,24 @@ def _numeric_change(column: str, a: pd.Series, b: pd.Series) -> ObsChange | None
 
 
 def histogram(values: np.ndarray, bins: int = HISTOGRAM_BINS) -> Histogram:
-    """Counts of ``values`` in equal bins (fewer bins for few distinct values)."""
+    """Counts of finite ``values`` in equal bins (fewer bins for few distinct values).
+
+    Why: deltas near the float limits span more than a float holds (max - min overflows), and
+    a range tiny beside its values cannot be cut into bins; such values are binned at half
+    scale, or counted in one bin, instead of failing the whole comparison.
+    """
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return {"edges": [], "counts": []}
     bins = max(1, min(bins, len(np.unique(values))))
-    counts, edges = np.histogram(values, bins=bins)
-    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
+    low, high = float(values.min()), float(values.max())
+    scale = 1.0 if np.isfinite(high - low) else 0.5
+    try:
+        counts, edges = np.histogram(values * scale, bins=bins)
+    except ValueError:  # too many bins for a range this narrow at this magnitude
+        counts, edges = np.array([values.size]), np.array([low * scale, high * scale])
+    limit = np.finfo(np.float64).max
+    return {"edges": [float(np.clip(e / scale, -limit, limit)) for e in edges], "counts": [int(c) for c in counts]}
 
 
 # ---------------------------------------------------------------------- obsm

@@ -27,6 +27,13 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.errors import MissingDatasetError, StackError
+from sds_jupyter.limits import (
+    MAX_CACHED_ADATAS,
+    MAX_CACHED_BRANCHES,
+    MAX_CACHED_IMAGES,
+    MAX_CACHED_TABLES,
+    BoundedCache,
+)
 from sds_jupyter.service.compare import NEW_CELL, UNCHANGED, compare_tables, transition_labels
 from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
@@ -66,6 +73,7 @@ from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.refs import FolderMap
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
+from sds_jupyter.studio.bounds import check_region
 from sds_jupyter.studio.canvas import (
     MAX_IMAGE_SIDE,
     MISSING_COLOR,
@@ -199,11 +207,14 @@ class StackService:
         self._stack: Stack | None = None
         self._stack_error: StackError | None = None
         self._partial: PartialChain | None = None
-        self._tables: dict[tuple[int, str], TableView] = {}
-        self._adatas: dict[int, Any] = {}
-        self._branches: dict[str, StackService] = {}
+        self._tables: BoundedCache[tuple[int, str], TableView] = BoundedCache(MAX_CACHED_TABLES)
+        self._adatas: BoundedCache[int, Any] = BoundedCache(MAX_CACHED_ADATAS)
+        #: Services of versions on other branches (compare): the least recently used is dropped.
+        self._branches: BoundedCache[str, StackService] = BoundedCache(MAX_CACHED_BRANCHES)
         #: A figure's image, opened once per version: (depth, figure) -> its pyramid and value ranges.
-        self._images: dict[tuple[int, str], tuple[Pyramid, list[tuple[float, float]]]] = {}
+        self._images: BoundedCache[tuple[int, str], tuple[Pyramid, list[tuple[float, float]]]] = BoundedCache(
+            MAX_CACHED_IMAGES
+        )
         if isinstance(path_or_stack, Stack):
             self._stack = path_or_stack
         else:
@@ -250,18 +261,18 @@ class StackService:
         key = (self.depth(version), table or self.table_name)
         if not key[1] or "/" in key[1] or key[1] in (".", ".."):
             raise RequestError(f"{key[1]!r} is not a table name.")
-        if key not in self._tables:
+
+        def opened() -> TableView:
             store = StackStore(self.stack.at(key[0]))
             group = open_table_group(store, key[1])
-            self._tables[key] = TableView(zarr.open_group(store, mode="r"), group, key[1])
-        return self._tables[key]
+            return TableView(zarr.open_group(store, mode="r"), group, key[1])
+
+        return self._tables.get(key, opened)
 
     def adata(self, version: int | str | None = None) -> Any:
         """The whole AnnData of the table at ``version`` (read once, for notebooks)."""
         depth = self.depth(version)
-        if depth not in self._adatas:
-            self._adatas[depth] = open_anndata(self.stack.at(depth), table=self.table_name)
-        return self._adatas[depth]
+        return self._adatas.get(depth, lambda: open_anndata(self.stack.at(depth), table=self.table_name))
 
     def result_table(self, result: str, table: str = MAIN_TABLE, version: int | str | None = None) -> ResultTable:
         """One table of a saved result as a DataFrame with the result's meta as ``.meta`` (for notebooks)."""
@@ -609,7 +620,8 @@ class StackService:
         if not figure:
             raise RequestError("This request needs a figure id.")
         key = (self.depth(version), figure)
-        if key not in self._images:
+
+        def opened() -> tuple[Pyramid, list[tuple[float, float]]]:
             spec = read_figure(self._studio_uns(version), figure).require("canvas")
             if not spec.get("image"):
                 raise RequestError(f"Figure {figure!r} shows no image.")
@@ -618,8 +630,9 @@ class StackService:
             name = str(spec["image"])
             infos, _ = channel_planes(coarsest_level(view.root, "images", name, MAX_IMAGE_SIDE, system), spec)
             spans = [(float(info["range"][0]), float(info["range"][1])) for info in infos]
-            self._images[key] = (open_pyramid(view.root, name, system), spans)
-        return self._images[key]
+            return open_pyramid(view.root, name, system), spans
+
+        return self._images.get(key, opened)
 
     @staticmethod
     def _spans(ranges: str, default: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -648,6 +661,7 @@ class StackService:
         if not figure:
             raise RequestError("The image_region request needs a figure id.")
         box = _floats(region, "region", 4)
+        check_region(box)
         if not (box[2] > box[0] and box[3] > box[1]):
             raise RequestError(f"The region {box} is empty: give x0,y0,x1,y1 with x1 > x0 and y1 > y0.")
         if not 16 <= max_side <= MAX_IMAGE_SIDE:
@@ -826,9 +840,9 @@ class StackService:
     ) -> ResultCsv:
         """A whole result table as CSV text (full precision), filtered and sorted as the browser shows it.
 
-        Text cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``,
-        ``@``, tab, carriage return first) get a leading apostrophe: table values
-        are data, never code.
+        Text cells and column headers that a spreadsheet would run as a formula (``=``,
+        ``+``, ``-``, ``@``, tab, carriage return first) get a leading apostrophe: table
+        values are data, never code.
         """
         _, frame = self._result_frame(version, result, table, sort, descending, filter)
         return {"csv": _csv_text(frame), "filename": _csv_name(result, table), "rows": len(frame)}
@@ -867,9 +881,7 @@ class StackService:
                 "give a depth, or the dataset ID of a version in the tree."
             )
         folder = node["folder"]
-        if folder not in self._branches:
-            self._branches[folder] = self.sibling(folder)
-        other = self._branches[folder]
+        other = self._branches.get(folder, lambda: self.sibling(folder))
         return other, other.stack.depth
 
     # ------------------------------------------------------------------ contents
@@ -941,11 +953,13 @@ def _csv_safe(value: Any) -> Any:
 
 
 def _csv_text(frame: pd.DataFrame) -> str:
-    """``frame`` as CSV: every float with all its digits, formula-like texts defused."""
+    """``frame`` as CSV: every float with all its digits, formula-like texts (cells and headers) defused."""
     safe = frame.copy()
     for column in safe.columns:
         if not pd.api.types.is_numeric_dtype(safe[column]):
             safe[column] = safe[column].map(_csv_safe)
+    # headers are written as text too: a column named "=cmd()" is data, never a formula
+    safe.columns = [_csv_safe(str(name)) for name in safe.columns]
     text: str = safe.to_csv(index=False, lineterminator="\n", float_format=None)  # pandas is untyped here
     return text
 

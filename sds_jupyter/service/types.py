@@ -351,6 +351,8 @@ class ObsChange(TypedDict):
     delta_histogram: NotRequired[Histogram]
     counts_a: NotRequired[dict[str, int]]
     counts_b: NotRequired[dict[str, int]]
+    counts_other_a: NotRequired[int]
+    counts_other_b: NotRequired[int]
 
 
 class ObsDelta(TypedDict):

@@ -332,6 +332,8 @@ export type ObsChange = {
   delta_histogram?: Histogram;
   counts_a?: Record<string, number>;
   counts_b?: Record<string, number>;
+  counts_other_a?: number;
+  counts_other_b?: number;
 };
 
 export type ObsDelta = {
