@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import zarr
 
+from sds_jupyter.service.agreement import agreement, contingency_payload, crosstab
 from sds_jupyter.service.columns import column_kind, column_summary, value_texts
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import (
@@ -181,7 +182,17 @@ def obs_change(column: str, a: pd.Series, b: pd.Series) -> ObsChange | None:
         "counts_a": _counts(texts_a),
         "counts_b": _counts(texts_b),
     }
+    if kind == "categorical":
+        _add_agreement(change, texts_a, texts_b)
     return change
+
+
+def _add_agreement(change: ObsChange, texts_a: np.ndarray, texts_b: np.ndarray) -> None:
+    """A clustering's agreement and whole contingency table (labels that differ may still group the same cells)."""
+    table = crosstab(texts_a, texts_b)
+    if table is not None:
+        change["agreement"] = agreement(table)
+        change["contingency"] = contingency_payload(table)
 
 
 def _texts(series: pd.Series) -> np.ndarray:
