@@ -8,6 +8,7 @@
  * so a number in the headline is the number in its table.
  */
 
+import { agreementNode, changeText, contingencySpec } from './agreement';
 import type { ChartRenderer, ChartHandle } from './chart';
 import { empty, errorBox, fill, h } from './dom';
 import { cell } from './format';
@@ -75,7 +76,7 @@ export function compareModel(c: Comparison): CompareModel {
   };
   const items = model.headline;
   for (const ch of model.changed) {
-    items.push({ section: 'obs', text: `${ch.column}: ${plural(ch.n_changed, 'cell')} changed` });
+    items.push({ section: 'obs', text: changeText(ch) });
   }
   if (model.added.length) {
     items.push({ section: 'obs', text: `obs ${model.added.length === 1 ? 'column' : 'columns'} added: ${model.added.map(a => a.column).join(', ')}` });
@@ -328,7 +329,9 @@ export class CompareView {
             { class: 'sds-delta sds-delta-obs', 'aria-label': 'obs columns' },
             h('h3', {}, 'Cells (obs columns)'),
             model.changed.map(ch => this.obsChange(ch, from, to, pane ? (node, button) => this.showOnTissue(pane, ch, fromPick, to, node, button) : null)),
-            model.added.length ? columnList('Added columns', 'added', model.added, to) : null,
+            model.added.length
+              ? columnList('Added columns', 'added', model.added, to, pane ? (c, node, button) => this.showColumn(pane, c, to, node, button) : null)
+              : null,
             model.removed.length ? columnList('Removed columns', 'removed', model.removed, from) : null
           )
         : null,
@@ -346,7 +349,13 @@ export class CompareView {
   /** Color A's tissue by how `ch` went from B (`against`), unchanged cells grey; the view opens below the column. */
   private showOnTissue(pane: TissuePane, ch: ObsChange, against: Pick, to: string, node: HTMLElement, button: HTMLElement): void {
     node.append(pane.node);
-    void pane.show({ column: ch.column, against }, `${ch.column}, what changed (A: ${to})`, button);
+    void pane.show({ column: ch.column, against, againstLabel: this.label(against) }, `${ch.column}, what changed (A: ${to})`, button);
+  }
+
+  /** Color A's tissue by a column B does not have; the view opens below the list. */
+  private showColumn(pane: TissuePane, c: ColumnSummary, to: string, node: HTMLElement, button: HTMLElement): void {
+    node.append(pane.node);
+    void pane.show({ column: c.column }, `${c.column} (A: ${to})`, button);
   }
 
   private obsChange(
@@ -383,6 +392,7 @@ export class CompareView {
       tissue
     );
     tissue?.addEventListener('click', () => onTissue!(node, tissue));
+    node.append(agreementNode(ch) ?? '');
     if (kind === 'numeric') {
       const hist = ch.delta_histogram;
       if (hist && hist.counts.length) {
@@ -393,7 +403,14 @@ export class CompareView {
     }
     const transitions = ch.transitions ?? [];
     node.append(transitionTable(transitions, ch.n_transitions ?? transitions.length, from, to, ch.column));
-    if (kind !== 'string' && transitions.length > 1) {
+    if (ch.contingency && ch.agreement) {
+      node.append(
+        this.chart(
+          contingencySpec(ch.contingency, ch.agreement.matched.length, from, to, VEGA_LITE_SCHEMA),
+          `Cells of ${ch.column} by their value in ${from} and in ${to}, matched pairs on the diagonal`
+        )
+      );
+    } else if (kind !== 'string' && transitions.length > 1) {
       node.append(
         this.chart(
           transitionSpec(transitions.slice(0, MAX_ROWS), from, to),
@@ -557,8 +574,14 @@ export function valuesText(c: ColumnSummary, max = 8): string {
   return parts.join(' · ') + (more > 0 ? ` · … ${more} more` : '');
 }
 
-function columnList(title: string, status: string, columns: ColumnSummary[], where: string): HTMLElement {
-  return h(
+function columnList(
+  title: string,
+  status: string,
+  columns: ColumnSummary[],
+  where: string,
+  onTissue: ((c: ColumnSummary, node: HTMLElement, button: HTMLElement) => void) | null = null
+): HTMLElement {
+  const node: HTMLElement = h(
     'div',
     { class: `sds-delta-${status}` },
     h('h4', {}, `${title} (values in ${where})`),
@@ -568,7 +591,14 @@ function columnList(title: string, status: string, columns: ColumnSummary[], whe
       h(
         'thead',
         {},
-        h('tr', {}, h('th', { scope: 'col' }, 'column'), h('th', { scope: 'col' }, 'kind'), h('th', { scope: 'col' }, 'values'))
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'col' }, 'column'),
+          h('th', { scope: 'col' }, 'kind'),
+          h('th', { scope: 'col' }, 'values'),
+          onTissue ? h('th', { scope: 'col' }, h('span', { class: 'sds-visually-hidden' }, 'on the tissue')) : null
+        )
       ),
       h(
         'tbody',
@@ -579,12 +609,21 @@ function columnList(title: string, status: string, columns: ColumnSummary[], whe
             {},
             h('td', {}, h('code', {}, c.column)),
             h('td', {}, c.kind ?? ''),
-            h('td', { class: 'sds-values' }, c.kind ? valuesText(c) : '')
+            h('td', { class: 'sds-values' }, c.kind ? valuesText(c) : ''),
+            onTissue ? h('td', {}, tissueButton(`Color A's cells by ${c.column}`, button => onTissue(c, node, button))) : null
           )
         )
       )
     )
   );
+  return node;
+}
+
+/** A "Show on tissue" button, hidden until A is known to have a spatial view. */
+function tissueButton(title: string, onClick: (button: HTMLElement) => void): HTMLElement {
+  const button = h('button', { type: 'button', class: 'sds-button sds-show-tissue', title, hidden: '' }, 'Show on tissue');
+  button.addEventListener('click', () => onClick(button));
+  return button;
 }
 
 function shape(s: number[] | null | undefined): string {

@@ -8,6 +8,8 @@
 import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from './camera';
 import { h } from './dom';
 import { rangeFormat } from './format';
+import { GeneBox } from './genebox';
+import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits } from './colorlimits';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
 import { PRINT_DPI, composePrint } from './print';
@@ -24,6 +26,8 @@ export type ColorTarget = {
   layer?: string;
   highlight?: string;
   against?: number | string;
+  /** How `against` is named to a person (its title and number); never sent to the service. */
+  againstLabel?: string;
 };
 
 /** What the toolbar drives, whichever drawing is on screen. */
@@ -48,6 +52,8 @@ export class SpatialFigure {
   private color: CanvasColor;
   private value: CanvasData['value'];
   private colorToken = 0;
+  /** The percentiles a gene's colors are clipped to (null: exact limits). */
+  private percentiles: [number, number] | null = null;
   private readonly colorStatus: HTMLElement;
   private channels: { width: number; height: number; planes: Uint8Array[]; states: ChannelState[] } | null = null;
   private readonly channelSlot: HTMLElement;
@@ -135,6 +141,7 @@ export class SpatialFigure {
           throw new TransportError('protocol', 'color_values reply has no buffer');
         }
         value = color.mode === 'categorical' ? typed(buffer, Uint16Array) : typed(buffer, Float32Array);
+        color = gene ? clippedByDefault(color, value) : color;
       } catch (err) {
         if (token === this.colorToken) {
           this.colorStatus.textContent = TransportError.from(err).message;
@@ -147,6 +154,7 @@ export class SpatialFigure {
     }
     this.colorStatus.textContent = '';
     this.color = color;
+    this.percentiles = gene ? DEFAULT_PERCENTILES : null;
     this.value = value;
     this.hidden.clear();
     this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
@@ -449,6 +457,16 @@ export class SpatialFigure {
     // with channel controls, the channels are listed there instead
     const image = this.payload.image && this.channels ? { ...this.payload.image, channels: [] } : this.payload.image;
     this.legendSlot.replaceChildren(legend({ ...this.payload, color: this.color, image }, this.hidden, toggle));
+    const c = this.color;
+    if (c.mode === 'continuous' && this.value) {
+      this.legendSlot.append(
+        colorLimitsControl(this.value, c, this.percentiles, (limits, percentiles) => {
+          [this.color, this.percentiles] = [withLimits(c, limits), percentiles];
+          this.renderLegend();
+          this.redrawColors();
+        })
+      );
+    }
   }
 
   private toggleCategory(code: number): void {
@@ -597,22 +615,14 @@ export class SpatialFigure {
         if (select.value === SHOWN) {
           return;
         }
+        genes.clear();
         this.colorBy(select.value ? { column: select.value } : {}).catch(() => undefined);
       });
-      const gene = h('input', {
-        type: 'search',
-        class: 'sds-select sds-gene',
-        placeholder: 'gene',
-        'aria-label': 'Color cells by a gene (Enter)',
-        title: 'Color cells by a gene: type its var name, then Enter',
-        size: '8'
-      }) as HTMLInputElement;
-      gene.addEventListener('keydown', ev => {
-        if (ev.key === 'Enter' && gene.value.trim()) {
-          this.colorBy({ gene: gene.value.trim() }).catch(() => undefined);
-        }
-      });
-      bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Color' }, select, gene, this.colorStatus));
+      const genes = new GeneBox(
+        () => this.transport.request('genes', { version: this.version, figure: this.figureId }).then(r => r.data),
+        picked => this.colorBy(picked.length ? { gene: picked.join(',') } : {}).catch(() => undefined)
+      );
+      bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Color' }, select, genes.node, this.colorStatus));
     }
     if (this.stage) {
       const stage = this.stage;
@@ -800,7 +810,7 @@ export function shownLabel(target: ColorTarget): string | null {
     return `${target.column}: ${target.highlight} highlighted`;
   }
   if (target.column && target.against !== undefined) {
-    const other = typeof target.against === 'number' ? `v${target.against}` : target.against;
+    const other = target.againstLabel ?? (typeof target.against === 'number' ? `v${target.against}` : 'another version');
     return `${target.column}: changed since ${other}`;
   }
   return null;
