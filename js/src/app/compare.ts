@@ -13,6 +13,7 @@ import type { ChartRenderer, ChartHandle } from './chart';
 import { empty, errorBox, fill, h } from './dom';
 import { cell } from './format';
 import { cancelLoad, loadInto } from './load';
+import { SideBySide } from './sidebyside';
 import { TissuePane } from './tissue';
 import { TransportError, type Transport } from './transport';
 import type {
@@ -112,6 +113,7 @@ export class CompareView {
   private branches: Branch[] = [];
   private charts: ChartHandle[] = [];
   private pane: TissuePane | null = null;
+  private sides: SideBySide | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -234,8 +236,14 @@ export class CompareView {
 
   dispose(): void {
     this.disposeCharts();
+    this.disposePanes();
+  }
+
+  private disposePanes(): void {
     this.pane?.dispose();
     this.pane = null;
+    this.sides?.dispose();
+    this.sides = null;
   }
 
   private disposeCharts(): void {
@@ -256,8 +264,7 @@ export class CompareView {
     const b = pickOf(this.selectB.value);
     this.ran = true;
     this.disposeCharts();
-    this.pane?.dispose();
-    this.pane = null;
+    this.disposePanes();
     if (a === b) {
       cancelLoad(this.out);
       fill(this.out, empty('Pick two different versions.'));
@@ -299,6 +306,16 @@ export class CompareView {
         }
       }
     });
+    // A and B next to each other, one camera, once both are known to have a spatial view
+    const sides = new SideBySide(this.transport, { pick: toPick, label: this.label(toPick) }, { pick: fromPick, label: this.label(fromPick) });
+    this.sides = sides;
+    void sides.available().then(ok => {
+      if (ok && this.sides === sides) {
+        for (const b of this.out.querySelectorAll<HTMLElement>('.sds-show-sides')) {
+          b.hidden = false;
+        }
+      }
+    });
     const cells = c.obs?.n_common;
     const intro = h(
       'p',
@@ -328,7 +345,12 @@ export class CompareView {
             'section',
             { class: 'sds-delta sds-delta-obs', 'aria-label': 'obs columns' },
             h('h3', {}, 'Cells (obs columns)'),
-            model.changed.map(ch => this.obsChange(ch, from, to, pane ? (node, button) => this.showOnTissue(pane, ch, fromPick, to, node, button) : null)),
+            model.changed.map(ch =>
+              this.obsChange(ch, from, to, pane ? (node, button) => this.showOnTissue(pane, ch, fromPick, to, node, button) : null, (node, button) => {
+                node.append(sides.node);
+                void sides.show(ch.column, button);
+              })
+            ),
             model.added.length
               ? columnList('Added columns', 'added', model.added, to, pane ? (c, node, button) => this.showColumn(pane, c, to, node, button) : null)
               : null,
@@ -362,7 +384,8 @@ export class CompareView {
     ch: ObsChange,
     from: string,
     to: string,
-    onTissue: ((node: HTMLElement, button: HTMLElement) => void) | null
+    onTissue: ((node: HTMLElement, button: HTMLElement) => void) | null,
+    onSides: ((node: HTMLElement, button: HTMLElement) => void) | null = null
   ): HTMLElement {
     const kind = ch.kind ?? 'string';
     const tissue = onTissue
@@ -377,6 +400,18 @@ export class CompareView {
           'Show on tissue'
         ) as HTMLButtonElement)
       : null;
+    const sidesButton = onSides
+      ? (h(
+          'button',
+          {
+            type: 'button',
+            class: 'sds-button sds-show-sides',
+            title: `A and B side by side, each colored by its own ${ch.column}; they pan and zoom together`,
+            hidden: ''
+          },
+          'A | B side by side'
+        ) as HTMLButtonElement)
+      : null;
     const node = h(
       'section',
       { class: `sds-obs-change sds-obs-${kind}`, 'data-column': ch.column },
@@ -389,9 +424,11 @@ export class CompareView {
           ? `, largest change ${cell(ch.max_abs_delta)}`
           : ''
       ),
-      tissue
+      tissue,
+      sidesButton
     );
     tissue?.addEventListener('click', () => onTissue!(node, tissue));
+    sidesButton?.addEventListener('click', () => onSides!(node, sidesButton));
     node.append(agreementNode(ch) ?? '');
     if (kind === 'numeric') {
       const hist = ch.delta_histogram;

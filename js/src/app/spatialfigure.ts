@@ -66,7 +66,7 @@ export class SpatialFigure {
 
   constructor(
     private readonly transport: Transport,
-    private readonly version: number,
+    private readonly version: number | string,
     private readonly figureId: string,
     readonly payload: CanvasPayload,
     readonly data: CanvasData,
@@ -371,6 +371,26 @@ export class SpatialFigure {
     return plot;
   }
 
+  /** Told each camera move, so a view beside this one can follow (see `sidebyside.ts`). */
+  onCamera: ((vs: ViewState) => void) | null = null;
+
+  /** The camera on screen, or null before the first frame. */
+  cameraState(): ViewState | null {
+    return this.stage ? this.stage.viewState : this.plot ? this.plotState(this.plot) : null;
+  }
+
+  /** Move the camera to `vs` (a linked view followed its neighbour). */
+  setCamera(vs: ViewState): void {
+    if (this.stage) {
+      this.stage.apply(vs, 'user');
+    } else if (this.plot) {
+      this.plot.camera = vs;
+      this.plot.fit = false;
+      this.plot.draw();
+      this.viewChanged(this.plotRegion(this.plot));
+    }
+  }
+
   start(): void {
     if (this.payload.image) {
       this.loadChannels().catch(() => undefined);
@@ -658,6 +678,10 @@ export class SpatialFigure {
   }
 
   private viewChanged(region: Region): void {
+    const camera = this.cameraState();
+    if (camera) {
+      this.onCamera?.(camera);
+    }
     this.updateScaleBar(region);
     this.askTiles(region);
     if (this.countTimer) {
