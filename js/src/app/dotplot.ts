@@ -60,7 +60,9 @@ export class DotPlotPanel {
   ) {
     this.genes = new GeneBox(
       () => transport.request('genes', { version }).then(r => r.data),
-      () => void this.draw()
+      () => void this.draw(),
+      'Genes of the dot plot (up to 3)',
+      false
     );
     this.groupby = h('select', { class: 'sds-select', 'aria-label': 'Group cells by' }) as HTMLSelectElement;
     this.groupby.addEventListener('change', () => void this.draw());

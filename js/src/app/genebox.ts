@@ -4,10 +4,11 @@
  * When var's index holds IDs, the symbols are searched too and shown beside
  * them. A name that finds nothing is answered in the same popup with the
  * nearest names, so the toolbar never moves. Up to three genes can be picked:
- * the cells are then colored by their mean (a score).
+ * each in its own colour channel (added), or their mean (a score).
  */
 
 import { h } from './dom';
+import { CHANNEL_COLORS } from './genechannels';
 import { TransportError } from './transport';
 import type { GeneNames } from './types';
 
@@ -15,6 +16,9 @@ import type { GeneNames } from './types';
 const MAX_OPTIONS = 8;
 /** Genes a score combines. */
 export const MAX_GENES = 3;
+
+/** How several picked genes color the cells: one colour channel each, added, or their mean. */
+export type Combine = 'channels' | 'mean';
 
 /** One gene as the box offers it: the var name, and its symbol when var has a symbol column. */
 export type GeneEntry = { name: string; symbol: string | null };
@@ -83,10 +87,16 @@ export class GeneBox {
   private readonly id = `sds-genes-${++boxes}`;
   /** The genes picked so far (var names as stored). */
   picked: string[] = [];
+  /** How two or three genes combine (the choice shows once there are two). */
+  combine: Combine = 'channels';
+  private readonly combineSelect: HTMLSelectElement | null;
 
+  /** `what`: the box's name to assistive technology; `combining`: offer channels or mean (coloring, not a plot). */
   constructor(
     private readonly load: () => Promise<GeneNames>,
-    private readonly onPick: (genes: string[]) => void
+    private readonly onPick: (genes: string[]) => void,
+    what = `Color cells by genes (up to ${MAX_GENES})`,
+    combining = true
   ) {
     this.input = h('input', {
       type: 'text',
@@ -96,15 +106,27 @@ export class GeneBox {
       'aria-autocomplete': 'list',
       'aria-expanded': 'false',
       'aria-controls': `${this.id}-list`,
-      'aria-label': `Color cells by genes (up to ${MAX_GENES}; their mean)`,
-      title: 'Color cells by a gene: type part of its name, any case; pick up to 3 for their mean',
+      'aria-label': what,
+      title: `${what}: type part of a name, any case; arrows and Enter pick, Escape closes`,
       autocomplete: 'off',
       spellcheck: 'false',
       size: '8'
     }) as HTMLInputElement;
     this.list = h('ul', { class: 'sds-gene-list', role: 'listbox', id: `${this.id}-list`, 'aria-label': 'Genes', hidden: '' });
     this.chips = h('span', { class: 'sds-gene-chips' });
-    this.node = h('span', { class: 'sds-genebox' }, this.chips, this.input, this.list);
+    this.combineSelect = combining
+      ? (h(
+          'select',
+          { class: 'sds-select sds-gene-combine', 'aria-label': 'How the genes combine', hidden: '' },
+          h('option', { value: 'channels' }, 'channels (added)'),
+          h('option', { value: 'mean' }, 'mean score')
+        ) as HTMLSelectElement)
+      : null;
+    this.combineSelect?.addEventListener('change', () => {
+      this.combine = this.combineSelect!.value as Combine;
+      this.onPick(this.picked);
+    });
+    this.node = h('span', { class: 'sds-genebox' }, this.chips, this.input, this.list, this.combineSelect);
     this.input.addEventListener('focus', () => void this.names());
     this.input.addEventListener('input', () => void this.suggest());
     this.input.addEventListener('keydown', ev => this.key(ev));
@@ -193,9 +215,19 @@ export class GeneBox {
   }
 
   private renderChips(): void {
+    if (this.combineSelect) {
+      this.combineSelect.hidden = this.picked.length < 2;
+      this.combineSelect.value = this.combine;
+    }
     this.chips.replaceChildren(
       ...this.picked.map(g => {
         const x = h('button', { type: 'button', class: 'sds-gene-chip', title: `Remove ${g}`, 'aria-label': `Remove ${g}` }, `${g} ×`);
+        // in channels, each chip is outlined in its gene's colour
+        const k = this.picked.indexOf(g);
+        if (this.combineSelect && this.combine === 'channels' && this.picked.length > 1) {
+          x.dataset.channel = String(k);
+          x.style.borderColor = CHANNEL_COLORS[k];
+        }
         x.addEventListener('click', () => this.remove(g));
         return x;
       })

@@ -9,6 +9,7 @@ import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Regio
 import { h } from './dom';
 import { rangeFormat } from './format';
 import { GeneBox } from './genebox';
+import { additiveColoring, channelLegend, geneValues, type Additive } from './genechannels';
 import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits } from './colorlimits';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
@@ -28,6 +29,8 @@ export type ColorTarget = {
   against?: number | string;
   /** How `against` is named to a person (its title and number); never sent to the service. */
   againstLabel?: string;
+  /** With several genes (commas): one colour channel each, added, instead of their mean. */
+  channels?: boolean;
 };
 
 /** What the toolbar drives, whichever drawing is on screen. */
@@ -54,6 +57,8 @@ export class SpatialFigure {
   private colorToken = 0;
   /** The percentiles a gene's colors are clipped to (null: exact limits). */
   private percentiles: [number, number] | null = null;
+  /** The legend of genes shown as added colour channels (null: the coloring's own legend). */
+  private channelLegend: HTMLElement | null = null;
   private readonly colorStatus: HTMLElement;
   private channels: { width: number; height: number; planes: Uint8Array[]; states: ChannelState[] } | null = null;
   private readonly channelSlot: HTMLElement;
@@ -121,6 +126,10 @@ export class SpatialFigure {
    * rejects with the service's one-line reason (an unknown column or gene).
    */
   async colorBy(target: ColorTarget): Promise<void> {
+    if (target.channels && target.gene?.includes(',')) {
+      return this.colorByChannels(target, target.gene.split(','));
+    }
+    this.channelLegend = null;
     const token = ++this.colorToken;
     const { column, gene } = target;
     let color: CanvasColor = this.payload.color;
@@ -158,6 +167,35 @@ export class SpatialFigure {
     this.value = value;
     this.hidden.clear();
     this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
+    this.showColorChoice(target);
+    this.noteCaption(target);
+    this.renderLegend();
+    this.redrawColors();
+  }
+
+  /** Color by 2–3 genes, one channel each, added (see `genechannels.ts`). */
+  private async colorByChannels(target: ColorTarget, genes: string[]): Promise<void> {
+    const token = ++this.colorToken;
+    this.colorStatus.textContent = `Loading ${genes.join(', ')}…`;
+    let mix: Additive;
+    try {
+      const where = { version: this.version, figure: this.figureId, ...(target.layer ? { layer: target.layer } : {}) };
+      const found = await geneValues(this.transport, where, genes);
+      mix = additiveColoring(found.genes, found.values);
+    } catch (err) {
+      if (token === this.colorToken) {
+        this.colorStatus.textContent = TransportError.from(err).message;
+      }
+      throw err;
+    }
+    if (token !== this.colorToken) {
+      return;
+    }
+    this.colorStatus.textContent = '';
+    [this.color, this.value, this.percentiles] = [mix.color, mix.codes, null];
+    this.channelLegend = channelLegend(mix.channels);
+    this.hidden.clear();
+    this.node.dataset.colorBy = mix.color.column;
     this.showColorChoice(target);
     this.noteCaption(target);
     this.renderLegend();
@@ -473,6 +511,10 @@ export class SpatialFigure {
   }
 
   private renderLegend(): void {
+    if (this.channelLegend) {
+      this.legendSlot.replaceChildren(this.channelLegend);
+      return;
+    }
     const toggle = this.color.mode === 'categorical' ? (code: number) => this.toggleCategory(code) : undefined;
     // with channel controls, the channels are listed there instead
     const image = this.payload.image && this.channels ? { ...this.payload.image, channels: [] } : this.payload.image;
@@ -640,7 +682,8 @@ export class SpatialFigure {
       });
       const genes = new GeneBox(
         () => this.transport.request('genes', { version: this.version, figure: this.figureId }).then(r => r.data),
-        picked => this.colorBy(picked.length ? { gene: picked.join(',') } : {}).catch(() => undefined)
+        picked =>
+          this.colorBy(picked.length ? { gene: picked.join(','), channels: genes.combine === 'channels' } : {}).catch(() => undefined)
       );
       bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Color' }, select, genes.node, this.colorStatus));
     }
@@ -828,7 +871,9 @@ const SHOWN = '\u0000shown';
 /** What a gene, highlight or comparison coloring is called in the color dropdown; null for a plain column or the saved one. */
 export function shownLabel(target: ColorTarget): string | null {
   if (target.gene) {
-    return `gene ${target.gene}${target.layer ? ` (${target.layer})` : ''}`;
+    const genes = target.gene.split(',');
+    const what = genes.length < 2 ? `gene ${target.gene}` : target.channels ? `genes ${genes.join(' + ')} (channels)` : `mean of ${genes.join(', ')}`;
+    return `${what}${target.layer ? ` (${target.layer})` : ''}`;
   }
   if (target.column && target.highlight !== undefined) {
     return `${target.column}: ${target.highlight} highlighted`;
