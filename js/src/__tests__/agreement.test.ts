@@ -97,3 +97,40 @@ describe('colour limits', () => {
     expect(limited.max).toBeGreaterThan(limited.min);
   });
 });
+
+describe('the contingency heatmap, drawn', () => {
+  /** The SVG Vega draws for `spec` fitted to a panel `width` pixels wide, as the compare view does. */
+  async function svgAt(spec: object, width: number): Promise<{ svg: string; width: number }> {
+    const { fitSpec } = await import('../app/chart');
+    const vega = await import('vega');
+    const view = new vega.View(vega.parse(compile(fitSpec(spec, width) as never).spec), { renderer: 'none' });
+    const svg = await view.toSVG();
+    const size = /<svg[^>]*\swidth="([\d.]+)"/.exec(svg);
+    view.finalize();
+    return { svg, width: Number(size?.[1]) };
+  }
+
+  it('reads cleanly at 700 and 420 px: every label whole, counts with thousands separators', async () => {
+    const long = 'Tumour epithelium, hypoxic core (merged)';
+    const table = {
+      a: ['0', '3', long, null],
+      b: ['0', '1', 'T cells'],
+      counts: [
+        [40000, 13076, 0],
+        [0, 20000, 12],
+        [7, 0, 1500],
+        [5, 0, 0]
+      ]
+    };
+    const spec = contingencySpec(table, 3, 'v6 Leiden', 'Coarser clusters (branch, v2)', VEGA_LITE_SCHEMA);
+    for (const panel of [700, 420]) {
+      const { svg } = await svgAt(spec, panel);
+      const texts = [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map(m => m[1]);
+      for (const label of ['0', '3', long, '(missing)', '1', 'T cells', '13,076', '40,000', '1,500']) {
+        expect(texts, `${label} at ${panel} px`).toContain(label);
+      }
+      expect(texts.some(t => t.endsWith('…')), `a label cut at ${panel} px`).toBe(false);
+      expect(texts).not.toContain('13076');
+    }
+  });
+});
