@@ -23,7 +23,7 @@ from sds_jupyter.demo import demo_dataset_id
 from sds_jupyter.demo.xenium import build_xenium_demo
 from sds_jupyter.service import RequestError, StackService, dispatch
 from sds_jupyter.service.agreement import adjusted_rand_index, agreement, crosstab, normalized_mutual_info
-from sds_jupyter.service.compare import obs_change
+from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, obs_change, transition_labels
 from sds_jupyter.stack.open import open_anndata
 from sds_jupyter.stack.stack import Stack
 
@@ -205,3 +205,33 @@ def test_a_dot_plot_is_the_fraction_expressing_and_the_mean_per_group(xenium: Pa
         assert row["mean"] == pytest.approx(cells.mean(), rel=1e-6)
     with pytest.raises(RequestError, match="not a grouping"):
         dispatch(StackService(xenium), "dot_plot", {"gene": "EPCAM", "groupby": "hypoxia_score"})
+
+
+# ------------------------------------------------------------------ moved cells on the tissue
+
+
+def test_on_the_tissue_a_renaming_moves_no_cell() -> None:
+    names = pd.Index([f"c{i}" for i in range(6)])
+    a = pd.Series(pd.Categorical(["0", "0", "1", "1", "2", "2"]), index=names)
+    renamed = pd.Series(pd.Categorical(["x", "x", "y", "y", "2", "2"]), index=names)
+    labels = transition_labels("leiden", a, renamed, moved_only=True)
+    assert list(labels) == [RENAMED] * 4 + [UNCHANGED] * 2
+    # one cell of group "1" joins group "2": it alone moved, and says from where to where
+    moved = pd.Series(pd.Categorical(["x", "x", "y", "2", "2", "2"]), index=names)
+    labels = transition_labels("leiden", a, moved, moved_only=True)
+    assert list(labels) == [RENAMED, RENAMED, RENAMED, "1 → 2", UNCHANGED, UNCHANGED]
+    assert list(labels.cat.categories) == ["1 → 2", RENAMED, UNCHANGED]
+    # without moved_only, every label that differs is a transition, as the compare tables count them
+    assert list(transition_labels("leiden", a, moved))[:4] == ["0 → x", "0 → x", "1 → y", "1 → 2"]
+
+
+def test_show_on_tissue_colors_the_cells_that_moved(xenium: Path) -> None:
+    branch_id = demo_dataset_id("xenium-Coarser clusters")
+    service = StackService(xenium)
+    leiden = next(c for c in service.compare(branch_id, 6)["obs"]["changed"] if c["column"] == "leiden")
+    reply = dispatch(service, "color_values", {"figure": "fig-leiden", "column": "leiden", "against": branch_id})
+    codes = np.frombuffer(reply.buffers[0], dtype=np.uint16)
+    categories = reply.data["categories"]
+    moved = [k for k, name in enumerate(categories) if name not in (RENAMED, UNCHANGED, NEW_CELL)]
+    assert int(np.isin(codes, moved).sum()) == leiden["agreement"]["n_moved"] > 0
+    assert reply.data["colors"][categories.index(UNCHANGED)] != reply.data["colors"][moved[0]]

@@ -20,19 +20,29 @@ from scipy.optimize import linear_sum_assignment
 
 from sds_jupyter.service.types import Agreement, Contingency, MatchedPair
 
-__all__ = ["MAX_LABELS", "Crosstab", "agreement", "contingency_payload", "crosstab"]
+__all__ = ["MAX_LABELS", "Crosstab", "agreement", "contingency_payload", "crosstab", "moved_cells"]
 
 #: Columns with more distinct values than this on either side get no agreement (an ID column, say).
 MAX_LABELS = 1000
 
 
 class Crosstab:
-    """Cells per (label in A, label in B); labels in first-seen order, None for missing."""
+    """Cells per (label in A, label in B); labels in first-seen order, None for missing.
 
-    def __init__(self, labels_a: list[str | None], labels_b: list[str | None], counts: np.ndarray) -> None:
+    ``codes`` keeps each cell's (row, column) of the table, so the cells of a pair can be found.
+    """
+
+    def __init__(
+        self,
+        labels_a: list[str | None],
+        labels_b: list[str | None],
+        counts: np.ndarray,
+        codes: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> None:
         self.labels_a = labels_a
         self.labels_b = labels_b
         self.counts = counts
+        self.codes = codes
 
 
 def crosstab(texts_a: np.ndarray, texts_b: np.ndarray) -> Crosstab | None:
@@ -43,7 +53,21 @@ def crosstab(texts_a: np.ndarray, texts_b: np.ndarray) -> Crosstab | None:
     if k > MAX_LABELS or m > MAX_LABELS:
         return None
     counts = np.bincount(codes_a.astype(np.int64) * m + codes_b, minlength=k * m).reshape(k, m)
-    return Crosstab([_label(x) for x in uniques_a], [_label(x) for x in uniques_b], counts)
+    labels_a, labels_b = [_label(x) for x in uniques_a], [_label(x) for x in uniques_b]
+    return Crosstab(labels_a, labels_b, counts, (codes_a, codes_b))
+
+
+def moved_cells(texts_a: np.ndarray, texts_b: np.ndarray) -> np.ndarray | None:
+    """Whether each cell is off the matched label pairs: the cells ``n_moved`` counts (None past MAX_LABELS)."""
+    table = crosstab(texts_a, texts_b)
+    if table is None or table.codes is None:
+        return None
+    on_pair = np.zeros(table.counts.shape, dtype=bool)
+    for r, c, _ in _matching(table.counts):
+        on_pair[r, c] = True
+    codes_a, codes_b = table.codes
+    moved: np.ndarray = ~on_pair[codes_a, codes_b]
+    return moved
 
 
 def _label(value: object) -> str | None:

@@ -27,7 +27,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.errors import MissingDatasetError, StackError
-from sds_jupyter.service.compare import NEW_CELL, UNCHANGED, compare_tables, transition_labels
+from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, compare_tables, transition_labels
 from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
 from sds_jupyter.service.genes import dot_plot, gene_names, gene_position, typed_genes
@@ -99,6 +99,8 @@ __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 DEFAULT_PAGE_SIZE = 100
 #: Cells a recoloring leaves out (unchanged, not highlighted).
 GREY = "#c8c8c8"
+#: Cells of a clustering renamed with their group: a darker grey than unchanged ones, still quiet.
+RENAMED_GREY = "#8c8c8c"
 MAX_PAGE_SIZE = 1000
 Folders = str | Mapping[str, str] | None
 
@@ -535,10 +537,12 @@ class StackService:
             before = service.table_view(depth, view.name)
             if column not in before.obs_columns:
                 raise RequestError(f"Version {against!r} has no obs column {column!r} to compare with.")
-            labels = transition_labels(column, before.obs_named_column(column), view.obs_named_column(column))
+            labels = transition_labels(
+                column, before.obs_named_column(column), view.obs_named_column(column), moved_only=True
+            )
             column = f"{column} (change)"
             cells = FrameCells(pd.DataFrame({column: labels}))
-            colors = {UNCHANGED: GREY, NEW_CELL: MISSING_COLOR}
+            colors = {UNCHANGED: GREY, RENAMED: RENAMED_GREY, NEW_CELL: MISSING_COLOR}
         elif highlight is not None:
             values = view.obs_column(column)
             chosen = (values.astype(str) == highlight).to_numpy() & values.notna().to_numpy()
