@@ -215,3 +215,26 @@ describe('compare: A and B side by side', () => {
     expect(shown).not.toContain('side-9');
   });
 });
+
+describe('compare: a clustering on the tissue', () => {
+  it('shows the cells that moved, and leads with how many', async () => {
+    const clustered = (a: number | string, b: number): Comparison => {
+      const c = comparison(a, b);
+      c.obs.changed[0] = {
+        ...c.obs.changed[0],
+        agreement: { ari: 0.5, nmi: 0.6, matched: [{ a: '0', b: '1', count: 1 }], n_moved: 0 },
+        contingency: { a: ['0'], b: ['1'], counts: [[1]] }
+      };
+      return c;
+    };
+    const t = transport().on('compare', p => clustered(p.a, p.b as number));
+    const el = mount(t);
+    await settle(10);
+    expect(text(el.querySelector('.sds-headline li'))).toBe('regions: same partition, renamed');
+    const show = el.querySelector<HTMLButtonElement>('.sds-obs-change[data-column="regions"] .sds-show-tissue')!;
+    expect(show.title).toMatch(/moved to another group/);
+    show.click();
+    await settle(10);
+    expect(text(el.querySelector('.sds-tissue-title'))).toBe('On the tissue: regions, the cells that moved (A: v2)');
+  });
+});

@@ -371,7 +371,9 @@ export class CompareView {
   /** Color A's tissue by how `ch` went from B (`against`), unchanged cells grey; the view opens below the column. */
   private showOnTissue(pane: TissuePane, ch: ObsChange, against: Pick, to: string, node: HTMLElement, button: HTMLElement): void {
     node.append(pane.node);
-    void pane.show({ column: ch.column, against, againstLabel: this.label(against) }, `${ch.column}, what changed (A: ${to})`, button);
+    // a clustering: the cells that left their group, those only renamed in grey (as n_moved counts them)
+    const what = ch.agreement ? 'the cells that moved' : 'what changed';
+    void pane.show({ column: ch.column, against, againstLabel: this.label(against) }, `${ch.column}, ${what} (A: ${to})`, button);
   }
 
   /** Color A's tissue by a column B does not have; the view opens below the list. */
@@ -394,7 +396,9 @@ export class CompareView {
           {
             type: 'button',
             class: 'sds-button sds-show-tissue',
-            title: `Color A's cells by how ${ch.column} changed (unchanged cells grey)`,
+            title: ch.agreement
+              ? `Color the cells of A that moved to another group of ${ch.column} (renamed and unchanged cells grey)`
+              : `Color A's cells by how ${ch.column} changed (unchanged cells grey)`,
             hidden: ''
           },
           'Show on tissue'
