@@ -235,3 +235,29 @@ def test_show_on_tissue_colors_the_cells_that_moved(xenium: Path) -> None:
     moved = [k for k, name in enumerate(categories) if name not in (RENAMED, UNCHANGED, NEW_CELL)]
     assert int(np.isin(codes, moved).sum()) == leiden["agreement"]["n_moved"] > 0
     assert reply.data["colors"][categories.index(UNCHANGED)] != reply.data["colors"][moved[0]]
+
+
+def test_a_gene_is_found_by_its_symbol_when_var_holds_ids(tmp_path: Path) -> None:
+    import anndata
+    import spatialdata
+    from spatialdata.models import TableModel
+
+    adata = anndata.AnnData(
+        X=np.array([[0, 1, 2], [3, 0, 1], [1, 1, 0]], dtype=np.float32),
+        obs=pd.DataFrame({"group": pd.Categorical(["a", "b", "a"])}, index=["c1", "c2", "c3"]),
+        var=pd.DataFrame({"gene_symbols": ["EPCAM", "KRT8", "CD3E"]}, index=["ENSG01", "ENSG02", "ENSG03"]),
+    )
+    path = tmp_path / "ids.sdata.zarr"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spatialdata.SpatialData(tables={"table": TableModel.parse(adata)}).write(path)
+    service = StackService(path)
+    names = dispatch(service, "genes", {}).data
+    assert names["names"] == ["ENSG01", "ENSG02", "ENSG03"]
+    assert (names["symbol_column"], names["symbols"]) == ("gene_symbols", ["EPCAM", "KRT8", "CD3E"])
+    plot = dispatch(service, "dot_plot", {"gene": "epcam,Ensg03", "groupby": "group"}).data
+    assert plot["genes"] == ["ENSG01", "ENSG03"]
+    row = next(r for r in plot["rows"] if r["group"] == "a" and r["gene"] == "ENSG01")
+    assert (row["fraction"], row["mean"], row["n_cells"]) == (0.5, 0.5, 2)
+    with pytest.raises(RequestError, match=r"Nearest: .*EPCAM"):
+        dispatch(service, "dot_plot", {"gene": "epcan", "groupby": "group"})
