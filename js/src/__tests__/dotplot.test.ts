@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { compile } from 'vega-lite';
 import { mountApp, type AppHandle } from '../app';
-import { dotPlotCsv, dotPlotSpec } from '../app/dotplot';
+import { dotPlotCsv, dotPlotFile, dotPlotSpec } from '../app/dotplot';
 import type { DotPlot } from '../app/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
@@ -90,6 +90,13 @@ describe('the dot plot in Results', () => {
     }
     expect(t.callsOf('dot_plot').slice(-1)[0]).toEqual({ version: 2, gene: 'EPCAM,CD3E', groupby: 'leiden' });
     expect(charts.specs.slice(-1)[0]).toEqual(dotPlotSpec(PLOT));
-    expect(text(panel.querySelector('.sds-dotplot-actions button'))).toBe('Download CSV');
+    await settle(10);
+    const actions = [...panel.querySelectorAll<HTMLButtonElement>('.sds-dotplot-actions button')];
+    expect(actions.map(b => [text(b), b.disabled])).toEqual([
+      ['SVG', false],
+      ['PNG', false],
+      ['Download CSV', false]
+    ]);
+    expect(dotPlotFile({ ...PLOT, groupby: '../cell type' }, 'svg')).toBe('dotplot-cell_type-EPCAM-CD3E.svg');
   });
 });

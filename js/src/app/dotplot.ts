@@ -2,8 +2,8 @@
  * A gene dot plot in the Results tab: for up to three genes and a grouping
  * column, each group's fraction of cells expressing the gene (dot size) and its
  * mean expression (dot color), as scanpy's `sc.pl.dotplot` draws it. The
- * numbers are computed by the service (`dot_plot`) and shown as a table too;
- * both export (CSV of the numbers, the chart's own PNG/SVG menu).
+ * numbers are computed by the service (`dot_plot`); the plot exports as SVG and
+ * PNG (as drawn) and its numbers as CSV.
  */
 
 import type { ChartHandle, ChartRenderer } from './chart';
@@ -37,6 +37,12 @@ export function dotPlotSpec(plot: DotPlot): object {
       ]
     }
   };
+}
+
+/** An export's file name: the plot's column and genes (data) kept to letters, digits, `.`, `-` and `_`. */
+export function dotPlotFile(plot: DotPlot, ext: string): string {
+  const safe = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^[._]+/, '') || 'x';
+  return `dotplot-${safe(plot.groupby)}-${plot.genes.map(safe).join('-')}.${ext}`;
 }
 
 /** The plot's numbers as CSV (one row per group and gene); group and gene texts are data, quoted. */
@@ -131,13 +137,19 @@ export class DotPlotPanel {
       'aria-label': `Dot plot of ${plot.genes.join(', ')} by ${plot.groupby}: dot size the percent of cells expressing, color the mean`
     });
     const csv = h('button', { type: 'button', class: 'sds-button' }, 'Download CSV');
-    csv.addEventListener('click', () =>
-      download(new Blob([dotPlotCsv(plot)], { type: 'text/csv' }), `dotplot-${plot.groupby}-${plot.genes.join('-')}.csv`)
-    );
-    fill(this.out, target, h('div', { class: 'sds-dotplot-actions' }, csv));
+    csv.addEventListener('click', () => download(new Blob([dotPlotCsv(plot)], { type: 'text/csv' }), dotPlotFile(plot, 'csv')));
+    const svg = h('button', { type: 'button', class: 'sds-button', disabled: '' }, 'SVG');
+    const png = h('button', { type: 'button', class: 'sds-button', disabled: '' }, 'PNG');
+    fill(this.out, target, h('div', { class: 'sds-dotplot-actions' }, svg, png, csv));
     this.renderChart(target, dotPlotSpec(plot)).then(
       handle => {
         this.chart = handle;
+        svg.addEventListener('click', () =>
+          void handle.toSVG().then(text => download(new Blob([text], { type: 'image/svg+xml' }), dotPlotFile(plot, 'svg')))
+        );
+        png.addEventListener('click', () => void handle.toPNG().then(url => download(url, dotPlotFile(plot, 'png'))));
+        svg.removeAttribute('disabled');
+        png.removeAttribute('disabled');
       },
       err => target.replaceWith(errorBox(`chart failed: ${TransportError.from(err).message}`, 'chart'))
     );
