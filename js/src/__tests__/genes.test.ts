@@ -216,3 +216,12 @@ describe('the gene box', () => {
     expect(f.node.querySelector('.sds-gradient')).not.toBeNull();
   });
 });
+
+describe('percentiles of values with infinities', () => {
+  it('leaves out what is not finite, wherever it sorts', async () => {
+    const { percentileLimits } = await import('../app/colorlimits');
+    const values = Float32Array.from([Infinity, 3, NaN, -Infinity, 1, 2]);
+    expect(percentileLimits(values, 0, 100)).toEqual({ min: 1, max: 3 });
+    expect(percentileLimits(values, 50, 50)).toEqual({ min: 2, max: 2 });
+  });
+});

@@ -15,16 +15,21 @@ export const DEFAULT_PERCENTILES: [number, number] = [1, 99];
 
 /** The `lo`th and `hi`th percentiles of the finite values (linear between order statistics, as numpy's default). */
 export function percentileLimits(values: ArrayLike<number>, lo: number, hi: number): Limits | null {
-  const finite = Float64Array.from(Array.prototype.filter.call(values, (v: number) => Number.isFinite(v)) as number[]);
-  if (!finite.length) {
+  // a typed sort is numeric and puts NaN last: no array of a million boxed numbers
+  const sorted = Float64Array.from(values).sort();
+  let first = 0;
+  let end = sorted.length;
+  while (first < end && !Number.isFinite(sorted[first])) first++; // -Infinity
+  while (end > first && !Number.isFinite(sorted[end - 1])) end--; // NaN, +Infinity
+  const n = end - first;
+  if (!n) {
     return null;
   }
-  finite.sort();
   const at = (p: number) => {
-    const pos = (Math.min(100, Math.max(0, p)) / 100) * (finite.length - 1);
+    const pos = (Math.min(100, Math.max(0, p)) / 100) * (n - 1);
     const below = Math.floor(pos);
-    const above = Math.min(finite.length - 1, below + 1);
-    return finite[below] + (finite[above] - finite[below]) * (pos - below);
+    const above = Math.min(n - 1, below + 1);
+    return sorted[first + below] + (sorted[first + above] - sorted[first + below]) * (pos - below);
   };
   return { min: at(lo), max: at(hi) };
 }
