@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compile } from 'vega-lite';
-import { agreementText, changeText, contingencySpec } from '../app/agreement';
+import { agreementText, changeText, contingencySpec, drawable } from '../app/agreement';
 import { compareModel, VEGA_LITE_SCHEMA } from '../app/compare';
 import { percentileLimits, withLimits } from '../app/colorlimits';
 import { exactGene, geneEntries, matchGenes, nearestGenes } from '../app/genebox';
@@ -56,6 +56,10 @@ describe('the agreement of two clusterings', () => {
     expect(spec.encoding.y.axis.labelLimit).toBe(0);
     expect(spec.layer[1].encoding.text?.format).toBe(',');
     expect(() => compile(spec as never)).not.toThrow();
+    // a table of 1,000 x 1,000 labels would stall the page: not drawn as a heatmap
+    const labels = Array.from({ length: 1000 }, (_, i) => String(i));
+    expect(drawable({ a: labels, b: labels, counts: [] })).toBe(false);
+    expect(drawable(merged.contingency!)).toBe(true);
   });
 });
 

@@ -54,6 +54,14 @@ export function agreementNode(ch: ObsChange): HTMLElement | null {
   );
 }
 
+/** Pairs of labels past which the heatmap is not drawn (the transitions table and its chart stay). */
+export const MAX_HEATMAP_PAIRS = 10_000;
+
+/** Whether the whole table is small enough to draw as a heatmap (100 x 100 labels; an ID column is not). */
+export function drawable(table: Contingency): boolean {
+  return table.a.length * table.b.length <= MAX_HEATMAP_PAIRS;
+}
+
 /** Pixels one label takes at the chart's label font, roughly (Vega measures text itself; this sizes the steps). */
 function labelWidth(labels: string[]): number {
   return Math.max(0, ...labels.map(l => l.length)) * 7 + 8;

@@ -8,7 +8,7 @@
  * so a number in the headline is the number in its table.
  */
 
-import { agreementNode, changeText, contingencySpec } from './agreement';
+import { agreementNode, changeText, contingencySpec, drawable } from './agreement';
 import type { ChartRenderer, ChartHandle } from './chart';
 import { empty, errorBox, fill, h } from './dom';
 import { cell } from './format';
@@ -444,7 +444,7 @@ export class CompareView {
     }
     const transitions = ch.transitions ?? [];
     node.append(transitionTable(transitions, ch.n_transitions ?? transitions.length, from, to, ch.column));
-    if (ch.contingency && ch.agreement) {
+    if (ch.contingency && ch.agreement && drawable(ch.contingency)) {
       node.append(
         this.chart(
           contingencySpec(ch.contingency, ch.agreement.matched.length, from, to, VEGA_LITE_SCHEMA),
