@@ -125,7 +125,7 @@ describe('the gene box', () => {
     const input = f.node.querySelector<HTMLInputElement>('input.sds-gene')!;
     const list = f.node.querySelector<HTMLElement>('.sds-gene-list')!;
     expect(input.getAttribute('role')).toBe('combobox');
-    expect(input.getAttribute('aria-controls')).toBe(list.id);
+    expect(input.getAttribute('aria-controls')).toBe(list.querySelector('[role=listbox]')!.id);
     await type(input, 'ep');
     expect(input.getAttribute('aria-expanded')).toBe('true');
     expect([...list.querySelectorAll('[role=option]')].map(o => o.textContent)).toEqual(['EPCAM', 'EPAS1']);

@@ -79,6 +79,9 @@ let boxes = 0;
 export class GeneBox {
   readonly node: HTMLElement;
   readonly input: HTMLInputElement;
+  /** The popup under the box: a note (a wrong name, a failure) above the listbox of genes. */
+  private readonly popup: HTMLElement;
+  private readonly note: HTMLElement;
   private readonly list: HTMLElement;
   private readonly chips: HTMLElement;
   private entries: Promise<GeneEntry[]> | null = null;
@@ -112,7 +115,9 @@ export class GeneBox {
       spellcheck: 'false',
       size: '8'
     }) as HTMLInputElement;
-    this.list = h('ul', { class: 'sds-gene-list', role: 'listbox', id: `${this.id}-list`, 'aria-label': 'Genes', hidden: '' });
+    this.list = h('ul', { class: 'sds-gene-options', role: 'listbox', id: `${this.id}-list`, 'aria-label': 'Genes' });
+    this.note = h('div', { class: 'sds-gene-note', role: 'status' });
+    this.popup = h('div', { class: 'sds-gene-list', hidden: '' }, this.note, this.list);
     this.chips = h('span', { class: 'sds-gene-chips' });
     this.combineSelect = combining
       ? (h(
@@ -126,7 +131,7 @@ export class GeneBox {
       this.combine = this.combineSelect!.value as Combine;
       this.onPick(this.picked);
     });
-    this.node = h('span', { class: 'sds-genebox' }, this.chips, this.input, this.list, this.combineSelect);
+    this.node = h('span', { class: 'sds-genebox' }, this.chips, this.input, this.popup, this.combineSelect);
     this.input.addEventListener('focus', () => void this.names());
     this.input.addEventListener('input', () => void this.suggest());
     this.input.addEventListener('keydown', ev => this.key(ev));
@@ -158,7 +163,7 @@ export class GeneBox {
   }
 
   private key(ev: KeyboardEvent): void {
-    const open = !this.list.hidden && this.options.length > 0;
+    const open = !this.popup.hidden && this.options.length > 0;
     if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
       ev.preventDefault();
       if (!open) {
@@ -171,7 +176,7 @@ export class GeneBox {
       ev.preventDefault();
       void this.commit(open && this.active >= 0 ? this.options[this.active] : null);
     } else if (ev.key === 'Escape') {
-      if (!this.list.hidden) {
+      if (!this.popup.hidden) {
         ev.preventDefault();
         ev.stopPropagation();
         this.close();
@@ -237,6 +242,7 @@ export class GeneBox {
   private showOptions(options: GeneEntry[]): void {
     this.options = options;
     this.active = -1;
+    this.note.textContent = '';
     this.list.replaceChildren(...options.map((e, i) => this.option(e, i)));
     this.setOpen(options.length > 0);
   }
@@ -244,7 +250,8 @@ export class GeneBox {
   private showMessage(text: string, options: GeneEntry[]): void {
     this.options = options;
     this.active = -1;
-    this.list.replaceChildren(h('li', { class: 'sds-gene-note', role: 'presentation' }, text), ...options.map((e, i) => this.option(e, i)));
+    this.note.textContent = text;
+    this.list.replaceChildren(...options.map((e, i) => this.option(e, i)));
     this.setOpen(true);
   }
 
@@ -268,7 +275,8 @@ export class GeneBox {
   }
 
   private setOpen(open: boolean): void {
-    this.list.hidden = !open;
+    this.popup.hidden = !open;
+    this.list.hidden = !this.options.length; // a listbox is never shown empty
     this.input.setAttribute('aria-expanded', String(open));
     if (!open) {
       this.input.removeAttribute('aria-activedescendant');
