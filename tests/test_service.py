@@ -500,6 +500,8 @@ def test_request_table_matches_the_protocol() -> None:
         "contents",
         "cell",
         "color_values",
+        "genes",
+        "dot_plot",
         "channels",
         "store_key",
         "image_region",
