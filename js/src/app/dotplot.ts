@@ -81,7 +81,7 @@ export class DotPlotPanel {
       h(
         'div',
         { class: 'sds-dotplot-pick' },
-        h('label', {}, 'genes ', this.genes.node),
+        h('span', { class: 'sds-dotplot-genes' }, 'genes ', this.genes.node),
         h('label', {}, 'by ', this.groupby)
       ),
       this.out
