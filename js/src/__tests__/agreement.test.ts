@@ -138,3 +138,20 @@ describe('the contingency heatmap, drawn', () => {
     }
   });
 });
+
+describe('the transitions heatmap (a column that is not a clustering)', () => {
+  it('keeps labels whole and formats counts too', async () => {
+    const { transitionSpec } = await import('../app/compare');
+    const spec = transitionSpec(
+      [
+        { a: 'a rather long free-text annotation of a cell', b: 'another long annotation', count: 13076 },
+        { a: 'x', b: null, count: 2 }
+      ],
+      'v5',
+      'v6'
+    ) as { config: { axis: { labelLimit: number } }; layer: { encoding: { text?: { format: string } } }[] };
+    expect(spec.config.axis.labelLimit).toBe(0);
+    expect(spec.layer[1].encoding.text?.format).toBe(',');
+    expect(() => compile(spec as never)).not.toThrow();
+  });
+});

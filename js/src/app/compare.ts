@@ -538,28 +538,30 @@ export function transitionSpec(rows: Transition[], from: string, to: string): ob
   return {
     $schema: VEGA_LITE_SCHEMA,
     data: { values: rows.map(t => ({ from: t.a ?? MISSING, to: t.b ?? MISSING, cells: t.count })) },
-    width: { step: 28 },
+    width: { step: Math.max(28, Math.max(0, ...rows.map(t => t.count)).toLocaleString('en').length * 7 + 6) },
     height: { step: 22 },
+    // labels whole (the chart grows and its panel scrolls), counts with thousands separators
+    config: { axis: { labelLimit: 0, titleLimit: 0 } },
     encoding: {
-      x: { field: 'to', type: 'nominal', title: `in ${to} (A)`, axis: { labelAngle: -40 } },
-      y: { field: 'from', type: 'nominal', title: `in ${from} (B)` }
+      x: { field: 'to', type: 'nominal', title: `in ${to} (A)`, axis: { labelAngle: -40, labelLimit: 0 } },
+      y: { field: 'from', type: 'nominal', title: `in ${from} (B)`, axis: { labelLimit: 0 } }
     },
     layer: [
       {
         mark: 'rect',
         encoding: {
-          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' } },
+          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' }, legend: { format: ',' } },
           tooltip: [
             { field: 'from', title: `in ${from}` },
             { field: 'to', title: `in ${to}` },
-            { field: 'cells', type: 'quantitative' }
+            { field: 'cells', type: 'quantitative', format: ',' }
           ]
         }
       },
       {
         mark: { type: 'text', fontSize: 10 },
         encoding: {
-          text: { field: 'cells', type: 'quantitative' },
+          text: { field: 'cells', type: 'quantitative', format: ',' },
           // dark text on the light cells, white on the dark ones
           color: { condition: { test: `datum.cells > ${Math.max(...rows.map(t => t.count), 0) / 2}`, value: '#fff' }, value: '#111' }
         }
