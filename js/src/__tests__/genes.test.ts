@@ -225,3 +225,22 @@ describe('percentiles of values with infinities', () => {
     expect(percentileLimits(values, 50, 50)).toEqual({ min: 2, max: 2 });
   });
 });
+
+describe('the gene box over IDs with symbols', () => {
+  it('finds a gene by its symbol in any case, names its chip by the symbol and asks for the ID', async () => {
+    const { GeneBox } = await import('../app/genebox');
+    const picks: string[][] = [];
+    const box = new GeneBox(
+      async () => ({ table: 'table', names: ['ENSG01', 'ENSG02'], symbol_column: 'gene_symbols', symbols: ['EPCAM', 'KRT8'] }),
+      genes => picks.push(genes)
+    );
+    document.body.append(box.node);
+    await type(box.input, 'epcam');
+    expect([...box.node.querySelectorAll('[role=option]')].map(o => o.textContent)).toEqual(['EPCAM (ENSG01)']);
+    key(box.input, 'Enter');
+    await settle();
+    expect(picks).toEqual([['ENSG01']]);
+    expect(box.node.querySelector('.sds-gene-chip')?.textContent).toBe('EPCAM ×');
+    box.node.remove();
+  });
+});

@@ -90,6 +90,8 @@ export class GeneBox {
   private readonly id = `sds-genes-${++boxes}`;
   /** The genes picked so far (var names as stored). */
   picked: string[] = [];
+  /** How a picked gene is named on its chip: its symbol when var's index holds IDs. */
+  private readonly labels = new Map<string, string>();
   /** How two or three genes combine (the choice shows once there are two). */
   combine: Combine = 'channels';
   private readonly combineSelect: HTMLSelectElement | null;
@@ -200,6 +202,7 @@ export class GeneBox {
     }
     this.input.value = '';
     this.close();
+    this.labels.set(chosen.name, chosen.symbol ?? chosen.name);
     if (!this.picked.includes(chosen.name)) {
       this.picked = [...this.picked, chosen.name].slice(-MAX_GENES);
     }
@@ -226,7 +229,8 @@ export class GeneBox {
     }
     this.chips.replaceChildren(
       ...this.picked.map(g => {
-        const x = h('button', { type: 'button', class: 'sds-gene-chip', title: `Remove ${g}`, 'aria-label': `Remove ${g}` }, `${g} ×`);
+        const label = this.labels.get(g) ?? g;
+        const x = h('button', { type: 'button', class: 'sds-gene-chip', title: `Remove ${label}`, 'aria-label': `Remove ${label}` }, `${label} ×`);
         // in channels, each chip is outlined in its gene's colour
         const k = this.picked.indexOf(g);
         if (this.combineSelect && this.combine === 'channels' && this.picked.length > 1) {
