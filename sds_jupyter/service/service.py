@@ -34,9 +34,10 @@ from sds_jupyter.limits import (
     MAX_CACHED_TABLES,
     BoundedCache,
 )
-from sds_jupyter.service.compare import NEW_CELL, UNCHANGED, compare_tables, transition_labels
+from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, compare_tables, transition_labels
 from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
+from sds_jupyter.service.genes import dot_plot, gene_names, gene_position, typed_genes
 from sds_jupyter.service.opdetails import op_details
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
@@ -48,9 +49,11 @@ from sds_jupyter.service.types import (
     Column,
     Comparison,
     ContentsData,
+    DotPlot,
     FiguresData,
     FigureSummary,
     Fingerprint,
+    GeneNames,
     HistoryData,
     ImageLevel,
     ImageRegionData,
@@ -104,6 +107,8 @@ __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 DEFAULT_PAGE_SIZE = 100
 #: Cells a recoloring leaves out (unchanged, not highlighted).
 GREY = "#c8c8c8"
+#: Cells of a clustering renamed with their group: a darker grey than unchanged ones, still quiet.
+RENAMED_GREY = "#8c8c8c"
 MAX_PAGE_SIZE = 1000
 Folders = str | Mapping[str, str] | None
 
@@ -211,6 +216,8 @@ class StackService:
         self._adatas: BoundedCache[int, Any] = BoundedCache(MAX_CACHED_ADATAS)
         #: Services of versions on other branches (compare): the least recently used is dropped.
         self._branches: BoundedCache[str, StackService] = BoundedCache(MAX_CACHED_BRANCHES)
+        #: The tree's dataset ID -> folder, with the listing fingerprint it was read under.
+        self._branch_folders: tuple[str, dict[str, str]] | None = None
         #: A figure's image, opened once per version: (depth, figure) -> its pyramid and value ranges.
         self._images: BoundedCache[tuple[int, str], tuple[Pyramid, list[tuple[float, float]]]] = BoundedCache(
             MAX_CACHED_IMAGES
@@ -531,7 +538,8 @@ class StackService:
             **(spec.get("category_colors") or {} if spec.get("color_by") == column else {}),
         }
         if gene:
-            cells = FrameCells(pd.DataFrame({gene: self._gene_values(view, gene, layer)}))
+            gene, values = self._gene_values(view, gene, layer)
+            cells = FrameCells(pd.DataFrame({gene: values}))
             column = gene
         elif column not in view.obs_columns:
             raise RequestError(f"No obs column {column!r} in this version's table.")
@@ -540,10 +548,12 @@ class StackService:
             before = service.table_view(depth, view.name)
             if column not in before.obs_columns:
                 raise RequestError(f"Version {against!r} has no obs column {column!r} to compare with.")
-            labels = transition_labels(column, before.obs_named_column(column), view.obs_named_column(column))
+            labels = transition_labels(
+                column, before.obs_named_column(column), view.obs_named_column(column), moved_only=True
+            )
             column = f"{column} (change)"
             cells = FrameCells(pd.DataFrame({column: labels}))
-            colors = {UNCHANGED: GREY, NEW_CELL: MISSING_COLOR}
+            colors = {UNCHANGED: GREY, RENAMED: RENAMED_GREY, NEW_CELL: MISSING_COLOR}
         elif highlight is not None:
             values = view.obs_column(column)
             chosen = (values.astype(str) == highlight).to_numpy() & values.notna().to_numpy()
@@ -564,17 +574,46 @@ class StackService:
         return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
 
     @staticmethod
-    def _gene_values(view: TableView, gene: str, layer: str | None) -> np.ndarray:
-        """A gene's value for every cell, from X or ``layer``; a one-line refusal when either is unknown."""
+    def _gene_values(view: TableView, gene: str, layer: str | None) -> tuple[str, np.ndarray]:
+        """What the cells are colored by for ``gene``, and its value for every cell, from X or ``layer``.
+
+        ``gene`` names one gene, or up to ``MAX_SCORE_GENES`` (3) separated by commas
+        (colored by their mean, a score). Each is found as a person types it (any case,
+        or its symbol); a one-line refusal names the nearest genes, or the layers.
+        """
         if layer is not None and layer not in view.layer_names():
             have = ", ".join(view.layer_names()) or "none"
             raise RequestError(f"Table {view.name!r} has no layer {layer!r} (layers: {have}).")
-        try:
-            return view.gene_values(gene, layer)
-        except KeyError:
-            raise RequestError(
-                f"Gene {gene!r} is not among the {len(view.var_names)} var names of table {view.name!r}."
-            ) from None
+        typed = typed_genes(gene)
+        positions = list(dict.fromkeys(gene_position(view, name) for name in typed))
+        names = [str(view.var_names[p]) for p in positions]
+        if len(positions) == 1:
+            return names[0], view.matrix_column(positions[0], layer)
+        columns = np.stack([view.matrix_column(p, layer) for p in positions])
+        return f"mean of {', '.join(names)}", columns.mean(axis=0, dtype=np.float64).astype(np.float32)
+
+    def dot_plot(
+        self,
+        version: int | str | None = None,
+        figure: str = "",
+        gene: str = "",
+        groupby: str = "",
+        layer: str | None = None,
+    ) -> DotPlot:
+        """Per group of an obs column, the fraction of cells expressing each gene (up to 3, commas) and its mean."""
+        table = read_figure(self._studio_uns(version), figure).require("canvas").get("table") if figure else None
+        view = self.table_view(version, table)
+        if layer is not None and layer not in view.layer_names():
+            raise RequestError(f"Table {view.name!r} has no layer {layer!r}.")
+        return dot_plot(view, gene, groupby, layer)
+
+    def genes(self, version: int | str | None = None, figure: str = "") -> GeneNames:
+        """The var names (and gene symbols, when var's index holds IDs) of a canvas figure's table, for the gene box.
+
+        Without a figure, of this service's table.
+        """
+        table = read_figure(self._studio_uns(version), figure).require("canvas").get("table") if figure else None
+        return gene_names(self.table_view(version, table))
 
     def channels(self, version: int | str | None = None, figure: str = "") -> Reply:
         """A canvas figure's image channels, each as uint8 planes the browser blends (toggle, color, contrast).
@@ -874,15 +913,25 @@ class StackService:
         except StackError:
             if not isinstance(selector, str) or self._stack is None:
                 raise
-        node = next((n for n in self.tree()["nodes"] if n["dataset_id"] == selector), None)
-        if node is None:
+        folder = self._tree_folders().get(selector)
+        if folder is None:
             raise RequestError(
                 f"No version {selector[:60]!r} in this stack or on another branch of its base; "
                 "give a depth, or the dataset ID of a version in the tree."
             )
-        folder = node["folder"]
         other = self._branches.get(folder, lambda: self.sibling(folder))
         return other, other.stack.depth
+
+    def _tree_folders(self) -> dict[str, str]:
+        """Each tree version's folder by dataset ID, built again only when the listing's fingerprint changes.
+
+        Building the tree settles every version's parent; the fingerprint only
+        stats the manifests, so a compare against a branch costs what one inside the chain does.
+        """
+        key = self.fingerprint()["fingerprint"]
+        if self._branch_folders is None or self._branch_folders[0] != key:
+            self._branch_folders = (key, {n["dataset_id"]: n["folder"] for n in self.tree()["nodes"]})
+        return self._branch_folders[1]
 
     # ------------------------------------------------------------------ contents
 
