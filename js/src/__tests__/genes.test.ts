@@ -174,7 +174,7 @@ describe('the gene box', () => {
     // numpy.percentile([0, 0, 5, 10, 10], [1, 99]) == [0, 10]; the bar shows the limits in use
     expect(range()).toEqual([0, 10]);
     const limits = f.node.querySelector('.sds-color-limits')!;
-    const [pLo, pHi, vMin, vMax] = [...limits.querySelectorAll<HTMLInputElement>('input')];
+    const [pLo, pHi, vMin] = [...limits.querySelectorAll<HTMLInputElement>('input')];
     expect([pLo.value, pHi.value]).toEqual(['1', '99']);
     pHi.value = '50';
     pHi.dispatchEvent(new Event('change'));
