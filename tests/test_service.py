@@ -145,9 +145,10 @@ def test_canvas_payload_and_buffers(service) -> None:
     reply = dispatch(service, "canvas", {"version": 1, "figure": "fig_canvas"})
     payload = _json(reply.data)
     assert payload["n_cells"] == 26 and payload["color"]["mode"] == "categorical"
-    image = payload["image"]
-    assert [b.nbytes for b in reply.buffers] == [26 * 4, 26 * 4, 26 * 2, image["width"] * image["height"] * 4]
-    x = np.frombuffer(reply.buffers[0], dtype="<f4")
+    assert [b.nbytes for b in reply.buffers] == [26 * 2]  # the color column; cells and image come apart
+    cells = dispatch(service, "cells", {"version": 1, "figure": "fig_canvas", "key": payload["cells_key"]})
+    assert [b.nbytes for b in cells.buffers] == [26 * 4, 26 * 4]
+    x = np.frombuffer(cells.buffers[0], dtype="<f4")
     assert np.isfinite(x).all()
 
 
@@ -160,13 +161,18 @@ def test_canvas_reads_one_column_yet_sends_what_the_whole_anndata_gives(service,
     adata = open_anndata(stack.at(service.depth(version)))
     spec = read_figure(view.studio_uns(), figure).require("canvas")
     whole = build_canvas(spec, adata, view.root, view.attrs)
-    assert _json(reply.data) == _json(whole.payload)
-    assert [bytes(b) for b in reply.buffers] == [bytes(as_buffer(b)) for b in whole.buffers]
+    payload = _json(reply.data)
+    key = payload.pop("cells_key")
+    payload.pop("image_key", None)
+    assert payload == _json(whole.payload)
+    cells = dispatch(service, "cells", {"figure": figure, "key": key, **({"version": version} if version else {})})
+    parts = [bytes(b) for b in cells.buffers[:2]] + [bytes(b) for b in reply.buffers]
+    assert parts == [bytes(as_buffer(b)) for b in whole.buffers[:3]]
 
 
 def test_canvas_uses_obsm_spatial_when_a_version_adds_it(service) -> None:
     reply = dispatch(service, "canvas", {"figure": "fig_new"})
-    x = np.frombuffer(reply.buffers[0], dtype="<f4")
+    x = np.frombuffer(dispatch(service, "cells", {"figure": "fig_new"}).buffers[0], dtype="<f4")
     assert x.tolist() == list(range(26))
     assert reply.data["color"]["mode"] == "continuous"
 

@@ -113,6 +113,12 @@ class CanvasPayload(TypedDict):
     #: The table's obs columns (what the view can color by).
     obs_columns: NotRequired[list[str]]
     shapes: NotRequired[CanvasShapes | None]
+    #: Set in the browser's replies: the cells' positions and shapes are not among the buffers
+    #: but come once per element from the ``cells`` request under this key (content-addressed).
+    cells_key: NotRequired[str]
+    #: Set with an image in the browser's replies: the image is not among the buffers (its pixels
+    #: come from ``channels`` and ``image_tile``); the ``channels`` reply of this key is the overview.
+    image_key: NotRequired[str]
 
 
 class ChannelInfo(TypedDict):

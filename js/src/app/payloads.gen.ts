@@ -67,6 +67,8 @@ export type CanvasPayload = {
   unit?: string | null;
   obs_columns?: string[];
   shapes?: CanvasShapes | null;
+  cells_key?: string;
+  image_key?: string;
 };
 
 export type ChannelInfo = {
@@ -198,6 +200,13 @@ export type ImageLevel = {
   height: number;
   tile: number;
   bounds: Bounds;
+};
+
+export type CellsData = {
+  key: string;
+  n_cells: number;
+  bounds: Bounds | null;
+  shapes: CanvasShapes | null;
 };
 
 export type ChannelsData = {
@@ -450,6 +459,7 @@ export interface ReplyTypes {
   changes: ChangesData;
   figures: FiguresData;
   canvas: CanvasPayload;
+  cells: CellsData;
   results: ResultsData;
   result_page: ResultPage;
   result_csv: ResultCsv;
@@ -471,6 +481,7 @@ export interface ParamTypes {
   changes: { version?: number | string | null };
   figures: { version?: number | string | null };
   canvas: { version?: number | string | null; figure?: string };
+  cells: { version?: number | string | null; figure?: string; key?: string };
   results: { version?: number | string | null };
   result_page: { version?: number | string | null; result?: string; table?: string; offset?: number; limit?: number; sort?: string | null; descending?: boolean; filter?: string | null };
   result_csv: { version?: number | string | null; result?: string; table?: string; sort?: string | null; descending?: boolean; filter?: string | null };
@@ -487,4 +498,4 @@ export interface ParamTypes {
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels', 'store_key', 'image_region', 'image_tile'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels', 'store_key', 'image_region', 'image_tile'] as const;

@@ -10,6 +10,7 @@ import { h } from './dom';
 import { rangeFormat } from './format';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
+import { figureChannels } from './cellstore';
 import { PRINT_DPI, composePrint } from './print';
 import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
@@ -196,7 +197,7 @@ export class SpatialFigure {
 
   /** Ask for the image's channels as planes, then offer each one's toggle, color and contrast. */
   private async loadChannels(): Promise<void> {
-    const reply = await this.transport.request('channels', { version: this.version, figure: this.figureId });
+    const reply = await figureChannels(this.transport, this.version, this.figureId, this.payload.image_key);
     const { width, height, channels } = reply.data;
     const img = this.payload.image;
     if (!img || width !== img.width || height !== img.height || reply.buffers.length < channels.length) {
