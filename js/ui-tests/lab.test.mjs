@@ -83,8 +83,8 @@ async function newPage() {
   return page;
 }
 
-async function openListing(page, folder = 'datasets') {
-  await page.goto(`${base}/lab/tree/${folder}?token=${TOKEN}&reset`);
+async function openListing(page, folder = 'datasets', query = '') {
+  await page.goto(`${base}/lab/tree/${folder}?token=${TOKEN}&reset${query}`);
   await page.waitForSelector('.jp-DirListing-item', { timeout: 60000 });
   await page.waitForTimeout(1000);
 }
@@ -744,6 +744,81 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.close();
       await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
     }
+  });
+
+  it('both render tiers draw, hover, pin and keep the zoom limits; ?sds-tier=gpu forces the stock layers', async () => {
+    // Under SwiftShader the probe says "software"; the GPU tier (stock layers, GPU picking) is forced
+    for (const [tier, query] of [['software', ''], ['gpu', '&sds-tier=gpu']]) {
+      for (const [theme, width] of [['JupyterLab Light', 1400], ['JupyterLab Dark', 760]]) {
+        await setSetting('@jupyterlab/apputils-extension:themes', { theme });
+        const page = await newPage();
+        try {
+          await page.setViewportSize({ width, height: 900 });
+          await openListing(page, 'datasets', query);
+          await item(page, top.split('/').pop()).dblclick();
+          await page.waitForSelector('.sds-history-row');
+          await page.locator('.sds-tab[data-tab="figures"]').click();
+          await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 60000 });
+          const stage = page.locator('.sds-deck-stage').first();
+          const figure = page.locator('.sds-spatial').first();
+          assert.equal(await stage.getAttribute('data-tier'), tier);
+          await page.waitForTimeout(500);
+          const name = `spatial-tier-${tier}-${theme.endsWith('Dark') ? 'dark' : 'light'}-${width}`;
+          await shot(page, name);
+          // the drawing holds the cells: turning them off changes its pixels
+          const pixels = () =>
+            page.locator('.sds-deck-canvas').first().evaluate(glCanvas => {
+              const c = document.createElement('canvas');
+              c.width = glCanvas.width;
+              c.height = glCanvas.height;
+              const ctx = c.getContext('2d');
+              ctx.drawImage(glCanvas, 0, 0);
+              const d = ctx.getImageData(0, 0, c.width, c.height).data;
+              let sum = 0;
+              for (let i = 0; i < d.length; i += 4) sum += d[i] * 3 + d[i + 1] * 5 + d[i + 2] * 7;
+              return sum;
+            });
+          const withCells = await pixels();
+          await figure.getByLabel('Cells', { exact: true }).uncheck();
+          await page.waitForTimeout(400);
+          assert.notEqual(await pixels(), withCells, `${tier}: cells off changes the drawing`);
+          await figure.getByLabel('Cells', { exact: true }).check();
+          await page.waitForTimeout(400);
+          // hover (the GPU tier: deck's picking names the cell) shows the cell's ID; a click pins it
+          const at = await figure.evaluate(el => el.sdsSpatial.screenOf(0));
+          assert.ok(at, 'cell 0 is in the saved view');
+          const box = await stage.boundingBox();
+          await page.mouse.move(box.x + at[0], box.y + at[1]);
+          await page.waitForFunction(() => /^ID /.test(document.querySelector('.sds-tooltip .sds-tooltip-id')?.textContent ?? ''), null, { timeout: 20000 });
+          await page.mouse.click(box.x + at[0], box.y + at[1]);
+          await page.waitForSelector('.sds-cell-pin .sds-cell-row tr', { timeout: 20000 });
+          // zoom limits: out no further than the whole tissue fitted; in until a cell fills the view
+          await figure.locator('.sds-fit').click();
+          const fitted = Number(await stage.getAttribute('data-zoom'));
+          await page.locator('.sds-deck-canvas').first().focus();
+          await page.keyboard.press('-');
+          await page.waitForTimeout(200);
+          assert.equal(Number(await stage.getAttribute('data-zoom')), fitted, `${tier}: no zooming out past the fit`);
+          await page.waitForFunction(() => /in view/.test(document.querySelector('.sds-canvas-inview')?.textContent ?? ''));
+          let zoom = fitted;
+          for (let i = 0; i < 60; i++) {
+            await page.keyboard.press('+');
+            const next = Number(await stage.getAttribute('data-zoom'));
+            if (next === zoom) break;
+            zoom = next;
+          }
+          assert.ok(zoom > fitted + 1 && zoom < fitted + 12, `${tier}: zoomed in from ${fitted} to a limit ${zoom}`);
+          await page.waitForTimeout(400);
+          const inView = Number(await figure.getAttribute('data-in-view'));
+          assert.ok(inView <= 4, `${tier}: ${inView} cells in view at the deepest zoom`);
+          await shot(page, `${name}-deepest`);
+          assert.deepEqual(page.errors, []);
+        } finally {
+          await page.close();
+        }
+      }
+    }
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
   });
 
   /**
