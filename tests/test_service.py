@@ -145,7 +145,7 @@ def test_canvas_payload_and_buffers(service) -> None:
     reply = dispatch(service, "canvas", {"version": 1, "figure": "fig_canvas"})
     payload = _json(reply.data)
     assert payload["n_cells"] == 26 and payload["color"]["mode"] == "categorical"
-    assert [b.nbytes for b in reply.buffers] == [26 * 2]  # the color column; cells and image come apart
+    assert [b.nbytes for b in reply.buffers] == [26]  # the color column, a byte a cell; cells and image come apart
     cells = dispatch(service, "cells", {"version": 1, "figure": "fig_canvas", "key": payload["cells_key"]})
     assert [b.nbytes for b in cells.buffers] == [26 * 4, 26 * 4]
     x = np.frombuffer(cells.buffers[0], dtype="<f4")
@@ -340,7 +340,8 @@ def test_color_values_by_another_obs_column_and_by_a_gene(service, blobs_store) 
     assert color["mode"] == "categorical" and color["column"] == "region_class"
     # the figure's saved color for its own column stays
     assert color["colors"][color["categories"].index("tumor")] == "#d62728"
-    codes = np.frombuffer(reply.buffers[0], dtype="<u2")
+    assert color["codes"] == "uint8"  # a byte a cell
+    codes = np.frombuffer(reply.buffers[0], dtype=np.uint8)
     obs = service.table_view(1).obs
     assert [color["categories"][c] for c in codes] == obs["region_class"].astype(str).tolist()
     table = anndata.io.read_elem(zarr.open_group(blobs_store, mode="r")["tables/table"])

@@ -547,7 +547,7 @@ class StackService:
         By an obs ``column``; by a ``gene``'s expression (from X, or ``layer``); the cells
         whose ``column`` is ``highlight`` against grey (a cluster, a group, a niche); or by
         how ``column`` went from version ``against`` to this one (unchanged cells grey).
-        Answers the ``color`` part of a CanvasPayload and one buffer (uint16 category codes
+        Answers the ``color`` part of a CanvasPayload and one buffer (uint8 or uint16 category codes
         or float32 values).
         """
         if not figure:

@@ -179,8 +179,15 @@ def _categorical_color(
         categories, colors = [*categories, MISSING_CATEGORY], [*colors, MISSING_COLOR]
     if len(categories) > np.iinfo(np.uint16).max:
         raise FigureError(f"Column {column!r} has too many categories ({len(categories)}) to color by.")
-    info: CategoricalColor = {"mode": "categorical", "column": column, "categories": categories, "colors": colors}
-    return info, codes.astype(np.uint16)
+    dtype = np.uint8 if len(categories) <= 256 else np.uint16  # one byte a cell for all but huge palettes
+    info: CategoricalColor = {
+        "mode": "categorical",
+        "column": column,
+        "categories": categories,
+        "colors": colors,
+        "codes": "uint8" if dtype is np.uint8 else "uint16",
+    }
+    return info, codes.astype(dtype)
 
 
 def _continuous_color(

@@ -61,12 +61,17 @@ class CanvasImage(TypedDict):
 
 
 class CategoricalColor(TypedDict):
-    """Cells colored by category: one uint16 code per cell indexes ``categories`` and ``colors``."""
+    """Cells colored by category: one code per cell indexes ``categories`` and ``colors``.
+
+    The codes are uint8 while there are at most 256 categories (a byte a cell is what a colour
+    column costs on the wire), else uint16; ``codes`` says which (absent: uint16, as before).
+    """
 
     mode: Literal["categorical"]
     column: str
     categories: list[str]
     colors: list[str]
+    codes: NotRequired[Literal["uint8", "uint16"]]
 
 
 class ContinuousColor(TypedDict):

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { KeyedCache, cellCache, loadCanvas, overviewCache } from '../app/cellstore';
+import { colorValues } from '../app/raster';
 import type { Reply } from '../app/transport';
 import type { CanvasPayload, CellsData, ChannelsData } from '../app/types';
 import { FakeTransport } from './fixtures';
@@ -55,7 +56,7 @@ describe('cells sent once', () => {
     const second = await loadCanvas(t, 2, 'tissue'); // another version, the same cells
     await loadCanvas(t, 1, 'other'); // another figure of the version
     expect(t.callsOf('cells')).toEqual([{ version: 1, figure: 'tissue', key: 'k-a' }]);
-    expect(second.data.x).toBe(first.data.x); // one copy, shared
+    expect(second.data.x.buffer).toBe(first.data.x.buffer); // one copy of the bytes, shared
     expect([...first.data.value!]).toEqual([0, 1, 0]);
     expect(first.data.shapes).toEqual({ kind: 'circles', radius: new Float32Array([0.5, 0.5, 0.5]) });
     const third = await loadCanvas(t, 3, 'tissue'); // a version that rewrote the cells
@@ -89,6 +90,16 @@ describe('cells sent once', () => {
     expect(channels).toBe(await overviewCache.get('img-1', () => Promise.reject(new Error('not asked again'))));
     await loadCanvas(t, 2, 'tissue');
     expect(t.callsOf('channels')).toHaveLength(1);
+  });
+
+  it('reads category codes as one byte a cell when the reply says so, else two', () => {
+    const color = { mode: 'categorical' as const, column: 'c', categories: ['a', 'b'], colors: ['#000', '#fff'] };
+    const bytes = colorValues({ ...color, codes: 'uint8' }, new Uint8Array([1, 0, 1]).buffer);
+    expect(bytes).toBeInstanceOf(Uint8Array);
+    expect([...bytes]).toEqual([1, 0, 1]);
+    const wide = colorValues(color, new Uint16Array([1, 0, 1]).buffer); // replies before byte codes
+    expect(wide).toBeInstanceOf(Uint16Array);
+    expect([...wide]).toEqual([1, 0, 1]);
   });
 
   it('drops the least recently used replies past its byte bound', async () => {

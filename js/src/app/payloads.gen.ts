@@ -36,6 +36,7 @@ export type CategoricalColor = {
   column: string;
   categories: string[];
   colors: string[];
+  codes?: 'uint8' | 'uint16';
 };
 
 export type ContinuousColor = {

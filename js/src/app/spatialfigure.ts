@@ -12,7 +12,7 @@ import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
 import { figureChannels } from './cellstore';
 import { PRINT_DPI, composePrint } from './print';
-import { typed, type CanvasData } from './raster';
+import { colorValues, typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TileGrid, type TileFrame } from './tiles';
 import { TransportError, type Transport } from './transport';
@@ -135,7 +135,7 @@ export class SpatialFigure {
         if (!buffer) {
           throw new TransportError('protocol', 'color_values reply has no buffer');
         }
-        value = color.mode === 'categorical' ? typed(buffer, Uint16Array) : typed(buffer, Float32Array);
+        value = colorValues(color, buffer);
       } catch (err) {
         if (token === this.colorToken) {
           this.colorStatus.textContent = TransportError.from(err).message;
