@@ -589,3 +589,15 @@ def test_cells_are_content_addressed_and_revalidate_to_304(root, fetch) -> None:
     # without a key the answer is the same bytes but may change: revalidated each time, not immutable
     unnamed = _raw(fetch, "cells", path="datasets/edit-2222", version=1, figure="fig_canvas")
     assert unnamed.body == first.body and "no-cache" in unnamed.headers["Cache-Control"]
+
+
+def test_a_revisited_canvas_revalidates_to_304_and_another_version_does_not(root, fetch) -> None:
+    params = {"path": "datasets/edit-2222", "version": 1, "figure": "fig_canvas"}
+    first = _raw(fetch, "canvas", **params)
+    etag = first.headers["Etag"]
+    assert first.code == 200 and "no-cache" in first.headers["Cache-Control"] and len(etag) == 34
+    again = _raw(fetch, "canvas", headers={"If-None-Match": etag}, **params)
+    assert again.code == 304 and not again.body
+    # version 2 colours its cells otherwise: the browser's copy of version 1 does not answer for it
+    other = _raw(fetch, "canvas", headers={"If-None-Match": etag}, **{**params, "version": 2})
+    assert other.code == 200 and other.headers["Etag"] != etag and other.body
