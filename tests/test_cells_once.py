@@ -123,3 +123,22 @@ def test_the_byte_bound_drops_the_least_recently_used() -> None:
     assert cache.get("b") is None and cache.get("a") == b"1234" and cache.nbytes == 8
     cache.put("huge", b"x" * 11)
     assert cache.get("huge") is None and len(cache) == 2
+
+
+def test_the_browser_overview_fits_in_overview_side_and_detail_comes_by_tile(tmp_path) -> None:
+    import warnings
+
+    from sds_jupyter.demo.xenium import build_xenium_demo
+    from sds_jupyter.service.pieces import OVERVIEW_SIDE
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        top = build_xenium_demo(tmp_path / "demo", n_cells=300, side=2048)
+    service = StackService(top)
+    figure = next(f["id"] for f in service.figures()["figures"] if f["kind"] == "canvas")
+    canvas = _canvas(service, figure)
+    channels = dispatch(service, "channels", {"figure": figure})
+    assert channels.data["levels"][0]["width"] == 2048  # the pyramid's finest level, for the tiles
+    assert channels.data["width"] == canvas.data["image"]["width"] == OVERVIEW_SIDE == 1024
+    assert all(b.nbytes == 1024 * 1024 for b in channels.buffers)
+    assert [b.nbytes for b in canvas.buffers] == [canvas.data["n_cells"]]  # no image among the figure's bytes

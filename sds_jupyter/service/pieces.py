@@ -22,7 +22,7 @@ from sds_jupyter.service.lru import ByteLRU
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.stack import StackStore
 from sds_jupyter.stack.identity import node_identity
-from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, CellGeometry, cell_geometry, channel_planes, geometry_nodes
+from sds_jupyter.studio.canvas import CellGeometry, cell_geometry, channel_planes, geometry_nodes
 from sds_jupyter.studio.elements import coarsest_level
 from sds_jupyter.studio.payloads import CanvasImage, ChannelInfo
 
@@ -31,6 +31,7 @@ __all__ = [
     "CELL_CACHE_BYTES",
     "IMAGE_CACHE_BYTES",
     "OVERVIEWS",
+    "OVERVIEW_SIDE",
     "Overview",
     "cached_geometry",
     "cached_overview",
@@ -42,9 +43,13 @@ __all__ = [
 CELL_CACHE_BYTES = 512 * 1024 * 1024
 #: Bytes of image overviews kept (at most 8 channels of 2,048 x 2,048 uint8 each).
 IMAGE_CACHE_BYTES = 256 * 1024 * 1024
+#: The side the browser's image overview fits in (pixels). Why not MAX_IMAGE_SIDE, as exports use:
+#: a fitted figure is rarely wider than this on screen, and detail beyond it comes by tile for
+#: the part in view, so the first view of an 8,192 px image costs 3 MB of planes rather than 12.
+OVERVIEW_SIDE = 1024
 #: Part of every key: a change of what is computed (or how) gets new keys, never old entries.
 _CELLS_FORMAT = "cells-1"
-_OVERVIEW_FORMAT = "overview-1"
+_OVERVIEW_FORMAT = "overview-2"
 
 
 @dataclass(frozen=True)
@@ -116,12 +121,12 @@ def image_key(view: TableView, spec: Mapping[str, Any]) -> str:
 
 
 def cached_overview(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Overview]:
-    """A figure's image overview (the coarsest level within MAX_IMAGE_SIDE) and its key, read once."""
+    """A figure's image overview (the finest level within OVERVIEW_SIDE) and its key, read once."""
     key = image_key(view, spec)
 
     def read() -> Overview:
         system = spec.get("coordinate_system") or None
-        level = coarsest_level(view.root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE, system=system)
+        level = coarsest_level(view.root, "images", str(spec["image"]), max_side=OVERVIEW_SIDE, system=system)
         infos, planes = channel_planes(level, spec)
         extent_y, extent_x = level.extent_yx
         bounds = level.transform.box(0.0, 0.0, extent_x, extent_y)
