@@ -495,6 +495,7 @@ def test_request_table_matches_the_protocol() -> None:
         "changes",
         "figures",
         "canvas",
+        "cells",
         "results",
         "result_page",
         "result_csv",
