@@ -20,6 +20,13 @@ Bytes: the framed bodies the REST API sends (headers not counted). Time: the ser
 and framing in this process, per step; the network and the browser's decode and draw are
 not in it (``bench_webgl.py`` measures drawing). A check before the timing: A's cells and
 colour column equal B's buffers. Never fails on time; the issue's goals are printed beside.
+
+Then, where the system Chromium, playwright's driver and a built labextension are there, the
+same four steps in one JupyterLab page with this code (no "before" there: the old front end is
+not built in the same run): from the action (click Figures, scroll, click a version row) to the
+end of the first new ``sds:canvas-draw``, and the API bytes sent meanwhile (resource timing's
+``transferSize``: a 304 counts its headers, the page's own cache nothing). Figures within the
+lazy-loading margin of the view load with the first, so the second step may draw nothing new.
 """
 
 from __future__ import annotations
