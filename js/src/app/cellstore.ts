@@ -14,12 +14,14 @@
 import { composite } from './channels';
 import { decodeCanvas, type CanvasData } from './raster';
 import { bytesOf, type Buffer, type Reply, type Transport } from './transport';
-import type { CanvasPayload, CellsData, ChannelsData } from './types';
+import type { CanvasPayload, CellsData, ChannelsData, ImageTileData } from './types';
 
 /** Bytes of cell geometry kept in the page (a 100,000-cell tissue with outlines is about 20 MB). */
 export const CELL_CACHE_BYTES = 256 * 1024 * 1024;
 /** Bytes of image overviews kept in the page. */
 export const IMAGE_CACHE_BYTES = 128 * 1024 * 1024;
+/** Bytes of image tiles' planes kept in the page (about 160 tiles of 512² × 3 channels). */
+export const TILE_CACHE_BYTES = 128 * 1024 * 1024;
 
 /**
  * Replies by content key, least recently used dropped once their buffers pass `maxBytes`.
@@ -92,6 +94,12 @@ export class KeyedCache<T extends Reply<unknown>> {
 /** The page's caches, one for every figure and panel of either transport. */
 export const cellCache = new KeyedCache<Reply<CellsData>>(CELL_CACHE_BYTES);
 export const overviewCache = new KeyedCache<Reply<ChannelsData>>(IMAGE_CACHE_BYTES);
+/**
+ * Image tiles' raw planes by `<image_key>/<level>/<x>/<y>`: a tile's pixels follow from the image
+ * and the overview's ranges, both named by the image key, so every figure and version showing
+ * that image draws the tiles fetched once (each grid keeps its coloured copies apart).
+ */
+export const tileCache = new KeyedCache<Reply<ImageTileData>>(TILE_CACHE_BYTES);
 
 /** A canvas figure ready to draw: its payload, its buffers as the views use them, its image's channels. */
 export type LoadedCanvas = { payload: CanvasPayload; data: CanvasData; channels: Reply<ChannelsData> | null };

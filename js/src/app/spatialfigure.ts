@@ -218,7 +218,8 @@ export class SpatialFigure {
         () => this.showTiles(grid.frame()),
         message => {
           this.node.dataset.tileError = message;
-        }
+        },
+        this.payload.image_key
       );
       grid.setChannels(this.channels.states);
       this.tiles = grid;
