@@ -39,6 +39,7 @@ BENCHMARKS = [
     "bench_deep_remote.py",
     "bench_canvas_request.py",  # builds 1M and 10M-cell stacks (one to two minutes)
     "bench_cell_request.py",  # builds its own 1M and 10M-cell stacks, as the line above
+    "bench_first_tissue.py",  # builds the demo (100k cells): bytes and server time per Figures step, sent once vs per figure
     "bench_obs_requests.py",  # builds 100k and 1M-cell stacks with 31 obs columns
     "bench_compare_branch.py",  # builds the Xenium demo (3,000 cells); compare with its branch
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without

@@ -30,6 +30,7 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "changes": {"version": 2},
     "figures": {"version": 2},
     "canvas": {"version": 2, "figure": "fig_canvas"},
+    "cells": {"version": 2, "figure": "fig_canvas"},
     "results": {"version": 2},
     "result_page": {"version": 1, "result": "res_markers"},
     "result_csv": {"version": 1, "result": "res_markers"},

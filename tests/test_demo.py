@@ -87,14 +87,17 @@ def test_the_binder_notebook_opens_the_demo_top_version() -> None:
 def test_the_service_sends_the_cells_as_polygons_over_the_finest_level_that_fits(xenium: Path) -> None:
     from sds_jupyter.service import StackService
 
-    reply = StackService(xenium).canvas(None, "fig-cell-types")
+    service = StackService(xenium)
+    reply = service.canvas(None, "fig-cell-types")
+    cells = service.cells(None, "fig-cell-types", reply.data["cells_key"])
+    assert cells.data["shapes"] == reply.data["shapes"]
     shapes = reply.data["shapes"]
     assert shapes == {"kind": "polygons", "element": "cell_boundaries", "n_vertices": 3000 * 9}
     assert reply.data["unit"] == "micrometer"
     assert reply.data["image"]["width"] == 1024  # the full-resolution level: it fits in 2048 px
-    starts = np.frombuffer(bytes(reply.buffers[-2]), dtype=np.uint32)
-    vertices = np.frombuffer(bytes(reply.buffers[-1]), dtype=np.float32).reshape(-1, 2)
-    x = np.frombuffer(bytes(reply.buffers[0]), dtype=np.float32)
+    starts = np.frombuffer(bytes(cells.buffers[-2]), dtype=np.uint32)
+    vertices = np.frombuffer(bytes(cells.buffers[-1]), dtype=np.float32).reshape(-1, 2)
+    x = np.frombuffer(bytes(cells.buffers[0]), dtype=np.float32)
     # each cell's outline surrounds its centroid (obsm["spatial"]): the same coordinate system
     first = vertices[starts[0] : starts[1]]
     assert first[:, 0].min() < x[0] < first[:, 0].max()

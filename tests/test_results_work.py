@@ -258,7 +258,7 @@ def test_no_auto_sharding_restores_the_setting() -> None:
 
 def _colored(reply: Any) -> tuple[dict[str, Any], list[str]]:
     """A categorical color_values reply as its payload and each cell's category."""
-    codes = np.frombuffer(bytes(reply.buffers[0]), dtype="<u2")
+    codes = np.frombuffer(bytes(reply.buffers[0]), dtype=np.dtype(reply.data.get("codes", "uint16")))
     return reply.data, [reply.data["categories"][c] for c in codes]
 
 

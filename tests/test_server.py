@@ -111,8 +111,9 @@ def test_figures_results_pages_and_compare(root, fetch) -> None:
 def test_canvas_is_framed_binary(root, fetch) -> None:
     data, buffers = _get(fetch, "canvas", path="datasets/edit-2222", version=1, figure="fig_canvas")
     assert data["n_cells"] == 26
-    assert [len(b) for b in buffers][:3] == [104, 104, 52]
-    assert len(buffers[3]) == data["image"]["width"] * data["image"]["height"] * 4
+    assert [len(b) for b in buffers] == [26]  # the color column alone: one byte code a cell
+    cells, buffers = _get(fetch, "cells", path="datasets/edit-2222", version=1, figure="fig_canvas")
+    assert cells["key"] == data["cells_key"] and [len(b) for b in buffers] == [104, 104]
 
 
 def test_image_tile_is_framed_binary(root, fetch) -> None:
@@ -133,7 +134,9 @@ def test_demo_stack_under_the_root(jp_root_dir, demo_top, fetch) -> None:
     assert history["top_depth"] == 4 and "error" not in history
     figures = _get(fetch, "figures", path=f"demo/{demo_top.name}")
     canvas = next(f for f in figures["figures"] if f["kind"] == "canvas")
-    _data, buffers = _get(fetch, "canvas", path=f"demo/{demo_top.name}", figure=canvas["id"])
+    data, buffers = _get(fetch, "canvas", path=f"demo/{demo_top.name}", figure=canvas["id"])
+    assert len(buffers) == (0 if data["color"]["mode"] == "none" else 1)
+    _cells, buffers = _get(fetch, "cells", path=f"demo/{demo_top.name}", figure=canvas["id"], key=data["cells_key"])
     assert len(buffers) >= 2
 
 
@@ -602,3 +605,49 @@ def test_compare_with_a_branch_agreement_genes_and_dot_plot(jp_root_dir, xenium_
     plot = _get(fetch, "dot_plot", path=path, gene="epcam,CD3E", groupby="leiden")
     assert plot["genes"] == ["EPCAM", "CD3E"]
     assert sum(r["n_cells"] for r in plot["rows"] if r["gene"] == "EPCAM") == n_cells
+
+
+# ------------------------------------------------------------------ cells sent once (issue 23)
+
+
+def _raw(fetch, name: str, headers: dict[str, str] | None = None, **params: Any) -> Any:
+    """The response itself (a 304 too: tornado's client raises on it)."""
+    try:
+        return fetch(NAMESPACE, "api", name, params={k: str(v) for k, v in params.items()}, headers=headers or {})
+    except HTTPClientError as exc:
+        assert exc.response is not None
+        return exc.response
+
+
+def test_cells_are_content_addressed_and_revalidate_to_304(root, fetch) -> None:
+    canvas, _ = _get(fetch, "canvas", path="datasets/edit-2222", version=1, figure="fig_canvas")
+    key = canvas["cells_key"]
+    params = {"path": "datasets/edit-2222", "version": 1, "figure": "fig_canvas", "key": key}
+    first = _raw(fetch, "cells", **params)
+    assert first.code == 200 and first.headers["Etag"] == f'"{key}"'
+    assert "immutable" in first.headers["Cache-Control"]
+    again = _raw(fetch, "cells", headers={"If-None-Match": f'"{key}"'}, **params)
+    assert again.code == 304 and not again.body
+    # the same version opened from its own folder: the same key, so the browser's copy serves it
+    other, _ = _get(fetch, "canvas", path="datasets/studio-1111", figure="fig_canvas")
+    assert other["cells_key"] == key
+    # a version that rewrote the positions: another key, and the old one is refused for it
+    top, _ = _get(fetch, "canvas", path="datasets/edit-2222", figure="fig_canvas")
+    assert top["cells_key"] != key
+    stale = _raw(fetch, "cells", **{**params, "version": 2})
+    assert stale.code == 400 and "ask canvas again" in json.loads(stale.body)["message"]
+    # without a key the answer is the same bytes but may change: revalidated each time, not immutable
+    unnamed = _raw(fetch, "cells", path="datasets/edit-2222", version=1, figure="fig_canvas")
+    assert unnamed.body == first.body and "no-cache" in unnamed.headers["Cache-Control"]
+
+
+def test_a_revisited_canvas_revalidates_to_304_and_another_version_does_not(root, fetch) -> None:
+    params = {"path": "datasets/edit-2222", "version": 1, "figure": "fig_canvas"}
+    first = _raw(fetch, "canvas", **params)
+    etag = first.headers["Etag"]
+    assert first.code == 200 and "no-cache" in first.headers["Cache-Control"] and len(etag) == 34
+    again = _raw(fetch, "canvas", headers={"If-None-Match": etag}, **params)
+    assert again.code == 304 and not again.body
+    # version 2 colours its cells otherwise: the browser's copy of version 1 does not answer for it
+    other = _raw(fetch, "canvas", headers={"If-None-Match": etag}, **{**params, "version": 2})
+    assert other.code == 200 and other.headers["Etag"] != etag and other.body

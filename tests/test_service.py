@@ -145,9 +145,10 @@ def test_canvas_payload_and_buffers(service) -> None:
     reply = dispatch(service, "canvas", {"version": 1, "figure": "fig_canvas"})
     payload = _json(reply.data)
     assert payload["n_cells"] == 26 and payload["color"]["mode"] == "categorical"
-    image = payload["image"]
-    assert [b.nbytes for b in reply.buffers] == [26 * 4, 26 * 4, 26 * 2, image["width"] * image["height"] * 4]
-    x = np.frombuffer(reply.buffers[0], dtype="<f4")
+    assert [b.nbytes for b in reply.buffers] == [26]  # the color column, a byte a cell; cells and image come apart
+    cells = dispatch(service, "cells", {"version": 1, "figure": "fig_canvas", "key": payload["cells_key"]})
+    assert [b.nbytes for b in cells.buffers] == [26 * 4, 26 * 4]
+    x = np.frombuffer(cells.buffers[0], dtype="<f4")
     assert np.isfinite(x).all()
 
 
@@ -160,13 +161,18 @@ def test_canvas_reads_one_column_yet_sends_what_the_whole_anndata_gives(service,
     adata = open_anndata(stack.at(service.depth(version)))
     spec = read_figure(view.studio_uns(), figure).require("canvas")
     whole = build_canvas(spec, adata, view.root, view.attrs)
-    assert _json(reply.data) == _json(whole.payload)
-    assert [bytes(b) for b in reply.buffers] == [bytes(as_buffer(b)) for b in whole.buffers]
+    payload = _json(reply.data)
+    key = payload.pop("cells_key")
+    payload.pop("image_key", None)
+    assert payload == _json(whole.payload)
+    cells = dispatch(service, "cells", {"figure": figure, "key": key, **({"version": version} if version else {})})
+    parts = [bytes(b) for b in cells.buffers[:2]] + [bytes(b) for b in reply.buffers]
+    assert parts == [bytes(as_buffer(b)) for b in whole.buffers[:3]]
 
 
 def test_canvas_uses_obsm_spatial_when_a_version_adds_it(service) -> None:
     reply = dispatch(service, "canvas", {"figure": "fig_new"})
-    x = np.frombuffer(reply.buffers[0], dtype="<f4")
+    x = np.frombuffer(dispatch(service, "cells", {"figure": "fig_new"}).buffers[0], dtype="<f4")
     assert x.tolist() == list(range(26))
     assert reply.data["color"]["mode"] == "continuous"
 
@@ -337,7 +343,8 @@ def test_color_values_by_another_obs_column_and_by_a_gene(service, blobs_store) 
     assert color["mode"] == "categorical" and color["column"] == "region_class"
     # the figure's saved color for its own column stays
     assert color["colors"][color["categories"].index("tumor")] == "#d62728"
-    codes = np.frombuffer(reply.buffers[0], dtype="<u2")
+    assert color["codes"] == "uint8"  # a byte a cell
+    codes = np.frombuffer(reply.buffers[0], dtype=np.uint8)
     obs = service.table_view(1).obs
     assert [color["categories"][c] for c in codes] == obs["region_class"].astype(str).tolist()
     table = anndata.io.read_elem(zarr.open_group(blobs_store, mode="r")["tables/table"])
@@ -491,6 +498,7 @@ def test_request_table_matches_the_protocol() -> None:
         "changes",
         "figures",
         "canvas",
+        "cells",
         "results",
         "result_page",
         "result_csv",

@@ -236,7 +236,7 @@ def test_canvas_payload_categorical_with_image(studio_adata, blobs_root) -> None
     assert image["bounds"] == [0.0, 0.0, 512.0, 512.0]
     assert image["channels"] == [{"name": "0", "color": "#ff0000"}]
     x, y, codes, rgba = drawn.buffers
-    assert x.dtype == y.dtype == np.float32 and codes.dtype == np.uint16
+    assert x.dtype == y.dtype == np.float32 and codes.dtype == np.uint8 and payload["color"]["codes"] == "uint8"
     assert rgba.dtype == np.uint8 and rgba.shape == (image["height"], image["width"], 4)
     assert (rgba[..., 1] == 0).all() and (rgba[..., 3] == 255).all() and rgba[..., 0].max() > 0
     json.dumps(payload, allow_nan=False)

@@ -56,8 +56,13 @@ def test_request_is_answered_with_the_same_id(browser, recorded_messages) -> Non
 def test_canvas_reply_carries_buffers(browser, recorded_messages) -> None:
     _deliver(browser, {"type": "request", "id": 1, "name": "canvas", "params": {"version": 1, "figure": "fig_canvas"}})
     (reply,) = _responses(recorded_messages)
-    assert reply["ok"] and len(reply["buffers"]) == 4
-    x = np.frombuffer(reply["buffers"][0], dtype="<f4")
+    assert reply["ok"] and len(reply["buffers"]) == 1  # the colour column; the cells come by key
+    key = reply["data"]["cells_key"]
+    params = {"version": 1, "figure": "fig_canvas", "key": key}
+    _deliver(browser, {"type": "request", "id": 2, "name": "cells", "params": params})
+    cells = _responses(recorded_messages)[-1]
+    assert cells["ok"] and cells["data"]["key"] == key and len(cells["buffers"]) == 2
+    x = np.frombuffer(cells["buffers"][0], dtype="<f4")
     assert x.shape == (reply["data"]["n_cells"],)
 
 

@@ -52,6 +52,9 @@ AUTH_RESOURCE = "contents"
 
 T = TypeVar("T")
 
+#: How a content-addressed reply may be kept: a year, never revalidated, by this browser only.
+IMMUTABLE = "private, max-age=31536000, immutable"
+
 #: A notebook bigger than this is never read to see whether it is one we made (it is then left alone).
 MAX_REUSED_NOTEBOOK_BYTES = 64 * 1024 * 1024
 
@@ -142,12 +145,29 @@ class RequestHandler(StackAPIHandler):
         try:
             service = await self.in_thread(self.services.service, self.get_argument("path", ""))
             reply = await self.in_thread(dispatch, service, name, params)
+            if reply.etag is not None and self.answered_by_etag(reply.etag, params.get("key") == reply.etag):
+                return
             binary = name in BINARY_REQUESTS
             body = frame_reply(reply) if binary else json.dumps(reply.data, allow_nan=False)
         except Exception as exc:  # noqa: BLE001 - mapped once, in fail()
             self.fail(exc)
             return
         self.finish(body, set_content_type="application/octet-stream" if binary else "application/json")
+
+    def answered_by_etag(self, etag: str, addressed: bool) -> bool:
+        """Set the reply's strong ETag; True after answering 304 when the browser already holds it.
+
+        ``addressed``: the URL names the content (its ``key`` is the ETag), so the answer under it
+        never changes and the browser may keep it without asking again (``immutable``); otherwise
+        it asks each time and gets a 304 while the content is the same.
+        """
+        self.set_header("Etag", f'"{etag}"')
+        self.set_header("Cache-Control", IMMUTABLE if addressed else "private, no-cache")
+        if self.check_etag_header():
+            self.set_status(304)
+            self.finish()
+            return True
+        return False
 
 
 def _reason(exc: web.HTTPError) -> str:

@@ -39,6 +39,7 @@ GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js
 #: Requests answering a :class:`Reply` (a payload with buffers): the payload's type.
 REPLY_PAYLOADS: dict[str, Any] = {
     "canvas": canvas_payloads.CanvasPayload,
+    "cells": payloads.CellsData,
     "color_values": canvas_payloads.CanvasColor,
     "channels": payloads.ChannelsData,
     "store_key": payloads.StoreKeyData,

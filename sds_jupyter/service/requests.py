@@ -24,6 +24,7 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "changes": StackService.changes,
     "figures": StackService.figures,
     "canvas": StackService.canvas,
+    "cells": StackService.cells,
     "results": StackService.results,
     "result_page": StackService.result_page,
     "result_csv": StackService.result_csv,
@@ -42,7 +43,7 @@ REQUESTS: dict[str, Callable[..., Any]] = {
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels", "store_key", "image_region", "image_tile"})
+BINARY_REQUESTS = frozenset({"canvas", "cells", "color_values", "channels", "store_key", "image_region", "image_tile"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

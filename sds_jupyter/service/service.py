@@ -11,6 +11,8 @@ Nothing here writes: browsing never changes a version.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import re
@@ -39,11 +41,13 @@ from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
 from sds_jupyter.service.genes import dot_plot, gene_names, gene_position, typed_genes
 from sds_jupyter.service.opdetails import op_details
+from sds_jupyter.service.pieces import cached_geometry, cached_overview
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.service.types import (
     BaseSummary,
     CellRow,
+    CellsData,
     ChangesData,
     ChannelsData,
     Column,
@@ -81,13 +85,13 @@ from sds_jupyter.studio.canvas import (
     MAX_IMAGE_SIDE,
     MISSING_COLOR,
     build_canvas,
+    canvas_payload,
     cell_colors,
-    channel_planes,
     planes_over,
 )
 from sds_jupyter.studio.cells import CellTable, FrameCells
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
-from sds_jupyter.studio.elements import Pyramid, coarsest_level, open_pyramid, region_level
+from sds_jupyter.studio.elements import Pyramid, open_pyramid, region_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
 from sds_jupyter.studio.export import MM_PER_INCH, print_width_mm
 from sds_jupyter.studio.figures import ParsedFigure, declared_fields, read_figure, read_figures
@@ -132,10 +136,28 @@ def _result_meta(meta: Mapping[str, Any]) -> ResultMeta:
 
 @dataclass
 class Reply:
-    """A payload and its binary buffers (numpy-backed bytes, in protocol order)."""
+    """A payload and its binary buffers (numpy-backed bytes, in protocol order).
+
+    ``etag``: a name for the reply's content that changes whenever the content does (a
+    content address); REST answers it as a strong ETag, and a repeat with it as 304.
+    """
 
     data: Any
     buffers: list[memoryview] = field(default_factory=list)
+    etag: str | None = None
+
+    def named_by_content(self) -> Reply:
+        """This reply with a digest of its payload and buffers as its ETag.
+
+        Why: a reply whose inputs have no cheap name (a figure's colour column, its palette
+        and settings) still never changes for an immutable version, so a revisit that
+        revalidates gets a 304 instead of the bytes again.
+        """
+        digest = hashlib.blake2b(json.dumps(self.data, sort_keys=True, allow_nan=False).encode(), digest_size=16)
+        for buffer in self.buffers:
+            digest.update(buffer.nbytes.to_bytes(8, "little"))
+            digest.update(buffer)
+        return Reply(self.data, self.buffers, digest.hexdigest())
 
 
 #: A plain zarr key: segments of letters, digits, ".", "_" and "-", joined by "/".
@@ -487,13 +509,52 @@ class StackService:
         return {"figures": [self._figure_summary(figure, uns, palettes) for figure in figures]}
 
     def canvas(self, version: int | str | None = None, figure: str = "") -> Reply:
-        """A canvas figure's payload and buffers (x, y, value?, image?)."""
+        """A canvas figure's payload and its color column (value?), the one buffer a figure owns.
+
+        Why only that: the cells' positions and shapes are the element's (``cells``, named by
+        ``cells_key``) and the image's pixels come through ``channels`` and ``image_tile``
+        (``image_key``), so each is sent once and kept by the browser, whatever figure asks.
+        """
         if not figure:
             raise RequestError("The canvas request needs a figure id.")
         spec = read_figure(self._studio_uns(version), figure).require("canvas")
         view = self.table_view(version, spec.get("table"))
-        drawn = build_canvas(spec, view, view.root, view.attrs)
-        return Reply(drawn.payload, [as_buffer(buffer) for buffer in drawn.buffers])
+        key, geometry = cached_geometry(view, spec)
+        color, values = cell_colors(view, spec)
+        image, unit, shown = None, None, None
+        if spec.get("image"):
+            shown, overview = cached_overview(view, spec)
+            image, unit = overview.canvas_image(), overview.unit
+        payload = canvas_payload(spec, view, geometry.box, color, image, unit, geometry.shapes)
+        payload["cells_key"] = key
+        if shown is not None:
+            payload["image_key"] = shown
+        buffers = [as_buffer(np.ascontiguousarray(values))] if values is not None else []
+        return Reply(payload, buffers).named_by_content()
+
+    def cells(self, version: int | str | None = None, figure: str = "", key: str = "") -> Reply:
+        """The positions and shapes of a canvas figure's cells: x, y, then polygons or radii.
+
+        ``key`` (the canvas reply's ``cells_key``) makes the request content-addressed: it is
+        refused when the figure's cells are no longer the ones it names, so an answer under a
+        key never changes and may be kept forever. Equal keys in two versions, equal cells.
+        """
+        if not figure:
+            raise RequestError("The cells request needs a figure id.")
+        if len(key) > 64:
+            raise RequestError("Parameter 'key' is too long (a cells key has 32 characters).")
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        view = self.table_view(version, spec.get("table"))
+        current, geometry = cached_geometry(view, spec)
+        if key and key != current:
+            raise RequestError(f"The cells of figure {figure!r} are not the ones key {key!r} names; ask canvas again.")
+        payload: CellsData = {
+            "key": current,
+            "n_cells": int(view.n_obs),
+            "bounds": geometry.box,
+            "shapes": geometry.shapes[0] if geometry.shapes is not None else None,
+        }
+        return Reply(payload, [as_buffer(buffer) for buffer in geometry.buffers], etag=current)
 
     def cell(self, version: int | str | None = None, figure: str = "", index: int = 0) -> CellRow:
         """One cell's obs row (its ID and every column), for the canvas view's hover and pin.
@@ -520,7 +581,7 @@ class StackService:
         By an obs ``column``; by a ``gene``'s expression (from X, or ``layer``); the cells
         whose ``column`` is ``highlight`` against grey (a cluster, a group, a niche); or by
         how ``column`` went from version ``against`` to this one (unchanged cells grey).
-        Answers the ``color`` part of a CanvasPayload and one buffer (uint16 category codes
+        Answers the ``color`` part of a CanvasPayload and one buffer (uint8 or uint16 category codes
         or float32 values).
         """
         if not figure:
@@ -627,10 +688,7 @@ class StackService:
         if not spec.get("image"):
             raise RequestError(f"Figure {figure!r} shows no image.")
         view = self.table_view(version, spec.get("table"))
-        system = spec.get("coordinate_system") or None
-        level = coarsest_level(view.root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE, system=system)
-        infos, planes = channel_planes(level, spec)
-        extent_y, extent_x = level.extent_yx
+        shown, overview = cached_overview(view, spec)
         pyramid, _ = self._figure_image(version, figure)
         levels: list[ImageLevel] = [
             {
@@ -642,13 +700,14 @@ class StackService:
             for index, found in enumerate(pyramid.levels)
         ]
         payload: ChannelsData = {
-            "width": int(planes[0].shape[1]) if planes else 0,
-            "height": int(planes[0].shape[0]) if planes else 0,
-            "bounds": level.transform.box(0.0, 0.0, extent_x, extent_y),
-            "channels": infos,
+            "width": overview.width,
+            "height": overview.height,
+            "bounds": overview.bounds,
+            "channels": overview.infos,
             "levels": levels,
         }
-        return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
+        planes = overview.planes
+        return Reply(payload, [as_buffer(plane) for plane in planes], etag=shown)
 
     def _figure_image(self, version: int | str | None, figure: str) -> tuple[Pyramid, list[tuple[float, float]]]:
         """The pyramid a canvas figure shows and its channels' value ranges (the overview's), opened once.
@@ -667,8 +726,8 @@ class StackService:
             view = self.table_view(version, spec.get("table"))
             system = spec.get("coordinate_system") or None
             name = str(spec["image"])
-            infos, _ = channel_planes(coarsest_level(view.root, "images", name, MAX_IMAGE_SIDE, system), spec)
-            spans = [(float(info["range"][0]), float(info["range"][1])) for info in infos]
+            _, overview = cached_overview(view, spec)
+            spans = [(float(info["range"][0]), float(info["range"][1])) for info in overview.infos]
             return open_pyramid(view.root, name, system), spans
 
         return self._images.get(key, opened)

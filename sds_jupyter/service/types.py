@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from sds_jupyter.studio.payloads import Bounds, ChannelInfo
+from sds_jupyter.studio.payloads import Bounds, CanvasShapes, ChannelInfo
 
 __all__ = [
     "OPEN_PAYLOADS",
     "Agreement",
     "BaseSummary",
     "CellRow",
+    "CellsData",
     "Change",
     "ChangesData",
     "ChannelsData",
@@ -203,6 +204,19 @@ class ImageLevel(TypedDict):
     tile: int
     #: Where the whole level sits, in the figure's coordinate system: x0, y0, x1, y1.
     bounds: Bounds
+
+
+class CellsData(TypedDict):
+    """The ``cells`` request: x, y (float32), then the shapes' buffers (as a canvas reply's) follow.
+
+    ``key`` names the stored objects the cells were computed from: equal keys, equal buffers.
+    """
+
+    key: str
+    n_cells: int
+    #: The cells' bounds; null when no cell has a position.
+    bounds: Bounds | None
+    shapes: CanvasShapes | None
 
 
 class ChannelsData(TypedDict):

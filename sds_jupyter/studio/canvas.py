@@ -26,7 +26,7 @@ from sds_jupyter.studio.cells import CellTable, cell_table
 from sds_jupyter.studio.elements import Level, Pyramid, label_centroids, open_pyramid, shape_centroids
 from sds_jupyter.studio.errors import ElementError, FigureError
 from sds_jupyter.studio.palette import column_palette
-from sds_jupyter.studio.shapes import cell_shapes
+from sds_jupyter.studio.shapes import CellShapes, cell_shapes
 
 if TYPE_CHECKING:
     from anndata import AnnData
@@ -44,10 +44,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CanvasData",
+    "CellGeometry",
     "build_canvas",
+    "canvas_payload",
     "cell_coordinates",
+    "cell_geometry",
     "channel_planes",
     "colormap_lut",
+    "geometry_nodes",
     "region_attrs",
 ]
 
@@ -175,8 +179,15 @@ def _categorical_color(
         categories, colors = [*categories, MISSING_CATEGORY], [*colors, MISSING_COLOR]
     if len(categories) > np.iinfo(np.uint16).max:
         raise FigureError(f"Column {column!r} has too many categories ({len(categories)}) to color by.")
-    info: CategoricalColor = {"mode": "categorical", "column": column, "categories": categories, "colors": colors}
-    return info, codes.astype(np.uint16)
+    dtype = np.uint8 if len(categories) <= 256 else np.uint16  # one byte a cell for all but huge palettes
+    info: CategoricalColor = {
+        "mode": "categorical",
+        "column": column,
+        "categories": categories,
+        "colors": colors,
+        "codes": "uint8" if dtype is np.uint8 else "uint16",
+    }
+    return info, codes.astype(dtype)
 
 
 def _continuous_color(
@@ -327,16 +338,21 @@ def planes_over(level: Level, ranges: Sequence[tuple[float, float]]) -> list[np.
 # ------------------------------------------------------------------- payload
 
 
-def _bounds(x: np.ndarray, y: np.ndarray, image_bounds: list[float] | None) -> list[float]:
-    boxes = []
+def _cell_box(x: np.ndarray, y: np.ndarray) -> list[float] | None:
+    """The bounds of the cells that have a position; None when none has."""
     finite = np.isfinite(x) & np.isfinite(y)
-    if finite.any():
-        boxes.append([float(x[finite].min()), float(y[finite].min()), float(x[finite].max()), float(y[finite].max())])
-    if image_bounds:
-        boxes.append(image_bounds)
-    if not boxes:
-        return [0.0, 0.0, 1.0, 1.0]
+    if not finite.any():
+        return None
+    return [float(x[finite].min()), float(y[finite].min()), float(x[finite].max()), float(y[finite].max())]
+
+
+def _union(boxes: Sequence[Sequence[float]]) -> list[float]:
     return [min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)]
+
+
+def _bounds(x: np.ndarray, y: np.ndarray, image_bounds: list[float] | None) -> list[float]:
+    boxes = [box for box in (_cell_box(x, y), image_bounds) if box]
+    return _union(boxes) if boxes else [0.0, 0.0, 1.0, 1.0]
 
 
 def _viewport(spec: Mapping[str, Any], bounds: list[float]) -> Viewport:
@@ -365,6 +381,86 @@ def _image_level(pyramid: Pyramid, x: np.ndarray, y: np.ndarray, draw_px: int | 
     return pyramid.overview(wanted)
 
 
+@dataclass
+class CellGeometry:
+    """Where each cell sits and what it is drawn as (x, y float32; polygons or radii).
+
+    Why apart from the colors: it follows from the table's positions and the shapes element
+    alone, so every figure of the element, in every version that leaves those alone, shares it.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    shapes: CellShapes | None
+
+    @property
+    def buffers(self) -> list[np.ndarray]:
+        """x, y, then the shapes' buffers, in protocol order."""
+        return [self.x, self.y, *(self.shapes[1] if self.shapes is not None else [])]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(buffer.nbytes) for buffer in self.buffers)
+
+    @property
+    def box(self) -> list[float] | None:
+        """The cells' bounds; None when no cell has a position."""
+        return _cell_box(self.x, self.y)
+
+
+def cell_geometry(
+    table: AnnData | CellTable,
+    root: zarr.Group | None,
+    table_attrs: Mapping[str, Any] | None = None,
+    system: str | None = None,
+) -> CellGeometry:
+    """The cells' positions and shapes in coordinate system ``system`` (see :func:`cell_coordinates`)."""
+    cells = cell_table(table)
+    x, y = cell_coordinates(cells, root, table_attrs, system)
+    shapes = cell_shapes(cells, root, region_attrs(cells, table_attrs), system)
+    return CellGeometry(np.ascontiguousarray(x), np.ascontiguousarray(y), shapes)
+
+
+def geometry_nodes(table: AnnData | CellTable, table_path: str, table_attrs: Mapping[str, Any] | None) -> list[str]:
+    """The store nodes :func:`cell_geometry` reads: what names its result (with the coordinate system).
+
+    The table's own metadata (its region attributes), ``obsm/spatial``, the instance and
+    region columns, and each element the table annotates; obs columns that only color are not among them.
+    """
+    attrs = region_attrs(table, table_attrs)
+    region = attrs.get("region")
+    regions = [region] if isinstance(region, str) else [str(r) for r in region or []]
+    nodes = [f"{table_path}/zarr.json", f"{table_path}/.zattrs", f"{table_path}/obsm/spatial"]
+    nodes += [f"{table_path}/obs/{attrs[key]}" for key in ("instance_key", "region_key") if attrs.get(key)]
+    nodes += [f"{kind}/{name}" for name in regions for kind in ("shapes", "labels")]
+    return nodes
+
+
+def canvas_payload(
+    spec: Mapping[str, Any],
+    cells: CellTable,
+    cells_box: list[float] | None,
+    color: CanvasColor,
+    image: CanvasImage | None,
+    unit: str | None,
+    shapes: CellShapes | None,
+) -> CanvasPayload:
+    """The payload's fields that do not depend on how the buffers travel."""
+    boxes = [box for box in (cells_box, image["bounds"] if image else None) if box]
+    bounds = _union(boxes) if boxes else [0.0, 0.0, 1.0, 1.0]
+    return {
+        "n_cells": int(cells.n_obs),
+        "bounds": bounds,
+        "viewport": _viewport(spec, bounds),
+        "color": color,
+        "point_size": float(spec.get("point_size") or DEFAULT_POINT_SIZE),
+        "image": image,
+        "unit": unit,
+        "obs_columns": [str(column) for column in cells.obs_columns],
+        "shapes": shapes[0] if shapes is not None else None,
+    }
+
+
 def build_canvas(
     spec: Mapping[str, Any],
     table: AnnData | CellTable,
@@ -372,10 +468,12 @@ def build_canvas(
     table_attrs: Mapping[str, Any] | None = None,
     draw_px: int | None = None,
 ) -> CanvasData:
-    """The protocol's CanvasPayload and buffers for a validated canvas ``spec``.
+    """The protocol's CanvasPayload and buffers for a validated canvas ``spec``, all in one.
 
-    ``draw_px``: the pixels the drawing spans across (an export's width at its dpi); the image
-    is then read at the level that gives about that many, not the browser's overview size.
+    What exports and notebooks draw from; the browser asks for the parts apart (``canvas``
+    with ``cells_key``). ``draw_px``: the pixels the drawing spans across (an export's width
+    at its dpi); the image is then read at the level that gives about that many, not the
+    browser's overview size.
     """
     cells = cell_table(table)
     system = spec.get("coordinate_system") or None
@@ -397,16 +495,5 @@ def build_canvas(
     shapes = cell_shapes(cells, root, region_attrs(cells, table_attrs), system)
     if shapes is not None:
         buffers.extend(shapes[1])
-    bounds = _bounds(x, y, image_info["bounds"] if image_info else None)
-    payload: CanvasPayload = {
-        "n_cells": int(cells.n_obs),
-        "bounds": bounds,
-        "viewport": _viewport(spec, bounds),
-        "color": color,
-        "point_size": float(spec.get("point_size") or DEFAULT_POINT_SIZE),
-        "image": image_info,
-        "unit": unit,
-        "obs_columns": [str(column) for column in cells.obs_columns],
-        "shapes": shapes[0] if shapes is not None else None,
-    }
+    payload = canvas_payload(spec, cells, _cell_box(x, y), color, image_info, unit, shapes)
     return CanvasData(payload, [np.ascontiguousarray(buffer) for buffer in buffers])

@@ -61,12 +61,17 @@ class CanvasImage(TypedDict):
 
 
 class CategoricalColor(TypedDict):
-    """Cells colored by category: one uint16 code per cell indexes ``categories`` and ``colors``."""
+    """Cells colored by category: one code per cell indexes ``categories`` and ``colors``.
+
+    The codes are uint8 while there are at most 256 categories (a byte a cell is what a colour
+    column costs on the wire), else uint16; ``codes`` says which (absent: uint16, as before).
+    """
 
     mode: Literal["categorical"]
     column: str
     categories: list[str]
     colors: list[str]
+    codes: NotRequired[Literal["uint8", "uint16"]]
 
 
 class ContinuousColor(TypedDict):
@@ -113,6 +118,12 @@ class CanvasPayload(TypedDict):
     #: The table's obs columns (what the view can color by).
     obs_columns: NotRequired[list[str]]
     shapes: NotRequired[CanvasShapes | None]
+    #: Set in the browser's replies: the cells' positions and shapes are not among the buffers
+    #: but come once per element from the ``cells`` request under this key (content-addressed).
+    cells_key: NotRequired[str]
+    #: Set with an image in the browser's replies: the image is not among the buffers (its pixels
+    #: come from ``channels`` and ``image_tile``); the ``channels`` reply of this key is the overview.
+    image_key: NotRequired[str]
 
 
 class ChannelInfo(TypedDict):

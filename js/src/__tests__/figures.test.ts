@@ -1,15 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
 import { decodeCanvas, disc, fitView, packColor, rasterizePoints, savedView, vectorSVG } from '../app/raster';
 import { TransportError, decodeFrame, encodeFrame } from '../app/transport';
 import type { CanvasPayload, Figure } from '../app/types';
-import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
+import { FakeTransport, FakeViewport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 let app: AppHandle | null = null;
+beforeEach(() => new FakeViewport().install()); // every figure on screen, unless a test says otherwise
 afterEach(() => {
   app?.dispose();
   app = null;
   document.body.replaceChildren();
+  vi.unstubAllGlobals();
 });
 
 const CHART: Figure = {
@@ -138,6 +140,26 @@ describe('figures view', () => {
     } finally {
       document.removeEventListener('click', saved, true);
     }
+  });
+
+  it('asks for a canvas figure only once it scrolls into view', async () => {
+    const viewport = new FakeViewport(false);
+    viewport.install();
+    const below = { ...CANVAS, id: 'below', title: 'Below the fold' };
+    const x = new Float32Array([10, 20, 30]);
+    const t = new FakeTransport()
+      .on('history', () => history(1))
+      .on('figures', () => ({ figures: [CANVAS, below] }))
+      .on('canvas', () => ({ data: canvasPayload(3), buffers: [x.buffer, x.buffer, new Uint16Array([0, 1, 0]).buffer] }));
+    const el = mount(t);
+    await settle(10);
+    const bodies = [...el.querySelectorAll<HTMLElement>('.sds-figure .sds-figure-body')];
+    expect(bodies.map(b => b.dataset.lazy)).toEqual(['waiting', 'waiting']);
+    expect(t.callsOf('canvas')).toEqual([]);
+    viewport.scrollTo(bodies[1]);
+    await settle(10);
+    expect(t.callsOf('canvas')).toEqual([{ version: 1, figure: 'below' }]);
+    expect(bodies.map(b => b.dataset.lazy)).toEqual(['waiting', 'loaded']);
   });
 
   it('shows a canvas with missing buffers as an in-place error', async () => {

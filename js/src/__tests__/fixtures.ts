@@ -1,4 +1,5 @@
 /** A fake Transport and small payloads shaped as docs/service-protocol.md says. */
+import { vi } from 'vitest';
 
 import type { ChartHandle, ChartRenderer } from '../app/chart';
 import { TransportError, type Buffer, type Reply, type Transport } from '../app/transport';
@@ -101,4 +102,55 @@ export async function settle(rounds = 5): Promise<void> {
 
 export function text(el: Element | null | undefined): string {
   return (el?.textContent ?? '').replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * The viewport as IntersectionObserver reports it: happy-dom lays nothing out, so which nodes
+ * are on screen is said here. With `all` every observed node is on screen (reported on the next
+ * task, as a browser does); otherwise only those passed to `scrollTo`.
+ */
+export class FakeViewport {
+  private readonly watchers = new Map<Element, Set<(on: boolean) => void>>();
+  private readonly shown = new Set<Element>();
+
+  constructor(private readonly all = true) {}
+
+  install(): void {
+    const viewport = this;
+    class Observer {
+      private readonly nodes = new Set<Element>();
+      private readonly report: (on: boolean) => void;
+      constructor(callback: (entries: { isIntersecting: boolean; target: Element }[]) => void) {
+        this.report = on => callback([...this.nodes].map(target => ({ isIntersecting: on, target })));
+      }
+      observe(node: Element): void {
+        this.nodes.add(node);
+        const set = viewport.watchers.get(node) ?? new Set();
+        set.add(this.report);
+        viewport.watchers.set(node, set);
+        if (viewport.all || viewport.shown.has(node)) {
+          setTimeout(() => this.report(true), 0);
+        }
+      }
+      disconnect(): void {
+        for (const node of this.nodes) {
+          viewport.watchers.get(node)?.delete(this.report);
+        }
+        this.nodes.clear();
+      }
+      unobserve(node: Element): void {
+        viewport.watchers.get(node)?.delete(this.report);
+        this.nodes.delete(node);
+      }
+    }
+    vi.stubGlobal('IntersectionObserver', Observer);
+  }
+
+  /** Bring `node` on screen: its observers hear of it. */
+  scrollTo(node: Element): void {
+    this.shown.add(node);
+    for (const report of this.watchers.get(node) ?? []) {
+      report(true);
+    }
+  }
 }

@@ -225,10 +225,11 @@ describe('REST transport', () => {
     const { ServerConnection } = await import('@jupyterlab/services');
     const { RestTransport, requestAPI } = await import('../lab/transport');
     const seen: string[] = [];
+    const modes: string[] = [];
     const fetchFn = async (input: RequestInfo | URL, init?: RequestInit) => {
       const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
       seen.push(`${init?.method ?? (input as Request).method ?? 'GET'} ${url}`);
-      if (url.includes('/canvas')) {
+      if (url.includes('/canvas') || url.includes('/cells')) {
         return new Response(encodeFrame({ n_cells: 1 }, [new Float32Array([3])]), {
           headers: { 'Content-Type': url.includes('json-typed') ? 'application/json' : 'application/octet-stream' }
         });
@@ -241,9 +242,17 @@ describe('REST transport', () => {
       }
       return new Response(JSON.stringify({ top_depth: 1 }), { headers: { 'Content-Type': 'application/json' } });
     };
+    // the cache mode each request is made with (happy-dom's Request does not keep it)
+    class Recorded extends Request {
+      constructor(input: RequestInfo | URL, init?: RequestInit) {
+        super(input, init);
+        modes.push(init?.cache ?? 'unset');
+      }
+    }
     const settings = ServerConnection.makeSettings({
       baseUrl: 'http://localhost:8888/lab-base/',
-      fetch: fetchFn as typeof fetch
+      fetch: fetchFn as typeof fetch,
+      Request: Recorded as typeof Request
     });
     const t = new RestTransport('stacks/v 2', settings);
     const h = await t.request('history', {});
@@ -268,6 +277,11 @@ describe('REST transport', () => {
     expect(seen[4]).toBe('POST http://localhost:8888/lab-base/sds-jupyter/api/notebook');
     // the server never sees the unknown cache-buster parameter
     expect(seen.every(u => !/[?&]\d+$/.test(u))).toBe(true);
+    // every reply is revalidated, but one named by its content key may come from the HTTP cache as it is
+    expect(modes.slice(0, 2)).toEqual(['no-cache', 'no-cache']);
+    await t.request('cells', { version: 2, figure: 'tissue', key: 'abc' });
+    await t.request('cells', { version: 2, figure: 'tissue' });
+    expect(modes.slice(-2)).toEqual(['default', 'no-cache']);
   });
 });
 

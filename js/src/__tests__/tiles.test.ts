@@ -1,4 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+
+import { tileCache } from '../app/cellstore';
 
 import type { ChannelState } from '../app/channels';
 import { BURST_MS, CONCURRENCY, LruCache, TileGrid, levelFor, tilesIn, type TileFrame } from '../app/tiles';
@@ -211,5 +213,33 @@ describe('TileGrid', () => {
     expect(t.callsOf('image_tile')).toHaveLength(1);
     // unchanged channels: the same RGBA (no recomposite per frame)
     expect(g.frame().tiles[0].rgba).toBe(after);
+  });
+});
+
+describe('tiles shared by image key', () => {
+  afterEach(() => tileCache.clear());
+
+  it('fetches a tile once for every figure and version showing the same image, not across images', async () => {
+    const { t, release } = service();
+    const unit = SIDE / 8192;
+    const region: [number, number, number, number] = [0, 0, 1000 * unit, 1000 * unit];
+    const make = (version: number, key?: string) => {
+      const g = new TileGrid(t, version, 'fig', LEVELS, OVERVIEW, () => undefined, () => undefined, key);
+      g.setChannels(CHANNELS.map(c => ({ ...c })));
+      return g;
+    };
+    const first = make(5, 'img-a');
+    first.update(region, at(0));
+    await release();
+    expect(t.callsOf('image_tile')).toHaveLength(1);
+    const below = make(4, 'img-a'); // the version below shows the same image
+    below.update(region, at(0));
+    await release();
+    expect(t.callsOf('image_tile')).toHaveLength(1);
+    expect(below.frame().tiles.map(tile => tile.key)).toEqual(['0/0/0']);
+    make(4, 'img-b').update(region, at(0)); // another image: asked for
+    make(4).update(region, at(0)); // no key: asked for, as before
+    await release();
+    expect(t.callsOf('image_tile')).toHaveLength(3);
   });
 });

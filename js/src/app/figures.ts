@@ -6,7 +6,6 @@ import { printWidth, rangeFormat } from './format';
 import { PRINT_DPI, composePrint, printBlob, printLayout, printPixels, printSVG, printWidthMm } from './print';
 import {
   cellPaths,
-  decodeCanvas,
   fillPaths,
   packColor,
   typicalWidth,
@@ -21,8 +20,9 @@ import {
 } from './raster';
 import { fitViewState, savedRegion, viewStateFor, type ViewState } from './camera';
 import { SpatialFigure } from './spatialfigure';
+import { loadCanvas } from './cellstore';
 import { preloadDeck, webglAvailable } from './spatial';
-import { loadInto, type Current } from './load';
+import { loadInto, whenVisible, type Current } from './load';
 import { TransportError, type Transport } from './transport';
 import type { CanvasPayload, Figure } from './types';
 
@@ -157,15 +157,20 @@ export class FiguresView {
     current: Current
   ): Promise<void> {
     fill(body, loading('Loading cells…'));
+    body.dataset.lazy = 'waiting';
+    await whenVisible(body);
+    if (!current()) {
+      return;
+    }
+    body.dataset.lazy = 'loading';
     let payload: CanvasPayload;
     let data: CanvasData;
     try {
       const start = mark('sds:canvas-request:start');
       void preloadDeck()?.catch(() => undefined); // in parallel with the request; a failure shows when the view is made
-      const reply = await this.transport.request('canvas', { version, figure: fig.id });
-      payload = reply.data;
-      data = decodeCanvas(payload, reply.buffers);
+      ({ payload, data } = await loadCanvas(this.transport, version, fig.id));
       measure('sds:canvas-request', start, { version, figure: fig.id, n_cells: payload.n_cells });
+      body.dataset.lazy = 'loaded';
     } catch (err) {
       if (current()) {
         const e = TransportError.from(err);

@@ -44,3 +44,25 @@ export async function loadInto<T>(
     }
   }
 }
+
+/**
+ * Resolves once `node` comes within `margin` of the viewport (at once where IntersectionObserver
+ * is missing). Why: a version's figures below the fold should cost nothing until scrolled to.
+ */
+export function whenVisible(node: Element, margin = '300px'): Promise<void> {
+  if (typeof IntersectionObserver === 'undefined') {
+    return Promise.resolve();
+  }
+  return new Promise(resolve => {
+    const observer = new IntersectionObserver(
+      entries => {
+        if (entries.some(e => e.isIntersecting)) {
+          observer.disconnect();
+          resolve();
+        }
+      },
+      { rootMargin: margin }
+    );
+    observer.observe(node);
+  });
+}

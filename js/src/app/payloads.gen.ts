@@ -36,6 +36,7 @@ export type CategoricalColor = {
   column: string;
   categories: string[];
   colors: string[];
+  codes?: 'uint8' | 'uint16';
 };
 
 export type ContinuousColor = {
@@ -67,6 +68,8 @@ export type CanvasPayload = {
   unit?: string | null;
   obs_columns?: string[];
   shapes?: CanvasShapes | null;
+  cells_key?: string;
+  image_key?: string;
 };
 
 export type ChannelInfo = {
@@ -198,6 +201,13 @@ export type ImageLevel = {
   height: number;
   tile: number;
   bounds: Bounds;
+};
+
+export type CellsData = {
+  key: string;
+  n_cells: number;
+  bounds: Bounds | null;
+  shapes: CanvasShapes | null;
 };
 
 export type ChannelsData = {
@@ -496,6 +506,7 @@ export interface ReplyTypes {
   changes: ChangesData;
   figures: FiguresData;
   canvas: CanvasPayload;
+  cells: CellsData;
   results: ResultsData;
   result_page: ResultPage;
   result_csv: ResultCsv;
@@ -519,6 +530,7 @@ export interface ParamTypes {
   changes: { version?: number | string | null };
   figures: { version?: number | string | null };
   canvas: { version?: number | string | null; figure?: string };
+  cells: { version?: number | string | null; figure?: string; key?: string };
   results: { version?: number | string | null };
   result_page: { version?: number | string | null; result?: string; table?: string; offset?: number; limit?: number; sort?: string | null; descending?: boolean; filter?: string | null };
   result_csv: { version?: number | string | null; result?: string; table?: string; sort?: string | null; descending?: boolean; filter?: string | null };
@@ -537,4 +549,4 @@ export interface ParamTypes {
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile'] as const;

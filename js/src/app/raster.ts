@@ -7,7 +7,7 @@ import { bytesOf, type Buffer } from './transport';
 import type { Bounds, CanvasColor, CanvasPayload } from './types';
 
 /** Typed view of a buffer; copies only when the offset is misaligned. */
-export function typed<T extends Float32Array | Uint16Array | Uint32Array | Uint8ClampedArray>(
+export function typed<T extends Float32Array | Uint8Array | Uint16Array | Uint32Array | Uint8ClampedArray>(
   buffer: Buffer,
   Ctor: { new (b: ArrayBuffer, offset: number, length: number): T; BYTES_PER_ELEMENT: number }
 ): T {
@@ -28,7 +28,7 @@ export type CellShapeData =
 export type CanvasData = {
   x: Float32Array;
   y: Float32Array;
-  value: Uint16Array | Float32Array | null;
+  value: Uint8Array | Uint16Array | Float32Array | null;
   image: Uint8ClampedArray | null;
   /** Present when the table annotates polygons or circles (absent for older servers). */
   shapes?: CellShapeData | null;
@@ -50,12 +50,7 @@ export function decodeCanvas(payload: CanvasPayload, buffers: Buffer[]): CanvasD
   if (x.length < n || y.length < n) {
     throw new Error(`canvas reply has ${x.length} x and ${y.length} y for ${n} cells`);
   }
-  let value: Uint16Array | Float32Array | null = null;
-  if (payload.color.mode === 'categorical') {
-    value = typed(need('category codes'), Uint16Array);
-  } else if (payload.color.mode === 'continuous') {
-    value = typed(need('values'), Float32Array);
-  }
+  const value = payload.color.mode === 'none' ? null : colorValues(payload.color, need('color values'));
   let image: Uint8ClampedArray | null = null;
   if (payload.image) {
     image = typed(need('image'), Uint8ClampedArray);
@@ -80,6 +75,17 @@ export function decodeCanvas(payload: CanvasPayload, buffers: Buffer[]): CanvasD
     shapes = { kind: 'circles', radius: radius.subarray(0, n) };
   }
   return { x: x.subarray(0, n), y: y.subarray(0, n), value, image, shapes };
+}
+
+/**
+ * A color column's buffer as per-cell values: category codes (one byte a cell, or two when the
+ * reply says `codes: "uint16"`, the only width before byte codes) or float32 values.
+ */
+export function colorValues(color: CanvasPayload['color'], buffer: Buffer): Uint8Array | Uint16Array | Float32Array {
+  if (color.mode === 'categorical') {
+    return color.codes === 'uint8' ? typed(buffer, Uint8Array) : typed(buffer, Uint16Array);
+  }
+  return typed(buffer, Float32Array);
 }
 
 /** Data → screen: screen = s·R(θ)·(p − target) + centre. */

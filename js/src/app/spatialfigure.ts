@@ -13,8 +13,9 @@ import { additiveColoring, channelLegend, geneValues, type Additive } from './ge
 import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits } from './colorlimits';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
+import { figureChannels } from './cellstore';
 import { PRINT_DPI, composePrint } from './print';
-import { typed, type CanvasData } from './raster';
+import { colorValues, typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TileGrid, type TileFrame } from './tiles';
 import { TransportError, type Transport } from './transport';
@@ -149,7 +150,7 @@ export class SpatialFigure {
         if (!buffer) {
           throw new TransportError('protocol', 'color_values reply has no buffer');
         }
-        value = color.mode === 'categorical' ? typed(buffer, Uint16Array) : typed(buffer, Float32Array);
+        value = colorValues(color, buffer);
         color = gene ? clippedByDefault(color, value) : color;
       } catch (err) {
         if (token === this.colorToken) {
@@ -242,7 +243,7 @@ export class SpatialFigure {
 
   /** Ask for the image's channels as planes, then offer each one's toggle, color and contrast. */
   private async loadChannels(): Promise<void> {
-    const reply = await this.transport.request('channels', { version: this.version, figure: this.figureId });
+    const reply = await figureChannels(this.transport, this.version, this.figureId, this.payload.image_key);
     const { width, height, channels } = reply.data;
     const img = this.payload.image;
     if (!img || width !== img.width || height !== img.height || reply.buffers.length < channels.length) {
@@ -263,7 +264,8 @@ export class SpatialFigure {
         () => this.showTiles(grid.frame()),
         message => {
           this.node.dataset.tileError = message;
-        }
+        },
+        this.payload.image_key
       );
       grid.setChannels(this.channels.states);
       this.tiles = grid;

@@ -12,6 +12,7 @@
  * the Canvas 2D drawing and the exports draw it over the overview.
  */
 
+import { tileCache } from './cellstore';
 import { composite, type ChannelState } from './channels';
 import type { Region } from './camera';
 import { typed } from './raster';
@@ -177,7 +178,9 @@ export class TileGrid {
     overview: { width: number; bounds: Bounds },
     /** Called when a tile arrives that is on screen: the stage asks for `frame()` again. */
     private readonly onTile: () => void,
-    private readonly onError: (message: string) => void = () => undefined
+    private readonly onError: (message: string) => void = () => undefined,
+    /** The canvas reply's `image_key`: tiles are then shared page-wide with every grid of that image. */
+    private readonly imageKey?: string
   ) {
     this.overviewPerUnit = pixelsPerUnit(overview);
   }
@@ -229,14 +232,16 @@ export class TileGrid {
   private async fetch(ref: TileRef): Promise<void> {
     let sentNext = false;
     try {
-      const reply = await this.transport.request('image_tile', {
-        version: this.version,
-        figure: this.figure,
-        level: ref.level,
-        x: ref.x,
-        y: ref.y,
-        ranges: this.channels.map(c => `${c.range[0]},${c.range[1]}`).join(';')
-      });
+      const ask = () =>
+        this.transport.request('image_tile', {
+          version: this.version,
+          figure: this.figure,
+          level: ref.level,
+          x: ref.x,
+          y: ref.y,
+          ranges: this.channels.map(c => `${c.range[0]},${c.range[1]}`).join(';')
+        });
+      const reply = this.imageKey ? await tileCache.get(`${this.imageKey}/${ref.key}`, ask) : await ask();
       // the next request goes out before this tile is unpacked and drawn: the service works
       // while the page colors and uploads (the page is the slow side under software WebGL)
       this.inFlight.delete(ref.key);

@@ -5,7 +5,7 @@
  * column changed from another version).
  */
 
-import { decodeCanvas } from './raster';
+import { loadCanvas } from './cellstore';
 import { empty, errorBox, fill, h, loading } from './dom';
 import { SpatialFigure, type ColorTarget } from './spatialfigure';
 import { webglAvailable } from './spatial';
@@ -96,18 +96,11 @@ export class TissuePane {
           fill(this.body, empty(NO_TISSUE));
           return;
         }
-        const reply = await this.transport.request('canvas', { version: this.version, figure: fig.id });
+        const { payload, data } = await loadCanvas(this.transport, this.version, fig.id);
         if (token !== this.token) {
           return;
         }
-        const spatial = new SpatialFigure(
-          this.transport,
-          this.version,
-          fig.id,
-          reply.data,
-          decodeCanvas(reply.data, reply.buffers),
-          webglAvailable()
-        );
+        const spatial = new SpatialFigure(this.transport, this.version, fig.id, payload, data, webglAvailable());
         this.spatial = spatial;
         fill(this.body, h('p', { class: 'sds-muted sds-tissue-source' }, `In the figure “${fig.title}”`), spatial.node);
         spatial.start();

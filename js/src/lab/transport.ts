@@ -84,10 +84,13 @@ export class RestTransport implements Transport {
   ) {}
 
   request<N extends RequestName>(name: N, params: Params<N>): Promise<Reply<Data<N>>> {
+    // a request naming its content by `key` is answered `immutable`: the browser's HTTP cache may
+    // serve it without asking ('default'); every other one is revalidated (ETag, 304)
+    const addressed = typeof (params as Query).key === 'string' && (params as Query).key !== '';
     return requestAPI<Data<N>>(
       name,
       { path: this.path, ...(params as Query) },
-      { method: 'GET' },
+      addressed ? { method: 'GET', cache: 'default' } : { method: 'GET' },
       this.settings
     );
   }

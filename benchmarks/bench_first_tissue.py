@@ -1,0 +1,284 @@
+"""Bytes over the wire and server time to the first drawn tissue: sent once (now) against per figure (before).
+
+Data: the demo (``sds-jupyter demo``: 100,000 cells with outlines, an 8,192 px 3-channel
+image, six versions; ``--quick``: 10,000 cells, 2,048 px). Four steps, as a person opens
+Figures: the first figure of the top version, a second figure of that version, the first
+figure of the version below (the same cells), and a revisit of the first figure.
+
+A (now): what the browser asks for, with its caches: ``canvas`` (the colour column), then
+``cells`` and ``channels`` only for a ``cells_key`` / ``image_key`` the page has not kept
+(the in-page cache, or the HTTP cache for the immutable ``cells`` URL); a ``canvas`` the
+browser holds is revalidated by its ETag and answered 304 (no body). The server starts cold
+(its geometry and overview caches empty), as after a restart.
+
+B (before): every figure asked ``canvas`` (x, y, codes, outlines and a composited RGBA of
+the 2,048 px overview, recomputed each time) and ``channels`` (the 2,048 px planes), and a
+revisit asked again; this is what the service answered before, rebuilt here from the same
+functions (``build_canvas``, ``channel_planes``).
+
+Bytes: the framed bodies the REST API sends (headers not counted). Time: the service's work
+and framing in this process, per step; the network and the browser's decode and draw are
+not in it (``bench_webgl.py`` measures drawing). A check before the timing: A's cells and
+colour column equal B's buffers. Never fails on time; the issue's goals are printed beside.
+
+Then, where the system Chromium, playwright's driver and a built labextension are there, the
+same four steps in one JupyterLab page with this code (no "before" there: the old front end is
+not built in the same run): from the action (click Figures, scroll, click a version row) to the
+end of the first new ``sds:canvas-draw``, and the API bytes sent meanwhile (resource timing's
+``transferSize``: a 304 counts its headers, the page's own cache nothing). Figures within the
+lazy-loading margin of the view load with the first, so the second step may draw nothing new.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _common import begin, comparison, emit, fmt_time, workdir
+
+STEPS = ("first figure", "second figure, same version", "same figure, other version", "revisit")
+#: The issue's goals per step: (seconds, bytes).
+GOALS = {
+    "first figure": (2.0, 5_000_000),
+    "second figure, same version": (0.5, 500_000),
+    "same figure, other version": (0.5, 500_000),
+    "revisit": (0.2, 1_000),
+}
+
+
+def build(root: Path, quick: bool) -> Path:
+    from sds_jupyter.demo import build_demo
+
+    sizes = {"n_cells": 10_000, "side": 2048} if quick else {}
+    return build_demo(root / "demo", **sizes)
+
+
+def plan(top: Path) -> list[tuple[int, str]]:
+    """(version, figure) per step: two canvas figures of the top version, the first again below, then revisited."""
+    from sds_jupyter.service import StackService
+
+    service = StackService(top)
+    depth = service.history()["top_depth"]
+    canvases = [f["id"] for f in service.figures(depth)["figures"] if f["kind"] == "canvas"]
+    below = {f["id"] for f in service.figures(depth - 1)["figures"] if f["kind"] == "canvas"}
+    first = next(f for f in canvases if f in below)
+    second = next(f for f in canvases if f != first)
+    return [(depth, first), (depth, second), (depth - 1, first), (depth, first)]
+
+
+class Browser:
+    """The page's caches as the app keeps them: replies by content key, ETags of what it was sent."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+        self.kept: dict[str, Any] = {}
+        self.etags: dict[tuple[int, str], str] = {}
+
+    def ask(self, name: str, params: dict[str, Any]) -> tuple[Any, int]:
+        from sds_jupyter.service import dispatch
+        from sds_jupyter.service.framing import frame_reply
+
+        reply = dispatch(self.service, name, params)
+        return reply, len(frame_reply(reply))
+
+    def open(self, version: int, figure: str) -> int:
+        """The bytes sent to draw ``figure`` of ``version``."""
+        canvas, sent = self.ask("canvas", {"version": version, "figure": figure})
+        if self.etags.get((version, figure)) == canvas.etag:
+            sent = 0  # If-None-Match matched: 304, no body
+        self.etags[(version, figure)] = canvas.etag
+        wanted = [("cells", canvas.data["cells_key"], {"key": canvas.data["cells_key"]})]
+        if canvas.data.get("image_key"):
+            wanted.append(("channels", canvas.data["image_key"], {}))
+        for name, key, extra in wanted:
+            if key not in self.kept:
+                self.kept[key], size = self.ask(name, {"version": version, "figure": figure, **extra})
+                sent += size
+        return sent
+
+
+def open_before(service: Any, version: int, figure: str) -> int:
+    """The bytes the service sent before for one figure: the whole canvas and the 2,048 px channels."""
+    from sds_jupyter.service.framing import frame_reply
+    from sds_jupyter.service.service import Reply, as_buffer
+    from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, channel_planes
+    from sds_jupyter.studio.elements import coarsest_level
+    from sds_jupyter.studio.figures import read_figure
+
+    spec = read_figure(service._studio_uns(version), figure).require("canvas")
+    view = service.table_view(version, spec.get("table"))
+    drawn = build_canvas(spec, view, view.root, view.attrs)
+    sent = len(frame_reply(Reply(drawn.payload, [as_buffer(b) for b in drawn.buffers])))
+    if spec.get("image"):
+        system = spec.get("coordinate_system") or None
+        level = coarsest_level(view.root, "images", str(spec["image"]), max_side=MAX_IMAGE_SIDE, system=system)
+        _infos, planes = channel_planes(level, spec)
+        sent += len(frame_reply(Reply({}, [as_buffer(p) for p in planes]))) + 2_000  # + its payload
+    return sent
+
+
+def session(top: Path, steps: list[tuple[int, str]], now: bool) -> list[tuple[float, int]]:
+    """(seconds, bytes) per step of one visit, on a new service with cold server caches."""
+    from sds_jupyter.service import StackService
+    from sds_jupyter.service.pieces import CELLS, OVERVIEWS
+
+    CELLS.clear()
+    OVERVIEWS.clear()
+    service = StackService(top)
+    browser = Browser(service)
+    step: Callable[[int, str], int] = browser.open if now else (lambda v, f: open_before(service, v, f))
+    out = []
+    for version, figure in steps:
+        start = time.perf_counter()
+        sent = step(version, figure)
+        out.append((time.perf_counter() - start, sent))
+    return out
+
+
+def check(top: Path, version: int, figure: str) -> bool:
+    """A's cells and colour column are B's x, y, codes and outlines, byte for byte."""
+    from sds_jupyter.service import StackService, dispatch
+    from sds_jupyter.studio.canvas import build_canvas
+    from sds_jupyter.studio.figures import read_figure
+
+    service = StackService(top)
+    canvas = dispatch(service, "canvas", {"version": version, "figure": figure})
+    cells = dispatch(service, "cells", {"version": version, "figure": figure, "key": canvas.data["cells_key"]})
+    spec = read_figure(service._studio_uns(version), figure).require("canvas")
+    view = service.table_view(version)
+    whole = build_canvas(spec, view, view.root, view.attrs)
+    ours = (
+        [bytes(b) for b in cells.buffers[:2]]
+        + [bytes(b) for b in canvas.buffers]
+        + [bytes(b) for b in cells.buffers[2:]]
+    )
+    theirs = [bytes(b) for i, b in enumerate(whole.buffers) if not (spec.get("image") and i == 3)]
+    # B's codes were uint16: compare values, not widths
+    import numpy as np
+
+    codes_a = np.frombuffer(ours[2], dtype=np.dtype(canvas.data["color"].get("codes", "uint16")))
+    codes_b = whole.buffers[2]
+    return ours[:2] == theirs[:2] and ours[3:] == theirs[3:] and np.array_equal(codes_a, np.asarray(codes_b))
+
+
+# ------------------------------------------------------------------ the browser (one page, one run)
+
+#: Before an action: note the time and how many tissues were drawn so far.
+ARM = """() => { window.__sdsStep = { at: performance.now(),
+  draws: performance.getEntriesByName('sds:canvas-draw', 'measure').length }; }"""
+#: After it: the first new draw's end, and the API bytes of requests sent from the action to then.
+READ = """() => {
+  const s = window.__sdsStep;
+  const draws = performance.getEntriesByName('sds:canvas-draw', 'measure');
+  if (draws.length <= s.draws) return null;
+  const end = draws[s.draws].startTime + draws[s.draws].duration;
+  const api = performance.getEntriesByType('resource')
+    .filter(e => e.name.includes('/sds-jupyter/api/') && e.startTime >= s.at && e.startTime <= end);
+  return { seconds: (end - s.at) / 1e3, bytes: api.reduce((n, e) => n + e.transferSize, 0),
+           requests: api.map(e => e.name.split('/api/')[1].split('?')[0] + ':' + e.transferSize) };
+}"""
+
+
+def browser_steps(top: Path, steps: list[tuple[int, str]]) -> list[dict[str, Any]] | str:
+    """The four steps in one JupyterLab page: time from the action to the tissue drawn, API bytes."""
+    import bench_canvas as lab
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    reason = lab.skip_reason()
+    if reason:
+        return reason
+    if not (lab.ROOT / "sds_jupyter" / "labextension" / "package.json").exists():
+        return "no built labextension (cd js && npm run build)"
+    work = top.parent.parent.parent / "lab"
+    work.mkdir()
+    server, base, _log = lab.start_lab(work, top.parent.parent)
+    out: list[dict[str, Any]] = []
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=lab.CHROMIUM, args=lab.CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 900}, device_scale_factor=lab.DPR)
+            page.goto(f"{base}/lab/tree/datasets?token={lab.TOKEN}&reset")
+            item = page.locator(".jp-DirListing-item", has_text=top.name).first
+            item.wait_for(timeout=60_000)
+            page.wait_for_timeout(500)
+            item.dblclick()
+            page.wait_for_selector(".sds-history-row", timeout=60_000)
+            actions = [
+                lambda: page.locator('.sds-tab[data-tab="figures"]').click(),
+                lambda: page.locator(f'.sds-figure[data-figure="{steps[1][1]}"]').first.scroll_into_view_if_needed(),
+                lambda: page.locator(f'.sds-history-row[data-depth="{steps[2][0]}"]').first.click(),
+                lambda: page.locator(f'.sds-history-row[data-depth="{steps[3][0]}"]').first.click(),
+            ]
+            for name, action in zip(STEPS, actions, strict=True):
+                page.wait_for_timeout(1500)  # what the step before asked for has arrived
+                page.evaluate(ARM)
+                action()
+                try:
+                    page.wait_for_function(READ, timeout=60_000, polling=50)
+                except PlaywrightTimeout:  # e.g. the second figure was near the view and drawn with the first
+                    print(f"  browser, {name}: no new tissue drawn within 60 s")
+                    out.append({"seconds": None, "bytes": None, "requests": []})
+                    continue
+                found = page.evaluate(READ)
+                print(f"  browser, {name}: {found['seconds']:.2f} s, {found['bytes'] / 1e6:.2f} MB {found['requests']}")
+                out.append(found)
+            browser.close()
+    finally:
+        lab.stop_lab(server)
+    return out
+
+
+def main() -> None:
+    args = begin(__doc__)
+    rounds = args.rounds or (2 if args.quick else 3)
+    with workdir(args.keep) as root:
+        start = time.perf_counter()
+        top = build(root, args.quick)
+        print(f"demo built in {time.perf_counter() - start:.0f} s: {top}")
+        steps = plan(top)
+        print(f"steps: {steps}; A's buffers are B's: {check(top, *steps[0])}")
+        runs: dict[bool, list[list[tuple[float, int]]]] = {True: [], False: []}
+        for index in range(rounds):
+            for now in (True, False) if index % 2 == 0 else (False, True):
+                runs[now].append(session(top, steps, now))
+        comparisons = []
+        for i, name in enumerate(STEPS):
+            times_a = [run[i][0] for run in runs[True]]
+            times_b = [run[i][0] for run in runs[False]]
+            sent_a, sent_b = runs[True][0][i][1], runs[False][0][i][1]
+            goal_s, goal_bytes = GOALS[name]
+            print(
+                f"{name}: {sent_a / 1e6:.2f} MB now, {sent_b / 1e6:.2f} MB before (goal <= {goal_bytes / 1e6:g} MB: "
+                f"{'met' if sent_a <= goal_bytes else 'MISSED'})"
+            )
+            result = comparison(
+                name,
+                "now (sent once)",
+                "before (per figure)",
+                times_a,
+                times_b,
+                goal=None,
+                unit="step",
+                goal_seconds=goal_s,
+            )
+            comparisons.append({**result, "bytes_a": sent_a, "bytes_b": sent_b, "goal_bytes": goal_bytes})
+        total_a = sum(c["bytes_a"] for c in comparisons)
+        total_b = sum(c["bytes_b"] for c in comparisons)
+        print(
+            f"all four steps: {total_a / 1e6:.2f} MB now, {total_b / 1e6:.2f} MB before; "
+            f"A first step {fmt_time(comparisons[0]['median_a_s'])}"
+        )
+        print("in JupyterLab (system chromium), this code only: action -> first tissue drawn")
+        seen = browser_steps(top, steps)
+        if isinstance(seen, str):
+            print(f"  skipped: {seen}")
+        emit("first_tissue", comparisons, total_bytes_a=total_a, total_bytes_b=total_b, browser=seen)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).parent))
+    main()

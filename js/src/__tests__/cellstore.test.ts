@@ -1,0 +1,118 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { KeyedCache, cellCache, loadCanvas, overviewCache } from '../app/cellstore';
+import { colorValues } from '../app/raster';
+import type { Reply } from '../app/transport';
+import type { CanvasPayload, CellsData, ChannelsData } from '../app/types';
+import { FakeTransport } from './fixtures';
+
+/** A figure's own part as the server sends it: payload with keys, the color column alone. */
+function canvasReply(cellsKey: string, image = false): Reply<CanvasPayload> {
+  return {
+    data: {
+      n_cells: 3,
+      bounds: [0, 0, 2, 2],
+      viewport: { target: [1, 1], zoom: 0, rotation: 0 },
+      color: { mode: 'categorical', column: 'c', categories: ['a', 'b'], colors: ['#ff0000', '#00ff00'] },
+      point_size: 1,
+      image: image ? { width: 2, height: 1, bounds: [0, 0, 2, 1], channels: [{ name: 'dapi', color: '#0000ff' }] } : null,
+      shapes: { kind: 'circles', element: 'spots' },
+      cells_key: cellsKey,
+      ...(image ? { image_key: 'img-1' } : {})
+    },
+    buffers: [new Uint16Array([0, 1, 0]).buffer]
+  };
+}
+
+function cellsReply(key: string, x0: number): Reply<CellsData> {
+  return {
+    data: { key, n_cells: 3, bounds: [0, 0, 2, 2], shapes: { kind: 'circles', element: 'spots' } },
+    buffers: [new Float32Array([x0, 1, 2]).buffer, new Float32Array([0, 1, 2]).buffer, new Float32Array([0.5, 0.5, 0.5]).buffer]
+  };
+}
+
+const channelsReply: Reply<ChannelsData> = {
+  data: {
+    width: 2,
+    height: 1,
+    bounds: [0, 0, 2, 1],
+    levels: [],
+    channels: [{ name: 'dapi', color: '#0000ff', visible: true, contrast_limits: [0, 255], range: [0, 255] }]
+  },
+  buffers: [new Uint8Array([255, 0]).buffer]
+};
+
+afterEach(() => {
+  cellCache.clear();
+  overviewCache.clear();
+});
+
+describe('cells sent once', () => {
+  it('asks for the cells of a key once, whichever version or figure needs them', async () => {
+    const keys: Record<number, string> = { 1: 'k-a', 2: 'k-a', 3: 'k-b' };
+    const t = new FakeTransport()
+      .on('canvas', p => canvasReply(keys[Number(p.version)]))
+      .on('cells', p => cellsReply(p.key!, p.key === 'k-a' ? 0 : 9));
+    const first = await loadCanvas(t, 1, 'tissue');
+    const second = await loadCanvas(t, 2, 'tissue'); // another version, the same cells
+    await loadCanvas(t, 1, 'other'); // another figure of the version
+    expect(t.callsOf('cells')).toEqual([{ version: 1, figure: 'tissue', key: 'k-a' }]);
+    expect(second.data.x.buffer).toBe(first.data.x.buffer); // one copy of the bytes, shared
+    expect([...first.data.value!]).toEqual([0, 1, 0]);
+    expect(first.data.shapes).toEqual({ kind: 'circles', radius: new Float32Array([0.5, 0.5, 0.5]) });
+    const third = await loadCanvas(t, 3, 'tissue'); // a version that rewrote the cells
+    expect(t.callsOf('cells')).toHaveLength(2);
+    expect(third.data.x[0]).toBe(9);
+  });
+
+  it('shares one request between figures asking at once, and keeps no failure', async () => {
+    let fail = true;
+    const t = new FakeTransport().on('canvas', () => canvasReply('k')).on('cells', async () => {
+      if (fail) {
+        fail = false;
+        throw new Error('offline');
+      }
+      return cellsReply('k', 0);
+    });
+    const both = await Promise.allSettled([loadCanvas(t, 1, 'a'), loadCanvas(t, 1, 'b')]);
+    expect(both.map(r => r.status)).toEqual(['rejected', 'rejected']);
+    expect(t.callsOf('cells')).toHaveLength(1);
+    await loadCanvas(t, 1, 'a'); // asked again after the failure
+    expect(t.callsOf('cells')).toHaveLength(2);
+  });
+
+  it('blends the image from the overview channels it keeps by image key', async () => {
+    const t = new FakeTransport()
+      .on('canvas', () => canvasReply('k', true))
+      .on('cells', () => cellsReply('k', 0))
+      .on('channels', () => channelsReply);
+    const { data, channels } = await loadCanvas(t, 1, 'tissue');
+    expect([...data.image!]).toEqual([0, 0, 255, 255, 0, 0, 0, 255]); // blue where the plane is 255
+    expect(channels).toBe(await overviewCache.get('img-1', () => Promise.reject(new Error('not asked again'))));
+    await loadCanvas(t, 2, 'tissue');
+    expect(t.callsOf('channels')).toHaveLength(1);
+  });
+
+  it('reads category codes as one byte a cell when the reply says so, else two', () => {
+    const color = { mode: 'categorical' as const, column: 'c', categories: ['a', 'b'], colors: ['#000', '#fff'] };
+    const bytes = colorValues({ ...color, codes: 'uint8' }, new Uint8Array([1, 0, 1]).buffer);
+    expect(bytes).toBeInstanceOf(Uint8Array);
+    expect([...bytes]).toEqual([1, 0, 1]);
+    const wide = colorValues(color, new Uint16Array([1, 0, 1]).buffer); // replies before byte codes
+    expect(wide).toBeInstanceOf(Uint16Array);
+    expect([...wide]).toEqual([1, 0, 1]);
+  });
+
+  it('drops the least recently used replies past its byte bound', async () => {
+    const cache = new KeyedCache<Reply<null>>(10);
+    const reply = (n: number) => async () => ({ data: null, buffers: [new ArrayBuffer(n)] });
+    await cache.get('a', reply(4));
+    await cache.get('b', reply(4));
+    await cache.get('a', reply(4)); // a is now the most recent
+    await cache.get('c', reply(4));
+    await Promise.resolve();
+    expect(cache.fetched).toBe(3);
+    expect(cache.bytes).toBe(8);
+    await cache.get('b', reply(4)); // b was dropped: fetched again
+    expect(cache.fetched).toBe(4);
+  });
+});

@@ -1,0 +1,144 @@
+"""Cells and image overviews sent once (issue 23): keys named by stored objects, caches bounded by bytes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sds_jupyter.service import RequestError, StackService, dispatch
+from sds_jupyter.service.lru import ByteLRU
+from sds_jupyter.service.pieces import CELLS, OVERVIEWS
+from sds_jupyter.stack import Stack, StackStore
+from sds_jupyter.stack.identity import node_identity
+from sds_jupyter.stack.writer import VersionWriter
+from sds_jupyter.studio.canvas import build_canvas
+from sds_jupyter.studio.figures import read_figure
+
+pytest_plugins = ["fixtures_service"]
+
+
+@pytest.fixture(autouse=True)
+def empty_caches():
+    CELLS.clear()
+    OVERVIEWS.clear()
+    yield
+    CELLS.clear()
+    OVERVIEWS.clear()
+
+
+def _cells(service: StackService, figure: str, version: int | None = None, key: str = ""):
+    params = {
+        "figure": figure,
+        **({"version": version} if version is not None else {}),
+        **({"key": key} if key else {}),
+    }
+    return dispatch(service, "cells", params)
+
+
+def _canvas(service: StackService, figure: str, version: int | None = None):
+    return dispatch(service, "canvas", {"figure": figure, **({"version": version} if version is not None else {})})
+
+
+@pytest.fixture
+def recolored(studio_copy) -> StackService:
+    """A third version on the studio stack that only adds an obs column (the cells stay as they were)."""
+    writer = VersionWriter(Stack.resolve(studio_copy.v2))
+    n_obs = writer.n_obs("table")
+    writer.set_obs("table", "niche", pd.Categorical(["a" if i % 3 else "b" for i in range(n_obs)]))
+    top = writer.commit(studio_copy.datasets / "recolor-3333", title="Recolor")
+    return StackService(top)
+
+
+def test_a_version_that_only_adds_a_column_shares_the_cells_and_they_are_computed_once(studio_copy, recolored) -> None:
+    below = StackService(studio_copy.v2)  # another service, as the server keeps one per version folder
+    first = _canvas(below, "fig_new").data["cells_key"]
+    sent = _cells(below, "fig_new", key=first)
+    assert (CELLS.misses, CELLS.hits) == (1, 1)  # canvas computed them; cells found them
+    again = _canvas(recolored, "fig_new").data["cells_key"]
+    assert again == first
+    repeat = _cells(recolored, "fig_new", key=again)
+    assert CELLS.misses == 1  # the other version's figure computed nothing
+    assert [bytes(b) for b in repeat.buffers] == [bytes(b) for b in sent.buffers]
+
+
+def test_a_version_that_rewrites_the_positions_gets_a_new_key(studio_stack) -> None:
+    service = StackService(studio_stack.v2)
+    before = _canvas(service, "fig_canvas", version=1).data["cells_key"]
+    after = _canvas(service, "fig_canvas", version=2).data["cells_key"]  # v2 writes obsm["spatial"]
+    assert before != after
+    x_before = np.frombuffer(bytes(_cells(service, "fig_canvas", 1, before).buffers[0]), dtype="<f4")
+    x_after = np.frombuffer(bytes(_cells(service, "fig_canvas", 2, after).buffers[0]), dtype="<f4")
+    assert x_after.tolist() == list(range(26)) and x_before.tolist() != x_after.tolist()
+    with pytest.raises(RequestError, match="not the ones key"):
+        _cells(service, "fig_canvas", 2, before)  # a key names content: version 1's cells are not version 2's
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_canvas_and_cells_together_are_the_whole_canvas(studio_stack, version) -> None:
+    service = StackService(studio_stack.v2)
+    canvas = _canvas(service, "fig_canvas", version)
+    cells = _cells(service, "fig_canvas", version, canvas.data["cells_key"])
+    channels = dispatch(service, "channels", {"version": version, "figure": "fig_canvas"})
+    view = service.table_view(version)
+    whole = build_canvas(read_figure(view.studio_uns(), "fig_canvas").require("canvas"), view, view.root, view.attrs)
+    payload = dict(canvas.data)
+    assert payload.pop("cells_key") == cells.data["key"] and payload.pop("image_key") == channels.etag
+    assert payload == whole.payload
+    x, y, value, _rgba = (bytes(b) for b in whole.buffers[:4])
+    assert [bytes(b) for b in canvas.buffers] == [value]  # the figure's color column alone: no cells, no image
+    assert [bytes(b) for b in cells.buffers] == [x, y]
+    image = canvas.data["image"]
+    assert (channels.data["width"], channels.data["height"]) == (image["width"], image["height"])
+
+
+def test_the_overview_is_read_once_for_canvas_channels_and_tiles(studio_stack) -> None:
+    service = StackService(studio_stack.v2)
+    _canvas(service, "fig_canvas", 1)
+    dispatch(service, "channels", {"version": 1, "figure": "fig_canvas"})
+    dispatch(service, "image_tile", {"version": 1, "figure": "fig_canvas", "level": 0, "x": 0, "y": 0})
+    assert OVERVIEWS.misses == 1
+
+
+def test_a_key_that_is_too_long_is_refused(studio_stack) -> None:
+    with pytest.raises(RequestError, match="too long"):
+        _cells(StackService(studio_stack.v2), "fig_canvas", 1, "k" * 65)
+
+
+def test_node_identity_names_the_topmost_writer_or_remover(studio_stack) -> None:
+    store = StackStore(Stack.resolve(studio_stack.v2))
+    assert node_identity(store, "tables/table/obsm/spatial") == "tables/table/obsm/spatial@edit-2222"
+    assert node_identity(store, "tables/table/obs/score") == "tables/table/obs/score@edit-2222"  # deleted there
+    assert node_identity(store, "tables/table/obs/instance_id").endswith("@base:base-0000")
+    below = StackStore(Stack.resolve(studio_stack.v1))
+    assert node_identity(below, "tables/table/obs/score") == "tables/table/obs/score@studio-1111"
+
+
+def test_the_byte_bound_drops_the_least_recently_used() -> None:
+    cache: ByteLRU[bytes] = ByteLRU(10, len)
+    cache.put("a", b"1234")
+    cache.put("b", b"1234")
+    assert cache.get("a") == b"1234"  # a is now the most recent
+    cache.put("c", b"1234")
+    assert cache.get("b") is None and cache.get("a") == b"1234" and cache.nbytes == 8
+    cache.put("huge", b"x" * 11)
+    assert cache.get("huge") is None and len(cache) == 2
+
+
+def test_the_browser_overview_fits_in_overview_side_and_detail_comes_by_tile(tmp_path) -> None:
+    import warnings
+
+    from sds_jupyter.demo.xenium import build_xenium_demo
+    from sds_jupyter.service.pieces import OVERVIEW_SIDE
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        top = build_xenium_demo(tmp_path / "demo", n_cells=300, side=2048)
+    service = StackService(top)
+    figure = next(f["id"] for f in service.figures()["figures"] if f["kind"] == "canvas")
+    canvas = _canvas(service, figure)
+    channels = dispatch(service, "channels", {"figure": figure})
+    assert channels.data["levels"][0]["width"] == 2048  # the pyramid's finest level, for the tiles
+    assert channels.data["width"] == canvas.data["image"]["width"] == OVERVIEW_SIDE == 1024
+    assert all(b.nbytes == 1024 * 1024 for b in channels.buffers)
+    assert [b.nbytes for b in canvas.buffers] == [canvas.data["n_cells"]]  # no image among the figure's bytes
