@@ -66,6 +66,7 @@ from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.refs import FolderMap
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
+from sds_jupyter.stack.workspace import listed_beside
 from sds_jupyter.studio.canvas import (
     MAX_IMAGE_SIDE,
     MISSING_COLOR,
@@ -385,7 +386,8 @@ class StackService:
             nodes = [self._tree_node(v, versions) for v in versions]
             note = ["object storage is not listed: only the opened chain is shown"] if versions else []
             return {"current": current, "nodes": nodes, "base": base, "notes": note}
-        return build_tree(Path(datasets_dir), folders, current or "", end, base, self._folder_text)
+        beside = listed_beside(Path(datasets_dir))
+        return build_tree(Path(datasets_dir), folders, current or "", end, base, self._folder_text, beside)
 
     def _tree_node(self, version: Any, versions: tuple[Any, ...]) -> TreeNode:
         below = [v for v in versions if v.depth == version.depth - 1]
@@ -404,7 +406,7 @@ class StackService:
         _, datasets_dir, folders = self._chain()
         if not isinstance(datasets_dir, Path):  # a RemotePath
             raise StackError("moving to another version is not done in object storage; open it by its URL")
-        path = sibling_folder(Path(datasets_dir), folder, self._relative_to)
+        path = sibling_folder(Path(datasets_dir), folder, self._relative_to, listed_beside(Path(datasets_dir)))
         return StackService(path, dict(folders) or None, table=self.table_name, relative_to=self._relative_to)
 
     def fingerprint(self) -> Fingerprint:
@@ -415,7 +417,8 @@ class StackService:
         _, datasets_dir, folders = self._chain()
         if not isinstance(datasets_dir, Path):  # a RemotePath
             return {"fingerprint": ""}
-        return {"fingerprint": listing_fingerprint(datasets_dir, folders)}
+        listed = [datasets_dir, *listed_beside(Path(datasets_dir))]
+        return {"fingerprint": "+".join(listing_fingerprint(folder, folders) for folder in listed)}
 
     # ------------------------------------------------------------------ figures
 

@@ -91,9 +91,7 @@ def prepare_folder(folder: Path, why: str) -> None:
 _CHOOSE = f"set {VERSIONS_DIR_ENV} or pass into= a writable folder"
 
 
-def version_destination(
-    beside: Path, dest: str | os.PathLike[str] | None, into: str | os.PathLike[str] | None
-) -> Path:
+def version_destination(beside: Path, dest: str | os.PathLike[str] | None, into: str | os.PathLike[str] | None) -> Path:
     """The new folder a version is saved as.
 
     ``dest`` is that folder itself. Otherwise a fresh ID names it, in ``into`` if

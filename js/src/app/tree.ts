@@ -254,7 +254,8 @@ export class TreeView {
     const states = [
       isCurrent ? 'opened' : onChain ? 'in the opened history' : '',
       isNewer ? 'newer than the opened version' : '',
-      this.fresh.has(node.dataset_id) ? 'new' : ''
+      this.fresh.has(node.dataset_id) ? 'new' : '',
+      node.not_in_cirro ? 'not yet in Cirro' : ''
     ].filter(Boolean);
     const row = h(
       'div',
@@ -272,6 +273,9 @@ export class TreeView {
       isCurrent ? h('span', { class: 'sds-tree-tag sds-tree-tag-current' }, 'opened') : null,
       isNewer ? h('span', { class: 'sds-tree-tag sds-tree-tag-newer' }, 'newer') : null,
       this.fresh.has(node.dataset_id) ? h('span', { class: 'sds-tree-tag sds-tree-tag-new' }, 'new') : null,
+      node.not_in_cirro
+        ? h('span', { class: 'sds-tree-tag sds-tree-tag-local', title: 'saved in this workspace only' }, 'not yet in Cirro')
+        : null,
       node.created_at
         ? h('time', { class: 'sds-tree-when', datetime: node.created_at }, relativeTime(node.created_at, this.now()))
         : null
