@@ -150,13 +150,15 @@ def build_tree(
     versions folder and the mounted datasets, see :func:`~sds_jupyter.stack.workspace.listed_beside`).
     """
     scan = scan_versions(datasets_dir, folders)
+    graph: Graph
     if beside:  # several folders: their versions are one graph, settled per request
         scans = [scan, *(scan_versions(folder, folders) for folder in beside)]
         graph = _graph([v for s in scans for v in s.versions], [n for s in scans for n in s.notes])
     else:
-        graph = scan.derived.get("tree")
-        if graph is None:  # settled once per scan; an unchanged folder reuses it
-            graph = scan.derived["tree"] = _graph(scan.versions, scan.notes)
+        cached = scan.derived.get("tree")
+        if cached is None:  # settled once per scan; an unchanged folder reuses it
+            cached = scan.derived["tree"] = _graph(scan.versions, scan.notes)
+        graph = cached
     by_end, notes = graph
     kept = by_end.get(end, []) if end is not None else []
     out: list[TreeNode] = []

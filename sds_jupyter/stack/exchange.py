@@ -124,14 +124,17 @@ def _overlay_files(data_dir: Path, overlay: str) -> list[str]:
 
 
 def _rewritten_manifest(raw: bytes, holder: Path, folders: Mapping[str, str]) -> bytes:
-    """``layer.json`` with its parent and base references naming Cirro IDs."""
+    """``layer.json`` with its parent and base references naming Cirro IDs (the same bytes when they do)."""
     doc = json.loads(raw)
+    changed = False
     for name in ("parent", "base"):
         if isinstance(doc.get(name), str):
             ref = CirroRef.parse(doc[name])
             cirro_id = _cirro_id_of(ref.dataset_id, holder, folders)
-            doc[name] = str(CirroRef(dataset_id=cirro_id, path=ref.path, tenant=ref.tenant, project=ref.project))
-    return json.dumps(doc, indent=2).encode()
+            if cirro_id != ref.dataset_id:
+                doc[name] = str(CirroRef(dataset_id=cirro_id, path=ref.path, tenant=ref.tenant, project=ref.project))
+                changed = True
+    return json.dumps(doc, indent=2).encode() + b"\n" if changed else raw
 
 
 def upload_version(
@@ -177,7 +180,7 @@ def upload_version(
         Path(staging, MANIFEST_NAME).write_bytes(sent)
         _sdk("uploading layer.json", lambda: api.datasets.upload_files(project_id, cirro_id, staging, [MANIFEST_NAME]))
     if overlay:
-        _sdk("uploading the overlay", lambda: api.datasets.upload_files(project_id, cirro_id, data_dir, overlay))
+        _sdk("uploading the overlay", lambda: api.datasets.upload_files(project_id, cirro_id, str(data_dir), overlay))
     _record(path.parent, local_id, {"dataset_id": cirro_id, "project": project_id})
     return cirro_id
 
