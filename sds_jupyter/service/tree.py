@@ -172,7 +172,7 @@ def build_tree(
             "created_at": node.found.manifest.created_at,
             "created_by": node.found.manifest.created_by,
         }
-        if not in_cirro(node.found.dataset_id, folders):
+        if not in_cirro(node.found.dataset_id, folders, Path(node.found.folder).parent):
             item["not_in_cirro"] = True
         out.append(item)
     return {"current": current, "nodes": out, "base": base, "notes": list(notes)}

@@ -32,9 +32,16 @@ from sds_jupyter.stack.manifest import MANIFEST_NAME, read_manifest
 from sds_jupyter.stack.paths import check_dataset_id, check_relative_path, is_within
 from sds_jupyter.stack.refs import CirroRef, parse_folder_map
 from sds_jupyter.stack.tree import find_manifest
-from sds_jupyter.stack.workspace import fetched_dir, prepare_folder, versions_dir, workspace_datasets_dir
+from sds_jupyter.stack.workspace import (
+    UPLOADS_DIR,
+    fetched_dir,
+    prepare_folder,
+    uploaded_id,
+    versions_dir,
+    workspace_datasets_dir,
+)
 
-__all__ = ["PROCESS_ENV", "PROJECT_ENV", "TOKEN_ENV", "fetch_missing", "upload_version", "uploaded_id"]
+__all__ = ["PROCESS_ENV", "PROJECT_ENV", "TOKEN_ENV", "fetch_missing", "upload_version"]
 
 #: The Cirro project to upload to and fetch from (a Cirro workspace sets it).
 PROJECT_ENV = "CIRRO_PROJECT_ID"
@@ -43,7 +50,6 @@ PROCESS_ENV = "SDS_CIRRO_PROCESS"
 #: A Cirro access token (a JWT); without it the SDK's own saved login is used.
 TOKEN_ENV = "CIRRO_ACCESS_TOKEN"
 DEFAULT_PROCESS = "spatialdata-version"
-RECORDS = ".sds-uploaded"
 #: How many missing datasets one fetch follows down a chain before giving up.
 FETCH_LIMIT = 500
 
@@ -80,19 +86,6 @@ def _project(project: str | None) -> str:
 
 
 # -- upload ---------------------------------------------------------------------------------------
-
-
-def uploaded_id(holder: Path, local_id: str) -> str | None:
-    """The Cirro ID recorded for the version ``local_id`` uploaded from folder ``holder``, if any."""
-    try:
-        record = json.loads((holder / RECORDS / f"{local_id}.json").read_text())
-    except (OSError, ValueError):
-        return None
-    found = record.get("dataset_id") if isinstance(record, dict) else None
-    try:
-        return check_dataset_id(found)
-    except UnsafePathError:
-        return None
 
 
 def _cirro_id_of(dataset_id: str, holder: Path, folders: Mapping[str, str]) -> str:
@@ -187,7 +180,7 @@ def upload_version(
 
 def _record(holder: Path, local_id: str, record: dict[str, str]) -> None:
     """Write the upload record whole or not at all (a temporary file renamed into place)."""
-    records = holder / RECORDS
+    records = holder / UPLOADS_DIR
     records.mkdir(exist_ok=True)
     tmp = records / f".{local_id}.{uuid.uuid4().hex}.tmp"
     tmp.write_text(json.dumps(record))

@@ -11,18 +11,21 @@ folder. :func:`parent_roots` is the one statement of that order.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from sds_jupyter.errors import WriteRefusedError
+from sds_jupyter.errors import UnsafePathError, WriteRefusedError
 from sds_jupyter.stack.location import LocalLocation, Location, location_of
+from sds_jupyter.stack.paths import check_dataset_id
 from sds_jupyter.stack.refs import FOLDER_MAP_ENV
 
 __all__ = [
     "DATASETS_DIR_ENV",
     "FETCHED_DIR_ENV",
+    "UPLOADS_DIR",
     "VERSIONS_DIR_ENV",
     "can_write",
     "fetched_dir",
@@ -31,6 +34,7 @@ __all__ = [
     "listed_beside",
     "parent_roots",
     "prepare_folder",
+    "uploaded_id",
     "version_destination",
     "versions_dir",
     "workspace_datasets_dir",
@@ -158,10 +162,30 @@ def listed_beside(datasets_dir: Path) -> list[Path]:
     return found
 
 
-def in_cirro(dataset_id: str, folders: Mapping[str, str]) -> bool:
+#: The folder, beside uploaded versions, that records each one's Cirro ID (``<local ID>.json``).
+UPLOADS_DIR = ".sds-uploaded"
+
+
+def uploaded_id(holder: Path, local_id: str) -> str | None:
+    """The Cirro ID recorded for the version ``local_id`` uploaded from folder ``holder``, if any."""
+    try:
+        record = json.loads((holder / UPLOADS_DIR / f"{local_id}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    found = record.get("dataset_id") if isinstance(record, dict) else None
+    try:
+        return check_dataset_id(found)
+    except UnsafePathError:
+        return None
+
+
+def in_cirro(dataset_id: str, folders: Mapping[str, str], holder: Path | None = None) -> bool:
     """Whether a version is a Cirro dataset as far as this workspace knows.
 
     Outside a workspace, always. In one, the folder map names every attached dataset,
-    so a version whose ID it does not name was saved here and is not yet uploaded.
+    so a version whose ID it does not name was saved here: it is in Cirro once its
+    upload from ``holder`` (the folder holding it) is recorded.
     """
-    return not in_workspace() or dataset_id in folders
+    if not in_workspace() or dataset_id in folders:
+        return True
+    return holder is not None and uploaded_id(holder, dataset_id) is not None
