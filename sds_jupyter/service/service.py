@@ -205,6 +205,9 @@ class StackService:
         self._branches: dict[str, StackService] = {}
         #: A figure's image, opened once per version: (depth, figure) -> its pyramid and value ranges.
         self._images: dict[tuple[int, str], tuple[Pyramid, list[tuple[float, float]]]] = {}
+        #: The folder asked for (None for a stack given whole): what a fetch completes.
+        self._path: str | os.PathLike[str] | None = None if isinstance(path_or_stack, Stack) else path_or_stack
+        self._folders = folders
         if isinstance(path_or_stack, Stack):
             self._stack = path_or_stack
         else:
@@ -241,6 +244,17 @@ class StackService:
     def partial(self) -> PartialChain | None:
         """The versions that resolved above a missing parent, or None."""
         return self._partial
+
+    def fetch_missing(self) -> list[str]:
+        """Download from Cirro the datasets this stack misses; their IDs (the caller then opens it again).
+
+        What the panel's "missing" row offers; see :func:`~sds_jupyter.stack.exchange.fetch_missing`.
+        """
+        from sds_jupyter.stack.exchange import fetch_missing
+
+        if self._path is None:
+            raise StackError("this stack was given whole: fetch by its folder")
+        return [folder.name for folder in fetch_missing(self._path, folders=self._folders)]
 
     def depth(self, version: int | str | None) -> int:
         """The depth ``version`` names (None: the top)."""

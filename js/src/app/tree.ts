@@ -513,6 +513,8 @@ export type TreeSectionOptions = {
   selectDepth(depth: number): void;
   /** Open another version of the datasets folder (its folder as the tree names it). */
   openVersion?: (folder: string) => Promise<void>;
+  /** Fetch the missing dataset from Cirro (the host knows how); offered on the "missing" row. */
+  fetchMissing?: (datasetId: string) => Promise<void>;
   /** The history search changed. */
   onFilter(match: ((v: VersionSummary) => boolean) | null): void;
   /** Every tree reply (the versions on this base, across branches). */
@@ -588,8 +590,37 @@ export class TreeSection {
     this.history = history;
     const id = history.error?.dataset_id;
     this.missing.hidden = !id;
-    this.missing.textContent = id ? `missing: dataset ${id}: attach it in the workspace` : '';
+    this.missing.replaceChildren(id ? `missing: dataset ${id}: attach it in the workspace` : '');
+    if (id && this.opts.fetchMissing) {
+      this.missing.append(
+        ' or ',
+        h(
+          'button',
+          {
+            class: 'sds-button sds-fetch-missing',
+            type: 'button',
+            title: 'Download it from Cirro into the fetch folder (never into the mounted datasets)',
+            onclick: (e: Event) => void this.fetch(id, e.currentTarget as HTMLButtonElement)
+          },
+          'Fetch from Cirro'
+        )
+      );
+    }
     void this.load(false);
+  }
+
+  /** Ask the host to fetch the missing dataset; a failure is said on the row, in one line. */
+  private async fetch(id: string, button: HTMLButtonElement): Promise<void> {
+    button.disabled = true;
+    button.textContent = 'Fetching…';
+    try {
+      await this.opts.fetchMissing!(id);
+    } catch (err) {
+      button.disabled = false;
+      button.textContent = 'Fetch from Cirro';
+      const message = TransportError.from(err).message;
+      this.missing.append(h('span', { class: 'sds-fetch-error', role: 'alert' }, ` ${message}`));
+    }
   }
 
   /** Read the tree; on a poll, the nodes not seen before are the new versions. */
