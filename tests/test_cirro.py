@@ -39,7 +39,7 @@ from sds_jupyter.errors import CirroError, StackError, UnsafePathError  # noqa: 
 from sds_jupyter.stack.exchange import fetch_missing, upload_version  # noqa: E402
 from sds_jupyter.stack.manifest import read_manifest  # noqa: E402
 
-pytest_plugins = ["fixtures_service"]
+pytest_plugins = ["pytest_jupyter.jupyter_server", "fixtures_service"]
 
 PROJECT = "proj-1"
 BUCKET = "cirro-project-data"
@@ -203,7 +203,11 @@ def cirro(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
 @pytest.fixture
 def workspace(demo_top: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """``datasets/`` named by title with the folder map, and a versions folder: a Cirro workspace's layout."""
-    datasets = tmp_path / "home" / "datasets"
+    return _layout(tmp_path / "home", demo_top, monkeypatch)
+
+
+def _layout(home: Path, demo_top: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    datasets = home / "datasets"
     datasets.mkdir(parents=True)
     folders: dict[str, str] = {}
     for source in sorted(demo_top.parent.iterdir()):
@@ -213,10 +217,10 @@ def workspace(demo_top: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         shutil.copytree(source, datasets / title, symlinks=True)
     monkeypatch.setenv("SDS_CIRRO_DATASETS", json.dumps(folders))
     monkeypatch.setenv("SDS_DATASETS_DIR", str(datasets))
-    monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "home" / "sds-versions"))
-    monkeypatch.setenv("SDS_CIRRO_CACHE", str(tmp_path / "home" / "cache"))
+    monkeypatch.setenv("SDS_VERSIONS_DIR", str(home / "sds-versions"))
+    monkeypatch.setenv("SDS_CIRRO_CACHE", str(home / "cache"))
     top = datasets / folders[demo_top.name]
-    return {"datasets": datasets, "versions": tmp_path / "home" / "sds-versions", "top": top, "top_id": demo_top.name}
+    return {"datasets": datasets, "versions": home / "sds-versions", "top": top, "top_id": demo_top.name}
 
 
 def _save(on: Path, column: str, title: str, into: Path) -> Path:
@@ -275,10 +279,7 @@ def test_a_version_on_a_not_yet_uploaded_one_resolves_once_both_are_in_cirro(
     # A colleague's workspace: the original datasets mounted, the second version downloaded by its
     # Cirro ID; its parent (Cirro's ID for "First") is fetched on request, and the chain reads back.
     colleague = tmp_path / "colleague"
-    for name in _files_in_s3(cirro, second_id):
-        target = colleague / second_id / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(cirro.s3.get_object(Bucket=BUCKET, Key=f"datasets/{second_id}/{name}")["Body"].read())
+    _download_as_a_colleague(cirro, second_id, colleague / second_id)
     monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "colleague-versions"))
     result = _cli("fetch", str(colleague / second_id))
     assert result.returncode == 0, result.stderr
@@ -292,8 +293,13 @@ def test_a_version_on_a_not_yet_uploaded_one_resolves_once_both_are_in_cirro(
     assert _cli("fetch", str(colleague / second_id)).stdout.strip() == "nothing missing"
 
 
-def _files_in_s3(cirro: StandIn, dataset_id: str) -> list[str]:
-    return [f["path"] for f in cirro.listing(dataset_id)["files"]]
+def _download_as_a_colleague(cirro: StandIn, dataset_id: str, folder: Path) -> None:
+    """The dataset's files as a download lays them out (``data/...``), read straight from S3."""
+    for item in cirro.listing(dataset_id)["files"]:
+        target = folder / item["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        key = f"datasets/{dataset_id}/{item['path']}"
+        target.write_bytes(cirro.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
 
 def test_browser_upload_sends_the_selected_version(cirro: StandIn, workspace: dict) -> None:
@@ -402,3 +408,37 @@ def _fingerprint(service: Any) -> str:
 
     reply = dispatch(service, "fingerprint", {})
     return str((json.loads(reply.data) if isinstance(reply.data, (bytes, str)) else reply.data)["fingerprint"])
+
+
+# -- the panel's "Fetch from Cirro": POST api/fetch on a real Jupyter server -----------------------
+
+
+@pytest.fixture
+def jp_server_config() -> dict[str, Any]:
+    return {"ServerApp": {"jpserver_extensions": {"sds_jupyter.server": True}}}
+
+
+def test_the_server_fetches_a_missing_parent_for_the_panel(
+    cirro: StandIn, demo_top: Path, jp_root_dir: Path, jp_fetch, jp_asyncio_loop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sds_jupyter.server.handlers import NAMESPACE
+
+    def call(name: str, **kwargs: Any) -> Any:
+        response = jp_asyncio_loop.run_until_complete(jp_fetch(NAMESPACE, "api", name, **kwargs))
+        return json.loads(response.body)
+
+    layout = _layout(jp_root_dir / "home", demo_top, monkeypatch)
+    first = _save(layout["top"], "first", "First", layout["versions"])
+    first_id = upload_version(first)
+    second_id = upload_version(_save(first, "second", "Second", layout["versions"]))
+    _download_as_a_colleague(cirro, second_id, jp_root_dir / "colleague" / second_id)
+    path = f"colleague/{second_id}"
+
+    broken = call("history", params={"path": path})
+    assert broken["error"]["dataset_id"] == first_id  # the panel's missing row names it
+    answer = call("fetch", method="POST", body=json.dumps({"path": path}))
+    assert answer == {"fetched": [first_id]}
+    assert (jp_root_dir / "home" / "cache" / first_id / "data" / "layer.json").is_file()
+    history = call("history", params={"path": path})
+    assert "error" not in history or not history["error"]
+    assert [v["title"] for v in history["versions"]][:2] == ["Second", "First"]
