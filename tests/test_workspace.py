@@ -214,3 +214,30 @@ def test_sds_save_on_a_read_only_mount_says_where_the_version_went(workspace: di
     assert "“By magic”" in result.stdout and f"in {saved}" in result.stdout
     assert list(open_anndata(saved).obs["by_magic"].unique()) == [2.0]
     assert _tree_hash(datasets) == before
+
+
+_MAGIC_CELL_IN_NAMESPACE = textwrap.dedent(
+    """
+    import shlex, sys
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_cell("%load_ext sds_jupyter")
+    shell.run_cell("%sds_open " + shlex.quote(sys.argv[1]))
+    shell.user_ns["adata"].obs["by_magic"] = 2.0
+    shell.run_cell("%sds_save " + shlex.quote("By magic"))
+    """
+)
+
+
+def test_sds_save_refused_on_a_read_only_mount_is_one_line_and_writes_nothing(workspace: dict) -> None:
+    """The mount and the versions folder both read-only: the cell shows one UsageError line, no traceback."""
+    datasets, home = workspace["datasets"], workspace["home"]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "SDS_VERSIONS_DIR": str(datasets / "inside-the-mount")}
+    before = _tree_hash(home)
+    command = [sys.executable, "-c", _MAGIC_CELL_IN_NAMESPACE, str(workspace["top"])]
+    result = _read_only_mount(datasets, command, env)
+    shown = (result.stdout + result.stderr).strip().splitlines()
+    refusals = [line for line in shown if line.startswith("UsageError: sds_save: cannot save a version into")]
+    assert len(refusals) == 1 and "Read-only file system" in refusals[0], shown
+    assert not any("Traceback" in line for line in shown)
+    assert _tree_hash(home) == before
