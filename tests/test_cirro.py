@@ -85,6 +85,9 @@ class StandIn:
         self.s3 = s3
         self.datasets: dict[str, dict[str, Any]] = {}
         self.listed_extra: list[dict[str, Any]] = []
+        #: The bucket new datasets' files go to (one that does not exist makes every upload fail).
+        self.bucket = BUCKET
+        self.deleted: list[str] = []
 
     def detail(self, dataset_id: str) -> dict[str, Any]:
         record = self.datasets[dataset_id]
@@ -93,7 +96,7 @@ class StandIn:
             "id": dataset_id,
             "name": record["name"],
             "description": record.get("description", ""),
-            "s3": f"s3://{BUCKET}/datasets/{dataset_id}",
+            "s3": f"s3://{record.get('bucket', BUCKET)}/datasets/{dataset_id}",
             "processId": record["processId"],
             "projectId": PROJECT,
             "sourceDatasetIds": [],
@@ -153,13 +156,22 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             path, body = self.path.split("?")[0], self._body()
             if path == f"/api/projects/{PROJECT}/datasets/upload":
                 dataset_id = str(uuid.uuid4())
-                state.datasets[dataset_id] = body
+                state.datasets[dataset_id] = {**body, "bucket": state.bucket}
                 upload = f"s3://{BUCKET}/datasets/{dataset_id}/data"
                 return self._send(201, {"id": dataset_id, "message": "", "uploadPath": upload, "bucket": BUCKET})
             if path == f"/api/projects/{PROJECT}/s3-token":
                 expires = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)).isoformat()
                 creds = {"accessKeyId": "testing", "secretAccessKey": "testing", "sessionToken": "testing"}
                 return self._send(200, {**creds, "expiration": expires, "region": "us-east-1"})
+            return self._send(404, {"message": "not found"})
+
+        def do_DELETE(self) -> None:  # noqa: N802
+            match = re.fullmatch(rf"/api/projects/{PROJECT}/datasets/([\w-]+)", self.path.split("?")[0])
+            if match and state.datasets.pop(match[1], None) is not None:
+                state.deleted.append(match[1])
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                return self.end_headers()
             return self._send(404, {"message": "not found"})
 
     return Handler
@@ -189,7 +201,10 @@ def cirro(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
         {"exp": 4102444800, "username": "tester"}, "the stand-in never checks this signature", algorithm="HS256"
     )
     monkeypatch.setenv("CIRRO_BASE_URL", f"localhost:{server.server_address[1]}")
-    monkeypatch.setenv("CIRRO_HOME", str(tmp_path / "cirro-home"))  # no saved login of the machine's user
+    # the SDK's own configuration, not the machine user's: no saved login, one attempt per file
+    (tmp_path / "cirro-home").mkdir()
+    (tmp_path / "cirro-home" / "config.ini").write_text("[General]\nauth_method =\ntransfer_max_retries = 1\n")
+    monkeypatch.setenv("CIRRO_HOME", str(tmp_path / "cirro-home"))
     monkeypatch.setenv("CIRRO_ACCESS_TOKEN", token)
     monkeypatch.setenv("CIRRO_PROJECT_ID", PROJECT)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
@@ -442,3 +457,20 @@ def test_the_server_fetches_a_missing_parent_for_the_panel(
     history = call("history", params={"path": path})
     assert "error" not in history or not history["error"]
     assert [v["title"] for v in history["versions"]][:2] == ["Second", "First"]
+
+
+def test_a_failed_upload_removes_the_half_made_dataset_and_records_nothing(cirro: StandIn, workspace: dict) -> None:
+    saved = _save(workspace["top"], "note", "Note", workspace["versions"])
+    cirro.bucket = "a-bucket-that-does-not-exist"
+    result = _cli("upload", str(saved))
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("sds-jupyter: error: uploading the overlay failed") and "Traceback" not in result.stderr
+    assert cirro.datasets == {} and len(cirro.deleted) == 1
+    assert not (workspace["versions"] / ".sds-uploaded").exists()
+
+
+def test_a_mounted_dataset_is_not_uploaded_again(cirro: StandIn, workspace: dict) -> None:
+    with pytest.raises(StackError, match="is a mounted Cirro dataset already; nothing to upload"):
+        upload_version(workspace["top"])
+    assert cirro.datasets == {}

@@ -169,13 +169,23 @@ def upload_version(
     )
     created = _sdk("creating the Cirro dataset", lambda: api.datasets.create(project_id, request))
     cirro_id = check_dataset_id(created.id)
-    with tempfile.TemporaryDirectory(prefix="sds-upload-") as staging:
-        Path(staging, MANIFEST_NAME).write_bytes(sent)
-        _sdk("uploading layer.json", lambda: api.datasets.upload_files(project_id, cirro_id, staging, [MANIFEST_NAME]))
-    if overlay:
-        _sdk("uploading the overlay", lambda: api.datasets.upload_files(project_id, cirro_id, str(data_dir), overlay))
+    try:
+        _send(api, project_id, cirro_id, sent, data_dir, overlay)
+    except CirroError:
+        # a dataset holding part of a version is worse than none: remove it, then say why
+        _sdk("removing the half-uploaded dataset", lambda: api.datasets.delete(project_id, cirro_id))
+        raise
     _record(path.parent, local_id, {"dataset_id": cirro_id, "project": project_id})
     return cirro_id
+
+
+def _send(api: Any, project_id: str, cirro_id: str, manifest: bytes, data_dir: Path, overlay: list[str]) -> None:
+    """The version's files into the new dataset: the overlay first, the ``layer.json`` naming it last."""
+    if overlay:
+        _sdk("uploading the overlay", lambda: api.datasets.upload_files(project_id, cirro_id, str(data_dir), overlay))
+    with tempfile.TemporaryDirectory(prefix="sds-upload-") as staging:
+        Path(staging, MANIFEST_NAME).write_bytes(manifest)
+        _sdk("uploading layer.json", lambda: api.datasets.upload_files(project_id, cirro_id, staging, [MANIFEST_NAME]))
 
 
 def _record(holder: Path, local_id: str, record: dict[str, str]) -> None:
