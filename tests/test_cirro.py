@@ -415,6 +415,16 @@ def test_sds_save_on_a_read_only_mount_then_upload(cirro: StandIn, workspace: di
     [dataset_id] = cirro.datasets
     assert cirro.datasets[dataset_id]["name"] == "Saved on the mount"
     assert "not_in_cirro" not in _tree_node(service, saved.name)
+
+    # A colleague with the same mount gets a version saved on it from Cirro; its parent, not attached,
+    # is fetched (under the read-only mount) into the fetch folder.
+    on_top = upload_version(_save(saved, "on_top", "On top", versions))
+    colleague = workspace["datasets"].parent / "colleague" / on_top
+    _download_as_a_colleague(cirro, on_top, colleague)
+    env["SDS_VERSIONS_DIR"] = str(workspace["datasets"].parent / "colleague-versions")
+    fetch = _read_only_mount(datasets, [sys.executable, "-m", "sds_jupyter", "fetch", str(colleague)], env)
+    assert fetch.returncode == 0, fetch.stderr
+    assert f"fetched {Path(os.environ['SDS_CIRRO_CACHE']) / dataset_id}" in fetch.stdout
     assert _tree_hash(datasets) == before
 
 
