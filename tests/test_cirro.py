@@ -484,3 +484,16 @@ def test_a_mounted_dataset_is_not_uploaded_again(cirro: StandIn, workspace: dict
     with pytest.raises(StackError, match="is a mounted Cirro dataset already; nothing to upload"):
         upload_version(workspace["top"])
     assert cirro.datasets == {}
+
+
+def test_an_overlay_holding_a_symbolic_link_is_not_uploaded(cirro: StandIn, workspace: dict, tmp_path: Path) -> None:
+    saved = _save(workspace["top"], "note", "Note", workspace["versions"])
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for Cirro")
+    overlay = saved / read_manifest(saved / "layer.json").overlay
+    victim = next(p for p in sorted(overlay.rglob("*")) if p.is_file())
+    victim.unlink()
+    victim.symlink_to(secret)
+    with pytest.raises(UnsafePathError, match="is a symbolic link or special file; upload refused"):
+        upload_version(saved)
+    assert cirro.datasets == {}
