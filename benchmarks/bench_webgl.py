@@ -23,6 +23,12 @@ JupyterLab panel in a fresh page. Read per size:
   backing stores (Chrome's ``Runtime.getHeapUsage``), per cell. WebGL buffers and
   textures live in the GPU process and are not in it.
 
+Both render tiers, side by side on the same data (``--tiers``, default both): the
+"software" tier (the view's own layers, a CPU raster of the cells beyond a few thousand in
+view) and the "gpu" tier (deck.gl's stock ScatterplotLayer over every cell, GPU picking),
+forced with the page's ``?sds-tier=``. Here both run on SwiftShader: the gpu tier's figures
+are what that tier costs under a software renderer, not what it costs on a hardware GPU.
+
 The issue's goals (1M cells: first draw <= 0.5 s, frame <= 33 ms; 10M: <= 24 bytes
 per cell) are printed next to the figures where a size reached them.
 """
@@ -42,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import bench_canvas as canvas  # noqa: E402 - the stack builder, the server and the page reads
 
 SIZES = (100_000, 1_000_000, 10_000_000)
+TIERS = ("software", "gpu")
 GOAL_DRAW_S = 0.5
 GOAL_FRAME_S = 0.033
 GOAL_BYTES_PER_CELL = 24
@@ -52,19 +59,28 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--budget", type=float, default=1500.0, help="seconds for the whole ladder (default 1500)")
     parser.add_argument("--sizes", default=",".join(str(n) for n in SIZES), help="comma-separated cell counts")
     parser.add_argument("--quick", action="store_true", help="100k only, 180 s budget")
+    parser.add_argument(
+        "--tiers", default=",".join(TIERS), help="comma-separated render tiers, each measured on every size"
+    )
     parser.add_argument("--profile", action="store_true", help="print a CPU profile's heaviest functions per drive")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
     return parser.parse_args()
 
 
 def measure(
-    browser: Any, base: str, folder: str, n_cells: int, timeout_s: float, profile: bool = False
+    browser: Any,
+    base: str,
+    folder: str,
+    n_cells: int,
+    timeout_s: float,
+    profile: bool = False,
+    tier: str = "software",
 ) -> dict[str, Any]:
-    """Open one version in a fresh page; first draw, request, pan frames and heap, within ``timeout_s``."""
+    """Open one version in a fresh page drawn by ``tier``; first draw, request, pan frames and heap, within ``timeout_s``."""
     page = browser.new_page(viewport={"width": 1400, "height": 900}, device_scale_factor=canvas.DPR)
     page.set_default_timeout(max(1_000, int(timeout_s * 1000)))
     try:
-        page.goto(f"{base}/lab/tree/datasets?token={canvas.TOKEN}&reset")
+        page.goto(f"{base}/lab/tree/datasets?token={canvas.TOKEN}&reset&sds-tier={tier}")
         page.wait_for_selector(".jp-DirListing-item")
         item = page.locator(".jp-DirListing-item", has_text=folder).first
         item.wait_for()
@@ -89,10 +105,12 @@ def measure(
         zoom = drive(page, "zoom", profile=profile)
         parts = page.evaluate(PARTS)
         renderer = found["draw"][0]["detail"].get("renderer", "2d")
+        drawn_by = page.locator(".sds-deck-stage").first.get_attribute("data-tier") if renderer == "webgl" else None
     finally:
         page.close()
     return {
         "n_cells": n_cells,
+        "tier": drawn_by or "2d",
         "renderer": renderer,
         "draw_s": found["draw"][0]["duration"] / 1e3,
         "request_s": found["request"][0]["duration"] / 1e3,
@@ -334,7 +352,7 @@ def report(row: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"{row['n_cells']:>11,} cells ({row['renderer']}): first draw {fmt_time(row['draw_s'])}{parts}, "
+        f"{row['n_cells']:>11,} cells ({row['renderer']}, {row['tier']} tier): first draw {fmt_time(row['draw_s'])}{parts}, "
         f"request {fmt_time(row['request_s'])}, end to end {fmt_time(row['end_to_end_s'])}, "
         f"pan frame {fmt_time(frame) if frame else '-'} ({row['n_frames']} frames{'' if row['pan_moved'] else ', VIEW DID NOT MOVE'}; "
         f"deck render {fmt_opt(row['pan_work_s'])}, main thread {fmt_opt(row['pan_task_s'])} a frame), "
@@ -351,16 +369,32 @@ def fmt_opt(seconds: float | None) -> str:
     return fmt_time(seconds) if seconds is not None else "-"
 
 
+def side_by_side(rows: list[dict[str, Any]]) -> list[str]:
+    """Per size measured in both tiers: the gpu tier's first draw and frames as a ratio of the software tier's."""
+    lines = []
+    for n in sorted({row["n_cells"] for row in rows}):
+        by = {row["tier"]: row for row in rows if row["n_cells"] == n}
+        soft, gpu = by.get("software"), by.get("gpu")
+        if not soft or not gpu:
+            continue
+        parts = []
+        for key, label in (("draw_s", "first draw"), ("frame_s", "pan frame"), ("zoom_frame_s", "zoom frame")):
+            if soft[key] and gpu[key]:
+                parts.append(f"{label} {fmt_time(gpu[key])} vs {fmt_time(soft[key])} (x{gpu[key] / soft[key]:.2f})")
+        lines.append(f"{n:,} cells, gpu tier vs software tier, both on this renderer: " + ", ".join(parts))
+    return lines
+
+
 def goals(rows: list[dict[str, Any]]) -> list[str]:
     lines = []
     for row in rows:
         if row["n_cells"] == 1_000_000:
             lines.append(
-                f"goal 1M first draw <= {GOAL_DRAW_S:g} s: {fmt_time(row['draw_s'])} "
+                f"[{row['tier']} tier] goal 1M first draw <= {GOAL_DRAW_S:g} s: {fmt_time(row['draw_s'])} "
                 + ("met" if row["draw_s"] <= GOAL_DRAW_S else "MISSED")
             )
             lines.extend(
-                f"goal 1M {'pan' if what == 'frame_s' else 'zoom'} frame <= 33 ms: {fmt_time(row[what])} "
+                f"[{row['tier']} tier] goal 1M {'pan' if what == 'frame_s' else 'zoom'} frame <= 33 ms: {fmt_time(row[what])} "
                 + ("met" if row[what] <= GOAL_FRAME_S else "MISSED")
                 for what in ("frame_s", "zoom_frame_s")
                 if row[what]
@@ -379,7 +413,7 @@ def least_frames(n: int, last: dict[str, Any]) -> float:
 
 
 def run_ladder(
-    sizes: list[int], budget: float, keep: bool, profile: bool = False
+    sizes: list[int], budget: float, keep: bool, profile: bool = False, tiers: tuple[str, ...] = TIERS
 ) -> tuple[list[dict[str, Any]], str | None, str]:
     from playwright.sync_api import sync_playwright
 
@@ -411,14 +445,15 @@ def run_ladder(
                         try:
                             top = canvas.build(root, f"cells-{n}", n)
                             built = time.monotonic() - start
-                            row = measure(browser, base, top.name, n, deadline - time.monotonic(), profile)
+                            for tier in tiers:
+                                row = measure(browser, base, top.name, n, deadline - time.monotonic(), profile, tier)
+                                row["build_s"] = built
+                                rows.append(row)
+                                print(report(row), f"[data built in {built:.1f} s]", flush=True)
                         except Exception as exc:  # a timeout or a failure ends the ladder, reported
                             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                             stopped = f"{n:,} cells: did not finish within the budget ({first[:160]})"
                             break
-                        row["build_s"] = built
-                        rows.append(row)
-                        print(report(row), f"[data built in {built:.1f} s]", flush=True)
                 finally:
                     browser.close()
         finally:
@@ -443,10 +478,14 @@ def main() -> None:
         f"WebGL view ladder {', '.join(f'{n:,}' for n in sizes)} cells, budget {budget:g} s "
         f"(1400x900 page, device pixel ratio {canvas.DPR:g}):"
     )
-    rows, stopped, version = run_ladder(sizes, budget, args.keep, args.profile)
+    tiers = tuple(t for t in args.tiers.split(",") if t.strip())
+    unknown = sorted(set(tiers) - set(TIERS))
+    if unknown:
+        raise SystemExit(f"bench_webgl: unknown tier {', '.join(unknown)} (known: {', '.join(TIERS)})")
+    rows, stopped, version = run_ladder(sizes, budget, args.keep, args.profile, tiers)
     if stopped:
         print(f"stopped at {stopped}")
-    for line in goals(rows):
+    for line in side_by_side(rows) + goals(rows):
         print(line)
     emit("webgl", [], chromium=version, sizes=rows, stopped=stopped, budget_s=budget)
 

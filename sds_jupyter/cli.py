@@ -11,7 +11,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -107,11 +107,43 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--small", action="store_true", help="the 26-cell blobs demo (seconds to build; for tests and CI)"
     )
+    demo.add_argument(
+        "--cells",
+        type=_count_of("cells", 100),
+        default=None,
+        metavar="N",
+        help="cells of the Xenium-like demo (default 100,000; 1000000 for the million-cell variant)",
+    )
+    demo.add_argument(
+        "--side",
+        type=_count_of("image side", 256),
+        default=None,
+        metavar="PX",
+        help="the side of the demo's square image in pixels (default 8192)",
+    )
     return parser
 
 
+def _count_of(what: str, least: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``least`` (argparse prints the one-line error)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", "").replace(",", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what}: {text!r} is not a whole number") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{what}: {value} is fewer than {least}")
+        return value
+
+    return parse
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "demo" and args.small and (args.cells or args.side):
+        parser.error("demo --small is the 26-cell demo: --cells and --side size the Xenium-like one")
     try:
         return _run(args)
     except StackError as exc:
@@ -180,7 +212,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from sds_jupyter.demo import build_demo
 
-        top = build_demo(args.out, small=args.small)
+        top = build_demo(args.out, small=args.small, n_cells=args.cells, side=args.side)
         say(str(top))
         return 0
     raise AssertionError(args.command)

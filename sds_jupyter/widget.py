@@ -28,6 +28,7 @@ import traitlets
 
 from sds_jupyter.service import Reply, StackService, dispatch, error_payload
 from sds_jupyter.service.errors import RequestError
+from sds_jupyter.stack.stack import Stack
 
 __all__ = ["STATIC_DIR", "VersionBrowser", "bound_browser"]
 
@@ -119,6 +120,8 @@ class VersionBrowser(anywidget.AnyWidget):
         self._namespace = namespace
         self._folders = folders
         self._storage_options = storage_options
+        #: The version each AnnData this browser handed out was read from (by identity): a save goes there.
+        self._read_from: dict[int, tuple[weakref.ref[Any], Stack]] = {}
         top = 0 if self.service.error is not None else self.service.stack.depth
         # in the state the comm opens with: no second message of the app's size
         super().__init__(_app=_APP_PATH.read_text("utf-8"), **kwargs)
@@ -132,7 +135,21 @@ class VersionBrowser(anywidget.AnyWidget):
     @property
     def adata(self) -> Any:
         """The selected version's AnnData (read once per version, then cached)."""
-        return self.service.adata(self.selected)
+        return self._read(self.selected)
+
+    def _read(self, depth: int) -> Any:
+        """Version ``depth``'s AnnData, remembered with the version it came from."""
+        adata = self.service.adata(depth)
+        self._remember(adata, self.service.stack.at(depth))
+        return adata
+
+    def _remember(self, adata: Any, stack: Stack) -> None:
+        self._read_from = {k: v for k, v in self._read_from.items() if v[0]() is not None}
+        self._read_from[id(adata)] = (weakref.ref(adata), stack)
+
+    def _source_of(self, adata: Any) -> Stack | None:
+        entry = self._read_from.get(id(adata))
+        return entry[1] if entry is not None and entry[0]() is adata else None
 
     def open(self, version: int | str | None = None) -> Any:
         """Select a version (depth, dataset ID or title), bind its AnnData, and return it.
@@ -164,19 +181,20 @@ class VersionBrowser(anywidget.AnyWidget):
 
         ``adata`` defaults to the AnnData bound by :meth:`open` (the notebook's
         ``adata``, edits and all), else the selected version's. The new version sits
-        on the bound version (else the selected one); see
+        on the version that AnnData was read from, whatever is selected in the tree
+        since (saving onto another version would record changes it never made); an
+        AnnData this browser did not read goes onto the selected version. See
         :func:`sds_jupyter.save_version` for what is saved and what is refused.
         Returns the new version's folder.
         """
         from sds_jupyter.stack.save import save_version
 
-        depth = self.bound if self.bound >= 0 else self.selected
         if adata is None:
             adata = self._bound_value()
-        top = save_version(
-            self.service.stack.at(depth), adata, title=title, message=message, table=self.service.table_name
-        )
+        parent = self._source_of(adata) or self.service.stack.at(self.selected)
+        top = save_version(parent, adata, title=title, message=message, table=self.service.table_name)
         self._move_to(top)
+        self._remember(adata, self.service.stack)  # saved as it is: the next save goes on top of it
         return top
 
     def upload(
@@ -201,11 +219,16 @@ class VersionBrowser(anywidget.AnyWidget):
     def _target_namespace(self) -> MutableMapping[str, Any] | None:
         return self._namespace if self._namespace is not None else _user_namespace()
 
-    def _bound_value(self) -> Any:
+    def _bound_object(self) -> Any | None:
+        """What this browser bound in the namespace (even when the history shown now lacks its version)."""
         namespace = self._target_namespace()
-        if self.bound >= 0 and namespace is not None and self.variable_name in namespace:
-            return namespace[self.variable_name]
-        return self.adata
+        if namespace is None or self.variable_name not in namespace:
+            return None
+        return namespace[self.variable_name] if _BINDINGS.get((id(namespace), self.variable_name)) is self else None
+
+    def _bound_value(self) -> Any:
+        bound = self._bound_object()
+        return self.adata if bound is None else bound
 
     def _move_to(self, top: Path) -> None:
         """Browse the stack topped by ``top`` (a version just saved), bound and selected."""
@@ -243,17 +266,31 @@ class VersionBrowser(anywidget.AnyWidget):
         """Move to another version of the datasets folder (a node of the tree); binds nothing."""
         if not isinstance(folder, str) or not folder:
             raise RequestError("open_version needs the version's folder.")
+        held = self._bound_object()
+        bound = self._source_of(held) if held is not None else None
         self.service = self.service.sibling(folder)
         self.set_trait("path", folder)
         self.selected = 0 if self.service.error is not None else self.service.stack.depth
+        # The bound AnnData stays with its version: marked only where this history holds that version.
+        self.bound = self._depth_in_history(bound) if bound is not None else -1
         return Reply({"path": folder})
+
+    def _depth_in_history(self, stack: Stack) -> int:
+        """The depth ``stack``'s top has in the history shown now, or -1 if it is not in it."""
+        if self.service.error is not None or stack.depth > self.service.stack.depth:
+            return -1
+        same = self.service.stack.at(stack.depth).fingerprint() == stack.fingerprint()
+        return stack.depth if same else -1
 
     def _bound_message(self, adata: Any) -> str:
         stack = self.service.stack
         top = stack.at(self.selected).top if self.selected else None  # the base alone has no top version
         label = "the base" if top is None else f"v{self.selected} “{top.label}”"
         where = f"`{self.variable_name}`" if self.variable_name else "`browser.adata`"
-        return f"{where} is the AnnData of {label}: {adata.n_obs} cells × {adata.n_vars} variables."
+        return (
+            f"{where} is the AnnData of {label}: {adata.n_obs} cells × {adata.n_vars} variables. "
+            f"Saving it puts its edits in a new version on {label}, whatever is selected later."
+        )
 
     # ------------------------------------------------------------------ saved notebooks
 

@@ -117,6 +117,34 @@ def test_demo_builds_a_stack(tmp_path: Path) -> None:
     assert cli("check", str(top)).returncode == 0
 
 
+def test_demo_cells_sizes_the_xenium_demo(tmp_path: Path) -> None:
+    import spatialdata
+
+    from sds_jupyter.demo.xenium import IMAGE, SHAPES
+    from sds_jupyter.stack import Stack
+
+    result = cli("demo", "--cells", "800", "--side", "512", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    sdata = spatialdata.read_zarr(str(Stack.resolve(Path(result.stdout.strip())).base.path))
+    assert sdata.tables["table"].n_obs == 800 and len(sdata.shapes[SHAPES]) == 800
+    assert sdata.images[IMAGE]["scale0"].image.shape[1:] == (512, 512)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--cells", "0"], "cells: 0 is fewer than 100"),
+        (["--cells", "many"], "cells: 'many' is not a whole number"),
+        (["--side", "12"], "image side: 12 is fewer than 256"),
+        (["--small", "--cells", "1000"], "--small is the 26-cell demo"),
+    ],
+)
+def test_demo_sizes_refused_in_one_line(tmp_path: Path, args: list[str], words: str) -> None:
+    result = cli("demo", *args, str(tmp_path / "demo"))
+    assert result.returncode == 2 and words in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "demo").exists()
+
+
 @pytest.mark.parametrize("suffix", ["svg", "png", "pdf"])
 def test_export_draws_a_saved_figure(demo_top: Path, tmp_path: Path, suffix: str) -> None:
     out = tmp_path / f"fig.{suffix}"

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from sds_jupyter.service import StackService, dispatch
+from sds_jupyter.service.compare import RENAMED
 from sds_jupyter.stack import Stack
 from sds_jupyter.stack.open import open_anndata
 from sds_jupyter.stack.writer import VersionWriter
@@ -290,7 +291,8 @@ def test_compare_reaches_a_version_on_another_branch(branched: Path) -> None:
         "color_values",
         {"version": 2, "figure": "fig_canvas", "column": "region_class", "against": "branch-3333"},
     )
-    assert reply.data["categories"] == ["margin → tumor"]
+    # every cell went from one group to one group: a renaming, no cell moved (issue 28)
+    assert reply.data["categories"] == [RENAMED]
 
 
 def test_compare_refuses_a_version_outside_the_datasets_folder(branched: Path, tmp_path: Path) -> None:

@@ -39,6 +39,8 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "contents": {"version": 2},
     "cell": {"version": 2, "figure": "fig_canvas", "index": 0},
     "color_values": {"version": 2, "figure": "fig_canvas", "column": "region_class"},
+    "genes": {"version": 2, "figure": "fig_canvas"},
+    "dot_plot": lambda s: {"version": 2, "gene": str(s.table_view(2).var_names[0]).lower(), "groupby": "region_class"},
     "channels": {"version": 2, "figure": "fig_canvas"},
     "store_key": {"version": 2, "key": "tables/table/obs/zarr.json"},
     "image_region": {"version": 2, "figure": "fig_canvas", "region": "0,0,40,40"},

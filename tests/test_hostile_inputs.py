@@ -565,7 +565,7 @@ def test_a_killed_commit_is_cleaned_up_by_the_next(datasets: Path) -> None:
     store = datasets / "base" / "store.zarr"
     _killed_midway(
         "writer",
-        "import json; json.dump = hang  # the manifest is written last, by the commit",
+        "import sds_jupyter.stack.commit as c; c.verify_written = hang  # after every object, before the rename",
         f"w = module.VersionWriter({str(store)!r}); w.store.write_raw('x/zarr.json', b'{{}}'); w.commit(title='killed')",
     )
     assert len(_partials(datasets)) == 2

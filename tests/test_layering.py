@@ -22,10 +22,22 @@ def test_importing_the_stack_library_imports_no_jupyter() -> None:
 
 
 def test_jupyter_names_load_on_first_use() -> None:
+    """The lazy names resolve through the package's ``__getattr__``, and only when asked for."""
+    code = (
+        "import sys, sds_jupyter\n"
+        "before = 'sds_jupyter.widget' in sys.modules\n"
+        "from sds_jupyter.widget import VersionBrowser as direct\n"
+        "print(before, sds_jupyter.VersionBrowser is direct, callable(sds_jupyter.export_figure))\n"
+        "try:\n"
+        "    sds_jupyter.no_such_name\n"
+        "except AttributeError as error:\n"
+        "    print('no_such_name' in str(error))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "True", "True", "True"]
     import sds_jupyter
 
-    assert callable(sds_jupyter.flatten) and callable(sds_jupyter.VersionWriter)
-    assert "VersionBrowser" in sds_jupyter.__all__
+    assert set(sds_jupyter._LAZY) <= set(sds_jupyter.__all__)
 
 
 def test_imports_flow_one_way() -> None:

@@ -88,7 +88,10 @@ def test_sds_open_bad_storage_options(shell, studio_stack) -> None:
 def test_sds_open_prints_what_it_bound(shell, studio_stack, capsys) -> None:
     shell.run_line_magic("sds_open", f"{studio_stack.v2} --as tbl")
     out = capsys.readouterr().out
-    assert out == "`tbl` is the AnnData of v2 “Edit”: 26 cells × 3 variables.\n"
+    assert out == (
+        "`tbl` is the AnnData of v2 “Edit”: 26 cells × 3 variables. "
+        "Saving it puts its edits in a new version on v2 “Edit”, whatever is selected later.\n"
+    )
 
 
 def test_sds_save_saves_the_edits_and_the_browser_shows_them(shell, studio_copy, capsys) -> None:

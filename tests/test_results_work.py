@@ -295,16 +295,23 @@ def test_against_colors_each_cell_by_its_transition(service) -> None:
     after = service.table_view(2).obs["region_class"].astype(str)
     params = {"version": 2, "figure": "fig_canvas", "column": "region_class", "against": 1}
     color, cells = _colored(dispatch(service, "color_values", params))
-    expected = [
-        "unchanged" if before[name] == after[name] else f"{before[name]} → {after[name]}" for name in after.index
-    ]
-    assert cells == expected
-    assert color["column"] == "region_class (change)" and color["categories"][-1] == "unchanged"
-    assert color["colors"][-1] == "#c8c8c8"
-    # the counts are those of the compare request's transitions
-    transitions = next(c for c in service.compare(1, 2)["obs"]["changed"] if c["column"] == "region_class")
-    for t in transitions["transitions"]:
-        assert cells.count(f"{t['a']} → {t['b']}") == t["count"]
+    change = next(c for c in service.compare(1, 2)["obs"]["changed"] if c["column"] == "region_class")
+    # a clustering: the cells off the matched label pairs moved; the rest kept their group (issue 28)
+    matched = {(p["a"], p["b"]) for p in change["agreement"]["matched"]}
+
+    def label(name: str) -> str:
+        pair = (before[name], after[name])
+        if pair not in matched:
+            return f"{pair[0]} → {pair[1]}"
+        return "unchanged" if pair[0] == pair[1] else "renamed, same group"
+
+    assert cells == [label(name) for name in after.index]
+    assert color["column"] == "region_class (change)"
+    # the quiet cells come last, in greys; the cells that moved first, in colours
+    quiet = {"renamed, same group": "#8c8c8c", "unchanged": "#c8c8c8"}
+    shown = [(name, colour) for name, colour in zip(color["categories"], color["colors"], strict=True)]
+    assert shown[-len(set(cells) & set(quiet)) :] == [(n, c) for n, c in quiet.items() if n in cells]
+    assert sum("→" in c for c in cells) == change["agreement"]["n_moved"] > 0
     with pytest.raises(RequestError, match="no obs column 'added_col' to compare"):
         dispatch(service, "color_values", {**params, "column": "added_col"})
 

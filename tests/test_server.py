@@ -19,6 +19,7 @@ from sds_jupyter.server.handlers import NAMESPACE
 from sds_jupyter.server.notebook import notebook_name
 from sds_jupyter.server.paths import OutsideRootError
 from sds_jupyter.service import unframe_reply
+from sds_jupyter.service.requests import REQUESTS
 
 pytest_plugins = ["pytest_jupyter.jupyter_server", "fixtures_service"]
 
@@ -496,7 +497,13 @@ def test_a_long_title_makes_a_bounded_notebook_name(root, fetch, title: str) -> 
 
 
 def test_is_version_is_gone(root, fetch) -> None:
-    """The file browser never called it, and it read manifests past the one bounded reader."""
+    """The file browser never called it, and it read manifests past the one bounded reader.
+
+    The 404 means something only beside a registered request on the same path answering.
+    """
+    assert "is_version" not in REQUESTS
+    served = fetch(NAMESPACE, "api", "history", params={"path": "datasets/edit-2222"})
+    assert served.code == 200
     with pytest.raises(HTTPClientError) as info:
         fetch(NAMESPACE, "api", "is_version", params={"path": "datasets/edit-2222"})
     assert info.value.code == 404
@@ -552,3 +559,46 @@ def test_the_versions_endpoint_answers_as_the_library_rule(root, studio_stack, f
     assert listed == expected
     # the rule's answer, spelled out: a manifest at the top or under data/, no link leaving the folder
     assert expected == {"top", "under-data", "both", "data", "link-to-top"}
+
+
+@pytest.fixture(scope="module")
+def xenium_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The Xenium demo (six versions and a coarser-clusters branch), small."""
+    import warnings
+
+    from sds_jupyter.demo.xenium import build_xenium_demo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_xenium_demo(tmp_path_factory.mktemp("xenium"), n_cells=1200, side=1024)
+
+
+def test_compare_with_a_branch_agreement_genes_and_dot_plot(jp_root_dir, xenium_demo, fetch) -> None:
+    """Issue 28 over REST: the agreement of two clusterings, genes in any case, the dot plot."""
+    from sds_jupyter.demo import demo_dataset_id
+
+    shutil.copytree(xenium_demo.parent, jp_root_dir / "xenium", symlinks=True)
+    path = f"xenium/{xenium_demo.name}"
+    branch = demo_dataset_id("xenium-Coarser clusters")
+    comparison = _get(fetch, "compare", path=path, a=6, b=branch)
+    leiden = next(c for c in comparison["obs"]["changed"] if c["column"] == "leiden")
+    scores, table = leiden["agreement"], leiden["contingency"]
+    n_cells = sum(map(sum, table["counts"]))
+    # the cells off the matched pairs are the ones that moved; renamed labels do not count
+    assert scores["n_moved"] == n_cells - sum(p["count"] for p in scores["matched"]) > 0
+    assert scores["n_moved"] < leiden["n_changed"]
+    assert [row[i] for i, row in enumerate(table["counts"][: len(scores["matched"])])] == [
+        p["count"] for p in scores["matched"]
+    ]
+    assert 0 < scores["ari"] < 1 and 0 < scores["nmi"] < 1
+    genes = _get(fetch, "genes", path=path)
+    assert "EPCAM" in genes["names"]
+    figure = next(f["id"] for f in _get(fetch, "figures", path=path)["figures"] if f["kind"] == "canvas")
+    for typed in ("Epcam", "epcam", "EPCAM"):
+        data, buffers = _get(fetch, "color_values", path=path, figure=figure, gene=typed)
+        assert data["column"] == "EPCAM" and len(buffers[0]) == 4 * n_cells
+    code, error = _error(fetch, "color_values", path=path, figure=figure, gene="Epcm")
+    assert code == 400 and "EPCAM" in error["message"] and "\n" not in error["message"]
+    plot = _get(fetch, "dot_plot", path=path, gene="epcam,CD3E", groupby="leiden")
+    assert plot["genes"] == ["EPCAM", "CD3E"]
+    assert sum(r["n_cells"] for r in plot["rows"] if r["gene"] == "EPCAM") == n_cells

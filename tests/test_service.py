@@ -296,8 +296,8 @@ def test_figures_changes_and_compare_never_read_obs_whole(service) -> None:
 def test_color_values_against_reads_two_columns_yet_sends_what_the_whole_obs_gives(service) -> None:
     import pandas as pd
 
-    from sds_jupyter.service.compare import NEW_CELL, UNCHANGED, transition_labels
-    from sds_jupyter.service.service import GREY
+    from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, transition_labels
+    from sds_jupyter.service.service import GREY, RENAMED_GREY
     from sds_jupyter.studio.canvas import MISSING_COLOR, cell_colors
     from sds_jupyter.studio.cells import FrameCells
 
@@ -305,8 +305,11 @@ def test_color_values_against_reads_two_columns_yet_sends_what_the_whole_obs_giv
     reply = dispatch(service, "color_values", params)
     assert "obs" not in service.table_view(1).__dict__ and "obs" not in service.table_view(2).__dict__
     before, after = (open_anndata(service.stack.at(depth)).obs["region_class"] for depth in (1, 2))
-    labels = transition_labels("region_class", before, after)
-    spec = {"color_by": "region_class (change)", "category_colors": {UNCHANGED: GREY, NEW_CELL: MISSING_COLOR}}
+    labels = transition_labels("region_class", before, after, moved_only=True)
+    spec = {
+        "color_by": "region_class (change)",
+        "category_colors": {UNCHANGED: GREY, RENAMED: RENAMED_GREY, NEW_CELL: MISSING_COLOR},
+    }
     color, buffer = cell_colors(FrameCells(pd.DataFrame({"region_class (change)": labels})), {**spec, "colormap": None})
     assert json.dumps(reply.data) == json.dumps(color)
     assert [bytes(b) for b in reply.buffers] == [bytes(as_buffer(np.ascontiguousarray(buffer)))]
@@ -497,6 +500,8 @@ def test_request_table_matches_the_protocol() -> None:
         "contents",
         "cell",
         "color_values",
+        "genes",
+        "dot_plot",
         "channels",
         "store_key",
         "image_region",

@@ -157,3 +157,21 @@ def test_a_canvas_export_reads_the_image_at_its_print_size(studio_stack) -> None
     assert printed.payload["image"]["width"] <= 106 < overview.payload["image"]["width"]
     assert printed.payload["image"]["bounds"] == overview.payload["image"]["bounds"]
     assert printed.payload["bounds"] == overview.payload["bounds"]
+
+
+@pytest.mark.parametrize(("figure", "linked"), [("fig_chart", "layer.json"), ("fig_canvas", "base zarr.json")])
+def test_export_onto_a_hard_link_to_a_stack_file_leaves_that_file_alone(studio_copy, tmp_path, figure, linked) -> None:
+    """Issue 24, item 7: the output is a new file renamed into place; the file a hard link shares is never rewritten."""
+    import os
+
+    from sds_jupyter import Stack
+
+    stack_file = studio_copy.v2 / "layer.json" if linked == "layer.json" else studio_copy.base / "zarr.json"
+    before = stack_file.read_bytes()
+    out = tmp_path / ("out.svg" if figure == "fig_chart" else "out.png")
+    os.link(stack_file, out)
+    export_figure(studio_copy.v2, figure, out, version=1)
+    assert out.read_bytes()[:4] == MAGIC[out.suffix][:4]
+    assert os.stat(out).st_ino != os.stat(stack_file).st_ino
+    assert stack_file.read_bytes() == before
+    assert Stack.resolve(studio_copy.v2).depth == 2

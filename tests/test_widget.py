@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -187,6 +188,26 @@ def test_save_on_an_older_version_branches_from_it(studio_copy, recorded_message
     top = browser.save("Branch")
     assert browser.service.stack.depth == 2 and browser.service.stack.versions[1].folder == studio_copy.v1
     assert top.parent == studio_copy.datasets
+
+
+def test_save_goes_onto_the_version_the_adata_was_read_from(studio_copy, recorded_messages) -> None:
+    """Issue 24, item 5: selecting a sibling in the tree after binding must not move the save there."""
+    sibling = VersionBrowser(studio_copy.v2, namespace={})
+    branch = sibling.open("Studio section")
+    branch.uns["branch"] = "b"
+    sibling_top = sibling.save("Sibling")  # a second child of v1, beside v2
+    namespace: dict[str, Any] = {}
+    browser = VersionBrowser(studio_copy.v2, namespace=namespace)
+    adata = browser.open(2)
+    assert "a new version on v2" in browser.bound_message()
+    adata.obs["note"] = 2.5
+    _deliver(browser, {"type": "open_version", "id": 7, "folder": str(sibling_top)})
+    assert browser.service.stack.top.folder == sibling_top and browser.bound == -1  # v2 is not in this history
+    top = browser.save("Noted")
+    saved = json.loads((top / "layer.json").read_text())
+    assert saved["parent"] == f"cirro:::dataset:{studio_copy.v2.name}/layer.json"
+    assert [c["op"] for c in saved["changes"]] == ["set-obs"]
+    assert browser.service.stack.versions[1].folder == studio_copy.v2
 
 
 def test_mimebundle_has_an_escaped_text_and_html_history(studio_copy, recorded_messages) -> None:

@@ -83,8 +83,8 @@ async function newPage() {
   return page;
 }
 
-async function openListing(page, folder = 'datasets') {
-  await page.goto(`${base}/lab/tree/${folder}?token=${TOKEN}&reset`);
+async function openListing(page, folder = 'datasets', query = '') {
+  await page.goto(`${base}/lab/tree/${folder}?token=${TOKEN}&reset${query}`);
   await page.waitForSelector('.jp-DirListing-item', { timeout: 60000 });
   await page.waitForTimeout(1000);
 }
@@ -236,19 +236,29 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     assert.deepEqual(await page.locator('.sds-figures .sds-error').allInnerTexts(), []);
     // the spatial view drew with WebGL (software WebGL here) and has painted pixels
     assert.equal(await page.locator('.sds-spatial').first().getAttribute('data-renderer'), 'webgl');
+    // the cells themselves are drawn: pixels change where the cells are hidden (the image
+    // under them would paint the canvas on its own)
+    const firstFigure = page.locator('.sds-figure').filter({ has: page.locator('.sds-deck-canvas') }).first();
+    const snapshot = () =>
+      firstFigure.locator('.sds-deck-canvas').evaluate(glCanvas => {
+        const c = document.createElement('canvas');
+        c.width = glCanvas.width;
+        c.height = glCanvas.height;
+        const ctx = c.getContext('2d');
+        ctx.drawImage(glCanvas, 0, 0);
+        return Array.from(ctx.getImageData(0, 0, c.width, c.height).data);
+      });
     await page.waitForTimeout(500);
-    const painted = await page.locator('.sds-deck-canvas').first().evaluate(glCanvas => {
-      const c = document.createElement('canvas');
-      c.width = glCanvas.width;
-      c.height = glCanvas.height;
-      const ctx = c.getContext('2d');
-      ctx.drawImage(glCanvas, 0, 0);
-      const d = ctx.getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let i = 0; i < d.length; i += 4) if (d[i] || d[i + 1] || d[i + 2]) n++;
-      return n;
-    });
-    assert.ok(painted > 1000, `${painted} painted pixels`);
+    const withCells = await snapshot();
+    await firstFigure.getByLabel('Cells', { exact: true }).uncheck();
+    await page.waitForTimeout(500);
+    const withoutCells = await snapshot();
+    await firstFigure.getByLabel('Cells', { exact: true }).check();
+    let cellPixels = 0;
+    for (let i = 0; i < withCells.length; i += 4) {
+      if (withCells[i] !== withoutCells[i] || withCells[i + 1] !== withoutCells[i + 1] || withCells[i + 2] !== withoutCells[i + 2]) cellPixels++;
+    }
+    assert.ok(cellPixels > 200, `${cellPixels} pixels painted by the cells`);
     await shot(page, 'panel-figures');
     // exports: every button of a canvas and a chart figure downloads a file named after the
     // version (depth and title) and the figure; print PNGs at the print width and 300 dpi,
@@ -366,9 +376,25 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         trs.map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent.trim()).filter(t => t && t !== '→'))
       );
     assert.deepEqual(await rows(), expected.map(([x, y, n]) => [x, y, String(n)]));
+    // the headline counts the cells that moved (off the label pairs keeping the most cells
+    // together: scipy's assignment on pandas' crosstab); the column's heading, the labels that differ
+    const moved = Number(
+      python(
+        [
+          'import pandas as pd, sds_jupyter as sds',
+          'from scipy.optimize import linear_sum_assignment',
+          `stack = sds.Stack.resolve(${JSON.stringify(join(work, 'root', top))})`,
+          'a, b = (sds.open_anndata(stack.at(d)).obs["regions"].astype(str) for d in (2, 3))',
+          'ct = pd.crosstab(a, b).to_numpy()',
+          'r, c = linear_sum_assignment(ct, maximize=True)',
+          'print(int(ct.sum() - ct[r, c].sum()))'
+        ].join('\n')
+      )
+    );
     const total = expected.reduce((s, r) => s + r[2], 0);
     const headline = await page.locator('.sds-headline').innerText();
-    assert.ok(headline.includes(`regions: ${total} cells changed`), headline);
+    assert.ok(headline.includes(moved ? `regions: ${moved} ${moved === 1 ? 'cell' : 'cells'} moved` : 'regions: same partition, renamed'), headline);
+    assert.match(await page.locator('.sds-obs-change[data-column="regions"] h4').innerText(), new RegExp(`: ${total} cells changed`));
     assert.ok(/uns added: notes/.test(headline) && /figure added: Redrawn regions/.test(headline), headline);
     await page.waitForSelector('.sds-compare-chart svg', { timeout: 30000 });
     await checkAxe(page, 'Compare');
@@ -746,6 +772,81 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     }
   });
 
+  it('both render tiers draw, hover, pin and keep the zoom limits; ?sds-tier=gpu forces the stock layers', async () => {
+    // Under SwiftShader the probe says "software"; the GPU tier (stock layers, GPU picking) is forced
+    for (const [tier, query] of [['software', ''], ['gpu', '&sds-tier=gpu']]) {
+      for (const [theme, width] of [['JupyterLab Light', 1400], ['JupyterLab Dark', 760]]) {
+        await setSetting('@jupyterlab/apputils-extension:themes', { theme });
+        const page = await newPage();
+        try {
+          await page.setViewportSize({ width, height: 900 });
+          await openListing(page, 'datasets', query);
+          await item(page, top.split('/').pop()).dblclick();
+          await page.waitForSelector('.sds-history-row');
+          await page.locator('.sds-tab[data-tab="figures"]').click();
+          await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 60000 });
+          const stage = page.locator('.sds-deck-stage').first();
+          const figure = page.locator('.sds-spatial').first();
+          assert.equal(await stage.getAttribute('data-tier'), tier);
+          await page.waitForTimeout(500);
+          const name = `spatial-tier-${tier}-${theme.endsWith('Dark') ? 'dark' : 'light'}-${width}`;
+          await shot(page, name);
+          // the drawing holds the cells: turning them off changes its pixels
+          const pixels = () =>
+            page.locator('.sds-deck-canvas').first().evaluate(glCanvas => {
+              const c = document.createElement('canvas');
+              c.width = glCanvas.width;
+              c.height = glCanvas.height;
+              const ctx = c.getContext('2d');
+              ctx.drawImage(glCanvas, 0, 0);
+              const d = ctx.getImageData(0, 0, c.width, c.height).data;
+              let sum = 0;
+              for (let i = 0; i < d.length; i += 4) sum += d[i] * 3 + d[i + 1] * 5 + d[i + 2] * 7;
+              return sum;
+            });
+          const withCells = await pixels();
+          await figure.getByLabel('Cells', { exact: true }).uncheck();
+          await page.waitForTimeout(400);
+          assert.notEqual(await pixels(), withCells, `${tier}: cells off changes the drawing`);
+          await figure.getByLabel('Cells', { exact: true }).check();
+          await page.waitForTimeout(400);
+          // hover (the GPU tier: deck's picking names the cell) shows the cell's ID; a click pins it
+          const at = await figure.evaluate(el => el.sdsSpatial.screenOf(0));
+          assert.ok(at, 'cell 0 is in the saved view');
+          const box = await stage.boundingBox();
+          await page.mouse.move(box.x + at[0], box.y + at[1]);
+          await page.waitForFunction(() => /^ID /.test(document.querySelector('.sds-tooltip .sds-tooltip-id')?.textContent ?? ''), null, { timeout: 20000 });
+          await page.mouse.click(box.x + at[0], box.y + at[1]);
+          await page.waitForSelector('.sds-cell-pin .sds-cell-row tr', { timeout: 20000 });
+          // zoom limits: out no further than the whole tissue fitted; in until a cell fills the view
+          await figure.locator('.sds-fit').click();
+          const fitted = Number(await stage.getAttribute('data-zoom'));
+          await page.locator('.sds-deck-canvas').first().focus();
+          await page.keyboard.press('-');
+          await page.waitForTimeout(200);
+          assert.equal(Number(await stage.getAttribute('data-zoom')), fitted, `${tier}: no zooming out past the fit`);
+          await page.waitForFunction(() => /in view/.test(document.querySelector('.sds-canvas-inview')?.textContent ?? ''));
+          let zoom = fitted;
+          for (let i = 0; i < 60; i++) {
+            await page.keyboard.press('+');
+            const next = Number(await stage.getAttribute('data-zoom'));
+            if (next === zoom) break;
+            zoom = next;
+          }
+          assert.ok(zoom > fitted + 1 && zoom < fitted + 12, `${tier}: zoomed in from ${fitted} to a limit ${zoom}`);
+          await page.waitForTimeout(400);
+          const inView = Number(await figure.getAttribute('data-in-view'));
+          assert.ok(inView <= 4, `${tier}: ${inView} cells in view at the deepest zoom`);
+          await shot(page, `${name}-deepest`);
+          assert.deepEqual(page.errors, []);
+        } finally {
+          await page.close();
+        }
+      }
+    }
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+  });
+
   /**
    * Click each export button of `figure`: SVG, PNG and Print PNG download files named
    * `<prefix>-<figure id>` (the print PNG `-300dpi.png`); the print PNG is the print width (the
@@ -977,15 +1078,20 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
   }
 
   it('linked to the tissue: a gene or a cluster of a result, and a compared column, shown in the spatial view', async () => {
-    // what the tissue must show, from Python: the regions' transitions v2 → v3
+    // what the tissue must show, from Python: the regions' cells that moved v2 → v3 (off the label
+    // pairs that keep the most cells together, found by scipy on pandas' crosstab)
     const expected = JSON.parse(
       python(
         [
           'import json, sys, pandas as pd, sds_jupyter as sds',
+          'from scipy.optimize import linear_sum_assignment',
           `stack = sds.Stack.resolve(${JSON.stringify(join(work, 'root', top))})`,
           'a, b = (sds.open_anndata(stack.at(d)).obs["regions"].astype(str) for d in (2, 3))',
-          'pairs = (a + " → " + b)[a != b].value_counts()',
-          'print(json.dumps({"pairs": list(pairs.index)}))'
+          'ct = pd.crosstab(a, b)',
+          'rows, cols = linear_sum_assignment(ct.to_numpy(), maximize=True)',
+          'kept = {(ct.index[r], ct.columns[c]) for r, c in zip(rows, cols) if ct.iat[r, c] > 0}',
+          'pairs = sorted({f"{x} → {y}" for x, y in zip(a, b) if (x, y) not in kept})',
+          'print(json.dumps({"pairs": pairs}))'
         ].join('\n')
       )
     );
@@ -1041,7 +1147,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         await page.locator('.sds-obs-change[data-column="regions"] .sds-show-tissue').click();
         await page.waitForFunction(() => document.querySelector('.sds-obs-change[data-column="regions"] .sds-tissue')?.dataset.drawn, null, { timeout: 60000 });
         const labels = await legend(page);
-        assert.deepEqual(labels.filter(l => l !== 'unchanged').sort(), [...expected.pairs].sort(), labels.join(' | '));
+        assert.deepEqual(labels.filter(l => l !== 'unchanged' && l !== 'renamed, same group').sort(), [...expected.pairs].sort(), labels.join(' | '));
         await page.waitForTimeout(600);
         await page.locator('.sds-obs-change[data-column="regions"] .sds-tissue').scrollIntoViewIfNeeded();
         await shot(page, `compare-on-tissue-${dark ? 'dark' : 'light'}`);
@@ -1065,6 +1171,145 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         await page.close();
         await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
       }
+    }
+  });
+
+  it('issue 28: compare v6 with the branch (cells moved, heatmap at 700 and 420 px, A | B side by side), genes in any case, 3 channels, dot plot', async () => {
+    // the Xenium demo (six versions and the "Coarser clusters" branch), small, under the root;
+    // the cells that moved from Python: scipy's assignment on pandas' crosstab of leiden
+    const facts = JSON.parse(
+      python(
+        [
+          'import json, warnings, pandas as pd, sds_jupyter as sds',
+          'from pathlib import Path',
+          'from scipy.optimize import linear_sum_assignment',
+          'from sds_jupyter.demo import demo_dataset_id',
+          'from sds_jupyter.demo.xenium import build_xenium_demo',
+          'warnings.simplefilter("ignore")',
+          `top = build_xenium_demo(Path(${JSON.stringify(join(work, 'root', 'xenium'))}), n_cells=3000, side=1024)`,
+          'branch = demo_dataset_id("xenium-Coarser clusters")',
+          'a = sds.open_anndata(sds.Stack.resolve(top)).obs["leiden"].astype(str)',
+          'b = sds.open_anndata(sds.Stack.resolve(top.parent / branch)).obs["leiden"].astype(str).loc[a.index]',
+          'ct = pd.crosstab(b, a).to_numpy()',
+          'r, c = linear_sum_assignment(ct, maximize=True)',
+          'print(json.dumps({"top": top.name, "branch": branch, "moved": int(ct.sum() - ct[r, c].sum())}))'
+        ].join('\n')
+      )
+    );
+    assert.ok(facts.moved > 0, JSON.stringify(facts));
+    const page = await newPage();
+    try {
+      await openListing(page, 'xenium/datasets');
+      await item(page, facts.top).dblclick();
+      await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+      await page.keyboard.press('Control+b');
+      // Compare: A = v6 (the top), B = the branch, picked by its title (never a bare ID)
+      await page.locator('.sds-tab[data-tab="compare"]').click();
+      const pickB = page.locator('.sds-compare select[aria-label^="Version B"]');
+      await pickB.locator(`option[value="${facts.branch}"]`).waitFor({ state: 'attached', timeout: 60000 });
+      assert.match(await pickB.locator(`option[value="${facts.branch}"]`).innerText(), /^Coarser clusters \(branch, v\d+\)$/);
+      await pickB.selectOption(facts.branch);
+      const moved = `leiden: ${facts.moved.toLocaleString('en')} cells moved`;
+      await page.waitForFunction(m => document.querySelector('.sds-headline')?.textContent?.includes(m), moved, { timeout: 60000 });
+      assert.doesNotMatch(await page.locator('.sds-compare-intro').innerText(), new RegExp(facts.branch));
+      const leiden = page.locator('.sds-obs-change[data-column="leiden"]');
+      await leiden.locator('.sds-compare-chart svg').waitFor({ timeout: 60000 });
+      // the contingency heatmap at 700 and 420 px: every text whole and inside the drawing, counts formatted
+      for (const width of [700, 420]) {
+        for (let i = 0; i < 3; i++) {
+          const have = await page.locator('.sds-panel').evaluate(el => el.getBoundingClientRect().width);
+          if (Math.abs(have - width) < 1) break;
+          const vp = page.viewportSize();
+          await page.setViewportSize({ width: Math.round(vp.width + width - have), height: vp.height });
+          await page.waitForTimeout(500);
+        }
+        const texts = await leiden.locator('.sds-compare-chart svg').evaluate(svg => {
+          const box = svg.getBoundingClientRect();
+          return [...svg.querySelectorAll('text')].map(t => {
+            const r = t.getBoundingClientRect();
+            return { text: t.textContent, inside: r.left >= box.left - 1 && r.right <= box.right + 1 && r.top >= box.top - 1 && r.bottom <= box.bottom + 1 };
+          });
+        });
+        assert.ok(texts.length > 0);
+        assert.deepEqual(texts.filter(t => !t.inside || t.text.endsWith('…')), [], `cut labels at ${width} px`);
+        assert.ok(texts.every(t => !/^\d{4,}$/.test(t.text)), `unformatted counts at ${width} px`);
+        await leiden.scrollIntoViewIfNeeded();
+        await shot(page, `issue28-contingency-${width}`);
+        await checkAxe(page, `Compare with the branch at ${width} px`);
+      }
+      await page.setViewportSize({ width: 1400, height: 900 });
+      await page.waitForTimeout(500);
+      // A | B side by side: both drawn, one camera
+      await leiden.locator('.sds-show-sides').click();
+      await page.waitForFunction(() => document.querySelector('.sds-sidebyside')?.dataset.drawn === 'leiden', null, { timeout: 60000 });
+      const cameras = () =>
+        page.evaluate(() => [...document.querySelectorAll('.sds-sidebyside .sds-spatial')].map(el => JSON.stringify(el.sdsSpatial.cameraState())));
+      const paneA = page.locator('.sds-sidebyside-pane[data-side="A"]');
+      await paneA.locator('.sds-zoom-in').click();
+      await paneA.locator('.sds-zoom-in').click();
+      await page.waitForTimeout(500);
+      const [a1, b1] = await cameras();
+      assert.equal(a1, b1, 'B follows A');
+      const canvasA = paneA.locator('canvas').first();
+      const box = await canvasA.boundingBox();
+      await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width / 2 + 80, box.y + box.height / 2 + 40, { steps: 5 });
+      await page.mouse.up();
+      await page.waitForTimeout(500);
+      const [a2, b2] = await cameras();
+      assert.notEqual(a2, a1, 'the drag panned A');
+      assert.equal(a2, b2, 'and B with it');
+      await page.locator('.sds-sidebyside').scrollIntoViewIfNeeded();
+      await shot(page, 'issue28-side-by-side');
+      await checkAxe(page, 'A | B side by side');
+
+      // genes: the gene box of the version's canvas figure, in any case; a wrong name keeps the toolbar still
+      await page.locator('.sds-tab[data-tab="figures"]').click();
+      const figure = page.locator('.sds-figure-canvas').first();
+      const input = figure.locator('input.sds-gene');
+      await input.waitFor({ timeout: 60000 });
+      const toolbar = figure.locator('.sds-spatial').first();
+      const before = await toolbar.evaluate(el => el.firstElementChild.getBoundingClientRect().height);
+      await input.fill('Epcm');
+      await input.press('Enter');
+      await figure.locator('.sds-gene-list .sds-gene-note').waitFor({ timeout: 30000 });
+      assert.match(await figure.locator('.sds-gene-list').innerText(), /EPCAM/);
+      assert.equal(await toolbar.evaluate(el => el.firstElementChild.getBoundingClientRect().height), before);
+      await input.press('Escape');
+      for (const typed of ['Epcam', 'epcam', 'EPCAM']) {
+        await figure.locator('.sds-gene-chip').evaluateAll(chips => chips.forEach(c => c.click()));
+        await input.fill(typed);
+        await input.press('Enter');
+        await page.waitForFunction(() => document.querySelector('.sds-figure-canvas .sds-spatial')?.dataset.colorBy === 'EPCAM', null, { timeout: 30000 });
+      }
+      await figure.locator('.sds-color-limits').waitFor();
+      for (const g of ['krt8', 'cd3e']) {
+        await input.fill(g);
+        await input.press('Enter');
+      }
+      await page.waitForFunction(() => document.querySelector('.sds-figure-canvas .sds-spatial')?.dataset.colorBy === 'EPCAM + KRT8 + CD3E', null, { timeout: 60000 });
+      assert.deepEqual(await figure.locator('.sds-gene-channels li').evaluateAll(li => li.map(l => l.dataset.channel)), ['red', 'green', 'blue']);
+      await figure.scrollIntoViewIfNeeded();
+      await shot(page, 'issue28-three-genes');
+      await checkAxe(page, 'Three genes as channels');
+
+      // the dot plot in Results
+      await page.locator('.sds-tab[data-tab="results"]').click();
+      const dots = page.locator('.sds-dotplot');
+      await dots.locator('input.sds-gene').waitFor({ timeout: 60000 });
+      await dots.locator('select').selectOption('leiden');
+      for (const g of ['epcam', 'Krt8', 'CD3E']) {
+        await dots.locator('input.sds-gene').fill(g);
+        await dots.locator('input.sds-gene').press('Enter');
+      }
+      await dots.locator('.sds-dotplot-chart svg').waitFor({ timeout: 60000 });
+      await dots.scrollIntoViewIfNeeded();
+      await shot(page, 'issue28-dot-plot');
+      await checkAxe(page, 'Dot plot');
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
     }
   });
 
@@ -1484,12 +1729,10 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       throw error;
     }
     assert.doesNotMatch(await page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell').nth(1).locator('.jp-OutputArea').innerText(), /rror/);
-    // back to the panel: it asks at once whether the datasets folder moved (not at the next 4 s tick)
-    const shown = Date.now();
+    // back to the panel: the new version shows (that it asks at once, before the next tick,
+    // is livepoller.test.ts's job with the clock frozen; a wall clock here would only be flaky)
     await page.locator('.lm-DockPanel .lm-TabBar-tab', { hasText: panelTab }).first().click();
     await page.waitForSelector('.sds-panel .sds-new-versions:not([hidden])', { timeout: 30000 });
-    const waited = Date.now() - shown;
-    assert.ok(waited < 3000, `the new version showed ${waited} ms after the tab was chosen`);
     assert.equal(await page.locator('.sds-panel .sds-new-versions').innerText(), '1 new version');
     const fresh = page.locator('.sds-panel .sds-tree-row', { hasText: 'Panel annotation' });
     assert.equal(await fresh.evaluate(r => r.classList.contains('sds-tree-newer')), true);

@@ -14,12 +14,17 @@ from sds_jupyter.demo.ids import demo_dataset_id
 __all__ = ["build_demo", "demo_dataset_id"]
 
 
-def build_demo(out: str | Path, *, small: bool = False) -> Path:
-    """Build a demo under ``out`` (a new folder) and return the top version's folder."""
+def build_demo(out: str | Path, *, small: bool = False, n_cells: int | None = None, side: int | None = None) -> Path:
+    """Build a demo under ``out`` (a new folder) and return the top version's folder.
+
+    ``n_cells`` and ``side`` size the Xenium-like demo (defaults: 100,000 cells, 8192 px),
+    so that the same builder makes the million-cell variant the view is measured on.
+    """
     if small:
         from sds_jupyter.demo.small import build_small_demo
 
         return build_small_demo(out)
     from sds_jupyter.demo.xenium import build_xenium_demo
 
-    return build_xenium_demo(Path(out))
+    sizes = {k: v for k, v in (("n_cells", n_cells), ("side", side)) if v is not None}
+    return build_xenium_demo(Path(out), **sizes)

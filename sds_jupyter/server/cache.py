@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
+from sds_jupyter.limits import MAX_CACHED_SERVICES
 from sds_jupyter.server.paths import check_datasets_dir_inside, check_stack_inside, resolve_in_root
 from sds_jupyter.service import StackService
 
@@ -37,10 +39,10 @@ def _signature(service: StackService) -> Signature | None:
 class ServiceCache:
     """Services by path under one server root; safe to use from worker threads."""
 
-    def __init__(self, root_dir: str | os.PathLike[str], max_entries: int = 32) -> None:
+    def __init__(self, root_dir: str | os.PathLike[str], max_entries: int = MAX_CACHED_SERVICES) -> None:
         self.root_dir = os.path.realpath(root_dir)
         self.max_entries = max_entries
-        self._entries: dict[tuple[str, str], tuple[Signature | None, StackService]] = {}
+        self._entries: OrderedDict[tuple[str, str], tuple[Signature | None, StackService]] = OrderedDict()
         self._lock = threading.Lock()
 
     def resolve(self, relative: str) -> Path:
@@ -53,6 +55,8 @@ class ServiceCache:
         key = (str(path), os.environ.get("SDS_CIRRO_DATASETS", ""))
         with self._lock:
             cached = self._entries.get(key)
+            if cached is not None:
+                self._entries.move_to_end(key)  # least recently used first: the one dropped when full
         if cached is not None and cached[0] is not None and _signature(cached[1]) == cached[0]:
             return cached[1]
         check_datasets_dir_inside(path, self.root_dir)
@@ -60,7 +64,8 @@ class ServiceCache:
         if service.error is None:
             check_stack_inside(service.stack, self.root_dir)
         with self._lock:
-            if len(self._entries) >= self.max_entries:
-                self._entries.pop(next(iter(self._entries)))
+            self._entries.pop(key, None)
+            while len(self._entries) >= self.max_entries:
+                self._entries.popitem(last=False)
             self._entries[key] = (_signature(service), service)
         return service

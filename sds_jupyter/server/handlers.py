@@ -25,21 +25,24 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.limits import MAX_REQUEST_BODY_BYTES
 from sds_jupyter.server.cache import ServiceCache
 from sds_jupyter.server.notebook import (
     candidate_names,
     is_made_for,
+    is_plain_file_in_root,
     is_unchanged,
+    name_is_free,
     notebook_for,
     notebook_name,
     path_from_notebook,
     work_dir_in_root,
 )
-from sds_jupyter.server.paths import OutsideRootError, PathNotFoundError
+from sds_jupyter.server.paths import FolderUnreadableError, OutsideRootError, PathNotFoundError, unreadable
 from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
 from sds_jupyter.service.types import VersionSummary
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
-from sds_jupyter.stack.tree import scan_versions
+from sds_jupyter.stack.tree import version_titles
 
 __all__ = ["NAMESPACE", "SETTINGS_KEY", "NotebookWriteError", "setup_handlers", "status_for"]
 
@@ -51,6 +54,12 @@ T = TypeVar("T")
 
 #: A notebook bigger than this is never read to see whether it is one we made (it is then left alone).
 MAX_REUSED_NOTEBOOK_BYTES = 64 * 1024 * 1024
+
+
+class BodyTooLargeError(StackError):
+    """A request body over MAX_REQUEST_BODY_BYTES (HTTP 413), refused before it is parsed."""
+
+    kind = "too-large"
 
 
 class NotebookWriteError(StackError):
@@ -67,7 +76,9 @@ def status_for(exc: BaseException) -> int:
     """The HTTP status of an exception: 403 outside the root, 404 missing, 400 refused, 500 else."""
     if isinstance(exc, NotebookWriteError):
         return exc.status
-    if isinstance(exc, OutsideRootError):
+    if isinstance(exc, BodyTooLargeError):
+        return 413
+    if isinstance(exc, (OutsideRootError, FolderUnreadableError)):
         return 403
     if isinstance(exc, PathNotFoundError):
         return 404
@@ -94,6 +105,8 @@ class StackAPIHandler(APIHandler):
 
     def fail(self, exc: BaseException) -> None:
         """Answer ``exc`` as JSON ``{kind, message}`` with its status."""
+        if isinstance(exc, PermissionError):
+            exc = unreadable(self.services.root_dir, exc.filename)
         status = status_for(exc)
         if status == 500:
             self.log.error("sds-jupyter: %s failed", self.request.path, exc_info=exc)
@@ -161,9 +174,10 @@ def _version_key(relative: str, top: VersionSummary | None) -> str:
 class VersionsHandler(StackAPIHandler):
     """``GET api/versions?path=<folder>``: which entries of a folder are versions, with their titles.
 
-    One request per listing of the file browser, answered by :func:`~sds_jupyter.stack.tree.scan_versions`
+    One request per listing of the file browser, answered by :func:`~sds_jupyter.stack.tree.version_titles`
     (the listing form of :func:`~sds_jupyter.stack.locator.locate_version`'s rule, with its manifest
-    cache; a test holds the two to the same answer). Unreadable manifests are left out.
+    cache; a test holds the two to the same answer). Unreadable manifests are left out; a listing
+    shows at most MAX_LISTED_VERSIONS, and a manifest over MAX_TITLE_MANIFEST_BYTES without its title.
     """
 
     @web.authenticated
@@ -174,27 +188,53 @@ class VersionsHandler(StackAPIHandler):
             folder = await self.in_thread(self.services.resolve, relative)
             if not folder.is_dir():
                 raise RequestError(f"{relative or '/'} is not a folder.")
-            scan = await self.in_thread(scan_versions, folder)
+            if not os.access(folder, os.R_OK | os.X_OK):  # the listing would skip it silently: say why
+                raise unreadable(self.services.root_dir, folder)
+            titles = await self.in_thread(version_titles, folder)
         except Exception as exc:  # noqa: BLE001
             self.fail(exc)
             return
-        versions = [{"name": os.path.basename(v.folder), "title": v.manifest.title} for v in scan.versions]
+        versions = [{"name": name, "title": title} for name, title in titles]
         self.reply_json({"path": relative, "versions": versions})
 
 
+@web.stream_request_body
 class NotebookHandler(StackAPIHandler):
     """``POST api/notebook {path}``: the notebook that opens the version, in a writable folder.
 
     Answers 201 with a new notebook, or 200 with the one made earlier for the same version;
     ``run`` says whether it still holds only the cells it was made with (the lab extension
     runs it then, and only opens a notebook someone has edited since).
+
+    The body is streamed: at most MAX_REQUEST_BODY_BYTES of it are kept, so a huge body
+    costs no memory and answers 413 (Jupyter itself would buffer up to 512 MiB).
     """
+
+    _body: bytearray
+    _body_bytes: int
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        self._body, self._body_bytes = bytearray(), 0
+        await super().prepare()
+
+    def data_received(self, chunk: bytes) -> None:
+        """Keep the body while it is within the bound; past it only count (and drop what was kept)."""
+        self._body_bytes += len(chunk)
+        if self._body_bytes > MAX_REQUEST_BODY_BYTES:
+            self._body.clear()
+        else:
+            self._body.extend(chunk)
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
         try:
-            relative = _path_from_body(self.request.body)
+            if self._body_bytes > MAX_REQUEST_BODY_BYTES:
+                raise BodyTooLargeError(
+                    f"The request body is {self._body_bytes:,} bytes; at most {MAX_REQUEST_BODY_BYTES:,} "
+                    "(MAX_REQUEST_BODY_BYTES) are read."
+                )
+            relative = _path_from_body(bytes(self._body))
             await self.in_thread(self.services.resolve, relative)
             service = await self.in_thread(self.services.service, relative)
             history = await self.in_thread(service.history)
@@ -217,10 +257,12 @@ class NotebookHandler(StackAPIHandler):
         first = notebook_name(title or PurePosixPath(version_key).name)
         for filename in candidate_names(first):
             notebook_path = f"{directory}/{filename}" if directory else filename
-            if not await self._contents(manager.exists, notebook_path):
+            if name_is_free(self.services.root_dir, notebook_path):
                 model = {"type": "notebook", "format": "json", "content": made}
                 await self._contents(manager.save, model, notebook_path)
                 return notebook_path, True, True
+            if not is_plain_file_in_root(self.services.root_dir, notebook_path):
+                continue  # a link (even dangling) or not a regular file: never reused, never written through
             existing = await self._existing_notebook(notebook_path)
             if existing is not None and is_made_for(existing, version_key):
                 return notebook_path, False, is_unchanged(existing, made)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import stat
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ __all__ = [
     "METADATA_KEY",
     "candidate_names",
     "is_made_for",
+    "is_plain_file_in_root",
     "is_unchanged",
+    "name_is_free",
     "notebook_for",
     "notebook_name",
     "open_cell_source",
@@ -61,6 +64,31 @@ def work_dir_in_root(root_dir: str) -> str:
     if real_work == real_root or not real_work.startswith(real_root + os.sep) or not os.path.isdir(real_work):
         return ""
     return Path(os.path.relpath(real_work, real_root)).as_posix()
+
+
+def is_plain_file_in_root(root_dir: str, notebook_path: str) -> bool:
+    """Whether ``notebook_path`` (relative to the root) is a regular file reached through no symbolic link.
+
+    Why: a notebook found under a generated name is reused and then run; a link there could
+    lead to a file outside the root (or a FIFO) that someone else controls.
+    """
+    root = os.path.realpath(root_dir)
+    path = os.path.join(root, *notebook_path.split("/"))
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and os.path.realpath(path) == path
+
+
+def name_is_free(root_dir: str, notebook_path: str) -> bool:
+    """Whether nothing at all is at ``notebook_path`` (relative to the root), not even a dangling link.
+
+    Why: a new notebook is written only to a free name; writing to a dangling link would
+    create its target, wherever it points.
+    """
+    root = os.path.realpath(root_dir)
+    return not os.path.lexists(os.path.join(root, *notebook_path.split("/")))
 
 
 def _cut_to_bytes(text: str, limit: int) -> str:

@@ -17,6 +17,7 @@ from sds_jupyter.stack import Stack, location_of
 from sds_jupyter.stack.locator import locate_version
 
 __all__ = [
+    "FolderUnreadableError",
     "OutsideRootError",
     "PathNotFoundError",
     "check_datasets_dir_inside",
@@ -37,6 +38,29 @@ class PathNotFoundError(StackError):
     kind = "not-found"
 
 
+class FolderUnreadableError(StackError):
+    """A folder (or file) under the root that the server's user may not read (HTTP 403)."""
+
+    kind = "permission-denied"
+
+
+def unreadable(root: str | os.PathLike[str], filename: object) -> FolderUnreadableError:
+    """The refusal of a path the server was denied, named relative to ``root`` (never an outside path).
+
+    Why: "internal" tells the user nothing; the folder's name tells them whose access to fix.
+    """
+    where = "a folder it needs"
+    if isinstance(filename, (str, os.PathLike)):
+        relative = os.path.relpath(os.fspath(filename), os.path.realpath(root))
+        if relative == ".":
+            where = "the server root"
+        elif relative == ".." or relative.startswith(".." + os.sep):
+            where = "a folder outside the server root"
+        else:
+            where = repr(PurePosixPath(*Path(relative).parts).as_posix())
+    return FolderUnreadableError(f"Permission denied: the server cannot read {where}; ask for read access to it.")
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -53,9 +77,24 @@ def resolve_in_root(root: str | os.PathLike[str], relative: str) -> Path:
     candidate = os.path.join(root_real, *pure.parts) if pure.parts else root_real
     if not _inside(os.path.realpath(candidate), root_real):
         raise OutsideRootError(f"{text!r} leads outside the server root (through a symbolic link)")
-    if not os.path.exists(candidate):
-        raise PathNotFoundError(f"{text!r} does not exist under the server root")
+    _check_exists(root_real, pure.parts, text)
     return Path(candidate)
+
+
+def _check_exists(root_real: str, parts: tuple[str, ...], text: str) -> None:
+    """Refuse a missing path (404), or one behind a folder the server may not enter (403, naming that folder)."""
+    folder = root_real
+    for part in parts:
+        step = os.path.join(folder, part)
+        try:
+            os.stat(step)
+        except PermissionError:
+            raise unreadable(root_real, folder) from None
+        except OSError:
+            raise PathNotFoundError(f"{text!r} does not exist under the server root") from None
+        folder = step
+    if not parts and not os.path.exists(root_real):
+        raise PathNotFoundError(f"{text!r} does not exist under the server root")
 
 
 def check_stack_inside(stack: Stack, root: str | os.PathLike[str]) -> None:

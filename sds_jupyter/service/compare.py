@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import zarr
 
+from sds_jupyter.limits import MAX_COUNTS
+from sds_jupyter.service.agreement import agreement, contingency_payload, crosstab, moved_cells
 from sds_jupyter.service.columns import column_kind, column_summary, value_texts
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import (
@@ -41,6 +43,7 @@ __all__ = [
     "MAX_TRANSITIONS",
     "NEW_CELL",
     "NOT_SMALL",
+    "RENAMED",
     "UNCHANGED",
     "compare_tables",
     "obs_change",
@@ -178,10 +181,23 @@ def obs_change(column: str, a: pd.Series, b: pd.Series) -> ObsChange | None:
         "n_changed": n_changed,
         "transitions": transitions,
         "n_transitions": len(counted),
-        "counts_a": _counts(texts_a),
-        "counts_b": _counts(texts_b),
     }
+    for side, texts in (("a", texts_a), ("b", texts_b)):
+        counts, other = _counts(texts)
+        change[f"counts_{side}"] = counts  # type: ignore[literal-required]
+        if other:
+            change[f"counts_other_{side}"] = other  # type: ignore[literal-required]
+    if kind == "categorical":
+        _add_agreement(change, texts_a, texts_b)
     return change
+
+
+def _add_agreement(change: ObsChange, texts_a: np.ndarray, texts_b: np.ndarray) -> None:
+    """A clustering's agreement and whole contingency table (labels that differ may still group the same cells)."""
+    table = crosstab(texts_a, texts_b)
+    if table is not None:
+        change["agreement"] = agreement(table)
+        change["contingency"] = contingency_payload(table)
 
 
 def _texts(series: pd.Series) -> np.ndarray:
@@ -199,9 +215,15 @@ def _or_none(value: Any) -> str | None:
     return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
-def _counts(texts: np.ndarray) -> dict[str, int]:
+def _counts(texts: np.ndarray) -> tuple[dict[str, int], int]:
+    """The MAX_COUNTS most frequent values with their cells, and how many cells hold the other values.
+
+    Why: a column of hundreds of thousands of distinct values (cell names, say) would
+    otherwise send each one; the reply stays small and says what it left out.
+    """
     counts = pd.Series(texts, dtype=object).dropna().value_counts(sort=True)
-    return {str(k): int(v) for k, v in counts.items()}
+    kept = counts.iloc[:MAX_COUNTS]
+    return {str(k): int(v) for k, v in kept.items()}, int(counts.iloc[MAX_COUNTS:].sum())
 
 
 def _numeric_change(column: str, a: pd.Series, b: pd.Series) -> ObsChange | None:
@@ -226,10 +248,24 @@ def _numeric_change(column: str, a: pd.Series, b: pd.Series) -> ObsChange | None
 
 
 def histogram(values: np.ndarray, bins: int = HISTOGRAM_BINS) -> Histogram:
-    """Counts of ``values`` in equal bins (fewer bins for few distinct values)."""
+    """Counts of finite ``values`` in equal bins (fewer bins for few distinct values).
+
+    Why: deltas near the float limits span more than a float holds (max - min overflows), and
+    a range tiny beside its values cannot be cut into bins; such values are binned at half
+    scale, or counted in one bin, instead of failing the whole comparison.
+    """
+    values = values[np.isfinite(values)]
+    if not values.size:
+        return {"edges": [], "counts": []}
     bins = max(1, min(bins, len(np.unique(values))))
-    counts, edges = np.histogram(values, bins=bins)
-    return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
+    low, high = float(values.min()), float(values.max())
+    scale = 1.0 if np.isfinite(high - low) else 0.5
+    try:
+        counts, edges = np.histogram(values * scale, bins=bins)
+    except ValueError:  # too many bins for a range this narrow at this magnitude
+        counts, edges = np.array([values.size]), np.array([low * scale, high * scale])
+    limit = np.finfo(np.float64).max
+    return {"edges": [float(np.clip(e / scale, -limit, limit)) for e in edges], "counts": [int(c) for c in counts]}
 
 
 # ---------------------------------------------------------------------- obsm
@@ -406,14 +442,19 @@ def _table_change(a: pd.DataFrame, b: pd.DataFrame) -> _TableChange:
 UNCHANGED = "unchanged"
 #: A cell of B that A does not hold.
 NEW_CELL = "new cell"
+#: A cell of a clustering whose label changed but which stayed with its group (on a matched pair).
+RENAMED = "renamed, same group"
 
 
-def transition_labels(column: str, a: pd.Series, b: pd.Series) -> pd.Series:
+def transition_labels(column: str, a: pd.Series, b: pd.Series, *, moved_only: bool = False) -> pd.Series:
     """Each cell of B (in B's order) labeled by what happened to ``column`` from A to B.
 
     ``"a → b"`` for a changed categorical, boolean or string value (missing as ``(missing)``),
-    ``"changed"`` for a changed number, ``unchanged`` or ``new cell``; the categories come
-    largest first with ``unchanged`` last, the order the legend shows. Cells are matched as
+    ``"changed"`` for a changed number, ``unchanged`` or ``new cell``. With ``moved_only``, for
+    a categorical column (a clustering), ``"a → b"`` marks only the cells off the matched label
+    pairs (those that moved); a cell whose label was only renamed with its group is
+    ``renamed, same group``.
+    The categories come largest first with the quiet ones last, the order the legend shows. Cells are matched as
     ``compare`` matches them: by obs index, by position when an index repeats names.
     """
     if a.index.equals(b.index):  # same names in the same order: either rule matches by position
@@ -436,7 +477,12 @@ def transition_labels(column: str, a: pd.Series, b: pd.Series) -> pd.Series:
         same = ((ta == tb) | (ta.isna() & tb.isna())).to_numpy()
         pairs = (ta.fillna("(missing)") + " → " + tb.fillna("(missing)")).to_numpy(dtype=object)
         labels[present] = np.where(same, UNCHANGED, pairs)
+        # a clustering: only the cells that left their group moved (as ``n_moved`` counts them)
+        moved = moved_cells(ta.to_numpy(), tb.to_numpy()) if moved_only and _kind(a, b) == "categorical" else None
+        if moved is not None:
+            labels[present] = np.where(moved, pairs, np.where(same, UNCHANGED, RENAMED))
     counts = pd.Series(labels, dtype=object).value_counts()
-    order = [str(k) for k in counts.index if k not in (UNCHANGED, NEW_CELL)]
-    order += [k for k in (NEW_CELL, UNCHANGED) if k in counts.index]
+    quiet = (RENAMED, NEW_CELL, UNCHANGED)
+    order = [str(k) for k in counts.index if k not in quiet]
+    order += [k for k in quiet if k in counts.index]
     return pd.Series(pd.Categorical(labels, categories=order), index=b.index, name=column)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sds_jupyter.errors import MissingDatasetError, StackError
+from sds_jupyter.errors import MissingDatasetError, StackError, shown
 from sds_jupyter.service.types import ErrorInfo
 
 __all__ = ["RequestError", "error_payload"]
@@ -26,5 +26,8 @@ def error_payload(exc: BaseException) -> ErrorInfo:
         if isinstance(exc, MissingDatasetError):
             payload["dataset_id"] = exc.dataset_id
         return payload
+    if isinstance(exc, PermissionError):
+        where = exc.filename if exc.filename is not None else "a file it needs"
+        return {"kind": "permission-denied", "message": f"Permission denied: cannot read {shown(str(where), 200)}."}
     message = str(exc) or type(exc).__name__
     return {"kind": "internal", "message": f"{type(exc).__name__}: {message}"}

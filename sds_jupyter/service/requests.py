@@ -33,6 +33,8 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "contents": StackService.contents,
     "cell": StackService.cell,
     "color_values": StackService.color_values,
+    "genes": StackService.genes,
+    "dot_plot": StackService.dot_plot,
     "channels": StackService.channels,
     "store_key": StackService.store_key,
     "image_region": StackService.image_region,

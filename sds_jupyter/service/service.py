@@ -27,9 +27,17 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.errors import MissingDatasetError, StackError
-from sds_jupyter.service.compare import NEW_CELL, UNCHANGED, compare_tables, transition_labels
+from sds_jupyter.limits import (
+    MAX_CACHED_ADATAS,
+    MAX_CACHED_BRANCHES,
+    MAX_CACHED_IMAGES,
+    MAX_CACHED_TABLES,
+    BoundedCache,
+)
+from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, compare_tables, transition_labels
 from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
+from sds_jupyter.service.genes import dot_plot, gene_names, gene_position, typed_genes
 from sds_jupyter.service.opdetails import op_details
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
@@ -41,9 +49,11 @@ from sds_jupyter.service.types import (
     Column,
     Comparison,
     ContentsData,
+    DotPlot,
     FiguresData,
     FigureSummary,
     Fingerprint,
+    GeneNames,
     HistoryData,
     ImageLevel,
     ImageRegionData,
@@ -67,6 +77,7 @@ from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.refs import FolderMap
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
 from sds_jupyter.stack.workspace import listed_beside
+from sds_jupyter.studio.bounds import check_region
 from sds_jupyter.studio.canvas import (
     MAX_IMAGE_SIDE,
     MISSING_COLOR,
@@ -97,6 +108,8 @@ __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 DEFAULT_PAGE_SIZE = 100
 #: Cells a recoloring leaves out (unchanged, not highlighted).
 GREY = "#c8c8c8"
+#: Cells of a clustering renamed with their group: a darker grey than unchanged ones, still quiet.
+RENAMED_GREY = "#8c8c8c"
 MAX_PAGE_SIZE = 1000
 Folders = str | Mapping[str, str] | None
 
@@ -200,11 +213,16 @@ class StackService:
         self._stack: Stack | None = None
         self._stack_error: StackError | None = None
         self._partial: PartialChain | None = None
-        self._tables: dict[tuple[int, str], TableView] = {}
-        self._adatas: dict[int, Any] = {}
-        self._branches: dict[str, StackService] = {}
+        self._tables: BoundedCache[tuple[int, str], TableView] = BoundedCache(MAX_CACHED_TABLES)
+        self._adatas: BoundedCache[int, Any] = BoundedCache(MAX_CACHED_ADATAS)
+        #: Services of versions on other branches (compare): the least recently used is dropped.
+        self._branches: BoundedCache[str, StackService] = BoundedCache(MAX_CACHED_BRANCHES)
+        #: The tree's dataset ID -> folder, with the listing fingerprint it was read under.
+        self._branch_folders: tuple[str, dict[str, str]] | None = None
         #: A figure's image, opened once per version: (depth, figure) -> its pyramid and value ranges.
-        self._images: dict[tuple[int, str], tuple[Pyramid, list[tuple[float, float]]]] = {}
+        self._images: BoundedCache[tuple[int, str], tuple[Pyramid, list[tuple[float, float]]]] = BoundedCache(
+            MAX_CACHED_IMAGES
+        )
         #: The folder asked for (None for a stack given whole): what a fetch completes.
         self._path: str | os.PathLike[str] | None = None if isinstance(path_or_stack, Stack) else path_or_stack
         self._folders = folders
@@ -265,18 +283,18 @@ class StackService:
         key = (self.depth(version), table or self.table_name)
         if not key[1] or "/" in key[1] or key[1] in (".", ".."):
             raise RequestError(f"{key[1]!r} is not a table name.")
-        if key not in self._tables:
+
+        def opened() -> TableView:
             store = StackStore(self.stack.at(key[0]))
             group = open_table_group(store, key[1])
-            self._tables[key] = TableView(zarr.open_group(store, mode="r"), group, key[1])
-        return self._tables[key]
+            return TableView(zarr.open_group(store, mode="r"), group, key[1])
+
+        return self._tables.get(key, opened)
 
     def adata(self, version: int | str | None = None) -> Any:
         """The whole AnnData of the table at ``version`` (read once, for notebooks)."""
         depth = self.depth(version)
-        if depth not in self._adatas:
-            self._adatas[depth] = open_anndata(self.stack.at(depth), table=self.table_name)
-        return self._adatas[depth]
+        return self._adatas.get(depth, lambda: open_anndata(self.stack.at(depth), table=self.table_name))
 
     def result_table(self, result: str, table: str = MAIN_TABLE, version: int | str | None = None) -> ResultTable:
         """One table of a saved result as a DataFrame with the result's meta as ``.meta`` (for notebooks)."""
@@ -537,7 +555,8 @@ class StackService:
             **(spec.get("category_colors") or {} if spec.get("color_by") == column else {}),
         }
         if gene:
-            cells = FrameCells(pd.DataFrame({gene: self._gene_values(view, gene, layer)}))
+            gene, values = self._gene_values(view, gene, layer)
+            cells = FrameCells(pd.DataFrame({gene: values}))
             column = gene
         elif column not in view.obs_columns:
             raise RequestError(f"No obs column {column!r} in this version's table.")
@@ -546,10 +565,12 @@ class StackService:
             before = service.table_view(depth, view.name)
             if column not in before.obs_columns:
                 raise RequestError(f"Version {against!r} has no obs column {column!r} to compare with.")
-            labels = transition_labels(column, before.obs_named_column(column), view.obs_named_column(column))
+            labels = transition_labels(
+                column, before.obs_named_column(column), view.obs_named_column(column), moved_only=True
+            )
             column = f"{column} (change)"
             cells = FrameCells(pd.DataFrame({column: labels}))
-            colors = {UNCHANGED: GREY, NEW_CELL: MISSING_COLOR}
+            colors = {UNCHANGED: GREY, RENAMED: RENAMED_GREY, NEW_CELL: MISSING_COLOR}
         elif highlight is not None:
             values = view.obs_column(column)
             chosen = (values.astype(str) == highlight).to_numpy() & values.notna().to_numpy()
@@ -570,17 +591,46 @@ class StackService:
         return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
 
     @staticmethod
-    def _gene_values(view: TableView, gene: str, layer: str | None) -> np.ndarray:
-        """A gene's value for every cell, from X or ``layer``; a one-line refusal when either is unknown."""
+    def _gene_values(view: TableView, gene: str, layer: str | None) -> tuple[str, np.ndarray]:
+        """What the cells are colored by for ``gene``, and its value for every cell, from X or ``layer``.
+
+        ``gene`` names one gene, or up to ``MAX_SCORE_GENES`` (3) separated by commas
+        (colored by their mean, a score). Each is found as a person types it (any case,
+        or its symbol); a one-line refusal names the nearest genes, or the layers.
+        """
         if layer is not None and layer not in view.layer_names():
             have = ", ".join(view.layer_names()) or "none"
             raise RequestError(f"Table {view.name!r} has no layer {layer!r} (layers: {have}).")
-        try:
-            return view.gene_values(gene, layer)
-        except KeyError:
-            raise RequestError(
-                f"Gene {gene!r} is not among the {len(view.var_names)} var names of table {view.name!r}."
-            ) from None
+        typed = typed_genes(gene)
+        positions = list(dict.fromkeys(gene_position(view, name) for name in typed))
+        names = [str(view.var_names[p]) for p in positions]
+        if len(positions) == 1:
+            return names[0], view.matrix_column(positions[0], layer)
+        columns = np.stack([view.matrix_column(p, layer) for p in positions])
+        return f"mean of {', '.join(names)}", columns.mean(axis=0, dtype=np.float64).astype(np.float32)
+
+    def dot_plot(
+        self,
+        version: int | str | None = None,
+        figure: str = "",
+        gene: str = "",
+        groupby: str = "",
+        layer: str | None = None,
+    ) -> DotPlot:
+        """Per group of an obs column, the fraction of cells expressing each gene (up to 3, commas) and its mean."""
+        table = read_figure(self._studio_uns(version), figure).require("canvas").get("table") if figure else None
+        view = self.table_view(version, table)
+        if layer is not None and layer not in view.layer_names():
+            raise RequestError(f"Table {view.name!r} has no layer {layer!r}.")
+        return dot_plot(view, gene, groupby, layer)
+
+    def genes(self, version: int | str | None = None, figure: str = "") -> GeneNames:
+        """The var names (and gene symbols, when var's index holds IDs) of a canvas figure's table, for the gene box.
+
+        Without a figure, of this service's table.
+        """
+        table = read_figure(self._studio_uns(version), figure).require("canvas").get("table") if figure else None
+        return gene_names(self.table_view(version, table))
 
     def channels(self, version: int | str | None = None, figure: str = "") -> Reply:
         """A canvas figure's image channels, each as uint8 planes the browser blends (toggle, color, contrast).
@@ -626,7 +676,8 @@ class StackService:
         if not figure:
             raise RequestError("This request needs a figure id.")
         key = (self.depth(version), figure)
-        if key not in self._images:
+
+        def opened() -> tuple[Pyramid, list[tuple[float, float]]]:
             spec = read_figure(self._studio_uns(version), figure).require("canvas")
             if not spec.get("image"):
                 raise RequestError(f"Figure {figure!r} shows no image.")
@@ -635,8 +686,9 @@ class StackService:
             name = str(spec["image"])
             infos, _ = channel_planes(coarsest_level(view.root, "images", name, MAX_IMAGE_SIDE, system), spec)
             spans = [(float(info["range"][0]), float(info["range"][1])) for info in infos]
-            self._images[key] = (open_pyramid(view.root, name, system), spans)
-        return self._images[key]
+            return open_pyramid(view.root, name, system), spans
+
+        return self._images.get(key, opened)
 
     @staticmethod
     def _spans(ranges: str, default: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -665,6 +717,7 @@ class StackService:
         if not figure:
             raise RequestError("The image_region request needs a figure id.")
         box = _floats(region, "region", 4)
+        check_region(box)
         if not (box[2] > box[0] and box[3] > box[1]):
             raise RequestError(f"The region {box} is empty: give x0,y0,x1,y1 with x1 > x0 and y1 > y0.")
         if not 16 <= max_side <= MAX_IMAGE_SIDE:
@@ -843,9 +896,9 @@ class StackService:
     ) -> ResultCsv:
         """A whole result table as CSV text (full precision), filtered and sorted as the browser shows it.
 
-        Text cells that a spreadsheet would run as a formula (``=``, ``+``, ``-``,
-        ``@``, tab, carriage return first) get a leading apostrophe: table values
-        are data, never code.
+        Text cells and column headers that a spreadsheet would run as a formula (``=``,
+        ``+``, ``-``, ``@``, tab, carriage return first) get a leading apostrophe: table
+        values are data, never code.
         """
         _, frame = self._result_frame(version, result, table, sort, descending, filter)
         return {"csv": _csv_text(frame), "filename": _csv_name(result, table), "rows": len(frame)}
@@ -877,17 +930,25 @@ class StackService:
         except StackError:
             if not isinstance(selector, str) or self._stack is None:
                 raise
-        node = next((n for n in self.tree()["nodes"] if n["dataset_id"] == selector), None)
-        if node is None:
+        folder = self._tree_folders().get(selector)
+        if folder is None:
             raise RequestError(
                 f"No version {selector[:60]!r} in this stack or on another branch of its base; "
                 "give a depth, or the dataset ID of a version in the tree."
             )
-        folder = node["folder"]
-        if folder not in self._branches:
-            self._branches[folder] = self.sibling(folder)
-        other = self._branches[folder]
+        other = self._branches.get(folder, lambda: self.sibling(folder))
         return other, other.stack.depth
+
+    def _tree_folders(self) -> dict[str, str]:
+        """Each tree version's folder by dataset ID, built again only when the listing's fingerprint changes.
+
+        Building the tree settles every version's parent; the fingerprint only
+        stats the manifests, so a compare against a branch costs what one inside the chain does.
+        """
+        key = self.fingerprint()["fingerprint"]
+        if self._branch_folders is None or self._branch_folders[0] != key:
+            self._branch_folders = (key, {n["dataset_id"]: n["folder"] for n in self.tree()["nodes"]})
+        return self._branch_folders[1]
 
     # ------------------------------------------------------------------ contents
 
@@ -958,11 +1019,13 @@ def _csv_safe(value: Any) -> Any:
 
 
 def _csv_text(frame: pd.DataFrame) -> str:
-    """``frame`` as CSV: every float with all its digits, formula-like texts defused."""
+    """``frame`` as CSV: every float with all its digits, formula-like texts (cells and headers) defused."""
     safe = frame.copy()
     for column in safe.columns:
         if not pd.api.types.is_numeric_dtype(safe[column]):
             safe[column] = safe[column].map(_csv_safe)
+    # headers are written as text too: a column named "=cmd()" is data, never a formula
+    safe.columns = [_csv_safe(str(name)) for name in safe.columns]
     text: str = safe.to_csv(index=False, lineterminator="\n", float_format=None)  # pandas is untyped here
     return text
 

@@ -17,7 +17,18 @@ import pandas as pd
 import zarr
 from anndata.io import read_elem
 
+from sds_jupyter.limits import (
+    MAX_CACHED_COLUMN_BYTES,
+    MAX_CACHED_COLUMNS,
+    MAX_CACHED_RESULTS,
+    MAX_CELLS,
+    MAX_COLUMN_BYTES,
+    MAX_RESULT_BYTES,
+    BoundedCache,
+    claimed_bytes,
+)
 from sds_jupyter.service.nodes import child_array, child_group, element_length
+from sds_jupyter.studio.errors import ElementError, ResultError
 from sds_jupyter.studio.palette import series_categories
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
 
@@ -31,9 +42,15 @@ class TableView:
         self.root = root
         self.group = group
         self.name = name
-        self._obsm: dict[str, np.ndarray] = {}
-        self._obs_columns: dict[str, pd.Series] = {}
-        self._results: dict[str, Any] = {}
+        self._obsm: BoundedCache[str, np.ndarray] = BoundedCache(
+            MAX_CACHED_COLUMNS, MAX_CACHED_COLUMN_BYTES, size=lambda array: int(array.nbytes)
+        )
+        self._obs_columns: BoundedCache[str, pd.Series] = BoundedCache(
+            MAX_CACHED_COLUMNS, MAX_CACHED_COLUMN_BYTES, size=lambda series: int(series.memory_usage(index=False))
+        )
+        self._results: BoundedCache[str, tuple[Any, int]] = BoundedCache(
+            MAX_CACHED_RESULTS, MAX_RESULT_BYTES, size=lambda entry: entry[1]
+        )
 
     @cached_property
     def attrs(self) -> dict[str, Any]:
@@ -75,11 +92,20 @@ class TableView:
         return sorted(results.keys()) if isinstance(results, zarr.Group) else []
 
     def _result(self, result_id: str) -> Any:
-        if result_id not in self._results:
-            group = self._studio_group()
-            assert group is not None
-            self._results[result_id] = read_elem(child_group(group, RESULTS_KEY)[result_id])
-        return self._results[result_id]
+        group = self._studio_group()
+        assert group is not None
+
+        def read() -> tuple[Any, int]:
+            node = child_group(group, RESULTS_KEY)[result_id]
+            claimed = claimed_bytes(node)
+            if claimed > MAX_RESULT_BYTES:
+                raise ResultError(
+                    f"Result {result_id!r} claims {claimed:,} bytes; results over {MAX_RESULT_BYTES:,} "
+                    "(MAX_RESULT_BYTES) are not read."
+                )
+            return read_elem(node), claimed
+
+        return self._results.get(result_id, read)[0]
 
     def studio_uns(self, results: Iterable[str] | Literal["all"] = ()) -> dict[str, Any]:
         """An uns holding only the studio figures and the named results (``"all"``: every one).
@@ -100,7 +126,11 @@ class TableView:
 
     @cached_property
     def obs(self) -> pd.DataFrame:
-        return read_elem(self.group["obs"])
+        node = self.group["obs"]
+        if isinstance(node, zarr.Group):
+            for name, child in node.members():
+                check_claim(child, f"Obs column {name!r}")
+        return read_elem(node)
 
     @cached_property
     def obsm_keys(self) -> list[str]:
@@ -108,10 +138,14 @@ class TableView:
 
     def obsm(self, key: str) -> np.ndarray:
         """One obsm entry as an array (dataframe entries become their values)."""
-        if key not in self._obsm:
-            value = read_elem(self.group[f"obsm/{key}"])
-            self._obsm[key] = value.to_numpy() if isinstance(value, pd.DataFrame) else np.asarray(value)
-        return self._obsm[key]
+
+        def read() -> np.ndarray:
+            node = self.group[f"obsm/{key}"]
+            check_claim(node, f"Obsm entry {key!r}")
+            value = read_elem(node)
+            return value.to_numpy() if isinstance(value, pd.DataFrame) else np.asarray(value)
+
+        return self._obsm.get(key, read)
 
     # the CellTable a canvas reads (sds_jupyter.studio.cells): one column at a time, no cell names
 
@@ -131,9 +165,12 @@ class TableView:
     def n_obs(self) -> int:
         """How many cells, from the shape of obs's index array (the names are not read)."""
         node = self._obs_group()
-        if node is None:
-            return len(self.obs)
-        return element_length(self._obs_index(node))
+        count = len(self.obs) if node is None else element_length(self._obs_index(node))
+        if count > MAX_CELLS:
+            raise ElementError(
+                f"Table {self.name!r} claims {count:,} cells; at most {MAX_CELLS:,} (MAX_CELLS) are read."
+            )
+        return count
 
     @cached_property
     def obs_columns(self) -> list[str]:
@@ -145,12 +182,17 @@ class TableView:
 
     def obs_column(self, name: str) -> pd.Series:
         """One obs column, read alone (KeyError when obs has no such column)."""
-        if name not in self._obs_columns:
-            if name not in self.obs_columns:
-                raise KeyError(name)
+        if name not in self._obs_columns and name not in self.obs_columns:
+            raise KeyError(name)
+
+        def read() -> pd.Series:
             node = self._obs_group()
-            self._obs_columns[name] = self.obs[name] if node is None else pd.Series(read_elem(node[name]), name=name)
-        return self._obs_columns[name]
+            if node is None:
+                return self.obs[name]
+            check_claim(node[name], f"Obs column {name!r}")
+            return pd.Series(read_elem(node[name]), name=name)
+
+        return self._obs_columns.get(name, read)
 
     def obs_named_column(self, name: str) -> pd.Series:
         """One obs column indexed by the cell names, as ``obs[name]`` (matching cells across versions needs them)."""
@@ -206,7 +248,9 @@ class TableView:
         node = self._obs_group()
         if node is None:
             return self.obs.index
-        return pd.Index(read_elem(self._obs_index(node)))
+        index = self._obs_index(node)
+        check_claim(index, "The obs index")
+        return pd.Index(read_elem(index))
 
     def obsm_array(self, key: str) -> np.ndarray | None:
         """Obsm entry ``key``, None when the table has none."""
@@ -279,3 +323,16 @@ def _value_at(node: zarr.Array | zarr.Group, position: int) -> pd.Series:
         categories = read_elem(node["categories"])
         return pd.Series(pd.Categorical.from_codes(codes, categories, ordered=bool(node.attrs.get("ordered", False))))
     return pd.Series(read_elem(node)[position : position + 1])
+
+
+def check_claim(node: zarr.Group | zarr.Array, what: str) -> None:
+    """Refuse to read a stored column whose arrays claim more than MAX_COLUMN_BYTES (from metadata alone).
+
+    Why: anndata allocates what the shapes claim; an edited shape of 10^12 would be a
+    MemoryError (a 500) after swapping, instead of a refusal that names the column.
+    """
+    claimed = claimed_bytes(node)
+    if claimed > MAX_COLUMN_BYTES:
+        raise ElementError(
+            f"{what} claims {claimed:,} bytes; at most {MAX_COLUMN_BYTES:,} (MAX_COLUMN_BYTES) are read."
+        )

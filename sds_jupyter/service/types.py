@@ -14,6 +14,7 @@ from sds_jupyter.studio.payloads import Bounds, ChannelInfo
 
 __all__ = [
     "OPEN_PAYLOADS",
+    "Agreement",
     "BaseSummary",
     "CellRow",
     "Change",
@@ -24,7 +25,10 @@ __all__ = [
     "ColumnSummary",
     "Comparison",
     "ContentsData",
+    "Contingency",
     "Delta",
+    "DotPlot",
+    "DotRow",
     "ElementKind",
     "ElementSummary",
     "ErrorInfo",
@@ -32,6 +36,7 @@ __all__ = [
     "FigureSummary",
     "FiguresData",
     "Fingerprint",
+    "GeneNames",
     "Histogram",
     "HistoryData",
     "ImageLevel",
@@ -39,6 +44,7 @@ __all__ = [
     "ImageTileData",
     "KeyEntry",
     "KeySize",
+    "MatchedPair",
     "NumericSummary",
     "ObsChange",
     "ObsDelta",
@@ -338,6 +344,48 @@ class Transition(TypedDict):
     count: int
 
 
+class MatchedPair(TypedDict):
+    a: str | None
+    b: str | None
+    count: int
+
+
+class Agreement(TypedDict):
+    ari: float
+    nmi: float
+    matched: list[MatchedPair]
+    n_moved: int
+
+
+class Contingency(TypedDict):
+    a: list[str | None]
+    b: list[str | None]
+    counts: list[list[int]]
+
+
+class DotRow(TypedDict):
+    group: str
+    gene: str
+    fraction: float
+    mean: float
+    n_cells: int
+
+
+class DotPlot(TypedDict):
+    groupby: str
+    genes: list[str]
+    groups: list[str]
+    layer: str | None
+    rows: list[DotRow]
+
+
+class GeneNames(TypedDict):
+    table: str
+    names: list[str]
+    symbol_column: str | None
+    symbols: list[str] | None
+
+
 class Histogram(TypedDict):
     edges: list[float]
     counts: list[int]
@@ -353,6 +401,10 @@ class ObsChange(TypedDict):
     delta_histogram: NotRequired[Histogram]
     counts_a: NotRequired[dict[str, int]]
     counts_b: NotRequired[dict[str, int]]
+    counts_other_a: NotRequired[int]
+    counts_other_b: NotRequired[int]
+    agreement: NotRequired[Agreement]
+    contingency: NotRequired[Contingency]
 
 
 class ObsDelta(TypedDict):

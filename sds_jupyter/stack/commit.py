@@ -12,6 +12,8 @@ import getpass
 import json
 import os
 import shutil
+import stat
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,13 +23,13 @@ from sds_jupyter.errors import StackError, WriteRefusedError
 from sds_jupyter.stack.consolidate import write_root_index
 from sds_jupyter.stack.cow import CopyOnWriteStore
 from sds_jupyter.stack.location import LocalLocation
-from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME
+from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME, parse_manifest, read_manifest
 from sds_jupyter.stack.partial import new_partial, release_partial
-from sds_jupyter.stack.paths import check_dataset_id
+from sds_jupyter.stack.paths import ancestors, check_dataset_id
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.workspace import version_destination
 
-__all__ = ["APP_ID", "USER_VARIABLES", "commit_version", "manifest_of"]
+__all__ = ["APP_ID", "USER_VARIABLES", "check_overlay_keys", "commit_version", "manifest_of", "manifest_text"]
 
 APP_ID = "sds-jupyter"
 
@@ -59,7 +61,8 @@ def commit_version(
     dest_path = version_destination(beside, dest, into)
     _check_destination(stack, dest_path)
     write_root_index(store)
-    manifest = manifest_of(stack, store, changes, title, message, created_by)
+    check_overlay_keys(store.staged)
+    text = manifest_text(manifest_of(stack, store, changes, title, message, created_by))
     tmp = new_partial(dest_path.parent, dest_path.name)
     try:
         overlay = tmp / "overlay"
@@ -69,8 +72,8 @@ def commit_version(
             with open(target, "xb") as handle:
                 handle.write(data)
         with open(tmp / MANIFEST_NAME, "x", encoding="utf-8") as handle:
-            json.dump(manifest, handle, indent=2)
-            handle.write("\n")
+            handle.write(text)
+        verify_written(tmp)
         if dest_path.exists():
             raise WriteRefusedError(f"{dest_path} appeared while saving; choose another folder")
         os.rename(tmp, dest_path)
@@ -80,6 +83,63 @@ def commit_version(
     finally:
         release_partial(tmp)
     return dest_path
+
+
+def check_overlay_keys(staged: Mapping[str, bytes]) -> None:
+    """Refuse a set of keys that cannot all be files of one folder: a key that is also another's folder.
+
+    Such a version could not be written (a file where a folder must go), nor flattened,
+    nor read: it is refused before anything is written.
+    """
+    folders = {ancestor for key in staged for ancestor in ancestors(key)}
+    clashes = sorted(folders.intersection(staged))
+    if clashes:
+        raise WriteRefusedError(
+            f"cannot save: {clashes[0]!r} would be both an object and a group holding others; "
+            "rename the element that holds it"
+        )
+
+
+def manifest_text(manifest: Mapping[str, Any]) -> str:
+    """The ``layer.json`` text, checked by the rules a reader applies: what fails them is never written."""
+    try:
+        text = json.dumps(manifest, indent=2, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise WriteRefusedError(f"cannot save: the version's details are not plain JSON ({exc})") from None
+    try:
+        parse_manifest(json.loads(text), "the new version's layer.json")
+    except StackError as exc:
+        raise WriteRefusedError(f"cannot save: {exc}") from None
+    return text
+
+
+def verify_written(tmp: Path) -> None:
+    """Check a partial version folder before it is published: the manifest reads back and every
+    object it lists is there, a regular file of the listed size, with nothing else in the overlay.
+
+    Something else writing or deleting in the folder meanwhile (another program, a cleanup
+    that took this save for a dead one) makes the save fail here instead of publishing a
+    version with holes.
+    """
+    manifest = read_manifest(tmp / MANIFEST_NAME)
+    overlay = tmp / manifest.overlay
+    found: dict[str, int] = {}
+    for folder, _dirs, names in os.walk(overlay):
+        for name in names:
+            path = Path(folder, name)
+            info = os.lstat(path)
+            key = path.relative_to(overlay).as_posix()
+            found[key] = info.st_size if stat.S_ISREG(info.st_mode) else -1
+    listed = {entry.key: entry.size for entry in manifest.files}
+    if found != listed:
+        missing = sorted(set(listed) - set(found))
+        wrong = sorted(key for key in set(listed) & set(found) if found[key] != listed[key])
+        extra = sorted(set(found) - set(listed))
+        raise WriteRefusedError(
+            f"the new version's folder changed while it was written ({len(missing)} objects missing, "
+            f"{len(wrong)} of another size, {len(extra)} not listed; first: "
+            f"{(missing + wrong + extra)[0]!r}); nothing was saved, save again"
+        )
 
 
 def manifest_of(

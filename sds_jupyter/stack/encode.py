@@ -182,8 +182,23 @@ def no_auto_sharding() -> Iterator[None]:
 
 def _write_elem(anndata: Any, group: zarr.Group, value: Any) -> None:
     # Uncompressed: these bytes are only read back once, by the re-chunking copy, which compresses.
-    with no_auto_sharding():
+    with no_auto_sharding(), _nullable_strings_written(anndata):
         anndata.io.write_elem(group, "e", value, dataset_kwargs={"compressors": None})
+
+
+@contextmanager
+def _nullable_strings_written(anndata: Any) -> Iterator[None]:
+    """Let anndata write pandas' nullable strings (its nullable-string-array, read since anndata 0.11).
+
+    anndata asks for an opt-in only so that files stay readable by older releases; without
+    it such a column would be refused, or reach the store as text where values were missing.
+    """
+    settings = anndata.settings
+    if not hasattr(settings, "allow_write_nullable_strings"):
+        yield
+        return
+    with settings.override(allow_write_nullable_strings=True):
+        yield
 
 
 async def _collect(store: Store, prefix: str) -> list[str]:

@@ -113,7 +113,13 @@ class VersionOps:
         columns = self.obs_columns(table)
         _check_unique_name(column, columns, "obs column")
         obs = f"{self._table(table)}/obs"
-        self._put(f"{obs}/{column}", _column_values(series))
+        index_name = self._doc(f"{obs}/zarr.json").get("attributes", {}).get("_index", "_index")
+        if column == index_name:
+            raise StackError(
+                f"obs column {column!r} has the name the table stores its cell names under; "
+                "rename the column (a version cannot replace the cell names)"
+            )
+        self._put(f"{obs}/{column}", _column_values(column, series))
         if column not in columns:
             self._set_column_order(obs, [*columns, column])
         self._record({"op": "set-obs", "table": table, "column": column, "kind": _kind_of(series)})
@@ -139,19 +145,23 @@ class VersionOps:
         """Add or replace an obsm entry (``set-obsm``), e.g. an embedding."""
         self._check_open()
         _check_name(key, "obsm key")
-        array = value if isinstance(value, pd.DataFrame) else np.asarray(value)
+        _check_inner_names(value, f"obsm {key!r}")
+        array = _aligned_value(value)
+        rows = len(array) if _is_awkward(array) else array.shape[0]
         n_obs = self.n_obs(table)
-        if array.shape[0] != n_obs:
-            raise StackError(f"obsm {key!r} has {array.shape[0]} rows; table {table!r} has {n_obs}")
+        if rows != n_obs:
+            raise StackError(f"obsm {key!r} has {rows} rows; table {table!r} has {n_obs}")
         path = f"{self._table(table)}/obsm"
         self._ensure_dict_group(path)
         self._put(f"{path}/{key}", array)
-        self._record({"op": "set-obsm", "table": table, "key": key, "shape": list(array.shape)})
+        shape = [rows] if _is_awkward(array) else list(array.shape)
+        self._record({"op": "set-obsm", "table": table, "key": key, "shape": shape})
 
     def set_uns(self, table: str, key: str, value: Any) -> None:
         """Add or replace a top-level uns entry (``set-uns``)."""
         self._check_open()
         _check_name(key, "uns key")
+        _check_inner_names(value, f"uns {key!r}")
         path = f"{self._table(table)}/uns"
         self._ensure_dict_group(path)
         self._put(f"{path}/{key}", value)
@@ -235,16 +245,51 @@ class VersionOps:
         self.store.write_raw(f"{obs}/zarr.json", json.dumps(doc, indent=2).encode())
 
 
-def _column_values(series: pd.Series) -> Any:
-    """What anndata encodes for a column: categoricals and nullable ints/booleans keep
-    their pandas arrays (so their encodings, missing values included), the rest as numpy."""
+def _column_values(column: str, series: pd.Series) -> Any:
+    """What anndata encodes for a column: categoricals and nullable ints/booleans/strings keep
+    their pandas arrays (so their encodings, missing values included), the rest as numpy.
+
+    An object column must hold strings only: anndata would write other values in a way it
+    does not read back as they were (or not at all), so such a column is refused by name.
+    """
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype) or (
         pd.api.types.is_extension_array_dtype(dtype)
-        and (pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+        and (pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype) or _nullable_strings(dtype))
     ):
         return series.array
-    return series.to_numpy()
+    values = series.to_numpy()
+    if values.dtype == object:
+        odd = next((item for item in values if type(item) is not str), _ALL_STRINGS)
+        if odd is not _ALL_STRINGS:
+            raise StackError(
+                f"obs column {column!r} holds {type(odd).__name__} values among its strings; anndata "
+                "cannot store such a column as it is: convert it (.astype(str), .astype('string') for "
+                "missing values, or .astype('category')) and save again"
+            )
+    return values
+
+
+_ALL_STRINGS = object()
+
+
+def _nullable_strings(dtype: Any) -> bool:
+    """pandas' nullable string dtype (``"string"``, missing values as ``pd.NA``), anndata's nullable-string-array."""
+    return isinstance(dtype, pd.StringDtype) and dtype.na_value is pd.NA
+
+
+def _is_awkward(value: Any) -> bool:
+    return type(value).__module__.split(".", 1)[0] == "awkward"
+
+
+def _aligned_value(value: Any) -> Any:
+    """An obsm value as anndata stores it: arrays, sparse matrices, data frames and awkward arrays as
+    they are, anything else (a list, a dask array) as a numpy array."""
+    import scipy.sparse
+
+    if isinstance(value, (pd.DataFrame, np.ndarray)) or scipy.sparse.issparse(value) or _is_awkward(value):
+        return value
+    return np.asarray(value)
 
 
 def _kind_of(series: pd.Series) -> str:
@@ -260,8 +305,14 @@ def _kind_of(series: pd.Series) -> str:
 _NAME_CHARS_EXTRA = set("-_.")
 
 
+#: Names that a store's own documents take: no column or key may have one (it would overwrite the document).
+RESERVED_NAMES = frozenset({"zarr.json", ".zattrs", ".zgroup", ".zarray", ".zmetadata"})
+
+
 def _check_name(name: str, what: str) -> None:
     """The SpatialData naming rules for element, column and key names."""
+    if isinstance(name, str) and name.lower() in RESERVED_NAMES:
+        raise StackError(f"{what} {name!r} is the name of a store's metadata document; rename it")
     if (
         not isinstance(name, str)
         or name in ("", ".", "..", "_index")
@@ -272,6 +323,21 @@ def _check_name(name: str, what: str) -> None:
             f"{what} {name!r} is not a valid name: use letters, digits, '-', '_' and '.', "
             "not starting with '__' (and not '_index')"
         )
+
+
+def _check_inner_names(value: Any, what: str) -> None:
+    """Refuse names inside a value that anndata stores as nodes of their own (a data frame's columns
+    and index name, a mapping's keys at any depth) when one is named like a metadata document: the
+    node's document and the named child would be one file, and one of them would be lost."""
+    if isinstance(value, pd.DataFrame):
+        for name in [*value.columns, value.index.name]:
+            if isinstance(name, str) and name.lower() in RESERVED_NAMES:
+                raise StackError(f"{what} has a column {name!r}, the name of a store's metadata document; rename it")
+    elif isinstance(value, Mapping):
+        for key, inner in value.items():
+            if isinstance(key, str) and key.lower() in RESERVED_NAMES:
+                raise StackError(f"{what} holds a key {key!r}, the name of a store's metadata document; rename it")
+            _check_inner_names(inner, f"{what}[{key!r}]")
 
 
 def _check_unique_name(name: str, existing: list[str], what: str) -> None:

@@ -1,90 +1,87 @@
 """The hidden folders a commit or a flatten writes into before renaming them into place.
 
 A run that is killed (SIGKILL, a crash, a power cut) cannot remove its folder,
-``.<name>.partial-<8 hex>``. Beside each one, before the folder exists, the run
-writes ``.<name>.partial-<8 hex>.owner``: its host, process ID and the process's
-start time. The next commit or flatten into the same folder removes every
-partial folder whose owner file names this host and a process that is no longer
-running (or whose ID now belongs to a later process), when this user owns both.
-Anything else (another host's, a live run's, a folder with no owner file) is left
-alone. The owner file sits beside the folder rather than in it, so nothing of it
-ends up in a version or a flattened store.
+``.<name>.partial-<8 hex>``. Beside it, before the folder exists, the run creates
+``.<name>.partial-<8 hex>.owner`` and holds an exclusive ``flock`` on it for as
+long as it writes. The kernel drops that lock when the run's process ends, however
+it ends, and a lock is seen from every process on the machine whatever its PID
+namespace (another container on the same shared folder), which a host name and a
+process ID are not. The next commit or flatten into the same folder removes a
+partial folder only when it can take that lock itself, so a live run's folder is
+never touched. Owner files written before this rule (no lock recorded) count as
+dead only when older than :data:`LEGACY_AGE_SECONDS`, far beyond any save. The
+owner file sits beside the folder rather than in it, so nothing of it ends up in a
+version or a flattened store.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import shutil
 import socket
 import stat
+import time
 import uuid
 from pathlib import Path
 
-from sds_jupyter.errors import StackError
-from sds_jupyter.stack.paths import open_regular_file
-
-__all__ = ["new_partial", "release_partial", "remove_stale_partials"]
+__all__ = ["LEGACY_AGE_SECONDS", "new_partial", "release_partial", "remove_stale_partials"]
 
 _OWNER = ".owner"
 _OWNER_NAME = re.compile(r"\..+\.partial-[0-9a-f]{8}\.owner")
 _MAX_OWNER_BYTES = 4096
+#: What an owner file says when its run holds a lock on it (older ones hold none).
+_LOCK_KIND = "flock"
+#: An owner file without a lock is left alone until it is this old (two days).
+LEGACY_AGE_SECONDS = 2 * 24 * 3600
 
-
-def _start_time(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot, from /proc), or None if unknown."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        return fields[19].decode()
-    except (OSError, IndexError):
-        return None
-
-
-# Read once, on import: a commit or flatten then opens nothing outside its own folders.
-_OWN_START: tuple[int, str | None] = (os.getpid(), _start_time(os.getpid()))
-
-
-def _own_start_time() -> str | None:
-    global _OWN_START
-    if _OWN_START[0] != os.getpid():  # a forked child is another process
-        _OWN_START = (os.getpid(), _start_time(os.getpid()))
-    return _OWN_START[1]
-
-
-def _running(pid: int, started: str | None) -> bool:
-    """Whether the process that wrote an owner file still runs (not merely its reused ID)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process has the ID: leave its folder alone
-    except (OverflowError, ValueError):
-        return False
-    now = _start_time(pid)
-    return started is None or now is None or now == started
+#: The open, locked owner file of each partial folder this process is writing.
+_HELD: dict[Path, int] = {}
 
 
 def new_partial(parent: Path, name: str) -> Path:
-    """Clear stale partial folders in ``parent``, then claim a new one for ``name`` and return it."""
+    """Clear stale partial folders in ``parent``, then claim a new one for ``name`` and return it.
+
+    The claim (a locked owner file) lasts until :func:`release_partial` or the end of the process.
+    """
     parent.mkdir(parents=True, exist_ok=True)
     remove_stale_partials(parent)
     tmp = parent / f".{name}.partial-{uuid.uuid4().hex[:8]}"
-    owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": _own_start_time()}
-    with open(_owner_of(tmp), "x", encoding="utf-8") as handle:
-        handle.write(json.dumps(owner))
-    tmp.mkdir()
+    _HELD[tmp] = _claim(_owner_of(tmp))
+    try:
+        tmp.mkdir()
+    except BaseException:
+        release_partial(tmp)
+        raise
     return tmp
 
 
+def _claim(owner_file: Path) -> int:
+    """Create ``owner_file``, lock it, then say what holds the lock; returns the open descriptor."""
+    fd = os.open(owner_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        # Written under the lock: a cleaner that reads this and gets the lock knows the run is gone.
+        owner = {"lock": _LOCK_KIND, "host": socket.gethostname(), "pid": os.getpid()}
+        os.write(fd, json.dumps(owner).encode())
+    except BaseException:
+        os.close(fd)
+        os.unlink(owner_file)
+        raise
+    return fd
+
+
 def release_partial(tmp: Path) -> None:
-    """Forget a partial folder once it was renamed into place or removed."""
+    """Forget a partial folder once it was renamed into place or removed: its owner file goes, then its lock."""
     try:
         os.unlink(_owner_of(tmp))
     except FileNotFoundError:
         pass
+    fd = _HELD.pop(tmp, None)
+    if fd is not None:
+        os.close(fd)
 
 
 def _owner_of(tmp: Path) -> Path:
@@ -92,7 +89,7 @@ def _owner_of(tmp: Path) -> Path:
 
 
 def remove_stale_partials(parent: Path) -> list[Path]:
-    """Remove this user's partial folders in ``parent`` left by runs that died; returns them."""
+    """Remove this user's partial folders in ``parent`` whose runs have ended; returns them."""
     removed: list[Path] = []
     try:
         entries = list(os.scandir(parent))
@@ -101,29 +98,60 @@ def remove_stale_partials(parent: Path) -> list[Path]:
     for entry in entries:
         if not _OWNER_NAME.fullmatch(entry.name):
             continue
-        tmp = Path(entry.path[: -len(_OWNER)])
-        if _stale(Path(entry.path)):
-            _remove_folder(tmp)
-            release_partial(tmp)
+        owner_file = Path(entry.path)
+        tmp = owner_file.with_name(entry.name[: -len(_OWNER)])
+        if tmp in _HELD:
+            continue  # this process's own live run
+        if _remove_if_dead(owner_file, tmp):
             removed.append(tmp)
     return removed
 
 
-def _stale(owner_file: Path) -> bool:
+def _remove_if_dead(owner_file: Path, tmp: Path) -> bool:
+    """Take the owner's lock without waiting; holding it, remove the folder and the owner file."""
     try:
-        info = os.lstat(owner_file)
+        fd = os.open(owner_file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_size > _MAX_OWNER_BYTES:
             return False
-        with open_regular_file(owner_file, "partial owner file") as handle:
-            owner = json.loads(handle.read(_MAX_OWNER_BYTES))
-    except (OSError, ValueError, StackError):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # a live run holds it
+        if not _run_has_ended(fd, info) or not _same_file(owner_file, info):
+            return False
+        _remove_folder(tmp)
+        os.unlink(owner_file)
+        return True
+    except OSError:
         return False
-    if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
+    finally:
+        os.close(fd)
+
+
+def _run_has_ended(fd: int, info: os.stat_result) -> bool:
+    """With the lock taken: whether the owner file says its run held the lock, or is a very old one."""
+    try:
+        owner = json.loads(os.read(fd, _MAX_OWNER_BYTES))
+    except ValueError:
+        return False  # not written yet (the run locks before it writes) or not ours
+    if not isinstance(owner, dict):
         return False
-    pid, started = owner.get("pid"), owner.get("started")
-    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+    if owner.get("lock") == _LOCK_KIND:
+        return True
+    return time.time() - info.st_mtime > LEGACY_AGE_SECONDS
+
+
+def _same_file(path: Path, info: os.stat_result) -> bool:
+    """Whether ``path`` still names the file that was locked (not a new one of the same name)."""
+    try:
+        now = os.lstat(path)
+    except OSError:
         return False
-    return not _running(pid, started if isinstance(started, str) else None)
+    return (now.st_dev, now.st_ino) == (info.st_dev, info.st_ino)
 
 
 def _remove_folder(tmp: Path) -> None:

@@ -158,6 +158,12 @@ class _Parent:
             return _same_series(values, pd.Series(_read(self.group["obs"], column)))
         return _same_series(values, self.obs()[column])
 
+    def obs_index_name(self) -> str | None:
+        """The name obs stores the cell names under (``_index`` unless anndata kept the index's name)."""
+        attrs = self.group["obs"].attrs if "obs" in self.group else {}
+        name = attrs.get("_index", "_index")
+        return name if isinstance(name, str) else None
+
     def var(self) -> pd.DataFrame | None:
         return self.record.var if self.record else _read(self.group, "var")
 
@@ -267,6 +273,8 @@ def _same_raw(adata: Any, parent: _Parent) -> bool:
 
 def _diff_obs(parent: _Parent, adata: Any, table: str, plan: SavePlan) -> None:
     parent_columns = parent.obs_columns()
+    if not _obs_names_fit(adata.obs, parent, plan):
+        return
     for column in adata.obs.columns:
         values = adata.obs[column]
         if column not in parent_columns:
@@ -276,6 +284,35 @@ def _diff_obs(parent: _Parent, adata: Any, table: str, plan: SavePlan) -> None:
     for column in parent_columns:
         if column not in adata.obs.columns:
             plan.add(f"obs column {column!r} deleted", _op(VersionWriter.delete_obs, table, column))
+    kept = [c for c in parent_columns if c in adata.obs.columns]
+    saved_order = kept + [c for c in adata.obs.columns if c not in parent_columns]
+    if saved_order != list(adata.obs.columns):
+        plan.refused.append(
+            "obs columns reordered (a version keeps the order of its parent's columns, new ones after "
+            f"them: {', '.join(repr(c) for c in saved_order)}); put them in that order"
+        )
+
+
+def _obs_names_fit(obs: pd.DataFrame, parent: _Parent, plan: SavePlan) -> bool:
+    """Refuse obs column names a version cannot store apart: not text, or the same once written."""
+    fit = True
+    for column in obs.columns:
+        if not isinstance(column, str):
+            plan.refused.append(
+                f"obs column {column!r} is named by a {type(column).__name__}, stored as {str(column)!r}; "
+                "name it with text"
+            )
+            fit = False
+    for column in sorted({c for c in obs.columns if isinstance(c, str) and list(obs.columns).count(c) > 1}):
+        plan.refused.append(f"obs has two columns named {column!r}; a version stores one: rename one")
+        fit = False
+    index_name = parent.obs_index_name()
+    if index_name is not None and index_name in obs.columns:
+        plan.refused.append(
+            f"obs column {index_name!r} has the name the version stores its cell names under; rename the column"
+        )
+        fit = False
+    return fit
 
 
 def _op(method: Callable[..., object], *args: Any) -> Op:
@@ -410,6 +447,12 @@ def _same_value(a: Any, b: Any) -> bool:
         return all(_same_value(a[k], b[k]) for k in a)
     if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):
         return isinstance(a, pd.DataFrame) and isinstance(b, pd.DataFrame) and _same_frame(a, b, check_index=True)
+    if isinstance(a, pd.Categorical) or isinstance(b, pd.Categorical):
+        return (
+            isinstance(a, pd.Categorical) and isinstance(b, pd.Categorical) and _same_series(pd.Series(a), pd.Series(b))
+        )
+    if _is_awkward(a) or _is_awkward(b):
+        return _is_awkward(a) and _is_awkward(b) and _same_awkward(a, b)
     if _is_array(a) or _is_array(b):
         return _same_matrix(a, b)
     if isinstance(a, str) or isinstance(b, str):
@@ -422,6 +465,17 @@ def _same_value(a: Any, b: Any) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):
         return False
+
+
+def _is_awkward(value: Any) -> bool:
+    return type(value).__module__.split(".", 1)[0] == "awkward"
+
+
+def _same_awkward(a: Any, b: Any) -> bool:
+    """Same type and values: an awkward array read back equals the one written."""
+    import awkward as ak
+
+    return bool(str(a.type) == str(b.type) and ak.array_equal(a, b, equal_nan=True))
 
 
 def _is_array(value: Any) -> bool:

@@ -163,6 +163,10 @@ class StackStore(RawKeyStore):
     ----------
     stack
         The resolved stack; its top version is the store's top.
+    read_only
+        Must be true (the default): a stack is changed only by saving a new version.
+        Accepted so that zarr's ``Store.open(..., read_only=True)`` and its test suite
+        can make one like any other store.
     """
 
     supports_writes: bool = False
@@ -170,13 +174,16 @@ class StackStore(RawKeyStore):
     supports_partial_writes: bool = False  # type: ignore[assignment]
     supports_listing: bool = True
 
-    def __init__(self, stack: Stack) -> None:
+    def __init__(self, stack: Stack, *, read_only: bool = True) -> None:
+        if not read_only:
+            raise ValueError(_READ_ONLY)
         super().__init__(read_only=True)
         self.stack = stack
         self.index = _index_of(stack)
         self._overlays = _Overlays(stack.versions)
         self._base: Source = stack.base.opened or open_source(stack.base.path, stack.base.kind)
-        self._is_open = True
+        # Not yet "open", as zarr's stores are at construction: reads need no opening, and
+        # zarr's ``Store.open`` classmethod (construct, then ``_open``) refuses a store already open.
 
     # -- identity -------------------------------------------------------------------------
 
@@ -225,8 +232,12 @@ class StackStore(RawKeyStore):
     def with_read_only(self, read_only: bool = False) -> StackStore:
         # docstring inherited
         if not read_only:
-            raise ValueError("a StackStore is read-only; save changes with VersionWriter")
+            raise ValueError(_READ_ONLY)
         return StackStore(self.stack)
+
+    async def _ensure_open(self) -> None:
+        """Opening has nothing to do: marked open without the check that two racing readers would trip."""
+        self._is_open = True
 
     def close(self) -> None:
         self._base.close()
@@ -369,6 +380,8 @@ class StackStore(RawKeyStore):
         # docstring inherited
         self._check_writable()
 
+
+_READ_ONLY: Final = "a StackStore is read-only; save changes as a new version with VersionWriter or save_version"
 
 #: This process, for pickles: a store unpickled where it was pickled shares its live stack.
 _PROCESS: Final = uuid.uuid4().hex

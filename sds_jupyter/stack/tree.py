@@ -16,12 +16,14 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.limits import MAX_LISTED_VERSIONS, MAX_TITLE_MANIFEST_BYTES, SCANS_CACHE_BYTES
 from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.locator import PARSED_MANIFESTS, identity, settled
 from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
@@ -36,6 +38,7 @@ __all__ = [
     "find_manifest",
     "listing_fingerprint",
     "scan_versions",
+    "version_titles",
 ]
 
 #: How many folders :data:`_UNDER_DATA` remembers.
@@ -219,10 +222,49 @@ def scan_versions(datasets_dir: str | os.PathLike[str], folders: FolderMap | Non
             scan.notes.append(f"skipped {name!r}: {exc}")
             continue
         scan.versions.append(FoundVersion(ids.get(name, name), path, found.real_path, manifest))
-    if len(_LAST_SCANS) >= 64:
-        _LAST_SCANS.clear()
-    _LAST_SCANS[key] = scan
+    _remember(key, scan, sum(found.stat.st_size for _, _, found in listed))
     return scan
+
+
+_SCAN_BYTES: dict[tuple[str, tuple], int] = {}
+_SCANS_LOCK = threading.Lock()
+
+
+def _remember(key: tuple[str, tuple], scan: Scan, size: int) -> None:
+    """Keep ``scan`` for the next listing while the kept scans' manifests stay within SCANS_CACHE_BYTES
+    (the oldest scans are dropped first; the server scans from several threads)."""
+    with _SCANS_LOCK:
+        _LAST_SCANS.pop(key, None)
+        _SCAN_BYTES.pop(key, None)
+        if size > SCANS_CACHE_BYTES:
+            return
+        while _LAST_SCANS and (len(_LAST_SCANS) >= 64 or sum(_SCAN_BYTES.values()) + size > SCANS_CACHE_BYTES):
+            oldest = next(iter(_LAST_SCANS))
+            _LAST_SCANS.pop(oldest, None)
+            _SCAN_BYTES.pop(oldest, None)
+        _LAST_SCANS[key] = scan
+        _SCAN_BYTES[key] = size
+
+
+def version_titles(datasets_dir: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
+    """``(folder name, title)`` of the version folders of ``datasets_dir``, for a file browser's listing.
+
+    Why: the listing shows a name and a title, so it reads no more: at most
+    MAX_LISTED_VERSIONS folders, and only manifests up to MAX_TITLE_MANIFEST_BYTES are
+    parsed (through the one manifest cache); a larger one is listed without a title.
+    Unreadable manifests are left out, as ``scan_versions`` does.
+    """
+    listed = _listing(os.path.realpath(datasets_dir), FolderMap(), [])
+    titles: list[tuple[str, str | None]] = []
+    for name, _, found in listed[:MAX_LISTED_VERSIONS]:
+        if found.stat.st_size > MAX_TITLE_MANIFEST_BYTES:
+            titles.append((name, None))
+            continue
+        try:
+            titles.append((name, PARSED_MANIFESTS.read(found.real_path, found.stat).title))
+        except StackError:
+            continue
+    return titles
 
 
 def _listing(datasets_real: str, folders: FolderMap, notes: list[str]) -> list[tuple[str, str, Found]]:

@@ -10,6 +10,7 @@ the group's store.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,9 @@ import zarr
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
+from sds_jupyter.errors import shown
+from sds_jupyter.limits import MAX_LEVELS, item_bytes
+from sds_jupyter.studio.bounds import READ_SLOTS, check_level_shape, check_read, check_scale
 from sds_jupyter.studio.errors import ElementError
 from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform, system_unit
 
@@ -103,9 +107,13 @@ def _multiscales(element: zarr.Group) -> Mapping[str, Any]:
 
 def _scale_yx(dataset: Mapping[str, Any], axes: tuple[str, ...]) -> tuple[float, float]:
     for transform in dataset.get("coordinateTransformations", []):
-        if transform.get("type") == "scale":
-            scale = dict(zip(axes, transform["scale"], strict=False))
-            return float(scale.get("y", 1.0)), float(scale.get("x", 1.0))
+        if isinstance(transform, Mapping) and transform.get("type") == "scale":
+            values = transform.get("scale")
+            scale = dict(zip(axes, values if isinstance(values, list) else [], strict=False))
+            try:
+                return float(scale.get("y", 1.0)), float(scale.get("x", 1.0))
+            except (TypeError, ValueError):
+                raise ElementError(f"A level's scale {shown(values)} is not a list of numbers.") from None
     return 1.0, 1.0
 
 
@@ -200,7 +208,13 @@ class Pyramid:
             for axis in self.axes
         )
         kept = tuple(axis for axis in self.axes if axis in ("c", "y", "x"))
-        data = np.asarray(found.array[selection])
+        spans = [
+            (0, 1, 1) if isinstance(part, int) else part.indices(side)
+            for part, side in zip(selection, found.array.shape)
+        ]
+        check_read(self.name, spans, found.array.chunks, item_bytes(found.array))
+        with READ_SLOTS:  # at most MAX_CONCURRENT_READS reads hold pixels at once, in this process
+            data = np.asarray(found.array[selection])
         channels: tuple[str, ...] = ()
         if "c" in kept:
             channels = self.channel_names or tuple(str(i) for i in range(data.shape[kept.index("c")]))
@@ -226,8 +240,8 @@ class Pyramid:
         boxes = []
         for found in self.levels:
             sy, sx = found.scale_yx
-            x0, x1 = max(0, int(np.floor(box[0] / sx))), min(found.width, int(np.ceil(box[2] / sx)))
-            y0, y1 = max(0, int(np.floor(box[1] / sy))), min(found.height, int(np.ceil(box[3] / sy)))
+            x0, x1 = _pixel(np.floor(box[0] / sx), found.width), _pixel(np.ceil(box[2] / sx), found.width)
+            y0, y1 = _pixel(np.floor(box[1] / sy), found.height), _pixel(np.ceil(box[3] / sy), found.height)
             if x1 <= x0 or y1 <= y0:
                 raise ElementError(f"{what} does not overlap image {self.name!r}.")
             boxes.append((x0, y0, x1, y1))
@@ -274,6 +288,11 @@ class Pyramid:
         return x0, y0, min(found.width, x0 + found.tile), min(found.height, y0 + found.tile)
 
 
+def _pixel(value: float, side: int) -> int:
+    """A level-0 box edge as a pixel index clipped to [0, side] (an infinite or huge edge never overflows)."""
+    return int(np.clip(np.nan_to_num(value, nan=0.0), 0, side))
+
+
 def open_pyramid(root: zarr.Group, name: str, system: str | None = None, kind: str = "images") -> Pyramid:
     """Image (or, ``kind`` "labels", label) element ``name`` as a Pyramid: its levels opened
     (nothing read), finest first."""
@@ -283,21 +302,32 @@ def open_pyramid(root: zarr.Group, name: str, system: str | None = None, kind: s
     if "x" not in axes or "y" not in axes:
         raise ElementError(f"Element {name!r} has no x and y axes.")
     levels: list[PyramidLevel] = []
-    for dataset in scales["datasets"]:
-        array = element.get(str(dataset.get("path")))
+    datasets = scales.get("datasets")
+    if not isinstance(datasets, list) or len(datasets) > MAX_LEVELS:
+        count = len(datasets) if isinstance(datasets, list) else 0
+        raise ElementError(f"Element {name!r} lists {count} levels; at most {MAX_LEVELS} (MAX_LEVELS) are opened.")
+    for dataset in datasets:
+        path = str(dataset.get("path")) if isinstance(dataset, Mapping) else ""
+        array = element.get(path) if path else None
         if not isinstance(array, zarr.Array) or array.ndim != len(axes):
-            raise ElementError(f"Element {name!r} lists a level {dataset.get('path')!r} that is not an image array.")
+            raise ElementError(f"Element {name!r} lists a level {path!r} that is not an image array.")
+        check_level_shape(name, path, array.shape, array.chunks, item_bytes(array))
+        scale = _scale_yx(dataset, axes)
+        check_scale(name, path, scale)
         height, width = int(array.shape[axes.index("y")]), int(array.shape[axes.index("x")])
-        levels.append(PyramidLevel(array, _scale_yx(dataset, axes), height, width, _tile_side(array, axes)))
+        levels.append(PyramidLevel(array, scale, height, width, _tile_side(array, axes)))
     if not levels:
         raise ElementError(f"Element {name!r} lists no levels.")
     transforms = scales.get("coordinateTransformations")
+    transform = element_transform(transforms, system)
+    if not all(math.isfinite(value) for value in (transform.sx, transform.sy, transform.tx, transform.ty)):
+        raise ElementError(f"Image {name!r} has a transformation that is not finite ({transform}).")
     return Pyramid(
         name,
         axes,
         tuple(levels),
         tuple(scales["_channels"]),
-        element_transform(transforms, system),
+        transform,
         system_unit(transforms, system),
     )
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sds_jupyter.stack.atomic import replaced_file
 from sds_jupyter.studio.canvas import CanvasData
 from sds_jupyter.studio.errors import FigureError
 
@@ -151,11 +152,13 @@ def render_chart(
         spec["title"] = title
     spec["config"] = {**PRINT_CONFIG, **(spec.get("config") or {})}
     if fmt == ".svg":
-        out.write_text(vl_convert.vegalite_to_svg(spec), encoding="utf-8")
+        data = vl_convert.vegalite_to_svg(spec).encode()
     elif fmt == ".png":
-        out.write_bytes(vl_convert.vegalite_to_png(spec, ppi=PNG_DPI))
+        data = vl_convert.vegalite_to_png(spec, ppi=PNG_DPI)
     else:
-        out.write_bytes(vl_convert.vegalite_to_pdf(spec))
+        data = vl_convert.vegalite_to_pdf(spec)
+    with replaced_file(out) as new:
+        new.write_bytes(data)
     return out
 
 
@@ -202,8 +205,8 @@ def render_canvas(drawn: CanvasData, out: Path, width_mm: float = DEFAULT_WIDTH_
     if legend_in:
         _legend(figure, color, channels, (draw_in / width_in, 0.05, legend_in / width_in, top - 0.1))
     # SVG text stays text (editable, searchable), as in the browser's SVG export
-    with matplotlib.rc_context({"svg.fonttype": "none"}):
-        figure.savefig(out, format=fmt[1:], dpi=PNG_DPI if fmt == ".png" else None)
+    with matplotlib.rc_context({"svg.fonttype": "none"}), replaced_file(out) as new:
+        figure.savefig(new, format=fmt[1:], dpi=PNG_DPI if fmt == ".png" else None)
     return out
 
 

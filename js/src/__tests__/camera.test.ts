@@ -11,7 +11,8 @@ import {
   scaleBar,
   viewStateFor,
   zoomBy,
-  zoomRange
+  zoomRange,
+  spacingOf
 } from '../app/camera';
 import type { Bounds } from '../app/types';
 
@@ -68,12 +69,25 @@ describe('camera: a saved viewport is a region of the data', () => {
   it('zooms in steps within the range, and pans by screen pixels', () => {
     const range = zoomRange(bounds, 400, 200);
     const fit = fitViewState(bounds, 400, 200);
-    expect(range[0]).toBeCloseTo(fit.zoom - 3, 9);
+    expect(range[0]).toBeCloseTo(fit.zoom, 9);
     const vs = { target: [10, 20] as [number, number], zoom: 0 };
     expect(zoomBy(vs, 2, [-10, 10]).zoom).toBe(1);
     expect(zoomBy(vs, 100, [-10, 10]).zoom).toBe(10);
     expect(zoomBy(vs, -100, [-10, 10]).zoom).toBe(-10);
     expect(panBy({ target: [10, 20], zoom: 1 }, 20, -10).target).toEqual([20, 15]);
+  });
+
+  it('zoom limits: out to the whole data fitted, in until one cell fills the shorter side', () => {
+    const [out, inmost] = zoomRange(bounds, 400, 200, 5);
+    // zoomed out as far as allowed, all the data is in view
+    const r = regionOf({ target: [500, 250], zoom: out }, 400, 200);
+    expect(r[0] <= 0 && r[1] <= 0 && r[2] >= 1000 && r[3] >= 500).toBe(true);
+    // zoomed in as far as allowed, a 5-unit cell spans the 200 px height
+    expect(Math.pow(2, inmost) * 5).toBeCloseTo(200, 9);
+    // a cell bigger than the fitted view: no zooming in at all, never a range upside down
+    expect(zoomRange(bounds, 400, 200, 1e6)).toEqual([out, out]);
+    expect(spacingOf([0, 0, 100, 100], 100)).toBe(10);
+    expect(spacingOf([0, 0, 100, 100], 0)).toBe(0);
   });
 
   it('scale bar: a round length in physical units', () => {

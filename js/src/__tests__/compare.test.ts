@@ -178,7 +178,7 @@ describe('compare view', () => {
       { start: -2, end: 0.5, cells: 2 },
       { start: 0.5, end: 3, cells: 3 }
     ]);
-    expect(tableRows(el.querySelector('.sds-delta-added')!)).toEqual(['leiden categorical 0 160 · 1 80']);
+    expect(tableRows(el.querySelector('.sds-delta-added')!)).toEqual(['leiden categorical 0 160 · 1 80 Show on tissue']);
     expect(tableRows(el.querySelector('.sds-delta-removed')!)).toEqual(['old_col numeric min 0 · median 2 · max 9']);
     expect(text(el.querySelector('.sds-delta-obsm'))).toContain('Changed spatial: 1 row of 240 changed, largest displacement 5');
     // a value is text, never markup

@@ -231,7 +231,7 @@ describe('cells as outlines', () => {
     // two 10-unit squares
     const starts = Uint32Array.from([0, 5, 10]);
     const vertices = Float32Array.from([0, 0, 10, 0, 10, 10, 0, 10, 0, 0, 20, 20, 30, 20, 30, 30, 20, 30, 20, 20]);
-    const p: CanvasPayload = { ...payload(), n_cells: 2, shapes: { kind: 'polygons', element: 'cells', n_vertices: 10 } };
+    const p: CanvasPayload = { ...payload(), bounds: [0, 0, 1000, 1000], n_cells: 2, shapes: { kind: 'polygons', element: 'cells', n_vertices: 10 } };
     const d: CanvasData = {
       x: Float32Array.from([5, 25]),
       y: Float32Array.from([5, 25]),
@@ -240,11 +240,13 @@ describe('cells as outlines', () => {
       shapes: { kind: 'polygons', starts, vertices }
     };
     const stage = new SpatialStage(p, d);
+    // 100 px across: zoom from 2^-3.4 (the 1000-unit data fitted) to 2^3.3 (a 10-unit cell filling it)
+    (stage as unknown as { size: [number, number] }).size = [100, 100];
     const at = (zoom: number) => {
       stage.apply({ target: [15, 15], zoom });
       return stage.drawnAs;
     };
-    // 10 units wide: 2.5 px at 2^-2, 5 px at 2^-1, 20 px at 2^1 (the zoom range allows these at any size)
+    // 10 units wide: 2.5 px at 2^-2, 5 px at 2^-1, 20 px at 2^1
     expect(at(-2)).toBe('points');
     expect(at(-1)).toBe('filled');
     expect(at(1)).toBe('outlined');

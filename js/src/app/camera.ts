@@ -16,8 +16,7 @@ export const REFERENCE_WIDTH = 800;
 export const FIT_MARGIN = 0.95;
 /** How far one +/- step zooms (log2). */
 export const ZOOM_STEP = 0.5;
-/** Zoom limits relative to the fitted zoom (log2). */
-export const MIN_ZOOM_BELOW_FIT = 3;
+/** How far in (log2) past the fitted zoom a view may go when its cells' size is not known. */
 export const MAX_ZOOM_ABOVE_FIT = 12;
 
 /** A rectangle of the data: x0, y0, x1, y1 (y grows downwards, as in images). */
@@ -65,10 +64,25 @@ export function fitViewState(bounds: Bounds, width: number, height: number): Vie
   return viewStateFor(bounds, width, height, FIT_MARGIN);
 }
 
-/** The zoom range allowed for data `bounds` in a view of this size: far enough out to see all, in to single units. */
-export function zoomRange(bounds: Bounds, width: number, height: number): [number, number] {
+/**
+ * The zoom range for data `bounds` in a `width`×`height` view. Out: no further than the whole
+ * tissue fitted (beyond it the view only shrinks the data into empty space). In: until one cell,
+ * `cellSize` data units across, fills the view's shorter side (nothing finer to see); without a
+ * cell size, MAX_ZOOM_ABOVE_FIT past the fit.
+ */
+export function zoomRange(bounds: Bounds, width: number, height: number, cellSize = 0): [number, number] {
   const fit = fitViewState(bounds, width, height).zoom;
-  return [fit - MIN_ZOOM_BELOW_FIT, fit + MAX_ZOOM_ABOVE_FIT];
+  const inmost = cellSize > 0 ? Math.log2(Math.min(width, height) / cellSize) : fit + MAX_ZOOM_ABOVE_FIT;
+  return [fit, Math.max(fit, inmost)];
+}
+
+/**
+ * A typical cell's size in data units where the figure has no outlines to measure: the side of
+ * the square each cell would have if the cells tiled `bounds` (null: no cells or no area).
+ */
+export function spacingOf(bounds: Bounds, cells: number): number {
+  const area = (bounds[2] - bounds[0]) * (bounds[3] - bounds[1]);
+  return cells > 0 && area > 0 ? Math.sqrt(area / cells) : 0;
 }
 
 /** `vs` zoomed by `steps` ZOOM_STEPs about its centre, kept within `range`. */

@@ -8,6 +8,7 @@
 
 import type { Region } from './camera';
 import { countOver, spansOver, type CellIndex } from './cellindex';
+import { paintFootprints, type Footprint } from './footprint';
 import { paintPoints, type CellSizing } from './raster';
 import type { Bounds } from './types';
 
@@ -100,7 +101,8 @@ export function stale(plan: RasterPlan | null, view: Region, scale: number, boun
 
 /**
  * Paint the cells of `plan.region` (and those whose disc reaches into it) into a new RGBA
- * buffer: the index gives the cells; paintPoints draws them.
+ * buffer: the index gives the cells; paintPoints draws them, or paintFootprints when they are
+ * squares of a size by the area they cover (polygon cells too small to show their shape).
  */
 export function rasterizeCells(
   plan: RasterPlan,
@@ -108,7 +110,7 @@ export function rasterizeCells(
   x: Float32Array,
   y: Float32Array,
   colorOf: (i: number) => number,
-  diameter: CellSizing,
+  diameter: CellSizing | Footprint,
   reach: number,
   outline: boolean
 ): { pixels: Uint8ClampedArray; drawn: number } {
@@ -124,6 +126,9 @@ export function rasterizeCells(
   // reading cells in the index's order jumps through memory: past a quarter of them, the
   // plain pass in storage order (which tests every position anyway) is several times faster
   const cells = listed > index.order.length / 4 ? null : { order: index.order, spans };
-  const drawn = paintPoints(pixels, view, x, y, colorOf, diameter, cells, outline);
+  const drawn =
+    typeof diameter === 'object' && 'footprint' in diameter
+      ? paintFootprints(new Uint32Array(pixels.buffer), view, x, y, colorOf, diameter.footprint, cells?.spans ?? Uint32Array.of(0, x.length), cells?.order ?? null)
+      : paintPoints(pixels, view, x, y, colorOf, diameter, cells, outline);
   return { pixels, drawn };
 }

@@ -8,10 +8,12 @@
  * so a number in the headline is the number in its table.
  */
 
+import { agreementNode, changeText, contingencySpec, drawable } from './agreement';
 import type { ChartRenderer, ChartHandle } from './chart';
 import { empty, errorBox, fill, h } from './dom';
 import { cell } from './format';
 import { cancelLoad, loadInto } from './load';
+import { SideBySide } from './sidebyside';
 import { TissuePane } from './tissue';
 import { TransportError, type Transport } from './transport';
 import type {
@@ -75,7 +77,7 @@ export function compareModel(c: Comparison): CompareModel {
   };
   const items = model.headline;
   for (const ch of model.changed) {
-    items.push({ section: 'obs', text: `${ch.column}: ${plural(ch.n_changed, 'cell')} changed` });
+    items.push({ section: 'obs', text: changeText(ch) });
   }
   if (model.added.length) {
     items.push({ section: 'obs', text: `obs ${model.added.length === 1 ? 'column' : 'columns'} added: ${model.added.map(a => a.column).join(', ')}` });
@@ -111,6 +113,7 @@ export class CompareView {
   private branches: Branch[] = [];
   private charts: ChartHandle[] = [];
   private pane: TissuePane | null = null;
+  private sides: SideBySide | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -233,8 +236,14 @@ export class CompareView {
 
   dispose(): void {
     this.disposeCharts();
+    this.disposePanes();
+  }
+
+  private disposePanes(): void {
     this.pane?.dispose();
     this.pane = null;
+    this.sides?.dispose();
+    this.sides = null;
   }
 
   private disposeCharts(): void {
@@ -255,8 +264,7 @@ export class CompareView {
     const b = pickOf(this.selectB.value);
     this.ran = true;
     this.disposeCharts();
-    this.pane?.dispose();
-    this.pane = null;
+    this.disposePanes();
     if (a === b) {
       cancelLoad(this.out);
       fill(this.out, empty('Pick two different versions.'));
@@ -298,6 +306,16 @@ export class CompareView {
         }
       }
     });
+    // A and B next to each other, one camera, once both are known to have a spatial view
+    const sides = new SideBySide(this.transport, { pick: toPick, label: this.label(toPick) }, { pick: fromPick, label: this.label(fromPick) });
+    this.sides = sides;
+    void sides.available().then(ok => {
+      if (ok && this.sides === sides) {
+        for (const b of this.out.querySelectorAll<HTMLElement>('.sds-show-sides')) {
+          b.hidden = false;
+        }
+      }
+    });
     const cells = c.obs?.n_common;
     const intro = h(
       'p',
@@ -327,8 +345,15 @@ export class CompareView {
             'section',
             { class: 'sds-delta sds-delta-obs', 'aria-label': 'obs columns' },
             h('h3', {}, 'Cells (obs columns)'),
-            model.changed.map(ch => this.obsChange(ch, from, to, pane ? (node, button) => this.showOnTissue(pane, ch, fromPick, to, node, button) : null)),
-            model.added.length ? columnList('Added columns', 'added', model.added, to) : null,
+            model.changed.map(ch =>
+              this.obsChange(ch, from, to, pane ? (node, button) => this.showOnTissue(pane, ch, fromPick, to, node, button) : null, (node, button) => {
+                node.append(sides.node);
+                void sides.show(ch.column, button);
+              })
+            ),
+            model.added.length
+              ? columnList('Added columns', 'added', model.added, to, pane ? (c, node, button) => this.showColumn(pane, c, to, node, button) : null)
+              : null,
             model.removed.length ? columnList('Removed columns', 'removed', model.removed, from) : null
           )
         : null,
@@ -346,14 +371,23 @@ export class CompareView {
   /** Color A's tissue by how `ch` went from B (`against`), unchanged cells grey; the view opens below the column. */
   private showOnTissue(pane: TissuePane, ch: ObsChange, against: Pick, to: string, node: HTMLElement, button: HTMLElement): void {
     node.append(pane.node);
-    void pane.show({ column: ch.column, against }, `${ch.column}, what changed (A: ${to})`, button);
+    // a clustering: the cells that left their group, those only renamed in grey (as n_moved counts them)
+    const what = ch.agreement ? 'the cells that moved' : 'what changed';
+    void pane.show({ column: ch.column, against, againstLabel: this.label(against) }, `${ch.column}, ${what} (A: ${to})`, button);
+  }
+
+  /** Color A's tissue by a column B does not have; the view opens below the list. */
+  private showColumn(pane: TissuePane, c: ColumnSummary, to: string, node: HTMLElement, button: HTMLElement): void {
+    node.append(pane.node);
+    void pane.show({ column: c.column }, `${c.column} (A: ${to})`, button);
   }
 
   private obsChange(
     ch: ObsChange,
     from: string,
     to: string,
-    onTissue: ((node: HTMLElement, button: HTMLElement) => void) | null
+    onTissue: ((node: HTMLElement, button: HTMLElement) => void) | null,
+    onSides: ((node: HTMLElement, button: HTMLElement) => void) | null = null
   ): HTMLElement {
     const kind = ch.kind ?? 'string';
     const tissue = onTissue
@@ -362,10 +396,24 @@ export class CompareView {
           {
             type: 'button',
             class: 'sds-button sds-show-tissue',
-            title: `Color A's cells by how ${ch.column} changed (unchanged cells grey)`,
+            title: ch.agreement
+              ? `Color the cells of A that moved to another group of ${ch.column} (renamed and unchanged cells grey)`
+              : `Color A's cells by how ${ch.column} changed (unchanged cells grey)`,
             hidden: ''
           },
           'Show on tissue'
+        ) as HTMLButtonElement)
+      : null;
+    const sidesButton = onSides
+      ? (h(
+          'button',
+          {
+            type: 'button',
+            class: 'sds-button sds-show-sides',
+            title: `A and B side by side, each colored by its own ${ch.column}; they pan and zoom together`,
+            hidden: ''
+          },
+          'A | B side by side'
         ) as HTMLButtonElement)
       : null;
     const node = h(
@@ -380,9 +428,12 @@ export class CompareView {
           ? `, largest change ${cell(ch.max_abs_delta)}`
           : ''
       ),
-      tissue
+      tissue,
+      sidesButton
     );
     tissue?.addEventListener('click', () => onTissue!(node, tissue));
+    sidesButton?.addEventListener('click', () => onSides!(node, sidesButton));
+    node.append(agreementNode(ch) ?? '');
     if (kind === 'numeric') {
       const hist = ch.delta_histogram;
       if (hist && hist.counts.length) {
@@ -393,7 +444,14 @@ export class CompareView {
     }
     const transitions = ch.transitions ?? [];
     node.append(transitionTable(transitions, ch.n_transitions ?? transitions.length, from, to, ch.column));
-    if (kind !== 'string' && transitions.length > 1) {
+    if (ch.contingency && ch.agreement && drawable(ch.contingency)) {
+      node.append(
+        this.chart(
+          contingencySpec(ch.contingency, ch.agreement.matched.length, from, to, VEGA_LITE_SCHEMA),
+          `Cells of ${ch.column} by their value in ${from} and in ${to}, matched pairs on the diagonal`
+        )
+      );
+    } else if (kind !== 'string' && transitions.length > 1) {
       node.append(
         this.chart(
           transitionSpec(transitions.slice(0, MAX_ROWS), from, to),
@@ -480,28 +538,30 @@ export function transitionSpec(rows: Transition[], from: string, to: string): ob
   return {
     $schema: VEGA_LITE_SCHEMA,
     data: { values: rows.map(t => ({ from: t.a ?? MISSING, to: t.b ?? MISSING, cells: t.count })) },
-    width: { step: 28 },
+    width: { step: Math.max(28, Math.max(0, ...rows.map(t => t.count)).toLocaleString('en').length * 7 + 6) },
     height: { step: 22 },
+    // labels whole (the chart grows and its panel scrolls), counts with thousands separators
+    config: { axis: { labelLimit: 0, titleLimit: 0 } },
     encoding: {
-      x: { field: 'to', type: 'nominal', title: `in ${to} (A)`, axis: { labelAngle: -40 } },
-      y: { field: 'from', type: 'nominal', title: `in ${from} (B)` }
+      x: { field: 'to', type: 'nominal', title: `in ${to} (A)`, axis: { labelAngle: -40, labelLimit: 0 } },
+      y: { field: 'from', type: 'nominal', title: `in ${from} (B)`, axis: { labelLimit: 0 } }
     },
     layer: [
       {
         mark: 'rect',
         encoding: {
-          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' } },
+          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' }, legend: { format: ',' } },
           tooltip: [
             { field: 'from', title: `in ${from}` },
             { field: 'to', title: `in ${to}` },
-            { field: 'cells', type: 'quantitative' }
+            { field: 'cells', type: 'quantitative', format: ',' }
           ]
         }
       },
       {
         mark: { type: 'text', fontSize: 10 },
         encoding: {
-          text: { field: 'cells', type: 'quantitative' },
+          text: { field: 'cells', type: 'quantitative', format: ',' },
           // dark text on the light cells, white on the dark ones
           color: { condition: { test: `datum.cells > ${Math.max(...rows.map(t => t.count), 0) / 2}`, value: '#fff' }, value: '#111' }
         }
@@ -557,8 +617,14 @@ export function valuesText(c: ColumnSummary, max = 8): string {
   return parts.join(' · ') + (more > 0 ? ` · … ${more} more` : '');
 }
 
-function columnList(title: string, status: string, columns: ColumnSummary[], where: string): HTMLElement {
-  return h(
+function columnList(
+  title: string,
+  status: string,
+  columns: ColumnSummary[],
+  where: string,
+  onTissue: ((c: ColumnSummary, node: HTMLElement, button: HTMLElement) => void) | null = null
+): HTMLElement {
+  const node: HTMLElement = h(
     'div',
     { class: `sds-delta-${status}` },
     h('h4', {}, `${title} (values in ${where})`),
@@ -568,7 +634,14 @@ function columnList(title: string, status: string, columns: ColumnSummary[], whe
       h(
         'thead',
         {},
-        h('tr', {}, h('th', { scope: 'col' }, 'column'), h('th', { scope: 'col' }, 'kind'), h('th', { scope: 'col' }, 'values'))
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'col' }, 'column'),
+          h('th', { scope: 'col' }, 'kind'),
+          h('th', { scope: 'col' }, 'values'),
+          onTissue ? h('th', { scope: 'col' }, h('span', { class: 'sds-visually-hidden' }, 'on the tissue')) : null
+        )
       ),
       h(
         'tbody',
@@ -579,12 +652,21 @@ function columnList(title: string, status: string, columns: ColumnSummary[], whe
             {},
             h('td', {}, h('code', {}, c.column)),
             h('td', {}, c.kind ?? ''),
-            h('td', { class: 'sds-values' }, c.kind ? valuesText(c) : '')
+            h('td', { class: 'sds-values' }, c.kind ? valuesText(c) : ''),
+            onTissue ? h('td', {}, tissueButton(`Color A's cells by ${c.column}`, button => onTissue(c, node, button))) : null
           )
         )
       )
     )
   );
+  return node;
+}
+
+/** A "Show on tissue" button, hidden until A is known to have a spatial view. */
+function tissueButton(title: string, onClick: (button: HTMLElement) => void): HTMLElement {
+  const button = h('button', { type: 'button', class: 'sds-button sds-show-tissue', title, hidden: '' }, 'Show on tissue');
+  button.addEventListener('click', () => onClick(button));
+  return button;
 }
 
 function shape(s: number[] | null | undefined): string {

@@ -9,6 +9,7 @@ import { BitmapLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layer
 import type { ViewState } from './camera';
 import { CellDiscLayer, discData } from './disclayer';
 import { discVertices, edgeQuads } from './geometry';
+import { GPU_POINTS, GPU_POLYGONS, gpuCellLayers, type GpuCells } from './gpulayers';
 import { CellEdgeLayer, CellOutlineLayer, edgeData, outlineData } from './outlinelayer';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
@@ -24,7 +25,11 @@ export type CellLayerData = {
   /** Circles of each cell's radius in data units (Visium spots), else null: discs of `radius` px. */
   radii: Float32Array | null;
   polygons: PolygonLayerData | null;
+  /** Which cell each of the `n` is (an index into the figure's cells): what a GPU pick maps back through. */
+  ids?: Uint32Array;
 };
+
+export type { GpuCells };
 
 /** The cells' polygons, flat (cell i: vertices starts[i] to starts[i + 1]), colors per vertex. */
 export type PolygonLayerData = {
@@ -46,6 +51,11 @@ export type { CellMode };
 export type ImageTileLayer = { id: string; source: HTMLCanvasElement; bounds: [number, number, number, number] };
 
 export type DeckScene = {
+  /**
+   * The GPU tier: every cell, drawn by stock layers and picked on the GPU (then `raster` is
+   * null and `cells` holds only the polygons near the view, when cells show as shapes).
+   */
+  gpu?: GpuCells | null;
   /** The cells as geometry (few in view), or null. */
   cells: CellLayerData | null;
   /** The cells as a raster (many in view), or null. */
@@ -76,9 +86,13 @@ export type DeckHandlers = {
   /** After each frame drawn (User Timing measures, tests). */
   onFrame?(): void;
   onViewState(vs: ViewState): void;
-  /** The pointer over the view at (x, y) CSS px (-1, -1: it left). Cells are picked on the CPU (cellindex.ts). */
-  onHover(x: number, y: number): void;
-  onClick(x: number, y: number): void;
+  /**
+   * The pointer over the view at (x, y) CSS px (-1, -1: it left). `picked`: the cell deck's GPU
+   * picking found there (-1: none), when the view picks on the GPU; else undefined, and cells
+   * are picked on the CPU (cellindex.ts).
+   */
+  onHover(x: number, y: number, picked?: number): void;
+  onClick(x: number, y: number, picked?: number): void;
   /** Whether the pointer is over a cell (the cursor). */
   hovering(): boolean;
   onError(err: Error): void;
@@ -95,7 +109,18 @@ export class DeckView {
    * `antialias`: a multisampled frame; off under software WebGL (SwiftShader), where it made a
    * frame showing the cells' raster cost about twice an empty one: discs smooth their own edges.
    */
-  constructor(canvas: HTMLCanvasElement, vs: ViewState, range: [number, number], options: { antialias: boolean }, private readonly handlers: DeckHandlers) {
+  /**
+   * `pickRadius` (CSS px), the GPU tier's: the cell layers are pickable and hover and click name
+   * the cell deck picked within it (a picking pass per pointer move, well under a frame on a GPU).
+   */
+  constructor(
+    canvas: HTMLCanvasElement,
+    vs: ViewState,
+    range: [number, number],
+    options: { antialias: boolean; pickRadius?: number },
+    private readonly handlers: DeckHandlers
+  ) {
+    const picking = options.pickRadius !== undefined;
     this.deck = new Deck<OrthographicView>({
       canvas,
       width: '100%',
@@ -125,13 +150,29 @@ export class DeckView {
         this.handlers.onViewState(next);
         return null;
       },
-      // no layer is pickable: a pointer move never costs a GPU picking pass over the cells
-      onHover: info => this.handlers.onHover(info.x, info.y),
-      onClick: info => this.handlers.onClick(info.x, info.y),
+      // software tier: no layer is pickable, so a pointer move never costs a picking pass over the cells
+      pickingRadius: options.pickRadius ?? 0,
+      onHover: info => this.handlers.onHover(info.x, info.y, picking ? this.cellAt(info) : undefined),
+      onClick: info => this.handlers.onClick(info.x, info.y, picking ? this.cellAt(info) : undefined),
       onBeforeRender: () => this.handlers.onBeforeFrame?.(),
       onAfterRender: () => this.handlers.onFrame?.(),
       onError: err => this.handlers.onError(err)
     });
+  }
+
+  /** The polygons' cell ids of the last scene: a polygon pick's index is into these. */
+  private polygonIds: Uint32Array | null = null;
+
+  /** The cell a GPU pick found (-1: none): points are instance i for cell i; polygons map through their ids. */
+  private cellAt(info: { index: number; layer?: Layer | null }): number {
+    const id = info.layer?.id;
+    if (info.index < 0 || !id) {
+      return -1;
+    }
+    if (id === GPU_POINTS) {
+      return info.index;
+    }
+    return id === GPU_POLYGONS ? (this.polygonIds?.[info.index] ?? -1) : -1;
   }
 
   setView(vs: ViewState, range: [number, number]): void {
@@ -144,6 +185,7 @@ export class DeckView {
   setScene(scene: DeckScene): void {
     const layers: Layer[] = imageLayers(scene);
     const images = layers.length;
+    this.polygonIds = scene.cells?.ids ?? null;
     if (scene.cellsVisible) {
       layers.push(...cellLayers(scene, this.pixelRatio >= 1.5));
     }
@@ -173,7 +215,11 @@ export class DeckView {
 function cellLayers(scene: DeckScene, wideLines: boolean): Layer[] {
   const layers: Layer[] = [];
   const cells = scene.cells;
-  if (scene.raster) {
+  if (scene.gpu) {
+    layers.push(
+      ...gpuCellLayers({ cells: scene.gpu, shapes: cells, cellMode: scene.cellMode, radius: scene.radius, outline: scene.outline, opacity: scene.cellsOpacity })
+    );
+  } else if (scene.raster) {
     layers.push(
       worldBitmap('cells-raster', scene.raster, {
         opacity: scene.cellsOpacity,

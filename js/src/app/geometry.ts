@@ -131,3 +131,30 @@ export function edgeQuads(segments: Float32Array, segmentColors: Uint8Array): Ed
   }
   return out;
 }
+
+/** A cell's outline (packed RGBA): black at alpha 190, over its fill. */
+export const OUTLINE = 0xbe000000;
+
+/** The outline's color per vertex: OUTLINE, transparent where the cell is hidden. */
+export function outlineColors(fills: Uint8Array): Uint8Array {
+  const n = fills.length / 4;
+  const fill = new Uint32Array(fills.buffer, fills.byteOffset, n);
+  const out = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    out[i] = fill[i] >>> 24 ? OUTLINE : 0;
+  }
+  return new Uint8Array(out.buffer);
+}
+
+/** Whether the rings repeat their first vertex at the end (then drawn as open paths, else as loops). */
+export function ringsClosed(p: Pick<PolygonLayerData, 'starts' | 'vertices'>): boolean {
+  const n = p.starts.length - 1;
+  for (let k = 0; k < n; k++) {
+    const a = p.starts[k];
+    const b = p.starts[k + 1];
+    if (b - a >= 2) {
+      return p.vertices[2 * a] === p.vertices[2 * b - 2] && p.vertices[2 * a + 1] === p.vertices[2 * b - 1];
+    }
+  }
+  return true;
+}

@@ -318,6 +318,48 @@ export type Transition = {
   count: number;
 };
 
+export type MatchedPair = {
+  a: string | null;
+  b: string | null;
+  count: number;
+};
+
+export type Agreement = {
+  ari: number;
+  nmi: number;
+  matched: MatchedPair[];
+  n_moved: number;
+};
+
+export type Contingency = {
+  a: (string | null)[];
+  b: (string | null)[];
+  counts: number[][];
+};
+
+export type DotRow = {
+  group: string;
+  gene: string;
+  fraction: number;
+  mean: number;
+  n_cells: number;
+};
+
+export type DotPlot = {
+  groupby: string;
+  genes: string[];
+  groups: string[];
+  layer: string | null;
+  rows: DotRow[];
+};
+
+export type GeneNames = {
+  table: string;
+  names: string[];
+  symbol_column: string | null;
+  symbols: string[] | null;
+};
+
 export type Histogram = {
   edges: number[];
   counts: number[];
@@ -333,6 +375,10 @@ export type ObsChange = {
   delta_histogram?: Histogram;
   counts_a?: Record<string, number>;
   counts_b?: Record<string, number>;
+  counts_other_a?: number;
+  counts_other_b?: number;
+  agreement?: Agreement;
+  contingency?: Contingency;
 };
 
 export type ObsDelta = {
@@ -460,6 +506,8 @@ export interface ReplyTypes {
   contents: ContentsData;
   cell: CellRow;
   color_values: CanvasColor;
+  genes: GeneNames;
+  dot_plot: DotPlot;
   channels: ChannelsData;
   store_key: StoreKeyData;
   image_region: ImageRegionData;
@@ -481,6 +529,8 @@ export interface ParamTypes {
   contents: { version?: number | string | null };
   cell: { version?: number | string | null; figure?: string; index?: number };
   color_values: { version?: number | string | null; figure?: string; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null };
+  genes: { version?: number | string | null; figure?: string };
+  dot_plot: { version?: number | string | null; figure?: string; gene?: string; groupby?: string; layer?: string | null };
   channels: { version?: number | string | null; figure?: string };
   store_key: { version?: number | string | null; key?: string };
   image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
@@ -488,4 +538,4 @@ export interface ParamTypes {
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'channels', 'store_key', 'image_region', 'image_tile'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile'] as const;

@@ -2,6 +2,7 @@
 
 import type { ChartHandle, ChartRenderer } from './chart';
 import { download, empty, errorBox, fill, h, report, runDisposers } from './dom';
+import { DotPlotPanel } from './dotplot';
 import { cell, columnFormat, exactTime, fullValue, plural, relativeTime, type CellFormat } from './format';
 import { badge } from './history';
 import type { ColorTarget } from './spatialfigure';
@@ -108,11 +109,14 @@ export class ResultsView {
       () => this.transport.request('results', { version }),
       (data, current) => {
         const results = data.results ?? [];
+        const dots = new DotPlotPanel(this.transport, version, this.renderChart);
+        this.disposers.push(() => dots.dispose());
         fill(
           this.node,
           data.error ? errorBox(data.error.message, data.error.kind) : null,
           results.length ? null : empty('This version has no results.'),
-          results.map(r => this.result(version, r, current))
+          results.map(r => this.result(version, r, current)),
+          dots.node
         );
       }
     );

@@ -17,15 +17,16 @@ import {
   viewStateFor,
   zoomBy,
   zoomRange,
+  spacingOf,
   aspectOf,
   type Region,
   type ViewState
 } from './camera';
 import { buildIndex, containing, countIn, forEachIn, nearest, type CellIndex } from './cellindex';
 import { MARGIN, covers, grow, lodFor, planRaster, rasterizeCells, stale, MOVING_RESOLUTION, type RasterPlan } from './celllod';
-import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, ImageTileLayer } from './deck';
+import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, GpuCells, ImageTileLayer } from './deck';
 import { h } from './dom';
-import { polygonsOf } from './geometry';
+import { OUTLINE, polygonsOf } from './geometry';
 import { cellModeAt, colorFn, packColor, rgbaCanvas, typicalWidth, type CanvasData } from './raster';
 import type { TileFrame } from './tiles';
 import type { CanvasPayload } from './types';
@@ -51,6 +52,57 @@ export function webglAvailable(): boolean {
     }
   }
   return webgl;
+}
+
+/**
+ * How the view draws. "gpu": deck.gl's stock layers over every cell, picked on the GPU (a
+ * hardware WebGL2). "software": a software renderer (SwiftShader, llvmpipe) runs the vertex
+ * shader on the CPU, so a frame costs per cell: geometry of the cells near the view while few
+ * are (GEOMETRY_BUDGET), a CPU raster of them beyond, picked through the CPU grid.
+ */
+export type Tier = 'gpu' | 'software';
+
+const TIERS: readonly Tier[] = ['gpu', 'software'];
+const TIER_KEY = 'sds-tier';
+
+/**
+ * The tier a page forces with `?sds-tier=gpu|software` (tests, comparisons on one machine).
+ * Read when this module loads and kept for the tab's session: JupyterLab's router rewrites the
+ * address soon after, and a reload should keep the choice.
+ */
+function forcedTier(): Tier | null {
+  try {
+    const asked = new URLSearchParams(window.location.search).get(TIER_KEY);
+    if (asked !== null) {
+      if (TIERS.includes(asked as Tier)) {
+        window.sessionStorage.setItem(TIER_KEY, asked);
+      } else {
+        window.sessionStorage.removeItem(TIER_KEY); // anything else: back to the probe's answer
+      }
+    }
+    const kept = window.sessionStorage.getItem(TIER_KEY);
+    return TIERS.includes(kept as Tier) ? (kept as Tier) : null;
+  } catch {
+    return null; // no window (tests in Node) or no storage
+  }
+}
+
+let forced: Tier | null | undefined = typeof window !== 'undefined' ? forcedTier() : undefined;
+
+/** The tier of this page: the forced one, else by the probe's renderer (null without WebGL). */
+export function renderTier(): Tier | null {
+  if (!webglAvailable()) {
+    return null;
+  }
+  if (forced === undefined) {
+    forced = forcedTier();
+  }
+  return forced ?? (software ? 'software' : 'gpu');
+}
+
+/** For tests: force a tier (null: the probe's answer). */
+export function setTier(tier: Tier | null): void {
+  forced = tier;
 }
 
 let deckModule: Promise<typeof import('./deck')> | null = null;
@@ -132,6 +184,11 @@ export class SpatialStage {
   private size: [number, number] = [0, 0];
   /** The grid over the cells, built once: what views, rasters and picking read. */
   readonly index: CellIndex;
+  /** How this view draws (renderTier; fixed for its life, shown as `data-tier`). */
+  readonly tier: Tier;
+  /** The GPU tier's cells: every cell's position (interleaved once) and the colors of the current coloring. */
+  private gpuCells: GpuCells | null = null;
+  private positions: Float32Array | null = null;
   /** Packed RGBA of cell i (alpha 0: hidden), from the coloring setColors last got. */
   private colorOf: (i: number) => number = () => 0xffb4771f;
   private colorVersion = 0;
@@ -176,7 +233,8 @@ export class SpatialStage {
         `${n.toLocaleString()} cells. Drag or arrow keys to pan; wheel, + and - to zoom.`,
       tabindex: '0'
     });
-    this.node = h('div', { class: 'sds-deck-stage' }, this.canvas);
+    this.tier = renderTier() ?? 'software';
+    this.node = h('div', { class: 'sds-deck-stage', 'data-tier': this.tier }, this.canvas);
     this.node.style.aspectRatio = `1 / ${aspectOf(payload.bounds)}`;
     this.listen(this.canvas);
   }
@@ -231,7 +289,19 @@ export class SpatialStage {
 
   get range(): [number, number] {
     const [w, hgt] = this.size;
-    return zoomRange(this.payload.bounds, w || 1, hgt || 1);
+    return zoomRange(this.payload.bounds, w || 1, hgt || 1, this.cellExtent());
+  }
+
+  /** A typical cell's size in data units (what the zoom-in limit shows filling the view). */
+  private cellExtent(): number {
+    const shapes = this.data.shapes;
+    if (shapes?.kind === 'polygons' && this.cellSize > 0) {
+      return this.cellSize;
+    }
+    if (shapes?.kind === 'circles' && shapes.radius.length > 0) {
+      return 2 * medianOf(shapes.radius);
+    }
+    return spacingOf(this.payload.bounds, this.payload.n_cells);
   }
 
   /** The camera for `mode` at the current size. */
@@ -414,18 +484,12 @@ export class SpatialStage {
     }
     const view = this.region();
     const scale = this.deviceScale();
+    if (this.tier === 'gpu') {
+      return this.refreshGpu(view);
+    }
     if (lodFor(this.index, grow(view)) === 'geometry') {
       this.raster = null;
-      const s = this.subset;
-      const region = grow(view, MARGIN * 2);
-      // kept while it covers the view and is not much larger than needed (zooming in: fewer cells)
-      const oversized = s !== null && s.region[2] - s.region[0] > 2 * (region[2] - region[0]);
-      if (s && s.version === this.colorVersion && s.mode === this.cellMode && covers(s.region, view) && !oversized) {
-        return false;
-      }
-      this.subset = { cells: this.geometryIn(region), region, version: this.colorVersion, mode: this.cellMode };
-      this.node.dataset.lod = 'geometry';
-      return true;
+      return this.refreshSubset(view);
     }
     this.subset = null;
     const bounds = this.payload.bounds;
@@ -447,6 +511,74 @@ export class SpatialStage {
     return true;
   }
 
+  /** The geometry of the cells near `view`, made again when it no longer covers the view. Returns whether it changed. */
+  private refreshSubset(view: Region): boolean {
+    const s = this.subset;
+    const region = grow(view, MARGIN * 2);
+    // kept while it covers the view and is not much larger than needed (zooming in: fewer cells)
+    const oversized = s !== null && s.region[2] - s.region[0] > 2 * (region[2] - region[0]);
+    if (s && s.version === this.colorVersion && s.mode === this.cellMode && covers(s.region, view) && !oversized) {
+      return false;
+    }
+    this.subset = { cells: this.geometryIn(region), region, version: this.colorVersion, mode: this.cellMode };
+    this.node.dataset.lod = 'geometry';
+    return true;
+  }
+
+  /**
+   * The GPU tier: every cell, whatever the count in view (no budget: instanced discs cost the
+   * GPU, not JS), colored once per coloring; the polygons of the cells near the view once cells
+   * are big enough to show as shapes (then few fit the screen). Returns whether a layer changed.
+   */
+  private refreshGpu(view: Region): boolean {
+    let changed = false;
+    if (this.gpuCells?.version !== this.colorVersion) {
+      this.gpuCells = this.allCells();
+      changed = true;
+    }
+    if (this.data.shapes?.kind === 'polygons' && this.cellMode !== 'points') {
+      return this.refreshSubset(view) || changed;
+    }
+    changed ||= this.subset !== null;
+    this.subset = null;
+    this.node.dataset.lod = 'geometry';
+    return changed;
+  }
+
+  /** Every cell for the GPU tier's stock layers: positions (made once), fill and outline colors. */
+  private allCells(): GpuCells {
+    const { x, y } = this.data;
+    const n = x.length;
+    const hidden = (i: number) => !Number.isFinite(x[i]) || !Number.isFinite(y[i]);
+    if (!this.positions) {
+      const positions = new Float32Array(2 * n);
+      for (let i = 0; i < n; i++) {
+        if (!hidden(i)) {
+          positions[2 * i] = x[i];
+          positions[2 * i + 1] = y[i];
+        }
+      }
+      this.positions = positions;
+    }
+    const colors = new Uint32Array(n);
+    const lines = new Uint32Array(n);
+    for (let i = 0; i < n; i++) {
+      const c = hidden(i) ? 0 : this.colorOf(i);
+      colors[i] = c;
+      lines[i] = c >>> 24 ? OUTLINE : 0;
+    }
+    const shapes = this.data.shapes;
+    return {
+      n,
+      positions: this.positions,
+      colors: new Uint8Array(colors.buffer),
+      lines: new Uint8Array(lines.buffer),
+      radii: shapes?.kind === 'circles' ? shapes.radius : null,
+      cellRadius: shapes?.kind === 'polygons' ? this.cellSize / 2 : 0,
+      version: this.colorVersion
+    };
+  }
+
   /** Once the camera rests: the raster at the screen's resolution. */
   private settleLater(): void {
     if (this.settleTimer) {
@@ -465,13 +597,14 @@ export class SpatialStage {
     const started = now();
     const shapes = this.data.shapes;
     const point = (this.payload.point_size || 2) * devicePixels() * (plan.scale / this.deviceScale());
-    // polygons: each its own shape once big enough to show one (not points), as in the 2D drawing
+    // polygons: each its own shape once big enough to show one (not points), as in the 2D
+    // drawing; smaller, a square of its size by the area it covers (footprint.ts: no stripes)
     const diameter =
       shapes?.kind === 'circles'
         ? { radius: shapes.radius, scale: plan.scale }
         : shapes?.kind === 'polygons'
           ? this.cellMode === 'points'
-            ? Math.max(1, this.cellSize * plan.scale)
+            ? { footprint: this.cellSize * plan.scale }
             : { polygons: shapes }
           : point;
     const outline = shapes?.kind === 'polygons' ? this.cellMode !== 'points' : (this.payload.point_size || 2) >= 3;
@@ -496,7 +629,7 @@ export class SpatialStage {
     const lines = new Uint32Array(n);
     const shapes = this.data.shapes;
     const radii = shapes?.kind === 'circles' ? new Float32Array(n) : null;
-    const outline = 0xbe000000; // black, alpha 190
+    const outline = OUTLINE;
     let vertexCount = 0;
     for (let k = 0; k < n; k++) {
       const i = picked[k];
@@ -516,7 +649,7 @@ export class SpatialStage {
     if (shapes?.kind === 'polygons' && this.cellMode !== 'points') {
       polygons = polygonsOf(picked, shapes.starts, shapes.vertices, colors, vertexCount);
     }
-    return { n, positions, colors: new Uint8Array(colors.buffer), lines: new Uint8Array(lines.buffer), radii, polygons };
+    return { n, positions, colors: new Uint8Array(colors.buffer), lines: new Uint8Array(lines.buffer), radii, polygons, ids: Uint32Array.from(picked) };
   }
 
   /** The cell under the pointer at (sx, sy) CSS px of the view, or -1: picked on the CPU through the index. */
@@ -544,9 +677,20 @@ export class SpatialStage {
     return nearest(this.index, x, y, px, py, (radius + PICK_SLOP) / scale, visible);
   }
 
+  /**
+   * The cell under the pointer: the one deck's GPU picking found (`picked`, the GPU tier), a
+   * hidden one not counted; else picked on the CPU.
+   */
+  private cellUnder(sx: number, sy: number, picked?: number): number {
+    if (picked === undefined) {
+      return this.pick(sx, sy);
+    }
+    return picked >= 0 && this.cellsVisible && this.colorOf(picked) >>> 24 !== 0 ? picked : -1;
+  }
+
   /** The pointer moved to (sx, sy) (negative: it left): the hovered cell, its ring and the host's tooltip. */
-  private hover(sx: number, sy: number): void {
-    const i = this.pick(sx, sy);
+  private hover(sx: number, sy: number, picked?: number): void {
+    const i = sx < 0 || sy < 0 ? -1 : this.cellUnder(sx, sy, picked);
     if (i === this.hovered) {
       return;
     }
@@ -574,6 +718,7 @@ export class SpatialStage {
       this.refreshCells(true);
     }
     return {
+      gpu: this.tier === 'gpu' ? this.gpuCells : null,
       cells: this.subset?.cells ?? null,
       raster: this.raster?.layer ?? null,
       cellMode: this.cellMode,
@@ -610,11 +755,12 @@ export class SpatialStage {
       let lastFrame = created;
       let rendering = created;
       // software WebGL shades every sample of a multisampled frame: 4x the cost of each frame
-      this.deck = new DeckView(this.canvas, vs, this.range, { antialias: !software }, {
+      const picking = this.tier === 'gpu' ? { pickRadius: PICK_SLOP } : {};
+      this.deck = new DeckView(this.canvas, vs, this.range, { antialias: !software, ...picking }, {
         onViewState: next => this.apply(next, 'user'),
-        onHover: (x, y) => this.hover(x, y),
-        onClick: (x, y) => {
-          const i = this.pick(x, y);
+        onHover: (x, y, picked) => this.hover(x, y, picked),
+        onClick: (x, y, picked) => {
+          const i = this.cellUnder(x, y, picked);
           if (i >= 0) {
             this.callbacks.onPin?.(i);
           }
@@ -737,4 +883,9 @@ function maxOf(values: Float32Array): number {
     }
   }
   return m;
+}
+
+function medianOf(values: Float32Array): number {
+  const sorted = Float32Array.from(values).sort();
+  return sorted[sorted.length >> 1];
 }

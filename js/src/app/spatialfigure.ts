@@ -8,6 +8,9 @@
 import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from './camera';
 import { h } from './dom';
 import { rangeFormat } from './format';
+import { GeneBox } from './genebox';
+import { additiveColoring, channelLegend, geneValues, type Additive } from './genechannels';
+import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits } from './colorlimits';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
 import { PRINT_DPI, composePrint } from './print';
@@ -24,6 +27,10 @@ export type ColorTarget = {
   layer?: string;
   highlight?: string;
   against?: number | string;
+  /** How `against` is named to a person (its title and number); never sent to the service. */
+  againstLabel?: string;
+  /** With several genes (commas): one colour channel each, added, instead of their mean. */
+  channels?: boolean;
 };
 
 /** What the toolbar drives, whichever drawing is on screen. */
@@ -48,6 +55,10 @@ export class SpatialFigure {
   private color: CanvasColor;
   private value: CanvasData['value'];
   private colorToken = 0;
+  /** The percentiles a gene's colors are clipped to (null: exact limits). */
+  private percentiles: [number, number] | null = null;
+  /** The legend of genes shown as added colour channels (null: the coloring's own legend). */
+  private channelLegend: HTMLElement | null = null;
   private readonly colorStatus: HTMLElement;
   private channels: { width: number; height: number; planes: Uint8Array[]; states: ChannelState[] } | null = null;
   private readonly channelSlot: HTMLElement;
@@ -60,7 +71,7 @@ export class SpatialFigure {
 
   constructor(
     private readonly transport: Transport,
-    private readonly version: number,
+    private readonly version: number | string,
     private readonly figureId: string,
     readonly payload: CanvasPayload,
     readonly data: CanvasData,
@@ -115,6 +126,10 @@ export class SpatialFigure {
    * rejects with the service's one-line reason (an unknown column or gene).
    */
   async colorBy(target: ColorTarget): Promise<void> {
+    if (target.channels && target.gene?.includes(',')) {
+      return this.colorByChannels(target, target.gene.split(','));
+    }
+    this.channelLegend = null;
     const token = ++this.colorToken;
     const { column, gene } = target;
     let color: CanvasColor = this.payload.color;
@@ -135,6 +150,7 @@ export class SpatialFigure {
           throw new TransportError('protocol', 'color_values reply has no buffer');
         }
         value = color.mode === 'categorical' ? typed(buffer, Uint16Array) : typed(buffer, Float32Array);
+        color = gene ? clippedByDefault(color, value) : color;
       } catch (err) {
         if (token === this.colorToken) {
           this.colorStatus.textContent = TransportError.from(err).message;
@@ -147,9 +163,39 @@ export class SpatialFigure {
     }
     this.colorStatus.textContent = '';
     this.color = color;
+    this.percentiles = gene ? DEFAULT_PERCENTILES : null;
     this.value = value;
     this.hidden.clear();
     this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
+    this.showColorChoice(target);
+    this.noteCaption(target);
+    this.renderLegend();
+    this.redrawColors();
+  }
+
+  /** Color by 2–3 genes, one channel each, added (see `genechannels.ts`). */
+  private async colorByChannels(target: ColorTarget, genes: string[]): Promise<void> {
+    const token = ++this.colorToken;
+    this.colorStatus.textContent = `Loading ${genes.join(', ')}…`;
+    let mix: Additive;
+    try {
+      const where = { version: this.version, figure: this.figureId, ...(target.layer ? { layer: target.layer } : {}) };
+      const found = await geneValues(this.transport, where, genes);
+      mix = additiveColoring(found.genes, found.values);
+    } catch (err) {
+      if (token === this.colorToken) {
+        this.colorStatus.textContent = TransportError.from(err).message;
+      }
+      throw err;
+    }
+    if (token !== this.colorToken) {
+      return;
+    }
+    this.colorStatus.textContent = '';
+    [this.color, this.value, this.percentiles] = [mix.color, mix.codes, null];
+    this.channelLegend = channelLegend(mix.channels);
+    this.hidden.clear();
+    this.node.dataset.colorBy = mix.color.column;
     this.showColorChoice(target);
     this.noteCaption(target);
     this.renderLegend();
@@ -363,6 +409,26 @@ export class SpatialFigure {
     return plot;
   }
 
+  /** Told each camera move, so a view beside this one can follow (see `sidebyside.ts`). */
+  onCamera: ((vs: ViewState) => void) | null = null;
+
+  /** The camera on screen, or null before the first frame. */
+  cameraState(): ViewState | null {
+    return this.stage ? this.stage.viewState : this.plot ? this.plotState(this.plot) : null;
+  }
+
+  /** Move the camera to `vs` (a linked view followed its neighbour). */
+  setCamera(vs: ViewState): void {
+    if (this.stage) {
+      this.stage.apply(vs, 'user');
+    } else if (this.plot) {
+      this.plot.camera = vs;
+      this.plot.fit = false;
+      this.plot.draw();
+      this.viewChanged(this.plotRegion(this.plot));
+    }
+  }
+
   start(): void {
     if (this.payload.image) {
       this.loadChannels().catch(() => undefined);
@@ -445,10 +511,24 @@ export class SpatialFigure {
   }
 
   private renderLegend(): void {
+    if (this.channelLegend) {
+      this.legendSlot.replaceChildren(this.channelLegend);
+      return;
+    }
     const toggle = this.color.mode === 'categorical' ? (code: number) => this.toggleCategory(code) : undefined;
     // with channel controls, the channels are listed there instead
     const image = this.payload.image && this.channels ? { ...this.payload.image, channels: [] } : this.payload.image;
     this.legendSlot.replaceChildren(legend({ ...this.payload, color: this.color, image }, this.hidden, toggle));
+    const c = this.color;
+    if (c.mode === 'continuous' && this.value) {
+      this.legendSlot.append(
+        colorLimitsControl(this.value, c, this.percentiles, (limits, percentiles) => {
+          [this.color, this.percentiles] = [withLimits(c, limits), percentiles];
+          this.renderLegend();
+          this.redrawColors();
+        })
+      );
+    }
   }
 
   private toggleCategory(code: number): void {
@@ -597,22 +677,15 @@ export class SpatialFigure {
         if (select.value === SHOWN) {
           return;
         }
+        genes.clear();
         this.colorBy(select.value ? { column: select.value } : {}).catch(() => undefined);
       });
-      const gene = h('input', {
-        type: 'search',
-        class: 'sds-select sds-gene',
-        placeholder: 'gene',
-        'aria-label': 'Color cells by a gene (Enter)',
-        title: 'Color cells by a gene: type its var name, then Enter',
-        size: '8'
-      }) as HTMLInputElement;
-      gene.addEventListener('keydown', ev => {
-        if (ev.key === 'Enter' && gene.value.trim()) {
-          this.colorBy({ gene: gene.value.trim() }).catch(() => undefined);
-        }
-      });
-      bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Color' }, select, gene, this.colorStatus));
+      const genes = new GeneBox(
+        () => this.transport.request('genes', { version: this.version, figure: this.figureId }).then(r => r.data),
+        picked =>
+          this.colorBy(picked.length ? { gene: picked.join(','), channels: genes.combine === 'channels' } : {}).catch(() => undefined)
+      );
+      bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Color' }, select, genes.node, this.colorStatus));
     }
     if (this.stage) {
       const stage = this.stage;
@@ -648,6 +721,10 @@ export class SpatialFigure {
   }
 
   private viewChanged(region: Region): void {
+    const camera = this.cameraState();
+    if (camera) {
+      this.onCamera?.(camera);
+    }
     this.updateScaleBar(region);
     this.askTiles(region);
     if (this.countTimer) {
@@ -794,13 +871,15 @@ const SHOWN = '\u0000shown';
 /** What a gene, highlight or comparison coloring is called in the color dropdown; null for a plain column or the saved one. */
 export function shownLabel(target: ColorTarget): string | null {
   if (target.gene) {
-    return `gene ${target.gene}${target.layer ? ` (${target.layer})` : ''}`;
+    const genes = target.gene.split(',');
+    const what = genes.length < 2 ? `gene ${target.gene}` : target.channels ? `genes ${genes.join(' + ')} (channels)` : `mean of ${genes.join(', ')}`;
+    return `${what}${target.layer ? ` (${target.layer})` : ''}`;
   }
   if (target.column && target.highlight !== undefined) {
     return `${target.column}: ${target.highlight} highlighted`;
   }
   if (target.column && target.against !== undefined) {
-    const other = typeof target.against === 'number' ? `v${target.against}` : target.against;
+    const other = target.againstLabel ?? (typeof target.against === 'number' ? `v${target.against}` : 'another version');
     return `${target.column}: changed since ${other}`;
   }
   return null;

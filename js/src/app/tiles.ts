@@ -171,7 +171,7 @@ export class TileGrid {
 
   constructor(
     private readonly transport: Transport,
-    private readonly version: number,
+    private readonly version: number | string,
     private readonly figure: string,
     readonly levels: ImageLevel[],
     overview: { width: number; bounds: Bounds },

@@ -1,0 +1,240 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mountApp, type AppHandle } from '../app';
+import type { ViewState } from '../app/camera';
+import { linkCameras, type Linkable } from '../app/sidebyside';
+import type { SpatialFigure } from '../app/spatialfigure';
+import type { CanvasPayload, Comparison, Figure } from '../app/types';
+import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
+
+let app: AppHandle | null = null;
+afterEach(() => {
+  app?.dispose();
+  app = null;
+  document.body.replaceChildren();
+});
+
+const CANVAS: Figure = {
+  id: 'tissue',
+  title: 'Clusters on the tissue',
+  caption: null,
+  print_width: null,
+  kind: 'canvas',
+  spec: { kind: 'canvas', color_by: 'leiden' }
+} as Figure;
+
+function canvasReply() {
+  const payload: CanvasPayload = {
+    n_cells: 3,
+    bounds: [0, 0, 10, 10],
+    viewport: { target: [5, 5], zoom: 0, rotation: 0 },
+    color: { mode: 'categorical', column: 'leiden', categories: ['0', '1'], colors: ['#ff0000', '#00ff00'] },
+    point_size: 2,
+    image: null,
+    obs_columns: ['leiden']
+  } as CanvasPayload;
+  const x = Float32Array.from([1, 5, 9]);
+  const y = Float32Array.from([1, 5, 9]);
+  const codes = Uint16Array.from([0, 1, 0]);
+  return { data: payload, buffers: [new DataView(x.buffer), new DataView(y.buffer), new DataView(codes.buffer)] };
+}
+
+/** color_values as the service answers it: a gene continuous, a highlight or a change categorical. */
+function colorReply(p: { gene?: string; column?: string; highlight?: string | null; against?: unknown }) {
+  if (p.gene) {
+    const values = Float32Array.from([0, 3, 1]);
+    return {
+      data: { mode: 'continuous', column: p.gene, colormap: 'viridis', min: 0, max: 3, lut: ['#000000', '#ffffff'] },
+      buffers: [new DataView(values.buffer)]
+    };
+  }
+  const categories = p.highlight !== undefined ? [p.highlight, 'other cells'] : ['0 → 1', 'unchanged'];
+  const codes = Uint16Array.from([0, 1, 1]);
+  return {
+    data: { mode: 'categorical', column: `${p.column}`, categories, colors: ['#d62728', '#c8c8c8'] },
+    buffers: [new DataView(codes.buffer)]
+  };
+}
+
+function transport(figures: Figure[] = [CANVAS]): FakeTransport {
+  return new FakeTransport()
+    .on('history', () => history(2))
+    .on('figures', () => ({ figures }))
+    .on('canvas', () => canvasReply() as never)
+    .on('color_values', p => colorReply(p) as never);
+}
+
+function mount(t: FakeTransport, charts = fakeCharts()): HTMLElement {
+  const el = document.createElement('div');
+  document.body.append(el);
+  app = mountApp(el, t, { now: () => NOW, renderChart: charts.render, initialTab: 'compare' });
+  return el;
+}
+
+function comparison(a: number | string, b: number): Comparison {
+  return {
+    a: typeof a === 'number' ? a : 3,
+    b,
+    obs: {
+      added: [],
+      removed: [],
+      changed: [
+        {
+          column: 'regions',
+          kind: 'categorical',
+          n_changed: 1,
+          transitions: [{ a: '0', b: '1', count: 1 }],
+          n_transitions: 1,
+          counts_a: {},
+          counts_b: {}
+        }
+      ],
+      added_columns: [],
+      removed_columns: [],
+      n_cells_a: 3,
+      n_cells_b: 3,
+      n_common: 3
+    },
+    obsm: { added: [], removed: [], changed: [] },
+    uns: { added: [], removed: [], changed: [] },
+    figures: { added: [], removed: [], changed: [] },
+    results: { added: [], removed: [], changed: [] },
+    obsm_changes: [],
+    uns_changes: [],
+    figure_changes: [],
+    result_changes: []
+  } as Comparison;
+}
+
+/** A view whose camera is a plain value, to check the linking alone. */
+class Camera implements Linkable {
+  onCamera: ((vs: ViewState) => void) | null = null;
+  moves = 0;
+  constructor(public vs: ViewState | null = null) {}
+  cameraState(): ViewState | null {
+    return this.vs;
+  }
+  setCamera(vs: ViewState): void {
+    this.moves++;
+    this.vs = vs;
+    this.onCamera?.(vs); // a real view reports the moves it is told to make too
+  }
+  /** A person pans this view. */
+  pan(vs: ViewState): void {
+    this.vs = vs;
+    this.onCamera?.(vs);
+  }
+}
+
+describe('one camera for A and B', () => {
+  it('a move in either view moves the other once, and unlinking stops it', () => {
+    const a = new Camera();
+    const b = new Camera();
+    const unlink = linkCameras([a, b]);
+    a.pan({ target: [3, 4], zoom: 2 });
+    expect(b.vs).toEqual({ target: [3, 4], zoom: 2 });
+    expect([a.moves, b.moves]).toEqual([0, 1]);
+    b.pan({ target: [1, 1], zoom: -1 });
+    expect(a.vs).toEqual({ target: [1, 1], zoom: -1 });
+    expect([a.moves, b.moves]).toEqual([1, 1]);
+    // the same place again: nothing to do
+    a.pan({ target: [1, 1], zoom: -1 });
+    expect(b.moves).toBe(1);
+    unlink();
+    a.pan({ target: [9, 9], zoom: 0 });
+    expect(b.vs).toEqual({ target: [1, 1], zoom: -1 });
+  });
+});
+
+const TREE = {
+  current: 'ds-2',
+  base: null,
+  notes: [],
+  nodes: [
+    { dataset_id: 'ds-2', parent: 'ds-1', depth: 2, title: 'Version 2', folder: 'v2', created_at: null, created_by: null },
+    { dataset_id: 'ds-1', parent: null, depth: 1, title: 'Version 1', folder: 'v1', created_at: null, created_by: null },
+    { dataset_id: 'side-9', parent: 'ds-1', depth: 2, title: 'Side', folder: 'side', created_at: null, created_by: null }
+  ]
+};
+
+describe('compare: A and B side by side', () => {
+  it('draws both tissues, each colored by its own version, named by title and number, panning together', async () => {
+    const t = transport()
+      .on('compare', p => comparison(p.a, p.b as number))
+      .on('tree', () => TREE)
+      .on('fingerprint', () => ({ fingerprint: 'x' }));
+    const el = mount(t);
+    await settle(10);
+    const selectB = el.querySelector<HTMLSelectElement>('select[aria-label^="Version B"]')!;
+    selectB.value = 'side-9';
+    selectB.dispatchEvent(new Event('change'));
+    await settle(10);
+    const button = el.querySelector<HTMLButtonElement>('.sds-obs-change[data-column="regions"] .sds-show-sides')!;
+    expect(button.hidden).toBe(false);
+    button.click();
+    await settle(10);
+    const view = el.querySelector<HTMLElement>('.sds-sidebyside')!;
+    expect(view.hidden).toBe(false);
+    expect(view.dataset.drawn).toBe('regions');
+    expect([...view.querySelectorAll('.sds-sidebyside-name')].map(n => text(n))).toEqual(['A: v2 Version 2', 'B: Side (branch, v2)']);
+    expect(t.callsOf('canvas')).toEqual([
+      { version: 2, figure: 'tissue' },
+      { version: 'side-9', figure: 'tissue' }
+    ]);
+    expect(t.callsOf('color_values')).toEqual([
+      { version: 2, figure: 'tissue', column: 'regions' },
+      { version: 'side-9', figure: 'tissue', column: 'regions' }
+    ]);
+    const [a, b] = [...view.querySelectorAll('.sds-spatial')].map(n => (n as HTMLElement & { sdsSpatial: SpatialFigure }).sdsSpatial);
+    a.setCamera({ target: [2, 3], zoom: 1.5 });
+    expect(b.cameraState()).toEqual(a.cameraState());
+    b.setCamera({ target: [7, 1], zoom: 0.5 });
+    expect(a.cameraState()).toEqual(b.cameraState());
+    expect(a.cameraState()?.target).toEqual([7, 1]);
+    // Back drops both views and gives the focus back
+    view.querySelector<HTMLButtonElement>('.sds-tissue-back')!.click();
+    expect(view.hidden).toBe(true);
+    expect(document.activeElement).toBe(button);
+  });
+
+  it('names the other version by title in the tissue view, never by its ID', async () => {
+    const t = transport()
+      .on('compare', p => comparison(p.a, p.b as number))
+      .on('tree', () => TREE)
+      .on('fingerprint', () => ({ fingerprint: 'x' }));
+    const el = mount(t);
+    await settle(10);
+    const selectB = el.querySelector<HTMLSelectElement>('select[aria-label^="Version B"]')!;
+    selectB.value = 'side-9';
+    selectB.dispatchEvent(new Event('change'));
+    await settle(10);
+    el.querySelector<HTMLButtonElement>('.sds-show-tissue')!.click();
+    await settle(10);
+    const select = el.querySelector<HTMLSelectElement>('.sds-tissue:not(.sds-sidebyside) .sds-spatial select')!;
+    const shown = text(select.selectedOptions[0]);
+    expect(shown).toBe('regions: changed since Side (branch, v2)');
+    expect(shown).not.toContain('side-9');
+  });
+});
+
+describe('compare: a clustering on the tissue', () => {
+  it('shows the cells that moved, and leads with how many', async () => {
+    const clustered = (a: number | string, b: number): Comparison => {
+      const c = comparison(a, b);
+      c.obs.changed[0] = {
+        ...c.obs.changed[0],
+        agreement: { ari: 0.5, nmi: 0.6, matched: [{ a: '0', b: '1', count: 1 }], n_moved: 0 },
+        contingency: { a: ['0'], b: ['1'], counts: [[1]] }
+      };
+      return c;
+    };
+    const t = transport().on('compare', p => clustered(p.a, p.b as number));
+    const el = mount(t);
+    await settle(10);
+    expect(text(el.querySelector('.sds-headline li'))).toBe('regions: same partition, renamed');
+    const show = el.querySelector<HTMLButtonElement>('.sds-obs-change[data-column="regions"] .sds-show-tissue')!;
+    expect(show.title).toMatch(/moved to another group/);
+    show.click();
+    await settle(10);
+    expect(text(el.querySelector('.sds-tissue-title'))).toBe('On the tissue: regions, the cells that moved (A: v2)');
+  });
+});

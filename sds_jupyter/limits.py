@@ -1,0 +1,210 @@
+"""Every bound on what one request may make the server read, hold, send or keep, in one place.
+
+Why: what a request asks for is chosen by whoever sends it, and an element's metadata by
+whoever wrote the dataset. A claimed shape of 10^12 pixels, a region reaching to infinity,
+a results table that claims terabytes, a column of a million distinct values, a body of
+100 MB or a client walking every version would otherwise become gigabytes of memory,
+minutes of reads or a 500. Each number below says why it is that number; every layer
+(the stack library, studio, the service, the server) imports it from here, and the
+README's Safety section lists them all. This module sits at the bottom of the import
+layers (beside ``errors``) so that the stack library and studio may use it too.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+import numpy as np
+import zarr
+
+__all__ = [
+    "MAX_CACHED_ADATAS",
+    "MAX_CACHED_BRANCHES",
+    "MAX_CACHED_COLUMNS",
+    "MAX_CACHED_COLUMN_BYTES",
+    "MAX_CACHED_IMAGES",
+    "MAX_CACHED_RESULTS",
+    "MAX_CACHED_SERVICES",
+    "MAX_CACHED_TABLES",
+    "MAX_CELLS",
+    "MAX_CHUNK_BYTES",
+    "MAX_COLUMN_BYTES",
+    "MAX_CONCURRENT_READS",
+    "MAX_COUNTS",
+    "MAX_IMAGE_AXIS",
+    "MAX_LEVELS",
+    "MAX_LISTED_VERSIONS",
+    "MAX_READ_BYTES",
+    "MAX_READ_CHUNKS",
+    "MAX_REGION_COORDINATE",
+    "MAX_REQUEST_BODY_BYTES",
+    "MAX_RESULT_BYTES",
+    "MAX_TITLE_MANIFEST_BYTES",
+    "SCANS_CACHE_BYTES",
+    "BoundedCache",
+    "claimed_bytes",
+    "item_bytes",
+]
+
+# ------------------------------------------------------------------ images (channels, image_region, image_tile, canvas)
+
+#: The longest side any axis of an image level may claim (pixels, channels, z, t): 2^20, about 20
+#: times the width of a whole-slide scan at full resolution. A claimed 10^12 is refused before
+#: anything is opened, so no later arithmetic on the shape can overflow.
+MAX_IMAGE_AXIS = 2**20
+#: The most levels a pyramid may list: each is opened when the image is, and 2^20 px halves to
+#: one pixel in 20 levels, so 32 leaves room for any real pyramid.
+MAX_LEVELS = 32
+#: The largest chunk of a level, decompressed: a 512 px tile decompresses whole chunks, and the
+#: server's worker threads may read several at once. 64 MiB holds a 4096 x 4096 chunk of 4 bytes
+#: per pixel (far beyond the 256-1024 px chunks writers use) and keeps a handful of concurrent
+#: tile reads well under a gigabyte.
+MAX_CHUNK_BYTES = 64 * 1024 * 1024
+#: The most bytes of pixels one read may bring into memory (all channels, before conversion). The
+#: largest ordinary read is an overview or region of 2048 x 2048 px: 32 channels of 2 bytes fit.
+MAX_READ_BYTES = 256 * 1024 * 1024
+#: The most chunks one read may touch: a strided overview of a huge level fetches every chunk its
+#: rows cross, which for 2^20 px levels in small chunks would be minutes of reads.
+MAX_READ_CHUNKS = 4096
+#: Pixel reads that may run at once in one process (the others wait): a browser asks for many
+#: tiles together and the server answers from several threads, so without it the memory of
+#: reads at once would be threads x MAX_READ_BYTES; with it, at most 4 x MAX_READ_BYTES.
+MAX_CONCURRENT_READS = 4
+#: The largest absolute coordinate of a requested region: no image lies beyond 10^15 (2^20 px at
+#: any plausible scale), and smaller numbers keep every division and rounding finite.
+MAX_REGION_COORDINATE = 1e15
+
+# ------------------------------------------------------------------ tables (canvas, cell, compare, palettes)
+
+#: The most cells a table may claim to be read: 2^27 (134 million) is ten times the largest
+#: spatial tables made today, and a canvas sends 8 bytes of position per cell.
+MAX_CELLS = 2**27
+#: The most bytes one stored obs column, obsm entry or obs index may claim (shape times item
+#: size) to be read: 2 GiB holds 2^27 cells of 2 float64 coordinates, so only a claim beyond
+#: any table MAX_CELLS allows is refused.
+MAX_COLUMN_BYTES = 2 * 1024**3
+
+# ------------------------------------------------------------------ results and compare
+
+#: The most bytes a saved result's arrays may claim (shapes times item sizes) to be read: a page
+#: of a results table reads the whole table first, so a claim of 10^12 rows is refused up front.
+MAX_RESULT_BYTES = 128 * 1024 * 1024
+#: Value counts per side of a compared text column: the most frequent 200 are sent, the cells of
+#: the rest as one number (a column of cell names would otherwise send every name twice).
+MAX_COUNTS = 200
+
+# ------------------------------------------------------------------ caches (each LRU, each bounded)
+
+#: Opened image pyramids per service (one per figure and version viewed; metadata only).
+MAX_CACHED_IMAGES = 8
+#: Read results per table reader: at most this many, and together at most MAX_RESULT_BYTES.
+MAX_CACHED_RESULTS = 8
+#: Opened table readers per service (a version and table each; each keeps its columns read).
+MAX_CACHED_TABLES = 16
+#: Obs columns (and, apart, obsm entries) one table reader keeps once read: at most this many...
+MAX_CACHED_COLUMNS = 64
+#: ...and at most this many bytes of them together (a 10,000,000-cell float column is 80 MB,
+#: its spatial coordinates 160 MB), so that views switching colors reread little.
+MAX_CACHED_COLUMN_BYTES = 512 * 1024 * 1024
+#: Whole AnnDatas per service (notebooks ask for one or two versions at a time).
+MAX_CACHED_ADATAS = 2
+#: Services of versions on other branches one service keeps for compare: each holds its own
+#: readers, so walking eight branches must not keep eight stacks open.
+MAX_CACHED_BRANCHES = 2
+#: Services the Jupyter server keeps, one per opened path (the file browser opens a few at a time).
+MAX_CACHED_SERVICES = 32
+
+# ------------------------------------------------------------------ listings and requests
+
+#: A file-browser listing names at most this many versions of one folder.
+MAX_LISTED_VERSIONS = 2000
+#: A manifest larger than this is not parsed for a listing's title (the folder is listed by name):
+#: a title needs a few bytes, and a listing is sent for every folder the browser opens.
+MAX_TITLE_MANIFEST_BYTES = 1024 * 1024
+#: The manifests of the remembered folder scans together, at most (bytes as stored).
+SCANS_CACHE_BYTES = 64 * 1024 * 1024
+#: The largest request body the server reads (``api/notebook`` takes a one-line JSON object).
+MAX_REQUEST_BODY_BYTES = 64 * 1024
+
+
+def claimed_bytes(node: zarr.Group | zarr.Array) -> int:
+    """The bytes every array under ``node`` claims (shape times item size), from metadata alone.
+
+    Why: reading a stored table allocates what its arrays claim; a claim of 10^12 rows
+    must be refused before anndata reads it, not after 14 s of swapping.
+    """
+    arrays = [node] if isinstance(node, zarr.Array) else [array for _, array in node.arrays()]
+    total = sum(math.prod(array.shape) * item_bytes(array) for array in arrays)
+    if isinstance(node, zarr.Group):
+        total += sum(claimed_bytes(group) for _, group in node.groups())
+    return total
+
+
+def item_bytes(array: zarr.Array) -> int:
+    """Bytes per value of ``array`` (8 for a dtype without a fixed size, such as variable-length text)."""
+    try:
+        return max(1, int(np.dtype(array.dtype).itemsize))
+    except TypeError:
+        return 8
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class BoundedCache(Generic[K, V]):
+    """A least-recently-used map of at most ``max_entries`` values (each made by ``make`` on a miss),
+    and, with ``max_bytes``, at most that many bytes by ``size`` (the newest value is always kept).
+
+    Why: a service keeps opened readers per version and figure; a long session (or a
+    client walking every version) must not grow the server without end.
+    """
+
+    def __init__(self, max_entries: int, max_bytes: int | None = None, size: Callable[[V], int] | None = None) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._size = size or (lambda value: 0)
+        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # the server reads in worker threads
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        """The value under ``key``, made (and the oldest evicted past either bound) when absent."""
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key][0]
+        value = make()  # outside the lock: a slow read must not hold up other keys
+        size = self._size(value)
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._entries[key] = (value, size)
+            self._bytes += size
+            while len(self._entries) > 1 and (
+                len(self._entries) > self.max_entries or (self.max_bytes is not None and self._bytes > self.max_bytes)
+            ):
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped
+        return value
+
+    @property
+    def bytes(self) -> int:
+        """The sizes of the kept values together (0 without a ``size`` function)."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __iter__(self) -> Iterator[K]:
+        """The kept keys, least recently used first (a snapshot)."""
+        with self._lock:
+            return iter(list(self._entries))
