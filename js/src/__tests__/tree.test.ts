@@ -126,6 +126,21 @@ describe('tree section', () => {
     expect(el.querySelectorAll('.sds-history-row').length).toBe(4);
   });
 
+  it('tags a version saved in the workspace and not yet uploaded', async () => {
+    const local = { ...node('b1', 'ds-2', 3, 1), folder: 'sds-versions/b1', not_in_cirro: true };
+    const t = new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => tree(NODES.map(n => (n.dataset_id === 'b1' ? local : n))))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t);
+    await settle();
+    const row = el.querySelector<HTMLElement>('.sds-tree-row[data-id="b1"]')!;
+    expect(row.querySelector('.sds-tree-tag-local')!.textContent).toBe('not yet in Cirro');
+    expect(row.getAttribute('aria-label')).toContain('not yet in Cirro');
+    expect(el.querySelectorAll('.sds-tree-tag-local').length).toBe(1);
+  });
+
   it('a chain node selects its version; another node opens it', async () => {
     const opened: string[] = [];
     const t = new FakeTransport()
