@@ -1,4 +1,4 @@
-"""The ``sds-jupyter`` command: describe, check, flatten and build the demo.
+"""The ``sds-jupyter`` command: describe, check, flatten, export, upload to and fetch from Cirro, build the demo.
 
 Expected failures (a refused manifest, a missing dataset, a bad folder map)
 print one line and exit with status 2; only bugs show a traceback.
@@ -86,6 +86,21 @@ def _parser() -> argparse.ArgumentParser:
         choices=(".svg", ".png", ".pdf"),
         help="the format when OUT is a folder (the file is named after the version and figure)",
     )
+
+    upload = commands.add_parser(
+        "upload", help="create a Cirro dataset from a saved version (needs sds-jupyter[cirro])"
+    )
+    with_folders(upload)
+    upload.add_argument("--project", help="the Cirro project's ID (default: $CIRRO_PROJECT_ID)")
+    upload.add_argument("--process", help="the Cirro data type (default: $SDS_CIRRO_PROCESS, else spatialdata-version)")
+    upload.add_argument("path", help="the version's folder")
+
+    fetch = commands.add_parser(
+        "fetch", help="download the datasets a stack misses from Cirro into the fetch folder (needs sds-jupyter[cirro])"
+    )
+    with_folders(fetch)
+    fetch.add_argument("--project", help="the Cirro project's ID (default: $CIRRO_PROJECT_ID)")
+    fetch.add_argument("path", help="a version folder or its layer.json")
 
     demo = commands.add_parser("demo", help="build the demo stack (no download needed)")
     demo.add_argument("out", help="a new folder for the demo")
@@ -179,6 +194,20 @@ def _run(args: argparse.Namespace) -> int:
             args.path, args.figure, args.out, version=args.version, folders=args.folders, format=args.format
         )
         say(f"wrote {out}")
+        return 0
+    if args.command == "upload":
+        from sds_jupyter.stack.exchange import upload_version
+
+        dataset_id = upload_version(args.path, project=args.project, process=args.process, folders=args.folders)
+        say(f"uploaded {args.path} as Cirro dataset {dataset_id}")
+        return 0
+    if args.command == "fetch":
+        from sds_jupyter.stack.exchange import fetch_missing
+
+        fetched = fetch_missing(args.path, project=args.project, folders=args.folders)
+        for folder in fetched:
+            say(f"fetched {folder}")
+        say(f"fetched {len(fetched)} dataset(s); the stack resolves" if fetched else "nothing missing")
         return 0
     if args.command == "demo":
         from sds_jupyter.demo import build_demo

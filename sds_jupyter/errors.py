@@ -17,6 +17,7 @@ command line) hand to the front end unchanged::
         ├── StackTooDeepError       kind "too-deep"     a parent chain is longer than allowed
         ├── BaseStoreError          kind "base"         the store at the bottom cannot be read
         ├── WriteRefusedError       kind "write-refused"  a save would touch something it must not
+        ├── CirroError              kind "cirro"        the Cirro SDK failed (connecting, uploading, fetching)
         └── (figure, result, element, no-studio-data: see sds_jupyter.studio.errors)
 
 Messages are one line that says what is wrong and what to do about it.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 __all__ = [
     "BaseStoreError",
+    "CirroError",
     "ManifestError",
     "MissingDatasetError",
     "ReferenceError_",
@@ -104,3 +106,9 @@ class BaseStoreError(StackError):
 
 class WriteRefusedError(StackError):
     kind = "write-refused"
+
+
+class CirroError(StackError):
+    """A call through the ``cirro`` SDK failed; the message says which step, in one line."""
+
+    kind = "cirro"

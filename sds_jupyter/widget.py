@@ -197,6 +197,21 @@ class VersionBrowser(anywidget.AnyWidget):
         self._remember(adata, self.service.stack)  # saved as it is: the next save goes on top of it
         return top
 
+    def upload(
+        self, version: int | str | None = None, *, project: str | None = None, process: str | None = None
+    ) -> str:
+        """Create a Cirro dataset from one of this stack's versions; return its Cirro ID.
+
+        ``version`` is a depth, dataset ID or title (default: the selected version).
+        See :func:`sds_jupyter.stack.exchange.upload_version` for what is sent and
+        how versions saved on a not-yet-uploaded one keep resolving.
+        """
+        from sds_jupyter.stack.exchange import upload_version
+
+        stack = self.service.stack
+        top = stack.at(self.selected if version is None else version).versions[0]
+        return upload_version(str(top.folder), project=project, process=process, folders=dict(stack.folders))
+
     def bound_message(self) -> str:
         """One line saying which variable holds which version's AnnData (safe to print)."""
         return _printable(self._bound_message(self.adata))

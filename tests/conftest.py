@@ -30,9 +30,12 @@ def datasets(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _no_folder_map_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests set SDS_CIRRO_DATASETS themselves when they mean to."""
+def _no_folder_map_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tests set SDS_CIRRO_DATASETS themselves when they mean to; no workspace folder of the machine is read."""
     monkeypatch.delenv("SDS_CIRRO_DATASETS", raising=False)
+    monkeypatch.delenv("SDS_DATASETS_DIR", raising=False)
+    monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "sds-versions"))
+    monkeypatch.setenv("SDS_CIRRO_CACHE", str(tmp_path / "cirro-cache"))
 
 
 @pytest.fixture(scope="session")

@@ -319,6 +319,26 @@ class NotebookHandler(StackAPIHandler):
         return content if isinstance(content, dict) else None
 
 
+class FetchHandler(StackAPIHandler):
+    """``POST api/fetch {path}``: download from Cirro the datasets the version's stack misses.
+
+    Answers ``{"fetched": [dataset IDs]}``; the panel then reloads the version. The
+    files go to the fetched-datasets folder, never into the mounted datasets.
+    """
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        try:
+            relative = _path_from_body(self.request.body)
+            service = await self.in_thread(self.services.service, relative)
+            fetched = await self.in_thread(service.fetch_missing)
+        except Exception as exc:  # noqa: BLE001
+            self.fail(exc)
+            return
+        self.reply_json({"fetched": fetched})
+
+
 def _path_from_body(body: bytes) -> str:
     """The version path of a notebook request's JSON body, refusing any other body with how to fix it."""
     usage = 'POST a JSON body {"path": <version folder relative to the server root>}.'
@@ -342,6 +362,7 @@ def setup_handlers(web_app: Any, services: ServiceCache) -> None:
         [
             (url_path_join(base, "versions"), VersionsHandler),
             (url_path_join(base, "notebook"), NotebookHandler),
+            (url_path_join(base, "fetch"), FetchHandler),
             (url_path_join(base, f"({names})"), RequestHandler),
         ],
     )

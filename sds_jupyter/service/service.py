@@ -80,6 +80,7 @@ from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.refs import FolderMap
 from sds_jupyter.stack.tree import PartialChain, listing_fingerprint
+from sds_jupyter.stack.workspace import listed_beside
 from sds_jupyter.studio.bounds import check_region
 from sds_jupyter.studio.canvas import (
     MAX_IMAGE_SIDE,
@@ -244,6 +245,9 @@ class StackService:
         self._images: BoundedCache[tuple[int, str], tuple[Pyramid, list[tuple[float, float]]]] = BoundedCache(
             MAX_CACHED_IMAGES
         )
+        #: The folder asked for (None for a stack given whole): what a fetch completes.
+        self._path: str | os.PathLike[str] | None = None if isinstance(path_or_stack, Stack) else path_or_stack
+        self._folders = folders
         if isinstance(path_or_stack, Stack):
             self._stack = path_or_stack
         else:
@@ -280,6 +284,17 @@ class StackService:
     def partial(self) -> PartialChain | None:
         """The versions that resolved above a missing parent, or None."""
         return self._partial
+
+    def fetch_missing(self) -> list[str]:
+        """Download from Cirro the datasets this stack misses; their IDs (the caller then opens it again).
+
+        What the panel's "missing" row offers; see :func:`~sds_jupyter.stack.exchange.fetch_missing`.
+        """
+        from sds_jupyter.stack.exchange import fetch_missing
+
+        if self._path is None:
+            raise StackError("this stack was given whole: fetch by its folder")
+        return [folder.name for folder in fetch_missing(self._path, folders=self._folders)]
 
     def depth(self, version: int | str | None) -> int:
         """The depth ``version`` names (None: the top)."""
@@ -425,7 +440,8 @@ class StackService:
             nodes = [self._tree_node(v, versions) for v in versions]
             note = ["object storage is not listed: only the opened chain is shown"] if versions else []
             return {"current": current, "nodes": nodes, "base": base, "notes": note}
-        return build_tree(Path(datasets_dir), folders, current or "", end, base, self._folder_text)
+        beside = listed_beside(Path(datasets_dir))
+        return build_tree(Path(datasets_dir), folders, current or "", end, base, self._folder_text, beside)
 
     def _tree_node(self, version: Any, versions: tuple[Any, ...]) -> TreeNode:
         below = [v for v in versions if v.depth == version.depth - 1]
@@ -444,7 +460,7 @@ class StackService:
         _, datasets_dir, folders = self._chain()
         if not isinstance(datasets_dir, Path):  # a RemotePath
             raise StackError("moving to another version is not done in object storage; open it by its URL")
-        path = sibling_folder(Path(datasets_dir), folder, self._relative_to)
+        path = sibling_folder(Path(datasets_dir), folder, self._relative_to, listed_beside(Path(datasets_dir)))
         return StackService(path, dict(folders) or None, table=self.table_name, relative_to=self._relative_to)
 
     def fingerprint(self) -> Fingerprint:
@@ -455,7 +471,8 @@ class StackService:
         _, datasets_dir, folders = self._chain()
         if not isinstance(datasets_dir, Path):  # a RemotePath
             return {"fingerprint": ""}
-        return {"fingerprint": listing_fingerprint(datasets_dir, folders)}
+        listed = [datasets_dir, *listed_beside(Path(datasets_dir))]
+        return {"fingerprint": "+".join(listing_fingerprint(folder, folders) for folder in listed)}
 
     # ------------------------------------------------------------------ figures
 

@@ -11,7 +11,7 @@ same missing dataset.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
 from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.tree import FoundVersion, find_manifest, scan_versions
+from sds_jupyter.stack.workspace import in_cirro
 
 __all__ = ["build_tree", "chain_end", "sibling_folder"]
 
@@ -42,8 +43,10 @@ def chain_end(reference: str | None, missing_id: str | None = None) -> End | Non
     return ("base", ref.dataset_id, _store_path(ref.path))
 
 
-def sibling_folder(datasets_dir: Path, folder: str | os.PathLike[str], relative_to: Path | None) -> Path:
-    """``folder`` (as the tree names it) when it is a version folder of ``datasets_dir``; else refused.
+def sibling_folder(
+    datasets_dir: Path, folder: str | os.PathLike[str], relative_to: Path | None, beside: Sequence[Path] = ()
+) -> Path:
+    """``folder`` (as the tree names it) when it is a version folder of ``datasets_dir`` or ``beside``; else refused.
 
     A browser moves to another version of the tree by its folder; that folder
     comes back from the front end, so it is checked like any other path.
@@ -52,7 +55,8 @@ def sibling_folder(datasets_dir: Path, folder: str | os.PathLike[str], relative_
     if not path.is_absolute() and relative_to is not None:
         path = relative_to / path
     real = Path(os.path.realpath(path))
-    if not is_within(real, os.path.realpath(datasets_dir)) or real == Path(os.path.realpath(datasets_dir)):
+    roots = [Path(os.path.realpath(root)) for root in (datasets_dir, *beside)]
+    if not any(is_within(real, root) and real != root for root in roots):
         raise UnsafePathError(f"{folder} is not a folder of the datasets folder {datasets_dir}; open it directly")
     if find_manifest(real) is None:
         raise StackError(f"{folder} holds no layer.json: it is not a version")
@@ -115,6 +119,22 @@ def _settle(nodes: dict[str, _Node], notes: list[str]) -> None:
             item.end, item.depth = end, depth
 
 
+Graph = tuple[dict[End | None, list[_Node]], list[str]]
+
+
+def _graph(versions: list[FoundVersion], scan_notes: list[str]) -> Graph:
+    """The found versions grouped by where their chains end, newest first in each group."""
+    notes = list(scan_notes)
+    nodes = _parents(versions, notes)
+    _settle(nodes, notes)
+    by_end: dict[End | None, list[_Node]] = {}
+    for node in nodes.values():
+        by_end.setdefault(node.end, []).append(node)
+    for group in by_end.values():
+        group.sort(key=lambda n: (n.found.manifest.created_at or "", n.depth), reverse=True)
+    return by_end, notes
+
+
 def build_tree(
     datasets_dir: Path,
     folders: FolderMap,
@@ -122,24 +142,28 @@ def build_tree(
     end: End | None,
     base: BaseSummary | None,
     folder_text: Callable[[Path], str],
+    beside: Sequence[Path] = (),
 ) -> TreeData:
-    """The ``tree`` payload: the versions whose chain ends at ``end``, newest first."""
+    """The ``tree`` payload: the versions whose chain ends at ``end``, newest first.
+
+    ``beside`` are further folders listed with ``datasets_dir`` (in a workspace: the
+    versions folder and the mounted datasets, see :func:`~sds_jupyter.stack.workspace.listed_beside`).
+    """
     scan = scan_versions(datasets_dir, folders)
-    graph = scan.derived.get("tree")
-    if graph is None:  # settled once per scan; an unchanged folder reuses it
-        notes = list(scan.notes)
-        nodes = _parents(scan.versions, notes)
-        _settle(nodes, notes)
-        by_end: dict[End | None, list[_Node]] = {}
-        for node in nodes.values():
-            by_end.setdefault(node.end, []).append(node)
-        for group in by_end.values():
-            group.sort(key=lambda n: (n.found.manifest.created_at or "", n.depth), reverse=True)
-        graph = scan.derived["tree"] = (by_end, notes)
+    graph: Graph
+    if beside:  # several folders: their versions are one graph, settled per request
+        scans = [scan, *(scan_versions(folder, folders) for folder in beside)]
+        graph = _graph([v for s in scans for v in s.versions], [n for s in scans for n in s.notes])
+    else:
+        cached = scan.derived.get("tree")
+        if cached is None:  # settled once per scan; an unchanged folder reuses it
+            cached = scan.derived["tree"] = _graph(scan.versions, scan.notes)
+        graph = cached
     by_end, notes = graph
     kept = by_end.get(end, []) if end is not None else []
-    out: list[TreeNode] = [
-        {
+    out: list[TreeNode] = []
+    for node in kept:
+        item: TreeNode = {
             "dataset_id": node.found.dataset_id,
             "parent": node.parent_id,
             "depth": node.depth,
@@ -148,6 +172,7 @@ def build_tree(
             "created_at": node.found.manifest.created_at,
             "created_by": node.found.manifest.created_by,
         }
-        for node in kept
-    ]
+        if not in_cirro(node.found.dataset_id, folders, Path(node.found.folder).parent):
+            item["not_in_cirro"] = True
+        out.append(item)
     return {"current": current, "nodes": out, "base": base, "notes": list(notes)}

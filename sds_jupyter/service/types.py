@@ -141,6 +141,8 @@ class TreeNode(TypedDict):
     folder: str
     created_at: str | None
     created_by: str | None
+    not_in_cirro: NotRequired[bool]
+    """In a Cirro workspace: the version was saved outside the mounted datasets (not yet uploaded)."""
 
 
 class TreeData(TypedDict):

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import stat
-import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +27,7 @@ from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME, parse_manifest, re
 from sds_jupyter.stack.partial import new_partial, release_partial
 from sds_jupyter.stack.paths import ancestors, check_dataset_id
 from sds_jupyter.stack.stack import Stack
+from sds_jupyter.stack.workspace import version_destination
 
 __all__ = ["APP_ID", "USER_VARIABLES", "check_overlay_keys", "commit_version", "manifest_of", "manifest_text"]
 
@@ -40,6 +40,7 @@ def commit_version(
     changes: list[dict[str, Any]],
     dest: str | os.PathLike[str] | None = None,
     *,
+    into: str | os.PathLike[str] | None = None,
     title: str | None = None,
     message: str | None = None,
     created_by: str | None = None,
@@ -47,7 +48,9 @@ def commit_version(
     """Write the version staged in ``store`` over ``stack`` and return its folder.
 
     ``dest`` defaults to a new folder, named by a fresh dataset ID, beside the
-    top version in the datasets folder, where a reader will look for its parent.
+    top version in the datasets folder, where a reader will look for its parent;
+    in ``into``, or the versions folder when that folder is read-only (see
+    :func:`~sds_jupyter.stack.workspace.version_destination`).
     It must not exist and must not lie inside any folder of the stack.
     """
     if not changes and not store.staged and not store.whiteouts:
@@ -55,7 +58,7 @@ def commit_version(
     beside = stack.datasets_dir
     if not isinstance(beside, LocalLocation):
         raise WriteRefusedError(f"{beside} is not on this disk; versions are saved into local dataset folders")
-    dest_path = Path(os.path.abspath(dest)) if dest else beside / str(uuid.uuid4())
+    dest_path = version_destination(beside, dest, into)
     _check_destination(stack, dest_path)
     write_root_index(store)
     check_overlay_keys(store.staged)

@@ -245,10 +245,21 @@ def locate_version(path: Location, reader: ManifestReader | None = None) -> tupl
 
 
 class DatasetLocator:
-    """Finds datasets, by ID, in one datasets folder, and never outside it."""
+    """Finds datasets, by ID, in one datasets folder (then in the ``fallbacks``), and never outside them.
 
-    def __init__(self, datasets_dir: Location, folders: FolderMap, reader: ManifestReader | None = None) -> None:
+    The fallbacks are the folders a workspace keeps datasets in besides the version's
+    own (:func:`~sds_jupyter.stack.workspace.parent_roots`): each is searched the same way.
+    """
+
+    def __init__(
+        self,
+        datasets_dir: Location,
+        folders: FolderMap,
+        reader: ManifestReader | None = None,
+        fallbacks: tuple[Location, ...] = (),
+    ) -> None:
         self.datasets_dir = datasets_dir.real()
+        self.fallbacks = fallbacks
         self.folders = folders
         self.reader = reader or ManifestReader()
         self._stores: dict[Location, tuple[str, int]] = {}
@@ -262,13 +273,18 @@ class DatasetLocator:
     # -- what the walk asks ------------------------------------------------------------------
 
     def candidate_folders(self, dataset_id: str) -> list[Location]:
-        """Where ``dataset_id`` may be: its folder-map name, then its ID."""
+        """Where ``dataset_id`` may be: its folder-map name, then its ID; in the datasets folder, then the fallbacks."""
+        return [
+            folder for root in (self.datasets_dir, *self.fallbacks) for folder in self._folders_in(root, dataset_id)
+        ]
+
+    def _folders_in(self, root: Location, dataset_id: str) -> list[Location]:
         names = [self.folders[dataset_id]] if dataset_id in self.folders else []
         names.append(dataset_id)
         folders = []
         for name in dict.fromkeys(names):
-            folder = self.datasets_dir.join(name, f"folder of dataset {dataset_id}")
-            if str(folder) == str(self.datasets_dir):  # both real: the string says it, no pathlib compare
+            folder = root.join(name, f"folder of dataset {dataset_id}")
+            if str(folder) == str(root):  # both real: the string says it, no pathlib compare
                 raise UnsafePathError(
                     f"the folder of dataset {dataset_id} is the datasets folder itself; map it to a folder inside it"
                 )
@@ -278,7 +294,7 @@ class DatasetLocator:
     def dataset_folder(self, dataset_id: str) -> Location:
         """The folder a reference to ``dataset_id`` was found in."""
         folder = self._resolved_folders.get(dataset_id)
-        return folder if folder is not None else self.candidate_folders(dataset_id)[-1]
+        return folder if folder is not None else self._folders_in(self.datasets_dir, dataset_id)[-1]
 
     def resolve(self, ref: CirroRef) -> Location:
         """The location a reference names: under the dataset folder or its ``data/``."""
@@ -297,9 +313,10 @@ class DatasetLocator:
         if not ref.names_manifest:
             self._explain_missing_store(ref, candidates)
         if not any(folder.has_folder() for folder in candidates):
-            names = ", ".join(repr(folder.name) for folder in candidates)
+            names = ", ".join(repr(name) for name in dict.fromkeys(folder.name for folder in candidates))
+            places = " or ".join(str(root) for root in (self.datasets_dir, *self.fallbacks))
             raise MissingDatasetError(
-                f"dataset {ref.dataset_id} is not in {self.datasets_dir} (looked for {names}); "
+                f"dataset {ref.dataset_id} is not in {places} (looked for {names}); "
                 "download, upload or attach it, or give its folder in the folder map",
                 ref.dataset_id,
             )

@@ -60,10 +60,13 @@ def save_version(
     table: str = "table",
     folders: Folders = None,
     created_by: str | None = None,
+    into: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Save what ``adata`` changed in the version at ``path`` as a new version on it.
 
-    Returns the new version's folder, beside its parent in the same datasets folder.
+    Returns the new version's folder, beside its parent in the same datasets folder;
+    in ``into`` if given, or in the versions folder (``$SDS_VERSIONS_DIR``, else
+    ``~/sds-versions``) when the parent's folder is read-only, as in a Cirro workspace.
     ``created_by`` defaults to ``$SDS_USER``, then ``$JUPYTERHUB_USER``, then the
     login name. Raises :class:`~sds_jupyter.errors.StackError` naming every change
     a version cannot hold (X, layers, var, obsp, varm, varp, raw, removed obsm
@@ -84,7 +87,7 @@ def save_version(
         raise StackError(f"nothing to save: this AnnData is the same as table {table!r} of {label}")
     for op in plan.ops:
         op(writer)
-    return writer.commit(title=title, message=message, created_by=created_by)
+    return writer.commit(into=into, title=title, message=message, created_by=created_by)
 
 
 def plan_save(stack: Stack, adata: Any, table: str = "table") -> SavePlan:

@@ -33,6 +33,7 @@ from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, 
 from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
 from sds_jupyter.stack.tree import PartialChain
+from sds_jupyter.stack.workspace import parent_roots, workspace_key
 
 __all__ = ["MAX_DEPTH", "RESOLVED_STACKS", "BaseInfo", "ResolvedStacks", "Stack", "Version"]
 
@@ -131,7 +132,9 @@ class Stack:
         top = location_of(path, storage_options)
         if top.parent == top:
             raise StackError(f"{top} is a bucket or a root, not a dataset folder under a datasets folder")
-        cache_key = (str(top), tuple(sorted(folder_map.items()))) if isinstance(top, LocalLocation) else None
+        cache_key = (
+            (str(top), tuple(sorted(folder_map.items())), workspace_key()) if isinstance(top, LocalLocation) else None
+        )
         if cache_key is not None:
             cached = RESOLVED_STACKS.lookup(cache_key)
             if cached is not None:
@@ -144,7 +147,7 @@ class Stack:
         datasets_dir = dataset_folder.parent
         if datasets_dir == dataset_folder:
             raise StackError(f"{dataset_folder} is a bucket or a root, not a dataset folder under a datasets folder")
-        locator = DatasetLocator(datasets_dir, folder_map, reader)
+        locator = DatasetLocator(datasets_dir, folder_map, reader, parent_roots(datasets_dir))
         top_id = folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name
         stack = _walk(top_id, dataset_folder, data_dir, locator, folder_map)
         if cache_key is not None:

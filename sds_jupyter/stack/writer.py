@@ -57,9 +57,15 @@ class VersionWriter(VersionOps):
             )
         super().__init__(CopyOnWriteStore(self.stack))
 
-    def commit(self, dest: str | os.PathLike[str] | None = None, **details: str | None) -> Path:
-        """Save the staged changes as a new version (title=, message=, created_by=): see commit_version."""
+    def commit(
+        self,
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        into: str | os.PathLike[str] | None = None,
+        **details: str | None,
+    ) -> Path:
+        """Save the staged changes as a new version (into=, title=, message=, created_by=): see commit_version."""
         self._check_open()
-        folder = commit_version(self.stack, self.store, self.changes, dest, **details)
+        folder = commit_version(self.stack, self.store, self.changes, dest, into=into, **details)
         self._committed = True
         return folder

@@ -126,6 +126,21 @@ describe('tree section', () => {
     expect(el.querySelectorAll('.sds-history-row').length).toBe(4);
   });
 
+  it('tags a version saved in the workspace and not yet uploaded', async () => {
+    const local = { ...node('b1', 'ds-2', 3, 1), folder: 'sds-versions/b1', not_in_cirro: true };
+    const t = new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => tree(NODES.map(n => (n.dataset_id === 'b1' ? local : n))))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t);
+    await settle();
+    const row = el.querySelector<HTMLElement>('.sds-tree-row[data-id="b1"]')!;
+    expect(row.querySelector('.sds-tree-tag-local')!.textContent).toBe('not yet in Cirro');
+    expect(row.getAttribute('aria-label')).toContain('not yet in Cirro');
+    expect(el.querySelectorAll('.sds-tree-tag-local').length).toBe(1);
+  });
+
   it('a chain node selects its version; another node opens it', async () => {
     const opened: string[] = [];
     const t = new FakeTransport()
@@ -158,5 +173,44 @@ describe('tree section', () => {
     expect(el.querySelectorAll('.sds-history-row').length).toBe(2);
     expect(el.querySelector('.sds-note')!.textContent).toBe('cannot tell');
     expect(el.querySelector('.sds-tree-summary')!.textContent).toBe('Tree: 0 versions above the missing dataset');
+    expect(el.querySelector('.sds-fetch-missing')).toBeNull(); // no host fetch: no button
+  });
+
+  it('offers the host fetch on the missing row, reloads after it, and says a failure on the row', async () => {
+    let fetched = false;
+    const asked: string[] = [];
+    const broken = history(2, { base: null, error: { kind: 'missing-dataset', message: 'gone', dataset_id: 'gone-1' } });
+    const t = new FakeTransport()
+      .on('history', () => (fetched ? history(3) : broken))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({ current: 'ds-2', nodes: [], base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = document.createElement('div');
+    document.body.append(el);
+    let fail = true;
+    app = mountApp(el, t, {
+      now: () => NOW,
+      renderChart: fakeCharts().render,
+      fetchMissing: async id => {
+        asked.push(id);
+        if (fail) {
+          throw new Error('fetching dataset gone-1 failed: ConnectError: refused');
+        }
+        fetched = true;
+      }
+    });
+    await settle();
+    const button = () => el.querySelector<HTMLButtonElement>('.sds-fetch-missing')!;
+    expect(button().textContent).toBe('Fetch from Cirro');
+    button().click();
+    await settle();
+    expect(el.querySelector('.sds-fetch-error')!.textContent).toContain('ConnectError: refused');
+    expect(button().disabled).toBe(false);
+    fail = false;
+    button().click();
+    await settle();
+    expect(asked).toEqual(['gone-1', 'gone-1']);
+    expect(el.querySelector<HTMLElement>('.sds-missing-row')!.hidden).toBe(true);
+    expect(el.querySelectorAll('.sds-history-row').length).toBe(4);
   });
 });

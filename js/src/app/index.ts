@@ -59,6 +59,8 @@ export type AppOptions = {
   onClose?: () => void;
   /** Move the view to another version (a folder named by the `tree` request); the app then refreshes. */
   openVersion?: (folder: string) => Promise<void>;
+  /** Fetch a missing dataset (its ID) from Cirro; the app then refreshes. */
+  fetchMissing?: (datasetId: string) => Promise<void>;
 };
 
 /** A done message ("Refreshed") clears itself after this long; errors stay. */
@@ -100,6 +102,12 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     openVersion: options.openVersion
       ? async folder => {
           await options.openVersion!(folder);
+          await refresh();
+        }
+      : undefined,
+    fetchMissing: options.fetchMissing
+      ? async id => {
+          await options.fetchMissing!(id);
           await refresh();
         }
       : undefined,

@@ -254,7 +254,8 @@ export class TreeView {
     const states = [
       isCurrent ? 'opened' : onChain ? 'in the opened history' : '',
       isNewer ? 'newer than the opened version' : '',
-      this.fresh.has(node.dataset_id) ? 'new' : ''
+      this.fresh.has(node.dataset_id) ? 'new' : '',
+      node.not_in_cirro ? 'not yet in Cirro' : ''
     ].filter(Boolean);
     const row = h(
       'div',
@@ -272,6 +273,9 @@ export class TreeView {
       isCurrent ? h('span', { class: 'sds-tree-tag sds-tree-tag-current' }, 'opened') : null,
       isNewer ? h('span', { class: 'sds-tree-tag sds-tree-tag-newer' }, 'newer') : null,
       this.fresh.has(node.dataset_id) ? h('span', { class: 'sds-tree-tag sds-tree-tag-new' }, 'new') : null,
+      node.not_in_cirro
+        ? h('span', { class: 'sds-tree-tag sds-tree-tag-local', title: 'saved in this workspace only' }, 'not yet in Cirro')
+        : null,
       node.created_at
         ? h('time', { class: 'sds-tree-when', datetime: node.created_at }, relativeTime(node.created_at, this.now()))
         : null
@@ -509,6 +513,8 @@ export type TreeSectionOptions = {
   selectDepth(depth: number): void;
   /** Open another version of the datasets folder (its folder as the tree names it). */
   openVersion?: (folder: string) => Promise<void>;
+  /** Fetch the missing dataset from Cirro (the host knows how); offered on the "missing" row. */
+  fetchMissing?: (datasetId: string) => Promise<void>;
   /** The history search changed. */
   onFilter(match: ((v: VersionSummary) => boolean) | null): void;
   /** Every tree reply (the versions on this base, across branches). */
@@ -584,8 +590,37 @@ export class TreeSection {
     this.history = history;
     const id = history.error?.dataset_id;
     this.missing.hidden = !id;
-    this.missing.textContent = id ? `missing: dataset ${id}: attach it in the workspace` : '';
+    this.missing.replaceChildren(id ? `missing: dataset ${id}: attach it in the workspace` : '');
+    if (id && this.opts.fetchMissing) {
+      this.missing.append(
+        ' or ',
+        h(
+          'button',
+          {
+            class: 'sds-button sds-fetch-missing',
+            type: 'button',
+            title: 'Download it from Cirro into the fetch folder (never into the mounted datasets)',
+            onclick: (e: Event) => void this.fetch(id, e.currentTarget as HTMLButtonElement)
+          },
+          'Fetch from Cirro'
+        )
+      );
+    }
     void this.load(false);
+  }
+
+  /** Ask the host to fetch the missing dataset; a failure is said on the row, in one line. */
+  private async fetch(id: string, button: HTMLButtonElement): Promise<void> {
+    button.disabled = true;
+    button.textContent = 'Fetching…';
+    try {
+      await this.opts.fetchMissing!(id);
+    } catch (err) {
+      button.disabled = false;
+      button.textContent = 'Fetch from Cirro';
+      const message = TransportError.from(err).message;
+      this.missing.append(h('span', { class: 'sds-fetch-error', role: 'alert' }, ` ${message}`));
+    }
   }
 
   /** Read the tree; on a poll, the nodes not seen before are the new versions. */

@@ -5,7 +5,7 @@ import { Widget } from '@lumino/widgets';
 import { mountApp, type AppAction, type AppHandle } from '../app';
 import type { History } from '../app/types';
 import { kernelPath } from './paths';
-import { RestTransport } from './transport';
+import { RestTransport, fetchMissing } from './transport';
 
 export class VersionContent extends Widget {
   private app: AppHandle | null = null;
@@ -24,6 +24,10 @@ export class VersionContent extends Widget {
       // another version of the tree opens in this panel (folders are relative to the server root)
       openVersion: async folder => {
         this.transport.path = folder;
+      },
+      // the server downloads the missing dataset into its fetch folder; the app then reloads
+      fetchMissing: async () => {
+        await fetchMissing(this.transport.path);
       }
     });
   }

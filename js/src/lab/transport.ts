@@ -136,3 +136,17 @@ export async function listVersions(
   );
   return Array.isArray(data?.versions) ? data.versions : [];
 }
+
+/** Ask the server to fetch, from Cirro, the datasets the stack at `path` misses; their IDs. */
+export async function fetchMissing(
+  path: string,
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<string[]> {
+  const { data } = await requestAPI<{ fetched?: string[] }>(
+    'fetch',
+    {},
+    { method: 'POST', body: JSON.stringify({ path }), headers: { 'Content-Type': 'application/json' } },
+    settings
+  );
+  return data?.fetched ?? [];
+}

@@ -1,0 +1,270 @@
+"""Hand versions to Cirro and get missing parents from it, with the ``cirro`` SDK (extra ``sds-jupyter[cirro]``).
+
+A version saved in a workspace is named by a fresh local ID, and a version saved
+on top of it names that local ID as its parent. Cirro gives each uploaded dataset
+an ID of its own, so an upload records ``local ID -> Cirro ID`` beside the version
+(``<folder holding it>/.sds-uploaded/<local ID>.json``) and, when a later version
+is uploaded, rewrites the references of the ``layer.json`` it sends from local IDs
+to the recorded Cirro IDs. The local files are never changed: locally the chain
+still resolves by the local IDs, in Cirro by Cirro's. A version whose parent was
+saved here and not uploaded yet is refused: upload the parent first.
+
+Fetching goes the other way: a parent that no searched folder holds is downloaded
+by its dataset ID into the fetched-datasets folder
+(:func:`~sds_jupyter.stack.workspace.fetched_dir`), never into the mounted datasets,
+through a hidden partial folder renamed into place when complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sds_jupyter.errors import CirroError, MissingDatasetError, StackError, UnsafePathError, WriteRefusedError
+from sds_jupyter.stack.manifest import MANIFEST_NAME, read_manifest
+from sds_jupyter.stack.paths import check_dataset_id, check_relative_path, is_within
+from sds_jupyter.stack.refs import CirroRef, parse_folder_map
+from sds_jupyter.stack.tree import find_manifest
+from sds_jupyter.stack.workspace import (
+    UPLOADS_DIR,
+    fetched_dir,
+    prepare_folder,
+    uploaded_id,
+    versions_dir,
+    workspace_datasets_dir,
+)
+
+__all__ = ["PROCESS_ENV", "PROJECT_ENV", "TOKEN_ENV", "fetch_missing", "upload_version"]
+
+#: The Cirro project to upload to and fetch from (a Cirro workspace sets it).
+PROJECT_ENV = "CIRRO_PROJECT_ID"
+#: The Cirro data type (ingest process) of an uploaded version.
+PROCESS_ENV = "SDS_CIRRO_PROCESS"
+#: A Cirro access token (a JWT); without it the SDK's own saved login is used.
+TOKEN_ENV = "CIRRO_ACCESS_TOKEN"
+DEFAULT_PROCESS = "spatialdata-version"
+#: How many missing datasets one fetch follows down a chain before giving up.
+FETCH_LIMIT = 500
+
+T = TypeVar("T")
+
+
+def _client() -> Any:
+    """A ``CirroApi``: the base URL from ``CIRRO_BASE_URL`` (or the SDK's config), the token from ``$CIRRO_ACCESS_TOKEN``."""
+    try:
+        from cirro import CirroApi
+        from cirro.auth import AccessTokenAuth
+    except ImportError:
+        raise StackError("the cirro SDK is not installed: pip install 'sds-jupyter[cirro]'") from None
+    token = os.environ.get(TOKEN_ENV)
+    return _sdk("connecting to Cirro", lambda: CirroApi(auth_info=AccessTokenAuth(token) if token else None))
+
+
+def _sdk(what: str, call: Callable[[], T]) -> T:
+    """Run one SDK call; its failure becomes one line saying what was being done."""
+    try:
+        return call()
+    except StackError:
+        raise
+    except Exception as exc:  # the SDK raises RuntimeError, httpx, botocore and API errors alike
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise CirroError(f"{what} failed: {type(exc).__name__}: {first}") from None
+
+
+def _project(project: str | None) -> str:
+    chosen = project or os.environ.get(PROJECT_ENV)
+    if not chosen:
+        raise StackError(f"which Cirro project? pass --project (project=) or set {PROJECT_ENV}")
+    return chosen
+
+
+# -- upload ---------------------------------------------------------------------------------------
+
+
+def _cirro_id_of(dataset_id: str, holder: Path, folders: Mapping[str, str]) -> str:
+    """The ID Cirro knows ``dataset_id`` by; refused when it names a version saved here and not uploaded."""
+    if dataset_id in folders:
+        return dataset_id
+    for place in dict.fromkeys((holder, versions_dir())):
+        recorded = uploaded_id(place, dataset_id)
+        if recorded:
+            return recorded
+        if find_manifest(place / dataset_id) is not None:
+            raise StackError(f"version {dataset_id} in {place} is not in Cirro yet: upload {place / dataset_id} first")
+    return dataset_id  # a Cirro dataset this workspace has not attached
+
+
+def _overlay_files(data_dir: Path, overlay: str) -> list[str]:
+    """The overlay's files, relative to ``data_dir``; refused if any is a link or not a plain file."""
+    root = data_dir / check_relative_path(overlay, "overlay folder")
+    if root.is_symlink():
+        raise UnsafePathError(f"the overlay folder {root} is a symbolic link; upload refused")
+    found: list[str] = []
+    for here, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = Path(here, name)
+            if path.is_symlink() or not (path.is_dir() or path.is_file()):
+                raise UnsafePathError(f"{path} is a symbolic link or special file; upload refused")
+        found += [Path(here, name).relative_to(data_dir).as_posix() for name in files]
+    return sorted(found)
+
+
+def _rewritten_manifest(raw: bytes, holder: Path, folders: Mapping[str, str]) -> bytes:
+    """``layer.json`` with its parent and base references naming Cirro IDs (the same bytes when they do)."""
+    doc = json.loads(raw)
+    changed = False
+    for name in ("parent", "base"):
+        if isinstance(doc.get(name), str):
+            ref = CirroRef.parse(doc[name])
+            cirro_id = _cirro_id_of(ref.dataset_id, holder, folders)
+            if cirro_id != ref.dataset_id:
+                doc[name] = str(CirroRef(dataset_id=cirro_id, path=ref.path, tenant=ref.tenant, project=ref.project))
+                changed = True
+    return json.dumps(doc, indent=2).encode() + b"\n" if changed else raw
+
+
+def upload_version(
+    folder: str | os.PathLike[str],
+    *,
+    project: str | None = None,
+    process: str | None = None,
+    folders: str | Mapping[str, str] | None = None,
+) -> str:
+    """Create a Cirro dataset from the saved version in ``folder``; return its Cirro ID.
+
+    Sends the ``layer.json`` (references rewritten to Cirro IDs, see the module
+    docstring) and the overlay, named by the version's title. Records the new ID
+    beside the version, so versions saved on it can be uploaded after it.
+    """
+    path = Path(os.path.abspath(folder))
+    found = find_manifest(path)
+    if found is None:
+        raise StackError(f"{path} holds no layer.json: it is not a version")
+    data_dir = Path(found.data_dir)
+    manifest = read_manifest(Path(found.real_path))
+    if is_within(os.path.realpath(path), os.path.realpath(workspace_datasets_dir())):
+        raise StackError(f"{path} is a mounted Cirro dataset already; nothing to upload")
+    local_id = check_dataset_id(path.name)
+    folder_map = parse_folder_map(os.environ.get("SDS_CIRRO_DATASETS") if folders is None else folders)
+    if local_id in folder_map or uploaded_id(path.parent, local_id):
+        raise StackError(f"version {local_id} is already in Cirro; nothing to upload")
+    sent = _rewritten_manifest(Path(found.real_path).read_bytes(), path.parent, folder_map)
+    overlay = _overlay_files(data_dir, manifest.overlay)
+    project_id = _project(project)
+    api = _client()
+    from cirro_api_client.v1.models import UploadDatasetRequest
+
+    request = UploadDatasetRequest(
+        name=manifest.title or local_id,
+        process_id=process or os.environ.get(PROCESS_ENV) or DEFAULT_PROCESS,
+        expected_files=[MANIFEST_NAME, *overlay],
+        description=manifest.message or "",
+    )
+    created = _sdk("creating the Cirro dataset", lambda: api.datasets.create(project_id, request))
+    cirro_id = check_dataset_id(created.id)
+    try:
+        _send(api, project_id, cirro_id, sent, data_dir, overlay)
+    except CirroError:
+        # a dataset holding part of a version is worse than none: remove it, then say why
+        _sdk("removing the half-uploaded dataset", lambda: api.datasets.delete(project_id, cirro_id))
+        raise
+    _record(path.parent, local_id, {"dataset_id": cirro_id, "project": project_id})
+    return cirro_id
+
+
+def _send(api: Any, project_id: str, cirro_id: str, manifest: bytes, data_dir: Path, overlay: list[str]) -> None:
+    """The version's files into the new dataset: the overlay first, the ``layer.json`` naming it last."""
+    if overlay:
+        _sdk("uploading the overlay", lambda: api.datasets.upload_files(project_id, cirro_id, str(data_dir), overlay))
+    with tempfile.TemporaryDirectory(prefix="sds-upload-") as staging:
+        Path(staging, MANIFEST_NAME).write_bytes(manifest)
+        _sdk("uploading layer.json", lambda: api.datasets.upload_files(project_id, cirro_id, staging, [MANIFEST_NAME]))
+
+
+def _record(holder: Path, local_id: str, record: dict[str, str]) -> None:
+    """Write the upload record whole or not at all (a temporary file renamed into place)."""
+    records = holder / UPLOADS_DIR
+    records.mkdir(exist_ok=True)
+    tmp = records / f".{local_id}.{uuid.uuid4().hex}.tmp"
+    tmp.write_text(json.dumps(record))
+    os.replace(tmp, records / f"{local_id}.json")
+
+
+# -- fetch ----------------------------------------------------------------------------------------
+
+
+def _missing_id(path: Path, folders: str | Mapping[str, str] | None) -> str | None:
+    from sds_jupyter.stack.stack import Stack
+
+    try:
+        Stack.resolve(path, folders)
+    except MissingDatasetError as exc:
+        return exc.dataset_id
+    return None
+
+
+@contextmanager
+def _partial(cache: Path, dataset_id: str) -> Iterator[Path]:
+    """A hidden folder in ``cache`` that becomes ``cache/<dataset_id>`` only when complete."""
+    partial = cache / f".{dataset_id}.partial-{uuid.uuid4().hex}"
+    partial.mkdir()
+    try:
+        yield partial
+        os.rename(partial, cache / dataset_id)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _download(api: Any, project_id: str, dataset_id: str, cache: Path) -> Path:
+    listing = _sdk(
+        f"listing dataset {dataset_id}", lambda: api.datasets.get_assets_listing(project_id, dataset_id).files
+    )
+    for item in listing:  # the SDK writes each file at <folder>/<its path>: never let one climb out
+        check_relative_path(item.relative_path, f"file of dataset {dataset_id}")
+    if not listing:
+        raise StackError(f"dataset {dataset_id} holds no files in Cirro project {project_id}")
+    with _partial(cache, dataset_id) as partial:
+        _sdk(
+            f"downloading dataset {dataset_id}",
+            lambda: api.datasets.download_files(project_id, dataset_id, str(partial), files=listing),
+        )
+    return cache / dataset_id
+
+
+def fetch_missing(
+    path: str | os.PathLike[str],
+    *,
+    project: str | None = None,
+    folders: str | Mapping[str, str] | None = None,
+) -> list[Path]:
+    """Download each dataset the stack at ``path`` misses, until it resolves; return the new folders.
+
+    Each goes into the fetched-datasets folder, where the reader looks last; that
+    folder may not lie in the workspace's (read-only) datasets folder.
+    """
+    target = Path(os.path.abspath(path))
+    missing = _missing_id(target, folders)
+    if missing is None:
+        return []
+    cache = fetched_dir()
+    if is_within(os.path.realpath(cache), os.path.realpath(workspace_datasets_dir())):
+        raise WriteRefusedError(
+            f"the fetch folder {cache} is inside the datasets folder; set SDS_CIRRO_CACHE elsewhere"
+        )
+    prepare_folder(cache, "set SDS_CIRRO_CACHE to a writable folder")
+    project_id = _project(project)
+    api = _client()
+    fetched: list[Path] = []
+    while missing is not None:
+        if (cache / missing).exists() or len(fetched) >= FETCH_LIMIT:
+            raise StackError(f"dataset {missing} is still missing after fetching {len(fetched)} datasets")
+        fetched.append(_download(api, project_id, missing, cache))
+        missing = _missing_id(target, folders)
+    return fetched

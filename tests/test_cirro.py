@@ -1,0 +1,499 @@
+"""Upload to and fetch from Cirro through the real ``cirro`` SDK.
+
+Cirro itself is a local stand-in: an HTTPS server (a throwaway certificate the
+test trusts through ``REQUESTS_CA_BUNDLE`` / ``SSL_CERT_FILE``) answering the few
+endpoints the SDK calls (read from its source: ``/api/info/system``,
+``/projects/{p}/datasets/upload``, ``/projects/{p}/datasets/{d}``,
+``/projects/{p}/datasets/{d}/files``, ``/projects/{p}/s3-token``), and a moto S3
+server the SDK's boto3 reaches through ``AWS_ENDPOINT_URL_S3``. The SDK is not mocked.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("cirro", reason="the cirro extra is not installed")
+boto3 = pytest.importorskip("boto3")
+jwt = pytest.importorskip("jwt")
+from moto.server import ThreadedMotoServer  # noqa: E402
+
+from sds_jupyter import open_anndata, save_version  # noqa: E402
+from sds_jupyter.errors import CirroError, StackError, UnsafePathError  # noqa: E402
+from sds_jupyter.stack.exchange import fetch_missing, upload_version  # noqa: E402
+from sds_jupyter.stack.manifest import read_manifest  # noqa: E402
+
+pytest_plugins = ["pytest_jupyter.jupyter_server", "fixtures_service"]
+
+PROJECT = "proj-1"
+BUCKET = "cirro-project-data"
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for localhost and 127.0.0.1, and its key."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+class StandIn:
+    """What the stand-in Cirro knows: the datasets created, and extra files a listing may claim."""
+
+    def __init__(self, s3: Any) -> None:
+        self.s3 = s3
+        self.datasets: dict[str, dict[str, Any]] = {}
+        self.listed_extra: list[dict[str, Any]] = []
+        #: The bucket new datasets' files go to (one that does not exist makes every upload fail).
+        self.bucket = BUCKET
+        self.deleted: list[str] = []
+
+    def detail(self, dataset_id: str) -> dict[str, Any]:
+        record = self.datasets[dataset_id]
+        when = "2026-01-01T00:00:00+00:00"
+        return {
+            "id": dataset_id,
+            "name": record["name"],
+            "description": record.get("description", ""),
+            "s3": f"s3://{record.get('bucket', BUCKET)}/datasets/{dataset_id}",
+            "processId": record["processId"],
+            "projectId": PROJECT,
+            "sourceDatasetIds": [],
+            "sourceDatasets": [],
+            "sourceSampleIds": [],
+            "sourceSampleFilesMap": {},
+            "status": "COMPLETED",
+            "statusMessage": "",
+            "tags": [],
+            "params": {},
+            "info": {},
+            "isViewRestricted": False,
+            "createdBy": "tester",
+            "createdAt": when,
+            "updatedAt": when,
+        }
+
+    def listing(self, dataset_id: str) -> dict[str, Any]:
+        prefix = f"datasets/{dataset_id}/"
+        objects = self.s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+        files = [{"path": o["Key"][len(prefix) :], "size": o["Size"]} for o in objects] + self.listed_extra
+        domain = f"s3://{BUCKET}/datasets/{dataset_id}"
+        return {"domain": domain, "files": files, "totalFiles": len(files), "artifacts": []}
+
+    def uploaded(self, dataset_id: str, name: str) -> bytes:
+        return self.s3.get_object(Bucket=BUCKET, Key=f"datasets/{dataset_id}/data/{name}")["Body"].read()
+
+
+def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _send(self, code: int, body: Any) -> None:
+            raw = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def _body(self) -> Any:
+            return json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+
+        def do_GET(self) -> None:  # noqa: N802
+            path = self.path.split("?")[0]
+            if path == "/api/info/system":
+                auth = {"sdkAppId": "app", "userPoolId": "pool", "endpoint": ""}
+                info = {"referencesBucket": "refs", "resourcesBucket": "res", "region": "us-east-1"}
+                return self._send(200, {"auth": auth, **info})
+            match = re.fullmatch(rf"/api/projects/{PROJECT}/datasets/([\w-]+)(/files)?", path)
+            if match and match[1] in state.datasets:
+                return self._send(200, state.listing(match[1]) if match[2] else state.detail(match[1]))
+            return self._send(404, {"message": "not found"})
+
+        def do_POST(self) -> None:  # noqa: N802
+            path, body = self.path.split("?")[0], self._body()
+            if path == f"/api/projects/{PROJECT}/datasets/upload":
+                dataset_id = str(uuid.uuid4())
+                state.datasets[dataset_id] = {**body, "bucket": state.bucket}
+                upload = f"s3://{BUCKET}/datasets/{dataset_id}/data"
+                return self._send(201, {"id": dataset_id, "message": "", "uploadPath": upload, "bucket": BUCKET})
+            if path == f"/api/projects/{PROJECT}/s3-token":
+                expires = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)).isoformat()
+                creds = {"accessKeyId": "testing", "secretAccessKey": "testing", "sessionToken": "testing"}
+                return self._send(200, {**creds, "expiration": expires, "region": "us-east-1"})
+            return self._send(404, {"message": "not found"})
+
+        def do_DELETE(self) -> None:  # noqa: N802
+            match = re.fullmatch(rf"/api/projects/{PROJECT}/datasets/([\w-]+)", self.path.split("?")[0])
+            if match and state.datasets.pop(match[1], None) is not None:
+                state.deleted.append(match[1])
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                return self.end_headers()
+            return self._send(404, {"message": "not found"})
+
+    return Handler
+
+
+@pytest.fixture
+def cirro(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
+    """The stand-in Cirro and S3, with the environment the SDK reads pointing at them."""
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    moto.start()
+    s3_url = f"http://127.0.0.1:{moto.get_host_and_port()[1]}"
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_url)
+    s3 = boto3.client("s3", endpoint_url=s3_url, region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    state = StandIn(s3)
+    cert, key = _certificate(tmp_path)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    token = jwt.encode(
+        {"exp": 4102444800, "username": "tester"}, "the stand-in never checks this signature", algorithm="HS256"
+    )
+    monkeypatch.setenv("CIRRO_BASE_URL", f"localhost:{server.server_address[1]}")
+    # the SDK's own configuration, not the machine user's: no saved login, one attempt per file
+    (tmp_path / "cirro-home").mkdir()
+    (tmp_path / "cirro-home" / "config.ini").write_text("[General]\nauth_method =\ntransfer_max_retries = 1\n")
+    monkeypatch.setenv("CIRRO_HOME", str(tmp_path / "cirro-home"))
+    monkeypatch.setenv("CIRRO_ACCESS_TOKEN", token)
+    monkeypatch.setenv("CIRRO_PROJECT_ID", PROJECT)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    yield state
+    server.shutdown()
+    server.server_close()
+    moto.stop()
+
+
+@pytest.fixture
+def workspace(demo_top: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """``datasets/`` named by title with the folder map, and a versions folder: a Cirro workspace's layout."""
+    return _layout(tmp_path / "home", demo_top, monkeypatch)
+
+
+def _layout(home: Path, demo_top: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    datasets = home / "datasets"
+    datasets.mkdir(parents=True)
+    folders: dict[str, str] = {}
+    for source in sorted(demo_top.parent.iterdir()):
+        manifest = source / "layer.json"
+        title = json.loads(manifest.read_text())["title"] if manifest.exists() else f"Base {source.name[:8]}"
+        folders[source.name] = title
+        shutil.copytree(source, datasets / title, symlinks=True)
+    monkeypatch.setenv("SDS_CIRRO_DATASETS", json.dumps(folders))
+    monkeypatch.setenv("SDS_DATASETS_DIR", str(datasets))
+    monkeypatch.setenv("SDS_VERSIONS_DIR", str(home / "sds-versions"))
+    monkeypatch.setenv("SDS_CIRRO_CACHE", str(home / "cache"))
+    top = datasets / folders[demo_top.name]
+    return {"datasets": datasets, "versions": home / "sds-versions", "top": top, "top_id": demo_top.name}
+
+
+def _save(on: Path, column: str, title: str, into: Path) -> Path:
+    adata = open_anndata(on)
+    adata.obs[column] = adata.obs_names.str.len().astype("int64")
+    return save_version(on, adata, title=title, into=into)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.run([sys.executable, "-m", "sds_jupyter", *args], capture_output=True, text=True, env=env)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_cli_uploads_a_saved_version_as_a_cirro_dataset(cirro: StandIn, workspace: dict) -> None:
+    saved = _save(workspace["top"], "note", "Margins reviewed", workspace["versions"])
+    result = _cli("upload", str(saved))
+    assert result.returncode == 0, result.stderr
+    [dataset_id] = cirro.datasets
+    assert result.stdout.strip() == f"uploaded {saved} as Cirro dataset {dataset_id}"
+    created = cirro.datasets[dataset_id]
+    assert created["name"] == "Margins reviewed" and created["processId"] == "spatialdata-version"
+    local = _files(saved)
+    assert sorted(created["expectedFiles"]) == sorted(local)
+    for name, content in local.items():  # the layer.json names the mounted parent by its Cirro ID: sent unchanged
+        assert cirro.uploaded(dataset_id, name) == content
+    assert json.loads(cirro.uploaded(dataset_id, "layer.json"))["parent"] == (
+        f"cirro:::dataset:{workspace['top_id']}/layer.json"
+    )
+
+    again = _cli("upload", str(saved))  # recorded: a second upload is refused, in one line
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "already in Cirro" in again.stderr
+    assert len(cirro.datasets) == 1
+
+
+def test_a_version_on_a_not_yet_uploaded_one_resolves_once_both_are_in_cirro(
+    cirro: StandIn, workspace: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _save(workspace["top"], "first", "First", workspace["versions"])
+    second = _save(first, "second", "Second", workspace["versions"])
+    assert read_manifest(second / "layer.json").parent == f"cirro:::dataset:{first.name}/layer.json"
+    second_before = _files(second)
+
+    with pytest.raises(StackError, match=rf"version {first.name} .* is not in Cirro yet: upload .* first"):
+        upload_version(second)
+    assert cirro.datasets == {}
+
+    first_id = upload_version(first)
+    second_id = upload_version(second)
+    assert json.loads(cirro.uploaded(second_id, "layer.json"))["parent"] == f"cirro:::dataset:{first_id}/layer.json"
+    assert _files(second) == second_before  # the local version is never rewritten
+
+    # A colleague's workspace: the original datasets mounted, the second version downloaded by its
+    # Cirro ID; its parent (Cirro's ID for "First") is fetched on request, and the chain reads back.
+    colleague = tmp_path / "colleague"
+    _download_as_a_colleague(cirro, second_id, colleague / second_id)
+    monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "colleague-versions"))
+    result = _cli("fetch", str(colleague / second_id))
+    assert result.returncode == 0, result.stderr
+    cache = Path(os.environ["SDS_CIRRO_CACHE"])
+    assert f"fetched {cache / first_id}" in result.stdout
+    assert sorted(p.name for p in cache.iterdir()) == [first_id]  # no partial folder left behind
+    mine, theirs = open_anndata(second), open_anndata(colleague / second_id)
+    assert list(theirs.obs["first"]) == list(mine.obs["first"]) and list(theirs.obs["second"]) == list(
+        mine.obs["second"]
+    )
+    assert _cli("fetch", str(colleague / second_id)).stdout.strip() == "nothing missing"
+
+
+def _download_as_a_colleague(cirro: StandIn, dataset_id: str, folder: Path) -> None:
+    """The dataset's files as a download lays them out (``data/...``), read straight from S3."""
+    for item in cirro.listing(dataset_id)["files"]:
+        target = folder / item["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        key = f"datasets/{dataset_id}/{item['path']}"
+        target.write_bytes(cirro.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
+
+
+def test_browser_upload_sends_the_selected_version(cirro: StandIn, workspace: dict) -> None:
+    from sds_jupyter.widget import VersionBrowser
+
+    saved = _save(workspace["top"], "widget", "From the panel", workspace["versions"])
+    browser = VersionBrowser(saved, namespace={})
+    before = _tree_node(browser.service, saved.name)
+    dataset_id = browser.upload()
+    assert cirro.datasets[dataset_id]["name"] == "From the panel"
+    assert cirro.uploaded(dataset_id, "layer.json") == (saved / "layer.json").read_bytes()
+    # the panel's tree stops marking it once the upload is recorded
+    assert before.get("not_in_cirro") is True and "not_in_cirro" not in _tree_node(browser.service, saved.name)
+
+
+def _tree_node(service: Any, dataset_id: str) -> dict[str, Any]:
+    from sds_jupyter.service import dispatch
+
+    reply = dispatch(service, "tree", {})
+    tree = json.loads(reply.data) if isinstance(reply.data, (bytes, str)) else reply.data
+    [node] = [n for n in tree["nodes"] if n["dataset_id"] == dataset_id]
+    return node
+
+
+def test_a_listing_that_climbs_out_of_the_cache_is_refused_and_nothing_is_written(
+    cirro: StandIn, workspace: dict, tmp_path: Path
+) -> None:
+    first = _save(workspace["top"], "first", "First", workspace["versions"])
+    first_id = upload_version(first)
+    second = _save(first, "second", "Second", workspace["versions"])
+    second_id = upload_version(second)
+    colleague = tmp_path / "colleague" / second_id
+    colleague.mkdir(parents=True)
+    (colleague / "layer.json").write_bytes(cirro.uploaded(second_id, "layer.json"))
+    cirro.listed_extra = [{"path": "../../escaped.txt", "size": 3}]
+    with pytest.raises(UnsafePathError, match=f"file of dataset {first_id}"):
+        fetch_missing(colleague)
+    cache = Path(os.environ["SDS_CIRRO_CACHE"])
+    assert list(cache.iterdir()) == [] and not list(tmp_path.rglob("escaped.txt"))
+
+
+def test_a_fetch_folder_inside_the_mounted_datasets_is_refused(
+    cirro: StandIn, workspace: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    orphan = tmp_path / "elsewhere" / "orphan"
+    shutil.copytree(_save(workspace["top"], "x", "X", workspace["versions"]), orphan)
+    (orphan / "layer.json").write_text(
+        (orphan / "layer.json").read_text().replace(workspace["top_id"], "0000-not-attached")
+    )
+    monkeypatch.setenv("SDS_CIRRO_CACHE", str(workspace["datasets"] / "cache"))
+    result = _cli("fetch", str(orphan))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "inside the datasets folder" in result.stderr and not (workspace["datasets"] / "cache").exists()
+
+
+def test_an_unreachable_cirro_is_one_line(cirro: StandIn, workspace: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    saved = _save(workspace["top"], "note", "Note", workspace["versions"])
+    monkeypatch.setenv("CIRRO_BASE_URL", "localhost:9")  # the discard port: nothing listens
+    result = _cli("upload", str(saved))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("sds-jupyter: error: connecting to Cirro failed")
+    with pytest.raises(CirroError, match="connecting to Cirro failed"):
+        upload_version(saved)
+
+
+_SAVE_AND_UPLOAD = textwrap.dedent(
+    """
+    import shlex, sys
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "sds_jupyter")
+    shell.run_line_magic("sds_open", shlex.quote(sys.argv[1]))
+    shell.user_ns["adata"].obs["by_magic"] = 2.0
+    shell.run_line_magic("sds_save", "Saved on the mount")
+    """
+)
+
+
+def test_sds_save_on_a_read_only_mount_then_upload(cirro: StandIn, workspace: dict) -> None:
+    """The issue's whole path: %sds_save with the datasets mounted read-only, the panel's tree, the upload."""
+    from test_workspace import _read_only_mount, _tree_hash
+
+    from sds_jupyter.service import StackService
+
+    datasets, versions = workspace["datasets"], workspace["versions"]
+    before = _tree_hash(datasets)
+    service = StackService(workspace["top"])
+    listed = _fingerprint(service)
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    result = _read_only_mount(datasets, [sys.executable, "-c", _SAVE_AND_UPLOAD, str(workspace["top"])], env)
+    assert result.returncode == 0, result.stderr
+    [saved] = [p for p in versions.iterdir() if not p.name.startswith(".")]
+    assert list(open_anndata(saved).obs["by_magic"].unique()) == [2.0]
+    assert _fingerprint(service) != listed and _tree_node(service, saved.name)["not_in_cirro"] is True
+
+    upload = _read_only_mount(datasets, [sys.executable, "-m", "sds_jupyter", "upload", str(saved)], env)
+    assert upload.returncode == 0, upload.stderr
+    [dataset_id] = cirro.datasets
+    assert cirro.datasets[dataset_id]["name"] == "Saved on the mount"
+    assert "not_in_cirro" not in _tree_node(service, saved.name)
+
+    # A colleague with the same mount gets a version saved on it from Cirro; its parent, not attached,
+    # is fetched (under the read-only mount) into the fetch folder.
+    on_top = upload_version(_save(saved, "on_top", "On top", versions))
+    colleague = workspace["datasets"].parent / "colleague" / on_top
+    _download_as_a_colleague(cirro, on_top, colleague)
+    env["SDS_VERSIONS_DIR"] = str(workspace["datasets"].parent / "colleague-versions")
+    fetch = _read_only_mount(datasets, [sys.executable, "-m", "sds_jupyter", "fetch", str(colleague)], env)
+    assert fetch.returncode == 0, fetch.stderr
+    assert f"fetched {Path(os.environ['SDS_CIRRO_CACHE']) / dataset_id}" in fetch.stdout
+    assert _tree_hash(datasets) == before
+
+
+def _fingerprint(service: Any) -> str:
+    from sds_jupyter.service import dispatch
+
+    reply = dispatch(service, "fingerprint", {})
+    return str((json.loads(reply.data) if isinstance(reply.data, (bytes, str)) else reply.data)["fingerprint"])
+
+
+# -- the panel's "Fetch from Cirro": POST api/fetch on a real Jupyter server -----------------------
+
+
+@pytest.fixture
+def jp_server_config() -> dict[str, Any]:
+    return {"ServerApp": {"jpserver_extensions": {"sds_jupyter.server": True}}}
+
+
+def test_the_server_fetches_a_missing_parent_for_the_panel(
+    cirro: StandIn, demo_top: Path, jp_root_dir: Path, jp_fetch, jp_asyncio_loop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sds_jupyter.server.handlers import NAMESPACE
+
+    def call(name: str, **kwargs: Any) -> Any:
+        response = jp_asyncio_loop.run_until_complete(jp_fetch(NAMESPACE, "api", name, **kwargs))
+        return json.loads(response.body)
+
+    layout = _layout(jp_root_dir / "home", demo_top, monkeypatch)
+    first = _save(layout["top"], "first", "First", layout["versions"])
+    first_id = upload_version(first)
+    second_id = upload_version(_save(first, "second", "Second", layout["versions"]))
+    _download_as_a_colleague(cirro, second_id, jp_root_dir / "colleague" / second_id)
+    path = f"colleague/{second_id}"
+
+    broken = call("history", params={"path": path})
+    assert broken["error"]["dataset_id"] == first_id  # the panel's missing row names it
+    answer = call("fetch", method="POST", body=json.dumps({"path": path}))
+    assert answer == {"fetched": [first_id]}
+    assert (jp_root_dir / "home" / "cache" / first_id / "data" / "layer.json").is_file()
+    history = call("history", params={"path": path})
+    assert "error" not in history or not history["error"]
+    assert [v["title"] for v in history["versions"]][:2] == ["Second", "First"]
+
+
+def test_a_failed_upload_removes_the_half_made_dataset_and_records_nothing(cirro: StandIn, workspace: dict) -> None:
+    saved = _save(workspace["top"], "note", "Note", workspace["versions"])
+    cirro.bucket = "a-bucket-that-does-not-exist"
+    result = _cli("upload", str(saved))
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("sds-jupyter: error: uploading the overlay failed") and "Traceback" not in result.stderr
+    assert cirro.datasets == {} and len(cirro.deleted) == 1
+    assert not (workspace["versions"] / ".sds-uploaded").exists()
+
+
+def test_a_mounted_dataset_is_not_uploaded_again(cirro: StandIn, workspace: dict) -> None:
+    with pytest.raises(StackError, match="is a mounted Cirro dataset already; nothing to upload"):
+        upload_version(workspace["top"])
+    assert cirro.datasets == {}
+
+
+def test_an_overlay_holding_a_symbolic_link_is_not_uploaded(cirro: StandIn, workspace: dict, tmp_path: Path) -> None:
+    saved = _save(workspace["top"], "note", "Note", workspace["versions"])
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for Cirro")
+    overlay = saved / read_manifest(saved / "layer.json").overlay
+    victim = next(p for p in sorted(overlay.rglob("*")) if p.is_file())
+    victim.unlink()
+    victim.symlink_to(secret)
+    with pytest.raises(UnsafePathError, match="is a symbolic link or special file; upload refused"):
+        upload_version(saved)
+    assert cirro.datasets == {}
