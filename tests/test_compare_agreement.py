@@ -166,6 +166,31 @@ def test_a_branch_added_after_the_first_compare_is_found(xenium: Path, tmp_path:
     assert leiden["agreement"] == first["agreement"]
 
 
+def test_every_request_of_a_version_reads_a_branch_by_its_dataset_id(xenium: Path) -> None:
+    """The B of a side-by-side is named by dataset ID: figures, canvas, cells and colours come from its own folder."""
+    branch_id = demo_dataset_id("xenium-Coarser clusters")
+    here, there = StackService(xenium), StackService(xenium.parent / branch_id)
+    figures = dispatch(here, "figures", {"version": branch_id}).data
+    assert figures == dispatch(there, "figures").data and figures["figures"]
+    figure = next(f["id"] for f in figures["figures"] if f["kind"] == "canvas")
+    for name, params in (
+        ("canvas", {"figure": figure}),
+        ("color_values", {"figure": figure, "column": "leiden"}),
+        ("cells", {"figure": figure}),
+    ):
+        routed, own = dispatch(here, name, {**params, "version": branch_id}), dispatch(there, name, params)
+        assert routed.data == own.data, name
+        assert [bytes(b) for b in routed.buffers] == [bytes(b) for b in own.buffers], name
+    # the branch's leiden is not the chain's: the colours really are the branch's
+    mine = dispatch(here, "color_values", {"figure": figure, "column": "leiden"})
+    assert [bytes(b) for b in mine.buffers] != [
+        bytes(b) for b in dispatch(there, "color_values", {"figure": figure, "column": "leiden"}).buffers
+    ]
+    # a dataset ID nowhere in the tree is refused as before, naming it
+    error = dispatch(here, "figures", {"version": "no-such-version"}).data["error"]
+    assert "no-such-version" in error["message"]
+
+
 # ------------------------------------------------------------------ genes
 
 

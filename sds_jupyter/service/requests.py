@@ -123,6 +123,8 @@ def dispatch(service: StackService, name: str, params: Mapping[str, Any] | None 
             f"Request {name!r} takes no parameter {unknown[0]!r}; it takes: {', '.join(accepted) or 'none'}."
         )
     kwargs = {key: _coerce(key, value, hints.get(key, str)) for key, value in given.items()}
+    if "version" in kwargs:
+        service, kwargs["version"] = service.serving(kwargs["version"])
     try:
         answer = method(service, **kwargs)
     except TypeError as exc:

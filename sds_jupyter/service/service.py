@@ -998,6 +998,30 @@ class StackService:
         other = self._branches.get(folder, lambda: self.sibling(folder))
         return other, other.stack.depth
 
+    def serving(self, version: int | str | None) -> tuple[StackService, int | str | None]:
+        """The service that reads ``version``, and the version as that service names it.
+
+        A version of the opened chain is this service's. A dataset ID found only on another
+        branch of the tree (the B of a side-by-side, a compare against a branch) is that
+        branch's service at its depth, so every per-version request reads other branches
+        the way ``compare`` does. Anything else stays here, to be refused as before.
+        """
+        if not isinstance(version, str) or self._stack is None:
+            return self, version
+        try:
+            self.depth(version)
+            return self, version
+        except StackError:
+            pass
+        try:
+            folder = self._tree_folders().get(version)
+        except StackError:
+            return self, version
+        if folder is None:
+            return self, version
+        other = self._branches.get(folder, lambda: self.sibling(folder))
+        return other, other.stack.depth
+
     def _tree_folders(self) -> dict[str, str]:
         """Each tree version's folder by dataset ID, built again only when the listing's fingerprint changes.
 
