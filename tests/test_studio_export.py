@@ -153,7 +153,7 @@ def test_a_canvas_export_reads_the_image_at_its_print_size(studio_stack) -> None
 
     service = StackService(studio_stack.v1)
     _, overview = service.export_figure(None, "fig_canvas")
-    _, printed = service.export_figure(None, "fig_canvas", dpi=30)  # 89 mm at 30 dpi: 106 px across
+    _, printed = service.export_figure(None, "fig_canvas", draw_px=106)  # 89 mm at 30 dpi
     assert printed.payload["image"]["width"] <= 106 < overview.payload["image"]["width"]
     assert printed.payload["image"]["bounds"] == overview.payload["image"]["bounds"]
     assert printed.payload["bounds"] == overview.payload["bounds"]

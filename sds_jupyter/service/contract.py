@@ -44,6 +44,7 @@ REPLY_PAYLOADS: dict[str, Any] = {
     "store_key": payloads.StoreKeyData,
     "image_region": payloads.ImageRegionData,
     "image_tile": payloads.ImageTileData,
+    "export": payloads.ExportData,
 }
 
 _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {

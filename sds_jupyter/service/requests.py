@@ -15,6 +15,7 @@ from typing import Any
 
 from sds_jupyter.errors import shown
 from sds_jupyter.service.errors import RequestError
+from sds_jupyter.service.export import export_request
 from sds_jupyter.service.service import Reply, StackService
 
 __all__ = ["BINARY_REQUESTS", "REQUESTS", "dispatch"]
@@ -37,10 +38,11 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "store_key": StackService.store_key,
     "image_region": StackService.image_region,
     "image_tile": StackService.image_tile,
+    "export": export_request,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels", "store_key", "image_region", "image_tile"})
+BINARY_REQUESTS = frozenset({"canvas", "color_values", "channels", "store_key", "image_region", "image_tile", "export"})
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
