@@ -26,11 +26,11 @@ from sds_jupyter.studio.export import (
     DPI_RANGE,
     MM_PER_INCH,
     PNG_DPI,
-    VECTOR_CELL_LIMIT,
     CanvasExport,
     export_name,
     format_of,
     print_width_mm,
+    rasterizes,
     render_canvas,
     render_chart,
     view_region,
@@ -94,7 +94,7 @@ def render_export(
     if drawing.payload["image"] is not None:
         drawing = _with_image_for(service, depth, figure_id, drawing, region, width_mm, dpi)
     data, cells = render_canvas(CanvasExport(drawing, region, title), fmt, width_mm, dpi)
-    return Export(name, fmt, data, cells, fmt != ".png" and cells > VECTOR_CELL_LIMIT)
+    return Export(name, fmt, data, cells, rasterizes(fmt, cells))
 
 
 def export_request(

@@ -18,7 +18,7 @@ from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.export import export_request
 from sds_jupyter.service.service import Reply, StackService
 
-__all__ = ["BINARY_REQUESTS", "REQUESTS", "dispatch"]
+__all__ = ["BINARY_REQUESTS", "REQUESTS", "dispatch", "request_parameters"]
 
 REQUESTS: dict[str, Callable[..., Any]] = {
     "history": StackService.history,
@@ -108,13 +108,22 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
     return str(value)
 
 
+def request_parameters(method: Callable[..., Any]) -> list[inspect.Parameter]:
+    """A request's parameters: its function's, less the first (the service it runs on).
+
+    Why: a request is a StackService method or a function of a service (``export``); either
+    way the first parameter is the service, never a client's to give.
+    """
+    return list(inspect.signature(method).parameters.values())[1:]
+
+
 def dispatch(service: StackService, name: str, params: Mapping[str, Any] | None = None) -> Reply:
     """Run request ``name`` on ``service`` with ``params``; unknown names or params are refused."""
     method = REQUESTS.get(name)
     if method is None:
         raise RequestError(f"Unknown request {name!r}; known: {', '.join(REQUESTS)}.")
     hints = typing.get_type_hints(method)
-    accepted = [p for p in inspect.signature(method).parameters if p != "self"]
+    accepted = [p.name for p in request_parameters(method)]
     given = dict(params or {})
     unknown = sorted(set(given) - set(accepted))
     if unknown:

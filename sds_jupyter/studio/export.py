@@ -31,6 +31,7 @@ __all__ = [
     "format_of",
     "print_width_mm",
     "range_ticks",
+    "rasterizes",
     "render_canvas",
     "render_chart",
     "scale_bar",
@@ -331,6 +332,11 @@ def render_canvas(
     return out.getvalue(), shown_cells
 
 
+def rasterizes(fmt: str, cells: int) -> bool:
+    """Whether an export in ``fmt`` draws ``cells`` cells as one picture (see VECTOR_CELL_LIMIT)."""
+    return fmt != ".png" and cells > VECTOR_CELL_LIMIT
+
+
 def _in_region(export: CanvasExport) -> np.ndarray:
     """Which cells lie in the region (with a margin of the largest drawn cell), as a mask."""
     x, y = export.buffer("x"), export.buffer("y")
@@ -356,7 +362,7 @@ def _draw_cells(axes: Any, export: CanvasExport, fmt: str, draw_in: float) -> in
     count = int(inside.sum())
     colors = _cell_colors(payload["color"], export.buffer("value"))
     colors = colors[inside] if isinstance(colors, np.ndarray) else colors
-    rasterized = fmt != ".png" and count > VECTOR_CELL_LIMIT
+    rasterized = rasterizes(fmt, count)
     shapes = payload["shapes"]
     starts, vertices, radii = export.buffer("starts"), export.buffer("vertices"), export.buffer("radii")
     rows = np.flatnonzero(inside)
