@@ -157,3 +157,119 @@ def test_a_canvas_export_reads_the_image_at_its_print_size(studio_stack) -> None
     assert printed.payload["image"]["width"] <= 106 < overview.payload["image"]["width"]
     assert printed.payload["image"]["bounds"] == overview.payload["image"]["bounds"]
     assert printed.payload["bounds"] == overview.payload["bounds"]
+
+
+# ---------------------------------------------------------------- the demo's figures, one renderer
+
+
+@pytest.fixture(scope="module")
+def xenium(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tissue demo at 3,000 cells (polygons, a pyramid, micrometres): its top version."""
+    import warnings
+
+    from sds_jupyter.demo.xenium import build_xenium_demo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_xenium_demo(tmp_path_factory.mktemp("xenium"), n_cells=3000, side=1024)
+
+
+def _figure_ids(top: Path) -> list[tuple[str, str]]:
+    from sds_jupyter.service import StackService
+
+    return [(f["id"], f["kind"]) for f in StackService(top).figures(None)["figures"]]
+
+
+def test_every_demo_figure_exports_in_every_format(xenium, demo_top, tmp_path) -> None:
+    """The issue's failure: no tissue figure of the demo exported (polygons read as the image)."""
+    from PIL import Image
+
+    figures = [(xenium, *f) for f in _figure_ids(xenium)] + [(demo_top, *f) for f in _figure_ids(demo_top)]
+    assert {kind for _, _, kind in figures} == {"canvas", "chart"}
+    for top, figure, _ in figures:
+        for suffix in MAGIC:
+            out = export_figure(top, figure, tmp_path / f"{top.name}-{figure}{suffix}", dpi=100, view="full")
+            assert MAGIC[suffix] in out.read_bytes()[:200], (figure, suffix)
+        with Image.open(tmp_path / f"{top.name}-{figure}.png") as image:
+            assert round(image.info["dpi"][0]) == 100, figure
+
+
+def _legend_and_cells(svg: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    """The legend's (label, swatch color) pairs and each vector cell's fill, read from an SVG export."""
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.parse(svg).getroot()
+    groups = {g.get("id"): g for g in root.iter(f"{ns}g")}
+    legend: list[tuple[str, str]] = []
+    fill = None
+    for child in groups["legend_1"]:
+        if child.get("id", "").startswith("patch_"):
+            path = child.find(f"{ns}path")
+            style = path.get("style", "") if path is not None else ""
+            fill = next((p.split(":")[1].strip() for p in style.split(";") if p.strip().startswith("fill:")), None)
+        elif child.get("id", "").startswith("text_") and fill not in (None, "none"):
+            legend.append(("".join(child.itertext()).strip(), str(fill)))
+            fill = None
+    cells = groups["PolyCollection_1"]
+    fills = [
+        next(p.split(":")[1].strip() for p in path.get("style", "").split(";") if p.strip().startswith("fill:"))
+        for path in cells.iter(f"{ns}path")
+    ]
+    return legend, fills
+
+
+def test_svg_legend_and_cell_colors_are_the_views(xenium, tmp_path) -> None:
+    """Legend entries, their colors and every cell's color in the SVG are those the view is sent."""
+    import numpy as np
+
+    from sds_jupyter.service import StackService
+
+    reply = StackService(xenium).canvas(None, "fig-cell-types")
+    color = reply.data["color"]
+    codes = np.frombuffer(reply.buffers[2], dtype=np.uint16)  # the view's category codes
+    out = export_figure(xenium, "fig-cell-types", tmp_path / "types.svg", view="full")
+    legend, fills = _legend_and_cells(out)
+    channels = [(c["name"], c["color"]) for c in reply.data["image"]["channels"]]
+    assert legend == list(zip(color["categories"], color["colors"], strict=True)) + channels
+    assert len(fills) == reply.data["n_cells"] == len(codes)
+    expected = np.array(color["colors"])[codes.astype(np.int64)]
+    assert sorted(fills) == sorted(str(c) for c in expected)
+    assert any(t.endswith(" µm") for t in _svg_texts(out))  # the scale bar, in the store's unit
+
+
+def test_above_the_vector_limit_cells_are_one_picture_in_the_vector_file(xenium, tmp_path, monkeypatch) -> None:
+    from sds_jupyter.service import StackService
+    from sds_jupyter.service.export import render_export
+    from sds_jupyter.studio import export as studio_export
+
+    service = StackService(xenium)
+    vector = render_export(service, None, "fig-cell-types", ".svg", 72, "full")
+    assert not vector.rasterized and vector.cells == 3000 and vector.data.count(b"<image") == 1
+    monkeypatch.setattr(studio_export, "VECTOR_CELL_LIMIT", 2999)
+    raster = render_export(service, None, "fig-cell-types", ".svg", 72, "full")
+    assert raster.rasterized and b"PolyCollection" not in raster.data
+    assert raster.data.count(b"<image") == 2  # the morphology image and the cells' picture
+    (tmp_path / "raster.svg").write_bytes(raster.data)
+    texts = _svg_texts(tmp_path / "raster.svg")
+    assert "Tumor" in texts and any(t.endswith(" µm") for t in texts)  # legend and scale bar stay text
+    zoomed = render_export(service, None, "fig-cell-types", ".svg", 72, (50, 50, 100, 100))
+    assert 0 < zoomed.cells < 3000 and not zoomed.rasterized  # only the cells in the region count
+
+
+def test_views_and_dpis_an_export_refuses(studio_stack, tmp_path) -> None:
+    for view in ("1,2,3", "0,0,0,5", "a,b,c,d", "nan,0,1,1"):
+        with pytest.raises(FigureError, match="x0,y0,x1,y1"):
+            export_figure(studio_stack.v1, "fig_canvas", tmp_path / "a.svg", view=view)
+    for dpi in (0, 10_000):
+        with pytest.raises(FigureError, match="dpi must be"):
+            export_figure(studio_stack.v1, "fig_canvas", tmp_path / "a.png", dpi=dpi)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_version_browser_export_writes_the_cli_file(studio_stack, tmp_path) -> None:
+    from sds_jupyter.widget import VersionBrowser
+
+    browser = VersionBrowser(studio_stack.v2, namespace={})
+    browser.selected = 1
+    out = browser.export("fig_canvas", tmp_path / "regions.pdf", dpi=150)
+    same = export_figure(studio_stack.v2, "fig_canvas", tmp_path / "cli.pdf", version=1, dpi=150)
+    assert out.read_bytes()[:5] == b"%PDF-" and out.stat().st_size == same.stat().st_size

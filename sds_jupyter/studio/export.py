@@ -411,14 +411,9 @@ def _draw_scale_bar(axes: Any, unit: str, units_per_inch: float, draw_in: float)
         va="bottom",
         fontsize=6,
         color="white",
-        path_effects=[_outline()],
+        # a dark box, not a path effect: with one, matplotlib writes the text as outlines, not text
+        bbox={"boxstyle": "square,pad=0.15", "facecolor": "black", "alpha": 0.5, "edgecolor": "none"},
     )
-
-
-def _outline() -> Any:
-    from matplotlib import patheffects
-
-    return patheffects.withStroke(linewidth=1.2, foreground="black")
 
 
 def _legend(
