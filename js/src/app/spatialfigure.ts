@@ -10,7 +10,6 @@ import { h } from './dom';
 import { rangeFormat } from './format';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
-import { PRINT_DPI, composePrint } from './print';
 import { typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TileGrid, type TileFrame } from './tiles';
@@ -388,7 +387,7 @@ export class SpatialFigure {
     }
   }
 
-  /** A CanvasPlot at the camera and size on screen, for the exports. */
+  /** A CanvasPlot at the camera and size on screen (the 2D drawing of what the view shows). */
   exportPlot(): CanvasPlot {
     if (this.plot && !this.stage) {
       return this.plot;
@@ -407,17 +406,9 @@ export class SpatialFigure {
     return plot;
   }
 
-  /**
-   * The print page: the region on screen drawn `width` px wide (less the legend), with `title`
-   * above and the legend of the current coloring beside it (hidden categories left out), and
-   * the image channels shown.
-   */
-  printPage(title: string, width: number): HTMLCanvasElement {
-    const plot = this.exportPlot();
-    const [w] = plot.fixedSize ?? [this.node.clientWidth || 480];
-    plot.pixelRatio = Math.max(1, width / Math.max(1, w));
-    plot.draw();
-    return composePrint(plot.canvas, title, this.colorSpec(), width, PRINT_DPI, this.shownChannels());
+  /** The region of the data on screen (x0, y0, x1, y1): what an export shows when asked for the view on screen. */
+  region(): Region {
+    return this.stage ? this.stage.region() : this.plotRegion(this.plot!);
   }
 
   /** The image channels the view shows, in their colors now (the controls' if any, else as saved). */
