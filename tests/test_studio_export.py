@@ -76,7 +76,7 @@ SHARED_CASES = Path(__file__).parents[1] / "js" / "src" / "__tests__" / "fixture
 
 
 def test_names_and_colorbar_numbers_match_the_browser() -> None:
-    """The browser's exportName and rangeTicks answer the same cases (js print.test.ts)."""
+    """Names, colorbar numbers (js exportcases.test.ts checks the browser's rangeTicks) and the print theme."""
     cases = json.loads(SHARED_CASES.read_text(encoding="utf-8"))
     for case in cases["names"]:
         assert export_name(case["depth"], case["title"], case["figure"]) == case["name"]

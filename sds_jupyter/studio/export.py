@@ -1,9 +1,11 @@
-"""Drawing a saved figure to SVG, PNG or PDF, on demand.
+"""Drawing a saved figure to SVG, PNG or PDF: the one export renderer.
 
-Charts go through ``vl-convert`` (the same Vega-Lite spec the browser shows);
-canvas views are redrawn with matplotlib from the same CanvasPayload the
-browser gets. ``print_width`` (mm, or "single"/"double" journal columns) sets
-the figure's physical width.
+Every export goes through here: the command line, ``VersionBrowser.export`` and the
+panel's and widget's buttons (the ``export`` request); the browser draws only the
+screen view. Charts go through ``vl-convert`` (the same Vega-Lite spec the browser
+shows); canvas views are redrawn with matplotlib from the same CanvasPayload the
+browser gets (its palette, LUT and composited channels). ``print_width`` (mm, or
+"single"/"double" journal columns) sets the figure's physical width.
 """
 
 from __future__ import annotations
@@ -62,11 +64,10 @@ _UNIT_NAMES = {
     "nm": {"nanometer", "nanometre", "nm"},
     "mm": {"millimeter", "millimetre", "mm"},
 }
-#: Categories a legend lists; the rest are counted (as in the browser's print legend).
+#: Categories a legend lists; the rest are counted.
 MAX_LEGEND_ITEMS = 24
-#: The print theme of charts, as the browser's (``js/src/app/chart.ts`` PRINT_CONFIG; the shared
-#: fixture ``exports.json`` keeps the two alike): black on white, type in points below the 9 pt
-#: title (8 pt axis, legend and facet titles, 7 pt labels). Vega's own sizes came out larger.
+#: The print theme of charts: black on white, type in points below the 9 pt title (8 pt axis,
+#: legend and facet titles, 7 pt labels). Vega's own sizes came out larger than the title.
 PRINT_CONFIG: dict[str, Any] = {
     "background": "#ffffff",
     "font": "sans-serif",
@@ -76,7 +77,7 @@ PRINT_CONFIG: dict[str, Any] = {
     "header": {"labelFontSize": 8, "titleFontSize": 8},
     "text": {"fontSize": 7},
 }
-#: The heading of the image channels in a canvas figure's legend (the browser's CHANNELS_HEADING).
+#: The heading of the image channels in a canvas figure's legend.
 CHANNELS_HEADING = "Image channels"
 #: Anything but ASCII letters, digits, dot, dash and underscore, in an export's file name.
 _UNSAFE = re.compile(r"[^\w.-]+", re.ASCII)
@@ -86,8 +87,8 @@ def export_name(depth: int, title: str | None, figure_id: str) -> str:
     """An export's file name without suffix: the version (depth and title) and the figure id.
 
     Why: two versions' exports of one figure never collide, and the name is safe on any file
-    system. The browser's ``exportName`` makes the same name (shared cases in
-    ``js/src/__tests__/fixtures/exports.json`` keep the two in step).
+    system. The panel and the widget save their exports under this name too (the ``export``
+    request's reply).
     """
 
     def clean(text: str) -> str:

@@ -1,9 +1,6 @@
 /** Vega-Lite charts through vega-embed (bundled, loaded on first use). */
 
 export type ChartHandle = {
-  toSVG(): Promise<string>;
-  /** A PNG data URL. */
-  toPNG(): Promise<string>;
   dispose(): void;
   /** Call `listener` with the data behind a clicked mark (kept across redraws). */
   onClick?(listener: (datum: Record<string, unknown>) => void): void;
@@ -188,8 +185,6 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
   observer?.observe(el);
   const unwatch = watchTheme(() => void redraw().catch(() => undefined));
   return {
-    toSVG: () => result.view.toSVG(),
-    toPNG: () => result.view.toImageURL('png', 2),
     onClick: listener => {
       clicks.push(listener);
     },
