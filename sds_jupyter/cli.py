@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument("--dpi", type=int, default=300, help="a PNG's resolution, and that of cells drawn as a picture")
     export.add_argument(
-        "--view", default="saved", help="'saved' (the figure's saved view), 'full' (all of it), or x0,y0,x1,y1"
+        "--view", default="saved", help="'saved' (the figure's saved view), 'whole' (all of it), or x0,y0,x1,y1"
     )
 
     demo = commands.add_parser("demo", help="build the demo stack (no download needed)")

@@ -186,7 +186,7 @@ class VersionBrowser(anywidget.AnyWidget):
 
         The same file the panel's export buttons and ``sds-jupyter export`` make. ``path`` may be
         a folder: a PNG is then written in it, named after the version and figure. ``view``: None (the
-        figure's saved view), "full" (all cells and the image) or the region x0, y0, x1, y1.
+        figure's saved view), "whole" (all cells and the image) or the region x0, y0, x1, y1.
         Returns the file written.
         """
         from sds_jupyter.service.export import export_figure

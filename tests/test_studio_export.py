@@ -226,7 +226,7 @@ def test_svg_legend_and_cell_colors_are_the_views(xenium, tmp_path) -> None:
     reply = StackService(xenium).canvas(None, "fig-cell-types")
     color = reply.data["color"]
     codes = np.frombuffer(reply.buffers[2], dtype=np.uint16)  # the view's category codes
-    out = export_figure(xenium, "fig-cell-types", tmp_path / "types.svg", view="full")
+    out = export_figure(xenium, "fig-cell-types", tmp_path / "types.svg", view="whole")
     legend, fills = _legend_and_cells(out)
     channels = [(c["name"], c["color"]) for c in reply.data["image"]["channels"]]
     assert legend == list(zip(color["categories"], color["colors"], strict=True)) + channels
@@ -242,10 +242,10 @@ def test_above_the_vector_limit_cells_are_one_picture_in_the_vector_file(xenium,
     from sds_jupyter.studio import export as studio_export
 
     service = StackService(xenium)
-    vector = render_export(service, None, "fig-cell-types", ".svg", 72, "full")
+    vector = render_export(service, None, "fig-cell-types", ".svg", 72, "whole")
     assert not vector.rasterized and vector.cells == 3000 and vector.data.count(b"<image") == 1
     monkeypatch.setattr(studio_export, "VECTOR_CELL_LIMIT", 2999)
-    raster = render_export(service, None, "fig-cell-types", ".svg", 72, "full")
+    raster = render_export(service, None, "fig-cell-types", ".svg", 72, "whole")
     assert raster.rasterized and b"PolyCollection" not in raster.data
     assert raster.data.count(b"<image") == 2  # the morphology image and the cells' picture
     (tmp_path / "raster.svg").write_bytes(raster.data)

@@ -108,7 +108,7 @@ def export_request(
     """The ``export`` request: a figure drawn to an SVG, PNG or PDF file, its name and bytes (one buffer).
 
     Why: the panel and the widget save exactly the file the command line writes (one
-    renderer). ``view``: "saved" (default), "full", or the region on screen as x0,y0,x1,y1.
+    renderer). ``view``: "saved" (default), "whole", or the region on screen as x0,y0,x1,y1.
     """
     if not figure:
         raise RequestError("The export request needs a figure id.")
@@ -163,7 +163,7 @@ def export_figure(
     names its exports, after the version's depth and title and the figure
     (``v3_Regions-fig_regions.svg``; a PNG ends ``-300dpi.png``), in ``format``. ``dpi``: the
     PNG's resolution, and that of cells drawn as a picture in a vector file; ``view``: "saved"
-    (default), "full" or x0,y0,x1,y1. The version is only read; nothing is written but that
+    (default), "whole" or x0,y0,x1,y1. The version is only read; nothing is written but that
     file, which must lie outside every folder of the stack, and an existing file is replaced
     whole or not at all.
     """

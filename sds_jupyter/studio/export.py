@@ -201,13 +201,13 @@ def view_region(payload: Mapping[str, Any], view: str | Sequence[float] | None) 
 
     ``None`` or "saved": the figure's saved view, read as the browser reads it (the region its
     viewport shows in a drawing REFERENCE_WIDTH wide, ``savedRegion`` in ``js/src/app/camera.ts``);
-    "full": all cells and the image; four numbers (or "x0,y0,x1,y1"): that region, e.g. the one
+    "whole" (or "full"): all cells and the image; four numbers (or "x0,y0,x1,y1"): that region, e.g. the one
     on screen, which the browser sends.
     """
     bounds = [float(v) for v in payload["bounds"]]
     if view is None or view == "saved":
         return _saved_region(payload["viewport"], bounds)
-    if view == "full":
+    if view in ("whole", "full"):
         x0, y0, x1, y1 = bounds
         return (x0, y0, x1, y1) if x1 > x0 and y1 > y0 else (x0 - 0.5, y0 - 0.5, x0 + 0.5, y0 + 0.5)
     parts = view.split(",") if isinstance(view, str) else list(view)
@@ -217,7 +217,7 @@ def view_region(payload: Mapping[str, Any], view: str | Sequence[float] | None) 
         box = []
     if len(box) != 4 or not all(math.isfinite(v) for v in box) or not (box[2] > box[0] and box[3] > box[1]):
         raise FigureError(
-            f"The view {shown(view)} is not one an export can show: give 'saved', 'full' or x0,y0,x1,y1 "
+            f"The view {shown(view)} is not one an export can show: give 'saved', 'whole' or x0,y0,x1,y1 "
             "with x1 > x0 and y1 > y0."
         )
     return (box[0], box[1], box[2], box[3])
@@ -407,7 +407,7 @@ def _draw_scale_bar(axes: Any, unit: str, units_per_inch: float, draw_in: float)
     axes.text(
         left + length / 2,
         base - thick * 1.8,
-        label,
+        _plain(label),
         ha="center",
         va="bottom",
         fontsize=6,

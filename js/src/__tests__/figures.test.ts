@@ -92,7 +92,7 @@ describe('figures view', () => {
     expect(text(figs[1].querySelector('.sds-chip'))).toBe('double column');
     expect(figs[1].querySelector('canvas')).not.toBeNull();
     expect([...figs[1].querySelectorAll('.sds-figure-tools button')].map(b => text(b))).toEqual(['SVG', 'PNG', 'PDF']);
-    expect([...figs[1].querySelectorAll('.sds-export-view option')].map(o => (o as HTMLOptionElement).value)).toEqual(['saved', 'screen', 'full']);
+    expect([...figs[1].querySelectorAll('.sds-export-view option')].map(o => (o as HTMLOptionElement).value)).toEqual(['saved', 'screen', 'whole']);
     const legend = figs[1].querySelector('.sds-legend')!;
     expect(text(legend.querySelector('.sds-legend-title'))).toBe('regions');
     expect([...legend.querySelectorAll('.sds-legend-label')].map(l => text(l))).toEqual(['tumor', 'stroma']);

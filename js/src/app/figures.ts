@@ -164,7 +164,7 @@ export class FiguresView {
       { class: 'sds-export-view', title: 'What an export shows' },
       h('option', { value: 'saved' }, 'saved view'),
       h('option', { value: 'screen' }, 'view on screen'),
-      h('option', { value: 'full' }, 'whole tissue')
+      h('option', { value: 'whole' }, 'whole tissue')
     ) as HTMLSelectElement;
     const view = () => (where.value === 'screen' ? spatial.region().join(',') : where.value);
     fill(tools, where, exportButtons(this.transport, version, fig.id, view));
@@ -175,7 +175,7 @@ export class FiguresView {
  * A figure's export buttons: each asks the service for the figure drawn as an SVG, PNG
  * (300 dpi) or PDF file, the same file `sds-jupyter export` and `VersionBrowser.export`
  * write, and saves it under the name the service gives (the version and the figure).
- * `view`: the region a canvas export shows ("saved", "full" or x0,y0,x1,y1).
+ * `view`: the region a canvas export shows ("saved", "whole" or x0,y0,x1,y1).
  */
 export function exportButtons(transport: Transport, version: number, figure: string, view?: () => string): HTMLButtonElement[] {
   return EXPORT_FORMATS.map(format =>
