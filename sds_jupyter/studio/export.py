@@ -328,9 +328,14 @@ def render_canvas(
         _draw_scale_bar(axes, str(payload["unit"]), (x1 - x0) / draw_in, draw_in)
     out = io.BytesIO()
     # SVG text stays text (editable, searchable); PDF fonts embedded as TrueType (editable in Illustrator)
-    with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):
-        figure.savefig(out, format=fmt[1:], dpi=dpi)
+    # and no date nor random ids: one figure exports to the same bytes from the panel, the notebook and the shell
+    with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "sds-jupyter"}):
+        figure.savefig(out, format=fmt[1:], dpi=dpi, metadata=_NO_DATE.get(fmt))
     return out.getvalue(), shown_cells
+
+
+#: savefig metadata that leaves the creation date out of vector files.
+_NO_DATE: dict[str, dict[str, Any]] = {".svg": {"Date": None}, ".pdf": {"CreationDate": None}}
 
 
 def rasterizes(fmt: str, cells: int) -> bool:
