@@ -40,6 +40,7 @@ BENCHMARKS = [
     "bench_canvas_request.py",  # builds 1M and 10M-cell stacks (one to two minutes)
     "bench_cell_request.py",  # builds its own 1M and 10M-cell stacks, as the line above
     "bench_obs_requests.py",  # builds 100k and 1M-cell stacks with 31 obs columns
+    "bench_export.py",  # builds the 100,000-cell tissue demo; exports it with vector and pictured cells
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without
     "bench_webgl.py",  # the same needs; a ladder of sizes within a time budget, never fails on time
     "bench_tiles.py",  # the same needs; builds the big demo (about 2 minutes) and zooms into its image

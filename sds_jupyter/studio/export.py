@@ -50,9 +50,11 @@ PNG_DPI = 300
 DPI_RANGE = (72, 1200)
 #: Cells drawn as vector shapes in an SVG or PDF up to this many in view; above it the cells are one
 #: picture at the export's dpi inside the vector frame (title, legend and scale bar stay vector).
-#: Why: each cell is a path of a few hundred bytes, so 50,000 cells make a file of about 10 MB that
-#: vector editors and PDF viewers still open in seconds; ten times that stalls them for minutes, and
-#: at print size single cells are below a dot anyway. The browser's old SVG export used the same count.
+#: Why: a cell polygon costs about 300 bytes of SVG (benchmarks/bench_export.py: 100,000 demo cells
+#: made 34 MB, against 10 MB as a picture), so 50,000 cells add about 15 MB, a size editors and
+#: viewers still handle; every further cell only adds weight, as at a printed figure's size a whole
+#: section's cells are a dot or two each. Zoomed in on fewer cells, they stay shapes to edit.
+#: (spatialdata-plot and squidpy make the same trade, rasterising large collections.)
 VECTOR_CELL_LIMIT = 50_000
 #: The width (CSS px) at which a saved viewport's zoom is taken literally (the browser's REFERENCE_WIDTH).
 REFERENCE_WIDTH = 800
