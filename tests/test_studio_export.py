@@ -273,3 +273,27 @@ def test_version_browser_export_writes_the_cli_file(studio_stack, tmp_path) -> N
     out = browser.export("fig_canvas", tmp_path / "regions.pdf", dpi=150)
     same = export_figure(studio_stack.v2, "fig_canvas", tmp_path / "cli.pdf", version=1, dpi=150)
     assert out.read_bytes()[:5] == b"%PDF-" and out.stat().st_size == same.stat().st_size
+
+
+def test_an_export_asked_for_from_a_recolored_view_shows_its_colors(xenium, tmp_path) -> None:
+    """Recolored by another column, with a category hidden in the legend: the SVG shows what the view does."""
+    import numpy as np
+
+    from sds_jupyter.service import StackService
+    from sds_jupyter.service.requests import dispatch
+
+    service = StackService(xenium)
+    answer = service.color_values(None, "fig-cell-types", column="niche")
+    color = answer.data
+    codes = np.frombuffer(answer.buffers[0], dtype=np.uint16)
+    params = {"figure": "fig-cell-types", "view": "whole", "column": "niche", "hidden": "0"}
+    reply = dispatch(service, "export", params)
+    out = tmp_path / "niches.svg"
+    out.write_bytes(bytes(reply.buffers[0]))
+    legend, fills = _legend_and_cells(out)
+    pairs = list(zip(color["categories"], color["colors"], strict=True))
+    assert legend[: len(pairs) - 1] == pairs[1:]  # category 0 hidden: not in the legend
+    assert fills.count("none") == int((codes == 0).sum()) > 0  # a hidden cell: no fill
+    assert sorted(f for f in fills if f != "none") == sorted(str(color["colors"][c]) for c in codes if c != 0)
+    with pytest.raises(Exception, match="hidden must list category codes"):
+        dispatch(service, "export", {**params, "hidden": "tumor"})

@@ -12,11 +12,14 @@ from __future__ import annotations
 import math
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from sds_jupyter.errors import shown
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.service import Reply, StackService
 from sds_jupyter.service.types import ExportData
@@ -31,6 +34,7 @@ from sds_jupyter.studio.export import (
     format_of,
     print_width_mm,
     rasterizes,
+    recolored,
     render_canvas,
     render_chart,
     view_region,
@@ -42,6 +46,8 @@ MEDIA_TYPES = {".svg": "image/svg+xml", ".png": "image/png", ".pdf": "applicatio
 #: The most pixels across the whole image an export reads (a zoomed-in view at a high dpi
 #: would otherwise ask for the full-resolution level of a slide: 50,000 px and more a side).
 MAX_EXPORT_IMAGE_SIDE = 8192
+#: The dtype of a ``color_values`` reply's buffer, by its color mode (the canvas buffers' own).
+_VALUE_TYPES = {"categorical": np.uint16, "continuous": np.float32}
 
 
 @dataclass
@@ -72,12 +78,17 @@ def render_export(
     fmt: str = ".svg",
     dpi: int = PNG_DPI,
     view: str | Sequence[float] | None = None,
+    coloring: Mapping[str, Any] | None = None,
+    hidden: Collection[int] = (),
 ) -> Export:
     """Figure ``figure_id`` of a version (default: the top) drawn as ``fmt`` at ``dpi``.
 
     Charts go through vl-convert with the Vega-Lite spec the browser shows; canvas figures
     through matplotlib with the payload the view is sent (its palette, channels and contrast
-    limits), over ``view`` (see :func:`~sds_jupyter.studio.export.view_region`).
+    limits), over ``view`` (see :func:`~sds_jupyter.studio.export.view_region`). ``coloring``:
+    the parameters of a ``color_values`` request the view was recolored with (a column, a gene,
+    a highlight, a change against a version), so the export shows what the view shows;
+    ``hidden``: the category codes the view's legend hides.
     """
     fmt = format_of(Path(f"figure.{str(fmt).lstrip('.')}"))
     dpi = checked_dpi(dpi)
@@ -93,6 +104,11 @@ def render_export(
     region = view_region(drawing.payload, view)
     if drawing.payload["image"] is not None:
         drawing = _with_image_for(service, depth, figure_id, drawing, region, width_mm, dpi)
+    if coloring:
+        answer = service.color_values(depth, figure_id, **coloring)
+        drawing = recolored(drawing, answer.data, np.frombuffer(answer.buffers[0], _VALUE_TYPES[answer.data["mode"]]))
+    if hidden:
+        drawing = recolored(drawing, hidden=hidden)
     data, cells = render_canvas(CanvasExport(drawing, region, title), fmt, width_mm, dpi)
     return Export(name, fmt, data, cells, rasterizes(fmt, cells))
 
@@ -104,15 +120,25 @@ def export_request(
     format: str = "svg",
     dpi: int = PNG_DPI,
     view: str | None = None,
+    column: str = "",
+    gene: str = "",
+    layer: str | None = None,
+    highlight: str | None = None,
+    against: int | str | None = None,
+    hidden: str = "",
 ) -> Reply:
     """The ``export`` request: a figure drawn to an SVG, PNG or PDF file, its name and bytes (one buffer).
 
     Why: the panel and the widget save exactly the file the command line writes (one
     renderer). ``view``: "saved" (default), "whole", or the region on screen as x0,y0,x1,y1.
+    ``column`` ... ``against``: how the view recolored the cells, as ``color_values`` takes
+    them; ``hidden``: the category codes its legend hides, as "0,3".
     """
     if not figure:
         raise RequestError("The export request needs a figure id.")
-    made = render_export(service, version, figure, format, dpi, view)
+    given = {"column": column, "gene": gene, "layer": layer, "highlight": highlight, "against": against}
+    coloring = {key: value for key, value in given.items() if value not in (None, "")}
+    made = render_export(service, version, figure, format, dpi, view, coloring, _codes(hidden))
     payload: ExportData = {
         "name": made.name,
         "format": made.format,
@@ -122,6 +148,14 @@ def export_request(
         "rasterized": made.rasterized,
     }
     return Reply(payload, [memoryview(made.data)])
+
+
+def _codes(hidden: str) -> list[int]:
+    """The category codes in "0,3" (a RequestError when it is not a list of whole numbers)."""
+    try:
+        return [int(part) for part in hidden.split(",") if part.strip()]
+    except ValueError:
+        raise RequestError(f"hidden must list category codes as 0,3, not {shown(hidden)}.") from None
 
 
 def _with_image_for(

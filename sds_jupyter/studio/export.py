@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ __all__ = [
     "print_width_mm",
     "range_ticks",
     "rasterizes",
+    "recolored",
     "render_canvas",
     "render_chart",
     "scale_bar",
@@ -338,6 +339,35 @@ def render_canvas(
 
 #: savefig metadata that leaves the creation date out of vector files.
 _NO_DATE: dict[str, dict[str, Any]] = {".svg": {"Date": None}, ".pdf": {"CreationDate": None}}
+
+
+#: A hidden category's color: transparent, as the view makes it (no cell drawn, no legend entry).
+HIDDEN_COLOR = "#00000000"
+
+
+def recolored(
+    drawn: CanvasData,
+    color: Mapping[str, Any] | None = None,
+    values: np.ndarray | None = None,
+    hidden: Collection[int] = (),
+) -> CanvasData:
+    """``drawn`` colored by ``color`` and ``values`` (a ``color_values`` reply) and/or with ``hidden`` categories.
+
+    Why: the view recolors its figure (another column, a gene, a highlight, categories hidden in
+    its legend); an export asked for from the view shows the cells as they were on screen.
+    """
+    export = CanvasExport(drawn, (0.0, 0.0, 1.0, 1.0))
+    if color is None:
+        color, values = dict(drawn.payload["color"]), export.buffer("value")
+    buffers = [export.buffer("x"), export.buffer("y")]
+    if color["mode"] != "none":
+        buffers.append(values)
+    buffers += [export.buffer(role) for role in ("image", "starts", "vertices", "radii")]
+    if hidden and color["mode"] == "categorical":
+        colors = [HIDDEN_COLOR if code in hidden else str(c) for code, c in enumerate(color["colors"])]
+        color = {**color, "colors": colors}
+    payload = {**drawn.payload, "color": color}
+    return CanvasData(payload, [b for b in buffers if b is not None])  # type: ignore[arg-type]
 
 
 def rasterizes(fmt: str, cells: int) -> bool:
