@@ -93,8 +93,10 @@ describe('spatial figure (Canvas 2D, as without WebGL)', () => {
     const plot = f.exportPlot();
     const color = plot.payload.color;
     expect(color.mode === 'categorical' && color.colors).toEqual(['#00000000', '#00ff00']);
+    expect(f.coloring()).toEqual({ hidden: '0' }); // what an export is asked to hide
     after.click();
     expect(f.node.querySelector('.sds-legend-toggle')!.getAttribute('aria-pressed')).toBe('true');
+    expect(f.coloring()).toEqual({});
   });
 
   it('shows a scale bar in the coordinate system unit', async () => {
@@ -126,6 +128,7 @@ describe('colorBy: another obs column or a gene', () => {
     const plot = f.exportPlot();
     expect(plot.payload.color.mode).toBe('continuous');
     expect([...(plot.data.value as Float32Array)]).toEqual([0, 1, 2, 3, 4]);
+    expect(f.coloring()).toEqual({ gene: 'CD3E' }); // an export asked for now is colored by it too
     await expect(f.colorBy({ gene: 'NOPE' })).rejects.toThrow(/No gene "NOPE"/);
     expect(f.node.querySelector('.sds-color-status')?.textContent).toMatch(/No gene/);
     await f.colorBy({});
@@ -218,11 +221,11 @@ describe('export buttons', () => {
       saved.push({ name: this.download, blob: blobs.get(this.getAttribute('href')!)! });
     };
     try {
-      const buttons = exportButtons(t, 3, 'fig-regions', () => '0,0,50,50');
+      const buttons = exportButtons(t, 3, 'fig-regions', () => ({ view: '0,0,50,50', column: 'niche', hidden: '0,2' }));
       expect(buttons.map(b => b.textContent)).toEqual(['SVG', 'PNG', 'PDF']);
       buttons[2].click();
       await new Promise(r => setTimeout(r, 0));
-      expect(t.callsOf('export')).toEqual([{ version: 3, figure: 'fig-regions', format: 'pdf', view: '0,0,50,50' }]);
+      expect(t.callsOf('export')).toEqual([{ version: 3, figure: 'fig-regions', format: 'pdf', view: '0,0,50,50', column: 'niche', hidden: '0,2' }]);
       expect(saved.map(s => s.name)).toEqual(['v3_Redrawn_regions-fig-regions.pdf']);
       expect(saved[0].blob.type).toBe('application/pdf');
       expect(new Uint8Array(await saved[0].blob.arrayBuffer())).toEqual(bytes);

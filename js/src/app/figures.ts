@@ -22,7 +22,10 @@ import { SpatialFigure } from './spatialfigure';
 import { preloadDeck, webglAvailable } from './spatial';
 import { loadInto, type Current } from './load';
 import { TransportError, bytesOf, type Transport } from './transport';
-import type { CanvasPayload, Figure } from './types';
+import type { CanvasPayload, Figure, Params } from './types';
+
+/** What a canvas export shows, beside the version, figure and format it is asked for. */
+type ExportShown = Omit<Params<'export'>, 'version' | 'figure' | 'format'>;
 
 /** The formats the service draws a figure in (the one renderer of `sds-jupyter export`). */
 const EXPORT_FORMATS = ['svg', 'png', 'pdf'] as const;
@@ -166,8 +169,9 @@ export class FiguresView {
       h('option', { value: 'screen' }, 'view on screen'),
       h('option', { value: 'whole' }, 'whole tissue')
     ) as HTMLSelectElement;
-    const view = () => (where.value === 'screen' ? spatial.region().join(',') : where.value);
-    fill(tools, where, exportButtons(this.transport, version, fig.id, view));
+    // the region chosen, and the cells colored as on screen (a recoloring, hidden categories)
+    const shown = () => ({ view: where.value === 'screen' ? spatial.region().join(',') : where.value, ...spatial.coloring() });
+    fill(tools, where, exportButtons(this.transport, version, fig.id, shown));
   }
 }
 
@@ -175,12 +179,13 @@ export class FiguresView {
  * A figure's export buttons: each asks the service for the figure drawn as an SVG, PNG
  * (300 dpi) or PDF file, the same file `sds-jupyter export` and `VersionBrowser.export`
  * write, and saves it under the name the service gives (the version and the figure).
- * `view`: the region a canvas export shows ("saved", "whole" or x0,y0,x1,y1).
+ * `shown`: for a canvas, what the export shows: `view` ("saved", "whole" or x0,y0,x1,y1) and
+ * the view's coloring (`SpatialFigure.coloring`).
  */
-export function exportButtons(transport: Transport, version: number, figure: string, view?: () => string): HTMLButtonElement[] {
+export function exportButtons(transport: Transport, version: number, figure: string, shown?: () => ExportShown): HTMLButtonElement[] {
   return EXPORT_FORMATS.map(format =>
     button(format.toUpperCase(), `Export for print as ${format.toUpperCase()}: title, legend and scale bar${format === 'png' ? ', 300 dpi' : ', vector'}`, async () => {
-      const reply = await transport.request('export', { version, figure, format, ...(view ? { view: view() } : {}) });
+      const reply = await transport.request('export', { version, figure, format, ...(shown ? shown() : {}) });
       download(new Blob([bytesOf(reply.buffers[0]) as Uint8Array<ArrayBuffer>], { type: reply.data.media_type }), reply.data.name);
     })
   );

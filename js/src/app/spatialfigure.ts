@@ -43,6 +43,8 @@ export class SpatialFigure {
   private readonly main: HTMLElement;
   private readonly scaleBar: HTMLElement;
   private readonly hidden = new Set<number>();
+  /** What the cells are colored by now (`{}`: the figure's own coloring), for the exports. */
+  private target: ColorTarget = {};
   /** What the cells are colored by now (the figure's own coloring until colorBy). */
   private color: CanvasColor;
   private value: CanvasData['value'];
@@ -148,6 +150,7 @@ export class SpatialFigure {
     this.color = color;
     this.value = value;
     this.hidden.clear();
+    this.target = target;
     this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
     this.showColorChoice(target);
     this.noteCaption(target);
@@ -404,6 +407,23 @@ export class SpatialFigure {
     }
     plot.draw();
     return plot;
+  }
+
+  /**
+   * How the view colors its cells now, as the `export` request takes it: the recoloring
+   * (`colorBy`'s target) and the categories its legend hides, so an export shows the same.
+   */
+  coloring(): ColorTarget & { hidden?: string } {
+    const out: ColorTarget & { hidden?: string } = {};
+    for (const [key, value] of Object.entries(this.target)) {
+      if (value !== undefined && value !== '') {
+        (out as Record<string, unknown>)[key] = value;
+      }
+    }
+    if (this.hidden.size) {
+      out.hidden = [...this.hidden].sort((a, b) => a - b).join(',');
+    }
+    return out;
   }
 
   /** The region of the data on screen (x0, y0, x1, y1): what an export shows when asked for the view on screen. */
