@@ -297,3 +297,27 @@ def test_an_export_asked_for_from_a_recolored_view_shows_its_colors(xenium, tmp_
     assert sorted(f for f in fills if f != "none") == sorted(str(color["colors"][c]) for c in codes if c != 0)
     with pytest.raises(Exception, match="hidden must list category codes"):
         dispatch(service, "export", {**params, "hidden": "tumor"})
+
+
+def test_an_export_takes_the_channels_as_the_views_controls_set_them(xenium, tmp_path) -> None:
+    from sds_jupyter.service import StackService
+    from sds_jupyter.service.errors import RequestError
+    from sds_jupyter.service.requests import dispatch
+
+    service = StackService(xenium)
+    saved = next(f for f in service.figures(None)["figures"] if f["id"] == "fig-cell-types")["spec"]["channels"]
+    # one channel only, in another color and contrast: as a person set the view's controls
+    states = [{**c, "visible": i == 0, "color": "#ff00ff" if i == 0 else c["color"]} for i, c in enumerate(saved)]
+    states[0]["contrast_limits"] = [0.0, 1.0]
+    params = {"figure": "fig-cell-types", "view": "whole", "channels": json.dumps(states)}
+    out = tmp_path / "one-channel.svg"
+    out.write_bytes(bytes(dispatch(service, "export", params).buffers[0]))
+    legend, _ = _legend_and_cells(out)
+    assert legend[-1] == (saved[0]["name"], "#ff00ff") and saved[1]["name"] not in dict(legend)
+    plain = tmp_path / "saved.svg"
+    plain.write_bytes(bytes(dispatch(service, "export", {"figure": "fig-cell-types", "view": "whole"}).buffers[0]))
+    assert plain.read_bytes() != out.read_bytes()
+    with pytest.raises(RequestError, match="channels must be a JSON list"):
+        dispatch(service, "export", {**params, "channels": "{}"})
+    with pytest.raises(FigureError, match="cannot be drawn"):
+        dispatch(service, "export", {**params, "channels": json.dumps([{"name": 3, "color": []}])})

@@ -9,6 +9,7 @@ lives here, above the studio's drawing code, so the studio never imports the ser
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import secrets
@@ -80,6 +81,7 @@ def render_export(
     view: str | Sequence[float] | None = None,
     coloring: Mapping[str, Any] | None = None,
     hidden: Collection[int] = (),
+    channels: Sequence[Mapping[str, Any]] | None = None,
 ) -> Export:
     """Figure ``figure_id`` of a version (default: the top) drawn as ``fmt`` at ``dpi``.
 
@@ -88,7 +90,8 @@ def render_export(
     limits), over ``view`` (see :func:`~sds_jupyter.studio.export.view_region`). ``coloring``:
     the parameters of a ``color_values`` request the view was recolored with (a column, a gene,
     a highlight, a change against a version), so the export shows what the view shows;
-    ``hidden``: the category codes the view's legend hides.
+    ``hidden``: the category codes the view's legend hides; ``channels``: the image channels as
+    the view's controls set them (name, color, visible, contrast_limits), else the saved ones.
     """
     fmt = format_of(Path(f"figure.{str(fmt).lstrip('.')}"))
     dpi = checked_dpi(dpi)
@@ -96,14 +99,14 @@ def render_export(
     title_of_version = service.stack.versions[service.stack.depth - depth].title if depth else None
     stem = export_name(depth, title_of_version, figure_id)
     name = f"{stem}-{dpi}dpi.png" if fmt == ".png" else f"{stem}{fmt}"
-    parsed, drawing = service.export_figure(depth, figure_id)
+    parsed, drawing = service.export_figure(depth, figure_id, channels=channels)
     width_mm = print_width_mm(parsed.print_width)
     title = parsed.title or figure_id
     if not isinstance(drawing, CanvasData):
         return Export(name, fmt, render_chart(drawing, fmt, width_mm, title, dpi))
     region = view_region(drawing.payload, view)
     if drawing.payload["image"] is not None:
-        drawing = _with_image_for(service, depth, figure_id, drawing, region, width_mm, dpi)
+        drawing = _with_image_for(service, depth, figure_id, drawing, region, width_mm, dpi, channels)
     if coloring:
         answer = service.color_values(depth, figure_id, **coloring)
         drawing = recolored(drawing, answer.data, np.frombuffer(answer.buffers[0], _VALUE_TYPES[answer.data["mode"]]))
@@ -126,19 +129,21 @@ def export_request(
     highlight: str | None = None,
     against: int | str | None = None,
     hidden: str = "",
+    channels: str = "",
 ) -> Reply:
     """The ``export`` request: a figure drawn to an SVG, PNG or PDF file, its name and bytes (one buffer).
 
     Why: the panel and the widget save exactly the file the command line writes (one
     renderer). ``view``: "saved" (default), "whole", or the region on screen as x0,y0,x1,y1.
     ``column`` ... ``against``: how the view recolored the cells, as ``color_values`` takes
-    them; ``hidden``: the category codes its legend hides, as "0,3".
+    them; ``hidden``: the category codes its legend hides, as "0,3"; ``channels``: the image
+    channels as its controls set them, a JSON list of {name, color, visible, contrast_limits}.
     """
     if not figure:
         raise RequestError("The export request needs a figure id.")
     given = {"column": column, "gene": gene, "layer": layer, "highlight": highlight, "against": against}
     coloring = {key: value for key, value in given.items() if value not in (None, "")}
-    made = render_export(service, version, figure, format, dpi, view, coloring, _codes(hidden))
+    made = render_export(service, version, figure, format, dpi, view, coloring, _codes(hidden), _channels(channels))
     payload: ExportData = {
         "name": made.name,
         "format": made.format,
@@ -148,6 +153,19 @@ def export_request(
         "rasterized": made.rasterized,
     }
     return Reply(payload, [memoryview(made.data)])
+
+
+def _channels(text: str) -> list[Any] | None:
+    """The JSON list of channel settings in ``text`` (None when empty; a RequestError when not a list)."""
+    if not text:
+        return None
+    try:
+        channels = json.loads(text)
+    except ValueError:
+        channels = None
+    if not isinstance(channels, list):
+        raise RequestError("channels must be a JSON list of {name, color, visible, contrast_limits}.")
+    return channels
 
 
 def _codes(hidden: str) -> list[int]:
@@ -166,6 +184,7 @@ def _with_image_for(
     region: tuple[float, float, float, float],
     width_mm: float,
     dpi: int,
+    channels: Sequence[Mapping[str, Any]] | None = None,
 ) -> CanvasData:
     """The figure again with its image at the pyramid level the export's dpi needs over ``region``.
 
@@ -175,7 +194,7 @@ def _with_image_for(
     x0, _, x1, _ = drawing.payload["bounds"]
     across = max(x1 - x0, 1e-9) / max(region[2] - region[0], 1e-9)
     draw_px = math.ceil(width_mm / MM_PER_INCH * dpi * across)
-    _, finer = service.export_figure(depth, figure_id, draw_px=min(draw_px, MAX_EXPORT_IMAGE_SIDE))
+    _, finer = service.export_figure(depth, figure_id, min(draw_px, MAX_EXPORT_IMAGE_SIDE), channels)
     return finer if isinstance(finer, CanvasData) else drawing
 
 

@@ -77,7 +77,7 @@ from sds_jupyter.studio.cells import CellTable, FrameCells
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.elements import Pyramid, coarsest_level, open_pyramid, region_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
-from sds_jupyter.studio.figures import ParsedFigure, declared_fields, read_figure, read_figures
+from sds_jupyter.studio.figures import ParsedFigure, declared_fields, parse_figure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
 from sds_jupyter.studio.palette import obs_palettes, recolor_chart, saved_category_colors
 from sds_jupyter.studio.results import (
@@ -713,12 +713,14 @@ class StackService:
         return Reply(payload, [memoryview(raw)] if data is not None else [])
 
     def export_figure(
-        self, version: int | str | None, figure: str, draw_px: int | None = None
+        self, version: int | str | None, figure: str, draw_px: int | None = None, channels: Any = None
     ) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas).
 
         ``draw_px``: the pixels a canvas's whole drawing spans in an export, so its image is read
         at the level that many pixels need (see ``build_canvas``), not the browser's overview.
+        ``channels``: the image channels as a view set them (name, color, visible, contrast
+        limits), checked as a saved figure's channels are, in place of the saved ones.
         """
         parsed = read_figure(self._studio_uns(version), figure)
         if parsed.kind == "chart":
@@ -728,6 +730,8 @@ class StackService:
             palettes = self._palettes(version, read_figures(uns))
             return parsed, recolor_chart(chart_for_figure(spec, result), palettes, result.meta)
         spec = parsed.require("canvas")
+        if channels is not None:
+            spec = parse_figure(figure, {**spec, "channels": channels}).require("canvas")
         view = self.table_view(version, spec.get("table"))
         return parsed, build_canvas(spec, view, view.root, view.attrs, draw_px)
 
