@@ -403,5 +403,10 @@ describe('image tiles in the Canvas 2D drawing', () => {
     const plot = figure.exportPlot();
     expect(plot.tiles.map(tile => [tile.width, tile.rgba?.[2]])).toEqual(asked.map(() => [32, 255]));
     expect(figure.node.dataset.tiles).toBe(String(asked.length));
+    // an export is asked for with the channels as the controls set them (raw limits, no range)
+    const on = figure.node.querySelector<HTMLInputElement>('.sds-channel-on')!;
+    on.checked = false;
+    on.dispatchEvent(new Event('change'));
+    expect(JSON.parse(figure.coloring().channels!)).toEqual([{ name: 'DAPI', color: '#0000ff', visible: false, contrast_limits: [0, 255] }]);
   });
 });

@@ -410,11 +410,12 @@ export class SpatialFigure {
   }
 
   /**
-   * How the view colors its cells now, as the `export` request takes it: the recoloring
-   * (`colorBy`'s target) and the categories its legend hides, so an export shows the same.
+   * How the view colors its cells and image now, as the `export` request takes it: the
+   * recoloring (`colorBy`'s target), the categories its legend hides and the image channels
+   * as its controls set them, so an export shows the same.
    */
-  coloring(): ColorTarget & { hidden?: string } {
-    const out: ColorTarget & { hidden?: string } = {};
+  coloring(): ColorTarget & { hidden?: string; channels?: string } {
+    const out: ColorTarget & { hidden?: string; channels?: string } = {};
     for (const [key, value] of Object.entries(this.target)) {
       if (value !== undefined && value !== '') {
         (out as Record<string, unknown>)[key] = value;
@@ -422,6 +423,9 @@ export class SpatialFigure {
     }
     if (this.hidden.size) {
       out.hidden = [...this.hidden].sort((a, b) => a - b).join(',');
+    }
+    if (this.channels) {
+      out.channels = JSON.stringify(this.channels.states.map(({ name, color, visible, contrast_limits }) => ({ name, color, visible, contrast_limits })));
     }
     return out;
   }
