@@ -278,6 +278,9 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await canvasFigure.scrollIntoViewIfNeeded();
     await shot(page, 'figures-colorbar');
     assert.ok(ends.every(t => /^-?[\d,]+(\.\d+)?(e[+-]\d+)?$/.test(t) && t.replace(/\D/g, '').length <= 8), ends.join(' '));
+    // an export asked for now is colored by the gene too: its colorbar ends read as on screen
+    const gene = await svgSummary(page, (await exportsOf(page, canvasFigure, prefix)).svg);
+    assert.ok(ends.every(t => gene.texts.includes(t)), JSON.stringify({ ends, texts: gene.texts }));
     const chartExports = await exportsOf(page, page.locator('.sds-figure-chart').first(), prefix);
     const chartDoc = await svgSummary(page, chartExports.svg);
     assert.equal(chartDoc.error, null);
