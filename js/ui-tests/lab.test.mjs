@@ -1617,7 +1617,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await openListing(page, 'orphan');
     await item(page, name).dblclick();
     await page.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
-    assert.match(await page.locator('.sds-missing-row').innerText(), /^missing: dataset [0-9a-f-]+: attach it in the workspace$/);
+    assert.match(await page.locator('.sds-missing-row').innerText(), /^missing: dataset [0-9a-f-]+: attach it in the workspace or Fetch from Cirro$/);
     assert.equal(await page.locator('.sds-history-row').count(), 1);
     await page.waitForSelector('.sds-changes .sds-note');
     await page.waitForSelector('.sds-changes .sds-ops li');
