@@ -339,3 +339,37 @@ def test_an_export_takes_the_channels_as_the_views_controls_set_them(xenium, tmp
         dispatch(service, "export", {**params, "channels": "{}"})
     with pytest.raises(FigureError, match="cannot be drawn"):
         dispatch(service, "export", {**params, "channels": json.dumps([{"name": 3, "color": []}])})
+
+
+def test_an_export_of_a_gene_uses_the_limits_the_view_clips_to(xenium, tmp_path) -> None:
+    """The view clips a gene at percentiles: the export's colour bar runs between the same two numbers."""
+    from sds_jupyter.service import StackService
+    from sds_jupyter.service.errors import RequestError
+    from sds_jupyter.service.requests import dispatch
+
+    service = StackService(xenium)
+    params = {"figure": "fig-cell-types", "view": "whole", "gene": "Epcam"}
+    whole = _svg_texts_of(dispatch(service, "export", params), tmp_path / "whole.svg")
+    clipped = _svg_texts_of(dispatch(service, "export", {**params, "limits": "0.5,2.25"}), tmp_path / "clipped.svg")
+    assert {0.5, 2.25} <= _numbers(clipped)
+    assert 2.25 not in _numbers(whole)
+    for bad in ("2,1", "nan,1", "0", "a,b"):
+        with pytest.raises(RequestError, match="limits must be two finite numbers"):
+            dispatch(service, "export", {**params, "limits": bad})
+    with pytest.raises(RequestError, match="colored by numbers"):
+        dispatch(service, "export", {"figure": "fig-cell-types", "limits": "0,1"})
+
+
+def _svg_texts_of(reply, out) -> list[str]:
+    out.write_bytes(bytes(reply.buffers[0]))
+    return _svg_texts(out)
+
+
+def _numbers(texts: list[str]) -> set[float]:
+    found = set()
+    for text in texts:
+        try:
+            found.add(float(text.replace(",", "")))
+        except ValueError:
+            pass
+    return found

@@ -1231,7 +1231,12 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.waitForTimeout(500);
       // A | B side by side: both drawn, one camera
       await leiden.locator('.sds-show-sides').click();
-      await page.waitForFunction(() => document.querySelector('.sds-sidebyside')?.dataset.drawn === 'leiden', null, { timeout: 60000 });
+      try {
+        await page.waitForFunction(() => document.querySelector('.sds-sidebyside')?.dataset.drawn === 'leiden', null, { timeout: 60000 });
+      } catch (error) {
+        await shot(page, 'FAILED-issue28-sides');
+        throw new Error(`${error.message}\nthe side-by-side says: ${await page.locator('.sds-sidebyside').innerText()}\npage errors: ${page.errors?.join('\n')}`);
+      }
       const cameras = () =>
         page.evaluate(() => [...document.querySelectorAll('.sds-sidebyside .sds-spatial')].map(el => JSON.stringify(el.sdsSpatial.cameraState())));
       const paneA = page.locator('.sds-sidebyside-pane[data-side="A"]');

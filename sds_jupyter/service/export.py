@@ -87,6 +87,7 @@ def render_export(
     coloring: Mapping[str, Any] | None = None,
     hidden: Collection[int] = (),
     channels: Sequence[Mapping[str, Any]] | None = None,
+    limits: tuple[float, float] | None = None,
 ) -> Export:
     """Figure ``figure_id`` of a version (default: the top) drawn as ``fmt`` at ``dpi``.
 
@@ -96,7 +97,8 @@ def render_export(
     the parameters of a ``color_values`` request the view was recolored with (a column, a gene,
     a highlight, a change against a version), so the export shows what the view shows;
     ``hidden``: the category codes the view's legend hides; ``channels``: the image channels as
-    the view's controls set them (name, color, visible, contrast_limits), else the saved ones.
+    the view's controls set them (name, color, visible, contrast_limits), else the saved ones;
+    ``limits``: the low and high ends of a colouring by numbers, as the view clips it.
     """
     fmt = format_of(Path(f"figure.{str(fmt).lstrip('.')}"))
     dpi = checked_dpi(dpi)
@@ -117,6 +119,8 @@ def render_export(
         drawing = recolored(drawing, answer.data, np.frombuffer(answer.buffers[0], _value_type(answer.data)))
     if hidden:
         drawing = recolored(drawing, hidden=hidden)
+    if limits is not None:
+        drawing = _clipped(drawing, limits)
     data, cells = render_canvas(CanvasExport(drawing, region, title), fmt, width_mm, dpi)
     return Export(name, fmt, data, cells, rasterizes(fmt, cells))
 
@@ -135,6 +139,7 @@ def export_request(
     against: int | str | None = None,
     hidden: str = "",
     channels: str = "",
+    limits: str = "",
 ) -> Reply:
     """The ``export`` request: a figure drawn to an SVG, PNG or PDF file, its name and bytes (one buffer).
 
@@ -142,13 +147,16 @@ def export_request(
     renderer). ``view``: "saved" (default), "whole", or the region on screen as x0,y0,x1,y1.
     ``column`` ... ``against``: how the view recolored the cells, as ``color_values`` takes
     them; ``hidden``: the category codes its legend hides, as "0,3"; ``channels``: the image
-    channels as its controls set them, a JSON list of {name, color, visible, contrast_limits}.
+    channels as its controls set them, a JSON list of {name, color, visible, contrast_limits};
+    ``limits``: the colour limits of a colouring by numbers as the view clips them, "low,high".
     """
     if not figure:
         raise RequestError("The export request needs a figure id.")
     given = {"column": column, "gene": gene, "layer": layer, "highlight": highlight, "against": against}
     coloring = {key: value for key, value in given.items() if value not in (None, "")}
-    made = render_export(service, version, figure, format, dpi, view, coloring, _codes(hidden), _channels(channels))
+    made = render_export(
+        service, version, figure, format, dpi, view, coloring, _codes(hidden), _channels(channels), _limits(limits)
+    )
     payload: ExportData = {
         "name": made.name,
         "format": made.format,
@@ -158,6 +166,28 @@ def export_request(
         "rasterized": made.rasterized,
     }
     return Reply(payload, [memoryview(made.data)])
+
+
+def _clipped(drawing: CanvasData, limits: tuple[float, float]) -> CanvasData:
+    """``drawing`` with its colour by numbers running from ``limits[0]`` to ``limits[1]`` (values beyond clip)."""
+    color = drawing.payload["color"]
+    if color["mode"] != "continuous":
+        raise RequestError("limits apply to cells colored by numbers (a gene or a numeric column), not by categories.")
+    return CanvasData({**drawing.payload, "color": {**color, "min": limits[0], "max": limits[1]}}, drawing.buffers)
+
+
+def _limits(text: str) -> tuple[float, float] | None:
+    """The colour limits "low,high" in ``text`` (None when empty): two finite numbers, low below high."""
+    if not text:
+        return None
+    parts = text.split(",")
+    try:
+        low, high = (float(part) for part in parts) if len(parts) == 2 else (math.nan, math.nan)
+    except ValueError:
+        low = high = math.nan
+    if not (math.isfinite(low) and math.isfinite(high) and low < high):
+        raise RequestError(f"limits must be two finite numbers, low below high, as 'low,high'; not {shown(text)}.")
+    return low, high
 
 
 def _channels(text: str) -> list[Any] | None:

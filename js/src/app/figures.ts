@@ -176,7 +176,9 @@ export class FiguresView {
     ) as HTMLSelectElement;
     // the region chosen, and the cells colored as on screen (a recoloring, hidden categories)
     const shown = () => ({ view: where.value === 'screen' ? spatial.region().join(',') : where.value, ...spatial.coloring() });
-    fill(tools, where, exportButtons(this.transport, version, fig.id, shown));
+    // a visible label (not only a title): screen readers and sighted users read the same words
+    const label = h('label', { class: 'sds-export-view-label' }, 'Export ', where);
+    fill(tools, label, exportButtons(this.transport, version, fig.id, shown));
   }
 }
 

@@ -557,7 +557,7 @@ export interface ParamTypes {
   store_key: { version?: number | string | null; key?: string };
   image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
   image_tile: { version?: number | string | null; figure?: string; level?: number; x?: number; y?: number; ranges?: string };
-  export: { version?: number | string | null; figure?: string; format?: string; dpi?: number; view?: string | null; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null; hidden?: string; channels?: string };
+  export: { version?: number | string | null; figure?: string; format?: string; dpi?: number; view?: string | null; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null; hidden?: string; channels?: string; limits?: string };
 }
 
 /** The request names, in the order of the Python request table. */

@@ -34,7 +34,7 @@ export type ColorTarget = {
 };
 
 /** The view's colouring as the export request takes it (image channels as JSON, hidden categories as codes). */
-export type ExportColoring = Pick<ColorTarget, 'column' | 'gene' | 'layer' | 'highlight' | 'against'> & { hidden?: string; channels?: string };
+export type ExportColoring = Pick<ColorTarget, 'column' | 'gene' | 'layer' | 'highlight' | 'against'> & { hidden?: string; channels?: string; limits?: string };
 
 /** What the toolbar drives, whichever drawing is on screen. */
 type Camera = {
@@ -496,6 +496,10 @@ export class SpatialFigure {
     }
     if (this.hidden.size) {
       out.hidden = [...this.hidden].sort((a, b) => a - b).join(',');
+    }
+    // numbers are drawn between the limits the view uses (percentiles or typed), not the data's own
+    if (this.color.mode === 'continuous' && this.color.min < this.color.max) {
+      out.limits = `${this.color.min},${this.color.max}`;
     }
     if (this.channels) {
       out.channels = JSON.stringify(this.channels.states.map(({ name, color, visible, contrast_limits }) => ({ name, color, visible, contrast_limits })));
