@@ -128,7 +128,7 @@ describe('colorBy: another obs column or a gene', () => {
     const plot = f.exportPlot();
     expect(plot.payload.color.mode).toBe('continuous');
     expect([...(plot.data.value as Float32Array)]).toEqual([0, 1, 2, 3, 4]);
-    expect(f.coloring()).toEqual({ gene: 'CD3E' }); // an export asked for now is colored by it too
+    expect(f.coloring()).toEqual({ gene: 'CD3E', limits: '0.04,3.96' }); // an export asked for now is colored by it too, clipped at the 1st and 99th percentiles as shown
     await expect(f.colorBy({ gene: 'NOPE' })).rejects.toThrow(/No gene "NOPE"/);
     expect(f.node.querySelector('.sds-color-status')?.textContent).toMatch(/No gene/);
     await f.colorBy({});
