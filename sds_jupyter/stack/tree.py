@@ -154,8 +154,8 @@ class Scan:
     notes: list[str] = field(default_factory=list)
     signature: list = field(default_factory=list)
     derived: dict = field(default_factory=dict)
-    proof: list | None = None
-    """``(path, identity)`` whose ``lstat`` proves the folder still lists the same (see
+    proof: tuple[list[str], list[Identity]] | None = None
+    """Paths and the identities whose ``lstat`` proves the folder still lists the same (see
     :func:`_listing_proof`); None when only a full listing can tell."""
 
 
@@ -236,7 +236,7 @@ def scan_versions(datasets_dir: str | os.PathLike[str], folders: FolderMap | Non
 
 def _listing_proof(
     datasets_real: str, folders: FolderMap, listed: list[tuple[str, str, Found]], notes: list[str], began_ns: int
-) -> list[tuple[str, Identity]] | None:
+) -> tuple[list[str], list[Identity]] | None:
     """What a warm listing checks instead of listing: one ``lstat`` per version folder, about.
 
     * the datasets folder: its mtime and ctime change when an entry is added, removed or renamed;
@@ -280,19 +280,17 @@ def _listing_proof(
         return None
     if not settled(*(t for _, found in checks for t in found[3:]), now_ns=began_ns):
         return None
-    return checks
+    return [path for path, _ in checks], [found for _, found in checks]
 
 
-def _holds(proof: list[tuple[str, Identity]]) -> bool:
+def _holds(proof: tuple[list[str], list[Identity]]) -> bool:
     """Whether every path of a listing proof still ``lstat``-s to the identity recorded."""
+    paths, expected = proof
     lstat = os.lstat
     try:
-        for path, expected in proof:
-            if identity(lstat(path)) != expected:
-                return False
+        return [identity(lstat(path)) for path in paths] == expected
     except OSError:
         return False
-    return True
 
 
 _SCAN_BYTES: dict[tuple[str, tuple], int] = {}
@@ -362,8 +360,19 @@ def listing_fingerprint(datasets_dir: str | os.PathLike[str], folders: FolderMap
     Cheap enough to ask every few seconds: nothing is parsed. It changes when a
     version is added, removed or rewritten.
     """
-    listed = _listing(os.path.realpath(datasets_dir), folders or FolderMap(), [])
-    return hashlib.blake2b(repr(_signature(listed)).encode(), digest_size=12).hexdigest()
+    folders = folders or FolderMap()
+    datasets_real = os.path.realpath(datasets_dir)
+    last = _LAST_SCANS.get((datasets_real, tuple(folders.items())))
+    if last is not None and last.proof is not None and _holds(last.proof):
+        known: str | None = last.derived.get("fingerprint")
+        if known is None:  # the last scan's listing, proven unchanged: hashed once
+            known = last.derived["fingerprint"] = _fingerprint(last.signature)
+        return known
+    return _fingerprint(_signature(_listing(datasets_real, folders, [])))
+
+
+def _fingerprint(signature: list[tuple[str, tuple[int, ...]]]) -> str:
+    return hashlib.blake2b(repr(signature).encode(), digest_size=12).hexdigest()
 
 
 def _signature(listed: list[tuple[str, str, Found]]) -> list[tuple[str, tuple[int, ...]]]:
