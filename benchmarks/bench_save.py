@@ -16,7 +16,9 @@ B2 (for the breakdown, no goal): the same write_elem with the format's layout,
    one chunk with gzip (at the writer's level), as a version must store its arrays.
 
 Then the same with the column set to random float64 values (deflate's slowest case),
-and the gzip of that column by ISA-L and by zlib (in pieces on threads), side by side.
+the gzip of that column by ISA-L and by zlib (in pieces on threads), side by side, and
+(with Icechunk installed) the commit of that column alone (``VersionWriter``) against
+Icechunk setting the same values into an array of that shape and committing. Goal 1.5.
 
 Goal: A / B <= 1.5, for both columns. The run also checks that the version wrote only the column's
 objects plus the metadata documents the format requires (here the root's index).
@@ -153,6 +155,45 @@ def main() -> None:
             goal=None,
             unit="chunk",
         )
+        extra = [gzip_result]
+        import _icechunk
+
+        if _icechunk.available():
+            # The commit alone (no diff), as bench_commit times it, against Icechunk committing
+            # the same values into an array of the same shape (zarr's default chunks and codec).
+            from sds_jupyter import VersionWriter
+
+            repo = _icechunk.repository(root / "icechunk")
+            session = repo.writable_session("main")
+            zarr.create_array(session.store, name="tables/table/obs/n_counts", shape=column.shape, dtype=column.dtype)
+            session.commit("the array")
+            stack = Stack.resolve(top)
+            dest = root / "datasets" / "commit-bench"
+
+            def commit_column() -> None:
+                writer = VersionWriter(stack)
+                writer.set_obs("table", "n_counts", column)
+                writer.commit(dest, title="random n_counts", created_by="bench")
+
+            def ice_commit() -> None:
+                ice = repo.writable_session("main")
+                zarr.open_group(ice.store, mode="r+")["tables/table/obs/n_counts"][:] = column
+                ice.commit("random n_counts")
+
+            ta, tb = alternate(
+                commit_column, ice_commit, rounds, after_a=lambda: shutil.rmtree(dest, ignore_errors=True)
+            )
+            extra.append(
+                comparison(
+                    "commit a random float64 column vs Icechunk",
+                    "VersionWriter set_obs + commit",
+                    "Icechunk: set the array, commit",
+                    ta,
+                    tb,
+                    goal=GOAL,
+                    unit="commit",
+                )
+            )
         # Where A's time goes, and the column alone in the format's layout; and the diff of
         # an AnnData that open_anndata did not read (a copy): every element read back.
         stack = Stack.resolve(top)
@@ -175,7 +216,7 @@ def main() -> None:
         )
     emit(
         "bench_save",
-        [result, random_result, gzip_result],
+        [result, random_result, *extra],
         size=f"{n_obs}x{n_vars}",
         diff_s=median(diffs),
         copy_diff_s=median(copy_diffs),
