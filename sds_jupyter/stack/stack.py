@@ -429,7 +429,8 @@ def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | Non
     missing = list(dict.fromkeys(reader.missing))
     for version in stack.versions:  # each overlay folder itself: a link swapped in for it must show
         overlay = str(version.overlay_dir)
-        info = _lstat(overlay)
+        seen_overlay = version.overlay_dir.joined_lstat() if isinstance(version.overlay_dir, LocalLocation) else None
+        info = seen_overlay or _lstat(overlay)  # the walk's join saw it already, as it was then
         if info is None:
             missing.append(overlay)
         elif stat.S_ISDIR(info.st_mode):
