@@ -19,6 +19,11 @@ A: ``open_stack(top)``, served by the resolved-stack cache after proving every
 B: Icechunk: ``Repository.open`` + ``readonly_session("main")`` + ``zarr.open_group``
    on a repository with 500 commits (printed: the peer's open).
 
+After a save beside (a new version folder added to the datasets folder, as any save does):
+
+A: ``Stack.resolve(top)`` right after the save. B: the same with nothing changed.
+   Goal: A / B <= 1.5 (the cache is proven per manifest, so the save voids nothing).
+
 More lines break the cold open down (no goals).
 """
 
@@ -31,6 +36,8 @@ from _deepstack import build, icechunk_repository
 
 GOAL = 2.0
 GOAL_AGAIN_S = 0.002
+#: A save beside a stack (another folder in its datasets folder) leaves its cache: about the same cost.
+GOAL_BESIDE = 1.5
 
 
 def main() -> None:
@@ -127,6 +134,28 @@ def main() -> None:
                     unit="open",
                 )
             )
+
+        beside = iter(range(10**6))
+
+        def save_beside() -> None:
+            """What a save does to the datasets folder: a new version folder appears in it."""
+            folder = stacks.datasets / f"beside-{next(beside):06d}"
+            folder.mkdir()
+            (folder / "layer.json").write_bytes(Path(manifests[0]).read_bytes())
+
+        Stack.resolve(top)  # cached
+        ta, tb = alternate(lambda: Stack.resolve(top), lambda: Stack.resolve(top), rounds, before_a=save_beside)
+        results.append(
+            comparison(
+                "reopen after a save beside",
+                "Stack.resolve(top) after a version saved beside it",
+                "Stack.resolve(top), nothing changed",
+                ta,
+                tb,
+                goal=GOAL_BESIDE,
+                unit="open",
+            )
+        )
 
         print(" breakdown of the cold open (not goals):")
         ta, tb = alternate(lambda: Stack.resolve(top), read_manifests, rounds, before_a=forget)

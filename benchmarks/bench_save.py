@@ -15,7 +15,12 @@ B: ``anndata.io.write_elem(group, "n_counts", column)`` into a new local Zarr v3
 B2 (for the breakdown, no goal): the same write_elem with the format's layout,
    one chunk with gzip (at the writer's level), as a version must store its arrays.
 
-Goal: A / B <= 1.5. The run also checks that the version wrote only the column's
+Then the same with the column set to random float64 values (deflate's slowest case),
+the gzip of that column by ISA-L and by zlib (in pieces on threads), side by side, and
+(with Icechunk installed) the commit of that column alone (``VersionWriter``) against
+Icechunk setting the same values into an array of that shape and committing. Goal 1.5.
+
+Goal: A / B <= 1.5, for both columns. The run also checks that the version wrote only the column's
 objects plus the metadata documents the format requires (here the root's index).
 """
 
@@ -120,6 +125,75 @@ def main() -> None:
             goal=GOAL,
             unit="save",
         )
+        # The same with random float64 values (what deflate cannot shrink: its slowest case).
+        rng = np.random.default_rng(5)
+        adata.obs["n_counts"] = rng.random(n_obs)
+        column = adata.obs["n_counts"].to_numpy()
+        times_a, times_b = alternate(save, write_column, rounds, warmup=1, after_a=remove_saved, before_b=fresh_group)
+        random_result = comparison(
+            "save one random float64 column",
+            "save_version (diff + write + commit)",
+            "anndata write_elem of the column",
+            times_a,
+            times_b,
+            goal=GOAL,
+            unit="save",
+        )
+        from sds_jupyter.stack.gzipped import gzip_chunk
+
+        times_fast, times_zlib = alternate(
+            lambda: gzip_chunk(column.data, GZIP_LEVEL),
+            lambda: gzip_chunk(column.data, GZIP_LEVEL, fast=False),
+            rounds,
+        )
+        gzip_result = comparison(
+            "  gzip of that column",
+            "gzip_chunk (ISA-L when installed)",
+            "gzip_chunk with zlib (pieces on threads)",
+            times_fast,
+            times_zlib,
+            goal=None,
+            unit="chunk",
+        )
+        extra = [gzip_result]
+        import _icechunk
+
+        if _icechunk.available():
+            # The commit alone (no diff), as bench_commit times it, against Icechunk committing
+            # the same values into an array of the same shape (zarr's default chunks and codec).
+            from sds_jupyter import VersionWriter
+
+            repo = _icechunk.repository(root / "icechunk")
+            session = repo.writable_session("main")
+            zarr.create_array(session.store, name="tables/table/obs/n_counts", shape=column.shape, dtype=column.dtype)
+            session.commit("the array")
+            stack = Stack.resolve(top)
+            dest = root / "datasets" / "commit-bench"
+
+            def commit_column() -> None:
+                writer = VersionWriter(stack)
+                writer.set_obs("table", "n_counts", column)
+                writer.commit(dest, title="random n_counts", created_by="bench")
+
+            def ice_commit() -> None:
+                ice = repo.writable_session("main")
+                zarr.open_group(ice.store, mode="r+")["tables/table/obs/n_counts"][:] = column
+                ice.commit("random n_counts")
+
+            ta, tb = alternate(
+                commit_column, ice_commit, rounds, after_a=lambda: shutil.rmtree(dest, ignore_errors=True)
+            )
+            extra.append(
+                comparison(
+                    "commit a random float64 column vs Icechunk",
+                    "VersionWriter set_obs + commit",
+                    "Icechunk: set the array, commit",
+                    ta,
+                    tb,
+                    goal=GOAL,
+                    unit="commit",
+                )
+            )
         # Where A's time goes, and the column alone in the format's layout; and the diff of
         # an AnnData that open_anndata did not read (a copy): every element read back.
         stack = Stack.resolve(top)
@@ -142,7 +216,7 @@ def main() -> None:
         )
     emit(
         "bench_save",
-        [result],
+        [result, random_result, *extra],
         size=f"{n_obs}x{n_vars}",
         diff_s=median(diffs),
         copy_diff_s=median(copy_diffs),

@@ -131,7 +131,8 @@ def test_a_link_inside_the_overlay_still_reads(top: Path, datasets: Path) -> Non
     assert open_stack(top).read_raw("layer/2") == b"2"
 
 
-def test_files_changed_just_now_are_not_cached(top: Path) -> None:
+def test_files_changed_just_now_are_not_cached(top: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(locator, "RACY_FINE_SECONDS", 3600.0)  # every file here changed "just now"
     first = Stack.resolve(top)
     assert Stack.resolve(top) is not first
     assert len(PARSED_MANIFESTS) == 0
@@ -246,3 +247,71 @@ def test_another_process_reopens_a_pickled_store_and_reads(top: Path, tmp_path: 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["3", "3", "base"]
+
+
+def test_the_racy_window_follows_the_grain_of_the_timestamps() -> None:
+    """Whole-second stamps may hide a change for up to two seconds; finer ones for a few ticks."""
+    now = 1_700_000_000 * 10**9
+    fine, whole = now - 300_000_000 + 1, now - 10**9
+    assert locator.settled(fine, fine, now_ns=now), "a sub-second stamp 0.3 s old is settled"
+    assert not locator.settled(whole, whole, now_ns=now), "a whole-second stamp 1 s old is not"
+    assert not locator.settled(now - 1_000_000 + 1, now_ns=now), "1 ms is within a tick"
+    assert not locator.settled(now + 10**9 + 1, now_ns=now), "a stamp in the future is not"
+
+
+def _settle() -> None:
+    """Wait out the racy window for sub-second timestamps (what this machine's disks have)."""
+    import time
+
+    time.sleep(getattr(locator, "RACY_FINE_SECONDS", 0.05) * 2)
+
+
+def test_a_save_beside_a_stack_keeps_it_cached_while_its_own_manifest_change_shows(datasets: Path) -> None:
+    """Freshness is proven per file the stack read, not by the datasets folder's mtime."""
+    base = write_base(datasets, "base", {"a/zarr.json": b"{}", "a/c/0": b"base"})
+    top = chain(datasets, 3, base)
+    _settle()
+    first = Stack.resolve(top)
+    assert Stack.resolve(top) is first
+    hits = RESOLVED_STACKS.hits
+
+    before = os.stat(datasets).st_mtime_ns
+    write_version(datasets, "w1", "cirro:::dataset:v2/layer.json", {"layer/w": b"w"})  # another save, beside
+    assert os.stat(datasets).st_mtime_ns != before, "the datasets folder changed"
+    assert Stack.resolve(top) is first, "a save into the folder left this stack's cache alone"
+    assert RESOLVED_STACKS.hits == hits + 1
+
+    manifest = datasets / "v2" / "layer.json"
+    doc = json.loads(manifest.read_text())
+    doc["title"] = "edited"
+    manifest.write_text(json.dumps(doc))
+    again = Stack.resolve(top)
+    assert again is not first and again.versions[1].title == "edited"
+    assert RESOLVED_STACKS.hits == hits + 1
+
+
+def test_a_manifest_appearing_where_the_walk_found_none_is_seen(datasets: Path) -> None:
+    """A version found under data/ is found at the folder's top instead once a manifest appears there."""
+    base = write_base(datasets, "base", {"a/zarr.json": b"{}"})
+    write_version(datasets, "v1", base, {"layer/1": b"1"}, under_data=True)
+    write_version(datasets, "v2", "cirro:::dataset:v1/layer.json", {"layer/2": b"2"})
+    _settle()
+    first = Stack.resolve(datasets / "v2")
+    assert Stack.resolve(datasets / "v2") is first
+    assert first.versions[1].data_dir.name == "data"
+    write_version(datasets, "v1", base, {"layer/1": b"one"}, manifest={"title": "at the top"})
+    assert Stack.resolve(datasets / "v2").versions[1].title == "at the top"
+
+
+def test_a_dataset_folder_swapped_for_a_link_to_itself_is_not_served_from_the_cache(datasets: Path) -> None:
+    """The same manifest inode through a link: the folder's identity (not its mtime) shows the swap."""
+    base = write_base(datasets, "base", {"a/zarr.json": b"{}"})
+    top = chain(datasets, 2, base)
+    _settle()
+    first = Stack.resolve(top)
+    assert Stack.resolve(top) is first
+    os.rename(datasets / "v1", datasets / "v1-moved")
+    os.symlink(datasets / "v1-moved", datasets / "v1")
+    again = Stack.resolve(top)
+    assert again is not first
+    assert again.versions[1].folder.name == "v1-moved", "the walk followed the link to its real place"

@@ -148,3 +148,62 @@ def test_find_manifest_is_the_one_rule(datasets: Path) -> None:
     assert find_manifest(datasets / "b1", plain=True).data_dir == str(datasets / "b1" / "data")
     assert find_manifest(datasets / "plain-folder") is None
     assert find_manifest(datasets / "base-1") is None
+
+
+def _settled_scan(datasets: Path) -> object:
+    """A scan the next listing may prove unchanged (its files are past the racy window)."""
+    import time
+
+    time.sleep(locator.RACY_FINE_SECONDS * 2)
+    first = scan_versions(datasets)
+    assert first.proof is not None, "a plain datasets folder whose files settled is proven by lstat alone"
+    assert scan_versions(datasets) is first
+    return first
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["new-version", "manifest-in-plain-folder", "manifest-under-data-of-plain-folder", "top-manifest-over-data"],
+)
+def test_the_warm_listing_sees_every_change_that_alters_it(datasets: Path, change: str) -> None:
+    """The warm listing checks about one lstat per folder; each way a version can appear or move shows."""
+    first = _settled_scan(datasets)
+    if change == "new-version":
+        write_version(datasets, "v4", "cirro:::dataset:v3/layer.json")
+    elif change == "manifest-in-plain-folder":
+        write_version(datasets, "plain-folder", "cirro:::dataset:v3/layer.json")
+    elif change == "manifest-under-data-of-plain-folder":
+        (datasets / "plain-folder" / "data").mkdir()
+        first = _settled_scan(datasets)  # a folder with an empty data/ is proven by data/ too
+        write_version(datasets, "plain-folder", "cirro:::dataset:v3/layer.json", under_data=True)
+    else:  # b1 keeps layer.json under data/: one at its top now wins
+        write_version(datasets, "b1", "cirro:::dataset:v1/layer.json", manifest={"title": "at the top"})
+    again = scan_versions(datasets)
+    assert again is not first
+    found = {v.dataset_id: v for v in again.versions}
+    if change == "new-version":
+        assert "v4" in found
+    elif change == "top-manifest-over-data":
+        assert found["b1"].manifest.title == "at the top"
+    else:
+        assert "plain-folder" in found
+
+
+def test_the_warm_listing_sees_a_manifest_rewritten_in_place(datasets: Path) -> None:
+    first = _settled_scan(datasets)
+    path = datasets / "b1" / "data" / "layer.json"
+    before = path.stat()
+    doc = json.loads(path.read_text())
+    doc["title"] = doc["title"][::-1]  # same size, and the mtime set back: only the ctime shows it
+    path.write_text(json.dumps(doc))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    again = scan_versions(datasets)
+    assert again is not first and {v.dataset_id: v for v in again.versions}["b1"].manifest.title == doc["title"]
+
+
+def test_a_link_among_the_entries_is_listed_in_full_every_time(datasets: Path) -> None:
+    os.symlink(datasets / "v1", datasets / "v1-link")
+    import time
+
+    time.sleep(locator.RACY_FINE_SECONDS * 2)
+    assert scan_versions(datasets).proof is None

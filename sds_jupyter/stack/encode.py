@@ -21,6 +21,8 @@ from zarr.codecs import GzipCodec
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
+from sds_jupyter.stack.gzipped import gzip_chunk
+
 __all__ = ["STUDIO_KEY", "encode_element", "no_auto_sharding", "studio_path"]
 
 STUDIO_KEY = "spatial_data_studio"
@@ -136,14 +138,14 @@ def _write_numeric(group: zarr.Group, name: str, value: Any, options: dict[str, 
 
     zarr's write of one chunk (a copy into its buffer, the codecs run on a worker
     thread behind the event loop) costs a few milliseconds over the gzip itself; the
-    chunk is the array's bytes in C order, little-endian, then gzip, as zarr makes it.
+    chunk is the array's bytes in C order, little-endian, then gzip, as zarr makes it
+    (deflated on several threads when large: see :mod:`~sds_jupyter.stack.gzipped`).
     """
-    import numcodecs  # type: ignore[import-untyped]
     import numpy as np
 
     attributes: dict[str, Any] = {"encoding-type": "array", "encoding-version": "0.2.0"}
     group.create_array(name, shape=value.shape, dtype=value.dtype, attributes=attributes, **options)
-    data = numcodecs.GZip(level=GZIP_LEVEL).encode(np.ascontiguousarray(value))
+    data = gzip_chunk(np.ascontiguousarray(value).data, GZIP_LEVEL)
     key = f"{group.path}/{name}/c/{'/'.join('0' * value.ndim)}".lstrip("/")
     sync(group.store.set(key, default_buffer_prototype().buffer.from_bytes(data)))
 

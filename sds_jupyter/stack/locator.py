@@ -41,6 +41,7 @@ from sds_jupyter.stack.sources import ROOT_DOCS, Source, ZipSource
 
 __all__ = [
     "PARSED_MANIFESTS",
+    "RACY_FINE_SECONDS",
     "RACY_SECONDS",
     "DatasetLocator",
     "Identity",
@@ -55,18 +56,35 @@ __all__ = [
 _MANIFEST_RANGE = RangeByteRequest(0, MAX_MANIFEST_BYTES + 1)
 
 
-#: A file whose last change is this recent may change again within the same timestamp tick
-#: without its (size, mtime, ctime) changing, so it is never taken from the cache (seconds).
+#: How long after its last change a file may still change again without its identity
+#: (size, mtime, ctime) changing, when its timestamps are whole seconds (FAT and some
+#: network mounts stamp to the second, FAT's mtime to two seconds).
 RACY_SECONDS = 2.0
+#: The same, when its timestamps carry sub-second parts: the kernel stamps a change with
+#: its coarse clock (one tick, 1 to 10 ms), so a second change in the same tick keeps the
+#: stamp. Five ticks of the slowest clock, with room for a mount's clock a little behind.
+RACY_FINE_SECONDS = 0.05
 #: The parsed-manifest cache holds at most this many bytes of manifests (as read).
 CACHE_BYTES = 64 * 1024 * 1024
 
 Identity = tuple[int, int, int, int, int]
 
 
-def settled(*times_ns: int | float) -> bool:
-    """Whether every timestamp is older than :data:`RACY_SECONDS`: safe to key a cache on."""
-    return time.time_ns() - max(times_ns) >= RACY_SECONDS * 1e9
+def settled(*times_ns: int | float, now_ns: int | None = None) -> bool:
+    """Whether a file stamped ``times_ns`` cannot change again and keep its identity: safe to cache.
+
+    A later change is stamped later than the identity recorded, unless it falls in the
+    same timestamp tick; so the newest stamp must be older than ``now_ns`` (taken before
+    the file was read; else the present) by more than a tick of the file's clock. The
+    ctime shows that clock's grain: whole seconds need :data:`RACY_SECONDS`, finer stamps
+    :data:`RACY_FINE_SECONDS` (never more than the former, so setting it to 0 turns the
+    rule off). A stamp in the future (a clock ahead) is never settled.
+    """
+    newest = max(times_ns)
+    coarse = all(int(t) % 1_000_000_000 == 0 for t in times_ns)
+    window = RACY_SECONDS if coarse else min(RACY_FINE_SECONDS, RACY_SECONDS)
+    now = time.time_ns() if now_ns is None else now_ns
+    return now - newest >= window * 1e9
 
 
 def identity(info: os.stat_result) -> Identity:
@@ -121,13 +139,17 @@ class ParsedManifests:
             if entry is not None and entry[0] == identity(info):
                 self._entries.move_to_end(real_path)
                 return entry[1]
+        began = time.time_ns()
         manifest, read_info = read_manifest_with_stat(Path(real_path))
-        self.store(real_path, read_info, manifest)
+        self.store(real_path, read_info, manifest, began)
         return manifest
 
-    def store(self, real_path: str, info: os.stat_result, manifest: Manifest) -> None:
-        """Keep ``manifest``, parsed from the file ``info`` describes (``fstat`` of what was read)."""
-        if not settled(info.st_mtime_ns, info.st_ctime_ns) or manifest.source_bytes > self.budget:
+    def store(self, real_path: str, info: os.stat_result, manifest: Manifest, read_at_ns: int) -> None:
+        """Keep ``manifest``, parsed from the file ``info`` describes (``fstat`` of what was read).
+
+        ``read_at_ns`` is the time just before the read began: see :func:`settled`.
+        """
+        if not settled(info.st_mtime_ns, info.st_ctime_ns, now_ns=read_at_ns) or manifest.source_bytes > self.budget:
             return
         with self._lock:
             old = self._entries.pop(real_path, None)
@@ -164,6 +186,10 @@ class ManifestReader:
         self._stat: dict[str, os.stat_result] = {}
         self._parsed: dict[str, Manifest] = {}
         self._identity: dict[str, Identity] = {}
+        self._read_at: dict[str, int] = {}
+        #: Local paths looked at for a manifest and found holding none, in the order asked:
+        #: a resolved stack stays right only while they stay empty.
+        self.missing: list[str] = []
         self._lock = threading.Lock()
 
     def exists(self, location: Location) -> bool:
@@ -190,18 +216,27 @@ class ManifestReader:
             cached = self._read.get(key)
         if cached is not None:
             return cached
+        began = time.time_ns()
         if isinstance(location, LocalLocation):
             found = location.read_with_stat(MAX_MANIFEST_BYTES + 1)
             data, info = (None, None) if found is None else found
         else:
             data, info = location.read_object("", _MANIFEST_RANGE), None
-        if data is not None:
-            with self._lock:
-                self._read[key] = data
-                if info is not None:
-                    self._stat[key] = info
-                    self._identity[key] = identity(info)
+        with self._lock:
+            if data is None:
+                if isinstance(location, LocalLocation):
+                    self.missing.append(key)
+                return None
+            self._read[key] = data
+            if info is not None:
+                self._stat[key] = info
+                self._identity[key] = identity(info)
+                self._read_at[key] = began
         return data
+
+    def read_at(self, location: Location) -> int | None:
+        """When the read of the local manifest at ``location`` began (ns), if this reader read it."""
+        return self._read_at.get(str(location))
 
     def manifest(self, location: Location) -> Manifest:
         """The parsed manifest at ``location``; refuses a missing one."""
@@ -215,7 +250,7 @@ class ManifestReader:
         manifest = load_manifest(raw, str(location))
         info = self._stat.get(key)
         if info is not None and isinstance(location, LocalLocation):
-            PARSED_MANIFESTS.store(location.real_path(), info, manifest)
+            PARSED_MANIFESTS.store(location.real_path(), info, manifest, self._read_at[key])
         return manifest
 
 
@@ -375,6 +410,9 @@ class DatasetLocator:
                 if found:
                     self._resolved_folders[ref.dataset_id] = folder
                     return target
+                if not ref.names_manifest and isinstance(target, LocalLocation):
+                    with self.reader._lock:
+                        self.reader.missing.append(str(target))  # a place tried first must stay empty
         return None
 
     def read_manifest(self, location: Location) -> Manifest:

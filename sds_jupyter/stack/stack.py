@@ -12,11 +12,12 @@ import json
 import os
 import stat
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from sds_jupyter.errors import (
     ManifestError,
@@ -35,7 +36,7 @@ from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
 from sds_jupyter.stack.tree import PartialChain
 from sds_jupyter.stack.workspace import parent_roots, workspace_key
 
-__all__ = ["MAX_DEPTH", "RESOLVED_STACKS", "BaseInfo", "ResolvedStacks", "Stack", "Version"]
+__all__ = ["MAX_DEPTH", "RESOLVED_STACKS", "BaseInfo", "Proofs", "ResolvedStacks", "Stack", "Version"]
 
 #: The longest chain of versions a reader follows.
 MAX_DEPTH = 500
@@ -139,6 +140,7 @@ class Stack:
             cached = RESOLVED_STACKS.lookup(cache_key)
             if cached is not None:
                 return cached
+        began = time.time_ns()
         reader = ManifestReader()
         located = locate_version(top, reader)
         if located is None:
@@ -151,7 +153,7 @@ class Stack:
         top_id = folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name
         stack = _walk(top_id, dataset_folder, data_dir, locator, folder_map)
         if cache_key is not None:
-            RESOLVED_STACKS.store(cache_key, stack, reader)
+            RESOLVED_STACKS.store(cache_key, stack, reader, began)
         return stack
 
     @classmethod
@@ -283,54 +285,107 @@ class Stack:
         raise StackError(f"no version {shown(selector)} in this stack; give a depth, a dataset ID or a title")
 
 
+class Proofs(NamedTuple):
+    """What must still hold on the disk for a resolved local stack to resolve the same.
+
+    * ``files``: every manifest read, by real path, with the identity of what was read
+      (device, inode, size, mtime, ctime: a rewrite in place, a replacement, a link
+      swapped in all change it);
+    * ``folders``: every folder from the datasets folder down to each manifest, and each
+      overlay folder, by device and inode; still that folder, not a link. Their mtimes are no part of
+      it: a save adds a folder to the datasets folder, and must not void other stacks;
+    * ``missing``: every place looked at first and found empty (a manifest at a dataset
+      folder's top before its ``data/``, a folder-map name before the ID): still empty;
+    * ``exact``: the base store (its folder or zip) with its full identity: nothing
+      sds-jupyter writes touches it, and its root document's presence shows in its mtime.
+    """
+
+    files: list[tuple[str, Identity]]
+    folders: list[tuple[str, tuple[int, int]]]
+    missing: list[str]
+    exact: list[tuple[str, Identity, int]]
+
+    def hold(self) -> bool:
+        """Whether the disk still matches: one ``lstat`` per entry."""
+        for path, expected in self.files:
+            info = _lstat(path)
+            if info is None or not stat.S_ISREG(info.st_mode) or identity(info) != expected:
+                return False
+        for path, (device, inode) in self.folders:
+            info = _lstat(path)
+            if info is None or not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) != (device, inode):
+                return False
+        if not self.still_missing():
+            return False
+        for path, expected, kind in self.exact:
+            info = _lstat(path)
+            if info is None or stat.S_IFMT(info.st_mode) != kind or identity(info) != expected:
+                return False
+        return True
+
+    def still_missing(self) -> bool:
+        """Whether every place found empty is still empty."""
+        for path in self.missing:
+            try:
+                os.lstat(path)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:
+                return False
+            return False
+        return True
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
 class ResolvedStacks:
     """Local stacks resolved in this process, with what proves each still resolves the same.
 
     Opening the same stack again costs one ``realpath`` of the path opened and one
-    ``lstat`` per manifest and per folder on the way to the manifests and overlays,
-    instead of a walk. A stack is reused only if:
+    ``lstat`` per manifest, per folder on the way and per place found empty, instead of
+    a walk. A stack is reused only if the path opened still resolves to the same real
+    path and its :class:`Proofs` hold. Freshness is proven per file the stack read, so a
+    version saved beside it (which changes the datasets folder's mtime) leaves it cached,
+    while any change to one of its own manifests is seen.
 
-    * the path opened still resolves to the same real path;
-    * every manifest is the same regular file (device, inode, size, mtime, ctime:
-      a rewrite in place, a replacement, a link swapped in all change it);
-    * every folder from the datasets folder down to each manifest, overlay and the base
-      is the same folder, not a link, with the same mtime and ctime: renaming, adding
-      or removing an entry changes both, so no folder on the way was swapped for a link.
-
-    Nothing changed too recently to be sure of (see ``RACY_SECONDS`` in the locator) is stored.
+    A manifest changed too recently to be sure of (see :func:`~sds_jupyter.stack.locator.settled`)
+    is not stored. ``hits`` and ``walks`` count lookups served and stacks stored.
     """
 
     def __init__(self, limit: int = 32) -> None:
         self.limit = limit
-        self._entries: OrderedDict[tuple[Any, ...], tuple[Stack, str, list[tuple[str, Identity]]]] = OrderedDict()
+        self._entries: OrderedDict[tuple[Any, ...], tuple[Stack, str, Proofs]] = OrderedDict()
         self._lock = threading.Lock()
+        self.hits = 0
+        self.stored = 0
 
     def lookup(self, key: tuple[Any, ...]) -> Stack | None:
         with self._lock:
             entry = self._entries.get(key)
         if entry is None:
             return None
-        stack, real_top, checks = entry
-        if os.path.realpath(key[0]) != real_top:
+        stack, real_top, proofs = entry
+        if os.path.realpath(key[0]) != real_top or not proofs.hold():
             return None
-        for path, expected in checks:
-            try:
-                info = os.lstat(path)
-            except OSError:
-                return None
-            if identity(info) != expected or stat.S_ISLNK(info.st_mode):
-                return None
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
+            self.hits += 1
         return stack
 
-    def store(self, key: tuple[Any, ...], stack: Stack, reader: ManifestReader) -> None:
-        checks = _proofs(stack, reader)
-        if checks is None:
+    def store(self, key: tuple[Any, ...], stack: Stack, reader: ManifestReader, began_ns: int) -> None:
+        """Keep ``stack``, resolved by a walk that began at ``began_ns`` and read through ``reader``."""
+        proofs = _proofs(stack, reader, began_ns)
+        if proofs is None:
             return
         with self._lock:
-            self._entries[key] = (stack, os.path.realpath(key[0]), checks)
+            self._entries[key] = (stack, os.path.realpath(key[0]), proofs)
+            self.stored += 1
             while len(self._entries) > self.limit:
                 self._entries.popitem(last=False)
 
@@ -339,31 +394,20 @@ class ResolvedStacks:
             self._entries.clear()
 
 
-def _proofs(stack: Stack, reader: ManifestReader) -> list[tuple[str, Identity]] | None:
-    """``(real path, identity)`` of every manifest and folder a local stack depends on; None if unsure."""
+def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | None:
+    """The :class:`Proofs` of a local stack just walked; None if unsure (then it is not cached)."""
     root = stack.datasets_dir
     if not isinstance(root, LocalLocation):
         return None
     root_s = str(root)
-    folders: dict[str, None] = {root_s: None}
     files: list[tuple[str, Identity]] = []
     leaves: list[str] = [str(stack.base.path)]
     for version in stack.versions:
         read = reader.identity_of(version.manifest_path)
-        if read is None:
+        if read is None or not settled(read[3], read[4], now_ns=began_ns):
             return None
         files.append((str(version.manifest_path), read))
         leaves += [str(version.manifest_path), str(version.overlay_dir)]
-    for leaf in leaves:
-        folder = os.path.dirname(leaf)
-        while folder not in folders and is_within(folder, root_s) and folder != root_s:
-            folders[folder] = None
-            folder = os.path.dirname(folder)
-    if stack.base.kind == "folder":
-        folders[str(stack.base.path)] = None
-    checks = list(files)
-    if not all(settled(found[3], found[4]) for _, found in files):
-        return None
     # The walk's containment checks saw most folders already: their lstat then is the record.
     seen = {
         str(loc): loc.joined_lstat()
@@ -371,15 +415,35 @@ def _proofs(stack: Stack, reader: ManifestReader) -> list[tuple[str, Identity]] 
         for loc in (v.folder, v.data_dir)
         if isinstance(loc, LocalLocation)
     }
-    for folder in [*folders, *([] if stack.base.kind == "folder" else [str(stack.base.path)])]:
-        try:
-            info = seen.get(folder) or os.lstat(folder)
-        except OSError:
+    folders: dict[str, tuple[int, int]] = {}
+    for leaf in [root_s, *leaves]:
+        folder = leaf if leaf == root_s else os.path.dirname(leaf)
+        while folder not in folders and is_within(folder, root_s):
+            info = seen.get(folder) or _lstat(folder)
+            if info is None or not stat.S_ISDIR(info.st_mode):
+                return None
+            folders[folder] = (info.st_dev, info.st_ino)
+            if folder == root_s:
+                break
+            folder = os.path.dirname(folder)
+    missing = list(dict.fromkeys(reader.missing))
+    for version in stack.versions:  # each overlay folder itself: a link swapped in for it must show
+        overlay = str(version.overlay_dir)
+        seen_overlay = version.overlay_dir.joined_lstat() if isinstance(version.overlay_dir, LocalLocation) else None
+        info = seen_overlay or _lstat(overlay)  # the walk's join saw it already, as it was then
+        if info is None:
+            missing.append(overlay)
+        elif stat.S_ISDIR(info.st_mode):
+            folders[overlay] = (info.st_dev, info.st_ino)
+        else:
             return None
-        if stat.S_ISLNK(info.st_mode) or not settled(info.st_mtime_ns, info.st_ctime_ns):
-            return None
-        checks.append((folder, identity(info)))
-    return checks
+    base = _lstat(str(stack.base.path))
+    if base is None or stat.S_ISLNK(base.st_mode) or not settled(base.st_mtime_ns, base.st_ctime_ns, now_ns=began_ns):
+        return None
+    exact = [(str(stack.base.path), identity(base), stat.S_IFMT(base.st_mode))]
+    proofs = Proofs(files, list(folders.items()), missing, exact)
+    # What was found empty during the walk must be empty now, or the walk raced a writer.
+    return proofs if proofs.still_missing() else None
 
 
 #: The one cache of resolved local stacks of this process.

@@ -17,6 +17,7 @@ import hashlib
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import NamedTuple
 from sds_jupyter.errors import StackError
 from sds_jupyter.limits import MAX_LISTED_VERSIONS, MAX_TITLE_MANIFEST_BYTES, SCANS_CACHE_BYTES
 from sds_jupyter.stack.location import Location
-from sds_jupyter.stack.locator import PARSED_MANIFESTS, identity, settled
+from sds_jupyter.stack.locator import PARSED_MANIFESTS, Identity, identity, settled
 from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
 from sds_jupyter.stack.paths import contained_path, is_within
 from sds_jupyter.stack.refs import FolderMap
@@ -153,6 +154,9 @@ class Scan:
     notes: list[str] = field(default_factory=list)
     signature: list = field(default_factory=list)
     derived: dict = field(default_factory=dict)
+    proof: tuple[list[str], list[Identity]] | None = None
+    """Paths and the identities whose ``lstat`` proves the folder still lists the same (see
+    :func:`_listing_proof`); None when only a full listing can tell."""
 
 
 #: The last scan of each datasets folder (and folder map), reused while nothing changed.
@@ -206,15 +210,19 @@ def scan_versions(datasets_dir: str | os.PathLike[str], folders: FolderMap | Non
     """
     folders = folders or FolderMap()
     datasets_real = os.path.realpath(datasets_dir)
+    key = (datasets_real, tuple(folders.items()))
+    last = _LAST_SCANS.get(key)
+    if last is not None and last.proof is not None and _holds(last.proof):
+        return last  # proven unchanged without listing again
+    began = time.time_ns()
     notes: list[str] = []
     listed = _listing(datasets_real, folders, notes)
     signature = _signature(listed)
-    key = (datasets_real, tuple(folders.items()))
-    last = _LAST_SCANS.get(key)
     if last is not None and last.signature == signature and last.notes == notes and _all_settled(listed):
+        last.proof = _listing_proof(datasets_real, folders, listed, notes, began)
         return last  # nothing was added, removed or rewritten
     ids = {name.rstrip("/"): dataset_id for dataset_id, name in folders.items()}
-    scan = Scan(notes=notes, signature=signature)
+    scan = Scan(notes=notes, signature=signature, proof=_listing_proof(datasets_real, folders, listed, notes, began))
     for name, path, found in listed:
         try:
             manifest = PARSED_MANIFESTS.read(found.real_path, found.stat)
@@ -224,6 +232,65 @@ def scan_versions(datasets_dir: str | os.PathLike[str], folders: FolderMap | Non
         scan.versions.append(FoundVersion(ids.get(name, name), path, found.real_path, manifest))
     _remember(key, scan, sum(found.stat.st_size for _, _, found in listed))
     return scan
+
+
+def _listing_proof(
+    datasets_real: str, folders: FolderMap, listed: list[tuple[str, str, Found]], notes: list[str], began_ns: int
+) -> tuple[list[str], list[Identity]] | None:
+    """What a warm listing checks instead of listing: one ``lstat`` per version folder, about.
+
+    * the datasets folder: its mtime and ctime change when an entry is added, removed or renamed;
+    * a version keeping ``layer.json`` at its top: that manifest (a rewrite, even in place, shows);
+    * a version keeping it under ``data/``: the manifest, and the version folder (a ``layer.json``
+      added at its top, or ``data/`` swapped, changes the folder's times);
+    * any other folder: the folder, and its ``data/`` if there is one (a manifest added shows).
+
+    Only for a plain folder (no folder map, no links among its entries, nothing noted) whose every stamp is
+    settled since ``began_ns`` (so no change during the listing can hide); else None.
+    """
+    if len(folders) or notes:
+        return None
+    versions = {path: found for _, path, found in listed}
+    try:
+        checks = [(datasets_real, identity(os.lstat(datasets_real)))]
+        with os.scandir(datasets_real) as entries:
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue  # the listing skips these; renaming one into place changes the folder's times
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISLNK(info.st_mode):
+                    return None
+                if not stat.S_ISDIR(info.st_mode):
+                    continue
+                found = versions.get(entry.path)
+                if found is None or found.data_dir != entry.path:
+                    checks.append((entry.path, identity(info)))
+                if found is not None:
+                    if found.real_path != found.data_dir + os.sep + MANIFEST_NAME:
+                        return None  # reached through a link: only a full listing follows it again
+                    checks.append((found.real_path, identity(found.stat)))
+                    continue
+                inner = entry.path + os.sep + "data"
+                if os.path.lexists(inner):
+                    inner_info = os.lstat(inner)
+                    if not stat.S_ISDIR(inner_info.st_mode):
+                        return None
+                    checks.append((inner, identity(inner_info)))
+    except OSError:
+        return None
+    if not settled(*(t for _, found in checks for t in found[3:]), now_ns=began_ns):
+        return None
+    return [path for path, _ in checks], [found for _, found in checks]
+
+
+def _holds(proof: tuple[list[str], list[Identity]]) -> bool:
+    """Whether every path of a listing proof still ``lstat``-s to the identity recorded."""
+    paths, expected = proof
+    lstat = os.lstat
+    try:
+        return [identity(lstat(path)) for path in paths] == expected
+    except OSError:
+        return False
 
 
 _SCAN_BYTES: dict[tuple[str, tuple], int] = {}
@@ -293,8 +360,19 @@ def listing_fingerprint(datasets_dir: str | os.PathLike[str], folders: FolderMap
     Cheap enough to ask every few seconds: nothing is parsed. It changes when a
     version is added, removed or rewritten.
     """
-    listed = _listing(os.path.realpath(datasets_dir), folders or FolderMap(), [])
-    return hashlib.blake2b(repr(_signature(listed)).encode(), digest_size=12).hexdigest()
+    folders = folders or FolderMap()
+    datasets_real = os.path.realpath(datasets_dir)
+    last = _LAST_SCANS.get((datasets_real, tuple(folders.items())))
+    if last is not None and last.proof is not None and _holds(last.proof):
+        known: str | None = last.derived.get("fingerprint")
+        if known is None:  # the last scan's listing, proven unchanged: hashed once
+            known = last.derived["fingerprint"] = _fingerprint(last.signature)
+        return known
+    return _fingerprint(_signature(_listing(datasets_real, folders, [])))
+
+
+def _fingerprint(signature: list[tuple[str, tuple[int, ...]]]) -> str:
+    return hashlib.blake2b(repr(signature).encode(), digest_size=12).hexdigest()
 
 
 def _signature(listed: list[tuple[str, str, Found]]) -> list[tuple[str, tuple[int, ...]]]:
