@@ -48,15 +48,23 @@ def test_the_widget_bundle_ships_inside_the_package() -> None:
     assert (static / "widget.css").is_file()
 
 
-def _imported_distributions() -> dict[str, set[str]]:
-    """The distribution of every third-party module the package imports, with the files that import it."""
+def _imported_distributions() -> dict[bool, dict[str, set[str]]]:
+    """The distribution of every third-party module the package imports, with the files that import it,
+    under True for imports at a module's top (or in a class body) and False for those inside a function."""
     import ast
     from importlib.metadata import packages_distributions
 
     owners = packages_distributions()
-    found: dict[str, set[str]] = {}
+    found: dict[bool, dict[str, set[str]]] = {True: {}, False: {}}
     for path in Path(sds_jupyter.__file__).parent.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        tree = ast.parse(path.read_text("utf-8"))
+        lazy = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            for inner in ast.walk(node)
+        }
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -67,8 +75,9 @@ def _imported_distributions() -> dict[str, set[str]]:
                 top = module.split(".")[0]
                 # _typeshed and the like exist for type checkers only and belong to no distribution
                 for dist in owners.get(top, []) if top not in sys.stdlib_module_names else []:
-                    found.setdefault(_normal(dist), set()).add(path.name)
-    found.pop("sds-jupyter", None)
+                    found[id(node) not in lazy].setdefault(_normal(dist), set()).add(path.name)
+    for kind in found.values():
+        kind.pop("sds-jupyter", None)
     return found
 
 
@@ -77,11 +86,19 @@ def _normal(name: str) -> str:
 
 
 def test_every_imported_package_is_declared() -> None:
+    """Imports at a module's top are [project] dependencies; one made inside a function (an optional
+    feature: the Cirro SDK, awkward arrays a table may hold) is declared in an extra at least."""
     import tomllib
 
     pyproject = tomllib.loads((Path(sds_jupyter.__file__).parents[1] / "pyproject.toml").read_text("utf-8"))
-    declared = {
-        _normal(re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0]) for spec in pyproject["project"]["dependencies"]
-    }
-    missing = {dist: sorted(files) for dist, files in _imported_distributions().items() if dist not in declared}
-    assert not missing, f"imported but not in [project] dependencies: {missing}"
+
+    def names(specs: list[str]) -> set[str]:
+        return {_normal(re.split(r"[\s<>=!~;\[]", spec, maxsplit=1)[0]) for spec in specs}
+
+    core = names(pyproject["project"]["dependencies"])
+    extras = names([spec for specs in pyproject["project"]["optional-dependencies"].values() for spec in specs])
+    imported = _imported_distributions()
+    missing = {dist: sorted(files) for dist, files in imported[True].items() if dist not in core}
+    assert not missing, f"imported at a module's top but not in [project] dependencies: {missing}"
+    undeclared = {dist: sorted(files) for dist, files in imported[False].items() if dist not in core | extras}
+    assert not undeclared, f"imported but in no dependency list nor extra: {undeclared}"
