@@ -17,7 +17,7 @@ from sds_jupyter.errors import shown
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.service import Reply, StackService
 
-__all__ = ["BINARY_REQUESTS", "REQUESTS", "dispatch"]
+__all__ = ["BINARY_REQUESTS", "REQUESTS", "WRITE_REQUESTS", "dispatch"]
 
 REQUESTS: dict[str, Callable[..., Any]] = {
     "history": StackService.history,
@@ -40,7 +40,11 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "store_key": StackService.store_key,
     "image_region": StackService.image_region,
     "image_tile": StackService.image_tile,
+    "annotate": StackService.annotate,
 }
+
+#: Requests that write a new version: never answered to a GET (REST posts them with Jupyter's XSRF check).
+WRITE_REQUESTS = frozenset({"annotate"})
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
 BINARY_REQUESTS = frozenset({"canvas", "cells", "color_values", "channels", "store_key", "image_region", "image_tile"})
@@ -96,6 +100,8 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
     """``value`` as the annotated type: ints, bools, strings, or (for versions) int | str."""
     if value is None:
         return None
+    if typing.get_origin(hint) is Mapping:
+        return value  # structured (regions): passed whole, checked by the method itself
     args = set(typing.get_args(hint)) or {hint}
     args.discard(type(None))
     if args == {bool}:
