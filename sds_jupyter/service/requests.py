@@ -134,7 +134,7 @@ def dispatch(service: StackService, name: str, params: Mapping[str, Any] | None 
     try:
         answer = method(service, **kwargs)
     except TypeError as exc:
-        if "required positional argument" in str(exc):
+        if re.search(r"missing \d+ required (positional|keyword-only) argument", str(exc)):
             raise RequestError(f"Request {name!r} is missing a parameter: {exc}.") from None
         raise
     return answer if isinstance(answer, Reply) else Reply(answer)
