@@ -14,6 +14,7 @@ import inspect
 import json
 import types as pytypes
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, is_typeddict
 
@@ -222,7 +223,7 @@ def _ts_of(hint: Any, *, named: bool = True) -> str:
     if origin is list:
         inner = _ts_of(args[0]) if args else "unknown"
         return f"({inner})[]" if "|" in inner else f"{inner}[]"
-    if origin is dict:
+    if origin in (dict, Mapping):
         return f"Record<string, {_ts_of(args[1]) if args else 'unknown'}>"
     raise TypeError(f"no TypeScript for {hint!r}")
 

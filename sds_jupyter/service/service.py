@@ -970,7 +970,7 @@ class StackService:
     def annotate(
         self,
         column: str,
-        regions: Mapping[str, Any],
+        regions: Mapping[str, list[list[float]]],
         *,
         title: str,
         message: str | None = None,

@@ -161,6 +161,11 @@ export type Fingerprint = {
   fingerprint: string;
 };
 
+export type AnnotateData = {
+  folder: string;
+  dataset_id: string;
+};
+
 export type CanvasSummary = {
   table: string;
   color_by: string | null;
@@ -523,6 +528,7 @@ export interface ReplyTypes {
   store_key: StoreKeyData;
   image_region: ImageRegionData;
   image_tile: ImageTileData;
+  annotate: AnnotateData;
 }
 
 /** Request name -> its parameters, from the service method's signature. */
@@ -547,7 +553,8 @@ export interface ParamTypes {
   store_key: { version?: number | string | null; key?: string };
   image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
   image_tile: { version?: number | string | null; figure?: string; level?: number; x?: number; y?: number; ranges?: string };
+  annotate: { column: string; regions: Record<string, number[][]>; title: string; message?: string | null; figure?: string; version?: number | string | null };
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'annotate'] as const;
