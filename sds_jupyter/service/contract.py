@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, is_typeddict
 
 from sds_jupyter.service import types as payloads
-from sds_jupyter.service.requests import REQUESTS
+from sds_jupyter.service.requests import REQUESTS, WRITE_REQUESTS
 from sds_jupyter.service.service import Reply
 from sds_jupyter.studio import payloads as canvas_payloads
 from sds_jupyter.studio.payloads import Items
@@ -275,6 +275,10 @@ def typescript() -> str:
     lines.append("/** The request names, in the order of the Python request table. */")
     names = ", ".join(f"'{name}'" for name in REQUESTS)
     lines.append(f"export const GENERATED_REQUESTS = [{names}] as const;")
+    lines.append("")
+    lines.append("/** The requests that write a new version: posted (REST), never fetched with a GET. */")
+    writes = ", ".join(f"'{name}'" for name in REQUESTS if name in WRITE_REQUESTS)
+    lines.append(f"export const GENERATED_WRITE_REQUESTS = [{writes}] as const;")
     return "\n".join(lines) + "\n"
 
 

@@ -558,3 +558,6 @@ export interface ParamTypes {
 
 /** The request names, in the order of the Python request table. */
 export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'annotate'] as const;
+
+/** The requests that write a new version: posted (REST), never fetched with a GET. */
+export const GENERATED_WRITE_REQUESTS = ['annotate'] as const;

@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import {
+  Drawing,
+  cellList,
+  contains,
+  rectangle,
+  regionCodes,
+  regionCounts,
+  regionMapping,
+  saveAnnotation,
+  selectedCells,
+  type Point
+} from '../app/annotate';
+
+/** A 10 × 10 grid of cells at (0.5, 0.5) ... (9.5, 9.5), and one without a position. */
+function grid(): { x: Float32Array; y: Float32Array } {
+  const x = new Float32Array(101);
+  const y = new Float32Array(101);
+  for (let i = 0; i < 100; i++) {
+    x[i] = (i % 10) + 0.5;
+    y[i] = Math.floor(i / 10) + 0.5;
+  }
+  x[100] = Number.NaN;
+  y[100] = Number.NaN;
+  return { x, y };
+}
+
+describe('annotation geometry', () => {
+  it('a rectangle holds the cells between its corners, whichever way it was dragged', () => {
+    const { x, y } = grid();
+    for (const [a, b] of [
+      [[0, 0], [3, 2]],
+      [[3, 2], [0, 0]]
+    ] as [Point, Point][]) {
+      const codes = regionCodes(x, y, [{ label: 'r', polygon: rectangle(a, b) }]);
+      expect(regionCounts(codes, 1)).toEqual([6]);
+      expect(selectedCells(codes)).toEqual([0, 1, 2, 10, 11, 12]);
+    }
+  });
+
+  it('a concave polygon leaves its notch out, and a NaN position is never inside', () => {
+    // a U: the notch x in (3, 7), y > 3 is outside
+    const u: Point[] = [[0, 0], [10, 0], [10, 10], [7, 10], [7, 3], [3, 3], [3, 10], [0, 10]];
+    expect(contains(u, 5, 5)).toBe(false);
+    expect(contains(u, 5, 1)).toBe(true);
+    expect(contains(u, 1, 9)).toBe(true);
+    expect(contains(u, Number.NaN, 1)).toBe(false);
+    const { x, y } = grid();
+    const codes = regionCodes(x, y, [{ label: 'u', polygon: u }]);
+    expect(regionCounts(codes, 1)).toEqual([100 - 4 * 7]);
+    expect(codes[100]).toBe(-1);
+  });
+
+  it('a cell in two regions takes the last one, as the saved column will', () => {
+    const { x, y } = grid();
+    const regions = [
+      { label: 'left', polygon: rectangle([0, 0], [5, 10]) },
+      { label: 'middle', polygon: rectangle([4, 4], [6, 6]) }
+    ];
+    const codes = regionCodes(x, y, regions);
+    expect(regionCounts(codes, 2)).toEqual([50 - 2, 4]);
+    expect(codes[44]).toBe(1);
+    expect(codes[45]).toBe(1);
+    expect(codes[0]).toBe(0);
+    expect(codes[99]).toBe(-1);
+    expect(Object.keys(regionMapping(regions))).toEqual(['left', 'middle']);
+  });
+
+  it('the selection copies as one ID a line', () => {
+    expect(cellList(['cell_1', '<b>cell_2</b>'])).toBe('cell_1\n<b>cell_2</b>');
+  });
+});
+
+describe('drawing tools and undo', () => {
+  it('a polygon closes from 3 points; undo takes back points, then regions', () => {
+    const d = new Drawing();
+    d.add([0, 0]);
+    d.add([4, 0]);
+    expect(d.close()).toBe(false);
+    d.add([4, 4]);
+    expect(d.close('core')).toBe(true);
+    expect(d.regions.map(r => r.label)).toEqual(['core']);
+    d.tool = 'rectangle';
+    d.add([5, 5]);
+    expect(d.draft.length).toBe(1);
+    d.add([8, 9]);
+    expect(d.regions.length).toBe(2);
+    expect(d.regions[1]).toEqual({ label: 'region 2', polygon: rectangle([5, 5], [8, 9]) });
+    d.tool = 'lasso';
+    d.add([1, 1]);
+    d.add([Number.NaN, 2]);
+    expect(d.draft).toEqual([[1, 1]]);
+    expect(d.undo()).toBe(true);
+    expect(d.draft).toEqual([]);
+    expect(d.undo()).toBe(true);
+    expect(d.regions.map(r => r.label)).toEqual(['core']);
+    expect(d.undo()).toBe(true);
+    expect(d.undo()).toBe(false);
+  });
+
+  it('names stay distinct: a taken name is refused on rename and replaced when closing', () => {
+    const d = new Drawing();
+    d.tool = 'rectangle';
+    d.add([0, 0]);
+    d.add([1, 1]);
+    d.add([2, 2]);
+    d.add([3, 3]);
+    expect(d.regions.map(r => r.label)).toEqual(['region 1', 'region 2']);
+    expect(d.rename(1, 'region 1')).toBe(false);
+    expect(d.rename(1, '  ')).toBe(false);
+    expect(d.rename(1, 'margin')).toBe(true);
+    d.tool = 'polygon';
+    for (const p of [[0, 0], [1, 0], [1, 1]] as Point[]) d.add(p);
+    d.close('margin');
+    expect(d.regions.map(r => r.label)).toEqual(['region 1', 'margin', 'region 3']);
+  });
+});
+
+describe('Save as annotation', () => {
+  it('posts the regions in drawing order to api/annotate with the version path and answers the new version', async () => {
+    const { ServerConnection } = await import('@jupyterlab/services');
+    const { RestTransport } = await import('../lab/transport');
+    const seen: { method: string; url: string; body: string }[] = [];
+    const fetchFn = async (input: RequestInfo | URL, init?: RequestInit) => {
+      const request = input instanceof Request ? input : new Request(String(input), init);
+      seen.push({ method: request.method, url: request.url, body: await request.text() });
+      return new Response(JSON.stringify({ folder: 'stacks/new', dataset_id: 'new' }), {
+        status: 201,
+        headers: { 'Content-Type': 'application/json' }
+      });
+    };
+    const settings = ServerConnection.makeSettings({ baseUrl: 'http://localhost:8888/', fetch: fetchFn as typeof fetch });
+    const transport = new RestTransport('stacks/v2', settings);
+    const regions = [
+      { label: 'b', polygon: rectangle([0, 0], [1, 1]) },
+      { label: 'a', polygon: [[0, 0], [2, 0], [2, 2]] as Point[] }
+    ];
+    const saved = await saveAnnotation(transport, {
+      column: 'my_regions',
+      title: 'Drawn',
+      figure: 'fig-clusters',
+      version: 4,
+      regions
+    });
+    expect(saved).toEqual({ folder: 'stacks/new', dataset_id: 'new' });
+    expect(seen.length).toBe(1);
+    expect(seen[0].method).toBe('POST');
+    expect(seen[0].url).toBe('http://localhost:8888/sds-jupyter/api/annotate');
+    const body = JSON.parse(seen[0].body);
+    expect(body.path).toBe('stacks/v2');
+    expect(body.column).toBe('my_regions');
+    expect(body.version).toBe(4);
+    expect(Object.keys(body.regions)).toEqual(['b', 'a']);
+    expect(body.regions.a).toEqual([[0, 0], [2, 0], [2, 2]]);
+  });
+});
