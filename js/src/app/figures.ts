@@ -24,7 +24,7 @@ import { loadCanvas } from './cellstore';
 import { preloadDeck, webglAvailable } from './spatial';
 import { loadInto, whenVisible, type Current } from './load';
 import { TransportError, type Transport } from './transport';
-import type { CanvasPayload, Figure } from './types';
+import type { AnnotateData, CanvasPayload, Figure } from './types';
 
 /** Canvas figures with at most this many cells export as vector SVG. */
 export const VECTOR_LIMIT = 50_000;
@@ -33,6 +33,8 @@ export class FiguresView {
   readonly node: HTMLElement;
   private label = '';
   private disposers: (() => void)[] = [];
+  /** Told when a figure's regions were saved as a new version (the app opens it). */
+  onAnnotated: ((saved: AnnotateData) => Promise<void> | void) | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -184,6 +186,7 @@ export class FiguresView {
     const spatial = new SpatialFigure(this.transport, version, fig.id, payload, data, webglAvailable());
     fill(body, spatial.node);
     spatial.start();
+    spatial.onAnnotated = saved => this.onAnnotated?.(saved);
     this.disposers.push(() => spatial.dispose());
     const title = fig.title || fig.id;
     const mm = printWidthMm(fig.print_width);

@@ -92,6 +92,13 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
 
   const changes = new ChangesView(transport);
   const figures = new FiguresView(transport, renderChart);
+  // a saved annotation is a new version: open it (kernel-less, the panel moves there) or show it in the tree
+  figures.onAnnotated = async saved => {
+    if (options.openVersion) {
+      await options.openVersion(saved.folder);
+    }
+    await refresh();
+  };
   const results = new ResultsView(transport, renderChart, now, resultCodeFor(options.path));
   const compare = new CompareView(transport, renderChart);
   const contents = new ContentsView(transport);
