@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { settle } from './fixtures';
 import {
   Drawing,
   cellList,
@@ -152,5 +153,108 @@ describe('Save as annotation', () => {
     expect(body.version).toBe(4);
     expect(Object.keys(body.regions)).toEqual(['b', 'a']);
     expect(body.regions.a).toEqual([[0, 0], [2, 0], [2, 2]]);
+  });
+});
+
+describe('Annotate panel', () => {
+  async function panel(onSaved?: (saved: unknown) => void) {
+    const { AnnotatePanel } = await import('../app/annotatepanel');
+    const { ServerConnection } = await import('@jupyterlab/services');
+    const { RestTransport } = await import('../lab/transport');
+    const posted: { url: string; body: string }[] = [];
+    const fetchFn = async (input: RequestInfo | URL, init?: RequestInit) => {
+      const request = input instanceof Request ? input : new Request(String(input), init);
+      const url = request.url;
+      if (url.includes('/cell?')) {
+        const index = new URL(url).searchParams.get('index');
+        return new Response(JSON.stringify({ index: Number(index), name: `cell_${index}`, columns: [], values: [] }));
+      }
+      posted.push({ url, body: await request.text() });
+      return new Response(JSON.stringify({ folder: 'd/new', dataset_id: 'new' }), { status: 201 });
+    };
+    const settings = ServerConnection.makeSettings({ baseUrl: 'http://localhost:8888/', fetch: fetchFn as typeof fetch });
+    const { x, y } = grid();
+    const stageNode = document.createElement('div');
+    // a 100 × 100 px view with the data's centre (5, 5) in the middle, 10 px per unit (zoom log2(10))
+    Object.defineProperty(stageNode, 'clientWidth', { value: 100 });
+    Object.defineProperty(stageNode, 'clientHeight', { value: 100 });
+    document.body.append(stageNode);
+    const p = new AnnotatePanel({
+      transport: new RestTransport('d/v4', settings),
+      version: 4,
+      figure: 'fig',
+      x,
+      y,
+      stageNode,
+      camera: () => ({ target: [5, 5], zoom: Math.log2(10) }),
+      columns: ['clusters'],
+      cellName: async i => `cell_${i}`,
+      onSaved
+    });
+    document.body.append(p.node);
+    p.toggle(true);
+    return { p, posted, overlay: stageNode.querySelector('.sds-annotate-overlay') as SVGSVGElement };
+  }
+
+  const press = (el: Element, key: string, extra: KeyboardEventInit = {}) =>
+    el.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true, ...extra }));
+
+  it('draws a polygon with the keyboard alone, shows its count and outline, and undoes it', async () => {
+    const { p, overlay } = await panel();
+    // the crosshair starts at the centre (data 5, 5); 10 px is one data unit
+    press(overlay, 'ArrowLeft', { shiftKey: true }); // (0, 5)
+    press(overlay, 'ArrowUp', { shiftKey: true }); // (0, 0)
+    press(overlay, ' ');
+    press(overlay, 'ArrowRight');
+    press(overlay, 'ArrowRight');
+    press(overlay, 'ArrowRight');
+    press(overlay, 'ArrowRight'); // (4, 0)
+    press(overlay, ' ');
+    press(overlay, 'ArrowDown');
+    press(overlay, 'ArrowDown'); // (4, 2)
+    press(overlay, ' ');
+    press(overlay, 'ArrowLeft');
+    press(overlay, 'ArrowLeft');
+    press(overlay, 'ArrowLeft');
+    press(overlay, 'ArrowLeft'); // (0, 2)
+    press(overlay, ' ');
+    press(overlay, 'Enter');
+    expect(p.drawing.regions.length).toBe(1);
+    expect(p.node.querySelector('.sds-annotate-count')?.textContent).toBe(' 8 cells');
+    expect(overlay.querySelector('.sds-annotate-outline')).not.toBeNull();
+    expect(overlay.querySelector('.sds-annotate-label')?.textContent).toBe('region 1 (8)');
+    await settle();
+    expect(p.node.querySelector('.sds-annotate-selected')?.textContent).toBe('8 cells selected');
+    expect(p.node.querySelector('.sds-annotate-ids')?.textContent).toBe('cell_0, cell_1, cell_2, cell_3, cell_10, …');
+    press(overlay, 'z', { ctrlKey: true });
+    expect(p.drawing.regions.length).toBe(0);
+    expect(p.node.querySelectorAll('.sds-annotate-region').length).toBe(0);
+  });
+
+  it('a label given in the list is what is saved, and the saved version goes to the host', async () => {
+    const saved: unknown[] = [];
+    const { p, posted } = await panel(s => saved.push(s));
+    p.use('rectangle');
+    p.add([0, 0]);
+    p.add([10, 5]);
+    const input = p.node.querySelector('.sds-annotate-region input') as HTMLInputElement;
+    input.value = 'top half';
+    input.dispatchEvent(new Event('change'));
+    (p.node.querySelector('.sds-annotate-column') as HTMLInputElement).value = 'my_regions';
+    expect(await p.save()).toEqual({ folder: 'd/new', dataset_id: 'new' });
+    expect(saved).toEqual([{ folder: 'd/new', dataset_id: 'new' }]);
+    const body = JSON.parse(posted[0].body);
+    expect(body).toMatchObject({ path: 'd/v4', column: 'my_regions', title: 'Annotated my_regions', figure: 'fig', version: 4 });
+    expect(Object.keys(body.regions)).toEqual(['top half']);
+  });
+
+  it('refuses to save without a column or a region, saying which', async () => {
+    const { p, posted } = await panel();
+    expect(await p.save()).toBeNull();
+    expect(p.node.querySelector('.sds-annotate-status')?.textContent).toMatch(/Name the obs column/);
+    (p.node.querySelector('.sds-annotate-column') as HTMLInputElement).value = 'x';
+    expect(await p.save()).toBeNull();
+    expect(p.node.querySelector('.sds-annotate-status')?.textContent).toMatch(/Draw at least one region/);
+    expect(posted).toEqual([]);
   });
 });
