@@ -315,3 +315,23 @@ def test_rest_annotate_is_never_a_get_and_needs_a_token(
         http_server_client.fetch(url, method="POST", body=body, raise_error=False)
     )
     assert response.code == 403
+
+
+# ------------------------------------------------------------------ the widget
+
+
+def test_widget_annotates_and_opens_the_new_version(demo: Path) -> None:
+    """The widget transport: the same request, then the front end's open_version on the folder it answered."""
+    from sds_jupyter.widget import VersionBrowser
+
+    browser = VersionBrowser(demo, namespace={})
+    x, y = _drawn(browser.service)
+    regions = _two_regions(x, y)
+    reply = browser.answer(
+        {"type": "request", "name": "annotate", "params": {"column": "my_regions", "regions": regions, "title": "W"}}
+    )
+    browser.answer({"type": "open_version", "folder": reply.data["folder"]})
+    assert browser.service.history()["versions"][0]["title"] == "W"
+    assert browser.selected == browser.service.stack.depth
+    column = browser.service.adata().obs["my_regions"]
+    assert column.value_counts().to_dict() == _expected(x, y, regions).value_counts().to_dict()
