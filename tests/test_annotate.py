@@ -335,3 +335,21 @@ def test_widget_annotates_and_opens_the_new_version(demo: Path) -> None:
     assert browser.selected == browser.service.stack.depth
     column = browser.service.adata().obs["my_regions"]
     assert column.value_counts().to_dict() == _expected(x, y, regions).value_counts().to_dict()
+
+
+def test_widget_selection_is_a_boolean_mask_over_the_table(demo: Path) -> None:
+    from sds_jupyter.widget import VersionBrowser
+
+    browser = VersionBrowser(demo, namespace={})
+    assert not browser.selection.any() and len(browser.selection) == browser.adata.n_obs
+    x, y = _drawn(browser.service)
+    inside = np.flatnonzero(_expected(x, y, _two_regions(x, y)).notna().to_numpy())
+    browser.selected_cells = {"version": 2, "figure": FIGURE, "cells": inside.tolist()}
+    mask = browser.selection
+    assert mask.dtype == bool and np.flatnonzero(mask).tolist() == inside.tolist()
+    assert browser.selection_version == 2
+    picked = browser.service.adata(2)[mask]
+    assert picked.n_obs == len(inside)
+    browser.selected_cells = {"version": 2, "figure": FIGURE, "cells": [10**6]}
+    with pytest.raises(RequestError, match="outside the table"):
+        _ = browser.selection

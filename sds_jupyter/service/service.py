@@ -1013,6 +1013,11 @@ class StackService:
         folder = commit_plan(stack, plan, title=title, message=text)
         return {"folder": self._folder_text(folder), "dataset_id": folder.name}
 
+    def figure_table(self, version: int | str | None, figure: str) -> str:
+        """The table a canvas figure draws (its spec's, else the one this service opens)."""
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        return str(spec.get("table") or self.table_name)
+
     def _annotated_figure(self, version: int | str | None, figure: str) -> dict[str, Any]:
         """The canvas figure whose drawn positions regions are in: ``figure``, else the first canvas one, else none."""
         if figure:
