@@ -157,7 +157,7 @@ describe('Save as annotation', () => {
 });
 
 describe('Annotate panel', () => {
-  async function panel(onSaved?: (saved: unknown) => void) {
+  async function panel(onSaved?: (saved: unknown) => void, onSelection?: (cells: number[]) => void) {
     const { AnnotatePanel } = await import('../app/annotatepanel');
     const { ServerConnection } = await import('@jupyterlab/services');
     const { RestTransport } = await import('../lab/transport');
@@ -189,7 +189,8 @@ describe('Annotate panel', () => {
       camera: () => ({ target: [5, 5], zoom: Math.log2(10) }),
       columns: ['clusters'],
       cellName: async i => `cell_${i}`,
-      onSaved
+      onSaved,
+      onSelection
     });
     document.body.append(p.node);
     p.toggle(true);
@@ -246,6 +247,20 @@ describe('Annotate panel', () => {
     const body = JSON.parse(posted[0].body);
     expect(body).toMatchObject({ path: 'd/v4', column: 'my_regions', title: 'Annotated my_regions', figure: 'fig', version: 4 });
     expect(Object.keys(body.regions)).toEqual(['top half']);
+  });
+
+  it('tells the host the selected cells each time the regions change (the widget binds them)', async () => {
+    const seen: number[][] = [];
+    const { p } = await panel(undefined, cells => seen.push(cells));
+    p.use('rectangle');
+    p.add([0, 0]);
+    p.add([2, 1]);
+    p.add([8, 8]);
+    p.add([10, 10]);
+    expect(seen.at(-2)).toEqual([0, 1]);
+    expect(seen.at(-1)).toEqual([0, 1, 88, 89, 98, 99]);
+    p.undo();
+    expect(seen.at(-1)).toEqual([0, 1]);
   });
 
   it('refuses to save without a column or a region, saying which', async () => {

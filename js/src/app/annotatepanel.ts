@@ -39,6 +39,8 @@ export type AnnotateHost = {
   cellName(index: number): Promise<string>;
   /** Show the saved version (the host opens it). */
   onSaved?: (saved: AnnotateData) => Promise<void> | void;
+  /** Told the selected cells (table positions) each time the regions change (the widget binds them). */
+  onSelection?: (cells: number[]) => void;
 };
 
 export class AnnotatePanel {
@@ -196,6 +198,7 @@ export class AnnotatePanel {
 
   private async showSelection(): Promise<void> {
     const cells = selectedCells(this.codes);
+    this.host.onSelection?.(cells);
     const token = ++this.namesToken;
     const count = h('span', { class: 'sds-annotate-selected' }, `${cells.length.toLocaleString()} cells selected`);
     if (!cells.length) {

@@ -19,7 +19,7 @@ import {
   type View
 } from './raster';
 import { fitViewState, savedRegion, viewStateFor, type ViewState } from './camera';
-import { SpatialFigure } from './spatialfigure';
+import { SpatialFigure, type CellSelection } from './spatialfigure';
 import { loadCanvas } from './cellstore';
 import { preloadDeck, webglAvailable } from './spatial';
 import { loadInto, whenVisible, type Current } from './load';
@@ -35,6 +35,8 @@ export class FiguresView {
   private disposers: (() => void)[] = [];
   /** Told when a figure's regions were saved as a new version (the app opens it). */
   onAnnotated: ((saved: AnnotateData) => Promise<void> | void) | null = null;
+  /** Told the cells inside the regions drawn on a figure (the widget binds them as `browser.selection`). */
+  onSelection: ((selection: CellSelection) => void) | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -187,6 +189,7 @@ export class FiguresView {
     fill(body, spatial.node);
     spatial.start();
     spatial.onAnnotated = saved => this.onAnnotated?.(saved);
+    spatial.onSelection = selection => this.onSelection?.(selection);
     this.disposers.push(() => spatial.dispose());
     const title = fig.title || fig.id;
     const mm = printWidthMm(fig.print_width);

@@ -42,6 +42,9 @@ type Camera = {
   zoom(steps: number): void;
 };
 
+/** The cells inside the regions drawn on a figure: table positions, on that figure's version. */
+export type CellSelection = { version: number | string; figure: string; cells: number[] };
+
 export class SpatialFigure {
   readonly node: HTMLElement;
   readonly stage: SpatialStage | null = null;
@@ -74,6 +77,8 @@ export class SpatialFigure {
   readonly annotation: AnnotatePanel | null = null;
   /** Told when an annotation was saved as a new version (the host opens it). */
   onAnnotated: ((saved: AnnotateData) => Promise<void> | void) | null = null;
+  /** Told the cells inside the drawn regions whenever they change. */
+  onSelection: ((selection: CellSelection) => void) | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -119,7 +124,8 @@ export class SpatialFigure {
         columns: payload.obs_columns ?? [],
         cellName: index =>
           this.transport.request('cell', { version: this.version, figure: this.figureId, index }).then(r => r.data.name),
-        onSaved: saved => this.onAnnotated?.(saved)
+        onSaved: saved => this.onAnnotated?.(saved),
+        onSelection: cells => this.onSelection?.({ version: this.version, figure: this.figureId, cells })
       });
     }
     this.node = h(
