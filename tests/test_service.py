@@ -514,6 +514,7 @@ def test_request_table_matches_the_protocol() -> None:
         "store_key",
         "image_region",
         "image_tile",
+        "annotate",
     ]
 
 
