@@ -133,6 +133,25 @@ def test_a_cell_in_no_region_and_a_region_holding_no_cell(demo: Path) -> None:
     assert list(column.cat.categories) == ["nowhere"] and column.isna().all()
 
 
+def test_the_containment_rule_agrees_with_shapely_on_many_cells_and_concave_outlines() -> None:
+    """Beyond the demo's few cells: 20,000 random positions (some NaN) and star-shaped, self-overlapping lassos."""
+    from sds_jupyter.service.annotate import checked_regions, region_codes
+
+    rng = np.random.default_rng(27)
+    x, y = rng.uniform(0, 100, 20_000).astype(np.float32), rng.uniform(0, 100, 20_000).astype(np.float32)
+    x[:50] = np.nan
+    regions = {}
+    for k in range(4):
+        angles = np.sort(rng.uniform(0, 2 * np.pi, 40))
+        radii = rng.uniform(5, 40, 40)
+        cx, cy = rng.uniform(20, 80, 2)
+        regions[f"r{k}"] = np.c_[cx + radii * np.cos(angles), cy + radii * np.sin(angles)].tolist()
+    codes = region_codes(x, y, checked_regions(regions))
+    labels = np.array(list(regions))
+    got = pd.Series(np.where(codes >= 0, labels[np.maximum(codes, 0)], None), dtype=object)
+    pd.testing.assert_series_equal(got.fillna(np.nan), _expected(x, y, regions), check_names=False)
+
+
 SQUARE = [[0, 0], [1, 0], [1, 1]]
 
 

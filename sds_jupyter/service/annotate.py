@@ -84,13 +84,16 @@ def _is_number(value: Any) -> bool:
 def _inside(x: np.ndarray, y: np.ndarray, polygon: np.ndarray) -> np.ndarray:
     """Which points lie inside ``polygon`` (even-odd rule; NaN positions never do).
 
-    One pass per edge over all points, so the cost is cells × vertices, bounded by
-    MAX_ANNOTATION_VERTICES; only points inside the polygon's box are tested.
+    Only points inside the polygon's box are tested, sorted by y once: an edge can
+    only cross the horizontal ray of points within its own y-span, found by binary
+    search, so the cost follows the points near each edge, not cells × vertices.
     """
     inside = np.zeros(len(x), dtype=bool)
     (x0, y0), (x1, y1) = polygon.min(axis=0), polygon.max(axis=0)
     with np.errstate(invalid="ignore"):
         candidates = np.flatnonzero((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1))
+    order = np.argsort(y[candidates], kind="stable")
+    candidates = candidates[order]
     px, py = x[candidates].astype(np.float64), y[candidates].astype(np.float64)
     hit = np.zeros(len(candidates), dtype=bool)
     ax, ay = polygon[:, 0], polygon[:, 1]
@@ -98,9 +101,13 @@ def _inside(x: np.ndarray, y: np.ndarray, polygon: np.ndarray) -> np.ndarray:
     for xa, ya, xb, yb in zip(ax, ay, bx, by, strict=True):
         if ya == yb:
             continue  # a horizontal edge never crosses the ray
-        crosses = (ya > py) != (yb > py)
-        at_x = xa + (py - ya) * (xb - xa) / (yb - ya)
-        hit ^= crosses & (px < at_x)
+        # the points with min(ya, yb) <= y < max(ya, yb): those whose ray the edge spans
+        lo, hi = np.searchsorted(py, [min(ya, yb), max(ya, yb)], side="left")
+        if lo == hi:
+            continue
+        band = slice(lo, hi)
+        at_x = xa + (py[band] - ya) * (xb - xa) / (yb - ya)
+        hit[band] ^= px[band] < at_x
     inside[candidates] = hit
     return inside
 
