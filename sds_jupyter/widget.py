@@ -164,7 +164,8 @@ class VersionBrowser(anywidget.AnyWidget):
     @property
     def selection_version(self) -> int | str:
         """The version the selection was drawn on (the selected one when nothing is drawn)."""
-        return (self.selected_cells or {}).get("version", self.selected)
+        version = (self.selected_cells or {}).get("version", self.selected)
+        return version if isinstance(version, (int, str)) else self.selected
 
     def _read(self, depth: int) -> Any:
         """Version ``depth``'s AnnData, remembered with the version it came from."""
