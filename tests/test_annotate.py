@@ -23,6 +23,7 @@ import pytest
 import shapely
 from tornado.httpclient import HTTPClientError
 
+from sds_jupyter.errors import StackError
 from sds_jupyter.limits import MAX_ANNOTATE_BODY_BYTES
 from sds_jupyter.server.handlers import NAMESPACE
 from sds_jupyter.service import RequestError, StackService, dispatch
@@ -169,11 +170,12 @@ SQUARE = [[0, 0], [1, 0], [1, 1]]
         ("new", [["a", SQUARE]], "mapping from label"),
         ("region", {"a": SQUARE}, "ties the table"),
         ("", {"a": SQUARE}, "must name an obs column"),
+        ("a/b", {"a": SQUARE}, "is not a valid name"),
     ],
 )
 def test_refusals_are_one_line_and_write_nothing(demo: Path, column: str, regions: Any, says: str) -> None:
     before = _files(demo.parent)
-    with pytest.raises(RequestError) as info:
+    with pytest.raises(StackError) as info:
         StackService(demo).annotate(column, regions, title="refused")
     assert says in str(info.value) and "\n" not in str(info.value)
     assert _files(demo.parent) == before
