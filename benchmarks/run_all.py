@@ -34,6 +34,7 @@ BENCHMARKS = [
     "bench_flatten.py",
     "bench_tree.py",
     "bench_save.py",
+    "bench_annotate.py",  # 1M cells labelled by three 500-point lassos, against shapely
     "bench_zip.py",
     "bench_first_commit.py",
     "bench_deep_remote.py",

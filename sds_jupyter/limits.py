@@ -22,6 +22,9 @@ import numpy as np
 import zarr
 
 __all__ = [
+    "MAX_ANNOTATE_BODY_BYTES",
+    "MAX_ANNOTATION_REGIONS",
+    "MAX_ANNOTATION_VERTICES",
     "MAX_CACHED_ADATAS",
     "MAX_CACHED_BRANCHES",
     "MAX_CACHED_COLUMNS",
@@ -129,6 +132,12 @@ MAX_TITLE_MANIFEST_BYTES = 1024 * 1024
 SCANS_CACHE_BYTES = 64 * 1024 * 1024
 #: The largest request body the server reads (``api/notebook`` takes a one-line JSON object).
 MAX_REQUEST_BODY_BYTES = 64 * 1024
+#: The largest ``api/annotate`` body read: drawn outlines, a few hundred thousand coordinates at most.
+MAX_ANNOTATE_BODY_BYTES = 4 * 1024 * 1024
+#: Regions one annotation may name (one category each).
+MAX_ANNOTATION_REGIONS = 256
+#: Points of all an annotation's outlines together: the containment test costs cells × points.
+MAX_ANNOTATION_VERTICES = 50_000
 
 
 def claimed_bytes(node: zarr.Group | zarr.Array) -> int:

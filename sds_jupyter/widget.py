@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anywidget
+import numpy as np
 import traitlets
 
 from sds_jupyter.service import Reply, StackService, dispatch, error_payload
@@ -100,6 +101,8 @@ class VersionBrowser(anywidget.AnyWidget):
     """The depth of the version whose AnnData is bound in the namespace (-1: none yet)."""
     bound_name = traitlets.Unicode("adata").tag(sync=True)
     """The variable the bind button binds (shown on the button)."""
+    selected_cells = traitlets.Dict().tag(sync=True)
+    """The cells in the regions drawn on a spatial view: ``{version, figure, cells: [table positions]}``."""
 
     def __init__(
         self,
@@ -136,6 +139,33 @@ class VersionBrowser(anywidget.AnyWidget):
     def adata(self) -> Any:
         """The selected version's AnnData (read once per version, then cached)."""
         return self._read(self.selected)
+
+    @property
+    def selection(self) -> np.ndarray:
+        """The cells inside the regions drawn on the tissue, as a boolean mask over the table's cells.
+
+        In table order, so ``adata[browser.selection]`` takes them from the AnnData of the
+        version they were drawn on (``browser.selection_version``); all False when nothing is drawn.
+        """
+        drawn = self.selected_cells or {}
+        version = drawn.get("version", self.selected)
+        figure = drawn.get("figure")
+        table = self.service.table_name
+        if isinstance(figure, str) and figure:
+            table = self.service.figure_table(version, figure)
+        n_obs = self.service.table_view(version, table).n_obs
+        cells = np.asarray(drawn.get("cells") or [], dtype=np.int64)
+        if cells.size and (cells.min() < 0 or cells.max() >= n_obs):
+            raise RequestError(f"the drawn selection names cells outside the table's {n_obs} rows; draw it again")
+        mask = np.zeros(n_obs, dtype=bool)
+        mask[cells] = True
+        return mask
+
+    @property
+    def selection_version(self) -> int | str:
+        """The version the selection was drawn on (the selected one when nothing is drawn)."""
+        version = (self.selected_cells or {}).get("version", self.selected)
+        return version if isinstance(version, (int, str)) else self.selected
 
     def _read(self, depth: int) -> Any:
         """Version ``depth``'s AnnData, remembered with the version it came from."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from sds_jupyter.service import REQUESTS, StackService, dispatch
+from sds_jupyter.service import REQUESTS, WRITE_REQUESTS, StackService, dispatch
 from sds_jupyter.service.contract import GENERATED, generated_files, payload_schema, reply_name
 
 pytest_plugins = ["fixtures_service"]
@@ -47,6 +48,7 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "image_region": {"version": 2, "figure": "fig_canvas", "region": "0,0,40,40"},
     "image_tile": {"version": 2, "figure": "fig_canvas", "level": 0, "x": 0, "y": 0},
     "export": {"version": 2, "figure": "fig_canvas", "format": "png", "dpi": 72},
+    "annotate": {"column": "drawn", "regions": {"all": [[-1e6, -1e6], [1e6, -1e6], [0, 1e6]]}, "title": "Drawn"},
 }
 
 
@@ -84,9 +86,12 @@ def test_no_payload_type_is_written_by_hand_in_the_app() -> None:
 
 
 @pytest.mark.parametrize("name", list(REQUESTS))
-def test_real_replies_of_every_request_validate(name: str, studio_stack: Any) -> None:
+def test_real_replies_of_every_request_validate(name: str, studio_stack: Any, tmp_path: Path) -> None:
     assert name in PARAMS, f"give the contract test parameters that succeed for the new request {name!r}"
-    service = StackService(studio_stack.v2)
+    top = studio_stack.v2
+    if name in WRITE_REQUESTS:  # it adds a version: on a copy, never on the shared stack
+        top = Path(shutil.copytree(studio_stack.datasets, tmp_path / "datasets")) / top.name
+    service = StackService(top)
     params = PARAMS[name]
     reply = dispatch(service, name, params(service) if callable(params) else params)
     data = json.loads(json.dumps(reply.data, allow_nan=False))

@@ -39,6 +39,24 @@ def test_six_versions_on_the_main_line_and_a_branch(xenium: Path) -> None:
     assert 1 < coarse.nunique() < main_leiden.nunique()
 
 
+def test_the_clustering_version_saves_a_2d_pca_embedding(xenium: Path) -> None:
+    """obsm["X_pca"] of "Leiden clusters": the first 2 PCs, as a dense SVD of the same log1p counts finds them."""
+    stack = Stack.resolve(xenium)
+    leiden = open_anndata(stack.at("Leiden clusters"))
+    below = open_anndata(stack.at(stack.depth_of("Leiden clusters") - 1))
+    embedding = leiden.obsm["X_pca"]
+    assert embedding.shape == (leiden.n_obs, 2) and embedding.dtype == np.float32
+    assert "X_pca" not in below.obsm
+    counts = leiden.X.toarray() if hasattr(leiden.X, "toarray") else np.asarray(leiden.X)
+    logged = np.log1p(counts * (1e4 / np.maximum(counts.sum(axis=1, keepdims=True), 1)))
+    centred = logged - logged.mean(axis=0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    reference = centred @ vt[:2].T
+    for k in range(2):
+        assert abs(np.corrcoef(embedding[:, k], reference[:, k])[0, 1]) > 0.999, k
+    assert embedding[:, 0].var() >= embedding[:, 1].var()
+
+
 def test_the_base_is_a_spatialdata_store_with_polygons_and_a_pyramid(xenium: Path) -> None:
     import spatialdata
 

@@ -133,6 +133,15 @@ function render({ model, el }: RenderProps): () => void {
         // a model without the trait: nothing to keep in sync
       }
     },
+    // the cells inside the drawn regions: `browser.selection` in Python
+    onCellSelection: selection => {
+      try {
+        model.set('selected_cells', selection);
+        model.save_changes();
+      } catch {
+        // a model without the trait (an older kernel side)
+      }
+    },
     // a version chosen in the tree (or a new one) replaces the opened one in Python
     openVersion: async folder => {
       moving = true;

@@ -1865,4 +1865,59 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.close();
     });
   });
+
+  it('issue 27: draw two regions, save them as my_regions, the new version has the counts', async () => {
+    const page = await newPage();
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-history-row');
+    await page.locator('.sds-tab[data-tab="figures"]').click();
+    await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 30000 });
+    const figure = page.locator('.sds-spatial[data-renderer="webgl"]').first();
+    await figure.locator('.sds-annotate-toggle').click();
+    const overlay = figure.locator('.sds-annotate-overlay');
+    const box = await overlay.boundingBox();
+    // a rectangle dragged over the left half, then a polygon clicked around the middle (drawn last: it wins)
+    await figure.locator('.sds-tool-rectangle').click();
+    await page.mouse.move(box.x + 2, box.y + 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height - 2, { steps: 5 });
+    await page.mouse.up();
+    await figure.locator('.sds-tool-polygon').click();
+    await overlay.focus();
+    // the keyboard path: the crosshair starts at the centre; Space adds points, Enter closes
+    for (const key of ['ArrowLeft', 'ArrowUp', 'Space', 'ArrowRight', 'ArrowRight', 'ArrowRight', 'Space', 'ArrowDown', 'ArrowDown', 'ArrowDown', 'Space', 'Enter']) {
+      await page.keyboard.press(key);
+    }
+    await page.waitForFunction(() => document.querySelectorAll('.sds-annotate-region').length === 2);
+    const shown = await figure.locator('.sds-annotate-count').allInnerTexts();
+    const counts = shown.map(t => Number(t.replace(/\D/g, '')));
+    assert.ok(counts[0] > 0, `the rectangle holds cells: ${shown}`);
+    const labels = figure.locator('.sds-annotate-region input');
+    await labels.nth(0).fill('left');
+    await labels.nth(0).press('Enter');
+    await labels.nth(1).fill('centre');
+    await labels.nth(1).press('Enter');
+    assert.match(await figure.locator('.sds-annotate-selection').innerText(), /cells selected/);
+    await shot(page, 'annotate-drawn');
+    await figure.locator('.sds-annotate-column').fill('my_regions');
+    await figure.locator('.sds-annotate-title').fill('My regions');
+    await figure.locator('.sds-annotate-save').click();
+    // the panel moves to the new version at once
+    await page.waitForFunction(() => /My regions/.test(document.querySelector('.sds-history-row')?.textContent ?? ''), null, { timeout: 60000 });
+    // the server's Changes of the new version: one set-obs of my_regions with the counts the outlines showed
+    const tree = await (await api(`/sds-jupyter/api/tree?path=${encodeURIComponent(top)}`)).json();
+    const saved = tree.nodes.find(n => n.title === 'My regions');
+    assert.ok(saved, `the tree lists the new version: ${JSON.stringify(tree.nodes.map(n => n.title))}`);
+    const changes = await (await api(`/sds-jupyter/api/changes?path=${encodeURIComponent(saved.folder)}`)).json();
+    assert.deepEqual(changes.ops.map(o => [o.op, o.column]), [['set-obs', 'my_regions']]);
+    const stored = Object.fromEntries(changes.details[0].column.counts.map(c => [c.value, c.count]));
+    assert.deepEqual(stored, { left: counts[0], centre: counts[1] });
+    await page.locator('.sds-tab[data-tab="changes"]').click();
+    await page.waitForFunction(() => /my_regions/.test(document.querySelector('.sds-panels')?.textContent ?? ''), null, { timeout: 30000 });
+    await checkAxe(page, 'the annotate panel after a save');
+    await shot(page, 'annotate-saved');
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  });
 });

@@ -23,6 +23,7 @@ __all__ = [
     "neighbor_index",
     "neighborhood_enrichment",
     "niches",
+    "pca_embedding",
     "region_annotation",
 ]
 
@@ -44,6 +45,26 @@ def leiden_like_clusters(rng: np.random.Generator, truth: np.ndarray, n_clusters
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
     return rank[labels]
+
+
+def pca_embedding(counts: sparse.csr_matrix, n_components: int = 2) -> np.ndarray:
+    """The first principal components of log1p counts per 10,000 (cells × ``n_components``, float32).
+
+    What an analysis keeps beside its clusters (``obsm["X_pca"]``) for an embedding view.
+    From the genes × genes covariance, so the sparse counts are never made dense.
+    """
+    totals = np.asarray(counts.sum(axis=1)).ravel()
+    scale = sparse.diags(1e4 / np.maximum(totals, 1))
+    logged = (scale @ counts).tocsr()
+    logged.data = np.log1p(logged.data)
+    n = logged.shape[0]
+    mean = np.asarray(logged.mean(axis=0)).ravel()
+    covariance = np.asarray((logged.T @ logged).todense()) / n - np.outer(mean, mean)
+    values, vectors = np.linalg.eigh(covariance)
+    top = vectors[:, np.argsort(values)[::-1][:n_components]]
+    top *= np.sign(top[np.argmax(np.abs(top), axis=0), range(n_components)])  # a fixed sign per component
+    embedding: np.ndarray = (logged @ top - mean @ top).astype(np.float32)
+    return embedding
 
 
 def coarse_clusters(fine: np.ndarray, truth: np.ndarray) -> np.ndarray:

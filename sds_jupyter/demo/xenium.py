@@ -154,6 +154,7 @@ def _clusters(writer: VersionWriter, run: Run) -> dict[str, str]:
     run.labels["leiden"] = leiden
     writer.set_obs(TABLE, "leiden", leiden)
     writer.set_obs(TABLE, "hypoxia_score", _hypoxia(run.tissue))
+    writer.set_obsm(TABLE, "X_pca", analysis.pca_embedding(run.tissue.counts))  # for an embedding view
     writer.set_figure(TABLE, "fig-leiden", _canvas("Leiden clusters on the tissue", "leiden", zoom_in=False))
     writer.set_figure(TABLE, "fig-leiden-detail", _canvas("Leiden clusters, one tumor nest", "leiden", zoom_in=True))
     return _version("Leiden clusters", "Resolution 0.8 on 30 PCs of log1p counts", "ana@example.org")

@@ -1,8 +1,8 @@
 """REST transport of the version browser: thin handlers over the StackService.
 
-Routes live under ``{base_url}sds-jupyter/api/``: one GET per request in
-:data:`REQUESTS`, and ``notebook`` to create (or find again) a notebook that
-opens a version. Every handler is authenticated and
+Routes live under ``{base_url}sds-jupyter/api/``: one GET per reading request in
+:data:`REQUESTS`, a POST for each that writes (``annotate``), and ``notebook`` to
+create (or find again) a notebook that opens a version. Every handler is authenticated and
 authorized against the ``contents`` resource, like the contents API, since
 it reads files under the server root. Errors are mapped once, in
 :meth:`StackAPIHandler.fail`.
@@ -25,7 +25,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.limits import MAX_REQUEST_BODY_BYTES
+from sds_jupyter.limits import MAX_ANNOTATE_BODY_BYTES, MAX_REQUEST_BODY_BYTES
 from sds_jupyter.server.cache import ServiceCache
 from sds_jupyter.server.notebook import (
     candidate_names,
@@ -39,7 +39,15 @@ from sds_jupyter.server.notebook import (
     work_dir_in_root,
 )
 from sds_jupyter.server.paths import FolderUnreadableError, OutsideRootError, PathNotFoundError, unreadable
-from sds_jupyter.service import BINARY_REQUESTS, REQUESTS, RequestError, dispatch, error_payload, frame_reply
+from sds_jupyter.service import (
+    BINARY_REQUESTS,
+    REQUESTS,
+    WRITE_REQUESTS,
+    RequestError,
+    dispatch,
+    error_payload,
+    frame_reply,
+)
 from sds_jupyter.service.types import VersionSummary
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.stack.tree import version_titles
@@ -219,17 +227,14 @@ class VersionsHandler(StackAPIHandler):
 
 
 @web.stream_request_body
-class NotebookHandler(StackAPIHandler):
-    """``POST api/notebook {path}``: the notebook that opens the version, in a writable folder.
+class BodyHandler(StackAPIHandler):
+    """A POST whose body is streamed: at most ``max_body`` bytes of it are kept.
 
-    Answers 201 with a new notebook, or 200 with the one made earlier for the same version;
-    ``run`` says whether it still holds only the cells it was made with (the lab extension
-    runs it then, and only opens a notebook someone has edited since).
-
-    The body is streamed: at most MAX_REQUEST_BODY_BYTES of it are kept, so a huge body
-    costs no memory and answers 413 (Jupyter itself would buffer up to 512 MiB).
+    So a huge body costs no memory and answers 413 (Jupyter itself would buffer up to 512 MiB).
     """
 
+    max_body = MAX_REQUEST_BODY_BYTES
+    max_body_name = "MAX_REQUEST_BODY_BYTES"
     _body: bytearray
     _body_bytes: int
 
@@ -240,21 +245,34 @@ class NotebookHandler(StackAPIHandler):
     def data_received(self, chunk: bytes) -> None:
         """Keep the body while it is within the bound; past it only count (and drop what was kept)."""
         self._body_bytes += len(chunk)
-        if self._body_bytes > MAX_REQUEST_BODY_BYTES:
+        if self._body_bytes > self.max_body:
             self._body.clear()
         else:
             self._body.extend(chunk)
+
+    def body(self) -> bytes:
+        """The body as received; BodyTooLargeError (413) when it was over the bound."""
+        if self._body_bytes > self.max_body:
+            raise BodyTooLargeError(
+                f"The request body is {self._body_bytes:,} bytes; at most {self.max_body:,} "
+                f"({self.max_body_name}) are read."
+            )
+        return bytes(self._body)
+
+
+class NotebookHandler(BodyHandler):
+    """``POST api/notebook {path}``: the notebook that opens the version, in a writable folder.
+
+    Answers 201 with a new notebook, or 200 with the one made earlier for the same version;
+    ``run`` says whether it still holds only the cells it was made with (the lab extension
+    runs it then, and only opens a notebook someone has edited since).
+    """
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
         try:
-            if self._body_bytes > MAX_REQUEST_BODY_BYTES:
-                raise BodyTooLargeError(
-                    f"The request body is {self._body_bytes:,} bytes; at most {MAX_REQUEST_BODY_BYTES:,} "
-                    "(MAX_REQUEST_BODY_BYTES) are read."
-                )
-            relative = _path_from_body(bytes(self._body))
+            relative = _path_from_body(self.body())
             await self.in_thread(self.services.resolve, relative)
             service = await self.in_thread(self.services.service, relative)
             history = await self.in_thread(service.history)
@@ -339,6 +357,51 @@ class FetchHandler(StackAPIHandler):
         self.reply_json({"fetched": fetched})
 
 
+class AnnotateHandler(BodyHandler):
+    """``POST api/annotate {path, column, regions, title, message?, figure?, version?}``: regions saved as a version.
+
+    A write, so a POST (Jupyter checks its XSRF token) and never a GET; the service's
+    ``annotate`` does the rest. Answers 201 with the new version's ``folder`` (relative to
+    the server root, as the panel opens it) and ``dataset_id``.
+    """
+
+    max_body = MAX_ANNOTATE_BODY_BYTES
+    max_body_name = "MAX_ANNOTATE_BODY_BYTES"
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        try:
+            params = _object_from_body(self.body(), _ANNOTATE_USAGE)
+            relative = params.pop("path", None)
+            if not isinstance(relative, str) or not relative.strip():
+                raise RequestError(f"The request body names no path; {_ANNOTATE_USAGE}")
+            service = await self.in_thread(self.services.service, relative)
+            reply = await self.in_thread(dispatch, service, "annotate", params)
+        except Exception as exc:  # noqa: BLE001
+            self.fail(exc)
+            return
+        self.set_status(201)
+        self.reply_json(reply.data)
+
+
+_ANNOTATE_USAGE = (
+    'POST a JSON body {"path": <version folder>, "column": <obs column>, '
+    '"regions": {<label>: [[x, y], ...]}, "title": <new version title>}.'
+)
+
+
+def _object_from_body(body: bytes, usage: str) -> dict[str, Any]:
+    """A JSON object body (a key given twice is refused); NaN is let through for the service to name."""
+    try:
+        data = loads_bounded(body, strict=False, checked=True) if body.strip() else None
+    except JSONRefused as exc:
+        raise RequestError(f"The request body is not JSON ({exc}); {usage}") from None
+    if not isinstance(data, dict):
+        raise RequestError(f"The request body is not a JSON object; {usage}")
+    return data
+
+
 def _path_from_body(body: bytes) -> str:
     """The version path of a notebook request's JSON body, refusing any other body with how to fix it."""
     usage = 'POST a JSON body {"path": <version folder relative to the server root>}.'
@@ -356,13 +419,14 @@ def setup_handlers(web_app: Any, services: ServiceCache) -> None:
     """Register the routes under ``{base_url}sds-jupyter/api/`` and share one service cache."""
     web_app.settings[SETTINGS_KEY] = services
     base = url_path_join(web_app.settings.get("base_url", "/"), NAMESPACE, "api")
-    names = "|".join(re.escape(name) for name in REQUESTS)
+    names = "|".join(re.escape(name) for name in REQUESTS if name not in WRITE_REQUESTS)
     web_app.add_handlers(
         ".*$",
         [
             (url_path_join(base, "versions"), VersionsHandler),
             (url_path_join(base, "notebook"), NotebookHandler),
             (url_path_join(base, "fetch"), FetchHandler),
+            (url_path_join(base, "annotate"), AnnotateHandler),
             (url_path_join(base, f"({names})"), RequestHandler),
         ],
     )

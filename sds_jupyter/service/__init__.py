@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from sds_jupyter.service.errors import RequestError, error_payload
 from sds_jupyter.service.framing import frame_reply, unframe_reply
-from sds_jupyter.service.requests import BINARY_REQUESTS, REQUESTS, dispatch
+from sds_jupyter.service.requests import BINARY_REQUESTS, REQUESTS, WRITE_REQUESTS, dispatch
 from sds_jupyter.service.service import Reply, StackService
 
 __all__ = [
     "BINARY_REQUESTS",
     "REQUESTS",
+    "WRITE_REQUESTS",
     "Reply",
     "RequestError",
     "StackService",

@@ -14,11 +14,12 @@ import inspect
 import json
 import types as pytypes
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, is_typeddict
 
 from sds_jupyter.service import types as payloads
-from sds_jupyter.service.requests import REQUESTS, request_parameters
+from sds_jupyter.service.requests import REQUESTS, WRITE_REQUESTS, request_parameters
 from sds_jupyter.service.service import Reply
 from sds_jupyter.studio import payloads as canvas_payloads
 from sds_jupyter.studio.payloads import Items
@@ -223,7 +224,7 @@ def _ts_of(hint: Any, *, named: bool = True) -> str:
     if origin is list:
         inner = _ts_of(args[0]) if args else "unknown"
         return f"({inner})[]" if "|" in inner else f"{inner}[]"
-    if origin is dict:
+    if origin in (dict, Mapping):
         return f"Record<string, {_ts_of(args[1]) if args else 'unknown'}>"
     raise TypeError(f"no TypeScript for {hint!r}")
 
@@ -274,6 +275,10 @@ def typescript() -> str:
     lines.append("/** The request names, in the order of the Python request table. */")
     names = ", ".join(f"'{name}'" for name in REQUESTS)
     lines.append(f"export const GENERATED_REQUESTS = [{names}] as const;")
+    lines.append("")
+    lines.append("/** The requests that write a new version: posted (REST), never fetched with a GET. */")
+    writes = ", ".join(f"'{name}'" for name in REQUESTS if name in WRITE_REQUESTS)
+    lines.append(f"export const GENERATED_WRITE_REQUESTS = [{writes}] as const;")
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,7 @@ from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.export import export_request
 from sds_jupyter.service.service import Reply, StackService
 
-__all__ = ["BINARY_REQUESTS", "REQUESTS", "dispatch", "request_parameters"]
+__all__ = ["BINARY_REQUESTS", "REQUESTS", "WRITE_REQUESTS", "dispatch", "request_parameters"]
 
 REQUESTS: dict[str, Callable[..., Any]] = {
     "history": StackService.history,
@@ -42,7 +42,11 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "image_region": StackService.image_region,
     "image_tile": StackService.image_tile,
     "export": export_request,
+    "annotate": StackService.annotate,
 }
+
+#: Requests that write a new version: never answered to a GET (REST posts them with Jupyter's XSRF check).
+WRITE_REQUESTS = frozenset({"annotate"})
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
 BINARY_REQUESTS = frozenset(
@@ -100,6 +104,8 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
     """``value`` as the annotated type: ints, bools, strings, or (for versions) int | str."""
     if value is None:
         return None
+    if typing.get_origin(hint) is Mapping:
+        return value  # structured (regions): passed whole, checked by the method itself
     args = set(typing.get_args(hint)) or {hint}
     args.discard(type(None))
     if args == {bool}:
@@ -141,7 +147,7 @@ def dispatch(service: StackService, name: str, params: Mapping[str, Any] | None 
     try:
         answer = method(service, **kwargs)
     except TypeError as exc:
-        if "required positional argument" in str(exc):
+        if re.search(r"missing \d+ required (positional|keyword-only) argument", str(exc)):
             raise RequestError(f"Request {name!r} is missing a parameter: {exc}.") from None
         raise
     return answer if isinstance(answer, Reply) else Reply(answer)

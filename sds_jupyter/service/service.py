@@ -35,6 +35,7 @@ from sds_jupyter.limits import (
     MAX_CACHED_TABLES,
     BoundedCache,
 )
+from sds_jupyter.service.annotate import annotated_column, annotation_message, checked_regions, region_codes
 from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, compare_tables, transition_labels
 from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
@@ -44,6 +45,7 @@ from sds_jupyter.service.pieces import cached_geometry, cached_overview
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.service.types import (
+    AnnotateData,
     BaseSummary,
     CellRow,
     CellsData,
@@ -88,6 +90,7 @@ from sds_jupyter.studio.canvas import (
     canvas_payload,
     cell_colors,
     planes_over,
+    region_attrs,
 )
 from sds_jupyter.studio.cells import CellTable, FrameCells
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
@@ -964,6 +967,69 @@ class StackService:
         """
         _, frame = self._result_frame(version, result, table, sort, descending, filter)
         return {"csv": _csv_text(frame), "filename": _csv_name(result, table), "rows": len(frame)}
+
+    # ------------------------------------------------------------------ annotate
+
+    def annotate(
+        self,
+        column: str,
+        regions: Mapping[str, list[list[float]]],
+        *,
+        title: str,
+        message: str | None = None,
+        figure: str = "",
+        version: int | str | None = None,
+    ) -> AnnotateData:
+        """Save regions drawn on the tissue as obs ``column`` of a new version on ``version`` (default: the top).
+
+        ``regions`` maps each label to a polygon ``[[x, y], ...]`` in the coordinates canvas
+        ``figure`` draws its cells at (default: the version's first canvas figure); a cell takes
+        the label of the last region containing it. A new column is missing elsewhere; an
+        existing one must be categorical and keeps its other values. One ``set-obs``, written
+        by the same path as :func:`~sds_jupyter.stack.save.save_version` (so a read-only
+        datasets folder sends it to the versions folder). The message defaults to what was
+        annotated, so the version's Changes say it.
+        """
+        from sds_jupyter.stack.save import commit_plan, obs_column_plan
+
+        if not isinstance(column, str) or not column.strip():
+            raise RequestError("Parameter 'column' must name an obs column (a new or a categorical one).")
+        if not isinstance(title, str) or not title.strip():
+            raise RequestError("Parameter 'title' must be the new version's title (some text).")
+        checked = checked_regions(regions)
+        spec = self._annotated_figure(version, figure)
+        table = str(spec.get("table") or self.table_name)
+        view = self.table_view(version, table)
+        keys = region_attrs(view, view.attrs)
+        if column in (keys.get("region_key"), keys.get("instance_key")):
+            raise RequestError(
+                f"obs column {column[:80]!r} ties the table to its spatial elements; annotate into another column."
+            )
+        _, geometry = cached_geometry(view, spec)
+        codes = region_codes(geometry.x, geometry.y, checked)
+        labels = [label for label, _ in checked]
+        existing = view.obs_column(column) if column in view.obs_columns else None
+        values = annotated_column(existing, codes, labels, column)
+        plan = obs_column_plan(table, column, values, existed=existing is not None)
+        stack = self.stack.at(self.depth(version))
+        text = message if isinstance(message, str) and message.strip() else annotation_message(column, labels, codes)
+        folder = commit_plan(stack, plan, title=title, message=text)
+        return {"folder": self._folder_text(folder), "dataset_id": folder.name}
+
+    def figure_table(self, version: int | str | None, figure: str) -> str:
+        """The table a canvas figure draws (its spec's, else the one this service opens)."""
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        return str(spec.get("table") or self.table_name)
+
+    def _annotated_figure(self, version: int | str | None, figure: str) -> dict[str, Any]:
+        """The canvas figure whose drawn positions regions are in: ``figure``, else the first canvas one, else none."""
+        if figure:
+            return read_figure(self._studio_uns(version), figure).require("canvas")
+        try:
+            figures = read_figures(self._studio_uns(version))
+        except NoStudioDataError:
+            return {}
+        return next((dict(f.spec) for f in figures if f.kind == "canvas" and isinstance(f.spec, Mapping)), {})
 
     # ------------------------------------------------------------------ compare
 

@@ -15,6 +15,7 @@ from sds_jupyter.studio.payloads import Bounds, CanvasShapes, ChannelInfo
 __all__ = [
     "OPEN_PAYLOADS",
     "Agreement",
+    "AnnotateData",
     "BaseSummary",
     "CellRow",
     "CellsData",
@@ -154,6 +155,13 @@ class TreeData(TypedDict):
 
 class Fingerprint(TypedDict):
     fingerprint: str
+
+
+class AnnotateData(TypedDict):
+    """The version an annotation was saved as: its folder (as the history shows it) and dataset ID."""
+
+    folder: str
+    dataset_id: str
 
 
 class CanvasSummary(TypedDict):

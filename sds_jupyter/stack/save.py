@@ -28,7 +28,7 @@ from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.store import StackStore
 from sds_jupyter.stack.writer import STUDIO_KEY, VersionWriter
 
-__all__ = ["SavePlan", "plan_save", "save_version"]
+__all__ = ["SavePlan", "commit_plan", "obs_column_plan", "plan_save", "save_version"]
 
 Folders = str | Mapping[str, str] | None
 Op = Callable[[VersionWriter], None]
@@ -74,7 +74,7 @@ def save_version(
     is written then.
     """
     stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders)
-    writer = VersionWriter(stack)  # refuses object storage and Zarr v2 bases up front
+    VersionWriter(stack)  # refuses object storage and Zarr v2 bases before anything is compared
     plan = plan_save(stack, adata, table)
     label = _label(stack)
     if plan.refused:
@@ -85,9 +85,37 @@ def save_version(
         )
     if not plan.ops:
         raise StackError(f"nothing to save: this AnnData is the same as table {table!r} of {label}")
+    return commit_plan(stack, plan, title=title, message=message, created_by=created_by, into=into)
+
+
+def commit_plan(
+    stack: Stack,
+    plan: SavePlan,
+    *,
+    title: str,
+    message: str | None = None,
+    created_by: str | None = None,
+    into: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Write ``plan``'s ops as one new version on ``stack``'s top; return its folder.
+
+    The one place a save writes, whoever planned it (:func:`save_version` from an
+    AnnData, an annotation drawn on the tissue from a column): so both go to the same
+    folder, by the workspace's rules when the parent's folder is read-only.
+    """
+    if plan.refused or not plan.ops:
+        raise StackError("nothing to save: the plan has no change a version can hold")
+    writer = VersionWriter(stack)
     for op in plan.ops:
         op(writer)
     return writer.commit(into=into, title=title, message=message, created_by=created_by)
+
+
+def obs_column_plan(table: str, column: str, values: pd.Series, *, existed: bool) -> SavePlan:
+    """A plan of one ``set-obs``: ``column`` of table ``table`` set to ``values``."""
+    plan = SavePlan()
+    plan.add(f"obs column {column!r} {'changed' if existed else 'added'}", _set_obs(table, column, values))
+    return plan
 
 
 def plan_save(stack: Stack, adata: Any, table: str = "table") -> SavePlan:

@@ -17,12 +17,12 @@ import {
   type View
 } from './raster';
 import { fitViewState, savedRegion, viewStateFor, type ViewState } from './camera';
-import { SpatialFigure } from './spatialfigure';
+import { SpatialFigure, type CellSelection } from './spatialfigure';
 import { loadCanvas } from './cellstore';
 import { preloadDeck, webglAvailable } from './spatial';
 import { loadInto, whenVisible, type Current } from './load';
 import { TransportError, bytesOf, type Transport } from './transport';
-import type { CanvasPayload, Figure, Params } from './types';
+import type { AnnotateData, CanvasPayload, Figure, Params } from './types';
 
 /** What a canvas export shows, beside the version, figure and format it is asked for. */
 type ExportShown = Omit<Params<'export'>, 'version' | 'figure' | 'format'>;
@@ -33,6 +33,10 @@ const EXPORT_FORMATS = ['svg', 'png', 'pdf'] as const;
 export class FiguresView {
   readonly node: HTMLElement;
   private disposers: (() => void)[] = [];
+  /** Told when a figure's regions were saved as a new version (the app opens it). */
+  onAnnotated: ((saved: AnnotateData) => Promise<void> | void) | null = null;
+  /** Told the cells inside the regions drawn on a figure (the widget binds them as `browser.selection`). */
+  onSelection: ((selection: CellSelection) => void) | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -166,6 +170,8 @@ export class FiguresView {
     const spatial = new SpatialFigure(this.transport, version, fig.id, payload, data, webglAvailable());
     fill(body, spatial.node);
     spatial.start();
+    spatial.onAnnotated = saved => this.onAnnotated?.(saved);
+    spatial.onSelection = selection => this.onSelection?.(selection);
     this.disposers.push(() => spatial.dispose());
     const where = h(
       'select',

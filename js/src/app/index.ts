@@ -18,6 +18,7 @@ import { tabKeyTarget } from './tabs';
 import { TreeSection } from './tree';
 import { TransportError, type Transport } from './transport';
 import type { History } from './types';
+import type { CellSelection } from './spatialfigure';
 
 export * from './types';
 export { TransportError, decodeFrame, encodeFrame } from './transport';
@@ -59,6 +60,8 @@ export type AppOptions = {
   onClose?: () => void;
   /** Move the view to another version (a folder named by the `tree` request); the app then refreshes. */
   openVersion?: (folder: string) => Promise<void>;
+  /** Told the cells inside the regions drawn on a spatial view whenever they change. */
+  onCellSelection?: (selection: CellSelection) => void;
   /** Fetch a missing dataset (its ID) from Cirro; the app then refreshes. */
   fetchMissing?: (datasetId: string) => Promise<void>;
 };
@@ -92,6 +95,14 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
 
   const changes = new ChangesView(transport);
   const figures = new FiguresView(transport, renderChart);
+  // a saved annotation is a new version: open it (kernel-less, the panel moves there) or show it in the tree
+  figures.onSelection = selection => options.onCellSelection?.(selection);
+  figures.onAnnotated = async saved => {
+    if (options.openVersion) {
+      await options.openVersion(saved.folder);
+    }
+    await refresh();
+  };
   const results = new ResultsView(transport, renderChart, now, resultCodeFor(options.path));
   const compare = new CompareView(transport, renderChart);
   const contents = new ContentsView(transport);

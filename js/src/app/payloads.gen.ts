@@ -161,6 +161,11 @@ export type Fingerprint = {
   fingerprint: string;
 };
 
+export type AnnotateData = {
+  folder: string;
+  dataset_id: string;
+};
+
 export type CanvasSummary = {
   table: string;
   color_by: string | null;
@@ -533,6 +538,7 @@ export interface ReplyTypes {
   image_region: ImageRegionData;
   image_tile: ImageTileData;
   export: ExportData;
+  annotate: AnnotateData;
 }
 
 /** Request name -> its parameters, from the service method's signature. */
@@ -558,7 +564,11 @@ export interface ParamTypes {
   image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
   image_tile: { version?: number | string | null; figure?: string; level?: number; x?: number; y?: number; ranges?: string };
   export: { version?: number | string | null; figure?: string; format?: string; dpi?: number; view?: string | null; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null; hidden?: string; channels?: string; limits?: string };
+  annotate: { column: string; regions: Record<string, number[][]>; title: string; message?: string | null; figure?: string; version?: number | string | null };
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export', 'annotate'] as const;
+
+/** The requests that write a new version: posted (REST), never fetched with a GET. */
+export const GENERATED_WRITE_REQUESTS = ['annotate'] as const;

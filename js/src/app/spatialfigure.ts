@@ -5,6 +5,7 @@
  * ID and color-by value, and a clicked cell's whole obs row.
  */
 
+import { AnnotatePanel } from './annotatepanel';
 import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from './camera';
 import { h } from './dom';
 import { rangeFormat } from './format';
@@ -18,7 +19,7 @@ import { colorValues, typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TileGrid, type TileFrame } from './tiles';
 import { TransportError, type Transport } from './transport';
-import type { CanvasColor, CanvasPayload, CellRow, ImageChannel } from './types';
+import type { AnnotateData, CanvasColor, CanvasPayload, CellRow, ImageChannel } from './types';
 
 /** What `colorBy` colors the cells by (see `color_values`); `{}` is the figure's own coloring. */
 export type ColorTarget = {
@@ -42,6 +43,9 @@ type Camera = {
   fit(): void;
   zoom(steps: number): void;
 };
+
+/** The cells inside the regions drawn on a figure: table positions, on that figure's version. */
+export type CellSelection = { version: number | string; figure: string; cells: number[] };
 
 export class SpatialFigure {
   readonly node: HTMLElement;
@@ -73,6 +77,12 @@ export class SpatialFigure {
   /** The image's tiles of finer pyramid levels for the region on screen (WebGL view with an image and its channels). */
   private tiles: TileGrid | null = null;
   private undo: (() => void)[] = [];
+  /** Regions drawn over the tissue and saved as a version (WebGL view only). */
+  readonly annotation: AnnotatePanel | null = null;
+  /** Told when an annotation was saved as a new version (the host opens it). */
+  onAnnotated: ((saved: AnnotateData) => Promise<void> | void) | null = null;
+  /** Told the cells inside the drawn regions whenever they change. */
+  onSelection: ((selection: CellSelection) => void) | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -105,11 +115,29 @@ export class SpatialFigure {
     const drawing = this.stage ? this.stage.node : this.plot!.node;
     const wrap = h('div', { class: 'sds-spatial-drawing' }, drawing, this.tooltip, this.scaleBar);
     this.main.append(wrap, h('div', { class: 'sds-side' }, this.legendSlot, this.channelSlot));
+    if (this.stage) {
+      const stage = this.stage;
+      this.annotation = new AnnotatePanel({
+        transport,
+        version,
+        figure: figureId,
+        x: data.x,
+        y: data.y,
+        stageNode: stage.node,
+        camera: () => stage.viewState,
+        columns: payload.obs_columns ?? [],
+        cellName: index =>
+          this.transport.request('cell', { version: this.version, figure: this.figureId, index }).then(r => r.data.name),
+        onSaved: saved => this.onAnnotated?.(saved),
+        onSelection: cells => this.onSelection?.({ version: this.version, figure: this.figureId, cells })
+      });
+    }
     this.node = h(
       'div',
       { class: 'sds-spatial sds-canvas-wrap', 'data-renderer': this.stage ? 'webgl' : '2d' },
       this.toolbar(),
       this.main,
+      this.annotation?.node ?? null,
       h(
         'div',
         { class: 'sds-spatial-foot' },
@@ -452,6 +480,7 @@ export class SpatialFigure {
   }
 
   dispose(): void {
+    this.annotation?.dispose();
     this.stage?.dispose();
     for (const u of this.undo.splice(0)) {
       u();
@@ -689,6 +718,15 @@ export class SpatialFigure {
       btn('Saved view', 'Show the region the figure was saved with', () => cam().showSaved(), 'sds-saved-view'),
       btn('Fit', 'Show all cells', () => cam().fit(), 'sds-fit')
     );
+    if (this.annotation) {
+      const panel = this.annotation;
+      const toggle = btn('Annotate', 'Draw regions on the tissue and save them as an annotation', () => {
+        panel.toggle();
+        toggle.setAttribute('aria-pressed', String(!panel.node.hidden));
+      }, 'sds-annotate-toggle');
+      toggle.setAttribute('aria-pressed', 'false');
+      bar.append(toggle);
+    }
     const columns = this.payload.obs_columns ?? [];
     if (columns.length) {
       const own = this.payload.color.mode === 'none' ? '' : this.payload.color.column;
@@ -747,6 +785,7 @@ export class SpatialFigure {
   }
 
   private viewChanged(region: Region): void {
+    this.annotation?.redraw();
     const camera = this.cameraState();
     if (camera) {
       this.onCamera?.(camera);

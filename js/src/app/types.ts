@@ -9,7 +9,7 @@
  */
 
 import type { ParamTypes, ReplyTypes } from './payloads.gen';
-import { GENERATED_REQUESTS } from './payloads.gen';
+import { GENERATED_REQUESTS, GENERATED_WRITE_REQUESTS } from './payloads.gen';
 
 export type * from './payloads.gen';
 
@@ -34,3 +34,6 @@ export type Data<N extends RequestName> = ReplyTypes[N];
 
 /** The request names, in the order of the Python request table. */
 export const REQUESTS: readonly RequestName[] = GENERATED_REQUESTS;
+
+/** The requests that write a new version (REST posts them; a GET never reaches them). */
+export const WRITE_REQUESTS: readonly RequestName[] = GENERATED_WRITE_REQUESTS;

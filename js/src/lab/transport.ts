@@ -3,7 +3,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { TransportError, decodeFrame, type Reply, type Transport } from '../app/transport';
-import type { Data, Params, RequestName } from '../app/types';
+import { WRITE_REQUESTS, type Data, type Params, type RequestName } from '../app/types';
 
 /** Where the API lives under the server's base URL. */
 export const NAMESPACE = 'sds-jupyter/api';
@@ -84,6 +84,12 @@ export class RestTransport implements Transport {
   ) {}
 
   request<N extends RequestName>(name: N, params: Params<N>): Promise<Reply<Data<N>>> {
+    if (WRITE_REQUESTS.includes(name)) {
+      // a write is a POST with a JSON body: JupyterLab's request adds the XSRF token
+      const body = JSON.stringify({ path: this.path, ...(params as object) });
+      const init = { method: 'POST', body, headers: { 'Content-Type': 'application/json' } };
+      return requestAPI<Data<N>>(name, {}, init, this.settings);
+    }
     // a request naming its content by `key` is answered `immutable`: the browser's HTTP cache may
     // serve it without asking ('default'); every other one is revalidated (ETag, 304)
     const addressed = typeof (params as Query).key === 'string' && (params as Query).key !== '';

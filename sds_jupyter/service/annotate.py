@@ -1,0 +1,148 @@
+"""Regions drawn on the tissue turned into an obs column: the checks and the geometry of ``annotate``.
+
+A region is a label and a polygon in the coordinates the canvas view draws its
+cells at. Why here and not in the stack library: the positions are the figure's
+(its coordinate system, its table), which only the service knows; the stack
+library then saves the column like any other ``set-obs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sds_jupyter.errors import shown
+from sds_jupyter.limits import MAX_ANNOTATION_REGIONS, MAX_ANNOTATION_VERTICES
+from sds_jupyter.service.columns import column_kind
+from sds_jupyter.service.errors import RequestError
+
+__all__ = ["Region", "annotated_column", "annotation_message", "checked_regions", "region_codes"]
+
+Region = tuple[str, np.ndarray]
+
+_USAGE = "give regions as {label: [[x, y], [x, y], [x, y], ...]}"
+
+
+def checked_regions(regions: Any) -> list[Region]:
+    """``regions`` as (label, n×2 float array) pairs in their given order; one-line refusals otherwise."""
+    if not isinstance(regions, Mapping):
+        raise RequestError(
+            f"Parameter 'regions' must be a mapping from label to polygon, not {shown(regions)}; {_USAGE}."
+        )
+    if not regions:
+        raise RequestError(f"Parameter 'regions' is empty: draw at least one region; {_USAGE}.")
+    if len(regions) > MAX_ANNOTATION_REGIONS:
+        raise RequestError(
+            f"{len(regions)} regions is too many; at most {MAX_ANNOTATION_REGIONS} (MAX_ANNOTATION_REGIONS)."
+        )
+    out = [(_label(label), _polygon(label, polygon)) for label, polygon in regions.items()]
+    vertices = sum(len(points) for _, points in out)
+    if vertices > MAX_ANNOTATION_VERTICES:
+        raise RequestError(
+            f"The regions have {vertices:,} points; at most {MAX_ANNOTATION_VERTICES:,} (MAX_ANNOTATION_VERTICES): "
+            "simplify the outlines."
+        )
+    return out
+
+
+def _label(label: Any) -> str:
+    if not isinstance(label, str):
+        raise RequestError(f"Region name {shown(label)} is not a string; name every region with text.")
+    if not label.strip():
+        raise RequestError("A region has an empty name; name every region with text.")
+    return label
+
+
+def _polygon(label: str, polygon: Any) -> np.ndarray:
+    """The polygon's points as float64 (n, 2); refused unless at least 3 finite [x, y] pairs."""
+    where = f"Region {label[:80]!r}"
+    if isinstance(polygon, (str, bytes, Mapping)) or not hasattr(polygon, "__len__"):
+        raise RequestError(f"{where} must be a list of [x, y] points, not {shown(polygon)}.")
+    if len(polygon) > MAX_ANNOTATION_VERTICES:
+        raise RequestError(f"{where} has {len(polygon):,} points; at most {MAX_ANNOTATION_VERTICES:,}.")
+    points = []
+    for point in polygon:
+        pair = list(point) if isinstance(point, (list, tuple)) else None
+        if pair is None or len(pair) != 2 or not all(_is_number(v) for v in pair):
+            raise RequestError(f"{where} has a point that is not two numbers [x, y]: {shown(point)}.")
+        points.append(pair)
+    array = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    if len(array) < 3:
+        raise RequestError(f"{where} has {len(array)} points; a polygon needs at least 3.")
+    if not np.isfinite(array).all():
+        raise RequestError(f"{where} has a coordinate that is not a finite number (NaN or infinity).")
+    return array
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _inside(x: np.ndarray, y: np.ndarray, polygon: np.ndarray) -> np.ndarray:
+    """Which points lie inside ``polygon`` (even-odd rule; NaN positions never do).
+
+    Only points inside the polygon's box are tested, sorted by y once: an edge can
+    only cross the horizontal ray of points within its own y-span, found by binary
+    search, so the cost follows the points near each edge, not cells × vertices.
+    """
+    inside = np.zeros(len(x), dtype=bool)
+    (x0, y0), (x1, y1) = polygon.min(axis=0), polygon.max(axis=0)
+    with np.errstate(invalid="ignore"):
+        candidates = np.flatnonzero((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1))
+    order = np.argsort(y[candidates], kind="stable")
+    candidates = candidates[order]
+    px, py = x[candidates].astype(np.float64), y[candidates].astype(np.float64)
+    hit = np.zeros(len(candidates), dtype=bool)
+    ax, ay = polygon[:, 0], polygon[:, 1]
+    bx, by = np.roll(ax, -1), np.roll(ay, -1)
+    for xa, ya, xb, yb in zip(ax, ay, bx, by, strict=True):
+        if ya == yb:
+            continue  # a horizontal edge never crosses the ray
+        # the points with min(ya, yb) <= y < max(ya, yb): those whose ray the edge spans
+        lo, hi = np.searchsorted(py, [min(ya, yb), max(ya, yb)], side="left")
+        if lo == hi:
+            continue
+        band = slice(lo, hi)
+        at_x = xa + (py[band] - ya) * (xb - xa) / (yb - ya)
+        hit[band] ^= px[band] < at_x
+    inside[candidates] = hit
+    return inside
+
+
+def region_codes(x: np.ndarray, y: np.ndarray, regions: list[Region]) -> np.ndarray:
+    """Per cell, the index of the last region containing it, else -1 (a later region is drawn over)."""
+    codes = np.full(len(x), -1, dtype=np.int64)
+    for index, (_, polygon) in enumerate(regions):
+        codes[_inside(x, y, polygon)] = index
+    return codes
+
+
+def annotated_column(existing: pd.Series | None, codes: np.ndarray, labels: list[str], column: str) -> pd.Series:
+    """The column after annotating: a new categorical (NaN outside), or ``existing`` with the regions' cells relabelled.
+
+    An existing column must be categorical: its other cells keep their values and
+    the labels it lacks become new categories after its own.
+    """
+    if existing is None:
+        return pd.Series(pd.Categorical.from_codes(codes, categories=labels))  # labels are keys: distinct
+    kind = column_kind(existing)
+    if kind != "categorical":
+        raise RequestError(
+            f"obs column {column[:80]!r} is {kind}, not categorical; annotate into a categorical column or a new name."
+        )
+    old = existing.reset_index(drop=True)
+    categories = list(old.cat.categories) + [label for label in labels if label not in set(old.cat.categories)]
+    out = old.cat.set_categories(categories)
+    mask = codes >= 0
+    out[mask] = np.asarray(labels, dtype=object)[codes[mask]]
+    return out
+
+
+def annotation_message(column: str, labels: list[str], codes: np.ndarray) -> str:
+    """What the new version's Changes say: the column and each region's cells."""
+    counts = np.bincount(codes[codes >= 0], minlength=len(labels))
+    regions = ", ".join(f"{label} ({int(n):,} cells)" for label, n in zip(labels, counts, strict=True))
+    return f"Annotated obs column {column!r} from {len(labels)} drawn region{'s' * (len(labels) != 1)}: {regions}."
