@@ -107,11 +107,30 @@ def test_a_key_that_is_too_long_is_refused(studio_stack) -> None:
 
 def test_node_identity_names_the_topmost_writer_or_remover(studio_stack) -> None:
     store = StackStore(Stack.resolve(studio_stack.v2))
-    assert node_identity(store, "tables/table/obsm/spatial") == "tables/table/obsm/spatial@edit-2222"
-    assert node_identity(store, "tables/table/obs/score") == "tables/table/obs/score@edit-2222"  # deleted there
-    assert node_identity(store, "tables/table/obs/instance_id").endswith("@base:base-0000")
+    v2, v1 = studio_stack.v2.resolve(), studio_stack.v1.resolve()
+    assert node_identity(store, "tables/table/obsm/spatial") == f"tables/table/obsm/spatial@edit-2222:{v2}"
+    assert node_identity(store, "tables/table/obs/score") == f"tables/table/obs/score@edit-2222:{v2}"  # deleted there
+    assert "@base:base-0000:" in node_identity(store, "tables/table/obs/instance_id")
     below = StackStore(Stack.resolve(studio_stack.v1))
-    assert node_identity(below, "tables/table/obs/score") == "tables/table/obs/score@studio-1111"
+    assert node_identity(below, "tables/table/obs/score") == f"tables/table/obs/score@studio-1111:{v1}"
+
+
+def test_a_copied_stack_with_the_same_ids_is_not_served_the_originals_cells(studio_stack, tmp_path) -> None:
+    """Dataset IDs are unique by convention only: a copy edited in place must get its own cells."""
+    import shutil
+
+    import zarr
+
+    copy = tmp_path / "datasets"
+    shutil.copytree(studio_stack.v2.parent, copy, symlinks=True)
+    original = StackService(studio_stack.v2)
+    edited = StackService(copy / studio_stack.v2.name)
+    first = original.canvas(None, "fig_canvas").data["cells_key"]
+    spatial = zarr.open_array(copy / studio_stack.v2.name / "overlay" / "tables" / "table" / "obsm" / "spatial")
+    spatial[:] = spatial[:] + 1000.0
+    assert edited.canvas(None, "fig_canvas").data["cells_key"] != first
+    moved = edited.cells(None, "fig_canvas").buffers[0]
+    assert bytes(moved) != bytes(original.cells(None, "fig_canvas").buffers[0])
 
 
 def test_the_byte_bound_drops_the_least_recently_used() -> None:

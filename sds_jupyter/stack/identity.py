@@ -11,6 +11,7 @@ version that rewrites it gets a new one.
 from __future__ import annotations
 
 import bisect
+from pathlib import Path
 
 from sds_jupyter.stack.store import BASE, StackStore
 
@@ -45,12 +46,23 @@ def _topmost_remover(store: StackStore, node: str) -> int:
 def node_identity(store: StackStore, node: str) -> str:
     """``node`` (a key or a folder of the store, no leading or trailing ``/``) and who holds it.
 
-    The holder is the dataset ID of the topmost version that wrote or removed anything at,
-    under or above ``node``, else the base (its dataset ID, or its path).
+    The holder is the topmost version that wrote or removed anything at, under or above
+    ``node``, else the base: named by its dataset ID *and* where it is stored. Why both: an
+    ID is unique only by convention, and a copied folder edited by hand (or by a hostile
+    writer) keeps it; a cache keyed on the ID alone would serve the original's bytes for the
+    copy. The same folder reached by another route (a folder map) names the same place.
     """
     stack = store.stack
     candidates = [n for n in (_topmost_writer(store, node), _topmost_remover(store, node)) if n != BASE]
     if candidates:
-        return f"{node}@{stack.versions[min(candidates)].dataset_id}"
+        holder = stack.versions[min(candidates)]
+        return f"{node}@{holder.dataset_id}:{_place(holder.folder)}"
     base = stack.base
-    return f"{node}@base:{base.dataset_id or str(base.path)}"
+    return f"{node}@base:{base.dataset_id or ''}:{_place(base.path)}"
+
+
+def _place(where: object) -> str:
+    """Where a version or base is stored, the same text however it was reached (symbolic links resolved)."""
+    if isinstance(where, Path):
+        return str(where.resolve())
+    return str(where)
