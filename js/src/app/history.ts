@@ -9,6 +9,20 @@ export const ROW_HEIGHT = 72;
 /** Milliseconds a key-driven selection rests before the details load. */
 export const KEY_DELAY = 120;
 
+/**
+ * The one line shown when nothing in the folder can be read as a version (not a version,
+ * or its layer.json is corrupt), or null when some version (or the base) was read.
+ */
+export function unreadable(history: History | null): string | null {
+  const kind = history?.error?.kind;
+  if (!history?.error || history.versions.length || history.base || (kind !== 'stack' && kind !== 'manifest')) {
+    return null; // a broken chain and the like: the versions that were read are shown
+  }
+  return kind === 'manifest'
+    ? `This version's layer.json cannot be read: ${history.error.message}`
+    : `This folder is not a version: ${history.error.message}`;
+}
+
 type Entry = { kind: 'version'; v: VersionSummary } | { kind: 'base'; b: BaseSummary };
 
 export class HistoryView {

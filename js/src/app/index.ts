@@ -11,7 +11,7 @@ import { divider } from './divider';
 import { ContentsView } from './contents';
 import { empty, errorBox, fill, h, loading } from './dom';
 import { FiguresView } from './figures';
-import { HistoryView } from './history';
+import { HistoryView, unreadable } from './history';
 import { plural } from './format';
 import { ResultsView, resultCodeFor } from './results';
 import { tabKeyTarget } from './tabs';
@@ -20,6 +20,7 @@ import { TransportError, type Transport } from './transport';
 import type { History } from './types';
 
 export * from './types';
+export { unreadable } from './history';
 export { TransportError, decodeFrame, encodeFrame } from './transport';
 export type { Transport, Reply, Buffer } from './transport';
 export type { ChartRenderer, ChartHandle } from './chart';
@@ -191,7 +192,10 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
 
   async function runAction(a: AppAction): Promise<void> {
     if (selected === null) {
-      actionMsg.textContent = 'Select a version first.';
+      // a folder that is no readable version has nothing to select: say why, not "select"
+      const why = unreadable(history);
+      actionMsg.classList.toggle('sds-action-error', why !== null);
+      actionMsg.textContent = why ?? 'Select a version first.';
       return;
     }
     clearTimeout(actionTimer);
@@ -268,21 +272,34 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     try {
       const { data } = await transport.request('history', {});
       history = data;
+      // a folder that is no readable version: the banner says why in one line, nothing else does
       fill(
         sideStatus,
-        !(data.versions ?? []).length && !data.base ? empty('No versions to show.') : null
+        !(data.versions ?? []).length && !data.base && !unreadable(data) ? empty('No versions to show.') : null
       );
       const top = [...(data.versions ?? [])].sort((a, b) => b.depth - a.depth)[0];
       fill(
         title,
-        h('span', { class: 'sds-title-text' }, top?.title || top?.dataset_id || data.base?.dataset_id || 'Version stack'),
+        h(
+          'span',
+          { class: 'sds-title-text' },
+          top?.title || top?.dataset_id || data.base?.dataset_id || (unreadable(data) ? 'Not a readable version' : 'Version')
+        ),
         h(
           'span',
           { class: 'sds-title-sub' },
-          `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? (data.error?.dataset_id ? `the missing dataset ${data.error.dataset_id}` : 'the base')}`
+          unreadable(data)
+            ? ''
+            : `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? (data.error?.dataset_id ? `the missing dataset ${data.error.dataset_id}` : 'the base')}`
         )
       );
-      fill(banner, data.error ? errorBox(data.error.message, data.error.kind) : null);
+      fill(
+        banner,
+        data.error ? errorBox(unreadable(data) ?? data.error.message, data.error.kind) : null,
+        unreadable(data) && options.onClose
+          ? h('button', { class: 'sds-button sds-close', type: 'button', onclick: () => options.onClose?.() }, 'Close')
+          : null
+      );
       const keep = selected;
       for (const k of Object.keys(loaded) as TabName[]) {
         delete loaded[k];

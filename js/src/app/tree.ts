@@ -9,6 +9,7 @@
 
 import { h } from './dom';
 import { exactTime, relativeTime } from './format';
+import { unreadable } from './history';
 import { TransportError, type Transport } from './transport';
 import type { Change, History, Tree, TreeNode, VersionSummary } from './types';
 import { VirtualList } from './vlist';
@@ -445,6 +446,11 @@ export class LivePoller {
     private readonly interval = POLL_INTERVAL
   ) {}
 
+  /** Whether the poll is on (it stops itself on a failed poll). */
+  get running(): boolean {
+    return this.timer !== undefined;
+  }
+
   start(): void {
     this.stop();
     this.timer = setInterval(() => void this.poll(), this.interval);
@@ -496,7 +502,9 @@ export class LivePoller {
         this.changed();
       }
     } catch {
-      // a failed poll is retried at the next tick; the view keeps what it shows
+      // a folder that cannot be read answers the same error every tick: stop asking
+      // (a refresh that reads it again starts the poll anew); the view keeps what it shows
+      this.stop();
     } finally {
       this.busy = false;
     }
@@ -606,6 +614,16 @@ export class TreeSection {
         )
       );
     }
+    if (unreadable(history)) {
+      // nothing here is a readable version: the banner says why; nothing to poll or list
+      this.poller.stop();
+      this.status.textContent = '';
+      return;
+    }
+    if (!this.poller.running) {
+      this.poller.start();
+      this.poller.observe(this.node);
+    }
     void this.load(false);
   }
 
@@ -663,6 +681,7 @@ export class TreeSection {
       this.status.title = tree.notes.join('\n');
     } catch (err) {
       if (token === this.token) {
+        this.poller.stop(); // the same request would fail again every tick
         const e = TransportError.from(err);
         // the history's banner already says why the stack cannot be read: say it once
         this.status.textContent = e.message === this.history?.error?.message ? '' : `Tree unavailable: ${e.message}`;

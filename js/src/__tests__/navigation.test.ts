@@ -1,0 +1,102 @@
+/**
+ * Issue 29, first contact and navigation: a folder that is no version says so in one
+ * line and nothing keeps asking it; the selected version is the one every view shows.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+import { mountApp, unreadable, type AppHandle } from '../app';
+import { LivePoller } from '../app/tree';
+import { TransportError } from '../app/transport';
+import type { History } from '../app/types';
+import { FakeTransport, NOW, fakeCharts, settle } from './fixtures';
+
+let app: AppHandle | null = null;
+afterEach(() => {
+  app?.dispose();
+  app = null;
+  document.body.replaceChildren();
+});
+
+function mount(t: FakeTransport, extra: Parameters<typeof mountApp>[2] = {}): HTMLElement {
+  const el = document.createElement('div');
+  document.body.append(el);
+  app = mountApp(el, t, { now: () => NOW, renderChart: fakeCharts().render, ...extra });
+  return el;
+}
+
+const NOT_A_VERSION: History = {
+  top_depth: 0,
+  versions: [],
+  base: null,
+  error: { kind: 'stack', message: 'plain holds no layer.json and is not a Zarr store; give a version folder' }
+};
+const CORRUPT: History = {
+  top_depth: 0,
+  versions: [],
+  base: null,
+  error: { kind: 'manifest', message: 'corrupt/layer.json is not valid JSON; re-download the version' }
+};
+
+function failing(t: FakeTransport, history: History): FakeTransport {
+  const fail = () => {
+    throw new TransportError(history.error!.kind, history.error!.message);
+  };
+  return t.on('history', () => history).on('tree', fail).on('fingerprint', fail);
+}
+
+describe('a folder that is not a readable version (item 4)', () => {
+  it('says so in one line, offers Close, and neither lists nor polls it', async () => {
+    const t = failing(new FakeTransport(), NOT_A_VERSION);
+    const closed = vi.fn();
+    const el = mount(t, {
+      onClose: closed,
+      actions: [{ id: 'open-in-notebook', label: 'Open in notebook', run: async () => 'ran' }]
+    });
+    await settle();
+    const banner = el.querySelector('.sds-banner')!;
+    expect(banner.textContent).toContain('This folder is not a version: plain holds no layer.json');
+    expect(el.querySelector('.sds-title-text')!.textContent).toBe('Not a readable version');
+    // said once: no second "No versions to show" beside the banner
+    expect(el.querySelector('.sds-side-status')!.textContent).toBe('');
+    expect(t.callsOf('tree')).toHaveLength(0);
+    expect(t.callsOf('fingerprint')).toHaveLength(0);
+    // the action says why, not "Select a version first"
+    el.querySelector<HTMLButtonElement>('[data-action="open-in-notebook"]')!.click();
+    await settle();
+    expect(el.querySelector('.sds-action-msg')!.textContent).toContain('This folder is not a version');
+    el.querySelector<HTMLButtonElement>('.sds-banner .sds-close')!.click();
+    expect(closed).toHaveBeenCalledTimes(1);
+  });
+
+  it('names a corrupt layer.json as such', async () => {
+    const t = failing(new FakeTransport(), CORRUPT);
+    const el = mount(t);
+    await settle();
+    expect(el.querySelector('.sds-banner')!.textContent).toContain(
+      "This version's layer.json cannot be read: corrupt/layer.json is not valid JSON"
+    );
+    expect(unreadable(CORRUPT)).not.toBeNull();
+    expect(unreadable({ ...CORRUPT, versions: [], base: { depth: 0, dataset_id: 'b', path: 'b', kind: 'folder', zarr_format: 3 } })).toBeNull();
+  });
+});
+
+describe('the live poll stops on an error (item 4)', () => {
+  beforeEach(() => vi.useFakeTimers());
+  afterEach(() => vi.useRealTimers());
+
+  it('asks once, fails, and asks no more at the next ticks', async () => {
+    const t = new FakeTransport().on('fingerprint', () => {
+      throw new TransportError('stack', 'not a version');
+    });
+    const poller = new LivePoller(t, () => true, () => undefined, 4000);
+    poller.start();
+    await vi.advanceTimersByTimeAsync(4000 * 5);
+    expect(t.callsOf('fingerprint')).toHaveLength(1);
+    expect(poller.running).toBe(false);
+    // a later start (a refresh that read the folder) polls again
+    poller.start();
+    await vi.advanceTimersByTimeAsync(4000);
+    expect(t.callsOf('fingerprint')).toHaveLength(2);
+    poller.stop();
+  });
+});
