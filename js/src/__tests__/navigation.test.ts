@@ -6,6 +6,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { mountApp, unreadable, type AppHandle } from '../app';
 import { LivePoller } from '../app/tree';
+import { markVersions } from '../lab/decorate';
+import { VersionDetector } from '../lab/versions';
 import { TransportError } from '../app/transport';
 import type { History } from '../app/types';
 import { FakeTransport, NOW, fakeCharts, settle } from './fixtures';
@@ -98,5 +100,38 @@ describe('the live poll stops on an error (item 4)', () => {
     await vi.advanceTimersByTimeAsync(4000);
     expect(t.callsOf('fingerprint')).toHaveLength(2);
     poller.stop();
+  });
+});
+
+describe('the file browser marks a corrupt layer.json (item 4)', () => {
+  function listingItem(name: string, isdir = true): HTMLElement {
+    const item = document.createElement('li');
+    item.className = 'jp-DirListing-item';
+    item.dataset.isdir = String(isdir);
+    const label = document.createElement('span');
+    label.className = 'jp-DirListing-itemText';
+    label.textContent = name;
+    item.append(label);
+    return item;
+  }
+
+  it('marks it apart from versions and plain folders, with the reason, and does not open it as a version', async () => {
+    const reason = 'layer.json is not valid JSON (line 1); re-download the version';
+    const detector = new VersionDetector(async () => [
+      { name: 'v1', title: 'First' },
+      { name: 'corrupt', title: null, unreadable: reason }
+    ]);
+    expect(await detector.check('stacks/corrupt')).toBe(false);
+    expect(await detector.check('stacks/v1')).toBe(true);
+    const root = document.createElement('ul');
+    const [v1, corrupt, plain] = ['v1', 'corrupt', 'plain'].map(n => listingItem(n));
+    root.append(v1, corrupt, plain);
+    markVersions(root, await detector.listing('stacks'), detector.unreadable('stacks'));
+    expect(corrupt.classList.contains('sds-version-broken')).toBe(true);
+    expect(corrupt.classList.contains('sds-version-item')).toBe(false);
+    expect(corrupt.title).toBe(`Not readable as a version: ${reason}\ncorrupt`);
+    expect(v1.classList.contains('sds-version-item')).toBe(true);
+    expect(plain.classList.contains('sds-version-broken')).toBe(false);
+    expect(plain.title).toBe('');
   });
 });
