@@ -100,9 +100,10 @@ def test_folder_map_names_the_folders(tmp_path: Path) -> None:
 def test_broken_chain_history_changes_and_tree(datasets: Path) -> None:
     service = StackService(datasets / "orph2")
     history = service.history()
-    assert [v["dataset_id"] for v in history["versions"]] == ["orph2", "orph"]
+    # no depth in these manifests: the missing version below counts as one, so orph is v2 (issue 29)
+    assert [(v["dataset_id"], v["depth"]) for v in history["versions"]] == [("orph2", 3), ("orph", 2)]
     assert history["error"]["dataset_id"] == "gone-1" and history["base"] is None
-    changes = dispatch(service, "changes", {"version": 1}).data
+    changes = dispatch(service, "changes", {"version": 2}).data
     assert changes["added"] == [{"key": "x/1", "size": 1}] and changes["ops"][0]["op"] == "set-obs"
     assert "gone-1" in changes["note"]
     assert dispatch(service, "changes", {"version": "orph2"}).data["deleted"] == [{"entry": "x/1", "node": False}]
@@ -113,6 +114,7 @@ def test_broken_chain_history_changes_and_tree(datasets: Path) -> None:
         service.adata()
     tree = service.tree()
     assert tree["current"] == "orph2" and _ids(tree) == {"orph", "orph2"} and tree["base"] is None
+    assert {n["dataset_id"]: n["depth"] for n in tree["nodes"]} == {"orph2": 3, "orph": 2}
 
 
 def test_the_listing_parses_through_the_one_manifest_cache(datasets: Path, monkeypatch: pytest.MonkeyPatch) -> None:

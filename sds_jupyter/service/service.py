@@ -375,7 +375,7 @@ class StackService:
             assert self._stack_error is not None  # set whenever no stack resolved
             versions = self._partial.versions if self._partial is not None else ()
             return {
-                "top_depth": len(versions),
+                "top_depth": versions[0].depth if versions else 0,
                 "versions": [self._version_summary(version) for version in versions],
                 "base": None,
                 "error": error_payload(self._stack_error),
@@ -521,7 +521,7 @@ class StackService:
             charted = [str(f.spec.get("result")) for f in figures if f.kind == "chart"]
             uns = self._studio_uns(version, charted)
         except StackError as exc:
-            return {"figures": [], "error": error_payload(exc)}
+            return {"figures": _figures_named_above_missing(self._partial, version), "error": error_payload(exc)}
         palettes = _once(lambda: self._palettes(version, figures))
         return {"figures": [self._figure_summary(figure, uns, palettes) for figure in figures]}
 
@@ -1123,13 +1123,7 @@ def _csv_name(result: str, table: str) -> str:
 def _partial_changes(partial: PartialChain, version: int | str | None) -> ChangesData:
     """A version's changes above a missing parent: what it wrote, unsorted into added or replaced."""
     versions = {v.depth: v for v in partial.versions}
-    depth: int | None = None
-    if version is None:
-        depth = max(versions, default=None)
-    elif isinstance(version, int) or (str(version).isascii() and str(version).isdigit()):
-        depth = int(version)
-    else:
-        depth = next((v.depth for v in partial.versions if version in (v.dataset_id, v.manifest.title)), None)
+    depth = max(versions, default=None) if version is None else _partial_depth(partial, version)
     entry = versions.get(depth) if depth is not None else None
     if entry is None:
         raise RequestError(f"no version {version!r} above the missing dataset {partial.missing_id}")
@@ -1145,6 +1139,55 @@ def _partial_changes(partial: PartialChain, version: int | str | None) -> Change
             "cannot be told from keys it added: all are listed as added."
         ),
     }
+
+
+def _figures_named_above_missing(partial: PartialChain | None, version: int | str | None) -> list[FigureSummary]:
+    """The figures the readable versions up to ``version`` saved, each saying it needs the missing dataset.
+
+    Why: above a missing parent no figure can be drawn, yet the user should see which figures
+    the version holds (by their manifests' ops) rather than "no figures". Figures saved in the
+    missing versions themselves cannot be named; the error beside the list says what is missing.
+    """
+    if partial is None:
+        return []
+    top = max((v.depth for v in partial.versions), default=0)
+    depth = top if version is None else _partial_depth(partial, version)
+    named: dict[str, str | None] = {}
+    for entry in sorted(partial.versions, key=lambda v: v.depth):
+        if entry.depth > depth:
+            break
+        for op in entry.manifest.changes:
+            figure = op.get("figure") if isinstance(op, Mapping) else None
+            if not isinstance(figure, str):
+                continue
+            if op.get("op") == "set-figure":
+                title = op.get("title")
+                named[figure] = title if isinstance(title, str) else None
+            elif op.get("op") == "delete-figure":
+                named.pop(figure, None)
+    reason = f"needs dataset {partial.missing_id}, which is missing, to draw; fetch or attach it to see this figure"
+    return [
+        {
+            "id": figure,
+            "title": title,
+            "caption": None,
+            "print_width": None,
+            "kind": "unsupported",
+            "reason": reason,
+            "spec": None,
+        }
+        for figure, title in named.items()
+    ]
+
+
+def _partial_depth(partial: PartialChain, version: int | str) -> int:
+    """The depth ``version`` names above a missing parent (a depth, a dataset ID or a title)."""
+    if isinstance(version, int) or (str(version).isascii() and str(version).isdigit()):
+        return int(version)
+    found = next((v.depth for v in partial.versions if version in (v.dataset_id, v.manifest.title)), None)
+    if found is None:
+        raise RequestError(f"no version {version!r} above the missing dataset {partial.missing_id}")
+    return found
 
 
 def _once(compute: Callable[[], Any]) -> Callable[[], Any]:

@@ -19,6 +19,7 @@ from sds_jupyter.errors import StackError, UnsafePathError
 from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
 from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap
+from sds_jupyter.stack.stack import depth_above_missing
 from sds_jupyter.stack.tree import FoundVersion, find_manifest, scan_versions
 from sds_jupyter.stack.workspace import in_cirro
 
@@ -112,6 +113,8 @@ def _settle(nodes: dict[str, _Node], notes: list[str]) -> None:
                 node = nodes[node.parent_id]
             else:
                 end, node = ("missing", str(node.parent_id), ""), None
+                # the versions keep their own numbers above the missing one (the stack's rule)
+                depth = depth_above_missing(path[-1].found.manifest, missing_is_version=True) - 1
         if node is not None:  # reached a settled node
             end, depth = node.end, node.depth
         for item in reversed(path):

@@ -10,7 +10,7 @@ import { markVersions } from '../lab/decorate';
 import { VersionDetector } from '../lab/versions';
 import { TransportError } from '../app/transport';
 import type { History } from '../app/types';
-import { FakeTransport, NOW, fakeCharts, settle } from './fixtures';
+import { FakeTransport, NOW, fakeCharts, settle, version } from './fixtures';
 
 let app: AppHandle | null = null;
 afterEach(() => {
@@ -133,5 +133,35 @@ describe('the file browser marks a corrupt layer.json (item 4)', () => {
     expect(v1.classList.contains('sds-version-item')).toBe(true);
     expect(plain.classList.contains('sds-version-broken')).toBe(false);
     expect(plain.title).toBe('');
+  });
+});
+
+describe('a broken chain (item 5)', () => {
+  it('Figures lists the figures that need the missing dataset, never "no figures"', async () => {
+    const missing = { kind: 'missing-dataset', message: 'dataset studio-1111, below the versions shown, is missing', dataset_id: 'studio-1111' };
+    const t = new FakeTransport()
+      .on('history', () => ({ top_depth: 6, versions: [version(6)], base: null, error: missing }))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('figures', () => ({
+        figures: [
+          { id: 'fig_new', title: 'New', caption: null, print_width: null, kind: 'unsupported', reason: 'needs dataset studio-1111, which is missing, to draw', spec: null }
+        ],
+        error: missing
+      }));
+    const el = mount(t, { initialTab: 'figures' });
+    await settle();
+    // the version keeps its own number
+    expect(el.querySelector('.sds-history-row .sds-depth')?.textContent).toBe('v6');
+    const figures = el.querySelector('.sds-figures')!;
+    expect(figures.textContent).not.toContain('This version has no figures');
+    expect(figures.querySelector('[data-figure="fig_new"] .sds-reason')!.textContent).toContain('needs dataset studio-1111');
+    expect(figures.querySelector('[data-figure="fig_new"] .sds-json')).toBeNull();
+
+    // and no figure could be named at all: the error alone, not "no figures" beside it
+    t.on('figures', () => ({ figures: [], error: missing }));
+    app!.select(6);
+    await app!.refresh();
+    await settle();
+    expect(el.querySelector('.sds-figures')!.textContent).not.toContain('This version has no figures');
   });
 });

@@ -72,7 +72,7 @@ export class FiguresView {
         fill(
           this.node,
           data.error ? errorBox(data.error.message, data.error.kind) : null,
-          figures.length ? null : empty('This version has no figures.'),
+          figures.length || data.error ? null : empty('This version has no figures.'),
           figures.map(fig => this.figure(version, fig, current))
         );
       }
@@ -263,11 +263,8 @@ function unsupported(body: HTMLElement, reason: string, spec: unknown): void {
   } else {
     text = JSON.stringify(spec ?? null, null, 2) ?? String(spec);
   }
-  fill(
-    body,
-    h('p', { class: 'sds-reason' }, reason),
-    h('pre', { class: 'sds-json' }, text)
-  );
+  // no spec (a figure named only by a version's ops, above a missing dataset): the reason alone
+  fill(body, h('p', { class: 'sds-reason' }, reason), spec == null ? null : h('pre', { class: 'sds-json' }, text));
 }
 
 function button(
