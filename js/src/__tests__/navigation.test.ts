@@ -10,7 +10,7 @@ import { markVersions } from '../lab/decorate';
 import { VersionDetector } from '../lab/versions';
 import { TransportError } from '../app/transport';
 import type { History } from '../app/types';
-import { FakeTransport, NOW, fakeCharts, settle, version } from './fixtures';
+import { FakeTransport, NOW, fakeCharts, history, settle, version } from './fixtures';
 
 let app: AppHandle | null = null;
 afterEach(() => {
@@ -165,3 +165,62 @@ describe('a broken chain (item 5)', () => {
     expect(el.querySelector('.sds-figures')!.textContent).not.toContain('This version has no figures');
   });
 });
+
+describe('one selected version (item 2)', () => {
+  it('after opening a new version, header, selection, Changes and Compare all name it', async () => {
+    let top = 3;
+    const NODE = { parent: 'ds-3', depth: 4, title: 'Version 4', created_at: new Date(NOW).toISOString(), created_by: 'ana' };
+    const t = new FakeTransport()
+      .on('history', () => history(top))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({
+        current: `ds-${top}`,
+        nodes: [
+          { dataset_id: 'ds-3', parent: 'ds-2', depth: 3, title: 'Version 3', folder: 'datasets/ds-3', created_at: null, created_by: null },
+          { dataset_id: 'ds-4', folder: 'datasets/ds-4', ...NODE }
+        ],
+        base: null,
+        notes: []
+      }))
+      .on('fingerprint', () => ({ fingerprint: `f${top}` }))
+      .on('compare', ({ a, b }) => ({ a: Number(a), b: Number(b), ...EMPTY_COMPARISON }));
+    const el = mount(t, {
+      openVersion: async folder => {
+        expect(folder).toBe('datasets/ds-4');
+        top = 4; // the panel now reads the new version's folder
+      }
+    });
+    await settle();
+    // the user looks at v2 (an older version of the opened stack), then opens the new one
+    app!.select(2);
+    await settle();
+    expect(el.querySelector('.sds-selected')!.getAttribute('data-depth')).toBe('2');
+    el.querySelector<HTMLElement>('.sds-tree-row[data-id="ds-4"]')!.click();
+    await settle();
+    expect(el.querySelector('.sds-title-text')!.textContent).toBe('Version 4');
+    expect(el.querySelector('.sds-selected')!.getAttribute('data-depth')).toBe('4');
+    expect(t.callsOf('changes').at(-1)).toEqual({ version: 4 });
+    app!.showTab('compare');
+    await settle();
+    // the request reads "b relative to a": the selected version against its parent
+    expect(t.callsOf('compare').at(-1)).toMatchObject({ a: 3, b: 4 });
+    // a plain refresh of the same version keeps what the user selected
+    app!.select(2);
+    await app!.refresh();
+    await settle();
+    expect(el.querySelector('.sds-selected')!.getAttribute('data-depth')).toBe('2');
+  });
+});
+
+const EMPTY_DELTA = { added: [], removed: [], changed: [] };
+const EMPTY_COMPARISON = {
+  obs: { ...EMPTY_DELTA, n_obs_a: 1, n_obs_b: 1, changes: [] },
+  obsm: EMPTY_DELTA,
+  uns: EMPTY_DELTA,
+  figures: EMPTY_DELTA,
+  results: EMPTY_DELTA,
+  obsm_changes: [],
+  uns_changes: [],
+  figure_changes: [],
+  result_changes: []
+};

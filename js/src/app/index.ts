@@ -88,6 +88,8 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const renderChart = options.renderChart ?? vegaRenderer;
   let history: History | null = null;
   let selected: number | null = null;
+  /** The dataset ID of the version the panel has open (its top); undefined before the first history. */
+  let openedTop: string | null | undefined;
   let tab: TabName = options.initialTab ?? 'changes';
   const loaded: Partial<Record<TabName, number>> = {};
 
@@ -314,7 +316,11 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       );
       const depths = historyView.depths();
       selected = null;
-      const target = keep !== null && depths.includes(keep) ? keep : depths[0];
+      // one rule for what is selected: the opened version when the panel moved to another one
+      // (header, history, Changes and Compare then name the same version), else the one kept
+      const moved = openedTop !== undefined && (top?.dataset_id ?? null) !== openedTop;
+      openedTop = top?.dataset_id ?? null;
+      const target = !moved && keep !== null && depths.includes(keep) ? keep : depths[0];
       if (target !== undefined) {
         historyView.selectDepth(target);
       }
