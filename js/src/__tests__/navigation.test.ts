@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { mountApp, unreadable, type AppHandle } from '../app';
+import { rowValue } from '../app/format';
 import { LivePoller } from '../app/tree';
 import { markVersions } from '../lab/decorate';
 import { VersionDetector } from '../lab/versions';
@@ -224,3 +225,15 @@ const EMPTY_COMPARISON = {
   figure_changes: [],
   result_changes: []
 };
+
+describe('defaults (item 7)', () => {
+  it("the clicked cell's row shows meaningful digits", () => {
+    expect(rowValue(Math.fround(1.154))).toBe('1.154'); // float32 read back: 1.1540000438690186
+    expect(rowValue(0.1 + 0.2)).toBe('0.3');
+    expect(rowValue(12345678.5)).toBe('1.235e+7');
+    expect(rowValue(3)).toBe('3');
+    expect(rowValue(null)).toBe('NA');
+    expect(rowValue('T cells')).toBe('T cells');
+    expect(rowValue(true)).toBe('true');
+  });
+});

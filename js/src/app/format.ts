@@ -142,6 +142,14 @@ export function cell(v: unknown): string {
   return short(v, 200);
 }
 
+/**
+ * A value of a clicked cell's row: meaningful digits (a float32 column's 1.1540000438690186
+ * reads 1.154), NA for a missing one.
+ */
+export function rowValue(v: string | number | boolean | null): string {
+  return v === null ? 'NA' : cell(v);
+}
+
 /** Print width as stored: millimetres, or "single"/"double" column. */
 export function printWidth(w: number | string | null | undefined): string {
   if (w === null || w === undefined || w === '') {
