@@ -237,3 +237,31 @@ describe('defaults (item 7)', () => {
     expect(rowValue(true)).toBe('true');
   });
 });
+
+describe('a version opens on its own figure (item 7)', () => {
+  const saved = (depth: number, figure: string) =>
+    version(depth, { changes: [{ op: 'set-obs', table: 'table', column: 'x' }, { op: 'set-figure', table: 'table', figure, title: figure }] });
+  const FIG = (id: string) => ({ id, title: id, caption: null, print_width: null, kind: 'unsupported' as const, reason: 'test', spec: null });
+
+  it('opens on Figures with the figure it saved first; a version without one opens on Changes', async () => {
+    let top = 2;
+    const t = new FakeTransport()
+      .on('history', () => (top === 2 ? history(2, { versions: [saved(2, 'fig-own'), version(1)] }) : history(3)))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('figures', () => ({ figures: [FIG('fig-a'), FIG('fig-b'), FIG('fig-own')] }))
+      .on('tree', () => ({ current: `ds-${top}`, nodes: [], base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t, { openVersion: async () => void (top = 3) });
+    await settle();
+    expect(el.querySelector('.sds-tab.sds-active')!.getAttribute('data-tab')).toBe('figures');
+    expect([...el.querySelectorAll('.sds-figure')].map(f => f.getAttribute('data-figure'))).toEqual(['fig-own', 'fig-a', 'fig-b']);
+    expect(t.callsOf('changes')).toHaveLength(0);
+    // another version, which saved no figure, opens on Changes
+    await app!.refresh(); // same version: the tab the user is on stays
+    expect(el.querySelector('.sds-tab.sds-active')!.getAttribute('data-tab')).toBe('figures');
+    top = 3;
+    await app!.refresh();
+    await settle();
+    expect(el.querySelector('.sds-tab.sds-active')!.getAttribute('data-tab')).toBe('changes');
+  });
+});

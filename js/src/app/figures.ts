@@ -60,15 +60,19 @@ export class FiguresView {
     runDisposers(this.disposers);
   }
 
-  /** Show the figures of `version`; `label` (e.g. "v3 Redrawn regions") goes into export file names. */
-  show(version: number, label?: string): Promise<void> {
+  /**
+   * Show the figures of `version`; `label` (e.g. "v3 Redrawn regions") goes into export file names.
+   * `own` (the figure the version saved itself) comes first: it is what the version is about.
+   */
+  show(version: number, label?: string, own?: string | null): Promise<void> {
     this.label = label ?? `v${version}`;
     this.clear();
     return loadInto(
       this.node,
       () => this.transport.request('figures', { version }),
       (data, current) => {
-        const figures = data.figures ?? [];
+        const all = data.figures ?? [];
+        const figures = [...all.filter(f => f.id === own), ...all.filter(f => f.id !== own)];
         fill(
           this.node,
           data.error ? errorBox(data.error.message, data.error.kind) : null,

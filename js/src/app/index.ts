@@ -90,6 +90,8 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   let selected: number | null = null;
   /** The dataset ID of the version the panel has open (its top); undefined before the first history. */
   let openedTop: string | null | undefined;
+  /** No history shown yet: the next one picks the tab a version opens on. */
+  let first = true;
   let tab: TabName = options.initialTab ?? 'changes';
   const loaded: Partial<Record<TabName, number>> = {};
 
@@ -253,7 +255,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         void changes.show(selected);
       }
     } else if (tab === 'figures') {
-      void figures.show(selected, labelOf(history, selected));
+      void figures.show(selected, labelOf(history, selected), ownFigure(history, selected));
     } else if (tab === 'results') {
       void results.show(selected);
     } else if (tab === 'contents') {
@@ -321,6 +323,14 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       const moved = openedTop !== undefined && (top?.dataset_id ?? null) !== openedTop;
       openedTop = top?.dataset_id ?? null;
       const target = !moved && keep !== null && depths.includes(keep) ? keep : depths[0];
+      // a version opens on the figure it saved (its newest) when it has one, else on Changes
+      if ((first || moved) && options.initialTab === undefined && target !== undefined) {
+        const opening: TabName = ownFigure(data, target) !== null ? 'figures' : 'changes';
+        if (opening !== tab) {
+          showTab(opening);
+        }
+      }
+      first = false;
       if (target !== undefined) {
         historyView.selectDepth(target);
       }
@@ -366,6 +376,13 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       root.remove();
     }
   };
+}
+
+/** The newest figure version `depth` saved itself (its last set-figure op), or null. */
+export function ownFigure(history: History, depth: number): string | null {
+  const ops = history.versions.find(v => v.depth === depth)?.changes ?? [];
+  const saved = ops.filter(c => c.op === 'set-figure' && typeof c.figure === 'string');
+  return saved.length ? (saved[saved.length - 1].figure as string) : null;
 }
 
 function labelOf(history: History, depth: number): string {
