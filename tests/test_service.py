@@ -79,7 +79,7 @@ def test_history_reports_a_missing_parent_in_place(orphan_version) -> None:
     assert history["error"]["kind"] == "missing-dataset" and history["error"]["dataset_id"] == "studio-1111"
     assert "studio-1111" in history["error"]["message"]
     figures = dispatch(service, "figures").data["error"]
-    assert figures["kind"] == "missing-dataset" and "attach it in the workspace" in figures["message"]
+    assert figures["kind"] == "missing-dataset" and "add it to the workspace" in figures["message"]
     with pytest.raises(MissingDatasetError, match="studio-1111"):
         dispatch(service, "canvas", {"figure": "fig_canvas"})
 

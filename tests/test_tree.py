@@ -109,7 +109,7 @@ def test_broken_chain_history_changes_and_tree(datasets: Path) -> None:
     assert dispatch(service, "changes", {"version": "orph2"}).data["deleted"] == [{"entry": "x/1", "node": False}]
     for name in ("figures", "results"):
         error = dispatch(service, name).data["error"]
-        assert error["kind"] == "missing-dataset" and "attach it in the workspace" in error["message"]
+        assert error["kind"] == "missing-dataset" and "add it to the workspace" in error["message"]
     with pytest.raises(MissingDatasetError, match="gone-1"):
         service.adata()
     tree = service.tree()

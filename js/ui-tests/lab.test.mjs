@@ -1629,7 +1629,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await openListing(page, 'orphan');
     await item(page, name).dblclick();
     await page.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
-    assert.match(await page.locator('.sds-missing-row').innerText(), /^missing: dataset [0-9a-f-]+: attach it in the workspace$/);
+    assert.match(await page.locator('.sds-missing-row').innerText(), /^Dataset [0-9a-f-]+ below these versions is missing: add it to the workspace to read their data$/);
     assert.equal(await page.locator('.sds-history-row').count(), 1);
     // the version saved a figure, so it opens on Figures: each figure it saved needs the missing dataset
     await page.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
@@ -1638,7 +1638,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await page.waitForSelector('.sds-changes .sds-ops li');
     await shot(page, 'panel-missing-parent');
     await page.locator('.sds-tab[data-tab="figures"]').click();
-    await page.waitForFunction(() => /attach it in the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+    await page.waitForFunction(() => /add it to the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
     assert.deepEqual(page.errors, []);
     await page.close();
   });

@@ -273,7 +273,7 @@ class StackService:
                 missing = self._partial.missing_id
                 raise MissingDatasetError(
                     f"the data cannot be read: dataset {missing}, below the versions shown, is missing; "
-                    "attach it in the workspace (or give its folder in the folder map)",
+                    "add it to the workspace to read the data (or point SDS_CIRRO_DATASETS at its folder)",
                     missing,
                 )
             # the same error object is raised on every request: drop the last traceback
@@ -1165,7 +1165,9 @@ def _figures_named_above_missing(partial: PartialChain | None, version: int | st
                 named[figure] = title if isinstance(title, str) else None
             elif op.get("op") == "delete-figure":
                 named.pop(figure, None)
-    reason = f"needs dataset {partial.missing_id}, which is missing, to draw; fetch or attach it to see this figure"
+    reason = (
+        f"needs dataset {partial.missing_id}, which is missing, to draw; add it to the workspace to see this figure"
+    )
     return [
         {
             "id": figure,

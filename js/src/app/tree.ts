@@ -598,7 +598,7 @@ export class TreeSection {
     this.history = history;
     const id = history.error?.dataset_id;
     this.missing.hidden = !id;
-    this.missing.replaceChildren(id ? `missing: dataset ${id}: attach it in the workspace` : '');
+    this.missing.replaceChildren(id ? `Dataset ${id} below these versions is missing: add it to the workspace to read their data` : '');
     if (id && this.opts.fetchMissing) {
       this.missing.append(
         ' or ',
