@@ -453,6 +453,7 @@ class StackService:
             "folder": self._folder_text(version.folder),
             "created_at": version.manifest.created_at,
             "created_by": version.manifest.created_by,
+            "changes": [jsonable(change) for change in version.manifest.changes],
         }
 
     def sibling(self, folder: str | os.PathLike[str]) -> StackService:

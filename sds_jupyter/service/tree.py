@@ -22,6 +22,7 @@ from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.stack import depth_above_missing
 from sds_jupyter.stack.tree import FoundVersion, find_manifest, scan_versions
 from sds_jupyter.stack.workspace import in_cirro
+from sds_jupyter.studio.jsonable import jsonable
 
 __all__ = ["build_tree", "chain_end", "sibling_folder"]
 
@@ -174,6 +175,7 @@ def build_tree(
             "folder": folder_text(Path(node.found.folder)),
             "created_at": node.found.manifest.created_at,
             "created_by": node.found.manifest.created_by,
+            "changes": [jsonable(change) for change in node.found.manifest.changes],
         }
         if not in_cirro(node.found.dataset_id, folders, Path(node.found.folder).parent):
             item["not_in_cirro"] = True

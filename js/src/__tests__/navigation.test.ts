@@ -265,3 +265,69 @@ describe('a version opens on its own figure (item 7)', () => {
     expect(el.querySelector('.sds-tab.sds-active')!.getAttribute('data-tab')).toBe('changes');
   });
 });
+
+describe('the tree (item 6)', () => {
+  const TREE_NODES = [
+    { dataset_id: 'b1', parent: 'ds-2', depth: 3, title: 'Coarser clusters', folder: 'datasets/b1', created_at: new Date(NOW - 7200_000).toISOString(), created_by: 'bo',
+      changes: [{ op: 'set-obs', table: 'table', column: 'leiden_coarse' }] },
+    ...[3, 2, 1].map(d => ({ dataset_id: `ds-${d}`, parent: d > 1 ? `ds-${d - 1}` : null, depth: d, title: `Version ${d}`, folder: `datasets/ds-${d}`,
+      created_at: version(d).created_at, created_by: 'ana' }))
+  ];
+  const transport = () =>
+    new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({ current: 'ds-3', nodes: TREE_NODES, base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+  const search = (el: HTMLElement, q: string) => {
+    const box = el.querySelector<HTMLInputElement>('.sds-search')!;
+    box.value = q;
+    box.dispatchEvent(new Event('input'));
+  };
+  const shown = (el: HTMLElement) => [...el.querySelectorAll<HTMLElement>('.sds-tree-row')].map(r => r.dataset.id);
+
+  it('marks the selected version, searches other branches by column and op, and says "No matches"', async () => {
+    const el = mount(transport());
+    await settle();
+    app!.select(2);
+    await settle();
+    expect(el.querySelectorAll('.sds-tree-selected')).toHaveLength(1);
+    expect(el.querySelector<HTMLElement>('.sds-tree-selected')!.dataset.id).toBe('ds-2');
+    expect(el.querySelector('.sds-tree-selected')!.getAttribute('aria-label')).toContain('selected');
+    search(el, 'column:leiden_coarse');
+    expect(shown(el)).toEqual(['b1']);
+    search(el, 'op:set-obs leiden_coarse');
+    expect(shown(el)).toEqual(['b1']);
+    expect(el.querySelector<HTMLElement>('.sds-no-matches')!.hidden).toBe(true);
+    search(el, 'nothing-like-this');
+    expect(shown(el)).toEqual([]);
+    expect(el.querySelector<HTMLElement>('.sds-no-matches')!.hidden).toBe(false);
+    expect(el.querySelector('.sds-no-matches')!.textContent).toBe('No matches for “nothing-like-this”');
+    search(el, '');
+    expect(el.querySelector<HTMLElement>('.sds-no-matches')!.hidden).toBe(true);
+  });
+
+  it('ages its relative times with the history, from the same clock', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      let now = NOW;
+      const el = document.createElement('div');
+      document.body.append(el);
+      app = mountApp(el, transport(), { now: () => now, renderChart: fakeCharts().render });
+      await settle();
+      const when = () => ({
+        tree: el.querySelector('.sds-tree-row[data-id="ds-1"] .sds-tree-when')!.textContent,
+        history: el.querySelector('.sds-history-row[data-depth="1"] .sds-row-when')!.textContent
+      });
+      const before = when();
+      expect(before.tree).toBe(before.history);
+      now = NOW + 3 * 86400_000; // the panel stays open for days
+      vi.advanceTimersByTime(60_000);
+      const later = when();
+      expect(later.history).not.toBe(before.history); // the tick redrew the history
+      expect(later.tree).toBe(later.history);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});

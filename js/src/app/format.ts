@@ -13,6 +13,9 @@ const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
 ];
 
 /** "3 minutes ago", "yesterday", "in 2 hours"; `now` for tests. */
+/** Milliseconds between two redraws of relative times ("3 minutes ago"): one tick for every view. */
+export const RELATIVE_TIME_TICK = 60_000;
+
 export function relativeTime(iso: string | null | undefined, now: number = Date.now()): string {
   if (!iso) {
     return '';

@@ -1,7 +1,7 @@
 /** History: one row per version, top first, then the base. */
 
 import { h } from './dom';
-import { changeFamily, changeLabel, exactTime, relativeTime } from './format';
+import { RELATIVE_TIME_TICK, changeFamily, changeLabel, exactTime, relativeTime } from './format';
 import type { BaseSummary, History, VersionSummary } from './types';
 import { VirtualList } from './vlist';
 
@@ -54,7 +54,7 @@ export class HistoryView {
     this.node.addEventListener('click', this.onClick);
     this.node.addEventListener('keydown', this.onKey);
     // relative times ("3 minutes ago") age: redraw the rows in view each minute
-    this.tick = setInterval(() => this.list.refresh(), 60_000);
+    this.tick = setInterval(() => this.list.refresh(), RELATIVE_TIME_TICK);
   }
 
   dispose(): void {

@@ -267,6 +267,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     selected = depth;
     root.dataset.selected = String(depth);
     compare.follow(depth);
+    treeSection.setSelected(depth);
     loadTab();
     options.onSelect?.(depth);
   }
