@@ -331,3 +331,43 @@ describe('the tree (item 6)', () => {
     }
   });
 });
+
+describe('opening another version keeps a Back (item 3)', () => {
+  it('Back returns to the version left, step by step', async () => {
+    let opened = 'ds-3';
+    const folders: string[] = [];
+    const node = (id: string, parent: string | null, depth: number) =>
+      ({ dataset_id: id, parent, depth, title: `Title ${id}`, folder: `datasets/${id}`, created_at: null, created_by: null });
+    const t = new FakeTransport()
+      .on('history', () => history(3, { versions: [version(3, { dataset_id: opened, title: `Title ${opened}` }), version(2), version(1)] }))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({ current: opened, nodes: [node('b1', 'ds-2', 3), node('b2', 'ds-2', 3), node('ds-3', 'ds-2', 3), node('ds-2', 'ds-1', 2), node('ds-1', null, 1)], base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t, {
+      openVersion: async folder => {
+        folders.push(folder);
+        opened = folder.split('/').pop()!;
+      }
+    });
+    await settle();
+    const back = el.querySelector<HTMLButtonElement>('.sds-back')!;
+    expect(back.hidden).toBe(true);
+    el.querySelector<HTMLElement>('.sds-tree-row[data-id="b1"]')!.click();
+    await settle();
+    expect(el.querySelector('.sds-title-text')!.textContent).toBe('Title b1');
+    expect(back.hidden).toBe(false);
+    expect(back.textContent).toBe('← Back to Title ds-3');
+    el.querySelector<HTMLElement>('.sds-tree-row[data-id="b2"]')!.click();
+    await settle();
+    expect(back.textContent).toBe('← Back to Title b1');
+    back.click();
+    await settle();
+    expect(el.querySelector('.sds-title-text')!.textContent).toBe('Title b1');
+    expect(back.textContent).toBe('← Back to Title ds-3');
+    back.click();
+    await settle();
+    expect(el.querySelector('.sds-title-text')!.textContent).toBe('Title ds-3');
+    expect(back.hidden).toBe(true);
+    expect(folders).toEqual(['datasets/b1', 'datasets/b2', 'datasets/b1', 'datasets/ds-3']);
+  });
+});

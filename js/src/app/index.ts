@@ -104,12 +104,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const historyView = new HistoryView(depth => onSelect(depth), now);
   const treeSection = new TreeSection(transport, {
     selectDepth: depth => historyView.selectDepth(depth),
-    openVersion: options.openVersion
-      ? async folder => {
-          await options.openVersion!(folder);
-          await refresh();
-        }
-      : undefined,
+    openVersion: options.openVersion ? folder => moveTo(folder, true) : undefined,
     fetchMissing: options.fetchMissing
       ? async id => {
           await options.fetchMissing!(id);
@@ -118,6 +113,10 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       : undefined,
     onFilter: match => historyView.setFilter(match),
     onTree: tree => {
+      const opened = tree.nodes.find(n => n.dataset_id === tree.current);
+      if (opened) {
+        here = { folder: opened.folder, label: opened.title || opened.dataset_id };
+      }
       const chain = new Set((history?.versions ?? []).map(v => v.dataset_id));
       compare.setBranches(
         tree.nodes
@@ -129,6 +128,24 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   });
 
   const title = h('div', { class: 'sds-title' });
+  // opening another version keeps the way back: one step per version left, newest last
+  const trail: { folder: string; label: string }[] = [];
+  let here: { folder: string; label: string } | null = null;
+  const backButton = h('button', {
+    class: 'sds-button sds-back',
+    type: 'button',
+    hidden: true,
+    onclick: () => {
+      const previous = trail.pop();
+      if (previous) {
+        moveTo(previous.folder, false).catch(err => {
+          trail.push(previous);
+          actionMsg.classList.add('sds-action-error');
+          actionMsg.textContent = TransportError.from(err).message;
+        });
+      }
+    }
+  }) as HTMLButtonElement;
   const banner = h('div', { class: 'sds-banner' });
   const actionMsg = h('span', { class: 'sds-action-msg', role: 'status' });
   const actionBar = h(
@@ -187,7 +204,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     panels
   );
   const main = h('div', { class: 'sds-main' }, side);
-  const root = h('div', { class: 'sds-app' }, h('div', { class: 'sds-header' }, title, actionBar), banner, main);
+  const root = h('div', { class: 'sds-app' }, h('div', { class: 'sds-header' }, backButton, title, actionBar), banner, main);
   const split = divider(root, main, side);
   main.append(split.node, detail);
   el.append(root);
@@ -217,6 +234,21 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       actionMsg.classList.add('sds-action-error');
       actionMsg.textContent = TransportError.from(err).message;
     }
+  }
+
+  /** Open the version at `folder` (a tree folder) in this view; `keep`: remember the one left for Back. */
+  async function moveTo(folder: string, keep: boolean): Promise<void> {
+    const from = here;
+    await options.openVersion!(folder);
+    if (keep && from && from.folder !== folder) {
+      trail.push(from);
+    }
+    here = null; // named again by the next tree reply
+    const back = trail[trail.length - 1];
+    backButton.hidden = !back;
+    backButton.textContent = back ? `← Back to ${back.label}` : '';
+    backButton.title = back ? `Open ${back.label} again (${back.folder})` : '';
+    await refresh();
   }
 
   function showTab(name: TabName): void {
