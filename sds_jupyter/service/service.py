@@ -1187,7 +1187,9 @@ def _partial_depth(partial: PartialChain, version: int | str) -> int:
     """The depth ``version`` names above a missing parent (a depth, a dataset ID or a title)."""
     if isinstance(version, int) or (str(version).isascii() and str(version).isdigit()):
         return int(version)
-    found = next((v.depth for v in partial.versions if version in (v.dataset_id, v.manifest.title)), None)
+    found: int | None = next(
+        (int(v.depth) for v in partial.versions if version in (v.dataset_id, v.manifest.title)), None
+    )
     if found is None:
         raise RequestError(f"no version {version!r} above the missing dataset {partial.missing_id}")
     return found
