@@ -371,3 +371,29 @@ describe('opening another version keeps a Back (item 3)', () => {
     expect(folders).toEqual(['datasets/b1', 'datasets/b2', 'datasets/b1', 'datasets/ds-3']);
   });
 });
+
+describe('Compare above a missing dataset (item 5)', () => {
+  it('compares two readable versions by what they saved, without asking for cells it cannot read', async () => {
+    const missing = { kind: 'missing-dataset', message: 'dataset gone-1 is missing', dataset_id: 'gone-1' };
+    const versions = [6, 5, 4].map(d => version(d, { changes: [{ op: 'set-obs', table: 'table', column: `col${d}` }] }));
+    const t = new FakeTransport()
+      .on('history', () => ({ top_depth: 6, versions, base: null, error: missing }))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({ current: 'ds-6', nodes: [], base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t, { initialTab: 'compare' });
+    await settle();
+    const out = () => el.querySelector('.sds-compare-out')!;
+    expect(out().querySelector('.sds-note')!.textContent).toContain('Dataset gone-1 below these versions is missing');
+    const ops = () => [...out().querySelectorAll('.sds-compare-ops li')].map(li => li.textContent);
+    expect(ops()).toHaveLength(1);
+    expect(ops()[0]).toContain('v6');
+    expect(ops()[0]).toContain('col6');
+    const b = el.querySelector<HTMLSelectElement>('select[aria-label^="Version B"]')!;
+    b.value = '4';
+    b.dispatchEvent(new Event('change'));
+    await settle();
+    expect(ops().map(o => o!.slice(0, 2))).toEqual(['v5', 'v6']);
+    expect(t.callsOf('compare')).toHaveLength(0);
+  });
+});

@@ -343,6 +343,8 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       }
       historyView.setHistory(data);
       treeSection.setHistory(data);
+      const missing = data.error?.dataset_id;
+      compare.setBroken(missing && !data.base ? { missing, versions: data.versions ?? [] } : null);
       compare.setChoices(
         historyView.depths().map(d => ({
           depth: d,
