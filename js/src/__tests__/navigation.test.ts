@@ -134,6 +134,15 @@ describe('the file browser marks a corrupt layer.json (item 4)', () => {
     expect(v1.classList.contains('sds-version-item')).toBe(true);
     expect(plain.classList.contains('sds-version-broken')).toBe(false);
     expect(plain.title).toBe('');
+    // titles beside the names (item 1), as an attribute CSS draws: the name read stays the folder's
+    const textOf = (item: HTMLElement) => item.querySelector<HTMLElement>('.jp-DirListing-itemText')!;
+    expect(textOf(v1).dataset.sdsTitle).toBe('First');
+    expect(textOf(v1).textContent).toBe('v1');
+    expect(textOf(corrupt).dataset.sdsTitle).toBe('unreadable version');
+    expect(textOf(plain).dataset.sdsTitle).toBeUndefined();
+    // marked again (the listing re-renders): nothing doubles; a folder no longer a version loses it
+    markVersions(root, new Map(), new Map());
+    expect(textOf(v1).dataset.sdsTitle).toBeUndefined();
   });
 });
 

@@ -44,6 +44,17 @@ export function markVersions(
     if (tip !== null && item.title !== tip) {
       item.title = tip;
     }
+    // the title beside the folder name (a UUID tells nothing), drawn by CSS from an attribute:
+    // never markup, and the name the listing reads stays the folder's own
+    const text = item.querySelector<HTMLElement>('.jp-DirListing-itemText');
+    const label = isVersion ? titles.get(name) || '' : broken ? 'unreadable version' : '';
+    if (text && label && label !== name) {
+      if (text.dataset.sdsTitle !== label) {
+        text.dataset.sdsTitle = label;
+      }
+    } else if (text?.dataset.sdsTitle !== undefined) {
+      delete text.dataset.sdsTitle;
+    }
     const mark = isVersion ? 'true' : broken ? 'unreadable' : null;
     if (mark && item.dataset.sdsVersion !== mark) {
       item.dataset.sdsVersion = mark;
