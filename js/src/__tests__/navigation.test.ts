@@ -102,6 +102,18 @@ describe('the live poll stops on an error (item 4)', () => {
     expect(t.callsOf('fingerprint')).toHaveLength(2);
     poller.stop();
   });
+
+  it('keeps asking when the server is briefly out of reach', async () => {
+    const t = new FakeTransport().on('fingerprint', () => {
+      throw new TransportError('network', 'could not reach the server');
+    });
+    const poller = new LivePoller(t, () => true, () => undefined, 4000);
+    poller.start();
+    await vi.advanceTimersByTimeAsync(4000 * 3);
+    expect(t.callsOf('fingerprint')).toHaveLength(3);
+    expect(poller.running).toBe(true);
+    poller.stop();
+  });
 });
 
 describe('the file browser marks a corrupt layer.json (item 4)', () => {

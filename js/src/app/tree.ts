@@ -445,6 +445,14 @@ export function descendants(nodes: TreeNode[], id: string | null): Set<string> {
 
 // ---------------------------------------------------------------- live
 
+/** Failures of the way to the service, not answers from it: the live poll asks again at the next tick. */
+const TRANSIENT = new Set(['network', 'timeout']);
+
+/** Whether `err` is worth asking again (the way to the service failed), not the service's answer. */
+function isTransient(err: unknown): boolean {
+  return TRANSIENT.has(TransportError.from(err).kind);
+}
+
 /**
  * Asks for the datasets folder's fingerprint every few seconds while `visible()`,
  * and at once when the window gets the focus back or the view is shown again (a
@@ -519,10 +527,12 @@ export class LivePoller {
       if (moved) {
         this.changed();
       }
-    } catch {
-      // a folder that cannot be read answers the same error every tick: stop asking
-      // (a refresh that reads it again starts the poll anew); the view keeps what it shows
-      this.stop();
+    } catch (err) {
+      // a folder that cannot be read answers the same error every tick: stop asking (a refresh
+      // that reads it again starts the poll anew); a server or kernel briefly away is asked again
+      if (!isTransient(err)) {
+        this.stop();
+      }
     } finally {
       this.busy = false;
     }
@@ -703,7 +713,9 @@ export class TreeSection {
       this.status.title = tree.notes.join('\n');
     } catch (err) {
       if (token === this.token) {
-        this.poller.stop(); // the same request would fail again every tick
+        if (!isTransient(err)) {
+          this.poller.stop(); // the same request would fail again every tick
+        }
         const e = TransportError.from(err);
         // the history's banner already says why the stack cannot be read: say it once
         this.status.textContent = e.message === this.history?.error?.message ? '' : `Tree unavailable: ${e.message}`;
