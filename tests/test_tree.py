@@ -57,7 +57,16 @@ def test_tree_holds_both_branches_and_only_this_base(datasets: Path) -> None:
     assert by_id["b1"]["parent"] == "v2" and by_id["v3"]["parent"] == "v2" and by_id["v1"]["parent"] is None
     assert [by_id[i]["depth"] for i in ("v1", "v2", "v3", "b1")] == [1, 2, 3, 3]
     assert by_id["b1"]["created_by"] == "b@example.org" and by_id["b1"]["folder"].endswith("b1")
-    assert set(by_id["b1"]) == {"dataset_id", "parent", "depth", "title", "folder", "created_at", "created_by", "changes"}
+    assert set(by_id["b1"]) == {
+        "dataset_id",
+        "parent",
+        "depth",
+        "title",
+        "folder",
+        "created_at",
+        "created_by",
+        "changes",
+    }
     assert tree["base"]["dataset_id"] == "base-1" and tree["notes"] == []
     # newest first, and a child always before its parent
     order = [node["dataset_id"] for node in tree["nodes"]]
