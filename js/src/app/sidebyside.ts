@@ -7,7 +7,7 @@
 
 import type { ViewState } from './camera';
 import { empty, errorBox, fill, h, loading } from './dom';
-import { decodeCanvas } from './raster';
+import { loadCanvas } from './cellstore';
 import { webglAvailable } from './spatial';
 import { SpatialFigure } from './spatialfigure';
 import { NO_TISSUE } from './tissue';
@@ -164,8 +164,9 @@ export class SideBySide {
     if (!fig) {
       return null;
     }
-    const reply = await this.transport.request('canvas', { version: side.pick, figure: fig });
-    return new SpatialFigure(this.transport, side.pick, fig, reply.data, decodeCanvas(reply.data, reply.buffers), webglAvailable());
+    // through the page's cell store: the cells (and image) both sides share are sent once
+    const { payload, data } = await loadCanvas(this.transport, side.pick, fig);
+    return new SpatialFigure(this.transport, side.pick, fig, payload, data, webglAvailable());
   }
 
   private drop(): void {
