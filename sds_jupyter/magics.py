@@ -126,7 +126,7 @@ class StackMagics(Magics):
         display(browser)
         if broken is not None:  # show what resolves; there is no data to bind
             print(
-                f"sds_open: bound nothing to {args.name!r}: dataset {broken.missing_id} is missing; attach it in the workspace"
+                f"sds_open: bound nothing to {args.name!r}: dataset {broken.missing_id} is missing; add it to the workspace"
             )
         else:
             print(browser.bound_message())

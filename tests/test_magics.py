@@ -60,7 +60,7 @@ def test_sds_open_missing_parent_shows_what_resolves_and_binds_nothing(shell, or
     shell.user_ns.pop("adata", None)
     shell.run_line_magic("sds_open", str(orphan_version))
     out = capsys.readouterr().out
-    assert "bound nothing to 'adata'" in out and "studio-1111" in out and "attach it in the workspace" in out
+    assert "bound nothing to 'adata'" in out and "studio-1111" in out and "add it to the workspace" in out
     assert "adata" not in shell.user_ns
     assert shell.shown, "the browser is displayed"
 

@@ -186,7 +186,11 @@ def test_versions_of_a_listing(root, fetch) -> None:
     assert answer == {
         "path": "datasets",
         "versions": [{"name": "edit-2222", "title": "Edit"}, {"name": "studio-1111", "title": "Studio section"}],
+        "unreadable": [{"name": "broken", "reason": answer["unreadable"][0]["reason"]}],
     }
+    # a corrupt layer.json is named apart, in one line, without the server's absolute path
+    reason = answer["unreadable"][0]["reason"]
+    assert reason.startswith("layer.json is not valid JSON") and "\n" not in reason and str(root) not in reason
     assert _get(fetch, "versions", path="")["versions"] == []
     # a listing with links out names none of them
     assert _get(fetch, "versions", path="escape")["versions"] == []

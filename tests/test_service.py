@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -78,9 +79,35 @@ def test_history_reports_a_missing_parent_in_place(orphan_version) -> None:
     assert history["error"]["kind"] == "missing-dataset" and history["error"]["dataset_id"] == "studio-1111"
     assert "studio-1111" in history["error"]["message"]
     figures = dispatch(service, "figures").data["error"]
-    assert figures["kind"] == "missing-dataset" and "attach it in the workspace" in figures["message"]
+    assert figures["kind"] == "missing-dataset" and "add it to the workspace" in figures["message"]
     with pytest.raises(MissingDatasetError, match="studio-1111"):
         dispatch(service, "canvas", {"figure": "fig_canvas"})
+
+
+def test_a_broken_chain_keeps_the_versions_own_numbers_and_names_its_figures(orphan_version, tmp_path) -> None:
+    """Issue 29 item 5: above a missing parent, v2 stays v2 (not renumbered v1) in the history, the
+    tree and changes; Figures names the figures the version saved, each saying it needs the missing dataset."""
+    service = StackService(orphan_version)
+    history = _json(dispatch(service, "history").data)
+    assert [(v["depth"], v["dataset_id"]) for v in history["versions"]] == [(2, "edit-2222")]
+    assert history["top_depth"] == 2
+    [node] = _json(dispatch(service, "tree").data)["nodes"]
+    assert (node["dataset_id"], node["depth"]) == ("edit-2222", 2)
+    # every tree node carries its ops, so a search finds versions off the opened chain by column or op
+    assert {"op": "set-obs", "table": "table", "column": "added_col", "kind": "numeric"} in node["changes"]
+    assert [op["op"] for op in _json(dispatch(service, "changes", {"version": 2}).data)["ops"]][:1] == ["set-obs"]
+    data = _json(dispatch(service, "figures", {"version": 2}).data)
+    assert data["error"]["dataset_id"] == "studio-1111"
+    # v2 saved fig_new and deleted fig_not_json: only the one it holds is named
+    assert [(f["id"], f["title"], f["kind"]) for f in data["figures"]] == [("fig_new", "New", "unsupported")]
+    assert "studio-1111" in data["figures"][0]["reason"] and "missing" in data["figures"][0]["reason"]
+    # a manifest without its depth: the missing version below still counts as one
+    copy = tmp_path / "datasets" / orphan_version.name
+    shutil.copytree(orphan_version, copy)
+    manifest = json.loads((copy / "layer.json").read_text())
+    del manifest["depth"]
+    (copy / "layer.json").write_text(json.dumps(manifest))
+    assert [v["depth"] for v in StackService(copy).history()["versions"]] == [2]
 
 
 def test_folder_map_from_environment(named_datasets, monkeypatch) -> None:

@@ -113,7 +113,8 @@ def test_chart_figure_builds_inline_vega_lite(studio_adata) -> None:
     spec = read_figure(studio_adata.uns, "fig_chart").require("chart")
     chart = chart_for_figure(spec, read_result(studio_adata.uns, "res_markers"))
     assert chart["mark"]["type"] == "bar"
-    assert chart["encoding"]["x"] == {"field": "scores", "type": "quantitative"}
+    # scores per group do not add up: side by side, not stacked (issue 29)
+    assert chart["encoding"]["x"] == {"field": "scores", "type": "quantitative", "stack": None}
     assert chart["encoding"]["y"]["type"] == "nominal"
     assert chart["encoding"]["color"]["field"] == "group"
     assert len(chart["data"]["values"]) == 30
@@ -352,3 +353,21 @@ def test_niche_tables_long_wide_and_sizes(table: pd.DataFrame, stacked: str | No
     assert chart["mark"]["type"] == "bar" and chart["encoding"]["x"]["type"] == "nominal"
     assert chart["encoding"]["y"].get("stack") == stacked
     assert ("color" in chart["encoding"]) == (stacked is not None)
+
+
+def test_bars_of_a_score_per_group_are_ranked_and_side_by_side() -> None:
+    """Issue 29 item 8: marker scores do not add up: no stacking, genes ordered by score (not A-Z)."""
+    frame = pd.DataFrame(
+        {"gene": ["CD3E", "EPCAM", "ACTB", "CD3E"], "score": [2.5, 9.0, 1.0, 4.0], "group": ["0", "0", "1", "1"]}
+    )
+    chart = chart_spec(frame, mark="bar", x="gene", y="score", color="group")
+    encoding = chart["encoding"]
+    assert encoding["x"]["sort"] == "-y"
+    assert encoding["y"]["stack"] is None
+    assert encoding["xOffset"]["field"] == encoding["color"]["field"] == "group"
+    # horizontal bars: the same, on the other axis
+    across = chart_spec(frame, mark="bar", x="score", y="gene", color="group")["encoding"]
+    assert across["y"]["sort"] == "-x" and across["x"]["stack"] is None and across["yOffset"]["field"] == "group"
+    # one series: ranked, nothing to group
+    single = chart_spec(frame, mark="bar", x="gene", y="score")["encoding"]
+    assert single["x"]["sort"] == "-y" and "xOffset" not in single and "stack" not in single["y"]

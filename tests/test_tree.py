@@ -57,7 +57,16 @@ def test_tree_holds_both_branches_and_only_this_base(datasets: Path) -> None:
     assert by_id["b1"]["parent"] == "v2" and by_id["v3"]["parent"] == "v2" and by_id["v1"]["parent"] is None
     assert [by_id[i]["depth"] for i in ("v1", "v2", "v3", "b1")] == [1, 2, 3, 3]
     assert by_id["b1"]["created_by"] == "b@example.org" and by_id["b1"]["folder"].endswith("b1")
-    assert set(by_id["b1"]) == {"dataset_id", "parent", "depth", "title", "folder", "created_at", "created_by"}
+    assert set(by_id["b1"]) == {
+        "dataset_id",
+        "parent",
+        "depth",
+        "title",
+        "folder",
+        "created_at",
+        "created_by",
+        "changes",
+    }
     assert tree["base"]["dataset_id"] == "base-1" and tree["notes"] == []
     # newest first, and a child always before its parent
     order = [node["dataset_id"] for node in tree["nodes"]]
@@ -100,19 +109,21 @@ def test_folder_map_names_the_folders(tmp_path: Path) -> None:
 def test_broken_chain_history_changes_and_tree(datasets: Path) -> None:
     service = StackService(datasets / "orph2")
     history = service.history()
-    assert [v["dataset_id"] for v in history["versions"]] == ["orph2", "orph"]
+    # no depth in these manifests: the missing version below counts as one, so orph is v2 (issue 29)
+    assert [(v["dataset_id"], v["depth"]) for v in history["versions"]] == [("orph2", 3), ("orph", 2)]
     assert history["error"]["dataset_id"] == "gone-1" and history["base"] is None
-    changes = dispatch(service, "changes", {"version": 1}).data
+    changes = dispatch(service, "changes", {"version": 2}).data
     assert changes["added"] == [{"key": "x/1", "size": 1}] and changes["ops"][0]["op"] == "set-obs"
     assert "gone-1" in changes["note"]
     assert dispatch(service, "changes", {"version": "orph2"}).data["deleted"] == [{"entry": "x/1", "node": False}]
     for name in ("figures", "results"):
         error = dispatch(service, name).data["error"]
-        assert error["kind"] == "missing-dataset" and "attach it in the workspace" in error["message"]
+        assert error["kind"] == "missing-dataset" and "add it to the workspace" in error["message"]
     with pytest.raises(MissingDatasetError, match="gone-1"):
         service.adata()
     tree = service.tree()
     assert tree["current"] == "orph2" and _ids(tree) == {"orph", "orph2"} and tree["base"] is None
+    assert {n["dataset_id"]: n["depth"] for n in tree["nodes"]} == {"orph2": 3, "orph": 2}
 
 
 def test_the_listing_parses_through_the_one_manifest_cache(datasets: Path, monkeypatch: pytest.MonkeyPatch) -> None:

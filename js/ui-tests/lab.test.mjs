@@ -353,8 +353,9 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await openListing(page);
     await item(page, top.split('/').pop()).dblclick();
     await page.waitForSelector('.sds-history-row');
-    // Changes of v3: sentences with their values, files closed
+    // Changes of v3: sentences with their values, files closed (a version that saved a figure opens on it)
     await page.locator('.sds-history-row[data-depth="3"]').click();
+    await page.locator('.sds-tab[data-tab="changes"]').click();
     await page.waitForFunction(() => /Set uns notes: 'Regions redrawn/.test(document.querySelector('.sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
     const sentences = await page.locator('.sds-changes > .sds-ops > li').allInnerTexts();
     assert.ok(sentences.some(s => /^Set obs regions \(categorical: left 16 · right 10\)$/.test(s)), sentences.join(' | '));
@@ -434,6 +435,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await item(dark, top.split('/').pop()).dblclick();
       await dark.waitForSelector('.sds-history-row');
       await dark.locator('.sds-history-row[data-depth="3"]').click();
+      await dark.locator('.sds-tab[data-tab="changes"]').click();
       await dark.waitForSelector('.sds-changes > .sds-ops > li', { timeout: 30000 });
       await shot(dark, 'panel-changes-dark');
       await dark.locator('.sds-tab[data-tab="compare"]').click();
@@ -1622,13 +1624,16 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await openListing(page, 'orphan');
     await item(page, name).dblclick();
     await page.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
-    assert.match(await page.locator('.sds-missing-row').innerText(), /^missing: dataset [0-9a-f-]+: attach it in the workspace or Fetch from Cirro$/);
+    assert.match(await page.locator('.sds-missing-row').innerText(), /^Dataset [0-9a-f-]+ below these versions is missing: add it to the workspace to read their data or Fetch from Cirro$/);
     assert.equal(await page.locator('.sds-history-row').count(), 1);
+    // the version saved a figure, so it opens on Figures: each figure it saved needs the missing dataset
+    await page.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+    await page.locator('.sds-tab[data-tab="changes"]').click();
     await page.waitForSelector('.sds-changes .sds-note');
     await page.waitForSelector('.sds-changes .sds-ops li');
     await shot(page, 'panel-missing-parent');
     await page.locator('.sds-tab[data-tab="figures"]').click();
-    await page.waitForFunction(() => /attach it in the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+    await page.waitForFunction(() => /add it to the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
     assert.deepEqual(page.errors, []);
     await page.close();
   });

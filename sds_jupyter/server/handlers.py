@@ -50,7 +50,7 @@ from sds_jupyter.service import (
 )
 from sds_jupyter.service.types import VersionSummary
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
-from sds_jupyter.stack.tree import version_titles
+from sds_jupyter.stack.tree import version_listing
 
 __all__ = ["NAMESPACE", "SETTINGS_KEY", "NotebookWriteError", "setup_handlers", "status_for"]
 
@@ -202,9 +202,10 @@ def _version_key(relative: str, top: VersionSummary | None) -> str:
 class VersionsHandler(StackAPIHandler):
     """``GET api/versions?path=<folder>``: which entries of a folder are versions, with their titles.
 
-    One request per listing of the file browser, answered by :func:`~sds_jupyter.stack.tree.version_titles`
+    One request per listing of the file browser, answered by :func:`~sds_jupyter.stack.tree.version_listing`
     (the listing form of :func:`~sds_jupyter.stack.locator.locate_version`'s rule, with its manifest
-    cache; a test holds the two to the same answer). Unreadable manifests are left out; a listing
+    cache; a test holds the two to the same answer). Folders whose manifest is unreadable come apart,
+    under ``unreadable`` with the reason, so the browser marks them as such; a listing
     shows at most MAX_LISTED_VERSIONS, and a manifest over MAX_TITLE_MANIFEST_BYTES without its title.
     """
 
@@ -218,12 +219,13 @@ class VersionsHandler(StackAPIHandler):
                 raise RequestError(f"{relative or '/'} is not a folder.")
             if not os.access(folder, os.R_OK | os.X_OK):  # the listing would skip it silently: say why
                 raise unreadable(self.services.root_dir, folder)
-            titles = await self.in_thread(version_titles, folder)
+            titles, broken = await self.in_thread(version_listing, folder)
         except Exception as exc:  # noqa: BLE001
             self.fail(exc)
             return
         versions = [{"name": name, "title": title} for name, title in titles]
-        self.reply_json({"path": relative, "versions": versions})
+        corrupt = [{"name": name, "reason": reason} for name, reason in broken]
+        self.reply_json({"path": relative, "versions": versions, "unreadable": corrupt})
 
 
 @web.stream_request_body

@@ -274,7 +274,7 @@ class StackService:
                 missing = self._partial.missing_id
                 raise MissingDatasetError(
                     f"the data cannot be read: dataset {missing}, below the versions shown, is missing; "
-                    "attach it in the workspace (or give its folder in the folder map)",
+                    "add it to the workspace to read the data (or point SDS_CIRRO_DATASETS at its folder)",
                     missing,
                 )
             # the same error object is raised on every request: drop the last traceback
@@ -376,7 +376,7 @@ class StackService:
             assert self._stack_error is not None  # set whenever no stack resolved
             versions = self._partial.versions if self._partial is not None else ()
             return {
-                "top_depth": len(versions),
+                "top_depth": versions[0].depth if versions else 0,
                 "versions": [self._version_summary(version) for version in versions],
                 "base": None,
                 "error": error_payload(self._stack_error),
@@ -454,6 +454,7 @@ class StackService:
             "folder": self._folder_text(version.folder),
             "created_at": version.manifest.created_at,
             "created_by": version.manifest.created_by,
+            "changes": [jsonable(change) for change in version.manifest.changes],
         }
 
     def sibling(self, folder: str | os.PathLike[str]) -> StackService:
@@ -522,7 +523,7 @@ class StackService:
             charted = [str(f.spec.get("result")) for f in figures if f.kind == "chart"]
             uns = self._studio_uns(version, charted)
         except StackError as exc:
-            return {"figures": [], "error": error_payload(exc)}
+            return {"figures": _figures_named_above_missing(self._partial, version), "error": error_payload(exc)}
         palettes = _once(lambda: self._palettes(version, figures))
         return {"figures": [self._figure_summary(figure, uns, palettes) for figure in figures]}
 
@@ -1192,13 +1193,7 @@ def _csv_name(result: str, table: str) -> str:
 def _partial_changes(partial: PartialChain, version: int | str | None) -> ChangesData:
     """A version's changes above a missing parent: what it wrote, unsorted into added or replaced."""
     versions = {v.depth: v for v in partial.versions}
-    depth: int | None = None
-    if version is None:
-        depth = max(versions, default=None)
-    elif isinstance(version, int) or (str(version).isascii() and str(version).isdigit()):
-        depth = int(version)
-    else:
-        depth = next((v.depth for v in partial.versions if version in (v.dataset_id, v.manifest.title)), None)
+    depth = max(versions, default=None) if version is None else _partial_depth(partial, version)
     entry = versions.get(depth) if depth is not None else None
     if entry is None:
         raise RequestError(f"no version {version!r} above the missing dataset {partial.missing_id}")
@@ -1214,6 +1209,59 @@ def _partial_changes(partial: PartialChain, version: int | str | None) -> Change
             "cannot be told from keys it added: all are listed as added."
         ),
     }
+
+
+def _figures_named_above_missing(partial: PartialChain | None, version: int | str | None) -> list[FigureSummary]:
+    """The figures the readable versions up to ``version`` saved, each saying it needs the missing dataset.
+
+    Why: above a missing parent no figure can be drawn, yet the user should see which figures
+    the version holds (by their manifests' ops) rather than "no figures". Figures saved in the
+    missing versions themselves cannot be named; the error beside the list says what is missing.
+    """
+    if partial is None:
+        return []
+    top = max((v.depth for v in partial.versions), default=0)
+    depth = top if version is None else _partial_depth(partial, version)
+    named: dict[str, str | None] = {}
+    for entry in sorted(partial.versions, key=lambda v: v.depth):
+        if entry.depth > depth:
+            break
+        for op in entry.manifest.changes:
+            figure = op.get("figure") if isinstance(op, Mapping) else None
+            if not isinstance(figure, str):
+                continue
+            if op.get("op") == "set-figure":
+                title = op.get("title")
+                named[figure] = title if isinstance(title, str) else None
+            elif op.get("op") == "delete-figure":
+                named.pop(figure, None)
+    reason = (
+        f"needs dataset {partial.missing_id}, which is missing, to draw; add it to the workspace to see this figure"
+    )
+    return [
+        {
+            "id": figure,
+            "title": title,
+            "caption": None,
+            "print_width": None,
+            "kind": "unsupported",
+            "reason": reason,
+            "spec": None,
+        }
+        for figure, title in named.items()
+    ]
+
+
+def _partial_depth(partial: PartialChain, version: int | str) -> int:
+    """The depth ``version`` names above a missing parent (a depth, a dataset ID or a title)."""
+    if isinstance(version, int) or (str(version).isascii() and str(version).isdigit()):
+        return int(version)
+    found: int | None = next(
+        (int(v.depth) for v in partial.versions if version in (v.dataset_id, v.manifest.title)), None
+    )
+    if found is None:
+        raise RequestError(f"no version {version!r} above the missing dataset {partial.missing_id}")
+    return found
 
 
 def _once(compute: Callable[[], Any]) -> Callable[[], Any]:

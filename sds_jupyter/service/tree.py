@@ -19,8 +19,10 @@ from sds_jupyter.errors import StackError, UnsafePathError
 from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
 from sds_jupyter.stack.paths import is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap
+from sds_jupyter.stack.stack import depth_above_missing
 from sds_jupyter.stack.tree import FoundVersion, find_manifest, scan_versions
 from sds_jupyter.stack.workspace import in_cirro
+from sds_jupyter.studio.jsonable import jsonable
 
 __all__ = ["build_tree", "chain_end", "sibling_folder"]
 
@@ -112,6 +114,8 @@ def _settle(nodes: dict[str, _Node], notes: list[str]) -> None:
                 node = nodes[node.parent_id]
             else:
                 end, node = ("missing", str(node.parent_id), ""), None
+                # the versions keep their own numbers above the missing one (the stack's rule)
+                depth = depth_above_missing(path[-1].found.manifest, missing_is_version=True) - 1
         if node is not None:  # reached a settled node
             end, depth = node.end, node.depth
         for item in reversed(path):
@@ -171,6 +175,7 @@ def build_tree(
             "folder": folder_text(Path(node.found.folder)),
             "created_at": node.found.manifest.created_at,
             "created_by": node.found.manifest.created_by,
+            "changes": [jsonable(change) for change in node.found.manifest.changes],
         }
         if not in_cirro(node.found.dataset_id, folders, Path(node.found.folder).parent):
             item["not_in_cirro"] = True

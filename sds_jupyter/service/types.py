@@ -142,6 +142,8 @@ class TreeNode(TypedDict):
     folder: str
     created_at: str | None
     created_by: str | None
+    changes: NotRequired[list[Change]]
+    """The version's ops (from its manifest): what a search over every version's columns and ops reads."""
     not_in_cirro: NotRequired[bool]
     """In a Cirro workspace: the version was saved outside the mounted datasets (not yet uploaded)."""
 

@@ -36,7 +36,16 @@ from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
 from sds_jupyter.stack.tree import PartialChain
 from sds_jupyter.stack.workspace import parent_roots, workspace_key
 
-__all__ = ["MAX_DEPTH", "RESOLVED_STACKS", "BaseInfo", "Proofs", "ResolvedStacks", "Stack", "Version"]
+__all__ = [
+    "MAX_DEPTH",
+    "RESOLVED_STACKS",
+    "BaseInfo",
+    "Proofs",
+    "ResolvedStacks",
+    "Stack",
+    "Version",
+    "depth_above_missing",
+]
 
 #: The longest chain of versions a reader follows.
 MAX_DEPTH = 500
@@ -509,7 +518,7 @@ def _walk_chain(
             # keep what did resolve: a browser still shows it, down to the break
             # errors.py sits below the stack and cannot name PartialChain: a dynamic attribute
             exc.partial = PartialChain(  # type: ignore[attr-defined]
-                _versions(chain),
+                _versions(chain, depth_above_missing(chain[-1][4], missing_is_version=ref.names_manifest)),
                 locator.datasets_dir,
                 folder_map,
                 exc.dataset_id,
@@ -524,9 +533,23 @@ def _walk_chain(
     return Stack(versions=_versions(chain), base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
 
 
-def _versions(chain: list[tuple[str, Location, Location, Location, Manifest, Location]]) -> tuple[Version, ...]:
-    """The walked chain as Versions, top first, the lowest at depth 1."""
-    depth = len(chain)
+def depth_above_missing(manifest: Manifest, *, missing_is_version: bool) -> int:
+    """The depth of the lowest version that resolved above a missing parent.
+
+    Why: the versions keep their own numbers when a dataset below them is missing (a v6 is
+    not shown as v3). Its manifest's depth counts from the base, the missing ones included;
+    without one, the missing parent counts as one version (none when it is the base store).
+    """
+    floor = 2 if missing_is_version else 1
+    known = isinstance(manifest.depth, int) and floor <= manifest.depth <= MAX_DEPTH
+    return manifest.depth if known else floor  # type: ignore[return-value]
+
+
+def _versions(
+    chain: list[tuple[str, Location, Location, Location, Manifest, Location]], lowest: int = 1
+) -> tuple[Version, ...]:
+    """The walked chain as Versions, top first, the lowest at depth ``lowest`` (1: on the base)."""
+    depth = len(chain) + lowest - 1
     versions = []
     for index, (dataset_id, folder, data, overlay, manifest, manifest_path) in enumerate(chain):
         version = Version(

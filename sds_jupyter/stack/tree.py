@@ -39,6 +39,7 @@ __all__ = [
     "find_manifest",
     "listing_fingerprint",
     "scan_versions",
+    "version_listing",
     "version_titles",
 ]
 
@@ -316,22 +317,35 @@ def _remember(key: tuple[str, tuple], scan: Scan, size: int) -> None:
 def version_titles(datasets_dir: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
     """``(folder name, title)`` of the version folders of ``datasets_dir``, for a file browser's listing.
 
+    Unreadable manifests are left out, as ``scan_versions`` does; see :func:`version_listing`.
+    """
+    return version_listing(datasets_dir)[0]
+
+
+def version_listing(
+    datasets_dir: str | os.PathLike[str],
+) -> tuple[list[tuple[str, str | None]], list[tuple[str, str]]]:
+    """The version folders of ``datasets_dir`` with their titles, and the folders whose manifest is unreadable.
+
     Why: the listing shows a name and a title, so it reads no more: at most
     MAX_LISTED_VERSIONS folders, and only manifests up to MAX_TITLE_MANIFEST_BYTES are
     parsed (through the one manifest cache); a larger one is listed without a title.
-    Unreadable manifests are left out, as ``scan_versions`` does.
+    A folder with a layer.json that cannot be parsed is no version, yet it is not a plain
+    folder either: it comes back apart, ``(folder name, why)``, so a browser can say so.
     """
     listed = _listing(os.path.realpath(datasets_dir), FolderMap(), [])
     titles: list[tuple[str, str | None]] = []
+    broken: list[tuple[str, str]] = []
     for name, _, found in listed[:MAX_LISTED_VERSIONS]:
         if found.stat.st_size > MAX_TITLE_MANIFEST_BYTES:
             titles.append((name, None))
             continue
         try:
             titles.append((name, PARSED_MANIFESTS.read(found.real_path, found.stat).title))
-        except StackError:
-            continue
-    return titles
+        except StackError as exc:
+            # the reason without the server's absolute path: the browser knows the folder
+            broken.append((name, str(exc).replace(found.real_path, MANIFEST_NAME)))
+    return titles, broken
 
 
 def _listing(datasets_real: str, folders: FolderMap, notes: list[str]) -> list[tuple[str, str, Found]]:

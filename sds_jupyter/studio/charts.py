@@ -223,8 +223,8 @@ def chart_spec(
         have = ", ".join(map(str, frame.columns))
         raise FigureError(f"Column {missing[0]!r} is not in the result table (columns: {have}).")
     encoding: dict[str, Any] = {"x": _channel(frame, x), "y": _channel(frame, y)}
-    if mark == "bar" and field_type(frame[y]) == "nominal" and field_type(frame[x]) == "quantitative":
-        encoding["y"]["sort"] = "-x"
+    if mark == "bar":
+        _rank_bars(frame, encoding, x, y, color)
     if mark == "rect":
         for axis, column in (("x", x), ("y", y)):
             encoding[axis]["type"] = "nominal"
@@ -238,6 +238,21 @@ def chart_spec(
     spec["mark"] = {"type": mark, "tooltip": True} if mark != "rect" else {"type": "rect"}
     spec["encoding"] = encoding
     return spec
+
+
+def _rank_bars(frame: pd.DataFrame, encoding: dict[str, Any], x: str, y: str, color: str | None) -> None:
+    """Bars of a score per name: ordered by the score, side by side per color, never stacked.
+
+    Why: marker scores (and most per-group values) do not add up, so a stacked bar reads as
+    a total that means nothing, and names in alphabetical order hide which rank first.
+    """
+    for names, values, name_column, value_column in (("x", "y", x, y), ("y", "x", y, x)):
+        if field_type(frame[name_column]) == "nominal" and field_type(frame[value_column]) == "quantitative":
+            encoding[names]["sort"] = f"-{values}"
+            if color:
+                encoding[values]["stack"] = None
+                encoding[f"{names}Offset"] = _channel(frame, color)
+            return
 
 
 def chart_for_figure(spec: Mapping[str, Any], result: ResultEntry, *, titled: bool = True) -> dict[str, Any]:

@@ -150,8 +150,11 @@ describe('linked to the tissue: results', () => {
     expect(document.activeElement).toBe(links[2]);
     links[1].click();
     await settle(10);
-    pane.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));
+    // Escape where the focus is (moved into the view when it opened: issue 29), not on the pane itself
+    expect(pane.contains(document.activeElement)).toBe(true);
+    document.activeElement!.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));
     expect(pane.hidden).toBe(true);
+    expect(document.activeElement).toBe(links[1]);
   });
 
   it('a click on a chart mark leads to its gene first', async () => {

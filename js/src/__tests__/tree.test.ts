@@ -169,7 +169,7 @@ describe('tree section', () => {
     await settle();
     const missing = el.querySelector<HTMLElement>('.sds-missing-row')!;
     expect(missing.hidden).toBe(false);
-    expect(missing.textContent).toBe('missing: dataset gone-1: attach it in the workspace');
+    expect(missing.textContent).toBe('Dataset gone-1 below these versions is missing: add it to the workspace to read their data');
     expect(el.querySelectorAll('.sds-history-row').length).toBe(2);
     expect(el.querySelector('.sds-note')!.textContent).toBe('cannot tell');
     expect(el.querySelector('.sds-tree-summary')!.textContent).toBe('Tree: 0 versions above the missing dataset');

@@ -11,7 +11,7 @@
 import { agreementNode, changeText, contingencySpec, drawable } from './agreement';
 import type { ChartRenderer, ChartHandle } from './chart';
 import { empty, errorBox, fill, h } from './dom';
-import { cell } from './format';
+import { cell, changeLabel } from './format';
 import { cancelLoad, loadInto } from './load';
 import { SideBySide } from './sidebyside';
 import { TissuePane } from './tissue';
@@ -24,7 +24,8 @@ import type {
   ObsmChange,
   ResultChange,
   Transition,
-  UnsChange
+  UnsChange,
+  VersionSummary
 } from './types';
 
 export type Choice = { depth: number; label: string };
@@ -114,6 +115,8 @@ export class CompareView {
   private charts: ChartHandle[] = [];
   private pane: TissuePane | null = null;
   private sides: SideBySide | null = null;
+  /** Above a missing dataset: its ID and the versions read (their manifests), else null. */
+  private broken: { missing: string; versions: VersionSummary[] } | null = null;
 
   constructor(
     private readonly transport: Transport,
@@ -230,6 +233,39 @@ export class CompareView {
     return this.run();
   }
 
+  /**
+   * Above a missing dataset no cell can be read, so two versions are compared by what their
+   * manifests say: the ops of the versions between them. Null: the data is there.
+   */
+  setBroken(broken: { missing: string; versions: VersionSummary[] } | null): void {
+    this.broken = broken;
+    this.ran = false;
+  }
+
+  /** The ops written going from depth `from` to depth `to` (both readable, above the break). */
+  private renderBroken(from: number, to: number, missing: string, versions: VersionSummary[]): void {
+    const [low, high] = from < to ? [from, to] : [to, from];
+    const between = versions.filter(v => v.depth > low && v.depth <= high).sort((x, y) => x.depth - y.depth);
+    fill(
+      this.out,
+      h(
+        'p',
+        { class: 'sds-note' },
+        `Dataset ${missing} below these versions is missing, so their cells cannot be compared; ` +
+          `here is what the versions ${from < to ? 'from' : 'back from'} ${short(from)} to ${short(to)} changed, as saved.`
+      ),
+      between.length
+        ? h(
+            'ol',
+            { class: 'sds-ops sds-compare-ops' },
+            between.flatMap(v =>
+              (v.changes ?? []).map(c => h('li', {}, h('span', { class: 'sds-depth' }, `v${v.depth}`), ' ', changeLabel(c)))
+            )
+          )
+        : empty('No version lies between them.')
+    );
+  }
+
   swap(): Promise<void> {
     return this.pick(pickOf(this.selectB.value), pickOf(this.selectA.value));
   }
@@ -268,6 +304,11 @@ export class CompareView {
     if (a === b) {
       cancelLoad(this.out);
       fill(this.out, empty('Pick two different versions.'));
+      return;
+    }
+    if (this.broken && typeof a === 'number' && typeof b === 'number') {
+      cancelLoad(this.out);
+      this.renderBroken(b, a, this.broken.missing, this.broken.versions);
       return;
     }
     // what changed going from B to A: B is the request's `a`

@@ -64,18 +64,22 @@ export class FiguresView {
     runDisposers(this.disposers);
   }
 
-  /** Show the figures of `version` (`_label` is no longer used: the service names export files). */
-  show(version: number, _label?: string): Promise<void> {
+  /**
+   * Show the figures of `version` (`_label` is no longer used: the service names export files).
+   * `own` (the figure the version saved itself) comes first: it is what the version is about.
+   */
+  show(version: number, _label?: string, own?: string | null): Promise<void> {
     this.clear();
     return loadInto(
       this.node,
       () => this.transport.request('figures', { version }),
       (data, current) => {
-        const figures = data.figures ?? [];
+        const all = data.figures ?? [];
+        const figures = [...all.filter(f => f.id === own), ...all.filter(f => f.id !== own)];
         fill(
           this.node,
           data.error ? errorBox(data.error.message, data.error.kind) : null,
-          figures.length ? null : empty('This version has no figures.'),
+          figures.length || data.error ? null : empty('This version has no figures.'),
           figures.map(fig => this.figure(version, fig, current))
         );
       }
@@ -237,11 +241,8 @@ function unsupported(body: HTMLElement, reason: string, spec: unknown): void {
   } else {
     text = JSON.stringify(spec ?? null, null, 2) ?? String(spec);
   }
-  fill(
-    body,
-    h('p', { class: 'sds-reason' }, reason),
-    h('pre', { class: 'sds-json' }, text)
-  );
+  // no spec (a figure named only by a version's ops, above a missing dataset): the reason alone
+  fill(body, h('p', { class: 'sds-reason' }, reason), spec == null ? null : h('pre', { class: 'sds-json' }, text));
 }
 
 function button(

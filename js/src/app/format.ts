@@ -13,6 +13,9 @@ const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
 ];
 
 /** "3 minutes ago", "yesterday", "in 2 hours"; `now` for tests. */
+/** Milliseconds between two redraws of relative times ("3 minutes ago"): one tick for every view. */
+export const RELATIVE_TIME_TICK = 60_000;
+
 export function relativeTime(iso: string | null | undefined, now: number = Date.now()): string {
   if (!iso) {
     return '';
@@ -140,6 +143,14 @@ export function cell(v: unknown): string {
     return v;
   }
   return short(v, 200);
+}
+
+/**
+ * A value of a clicked cell's row: meaningful digits (a float32 column's 1.1540000438690186
+ * reads 1.154), NA for a missing one.
+ */
+export function rowValue(v: string | number | boolean | null): string {
+  return v === null ? 'NA' : cell(v);
 }
 
 /** Print width as stored: millimetres, or "single"/"double" column. */

@@ -1,13 +1,27 @@
 /** History: one row per version, top first, then the base. */
 
 import { h } from './dom';
-import { changeFamily, changeLabel, exactTime, relativeTime } from './format';
+import { RELATIVE_TIME_TICK, changeFamily, changeLabel, exactTime, relativeTime } from './format';
 import type { BaseSummary, History, VersionSummary } from './types';
 import { VirtualList } from './vlist';
 
 export const ROW_HEIGHT = 72;
 /** Milliseconds a key-driven selection rests before the details load. */
 export const KEY_DELAY = 120;
+
+/**
+ * The one line shown when nothing in the folder can be read as a version (not a version,
+ * or its layer.json is corrupt), or null when some version (or the base) was read.
+ */
+export function unreadable(history: History | null): string | null {
+  const kind = history?.error?.kind;
+  if (!history?.error || history.versions.length || history.base || (kind !== 'stack' && kind !== 'manifest')) {
+    return null; // a broken chain and the like: the versions that were read are shown
+  }
+  return kind === 'manifest'
+    ? `This version's layer.json cannot be read: ${history.error.message}`
+    : `This folder is not a version: ${history.error.message}`;
+}
 
 type Entry = { kind: 'version'; v: VersionSummary } | { kind: 'base'; b: BaseSummary };
 
@@ -40,7 +54,7 @@ export class HistoryView {
     this.node.addEventListener('click', this.onClick);
     this.node.addEventListener('keydown', this.onKey);
     // relative times ("3 minutes ago") age: redraw the rows in view each minute
-    this.tick = setInterval(() => this.list.refresh(), 60_000);
+    this.tick = setInterval(() => this.list.refresh(), RELATIVE_TIME_TICK);
   }
 
   dispose(): void {

@@ -11,7 +11,7 @@ import { divider } from './divider';
 import { ContentsView } from './contents';
 import { empty, errorBox, fill, h, loading } from './dom';
 import { FiguresView } from './figures';
-import { HistoryView } from './history';
+import { HistoryView, unreadable } from './history';
 import { plural } from './format';
 import { ResultsView, resultCodeFor } from './results';
 import { tabKeyTarget } from './tabs';
@@ -21,6 +21,7 @@ import type { History } from './types';
 import type { CellSelection } from './spatialfigure';
 
 export * from './types';
+export { unreadable } from './history';
 export { TransportError, decodeFrame, encodeFrame } from './transport';
 export type { Transport, Reply, Buffer } from './transport';
 export type { ChartRenderer, ChartHandle } from './chart';
@@ -90,6 +91,10 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const renderChart = options.renderChart ?? vegaRenderer;
   let history: History | null = null;
   let selected: number | null = null;
+  /** The dataset ID of the version the panel has open (its top); undefined before the first history. */
+  let openedTop: string | null | undefined;
+  /** No history shown yet: the next one picks the tab a version opens on. */
+  let first = true;
   let tab: TabName = options.initialTab ?? 'changes';
   const loaded: Partial<Record<TabName, number>> = {};
 
@@ -110,12 +115,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const historyView = new HistoryView(depth => onSelect(depth), now);
   const treeSection = new TreeSection(transport, {
     selectDepth: depth => historyView.selectDepth(depth),
-    openVersion: options.openVersion
-      ? async folder => {
-          await options.openVersion!(folder);
-          await refresh();
-        }
-      : undefined,
+    openVersion: options.openVersion ? folder => moveTo(folder, true) : undefined,
     fetchMissing: options.fetchMissing
       ? async id => {
           await options.fetchMissing!(id);
@@ -124,6 +124,10 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       : undefined,
     onFilter: match => historyView.setFilter(match),
     onTree: tree => {
+      const opened = tree.nodes.find(n => n.dataset_id === tree.current);
+      if (opened) {
+        here = { folder: opened.folder, label: opened.title || opened.dataset_id };
+      }
       const chain = new Set((history?.versions ?? []).map(v => v.dataset_id));
       compare.setBranches(
         tree.nodes
@@ -135,6 +139,24 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   });
 
   const title = h('div', { class: 'sds-title' });
+  // opening another version keeps the way back: one step per version left, newest last
+  const trail: { folder: string; label: string }[] = [];
+  let here: { folder: string; label: string } | null = null;
+  const backButton = h('button', {
+    class: 'sds-button sds-back',
+    type: 'button',
+    hidden: true,
+    onclick: () => {
+      const previous = trail.pop();
+      if (previous) {
+        moveTo(previous.folder, false).catch(err => {
+          trail.push(previous);
+          actionMsg.classList.add('sds-action-error');
+          actionMsg.textContent = TransportError.from(err).message;
+        });
+      }
+    }
+  }) as HTMLButtonElement;
   const banner = h('div', { class: 'sds-banner' });
   const actionMsg = h('span', { class: 'sds-action-msg', role: 'status' });
   const actionBar = h(
@@ -193,7 +215,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     panels
   );
   const main = h('div', { class: 'sds-main' }, side);
-  const root = h('div', { class: 'sds-app' }, h('div', { class: 'sds-header' }, title, actionBar), banner, main);
+  const root = h('div', { class: 'sds-app' }, h('div', { class: 'sds-header' }, backButton, title, actionBar), banner, main);
   const split = divider(root, main, side);
   main.append(split.node, detail);
   el.append(root);
@@ -202,7 +224,10 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
 
   async function runAction(a: AppAction): Promise<void> {
     if (selected === null) {
-      actionMsg.textContent = 'Select a version first.';
+      // a folder that is no readable version has nothing to select: say why, not "select"
+      const why = unreadable(history);
+      actionMsg.classList.toggle('sds-action-error', why !== null);
+      actionMsg.textContent = why ?? 'Select a version first.';
       return;
     }
     clearTimeout(actionTimer);
@@ -220,6 +245,21 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       actionMsg.classList.add('sds-action-error');
       actionMsg.textContent = TransportError.from(err).message;
     }
+  }
+
+  /** Open the version at `folder` (a tree folder) in this view; `keep`: remember the one left for Back. */
+  async function moveTo(folder: string, keep: boolean): Promise<void> {
+    const from = here;
+    await options.openVersion!(folder);
+    if (keep && from && from.folder !== folder) {
+      trail.push(from);
+    }
+    here = null; // named again by the next tree reply
+    const back = trail[trail.length - 1];
+    backButton.hidden = !back;
+    backButton.textContent = back ? `← Back to ${back.label}` : '';
+    backButton.title = back ? `Open ${back.label} again (${back.folder})` : '';
+    await refresh();
   }
 
   function showTab(name: TabName): void {
@@ -258,7 +298,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         void changes.show(selected);
       }
     } else if (tab === 'figures') {
-      void figures.show(selected, labelOf(history, selected));
+      void figures.show(selected, labelOf(history, selected), ownFigure(history, selected));
     } else if (tab === 'results') {
       void results.show(selected);
     } else if (tab === 'contents') {
@@ -270,6 +310,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     selected = depth;
     root.dataset.selected = String(depth);
     compare.follow(depth);
+    treeSection.setSelected(depth);
     loadTab();
     options.onSelect?.(depth);
   }
@@ -279,27 +320,42 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     try {
       const { data } = await transport.request('history', {});
       history = data;
+      // a folder that is no readable version: the banner says why in one line, nothing else does
       fill(
         sideStatus,
-        !(data.versions ?? []).length && !data.base ? empty('No versions to show.') : null
+        !(data.versions ?? []).length && !data.base && !unreadable(data) ? empty('No versions to show.') : null
       );
       const top = [...(data.versions ?? [])].sort((a, b) => b.depth - a.depth)[0];
       fill(
         title,
-        h('span', { class: 'sds-title-text' }, top?.title || top?.dataset_id || data.base?.dataset_id || 'Version stack'),
+        h(
+          'span',
+          { class: 'sds-title-text' },
+          top?.title || top?.dataset_id || data.base?.dataset_id || (unreadable(data) ? 'Not a readable version' : 'Version')
+        ),
         h(
           'span',
           { class: 'sds-title-sub' },
-          `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? (data.error?.dataset_id ? `the missing dataset ${data.error.dataset_id}` : 'the base')}`
+          unreadable(data)
+            ? ''
+            : `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? (data.error?.dataset_id ? `the missing dataset ${data.error.dataset_id}` : 'the base')}`
         )
       );
-      fill(banner, data.error ? errorBox(data.error.message, data.error.kind) : null);
+      fill(
+        banner,
+        data.error ? errorBox(unreadable(data) ?? data.error.message, data.error.kind) : null,
+        unreadable(data) && options.onClose
+          ? h('button', { class: 'sds-button sds-close', type: 'button', onclick: () => options.onClose?.() }, 'Close')
+          : null
+      );
       const keep = selected;
       for (const k of Object.keys(loaded) as TabName[]) {
         delete loaded[k];
       }
       historyView.setHistory(data);
       treeSection.setHistory(data);
+      const missing = data.error?.dataset_id;
+      compare.setBroken(missing && !data.base ? { missing, versions: data.versions ?? [] } : null);
       compare.setChoices(
         historyView.depths().map(d => ({
           depth: d,
@@ -308,7 +364,19 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       );
       const depths = historyView.depths();
       selected = null;
-      const target = keep !== null && depths.includes(keep) ? keep : depths[0];
+      // one rule for what is selected: the opened version when the panel moved to another one
+      // (header, history, Changes and Compare then name the same version), else the one kept
+      const moved = openedTop !== undefined && (top?.dataset_id ?? null) !== openedTop;
+      openedTop = top?.dataset_id ?? null;
+      const target = !moved && keep !== null && depths.includes(keep) ? keep : depths[0];
+      // a version opens on the figure it saved (its newest) when it has one, else on Changes
+      if ((first || moved) && options.initialTab === undefined && target !== undefined) {
+        const opening: TabName = ownFigure(data, target) !== null ? 'figures' : 'changes';
+        if (opening !== tab) {
+          showTab(opening);
+        }
+      }
+      first = false;
       if (target !== undefined) {
         historyView.selectDepth(target);
       }
@@ -354,6 +422,13 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       root.remove();
     }
   };
+}
+
+/** The newest figure version `depth` saved itself (its last set-figure op), or null. */
+export function ownFigure(history: History, depth: number): string | null {
+  const ops = history.versions.find(v => v.depth === depth)?.changes ?? [];
+  const saved = ops.filter(c => c.op === 'set-figure' && typeof c.figure === 'string');
+  return saved.length ? (saved[saved.length - 1].figure as string) : null;
 }
 
 function labelOf(history: History, depth: number): string {

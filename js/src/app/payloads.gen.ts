@@ -147,6 +147,7 @@ export type TreeNode = {
   folder: string;
   created_at: string | null;
   created_by: string | null;
+  changes?: Change[];
   not_in_cirro?: boolean;
 };
 

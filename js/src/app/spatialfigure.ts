@@ -8,7 +8,7 @@
 import { AnnotatePanel } from './annotatepanel';
 import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from './camera';
 import { h } from './dom';
-import { rangeFormat } from './format';
+import { rangeFormat, rowValue } from './format';
 import { GeneBox } from './genebox';
 import { additiveColoring, channelLegend, geneValues, type Additive } from './genechannels';
 import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits } from './colorlimits';
@@ -899,7 +899,7 @@ export class SpatialFigure {
             'tbody',
             {},
             row.columns.map((col, i) =>
-              h('tr', {}, h('th', { scope: 'row' }, col), h('td', {}, row.values[i] === null ? 'NA' : String(row.values[i])))
+              h('tr', {}, h('th', { scope: 'row' }, col), h('td', {}, rowValue(row.values[i])))
             )
           )
         )

@@ -25,6 +25,7 @@ export class TissuePane {
   private figure: Promise<{ id: string; title: string } | null> | null = null;
   private token = 0;
   private back: HTMLElement | null = null;
+  private readonly closeButton: HTMLElement;
 
   constructor(
     private readonly transport: Transport,
@@ -39,6 +40,7 @@ export class TissuePane {
       `← ${backLabel}`
     );
     close.addEventListener('click', () => this.close());
+    this.closeButton = close;
     this.body = h('div', { class: 'sds-tissue-body' });
     this.node = h(
       'section',
@@ -82,6 +84,9 @@ export class TissuePane {
     const token = ++this.token;
     this.back = from ?? null;
     this.node.hidden = false;
+    // the view is an overlay of the value clicked: the focus moves into it, so Escape closes it
+    // at once (and Back, focused, says how); close() gives the focus back to `from`
+    this.closeButton.focus({ preventScroll: true });
     this.heading.textContent = `On the tissue: ${what}`;
     this.node.dataset.showing = what;
     delete this.node.dataset.drawn;

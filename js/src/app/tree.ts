@@ -8,7 +8,8 @@
  */
 
 import { h } from './dom';
-import { exactTime, relativeTime } from './format';
+import { RELATIVE_TIME_TICK, exactTime, relativeTime } from './format';
+import { unreadable } from './history';
 import { TransportError, type Transport } from './transport';
 import type { Change, History, Tree, TreeNode, VersionSummary } from './types';
 import { VirtualList } from './vlist';
@@ -161,7 +162,8 @@ function nodeMatches(n: TreeNode, query: string, summary: VersionSummary | undef
     return matchesQuery(summary, query);
   }
   return matchesQuery(
-    { ...n, message: null, app: null, changes: [], n_files: 0, n_deleted: 0 } as VersionSummary,
+    // a version on another branch: its ops come with the tree, so its columns and ops match too
+    { ...n, message: null, app: null, changes: n.changes ?? [], n_files: 0, n_deleted: 0 } as VersionSummary,
     query
   );
 }
@@ -190,7 +192,9 @@ export class TreeView {
   private active = -1;
   private query = '';
   private summaries = new Map<string, VersionSummary>();
+  private selected: string | null = null;
   private readonly now: () => number;
+  private readonly tick: ReturnType<typeof setInterval>;
 
   constructor(private readonly opts: TreeViewOptions) {
     this.now = opts.now ?? Date.now;
@@ -207,9 +211,12 @@ export class TreeView {
     });
     this.node.addEventListener('click', this.onClick);
     this.node.addEventListener('keydown', this.onKey);
+    // relative times age: redrawn on the history's tick, from the same clock, so both agree
+    this.tick = setInterval(() => this.list.refresh(), RELATIVE_TIME_TICK);
   }
 
   dispose(): void {
+    clearInterval(this.tick);
     this.list.dispose();
     this.node.removeEventListener('click', this.onClick);
     this.node.removeEventListener('keydown', this.onKey);
@@ -225,6 +232,14 @@ export class TreeView {
     this.all = layoutGraph(topoOrder(tree.nodes), new Set(this.chain.keys()));
     this.lanes = Math.max(1, ...this.all.map(r => Math.max(r.lane + 1, r.above.length, r.below.length)));
     this.apply();
+  }
+
+  /** Mark the version selected in the history (its dataset ID; null: none). */
+  setSelected(id: string | null): void {
+    if (id !== this.selected) {
+      this.selected = id;
+      this.list.refresh();
+    }
   }
 
   setFilter(query: string): void {
@@ -251,7 +266,9 @@ export class TreeView {
     const isCurrent = node.dataset_id === this.current;
     const isNewer = this.newer.has(node.dataset_id);
     const label = node.title || node.dataset_id;
+    const isSelected = node.dataset_id === this.selected;
     const states = [
+      isSelected ? 'selected' : '',
       isCurrent ? 'opened' : onChain ? 'in the opened history' : '',
       isNewer ? 'newer than the opened version' : '',
       this.fresh.has(node.dataset_id) ? 'new' : '',
@@ -270,6 +287,7 @@ export class TreeView {
       },
       this.graphCell(this.rows[i]),
       h('span', { class: 'sds-tree-title' }, label),
+      isSelected ? h('span', { class: 'sds-tree-tag sds-tree-tag-selected' }, 'selected') : null,
       isCurrent ? h('span', { class: 'sds-tree-tag sds-tree-tag-current' }, 'opened') : null,
       isNewer ? h('span', { class: 'sds-tree-tag sds-tree-tag-newer' }, 'newer') : null,
       this.fresh.has(node.dataset_id) ? h('span', { class: 'sds-tree-tag sds-tree-tag-new' }, 'new') : null,
@@ -282,6 +300,7 @@ export class TreeView {
     );
     row.classList.toggle('sds-tree-chain', onChain);
     row.classList.toggle('sds-tree-current', isCurrent);
+    row.classList.toggle('sds-tree-selected', isSelected);
     row.classList.toggle('sds-tree-newer', isNewer);
     row.classList.toggle('sds-active', i === this.active);
     return row;
@@ -426,6 +445,14 @@ export function descendants(nodes: TreeNode[], id: string | null): Set<string> {
 
 // ---------------------------------------------------------------- live
 
+/** Failures of the way to the service, not answers from it: the live poll asks again at the next tick. */
+const TRANSIENT = new Set(['network', 'timeout']);
+
+/** Whether `err` is worth asking again (the way to the service failed), not the service's answer. */
+function isTransient(err: unknown): boolean {
+  return TRANSIENT.has(TransportError.from(err).kind);
+}
+
 /**
  * Asks for the datasets folder's fingerprint every few seconds while `visible()`,
  * and at once when the window gets the focus back or the view is shown again (a
@@ -444,6 +471,11 @@ export class LivePoller {
     private readonly changed: () => void,
     private readonly interval = POLL_INTERVAL
   ) {}
+
+  /** Whether the poll is on (it stops itself on a failed poll). */
+  get running(): boolean {
+    return this.timer !== undefined;
+  }
 
   start(): void {
     this.stop();
@@ -495,8 +527,12 @@ export class LivePoller {
       if (moved) {
         this.changed();
       }
-    } catch {
-      // a failed poll is retried at the next tick; the view keeps what it shows
+    } catch (err) {
+      // a folder that cannot be read answers the same error every tick: stop asking (a refresh
+      // that reads it again starts the poll anew); a server or kernel briefly away is asked again
+      if (!isTransient(err)) {
+        this.stop();
+      }
     } finally {
       this.busy = false;
     }
@@ -531,6 +567,7 @@ export class TreeSection {
   private readonly search: HTMLInputElement;
   private readonly newButton: HTMLButtonElement;
   private readonly status: HTMLElement;
+  private readonly noMatches: HTMLElement;
   private readonly summary: HTMLElement;
   private readonly view: TreeView;
   private readonly poller: LivePoller;
@@ -562,12 +599,14 @@ export class TreeSection {
       onclick: () => void this.openNewest()
     }) as HTMLButtonElement;
     this.status = h('span', { class: 'sds-tree-status', role: 'status' });
+    this.noMatches = h('div', { class: 'sds-empty sds-no-matches', role: 'status', hidden: true });
     this.summary = h('summary', { class: 'sds-tree-summary' }, 'Tree');
     this.node = h(
       'div',
       { class: 'sds-tree-section' },
       h('div', { class: 'sds-tree-bar' }, this.search, this.newButton),
       this.status,
+      this.noMatches,
       h('details', { class: 'sds-tree-details', open: true }, this.summary, this.view.node)
     );
     this.missing = h('div', { class: 'sds-missing-row', role: 'note', hidden: true });
@@ -590,7 +629,7 @@ export class TreeSection {
     this.history = history;
     const id = history.error?.dataset_id;
     this.missing.hidden = !id;
-    this.missing.replaceChildren(id ? `missing: dataset ${id}: attach it in the workspace` : '');
+    this.missing.replaceChildren(id ? `Dataset ${id} below these versions is missing: add it to the workspace to read their data` : '');
     if (id && this.opts.fetchMissing) {
       this.missing.append(
         ' or ',
@@ -605,6 +644,16 @@ export class TreeSection {
           'Fetch from Cirro'
         )
       );
+    }
+    if (unreadable(history)) {
+      // nothing here is a readable version: the banner says why; nothing to poll or list
+      this.poller.stop();
+      this.status.textContent = '';
+      return;
+    }
+    if (!this.poller.running) {
+      this.poller.start();
+      this.poller.observe(this.node);
     }
     void this.load(false);
   }
@@ -651,6 +700,7 @@ export class TreeSection {
       this.view.setTree(tree, this.history, new Set(this.fresh.map(n => n.dataset_id)));
       this.opts.onTree?.(tree);
       this.view.setFilter(this.search.value);
+      this.sayMatches();
       const n = this.fresh.length;
       this.newButton.hidden = n === 0 || !this.opts.openVersion;
       this.newButton.textContent = `${n} new version${n === 1 ? '' : 's'}`;
@@ -663,6 +713,9 @@ export class TreeSection {
       this.status.title = tree.notes.join('\n');
     } catch (err) {
       if (token === this.token) {
+        if (!isTransient(err)) {
+          this.poller.stop(); // the same request would fail again every tick
+        }
         const e = TransportError.from(err);
         // the history's banner already says why the stack cannot be read: say it once
         this.status.textContent = e.message === this.history?.error?.message ? '' : `Tree unavailable: ${e.message}`;
@@ -670,10 +723,25 @@ export class TreeSection {
     }
   }
 
+  /** The version selected in the history (its depth in the opened chain). */
+  setSelected(depth: number | null): void {
+    const v = this.history?.versions.find(x => x.depth === depth);
+    this.view.setSelected(v?.dataset_id ?? null);
+  }
+
   private onSearch(): void {
     const q = this.search.value.trim();
     this.view.setFilter(q);
     this.opts.onFilter(q ? v => matchesQuery(v, q) : null);
+    this.sayMatches();
+  }
+
+  /** A search that matches nothing says so (else the tree and history just go blank). */
+  private sayMatches(): void {
+    const q = this.search.value.trim();
+    const none = !!q && this.view.count() === 0;
+    this.noMatches.hidden = !none;
+    this.noMatches.textContent = none ? `No matches for “${q}”` : '';
   }
 
   private async openNewest(): Promise<void> {

@@ -126,7 +126,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         {
           id: 'refresh',
           label: 'Refresh',
-          title: 'Read the stack again',
+          title: 'Read the version folder again',
           run: async () => {
             await panel.content.refresh();
             return 'Refreshed';
@@ -144,7 +144,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     commands.addCommand(CommandIDs.openVersion, {
       label: 'Open version',
-      caption: 'Open a version folder of a SpatialData stack in the version browser',
+      caption: 'Open a saved version of a SpatialData dataset in the version browser',
       icon: args => (args.isPalette ? undefined : folderIcon),
       execute: async args => {
         let path = typeof args.path === 'string' ? args.path : null;

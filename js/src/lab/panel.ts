@@ -51,6 +51,8 @@ export class VersionContent extends Widget {
   }
 }
 
+let panelIds = 0;
+
 /** A panel for the version folder `path`, titled from its history. */
 export function createVersionPanel(
   path: string,
@@ -68,7 +70,9 @@ export function createVersionPanel(
     panel.title.caption = `${title}\n${content.path}`;
   }, () => panel?.close());
   panel = new MainAreaWidget({ content });
-  panel.id = `sds-version-${encodeURIComponent(path)}`;
+  // an id of its own: the panel moves to other versions, so its first folder would not name it
+  // (a panel for a folder is found by the folder it shows, see the tracker)
+  panel.id = `sds-version-${++panelIds}`;
   panel.title.label = name;
   panel.title.caption = path;
   panel.title.closable = true;

@@ -4,6 +4,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { TransportError, decodeFrame, type Reply, type Transport } from '../app/transport';
 import { WRITE_REQUESTS, type Data, type Params, type RequestName } from '../app/types';
+import type { VersionEntry } from './versions';
 
 /** Where the API lives under the server's base URL. */
 export const NAMESPACE = 'sds-jupyter/api';
@@ -129,18 +130,19 @@ export async function createNotebook(
   return { path: data.notebook_path, created: data.created !== false, run: data.run === true };
 }
 
-/** The version folders of a directory (relative to the server root) and their titles. */
+/**
+ * The version folders of a directory (relative to the server root) and their titles, then the
+ * folders whose layer.json cannot be read (no versions, but no plain folders either: `unreadable` says why).
+ */
 export async function listVersions(
   dir: string,
   settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-): Promise<{ name: string; title: string | null }[]> {
-  const { data } = await requestAPI<{ versions?: { name: string; title: string | null }[] }>(
-    'versions',
-    { path: dir },
-    { method: 'GET' },
-    settings
-  );
-  return Array.isArray(data?.versions) ? data.versions : [];
+): Promise<VersionEntry[]> {
+  type Answer = { versions?: { name: string; title: string | null }[]; unreadable?: { name: string; reason: string }[] };
+  const { data } = await requestAPI<Answer>('versions', { path: dir }, { method: 'GET' }, settings);
+  const versions = Array.isArray(data?.versions) ? data.versions : [];
+  const broken = Array.isArray(data?.unreadable) ? data.unreadable : [];
+  return [...versions, ...broken.map(b => ({ name: b.name, title: null, unreadable: String(b.reason) }))];
 }
 
 /** Ask the server to fetch, from Cirro, the datasets the stack at `path` misses; their IDs. */

@@ -5,8 +5,8 @@
  * until the listing refreshes.
  */
 
-/** One version folder of a directory, as the server names it. */
-export type VersionEntry = { name: string; title: string | null };
+/** One version folder of a directory, as the server names it; `unreadable` says why its layer.json cannot be read. */
+export type VersionEntry = { name: string; title: string | null; unreadable?: string };
 
 /** Lists the version folders of a directory (a server path). */
 export type Lister = (dir: string) => Promise<VersionEntry[]>;
@@ -23,6 +23,7 @@ export type Stamp = (dir: string) => string | null;
 export class VersionDetector {
   private readonly pending = new Map<string, Promise<Map<string, string | null>>>();
   private readonly known = new Map<string, Map<string, string | null>>();
+  private readonly broken = new Map<string, Map<string, string>>();
   private readonly stamps = new Map<string, string>();
 
   /**
@@ -41,6 +42,7 @@ export class VersionDetector {
       if (now === null || now !== this.stamps.get(dir)) {
         this.pending.delete(dir);
         this.known.delete(dir);
+        this.broken.delete(dir);
         this.stamps.delete(dir);
       }
     }
@@ -56,9 +58,11 @@ export class VersionDetector {
       }
       p = this.list(dir).then(
         entries => {
-          const map = new Map(entries.map(e => [e.name, e.title] as [string, string | null]));
+          const readable = entries.filter(e => e.unreadable === undefined);
+          const map = new Map(readable.map(e => [e.name, e.title] as [string, string | null]));
           if (this.pending.get(dir) === p) {
             this.known.set(dir, map);
+            this.broken.set(dir, new Map(entries.filter(e => e.unreadable !== undefined).map(e => [e.name, e.unreadable!])));
           }
           return map;
         },
@@ -67,6 +71,11 @@ export class VersionDetector {
       this.pending.set(dir, p);
     }
     return p;
+  }
+
+  /** The folders of a listed `dir` whose layer.json cannot be read, with why (none until listed). */
+  unreadable(dir: string): Map<string, string> {
+    return this.broken.get(dir) ?? new Map();
   }
 
   /** Whether `path` is a version folder, when its directory was listed already. */
