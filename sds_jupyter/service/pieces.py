@@ -30,20 +30,20 @@ from sds_jupyter.studio.payloads import CanvasImage, ChannelInfo, OutlineTiles
 
 __all__ = [
     "CELLS",
+    "CELL_CACHE_BYTES",
+    "IMAGE_CACHE_BYTES",
     "OUTLINES",
     "OUTLINES_AT_ONCE",
     "OUTLINE_TILES",
     "OUTLINE_TILE_CELLS",
-    "Outlines",
-    "OutlineTile",
-    "cached_outline_tile",
-    "cached_outlines",
-    "CELL_CACHE_BYTES",
-    "IMAGE_CACHE_BYTES",
     "OVERVIEWS",
     "OVERVIEW_SIDE",
+    "OutlineTile",
+    "Outlines",
     "Overview",
     "cached_geometry",
+    "cached_outline_tile",
+    "cached_outlines",
     "cached_overview",
     "cells_key",
     "image_key",
@@ -139,8 +139,10 @@ def cached_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Cell
 
     A large tissue's polygons are sent as circles of their area, the outlines by tile (:class:`Outlines`).
     """
-    key, outlines = cached_outlines(view, spec)
-    return key, outlines.sent if outlines is not None else _full_geometry(view, spec)[1]
+    key, full = _full_geometry(view, spec)
+    if not _tiled(full):
+        return key, full
+    return key, OUTLINES.get_or_compute(key, lambda: _outlines(full)).sent
 
 
 def image_key(view: TableView, spec: Mapping[str, Any]) -> str:
@@ -226,9 +228,7 @@ def _outline_boxes(starts: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray
     area = np.full(len(counts), np.nan)
     if len(xy):
         first = starts[:-1][has].astype(np.int64)
-        for column, (reduce, axis) in enumerate(
-            [(np.minimum, 0), (np.minimum, 1), (np.maximum, 0), (np.maximum, 1)]
-        ):
+        for column, (reduce, axis) in enumerate([(np.minimum, 0), (np.minimum, 1), (np.maximum, 0), (np.maximum, 1)]):
             boxes[has, column] = reduce.reduceat(xy[:, axis], first)
         nxt = np.roll(xy, -1, axis=0)
         last = starts[1:][has].astype(np.int64) - 1

@@ -44,7 +44,9 @@ REQUESTS: dict[str, Callable[..., Any]] = {
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset({"canvas", "cells", "cell_outlines", "color_values", "channels", "store_key", "image_region", "image_tile"})
+BINARY_REQUESTS = frozenset(
+    {"canvas", "cells", "cell_outlines", "color_values", "channels", "store_key", "image_region", "image_tile"}
+)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}

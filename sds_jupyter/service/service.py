@@ -46,8 +46,8 @@ from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.service.types import (
     BaseSummary,
-    CellRow,
     CellOutlinesData,
+    CellRow,
     CellsData,
     ChangesData,
     ChannelsData,
