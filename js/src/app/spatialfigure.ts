@@ -13,7 +13,7 @@ import { additiveColoring, channelLegend, geneValues, type Additive } from './ge
 import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits } from './colorlimits';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
-import { figureChannels } from './cellstore';
+import { figureChannels, outlineTilesOf } from './cellstore';
 import { PRINT_DPI, composePrint } from './print';
 import { colorValues, typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
@@ -94,7 +94,7 @@ export class SpatialFigure {
         onHover: index => this.hover(index),
         onPin: index => void this.showPin(index),
         onFallback: reason => this.fallBack(reason)
-      });
+      }, outlineTilesOf(transport, version, figureId, payload));
     } else {
       this.plot = this.makePlot();
     }
