@@ -26,7 +26,7 @@ function tileReply(key: string, column: number, row: number): Reply<CellOutlines
   );
   const starts = Uint32Array.from([0, ...cells.map((_, k) => 5 * (k + 1))]);
   const vertices = Float32Array.from(cells.flatMap(([c]) => square(c)));
-  const box = [column * 500, row * 500, (column + 1) * 500, (row + 1) * 500];
+  const box: [number, number, number, number] = [column * 500, row * 500, (column + 1) * 500, (row + 1) * 500];
   return {
     data: { key, column, row, box, n_cells: cells.length, n_vertices: vertices.length / 2 },
     buffers: [Uint32Array.from(cells.map(([, i]) => i)).buffer, starts.buffer, vertices.buffer]
