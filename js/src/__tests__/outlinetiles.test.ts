@@ -107,6 +107,20 @@ describe('outline tiles are asked once per page', () => {
     expect(t.callsOf('cell_outlines')).toHaveLength(2);
   });
 
+  it('a tile the server refuses is not asked again by the view, and the others still arrive', async () => {
+    const t = new FakeTransport().on('cell_outlines', p => {
+      if (p.column === 1) {
+        throw new Error('Outline tile (1, 0) meets 20000 cells, more than 16384');
+      }
+      return tileReply(p.key!, p.column!, p.row!);
+    });
+    const set = outlineTilesOf(t, 1, 'fig', lodPayload())!;
+    expect(await set.want([[0, 0], [1, 0]])).toBe(true);
+    expect(await set.want([[0, 0], [1, 0]])).toBe(false);
+    expect(t.callsOf('cell_outlines')).toHaveLength(2); // (1, 0) once, refused; (0, 0) once, kept
+    expect(set.size).toBe(1);
+  });
+
   it('a figure whose outlines came with its cells has no tiles to ask', () => {
     const payload = { ...lodPayload(), shapes: { kind: 'polygons', element: 'cells', n_vertices: 20 } } as CanvasPayload;
     expect(outlineTilesOf(new FakeTransport(), 1, 'fig', payload)).toBeNull();

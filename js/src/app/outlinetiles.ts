@@ -58,6 +58,7 @@ export type TileLoader = (column: number, row: number) => Promise<Reply<CellOutl
  */
 export class OutlineTileSet {
   private readonly loaded = new Map<string, Reply<CellOutlinesData>>();
+  private readonly failed = new Set<string>();
   private merged: PolygonShapes | null = null;
 
   constructor(
@@ -72,15 +73,28 @@ export class OutlineTileSet {
     return this.loaded.size;
   }
 
-  /** Bring in `tiles` (from the page's cache or the server); resolves whether any was new here. */
+  /**
+   * Bring in `tiles` (from the page's cache or the server); resolves whether any was new here.
+   * A tile that fails is not asked again by this view (a refused tile, e.g. one too dense, would
+   * otherwise be asked on every frame of a pan); its cells keep their circles.
+   */
   async want(tiles: Tile[]): Promise<boolean> {
-    const missing = tiles.filter(([c, r]) => !this.loaded.has(`${c}/${r}`));
-    const replies = await Promise.all(missing.map(([c, r]) => this.load(c, r)));
-    missing.forEach(([c, r], i) => this.loaded.set(`${c}/${r}`, replies[i]));
-    if (missing.length) {
+    const missing = tiles.filter(([c, r]) => !this.loaded.has(`${c}/${r}`) && !this.failed.has(`${c}/${r}`));
+    const replies = await Promise.allSettled(missing.map(([c, r]) => this.load(c, r)));
+    let fresh = false;
+    missing.forEach(([c, r], i) => {
+      const reply = replies[i];
+      if (reply.status === 'fulfilled') {
+        fresh ||= !this.loaded.has(`${c}/${r}`);
+        this.loaded.set(`${c}/${r}`, reply.value);
+      } else {
+        this.failed.add(`${c}/${r}`);
+      }
+    });
+    if (fresh) {
       this.merged = null;
     }
-    return missing.length > 0;
+    return fresh;
   }
 
   /** Every cell's outline from the tiles held (cell i: vertices starts[i] to starts[i + 1]; none where no tile has it). */
