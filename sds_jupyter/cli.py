@@ -86,6 +86,10 @@ def _parser() -> argparse.ArgumentParser:
         choices=(".svg", ".png", ".pdf"),
         help="the format when OUT is a folder (the file is named after the version and figure)",
     )
+    export.add_argument("--dpi", type=int, default=300, help="a PNG's resolution, and that of cells drawn as a picture")
+    export.add_argument(
+        "--view", default="saved", help="'saved' (the figure's saved view), 'whole' (all of it), or x0,y0,x1,y1"
+    )
 
     upload = commands.add_parser(
         "upload", help="create a Cirro dataset from a saved version (needs sds-jupyter[cirro])"
@@ -191,7 +195,14 @@ def _run(args: argparse.Namespace) -> int:
         from sds_jupyter.service.export import export_figure
 
         out = export_figure(
-            args.path, args.figure, args.out, version=args.version, folders=args.folders, format=args.format
+            args.path,
+            args.figure,
+            args.out,
+            version=args.version,
+            folders=args.folders,
+            format=args.format,
+            dpi=args.dpi,
+            view=args.view,
         )
         say(f"wrote {out}")
         return 0

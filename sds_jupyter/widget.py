@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 import os
 import weakref
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +211,20 @@ class VersionBrowser(anywidget.AnyWidget):
         stack = self.service.stack
         top = stack.at(self.selected if version is None else version).versions[0]
         return upload_version(str(top.folder), project=project, process=process, folders=dict(stack.folders))
+
+    def export(
+        self, figure: str, path: str | os.PathLike[str], *, dpi: int = 300, view: str | Sequence[float] | None = None
+    ) -> Path:
+        """Draw saved figure ``figure`` of the selected version to ``path`` (.svg, .png or .pdf).
+
+        The same file the panel's export buttons and ``sds-jupyter export`` make. ``path`` may be
+        a folder: a PNG is then written in it, named after the version and figure. ``view``: None (the
+        figure's saved view), "whole" (all cells and the image) or the region x0, y0, x1, y1.
+        Returns the file written.
+        """
+        from sds_jupyter.service.export import export_figure
+
+        return export_figure(self.service, figure, path, version=self.selected, dpi=dpi, view=view, format=".png")
 
     def bound_message(self) -> str:
         """One line saying which variable holds which version's AnnData (safe to print)."""

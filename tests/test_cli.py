@@ -161,3 +161,29 @@ def test_export_draws_a_saved_figure(demo_top: Path, tmp_path: Path, suffix: str
 def test_export_of_a_missing_figure_is_one_line(demo_top: Path, tmp_path: Path) -> None:
     result = cli("export", "--version", "1", str(demo_top), "fig-nhood", str(tmp_path / "x.svg"))
     assert result.returncode == 2 and "Traceback" not in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("suffix", ["svg", "png", "pdf"])
+def test_export_draws_every_tissue_figure_of_the_demo(demo_top: Path, tmp_path: Path, suffix: str) -> None:
+    """The issue's failure was a raw TypeError for the tissue (canvas) figures; each now draws."""
+    for figure in ("fig-clusters", "fig-regions"):
+        out = tmp_path / f"{figure}.{suffix}"
+        result = cli("export", "--dpi", "120", "--view", "0,0,256,256", str(demo_top), figure, str(out))
+        assert result.returncode == 0 and result.stdout == f"wrote {out}\n", result.stderr
+        assert out.stat().st_size > 1000
+    if suffix == "png":
+        from PIL import Image
+
+        with Image.open(out) as image:
+            assert round(image.info["dpi"][0]) == 120
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [(["--view", "1,2,3"], "x0,y0,x1,y1"), (["--dpi", "5"], "dpi must be"), ([], "No figure 'fig-none'")],
+)
+def test_export_refusals_are_one_line(demo_top: Path, tmp_path: Path, args: list[str], says: str) -> None:
+    figure = "fig-none" if not args else "fig-clusters"
+    result = cli("export", *args, str(demo_top), figure, str(tmp_path / "x.png"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "x.png").exists()

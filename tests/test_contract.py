@@ -46,6 +46,7 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "store_key": {"version": 2, "key": "tables/table/obs/zarr.json"},
     "image_region": {"version": 2, "figure": "fig_canvas", "region": "0,0,40,40"},
     "image_tile": {"version": 2, "figure": "fig_canvas", "level": 0, "x": 0, "y": 0},
+    "export": {"version": 2, "figure": "fig_canvas", "format": "png", "dpi": 72},
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -126,6 +127,28 @@ def test_image_tile_is_framed_binary(root, fetch) -> None:
         fetch, "image_tile", path="datasets/edit-2222", version=1, figure="fig_canvas", level=0, x=99, y=0
     )
     assert code == 400 and "not 99" in error["message"]
+
+
+def test_export_sends_the_file_the_command_line_writes(root, fetch, tmp_path) -> None:
+    """The panel's export buttons get the bytes of the one renderer, named as the CLI names them."""
+    from PIL import Image
+
+    from sds_jupyter.service.export import export_figure
+
+    data, buffers = _get(
+        fetch, "export", path="datasets/edit-2222", version=1, figure="fig_canvas", format="png", dpi=100
+    )
+    assert data["media_type"] == "image/png" and data["size"] == len(buffers[0]) and data["cells"] == 26
+    (tmp_path / "exports").mkdir()
+    written = export_figure(
+        root / "datasets" / "edit-2222", "fig_canvas", tmp_path / "exports", version=1, format="png", dpi=100
+    )
+    assert data["name"] == written.name
+    with Image.open(io.BytesIO(buffers[0])) as sent, Image.open(written) as made:
+        assert sent.info["dpi"] == made.info["dpi"] and sent.size == made.size
+        assert sent.tobytes() == made.tobytes()
+    code, error = _error(fetch, "export", path="datasets/edit-2222", version=1, figure="fig_canvas", view="1,2")
+    assert code == 400 and "x0,y0,x1,y1" in error["message"]
 
 
 def test_demo_stack_under_the_root(jp_root_dir, demo_top, fetch) -> None:

@@ -76,7 +76,7 @@ SHARED_CASES = Path(__file__).parents[1] / "js" / "src" / "__tests__" / "fixture
 
 
 def test_names_and_colorbar_numbers_match_the_browser() -> None:
-    """The browser's exportName and rangeTicks answer the same cases (js print.test.ts)."""
+    """Names, colorbar numbers (js exportcases.test.ts checks the browser's rangeTicks) and the print theme."""
     cases = json.loads(SHARED_CASES.read_text(encoding="utf-8"))
     for case in cases["names"]:
         assert export_name(case["depth"], case["title"], case["figure"]) == case["name"]
@@ -153,7 +153,7 @@ def test_a_canvas_export_reads_the_image_at_its_print_size(studio_stack) -> None
 
     service = StackService(studio_stack.v1)
     _, overview = service.export_figure(None, "fig_canvas")
-    _, printed = service.export_figure(None, "fig_canvas", dpi=30)  # 89 mm at 30 dpi: 106 px across
+    _, printed = service.export_figure(None, "fig_canvas", draw_px=106)  # 89 mm at 30 dpi
     assert printed.payload["image"]["width"] <= 106 < overview.payload["image"]["width"]
     assert printed.payload["image"]["bounds"] == overview.payload["image"]["bounds"]
     assert printed.payload["bounds"] == overview.payload["bounds"]
@@ -175,3 +175,167 @@ def test_export_onto_a_hard_link_to_a_stack_file_leaves_that_file_alone(studio_c
     assert os.stat(out).st_ino != os.stat(stack_file).st_ino
     assert stack_file.read_bytes() == before
     assert Stack.resolve(studio_copy.v2).depth == 2
+
+
+# ---------------------------------------------------------------- the demo's figures, one renderer
+
+
+@pytest.fixture(scope="module")
+def xenium(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tissue demo at 3,000 cells (polygons, a pyramid, micrometres): its top version."""
+    import warnings
+
+    from sds_jupyter.demo.xenium import build_xenium_demo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_xenium_demo(tmp_path_factory.mktemp("xenium"), n_cells=3000, side=1024)
+
+
+def _figure_ids(top: Path) -> list[tuple[str, str]]:
+    from sds_jupyter.service import StackService
+
+    return [(f["id"], f["kind"]) for f in StackService(top).figures(None)["figures"]]
+
+
+def test_every_demo_figure_exports_in_every_format(xenium, demo_top, tmp_path) -> None:
+    """The issue's failure: no tissue figure of the demo exported (polygons read as the image)."""
+    from PIL import Image
+
+    figures = [(xenium, *f) for f in _figure_ids(xenium)] + [(demo_top, *f) for f in _figure_ids(demo_top)]
+    assert {kind for _, _, kind in figures} == {"canvas", "chart"}
+    for top, figure, _ in figures:
+        for suffix in MAGIC:
+            out = export_figure(top, figure, tmp_path / f"{top.name}-{figure}{suffix}", dpi=100, view="full")
+            assert MAGIC[suffix] in out.read_bytes()[:200], (figure, suffix)
+        with Image.open(tmp_path / f"{top.name}-{figure}.png") as image:
+            assert round(image.info["dpi"][0]) == 100, figure
+
+
+def _legend_and_cells(svg: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    """The legend's (label, swatch color) pairs and each vector cell's fill, read from an SVG export."""
+    ns = "{http://www.w3.org/2000/svg}"
+    root = ET.parse(svg).getroot()
+    groups = {g.get("id"): g for g in root.iter(f"{ns}g")}
+    legend: list[tuple[str, str]] = []
+    fill = None
+    for child in groups["legend_1"]:
+        if child.get("id", "").startswith("patch_"):
+            path = child.find(f"{ns}path")
+            style = path.get("style", "") if path is not None else ""
+            fill = next((p.split(":")[1].strip() for p in style.split(";") if p.strip().startswith("fill:")), None)
+        elif child.get("id", "").startswith("text_") and fill not in (None, "none"):
+            legend.append(("".join(child.itertext()).strip(), str(fill)))
+            fill = None
+    cells = groups["PolyCollection_1"]
+    fills = [
+        next(p.split(":")[1].strip() for p in path.get("style", "").split(";") if p.strip().startswith("fill:"))
+        for path in cells.iter(f"{ns}path")
+    ]
+    return legend, fills
+
+
+def test_svg_legend_and_cell_colors_are_the_views(xenium, tmp_path) -> None:
+    """Legend entries, their colors and every cell's color in the SVG are those the view is sent."""
+    import numpy as np
+
+    from sds_jupyter.service import StackService
+
+    reply = StackService(xenium).canvas(None, "fig-cell-types")
+    color = reply.data["color"]
+    codes = np.frombuffer(reply.buffers[0], dtype=color.get("codes", "uint16"))  # the view's category codes
+    out = export_figure(xenium, "fig-cell-types", tmp_path / "types.svg", view="whole")
+    legend, fills = _legend_and_cells(out)
+    channels = [(c["name"], c["color"]) for c in reply.data["image"]["channels"]]
+    assert legend == list(zip(color["categories"], color["colors"], strict=True)) + channels
+    assert len(fills) == reply.data["n_cells"] == len(codes)
+    expected = np.array(color["colors"])[codes.astype(np.int64)]
+    assert sorted(fills) == sorted(str(c) for c in expected)
+    assert any(t.endswith(" µm") for t in _svg_texts(out))  # the scale bar, in the store's unit
+
+
+def test_above_the_vector_limit_cells_are_one_picture_in_the_vector_file(xenium, tmp_path, monkeypatch) -> None:
+    from sds_jupyter.service import StackService
+    from sds_jupyter.service.export import render_export
+    from sds_jupyter.studio import export as studio_export
+
+    service = StackService(xenium)
+    vector = render_export(service, None, "fig-cell-types", ".svg", 72, "whole")
+    assert not vector.rasterized and vector.cells == 3000 and vector.data.count(b"<image") == 1
+    monkeypatch.setattr(studio_export, "VECTOR_CELL_LIMIT", 2999)
+    raster = render_export(service, None, "fig-cell-types", ".svg", 72, "whole")
+    assert raster.rasterized and b"PolyCollection" not in raster.data
+    assert raster.data.count(b"<image") == 2  # the morphology image and the cells' picture
+    (tmp_path / "raster.svg").write_bytes(raster.data)
+    texts = _svg_texts(tmp_path / "raster.svg")
+    assert "Tumor" in texts and any(t.endswith(" µm") for t in texts)  # legend and scale bar stay text
+    zoomed = render_export(service, None, "fig-cell-types", ".svg", 72, (50, 50, 100, 100))
+    assert 0 < zoomed.cells < 3000 and not zoomed.rasterized  # only the cells in the region count
+
+
+def test_views_and_dpis_an_export_refuses(studio_stack, tmp_path) -> None:
+    for view in ("1,2,3", "0,0,0,5", "a,b,c,d", "nan,0,1,1"):
+        with pytest.raises(FigureError, match="x0,y0,x1,y1"):
+            export_figure(studio_stack.v1, "fig_canvas", tmp_path / "a.svg", view=view)
+    for dpi in (0, 10_000):
+        with pytest.raises(FigureError, match="dpi must be"):
+            export_figure(studio_stack.v1, "fig_canvas", tmp_path / "a.png", dpi=dpi)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_version_browser_export_writes_the_cli_file(studio_stack, tmp_path) -> None:
+    from sds_jupyter.widget import VersionBrowser
+
+    browser = VersionBrowser(studio_stack.v2, namespace={})
+    browser.selected = 1
+    out = browser.export("fig_canvas", tmp_path / "regions.pdf", dpi=150)
+    same = export_figure(studio_stack.v2, "fig_canvas", tmp_path / "cli.pdf", version=1, dpi=150)
+    assert out.read_bytes()[:5] == b"%PDF-" and out.stat().st_size == same.stat().st_size
+
+
+def test_an_export_asked_for_from_a_recolored_view_shows_its_colors(xenium, tmp_path) -> None:
+    """Recolored by another column, with a category hidden in the legend: the SVG shows what the view does."""
+    import numpy as np
+
+    from sds_jupyter.service import StackService
+    from sds_jupyter.service.requests import dispatch
+
+    service = StackService(xenium)
+    answer = service.color_values(None, "fig-cell-types", column="niche")
+    color = answer.data
+    codes = np.frombuffer(answer.buffers[0], dtype=color.get("codes", "uint16"))
+    params = {"figure": "fig-cell-types", "view": "whole", "column": "niche", "hidden": "0"}
+    reply = dispatch(service, "export", params)
+    out = tmp_path / "niches.svg"
+    out.write_bytes(bytes(reply.buffers[0]))
+    legend, fills = _legend_and_cells(out)
+    pairs = list(zip(color["categories"], color["colors"], strict=True))
+    assert legend[: len(pairs) - 1] == pairs[1:]  # category 0 hidden: not in the legend
+    assert fills.count("none") == int((codes == 0).sum()) > 0  # a hidden cell: no fill
+    assert sorted(f for f in fills if f != "none") == sorted(str(color["colors"][c]) for c in codes if c != 0)
+    with pytest.raises(Exception, match="hidden must list category codes"):
+        dispatch(service, "export", {**params, "hidden": "tumor"})
+
+
+def test_an_export_takes_the_channels_as_the_views_controls_set_them(xenium, tmp_path) -> None:
+    from sds_jupyter.service import StackService
+    from sds_jupyter.service.errors import RequestError
+    from sds_jupyter.service.requests import dispatch
+
+    service = StackService(xenium)
+    saved = next(f for f in service.figures(None)["figures"] if f["id"] == "fig-cell-types")["spec"]["channels"]
+    # one channel only, in another color and contrast: as a person set the view's controls
+    states = [{**c, "visible": i == 0, "color": "#ff00ff" if i == 0 else c["color"]} for i, c in enumerate(saved)]
+    states[0]["contrast_limits"] = [0.0, 1.0]
+    params = {"figure": "fig-cell-types", "view": "whole", "channels": json.dumps(states)}
+    out = tmp_path / "one-channel.svg"
+    out.write_bytes(bytes(dispatch(service, "export", params).buffers[0]))
+    legend, _ = _legend_and_cells(out)
+    assert legend[-1] == (saved[0]["name"], "#ff00ff") and saved[1]["name"] not in dict(legend)
+    plain = tmp_path / "saved.svg"
+    plain.write_bytes(bytes(dispatch(service, "export", {"figure": "fig-cell-types", "view": "whole"}).buffers[0]))
+    assert plain.read_bytes() != out.read_bytes()
+    with pytest.raises(RequestError, match="channels must be a JSON list"):
+        dispatch(service, "export", {**params, "channels": "{}"})
+    with pytest.raises(FigureError, match="cannot be drawn"):
+        dispatch(service, "export", {**params, "channels": json.dumps([{"name": 3, "color": []}])})

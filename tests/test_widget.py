@@ -53,6 +53,20 @@ def test_request_is_answered_with_the_same_id(browser, recorded_messages) -> Non
     assert reply["data"]["top_depth"] == 2 and reply["buffers"] == []
 
 
+def test_export_reply_carries_the_file(browser, recorded_messages, tmp_path) -> None:
+    """The widget's export buttons get the file the command line writes, through the kernel."""
+    from sds_jupyter.service.export import export_figure
+
+    params = {"version": 1, "figure": "fig_canvas", "format": "svg", "view": "whole"}
+    _deliver(browser, {"type": "request", "id": 3, "name": "export", "params": params})
+    (reply,) = _responses(recorded_messages)
+    assert reply["ok"] and reply["data"]["media_type"] == "image/svg+xml"
+    (sent,) = reply["buffers"]
+    written = export_figure(browser.service, "fig_canvas", tmp_path, version=1, view="whole")
+    assert reply["data"]["name"] == written.name and bytes(sent) == written.read_bytes()
+    assert b"Regions on tissue" in bytes(sent)
+
+
 def test_canvas_reply_carries_buffers(browser, recorded_messages) -> None:
     _deliver(browser, {"type": "request", "id": 1, "name": "canvas", "params": {"version": 1, "figure": "fig_canvas"}})
     (reply,) = _responses(recorded_messages)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, is_typeddict
 
 from sds_jupyter.service import types as payloads
-from sds_jupyter.service.requests import REQUESTS
+from sds_jupyter.service.requests import REQUESTS, request_parameters
 from sds_jupyter.service.service import Reply
 from sds_jupyter.studio import payloads as canvas_payloads
 from sds_jupyter.studio.payloads import Items
@@ -46,6 +46,7 @@ REPLY_PAYLOADS: dict[str, Any] = {
     "store_key": payloads.StoreKeyData,
     "image_region": payloads.ImageRegionData,
     "image_tile": payloads.ImageTileData,
+    "export": payloads.ExportData,
 }
 
 _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {
@@ -247,8 +248,7 @@ def _ts_params(name: str) -> str:
     hints = typing.get_type_hints(method)
     fields = [
         f"{param.name}{'' if param.default is inspect.Parameter.empty else '?'}: {_ts_of(hints[param.name])}"
-        for param in inspect.signature(method).parameters.values()
-        if param.name != "self"
+        for param in request_parameters(method)
     ]
     return "{ " + "; ".join(fields) + " }" if fields else "Record<string, never>"
 

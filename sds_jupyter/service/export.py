@@ -1,53 +1,242 @@
-"""``export_figure``: a saved figure of a version drawn to a file, from Python and the shell.
+"""Exports of saved figures: the one renderer's file, for the shell, the notebook and the browser.
 
-It reads the version through the service (the figure's data) and draws with the
-studio's renderers; it lives here, above both, so the studio never imports the service.
+:func:`render_export` draws a figure of a version to the bytes of an SVG, PNG or PDF
+file, named after the version and the figure. The command line and
+``VersionBrowser.export`` write it with :func:`export_figure`; the panel and the
+widget ask for it with the ``export`` request and save the bytes they get. It
+lives here, above the studio's drawing code, so the studio never imports the service.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sds_jupyter.service.service import StackService
-from sds_jupyter.studio.canvas import CanvasData
-from sds_jupyter.studio.export import PNG_DPI, export_name, format_of, print_width_mm, render_canvas, render_chart
+import numpy as np
 
-__all__ = ["export_figure"]
+from sds_jupyter.errors import shown
+from sds_jupyter.service.errors import RequestError
+from sds_jupyter.service.service import Reply, StackService
+from sds_jupyter.service.types import ExportData
+from sds_jupyter.stack.atomic import replaced_file
+from sds_jupyter.studio.canvas import CanvasData
+from sds_jupyter.studio.errors import FigureError
+from sds_jupyter.studio.export import (
+    DPI_RANGE,
+    MM_PER_INCH,
+    PNG_DPI,
+    CanvasExport,
+    export_name,
+    format_of,
+    print_width_mm,
+    rasterizes,
+    recolored,
+    render_canvas,
+    render_chart,
+    view_region,
+)
+
+__all__ = ["MEDIA_TYPES", "Export", "export_figure", "export_request", "render_export"]
+
+MEDIA_TYPES = {".svg": "image/svg+xml", ".png": "image/png", ".pdf": "application/pdf"}
+#: The most pixels across the whole image an export reads (a zoomed-in view at a high dpi
+#: would otherwise ask for the full-resolution level of a slide: 50,000 px and more a side).
+MAX_EXPORT_IMAGE_SIDE = 8192
+
+
+def _value_type(color: Mapping[str, Any]) -> Any:
+    """A color_values buffer's dtype: category codes as the reply's ``codes`` says (uint8 or uint16), else float32."""
+    if color["mode"] == "categorical":
+        return np.dtype(color.get("codes", "uint16"))
+    return np.float32
+
+
+@dataclass
+class Export:
+    """One exported figure: its file name, format (".svg", ".png", ".pdf") and bytes."""
+
+    name: str
+    format: str
+    data: bytes
+    #: Cells in the exported region (0 for a chart).
+    cells: int = 0
+    #: Whether the cells were drawn as one picture inside a vector file (above VECTOR_CELL_LIMIT).
+    rasterized: bool = False
+
+
+def checked_dpi(dpi: int) -> int:
+    """``dpi`` when it lies in DPI_RANGE, else a FigureError saying which dpi an export takes."""
+    low, high = DPI_RANGE
+    if isinstance(dpi, bool) or not isinstance(dpi, int) or not low <= dpi <= high:
+        raise FigureError(f"An export's dpi must be a whole number from {low} to {high}, not {dpi!r}.")
+    return dpi
+
+
+def render_export(
+    service: StackService,
+    version: int | str | None,
+    figure_id: str,
+    fmt: str = ".svg",
+    dpi: int = PNG_DPI,
+    view: str | Sequence[float] | None = None,
+    coloring: Mapping[str, Any] | None = None,
+    hidden: Collection[int] = (),
+    channels: Sequence[Mapping[str, Any]] | None = None,
+) -> Export:
+    """Figure ``figure_id`` of a version (default: the top) drawn as ``fmt`` at ``dpi``.
+
+    Charts go through vl-convert with the Vega-Lite spec the browser shows; canvas figures
+    through matplotlib with the payload the view is sent (its palette, channels and contrast
+    limits), over ``view`` (see :func:`~sds_jupyter.studio.export.view_region`). ``coloring``:
+    the parameters of a ``color_values`` request the view was recolored with (a column, a gene,
+    a highlight, a change against a version), so the export shows what the view shows;
+    ``hidden``: the category codes the view's legend hides; ``channels``: the image channels as
+    the view's controls set them (name, color, visible, contrast_limits), else the saved ones.
+    """
+    fmt = format_of(Path(f"figure.{str(fmt).lstrip('.')}"))
+    dpi = checked_dpi(dpi)
+    depth = service.depth(version)
+    title_of_version = service.stack.versions[service.stack.depth - depth].title if depth else None
+    stem = export_name(depth, title_of_version, figure_id)
+    name = f"{stem}-{dpi}dpi.png" if fmt == ".png" else f"{stem}{fmt}"
+    parsed, drawing = service.export_figure(depth, figure_id, channels=channels)
+    width_mm = print_width_mm(parsed.print_width)
+    title = parsed.title or figure_id
+    if not isinstance(drawing, CanvasData):
+        return Export(name, fmt, render_chart(drawing, fmt, width_mm, title, dpi))
+    region = view_region(drawing.payload, view)
+    if drawing.payload["image"] is not None:
+        drawing = _with_image_for(service, depth, figure_id, drawing, region, width_mm, dpi, channels)
+    if coloring:
+        answer = service.color_values(depth, figure_id, **coloring)
+        drawing = recolored(drawing, answer.data, np.frombuffer(answer.buffers[0], _value_type(answer.data)))
+    if hidden:
+        drawing = recolored(drawing, hidden=hidden)
+    data, cells = render_canvas(CanvasExport(drawing, region, title), fmt, width_mm, dpi)
+    return Export(name, fmt, data, cells, rasterizes(fmt, cells))
+
+
+def export_request(
+    service: StackService,
+    version: int | str | None = None,
+    figure: str = "",
+    format: str = "svg",
+    dpi: int = PNG_DPI,
+    view: str | None = None,
+    column: str = "",
+    gene: str = "",
+    layer: str | None = None,
+    highlight: str | None = None,
+    against: int | str | None = None,
+    hidden: str = "",
+    channels: str = "",
+) -> Reply:
+    """The ``export`` request: a figure drawn to an SVG, PNG or PDF file, its name and bytes (one buffer).
+
+    Why: the panel and the widget save exactly the file the command line writes (one
+    renderer). ``view``: "saved" (default), "whole", or the region on screen as x0,y0,x1,y1.
+    ``column`` ... ``against``: how the view recolored the cells, as ``color_values`` takes
+    them; ``hidden``: the category codes its legend hides, as "0,3"; ``channels``: the image
+    channels as its controls set them, a JSON list of {name, color, visible, contrast_limits}.
+    """
+    if not figure:
+        raise RequestError("The export request needs a figure id.")
+    given = {"column": column, "gene": gene, "layer": layer, "highlight": highlight, "against": against}
+    coloring = {key: value for key, value in given.items() if value not in (None, "")}
+    made = render_export(service, version, figure, format, dpi, view, coloring, _codes(hidden), _channels(channels))
+    payload: ExportData = {
+        "name": made.name,
+        "format": made.format,
+        "media_type": MEDIA_TYPES[made.format],
+        "size": len(made.data),
+        "cells": made.cells,
+        "rasterized": made.rasterized,
+    }
+    return Reply(payload, [memoryview(made.data)])
+
+
+def _channels(text: str) -> list[Any] | None:
+    """The JSON list of channel settings in ``text`` (None when empty; a RequestError when not a list)."""
+    if not text:
+        return None
+    try:
+        channels = json.loads(text)
+    except ValueError:
+        channels = None
+    if not isinstance(channels, list):
+        raise RequestError("channels must be a JSON list of {name, color, visible, contrast_limits}.")
+    return channels
+
+
+def _codes(hidden: str) -> list[int]:
+    """The category codes in "0,3" (a RequestError when it is not a list of whole numbers)."""
+    try:
+        return [int(part) for part in hidden.split(",") if part.strip()]
+    except ValueError:
+        raise RequestError(f"hidden must list category codes as 0,3, not {shown(hidden)}.") from None
+
+
+def _with_image_for(
+    service: StackService,
+    depth: int,
+    figure_id: str,
+    drawing: CanvasData,
+    region: tuple[float, float, float, float],
+    width_mm: float,
+    dpi: int,
+    channels: Sequence[Mapping[str, Any]] | None = None,
+) -> CanvasData:
+    """The figure again with its image at the pyramid level the export's dpi needs over ``region``.
+
+    The drawing is ``width_mm`` at ``dpi`` across the region; the whole figure would then span
+    that many pixels times (its bounds' width / the region's), which is what picks the level.
+    """
+    x0, _, x1, _ = drawing.payload["bounds"]
+    across = max(x1 - x0, 1e-9) / max(region[2] - region[0], 1e-9)
+    draw_px = math.ceil(width_mm / MM_PER_INCH * dpi * across)
+    _, finer = service.export_figure(depth, figure_id, min(draw_px, MAX_EXPORT_IMAGE_SIDE), channels)
+    return finer if isinstance(finer, CanvasData) else drawing
 
 
 def export_figure(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | StackService,
     figure_id: str,
     out: str | os.PathLike[str],
     version: int | str | None = None,
     folders: str | Mapping[str, str] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     format: str = ".svg",
+    dpi: int = PNG_DPI,
+    view: str | Sequence[float] | None = None,
 ) -> Path:
     """Draw figure ``figure_id`` of a version (default: the top) to ``out`` (.svg/.png/.pdf).
 
-    ``path`` is a version folder or anything :meth:`Stack.resolve` takes. ``out`` is a file,
-    or an existing folder: then the file in it is named as the browser names its exports,
-    after the version's depth and title and the figure (``v3_Regions-fig_regions.svg``; a PNG,
-    drawn at 300 dpi, ends ``-300dpi.png``), in ``format``. The version is only read; nothing
-    is written but that file, which must lie outside every folder of the stack (its
-    versions, their overlays, the base).
+    ``path`` is a version folder, anything :meth:`Stack.resolve` takes, or an open service.
+    ``out`` is a file, or an existing folder: then the file in it is named as the browser
+    names its exports, after the version's depth and title and the figure
+    (``v3_Regions-fig_regions.svg``; a PNG ends ``-300dpi.png``), in ``format``. ``dpi``: the
+    PNG's resolution, and that of cells drawn as a picture in a vector file; ``view``: "saved"
+    (default), "whole" or x0,y0,x1,y1. The version is only read; nothing is written but that
+    file, which must lie outside every folder of the stack, and an existing file is replaced
+    whole or not at all.
     """
     target = Path(os.path.abspath(os.path.expanduser(os.fspath(out))))
     into_folder = target.is_dir()
-    suffix = format_of(Path(f"figure.{format.lstrip('.')}") if into_folder else target)
-    service = StackService(path, folders=folders, storage_options=storage_options)
+    fmt = format_of(Path(f"figure.{format.lstrip('.')}") if into_folder else target)
+    service = (
+        path if isinstance(path, StackService) else StackService(path, folders=folders, storage_options=storage_options)
+    )
+    if service.error is not None:
+        raise service.error
+    export = render_export(service, version, figure_id, fmt, dpi, view)
     if into_folder:
-        depth = service.depth(version)
-        title = service.stack.versions[service.stack.depth - depth].title if depth else None
-        name = export_name(depth, title, figure_id)
-        target = target / (f"{name}-{PNG_DPI}dpi.png" if suffix == ".png" else f"{name}{suffix}")
+        target = target / export.name
     service.stack.refuse_output_inside(target, "figure")
-    figure, drawing = service.export_figure(version, figure_id, dpi=PNG_DPI)
-    width = print_width_mm(figure.print_width)
-    if isinstance(drawing, CanvasData):
-        return render_canvas(drawing, target, width, figure.title or figure_id)
-    return render_chart(drawing, target, width, figure.title or figure_id)
+    with replaced_file(target) as new:
+        new.write_bytes(export.data)
+    return target

@@ -15,9 +15,10 @@ from typing import Any
 
 from sds_jupyter.errors import shown
 from sds_jupyter.service.errors import RequestError
+from sds_jupyter.service.export import export_request
 from sds_jupyter.service.service import Reply, StackService
 
-__all__ = ["BINARY_REQUESTS", "REQUESTS", "dispatch"]
+__all__ = ["BINARY_REQUESTS", "REQUESTS", "dispatch", "request_parameters"]
 
 REQUESTS: dict[str, Callable[..., Any]] = {
     "history": StackService.history,
@@ -41,11 +42,12 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "store_key": StackService.store_key,
     "image_region": StackService.image_region,
     "image_tile": StackService.image_tile,
+    "export": export_request,
 }
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
 BINARY_REQUESTS = frozenset(
-    {"canvas", "cells", "cell_outlines", "color_values", "channels", "store_key", "image_region", "image_tile"}
+    {"canvas", "cells", "cell_outlines", "color_values", "channels", "store_key", "image_region", "image_tile", "export"}
 )
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -112,13 +114,22 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
     return str(value)
 
 
+def request_parameters(method: Callable[..., Any]) -> list[inspect.Parameter]:
+    """A request's parameters: its function's, less the first (the service it runs on).
+
+    Why: a request is a StackService method or a function of a service (``export``); either
+    way the first parameter is the service, never a client's to give.
+    """
+    return list(inspect.signature(method).parameters.values())[1:]
+
+
 def dispatch(service: StackService, name: str, params: Mapping[str, Any] | None = None) -> Reply:
     """Run request ``name`` on ``service`` with ``params``; unknown names or params are refused."""
     method = REQUESTS.get(name)
     if method is None:
         raise RequestError(f"Unknown request {name!r}; known: {', '.join(REQUESTS)}.")
     hints = typing.get_type_hints(method)
-    accepted = [p for p in inspect.signature(method).parameters if p != "self"]
+    accepted = [p.name for p in request_parameters(method)]
     given = dict(params or {})
     unknown = sorted(set(given) - set(accepted))
     if unknown:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 import typing
@@ -95,8 +94,7 @@ from sds_jupyter.studio.cells import CellTable, FrameCells
 from sds_jupyter.studio.charts import chart_for_figure, default_chart, with_index_column
 from sds_jupyter.studio.elements import Pyramid, open_pyramid, region_level
 from sds_jupyter.studio.errors import NoStudioDataError, ResultError
-from sds_jupyter.studio.export import MM_PER_INCH, print_width_mm
-from sds_jupyter.studio.figures import ParsedFigure, declared_fields, read_figure, read_figures
+from sds_jupyter.studio.figures import ParsedFigure, declared_fields, parse_figure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
 from sds_jupyter.studio.palette import obs_palettes, recolor_chart, saved_category_colors
 from sds_jupyter.studio.results import (
@@ -876,11 +874,15 @@ class StackService:
         payload: StoreKeyData = {"key": checked, "found": data is not None, "size": len(raw)}
         return Reply(payload, [memoryview(raw)] if data is not None else [])
 
-    def export_figure(self, version: int | str | None, figure: str, dpi: int | None = None) -> tuple[ParsedFigure, Any]:
+    def export_figure(
+        self, version: int | str | None, figure: str, draw_px: int | None = None, channels: Any = None
+    ) -> tuple[ParsedFigure, Any]:
         """A figure and what draws it: a Vega-Lite spec (charts) or CanvasData (canvas).
 
-        ``dpi``: a canvas is drawn at its print width and this resolution, so its image is read
+        ``draw_px``: the pixels a canvas's whole drawing spans in an export, so its image is read
         at the level that many pixels need (see ``build_canvas``), not the browser's overview.
+        ``channels``: the image channels as a view set them (name, color, visible, contrast
+        limits), checked as a saved figure's channels are, in place of the saved ones.
         """
         parsed = read_figure(self._studio_uns(version), figure)
         if parsed.kind == "chart":
@@ -890,8 +892,9 @@ class StackService:
             palettes = self._palettes(version, read_figures(uns))
             return parsed, recolor_chart(chart_for_figure(spec, result), palettes, result.meta)
         spec = parsed.require("canvas")
+        if channels is not None:
+            spec = parse_figure(figure, {**spec, "channels": channels}).require("canvas")
         view = self.table_view(version, spec.get("table"))
-        draw_px = math.ceil(print_width_mm(parsed.print_width) / MM_PER_INCH * dpi) if dpi else None
         return parsed, build_canvas(spec, view, view.root, view.attrs, draw_px)
 
     # ------------------------------------------------------------------ results

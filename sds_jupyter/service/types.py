@@ -260,6 +260,21 @@ class ImageTileData(TypedDict):
     channels: int
 
 
+class ExportData(TypedDict):
+    """The ``export`` request: the file's bytes follow as one buffer; the browser saves them as ``name``."""
+
+    #: The file name: the version (depth and title) and the figure, e.g. ``v3_Regions-fig_regions.svg``.
+    name: str
+    #: ".svg", ".png" or ".pdf".
+    format: str
+    media_type: str
+    size: int
+    #: Cells in the exported region (0 for a chart).
+    cells: int
+    #: Whether the cells are one picture inside the vector file (more than VECTOR_CELL_LIMIT of them).
+    rasterized: bool
+
+
 class ImageRegionData(TypedDict):
     """The ``image_region`` request: one uint8 plane per channel follows (``width`` x ``height``)."""
 

@@ -1,34 +1,44 @@
-"""Drawing a saved figure to SVG, PNG or PDF, on demand.
+"""Drawing a saved figure to SVG, PNG or PDF: the one export renderer.
 
-Charts go through ``vl-convert`` (the same Vega-Lite spec the browser shows);
-canvas views are redrawn with matplotlib from the same CanvasPayload the
-browser gets. ``print_width`` (mm, or "single"/"double" journal columns) sets
-the figure's physical width.
+Every export goes through here: the command line, ``VersionBrowser.export`` and the
+panel's and widget's buttons (the ``export`` request); the browser draws only the
+screen view. Charts go through ``vl-convert`` (the same Vega-Lite spec the browser
+shows); canvas views are redrawn with matplotlib from the same CanvasPayload the
+browser gets (its palette, LUT and composited channels). ``print_width`` (mm, or
+"single"/"double" journal columns) sets the figure's physical width.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sds_jupyter.stack.atomic import replaced_file
+from sds_jupyter.errors import shown
 from sds_jupyter.studio.canvas import CanvasData
 from sds_jupyter.studio.errors import FigureError
 
 __all__ = [
     "EXPORT_FORMATS",
     "PRINT_CONFIG",
+    "VECTOR_CELL_LIMIT",
+    "CanvasExport",
     "export_name",
     "format_of",
     "print_width_mm",
     "range_ticks",
+    "rasterizes",
+    "recolored",
     "render_canvas",
     "render_chart",
+    "scale_bar",
+    "view_region",
 ]
 
 EXPORT_FORMATS = (".svg", ".png", ".pdf")
@@ -37,11 +47,30 @@ DEFAULT_WIDTH_MM = 89.0
 MM_PER_INCH = 25.4
 POINTS_PER_INCH = 72.0
 PNG_DPI = 300
-#: Categories a legend lists; the rest are counted (as in the browser's print legend).
+#: The dpi range an export takes: below 72 text is unreadable, above 1,200 a page-wide PNG passes 40,000 px.
+DPI_RANGE = (72, 1200)
+#: Cells drawn as vector shapes in an SVG or PDF up to this many in view; above it the cells are one
+#: picture at the export's dpi inside the vector frame (title, legend and scale bar stay vector).
+#: Why: a cell polygon costs about 300 bytes of SVG (benchmarks/bench_export.py: 100,000 demo cells
+#: made 34 MB, against 10 MB as a picture), so 50,000 cells add about 15 MB, a size editors and
+#: viewers still handle; every further cell only adds weight, as at a printed figure's size a whole
+#: section's cells are a dot or two each. Zoomed in on fewer cells, they stay shapes to edit.
+#: (spatialdata-plot and squidpy make the same trade, rasterising large collections.)
+VECTOR_CELL_LIMIT = 50_000
+#: The width (CSS px) at which a saved viewport's zoom is taken literally (the browser's REFERENCE_WIDTH).
+REFERENCE_WIDTH = 800
+#: Cells' color when the figure colors by nothing.
+NO_COLOR = "#444444"
+#: Short names of coordinate-system units, as the view's scale bar writes them.
+_UNIT_NAMES = {
+    "µm": {"micrometer", "micrometre", "micron", "um", "µm", "μm"},
+    "nm": {"nanometer", "nanometre", "nm"},
+    "mm": {"millimeter", "millimetre", "mm"},
+}
+#: Categories a legend lists; the rest are counted.
 MAX_LEGEND_ITEMS = 24
-#: The print theme of charts, as the browser's (``js/src/app/chart.ts`` PRINT_CONFIG; the shared
-#: fixture ``exports.json`` keeps the two alike): black on white, type in points below the 9 pt
-#: title (8 pt axis, legend and facet titles, 7 pt labels). Vega's own sizes came out larger.
+#: The print theme of charts: black on white, type in points below the 9 pt title (8 pt axis,
+#: legend and facet titles, 7 pt labels). Vega's own sizes came out larger than the title.
 PRINT_CONFIG: dict[str, Any] = {
     "background": "#ffffff",
     "font": "sans-serif",
@@ -51,7 +80,7 @@ PRINT_CONFIG: dict[str, Any] = {
     "header": {"labelFontSize": 8, "titleFontSize": 8},
     "text": {"fontSize": 7},
 }
-#: The heading of the image channels in a canvas figure's legend (the browser's CHANNELS_HEADING).
+#: The heading of the image channels in a canvas figure's legend.
 CHANNELS_HEADING = "Image channels"
 #: Anything but ASCII letters, digits, dot, dash and underscore, in an export's file name.
 _UNSAFE = re.compile(r"[^\w.-]+", re.ASCII)
@@ -61,8 +90,8 @@ def export_name(depth: int, title: str | None, figure_id: str) -> str:
     """An export's file name without suffix: the version (depth and title) and the figure id.
 
     Why: two versions' exports of one figure never collide, and the name is safe on any file
-    system. The browser's ``exportName`` makes the same name (shared cases in
-    ``js/src/__tests__/fixtures/exports.json`` keep the two in step).
+    system. The panel and the widget save their exports under this name too (the ``export``
+    request's reply).
     """
 
     def clean(text: str) -> str:
@@ -135,16 +164,18 @@ def format_of(out: Path) -> str:
 
 
 def render_chart(
-    vega_lite: Mapping[str, Any], out: Path, width_mm: float = DEFAULT_WIDTH_MM, title: str | None = None
-) -> Path:
-    """Write a Vega-Lite spec to ``out`` (format from its suffix) at ``width_mm``, on white.
+    vega_lite: Mapping[str, Any],
+    fmt: str,
+    width_mm: float = DEFAULT_WIDTH_MM,
+    title: str | None = None,
+    dpi: int = PNG_DPI,
+) -> bytes:
+    """A Vega-Lite spec drawn as ``fmt`` (".svg", ".png", ".pdf") at ``width_mm``, on white.
 
-    ``title`` heads the chart when its spec has none, as the browser's print export puts the
-    figure's title above it.
+    ``title`` heads the chart when its spec has none, as the figure's title heads a canvas export.
     """
     import vl_convert
 
-    fmt = format_of(out)
     spec = dict(vega_lite)
     if "facet" not in spec and "width" not in spec:
         spec["width"] = max(60, round(width_mm / MM_PER_INCH * POINTS_PER_INCH) - 60)
@@ -152,62 +183,275 @@ def render_chart(
         spec["title"] = title
     spec["config"] = {**PRINT_CONFIG, **(spec.get("config") or {})}
     if fmt == ".svg":
-        data = vl_convert.vegalite_to_svg(spec).encode()
-    elif fmt == ".png":
-        data = vl_convert.vegalite_to_png(spec, ppi=PNG_DPI)
-    else:
-        data = vl_convert.vegalite_to_pdf(spec)
-    with replaced_file(out) as new:
-        new.write_bytes(data)
-    return out
+        return str(vl_convert.vegalite_to_svg(spec)).encode("utf-8")
+    if fmt == ".png":
+        return _with_dpi(bytes(vl_convert.vegalite_to_png(spec, ppi=dpi)), dpi)
+    return bytes(vl_convert.vegalite_to_pdf(spec))
 
 
-def render_canvas(drawn: CanvasData, out: Path, width_mm: float = DEFAULT_WIDTH_MM, title: str | None = None) -> Path:
-    """Redraw a canvas view (image, then cells colored as in the browser) with matplotlib.
+def _with_dpi(png: bytes, dpi: int) -> bytes:
+    """``png`` with its resolution written in the file (a pHYs chunk), so a layout program sizes it right."""
+    from PIL import Image
 
-    The legend sits to the right of the drawing as in the browser's print export: the
-    categories with their colors, or the colormap as a colorbar with its ends and middle
-    formatted as the browser formats them (``range_ticks``).
+    with Image.open(io.BytesIO(png)) as picture:
+        out = io.BytesIO()
+        picture.save(out, format="PNG", dpi=(dpi, dpi))
+    return out.getvalue()
+
+
+def view_region(payload: Mapping[str, Any], view: str | Sequence[float] | None) -> tuple[float, float, float, float]:
+    """The rectangle of the data an export shows (x0, y0, x1, y1; y grows downwards).
+
+    ``None`` or "saved": the figure's saved view, read as the browser reads it (the region its
+    viewport shows in a drawing REFERENCE_WIDTH wide, ``savedRegion`` in ``js/src/app/camera.ts``);
+    "whole" (or "full"): all cells and the image; four numbers (or "x0,y0,x1,y1"): that region, e.g. the one
+    on screen, which the browser sends.
+    """
+    bounds = [float(v) for v in payload["bounds"]]
+    if view is None or view == "saved":
+        return _saved_region(payload["viewport"], bounds)
+    if view in ("whole", "full"):
+        x0, y0, x1, y1 = bounds
+        return (x0, y0, x1, y1) if x1 > x0 and y1 > y0 else (x0 - 0.5, y0 - 0.5, x0 + 0.5, y0 + 0.5)
+    parts = view.split(",") if isinstance(view, str) else list(view)
+    try:
+        box = [float(part) for part in parts]
+    except (TypeError, ValueError):
+        box = []
+    if len(box) != 4 or not all(math.isfinite(v) for v in box) or not (box[2] > box[0] and box[3] > box[1]):
+        raise FigureError(
+            f"The view {shown(view)} is not one an export can show: give 'saved', 'whole' or x0,y0,x1,y1 "
+            "with x1 > x0 and y1 > y0."
+        )
+    return (box[0], box[1], box[2], box[3])
+
+
+def _saved_region(viewport: Mapping[str, Any], bounds: list[float]) -> tuple[float, float, float, float]:
+    cx, cy = (float(v) for v in viewport["target"])
+    zoom = float(viewport.get("zoom", 0))
+    scale = 2.0 ** (zoom if math.isfinite(zoom) else 0.0)
+    height = bounds[3] - bounds[1]
+    aspect = height / max(bounds[2] - bounds[0], 1e-9)
+    aspect = max(0.4, min(1.5, aspect)) if math.isfinite(aspect) and aspect > 0 else 1.0
+    half_w = REFERENCE_WIDTH / 2 / scale
+    half_h = REFERENCE_WIDTH * aspect / 2 / scale
+    return (cx - half_w, cy - half_h, cx + half_w, cy + half_h)
+
+
+def scale_bar(units_per_inch: float, unit: str, max_inches: float) -> tuple[float, str] | None:
+    """A scale bar's length in data units and its label, as the view's (``scaleBar`` in camera.ts).
+
+    A round length (1, 2 or 5 times a power of ten) at most ``max_inches`` long on paper,
+    labelled in ``unit`` (micrometres as µm, switching to mm from 1,000 µm).
+    """
+    longest = max_inches * units_per_inch
+    if not (math.isfinite(longest) and longest > 0):
+        return None
+    power = 10.0 ** math.floor(math.log10(longest))
+    length = next((m * power for m in (5, 2, 1) if m * power <= longest), power)
+    value, label = length, unit_label(unit)
+    if label == "µm" and value >= 1000:
+        value, label = value / 1000, "mm"
+    return length, f"{float(f'{value:.3g}'):g} {label}".strip()
+
+
+def unit_label(unit: str) -> str:
+    """The short name of a coordinate system's unit (µm for micrometer, micron, um)."""
+    lowered = unit.strip().lower()
+    for short, names in _UNIT_NAMES.items():
+        if lowered in names:
+            return short
+    return unit
+
+
+@dataclass
+class CanvasExport:
+    """What a canvas export draws: the figure's payload and buffers, and the region shown."""
+
+    drawn: CanvasData
+    region: tuple[float, float, float, float]
+    title: str | None = None
+
+    def buffer(self, name: str) -> np.ndarray | None:
+        """A buffer by its role, in protocol order: x, y, value (when colored), image (when any), shapes."""
+        payload = self.drawn.payload
+        roles = ["x", "y"]
+        if payload["color"]["mode"] != "none":
+            roles.append("value")
+        if payload["image"] is not None:
+            roles.append("image")
+        shapes = payload["shapes"]
+        if shapes is not None:
+            roles += ["starts", "vertices"] if shapes["kind"] == "polygons" else ["radii"]
+        return self.drawn.buffers[roles.index(name)] if name in roles else None
+
+
+def render_canvas(
+    export: CanvasExport, fmt: str, width_mm: float = DEFAULT_WIDTH_MM, dpi: int = PNG_DPI
+) -> tuple[bytes, int]:
+    """A canvas figure drawn with matplotlib as ``fmt``: image, cells, title, legend and scale bar.
+
+    Returns the file's bytes and how many cells it drew. In SVG and PDF the cells are vector
+    shapes up to VECTOR_CELL_LIMIT in the region, else one picture at ``dpi`` inside the vector
+    frame (text, legend and scale bar stay vector either way).
     """
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     from matplotlib.figure import Figure
 
-    fmt = format_of(out)
-    payload = drawn.payload
+    payload = export.drawn.payload
     color = payload["color"]
-    xmin, ymin, xmax, ymax = payload["bounds"]
+    x0, y0, x1, y1 = export.region
     width_in = width_mm / MM_PER_INCH
     image = payload["image"]
     channels = [(str(c["name"]), str(c["color"])) for c in (image["channels"] if image is not None else [])]
     has_legend = color["mode"] in ("categorical", "continuous") or bool(channels)
     legend_in = min(width_in * 0.3, 110 / POINTS_PER_INCH) if has_legend else 0.0
     draw_in = width_in - legend_in
-    aspect = (ymax - ymin) / (xmax - xmin) if xmax > xmin else 1.0
-    height_in = max(draw_in * aspect, 0.5) + (0.3 if title else 0)
+    title_in = 0.3 if export.title else 0.0
+    height_in = max(draw_in * (y1 - y0) / (x1 - x0), 0.5) + title_in
     figure = Figure(figsize=(width_in, height_in))
-    top = 1 - 0.3 / height_in if title else 1.0
+    top = 1 - title_in / height_in
     axes = figure.add_axes((0, 0, draw_in / width_in, top))
     axes.set_axis_off()
-    buffers = list(drawn.buffers)
-    x, y = buffers[0], buffers[1]
-    if payload["image"] is not None:
-        image = payload["image"]
+    pixels = export.buffer("image")
+    if image is not None and pixels is not None:
         left, top_edge, right, bottom = image["bounds"]
-        axes.imshow(buffers[-1], extent=(left, right, bottom, top_edge), interpolation="nearest")
-    axes.scatter(x, y, s=payload["point_size"] ** 2 / 4, c=_cell_colors(color, buffers), linewidths=0)
-    axes.set_xlim(xmin, xmax)
-    axes.set_ylim(ymax, ymin)  # image coordinates: y grows downwards, as in the browser
+        axes.imshow(pixels, extent=(left, right, bottom, top_edge), interpolation="nearest")
+    shown_cells = _draw_cells(axes, export, fmt, draw_in)
+    axes.set_xlim(x0, x1)
+    axes.set_ylim(y1, y0)  # image coordinates: y grows downwards, as in the browser
     axes.set_aspect("equal")
-    if title:
-        figure.suptitle(title, fontsize=9, x=0.02, ha="left", fontweight="bold")
+    if export.title:
+        figure.suptitle(_plain(export.title), fontsize=9, x=0.02, ha="left", fontweight="bold")
     if legend_in:
         _legend(figure, color, channels, (draw_in / width_in, 0.05, legend_in / width_in, top - 0.1))
-    # SVG text stays text (editable, searchable), as in the browser's SVG export
-    with matplotlib.rc_context({"svg.fonttype": "none"}), replaced_file(out) as new:
-        figure.savefig(new, format=fmt[1:], dpi=PNG_DPI if fmt == ".png" else None)
-    return out
+    if payload.get("unit"):
+        _draw_scale_bar(axes, str(payload["unit"]), (x1 - x0) / draw_in, draw_in)
+    out = io.BytesIO()
+    # SVG text stays text (editable, searchable); PDF fonts embedded as TrueType (editable in Illustrator)
+    # and no date nor random ids: one figure exports to the same bytes from the panel, the notebook and the shell
+    with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "sds-jupyter"}):
+        figure.savefig(out, format=fmt[1:], dpi=dpi, metadata=_NO_DATE.get(fmt))
+    return out.getvalue(), shown_cells
+
+
+#: savefig metadata that leaves the creation date out of vector files.
+_NO_DATE: dict[str, dict[str, Any]] = {".svg": {"Date": None}, ".pdf": {"CreationDate": None}}
+
+
+#: A hidden category's color: transparent, as the view makes it (no cell drawn, no legend entry).
+HIDDEN_COLOR = "#00000000"
+
+
+def recolored(
+    drawn: CanvasData,
+    color: Mapping[str, Any] | None = None,
+    values: np.ndarray | None = None,
+    hidden: Collection[int] = (),
+) -> CanvasData:
+    """``drawn`` colored by ``color`` and ``values`` (a ``color_values`` reply) and/or with ``hidden`` categories.
+
+    Why: the view recolors its figure (another column, a gene, a highlight, categories hidden in
+    its legend); an export asked for from the view shows the cells as they were on screen.
+    """
+    export = CanvasExport(drawn, (0.0, 0.0, 1.0, 1.0))
+    if color is None:
+        color, values = dict(drawn.payload["color"]), export.buffer("value")
+    buffers = [export.buffer("x"), export.buffer("y")]
+    if color["mode"] != "none":
+        buffers.append(values)
+    buffers += [export.buffer(role) for role in ("image", "starts", "vertices", "radii")]
+    if hidden and color["mode"] == "categorical":
+        colors = [HIDDEN_COLOR if code in hidden else str(c) for code, c in enumerate(color["colors"])]
+        color = {**color, "colors": colors}
+    payload = {**drawn.payload, "color": color}
+    return CanvasData(payload, [b for b in buffers if b is not None])  # type: ignore[arg-type]
+
+
+def rasterizes(fmt: str, cells: int) -> bool:
+    """Whether an export in ``fmt`` draws ``cells`` cells as one picture (see VECTOR_CELL_LIMIT)."""
+    return fmt != ".png" and cells > VECTOR_CELL_LIMIT
+
+
+def _in_region(export: CanvasExport) -> np.ndarray:
+    """Which cells lie in the region (with a margin of the largest drawn cell), as a mask."""
+    x, y = export.buffer("x"), export.buffer("y")
+    assert x is not None and y is not None
+    x0, y0, x1, y1 = export.region
+    margin = (x1 - x0) * 0.05
+    radii = export.buffer("radii")
+    if radii is not None and np.isfinite(radii).any():
+        margin += float(np.nanmax(radii))
+    with np.errstate(invalid="ignore"):
+        return (x >= x0 - margin) & (x <= x1 + margin) & (y >= y0 - margin) & (y <= y1 + margin)
+
+
+def _draw_cells(axes: Any, export: CanvasExport, fmt: str, draw_in: float) -> int:
+    """The cells in the region as the view draws them (polygons, circles or points) in their colors.
+
+    Their artist is rasterised (at the export's dpi) above VECTOR_CELL_LIMIT cells in a vector format.
+    """
+    from matplotlib.collections import PatchCollection, PolyCollection
+
+    payload = export.drawn.payload
+    inside = _in_region(export)
+    count = int(inside.sum())
+    colors = _cell_colors(payload["color"], export.buffer("value"))
+    colors = colors[inside] if isinstance(colors, np.ndarray) else colors
+    rasterized = rasterizes(fmt, count)
+    shapes = payload["shapes"]
+    starts, vertices, radii = export.buffer("starts"), export.buffer("vertices"), export.buffer("radii")
+    rows = np.flatnonzero(inside)
+    artist: Any
+    if shapes is not None and starts is not None and vertices is not None:
+        pairs = vertices.reshape(-1, 2)
+        polygons = [pairs[starts[i] : starts[i + 1]] for i in rows]
+        artist = PolyCollection(polygons, facecolors=colors, edgecolors="none", rasterized=rasterized)
+    elif shapes is not None and radii is not None:
+        from matplotlib.patches import Circle
+
+        x, y = export.buffer("x"), export.buffer("y")
+        assert x is not None and y is not None
+        circles = [Circle((float(x[i]), float(y[i])), float(radii[i])) for i in rows]
+        artist = PatchCollection(circles, facecolors=colors, edgecolors="none", rasterized=rasterized)
+    else:
+        x, y = export.buffer("x"), export.buffer("y")
+        assert x is not None and y is not None
+        # the view's point size is in screen pixels over a drawing about REFERENCE_WIDTH wide
+        points = float(payload["point_size"]) * draw_in * POINTS_PER_INCH / REFERENCE_WIDTH
+        artist = axes.scatter(x[inside], y[inside], s=points**2, c=colors, linewidths=0, rasterized=rasterized)
+        return count
+    axes.add_collection(artist)
+    return count
+
+
+def _draw_scale_bar(axes: Any, unit: str, units_per_inch: float, draw_in: float) -> None:
+    """A scale bar in the lower right of the drawing: a white bar with a dark edge and its length above."""
+    from matplotlib.patches import Rectangle
+
+    found = scale_bar(units_per_inch, unit, min(1.0, draw_in / 3))
+    if found is None:
+        return
+    length, label = found
+    x0, x1 = axes.get_xlim()
+    y_bottom, _ = axes.get_ylim()  # inverted: bottom is the larger y
+    pad = (x1 - x0) * 0.04
+    thick = units_per_inch * 1.5 / POINTS_PER_INCH
+    left, base = x1 - pad - length, y_bottom - pad
+    axes.add_patch(Rectangle((left, base - thick), length, thick, facecolor="white", edgecolor="black", lw=0.4))
+    axes.text(
+        left + length / 2,
+        base - thick * 1.8,
+        _plain(label),
+        ha="center",
+        va="bottom",
+        fontsize=6,
+        color="white",
+        # a dark box, not a path effect: with one, matplotlib writes the text as outlines, not text
+        bbox={"boxstyle": "square,pad=0.15", "facecolor": "black", "alpha": 0.5, "edgecolor": "none"},
+    )
 
 
 def _legend(
@@ -285,15 +529,14 @@ def _legend_list(figure: Any, title: str, handles: list[Any], corner: tuple[floa
     )
 
 
-def _cell_colors(color: Mapping[str, Any], buffers: list[np.ndarray]) -> Any:
-    """One color per cell, from the categorical palette or the continuous LUT."""
-    if color["mode"] == "categorical":
+def _cell_colors(color: Mapping[str, Any], values: np.ndarray | None) -> Any:
+    """One color per cell, from the categorical palette or the continuous LUT the view is sent."""
+    if color["mode"] == "categorical" and values is not None:
         palette = np.array(color["colors"])
-        return palette[buffers[2].astype(np.int64)]
-    if color["mode"] == "continuous":
-        values = buffers[2].astype(np.float64)
+        return palette[values.astype(np.int64)]
+    if color["mode"] == "continuous" and values is not None:
         low, high = color["min"], color["max"]
-        scaled = np.clip((values - low) / (high - low if high > low else 1.0), 0, 1)
+        scaled = np.clip((values.astype(np.float64) - low) / (high - low if high > low else 1.0), 0, 1)
         index = np.nan_to_num(scaled * (len(color["lut"]) - 1), nan=0).astype(np.int64)
         return np.array(color["lut"])[index]
-    return "#444444"
+    return NO_COLOR

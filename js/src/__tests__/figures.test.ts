@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
-import { decodeCanvas, disc, fitView, packColor, rasterizePoints, savedView, vectorSVG } from '../app/raster';
+import { decodeCanvas, disc, fitView, packColor, rasterizePoints, savedView } from '../app/raster';
 import { TransportError, decodeFrame, encodeFrame } from '../app/transport';
 import type { CanvasPayload, Figure } from '../app/types';
 import { FakeTransport, FakeViewport, NOW, fakeCharts, history, settle, text } from './fixtures';
@@ -87,12 +87,14 @@ describe('figures view', () => {
     expect(text(figs[0].querySelector('figcaption'))).toBe('Mean expression per cluster');
     expect(charts.specs).toEqual([CHART.vega_lite]);
     expect(figs[0].querySelector<HTMLElement>('.sds-chart')!.dataset.drawn).toBe('true');
-    expect([...figs[0].querySelectorAll('.sds-figure-tools button')].map(b => text(b))).toEqual(['SVG', 'PNG', 'Print PNG']);
+    expect([...figs[0].querySelectorAll('.sds-figure-tools button')].map(b => text(b))).toEqual(['SVG', 'PNG', 'PDF']);
 
     // canvas: requested with version and figure id, legend from the payload
     expect(t.callsOf('canvas')).toEqual([{ version: 1, figure: 'tissue' }]);
     expect(text(figs[1].querySelector('.sds-chip'))).toBe('double column');
     expect(figs[1].querySelector('canvas')).not.toBeNull();
+    expect([...figs[1].querySelectorAll('.sds-figure-tools button')].map(b => text(b))).toEqual(['SVG', 'PNG', 'PDF']);
+    expect([...figs[1].querySelectorAll('.sds-export-view option')].map(o => (o as HTMLOptionElement).value)).toEqual(['saved', 'screen', 'whole']);
     const legend = figs[1].querySelector('.sds-legend')!;
     expect(text(legend.querySelector('.sds-legend-title'))).toBe('regions');
     expect([...legend.querySelectorAll('.sds-legend-label')].map(l => text(l))).toEqual(['tumor', 'stroma']);
@@ -104,7 +106,7 @@ describe('figures view', () => {
     expect(figs[2].querySelector('pre')!.textContent).toBe(JSON.stringify({ kind: 'volume', depth: 3 }, null, 2));
   });
 
-  it('export file names carry the version (depth and title), so two versions never collide', async () => {
+  it('exports ask the service for the selected version\'s file and save it under the name it gives', async () => {
     const names: string[] = [];
     const saved = (ev: Event) => {
       const a = ev.target as HTMLElement;
@@ -114,31 +116,40 @@ describe('figures view', () => {
       }
     };
     document.addEventListener('click', saved, true);
+    const created = URL.createObjectURL;
+    URL.createObjectURL = () => 'blob:export';
     try {
       const t = new FakeTransport()
         .on('history', () => history(2, {}))
-        .on('figures', () => ({ figures: [{ ...CHART, vega_lite: { mark: 'bar', data: { values: [{ a: 1, b: 2 }] }, encoding: { x: { field: 'a' }, y: { field: 'b' } } } }] }));
+        .on('figures', () => ({ figures: [{ ...CHART, vega_lite: { mark: 'bar', data: { values: [{ a: 1, b: 2 }] }, encoding: { x: { field: 'a' }, y: { field: 'b' } } } }] }))
+        .on('export', p => ({
+          data: { name: `v${p.version}_Version_${p.version}-${p.figure}.${p.format}`, format: `.${p.format}`, media_type: 'image/png', size: 1, cells: 0, rasterized: false },
+          buffers: [new Uint8Array([1]).buffer]
+        }));
       const el = mount(t);
       const exportAll = async () => {
         await settle(10);
         for (const b of el.querySelectorAll<HTMLButtonElement>('.sds-figure-tools button')) {
           b.click();
-          await new Promise(r => setTimeout(r, 300)); // vega draws the print page off screen
+          await settle(2);
         }
       };
       app!.select(2);
       await exportAll();
       app!.select(1);
       await exportAll();
-      // (no 2D canvas in this DOM: the print PNG's name is checked in Chromium, ui-tests)
+      expect(t.callsOf('export').map(c => (c as { version: number }).version)).toEqual([2, 2, 2, 1, 1, 1]);
       expect(names.sort()).toEqual([
+        'v1_Version_1-markers_bar.pdf',
         'v1_Version_1-markers_bar.png',
         'v1_Version_1-markers_bar.svg',
+        'v2_Version_2-markers_bar.pdf',
         'v2_Version_2-markers_bar.png',
         'v2_Version_2-markers_bar.svg'
       ]);
     } finally {
       document.removeEventListener('click', saved, true);
+      URL.createObjectURL = created;
     }
   });
 
@@ -326,43 +337,6 @@ describe('canvas decoding and rasterising', () => {
       expect(pixels[0 + 3]).toBe(0); // nothing at the corner
       expect([...pixels.slice((3 * 8 + 3) * 4, (3 * 8 + 3) * 4 + 4)]).toEqual([0, 255, 0, 255]);
     }
-  });
-
-  it('exports small drawings as SVG circles grouped by colour', () => {
-    const payload = canvasPayload(4);
-    const data = {
-      x: new Float32Array([10, 20, NaN, 90]),
-      y: new Float32Array([10, 20, 5, 90]),
-      value: new Uint16Array([0, 1, 0, 0]),
-      image: null
-    };
-    const svg = vectorSVG(payload, data, fitView(payload.bounds, 100, 100), null);
-    const doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
-    const groups = [...doc.querySelectorAll('g')];
-    expect(groups.map(g => [g.getAttribute('fill'), g.querySelectorAll('circle').length])).toEqual([
-      ['#ff0000', 2],
-      ['#00ff00', 1]
-    ]);
-    const first = doc.querySelector('circle')!;
-    // fit: 0.95 px per unit about the centre (50, 50): 10 -> 50 + (10 - 50) * 0.95 = 12
-    expect(Number(first.getAttribute('cx'))).toBeCloseTo(12, 1);
-    expect(first.getAttribute('r')).toBe('0.5');
-  });
-
-  it('exports the image tiles on screen over the overview, in the same transform', () => {
-    const payload = { ...canvasPayload(1), image: { width: 2, height: 2, bounds: [0, 0, 100, 100] as [number, number, number, number] } } as CanvasPayload;
-    const data = { x: new Float32Array([10]), y: new Float32Array([10]), value: new Uint16Array([0]), image: null };
-    const tiles = [{ href: 'data:image/png;base64,AAAA', bounds: [50, 0, 100, 50] as [number, number, number, number] }];
-    const svg = vectorSVG(payload, data, fitView(payload.bounds, 100, 100), 'data:image/png;base64,BBBB', '#1f77b4', tiles);
-    const images = [...new DOMParser().parseFromString(svg, 'image/svg+xml').querySelectorAll('image')];
-    // the overview first (below), then the tile over its quarter
-    expect(images.map(i => [i.getAttribute('href'), i.getAttribute('x'), i.getAttribute('width')])).toEqual([
-      ['data:image/png;base64,BBBB', '0', '100'],
-      ['data:image/png;base64,AAAA', '50', '50']
-    ]);
-    expect(images[1].getAttribute('transform')).toBe(images[0].getAttribute('transform'));
-    // no overview (the image hidden): no tile either
-    expect(vectorSVG(payload, data, fitView(payload.bounds, 100, 100), null, '#1f77b4', tiles)).not.toContain('<image');
   });
 
   it('draws symmetric discs', () => {

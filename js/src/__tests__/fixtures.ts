@@ -81,8 +81,6 @@ export function fakeCharts(): {
     el.dataset.drawn = 'true';
     el.textContent = 'chart';
     const handle: ChartHandle = {
-      toSVG: async () => '<svg/>',
-      toPNG: async () => 'data:image/png;base64,',
       dispose: () => undefined,
       onClick: listener => {
         listeners.push(listener);

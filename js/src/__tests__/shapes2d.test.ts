@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { cellModeAt, cellPaths, decodeCanvas, fitView, svgPaths, vectorSVG, type CanvasData, type View } from '../app/raster';
+import { cellModeAt, cellPaths, decodeCanvas, type CanvasData, type View } from '../app/raster';
 import type { CanvasPayload } from '../app/types';
 
 /** Three square cells 10 units wide at (10,10), (50,50), (90,90); the last one "stroma". */
@@ -85,27 +85,4 @@ describe('cell shapes in the 2D drawing and its exports', () => {
     expect(paths.groups.get(0xff00ff00)).toBe('M42 50a8 8 0 1 0 16 0a8 8 0 1 0 -16 0Z');
   });
 
-  it('exports polygons as SVG paths (outlines when zoomed in), not points', () => {
-    const { data, payload } = squares();
-    const svg = vectorSVG(payload, data, fitView(payload.bounds, 300, 300), null);
-    const doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
-    expect(doc.querySelectorAll('circle').length).toBe(0);
-    const paths = [...doc.querySelectorAll('path')];
-    expect(paths.map(p => p.getAttribute('fill'))).toEqual(['#ff0000', '#00ff00']);
-    // 2.85 px per unit: cells 28.5 px wide are outlined over a light fill
-    expect(paths[0].getAttribute('stroke')).toBe('#ff0000');
-    expect(paths[0].getAttribute('fill-opacity')).toBe('0.45');
-    expect(paths[0].getAttribute('d')!.match(/M/g)!.length).toBe(2);
-    // zoomed far out the same cells export as points again
-    const far = vectorSVG(payload, data, fitView(payload.bounds, 20, 20), null);
-    expect(far).toContain('<circle');
-    expect(far).not.toContain('<path');
-  });
-
-  it('writes only numbers and colors into the SVG paths', () => {
-    const { data, payload } = squares();
-    for (const el of svgPaths(cellPaths(data, payload.color, view(1))!)) {
-      expect(el).toMatch(/^<path fill="#[0-9a-f]{6}"( fill-opacity="[0-9.]+")? d="[MLZ0-9. -]+"\/>$/);
-    }
-  });
 });

@@ -81,7 +81,7 @@ describe('spatial figure (Canvas 2D, as without WebGL)', () => {
     expect(region()).toBe('0'); // panned off the centre cells
   });
 
-  it('legend categories are toggle buttons that hide their cells, in the drawing and the export', async () => {
+  it('legend categories are toggle buttons that hide their cells in the drawing', async () => {
     const f = mount();
     const toggles = [...f.node.querySelectorAll<HTMLButtonElement>('.sds-legend-toggle')];
     expect(toggles.map(b => b.textContent)).toEqual(['tumor', 'stroma']);
@@ -93,10 +93,10 @@ describe('spatial figure (Canvas 2D, as without WebGL)', () => {
     const plot = f.exportPlot();
     const color = plot.payload.color;
     expect(color.mode === 'categorical' && color.colors).toEqual(['#00000000', '#00ff00']);
-    const svg = await plot.toSVG();
-    expect((svg.match(/<circle /g) ?? []).length).toBe(2); // the stroma cells only
+    expect(f.coloring()).toEqual({ hidden: '0' }); // what an export is asked to hide
     after.click();
     expect(f.node.querySelector('.sds-legend-toggle')!.getAttribute('aria-pressed')).toBe('true');
+    expect(f.coloring()).toEqual({});
   });
 
   it('shows a scale bar in the coordinate system unit', async () => {
@@ -128,6 +128,7 @@ describe('colorBy: another obs column or a gene', () => {
     const plot = f.exportPlot();
     expect(plot.payload.color.mode).toBe('continuous');
     expect([...(plot.data.value as Float32Array)]).toEqual([0, 1, 2, 3, 4]);
+    expect(f.coloring()).toEqual({ gene: 'CD3E' }); // an export asked for now is colored by it too
     await expect(f.colorBy({ gene: 'NOPE' })).rejects.toThrow(/No gene "NOPE"/);
     expect(f.node.querySelector('.sds-color-status')?.textContent).toMatch(/No gene/);
     await f.colorBy({});
@@ -201,13 +202,42 @@ describe('the caption under a recolored view', () => {
   });
 });
 
-describe('export file names', () => {
-  it('carry the version depth and title, and nothing a file system dislikes', async () => {
-    const { exportName } = await import('../app/figures');
-    expect(exportName('v3 Redrawn regions', 'fig-regions')).toBe('v3_Redrawn_regions-fig-regions');
-    expect(exportName('v2 ../../etc/passwd', 'a/b')).toBe('v2_.._.._etc_passwd-a_b');
-    expect(exportName('v1 Leiden', 'fig')).not.toBe(exportName('v2 Leiden', 'fig'));
-    expect(exportName('', '')).toBe('version-figure');
+describe('export buttons', () => {
+  it('ask the service for the file (the one renderer) and save it under the name it gives', async () => {
+    const { exportButtons } = await import('../app/figures');
+    const bytes = new TextEncoder().encode('%PDF-1.4 drawn');
+    const t = new FakeTransport().on('export', params => ({
+      data: { name: `v3_Redrawn_regions-fig-regions.${params.format}`, format: `.${params.format}`, media_type: 'application/pdf', size: bytes.length, cells: 2, rasterized: false },
+      buffers: [bytes.buffer]
+    }));
+    const saved: { name: string; blob: Blob }[] = [];
+    const blobs = new Map<string, Blob>();
+    const created = URL.createObjectURL;
+    const revoked = URL.revokeObjectURL;
+    URL.createObjectURL = (b: Blob) => (blobs.set(`blob:${blobs.size}`, b), `blob:${blobs.size - 1}`);
+    URL.revokeObjectURL = () => undefined;
+    const click = HTMLAnchorElement.prototype.click;
+    HTMLAnchorElement.prototype.click = function (this: HTMLAnchorElement) {
+      saved.push({ name: this.download, blob: blobs.get(this.getAttribute('href')!)! });
+    };
+    try {
+      const buttons = exportButtons(t, 3, 'fig-regions', () => ({ view: '0,0,50,50', column: 'niche', hidden: '0,2' }));
+      expect(buttons.map(b => b.textContent)).toEqual(['SVG', 'PNG', 'PDF']);
+      buttons[2].click();
+      await new Promise(r => setTimeout(r, 0));
+      expect(t.callsOf('export')).toEqual([{ version: 3, figure: 'fig-regions', format: 'pdf', view: '0,0,50,50', column: 'niche', hidden: '0,2' }]);
+      expect(saved.map(s => s.name)).toEqual(['v3_Redrawn_regions-fig-regions.pdf']);
+      expect(saved[0].blob.type).toBe('application/pdf');
+      expect(new Uint8Array(await saved[0].blob.arrayBuffer())).toEqual(bytes);
+      // a chart's buttons send no view
+      exportButtons(t, 3, 'fig-chart')[0].click();
+      await new Promise(r => setTimeout(r, 0));
+      expect(t.callsOf('export')[1]).toEqual({ version: 3, figure: 'fig-chart', format: 'svg' });
+    } finally {
+      HTMLAnchorElement.prototype.click = click;
+      URL.createObjectURL = created;
+      URL.revokeObjectURL = revoked;
+    }
   });
 });
 
@@ -375,5 +405,10 @@ describe('image tiles in the Canvas 2D drawing', () => {
     const plot = figure.exportPlot();
     expect(plot.tiles.map(tile => [tile.width, tile.rgba?.[2]])).toEqual(asked.map(() => [32, 255]));
     expect(figure.node.dataset.tiles).toBe(String(asked.length));
+    // an export is asked for with the channels as the controls set them (raw limits, no range)
+    const on = figure.node.querySelector<HTMLInputElement>('.sds-channel-on')!;
+    on.checked = false;
+    on.dispatchEvent(new Event('change'));
+    expect(JSON.parse(figure.coloring().channels!)).toEqual([{ name: 'DAPI', color: '#0000ff', visible: false, contrast_limits: [0, 255] }]);
   });
 });

@@ -1,9 +1,6 @@
 /** Vega-Lite charts through vega-embed (bundled, loaded on first use). */
 
 export type ChartHandle = {
-  toSVG(): Promise<string>;
-  /** A PNG data URL. */
-  toPNG(): Promise<string>;
   dispose(): void;
   /** Call `listener` with the data behind a clicked mark (kept across redraws). */
   onClick?(listener: (datum: Record<string, unknown>) => void): void;
@@ -188,8 +185,6 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
   observer?.observe(el);
   const unwatch = watchTheme(() => void redraw().catch(() => undefined));
   return {
-    toSVG: () => result.view.toSVG(),
-    toPNG: () => result.view.toImageURL('png', 2),
     onClick: listener => {
       clicks.push(listener);
     },
@@ -202,57 +197,3 @@ export const vegaRenderer: ChartRenderer = async (el, spec) => {
     }
   };
 };
-
-/** Points per inch: Vega's units are read as points in print, as vl-convert does for the Python export. */
-const POINTS_PER_INCH = 72;
-
-/**
- * The print theme: black on white whatever JupyterLab's theme (paper does not follow it), and
- * type in points below the page's 9 pt title (print.ts): 8 pt for axis, legend and facet
- * titles, 7 pt for their labels and for text marks, as the canvas legend. Vega's own sizes
- * (10-11 pt labels, 13 pt title) came out larger than the title. The Python export draws
- * with the same config (studio/export.py PRINT_CONFIG; shared fixture exports.json).
- */
-export const PRINT_CONFIG = {
-  background: '#ffffff',
-  font: 'sans-serif',
-  title: { fontSize: 9, fontWeight: 600, anchor: 'start' },
-  axis: { labelFontSize: 7, titleFontSize: 8, titleFontWeight: 600 },
-  legend: { labelFontSize: 7, titleFontSize: 8, titleFontWeight: 600 },
-  header: { labelFontSize: 8, titleFontSize: 8 },
-  text: { fontSize: 7 }
-};
-
-/** A chart drawn off screen for print: its SVG, and its pixels at a scale. */
-export type PrintedChart = {
-  toSVG(): Promise<string>;
-  toCanvas(scale: number): Promise<HTMLCanvasElement>;
-  /** The drawing's size in points. */
-  width: number;
-  height: number;
-};
-
-/**
- * `spec` drawn off screen for print, `widthPt` points wide (fitted as on screen: facets wrap,
- * a single view takes the width), in the print theme. The title is the page's, not the chart's.
- */
-export async function printChart(spec: object, widthPt: number): Promise<PrintedChart> {
-  const { vega, vegaLite } = await import('vega-embed');
-  const fitted = fitSpec(spec, widthPt + PAD);
-  const compiled = vegaLite.compile(fitted as never, { config: PRINT_CONFIG as never }).spec;
-  const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
-  await view.runAsync();
-  const svg = await view.toSVG();
-  const size = /<svg[^>]*\swidth="([\d.]+)"[^>]*\sheight="([\d.]+)"/.exec(svg);
-  return {
-    toSVG: async () => svg,
-    toCanvas: (scale: number) => view.toCanvas(scale),
-    width: size ? Number(size[1]) : view.width(),
-    height: size ? Number(size[2]) : view.height()
-  };
-}
-
-/** Points across `mm`. */
-export function pointsOf(mm: number): number {
-  return (mm / 25.4) * POINTS_PER_INCH;
-}

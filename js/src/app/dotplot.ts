@@ -138,18 +138,11 @@ export class DotPlotPanel {
     });
     const csv = h('button', { type: 'button', class: 'sds-button' }, 'Download CSV');
     csv.addEventListener('click', () => download(new Blob([dotPlotCsv(plot)], { type: 'text/csv' }), dotPlotFile(plot, 'csv')));
-    const svg = h('button', { type: 'button', class: 'sds-button', disabled: '' }, 'SVG');
-    const png = h('button', { type: 'button', class: 'sds-button', disabled: '' }, 'PNG');
-    fill(this.out, target, h('div', { class: 'sds-dotplot-actions' }, svg, png, csv));
+    // the numbers go out as CSV; pictures of figures come from the one export renderer (saved figures only)
+    fill(this.out, target, h('div', { class: 'sds-dotplot-actions' }, csv));
     this.renderChart(target, dotPlotSpec(plot)).then(
       handle => {
         this.chart = handle;
-        svg.addEventListener('click', () =>
-          void handle.toSVG().then(text => download(new Blob([text], { type: 'image/svg+xml' }), dotPlotFile(plot, 'svg')))
-        );
-        png.addEventListener('click', () => void handle.toPNG().then(url => download(url, dotPlotFile(plot, 'png'))));
-        svg.removeAttribute('disabled');
-        png.removeAttribute('disabled');
       },
       err => target.replaceWith(errorBox(`chart failed: ${TransportError.from(err).message}`, 'chart'))
     );

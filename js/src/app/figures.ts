@@ -1,9 +1,8 @@
 /** Figures of the selected version: charts (Vega-Lite), canvas views, and the rest as JSON. */
 
-import { pointsOf, printChart, type ChartHandle, type ChartRenderer } from './chart';
+import type { ChartHandle, ChartRenderer } from './chart';
 import { download, empty, errorBox, fill, h, loading, runDisposers } from './dom';
 import { printWidth, rangeFormat } from './format';
-import { PRINT_DPI, composePrint, printBlob, printLayout, printPixels, printSVG, printWidthMm } from './print';
 import {
   cellPaths,
   fillPaths,
@@ -12,7 +11,6 @@ import {
   rasterizePoints,
   rgbaCanvas,
   affine,
-  vectorSVG,
   type CanvasData,
   type CellMode,
   type CellPaths,
@@ -23,15 +21,17 @@ import { SpatialFigure } from './spatialfigure';
 import { loadCanvas } from './cellstore';
 import { preloadDeck, webglAvailable } from './spatial';
 import { loadInto, whenVisible, type Current } from './load';
-import { TransportError, type Transport } from './transport';
-import type { CanvasPayload, Figure } from './types';
+import { TransportError, bytesOf, type Transport } from './transport';
+import type { CanvasPayload, Figure, Params } from './types';
 
-/** Canvas figures with at most this many cells export as vector SVG. */
-export const VECTOR_LIMIT = 50_000;
+/** What a canvas export shows, beside the version, figure and format it is asked for. */
+type ExportShown = Omit<Params<'export'>, 'version' | 'figure' | 'format'>;
+
+/** The formats the service draws a figure in (the one renderer of `sds-jupyter export`). */
+const EXPORT_FORMATS = ['svg', 'png', 'pdf'] as const;
 
 export class FiguresView {
   readonly node: HTMLElement;
-  private label = '';
   private disposers: (() => void)[] = [];
 
   constructor(
@@ -60,9 +60,8 @@ export class FiguresView {
     runDisposers(this.disposers);
   }
 
-  /** Show the figures of `version`; `label` (e.g. "v3 Redrawn regions") goes into export file names. */
-  show(version: number, label?: string): Promise<void> {
-    this.label = label ?? `v${version}`;
+  /** Show the figures of `version` (`_label` is no longer used: the service names export files). */
+  show(version: number, _label?: string): Promise<void> {
     this.clear();
     return loadInto(
       this.node,
@@ -96,12 +95,11 @@ export class FiguresView {
       body,
       fig.caption ? h('figcaption', { class: 'sds-caption' }, fig.caption) : null
     );
-    const name = exportName(this.label || `v${version}`, fig.id || 'figure');
     try {
       if (fig.kind === 'chart' && fig.vega_lite) {
-        this.chart(body, tools, fig, fig.vega_lite, name, current);
+        this.chart(body, tools, version, fig, fig.vega_lite, current);
       } else if (fig.kind === 'canvas') {
-        this.canvas(body, tools, version, fig, name, current);
+        this.canvas(body, tools, version, fig, current);
       } else {
         unsupported(body, fig.reason ?? `figures of kind "${fig.kind}" are not drawn here`, fig.spec);
       }
@@ -111,13 +109,11 @@ export class FiguresView {
     return node;
   }
 
-  private chart(body: HTMLElement, tools: HTMLElement, fig: Figure, spec: object, name: string, current: Current): void {
+  private chart(body: HTMLElement, tools: HTMLElement, version: number, fig: Figure, spec: object, current: Current): void {
     const target = h('div', { class: 'sds-chart' });
     fill(body, target);
     let handle: ChartHandle | null = null;
     this.disposers.push(() => handle?.dispose());
-    const title = fig.title || fig.id;
-    const mm = printWidthMm(fig.print_width);
     this.renderChart(target, spec).then(
       hd => {
         if (!current()) {
@@ -125,20 +121,7 @@ export class FiguresView {
           return;
         }
         handle = hd;
-        fill(
-          tools,
-          button('SVG', `Export for print as SVG: ${mm} mm wide, with title and legend, on white`, async () => {
-            const drawn = await printChart(spec, chartWidthPt(mm));
-            download(svgBlob(printSVG(await drawn.toSVG(), title, null, mm)), `${name}.svg`);
-          }),
-          button('PNG', 'Export the chart on screen as PNG', async () => download(await hd.toPNG(), `${name}.png`)),
-          button('Print PNG', printTip(mm), async () => {
-            const drawn = await printChart(spec, chartWidthPt(mm));
-            const width = printPixels(mm);
-            const drawing = await drawn.toCanvas(PRINT_DPI / 72);
-            download(await printBlob(composePrint(drawing, title, null, width)), `${name}-${PRINT_DPI}dpi.png`);
-          })
-        );
+        fill(tools, exportButtons(this.transport, version, fig.id));
       },
       err => {
         if (current()) {
@@ -153,7 +136,6 @@ export class FiguresView {
     tools: HTMLElement,
     version: number,
     fig: Figure,
-    name: string,
     current: Current
   ): Promise<void> {
     fill(body, loading('Loading cells…'));
@@ -185,49 +167,33 @@ export class FiguresView {
     fill(body, spatial.node);
     spatial.start();
     this.disposers.push(() => spatial.dispose());
-    const title = fig.title || fig.id;
-    const mm = printWidthMm(fig.print_width);
-    fill(
-      tools,
-      button('SVG', `Export the view on screen for print as SVG: ${mm} mm wide, with title and legend (cells as shapes; large drawings embedded as PNG)`, async () => {
-        const plot = spatial.exportPlot();
-        download(svgBlob(printSVG(await plot.toSVG(), title, plot.payload.color, mm, spatial.shownChannels())), `${name}.svg`);
-      }),
-      button('PNG', 'Export the view on screen as PNG', async () => {
-        const plot = spatial.exportPlot();
-        plot.draw();
-        download(await plot.toBlob(), `${name}.png`);
-      }),
-      button('Print PNG', printTip(mm), async () => {
-        const page = spatial.printPage(title, printPixels(mm));
-        download(await printBlob(page), `${name}-${PRINT_DPI}dpi.png`);
-      })
-    );
+    const where = h(
+      'select',
+      { class: 'sds-export-view', title: 'What an export shows' },
+      h('option', { value: 'saved' }, 'saved view'),
+      h('option', { value: 'screen' }, 'view on screen'),
+      h('option', { value: 'whole' }, 'whole tissue')
+    ) as HTMLSelectElement;
+    // the region chosen, and the cells colored as on screen (a recoloring, hidden categories)
+    const shown = () => ({ view: where.value === 'screen' ? spatial.region().join(',') : where.value, ...spatial.coloring() });
+    fill(tools, where, exportButtons(this.transport, version, fig.id, shown));
   }
 }
 
-/** The print PNG's tooltip. */
-function printTip(mm: number): string {
-  return `Export for print: ${mm} mm wide at ${PRINT_DPI} dpi, with title and legend`;
-}
-
-/** A chart's drawing width in points on a page `mm` wide (the page's margins left out, as composePrint lays it). */
-function chartWidthPt(mm: number): number {
-  const page = printLayout(1, 1, null, pointsOf(mm), 72);
-  return page.draw.width;
-}
-
-function svgBlob(svg: string): Blob {
-  return new Blob([svg], { type: 'image/svg+xml' });
-}
-
 /**
- * An export's file name: the version (depth and title) and the figure id, so two versions'
- * exports never collide. Anything but letters, digits, dot, dash and underscore becomes "_".
+ * A figure's export buttons: each asks the service for the figure drawn as an SVG, PNG
+ * (300 dpi) or PDF file, the same file `sds-jupyter export` and `VersionBrowser.export`
+ * write, and saves it under the name the service gives (the version and the figure).
+ * `shown`: for a canvas, what the export shows: `view` ("saved", "whole" or x0,y0,x1,y1) and
+ * the view's coloring (`SpatialFigure.coloring`).
  */
-export function exportName(versionLabel: string, figureId: string): string {
-  const clean = (s: string) => s.replace(/[^\w.-]+/g, '_').replace(/^[._]+|_+$/g, '');
-  return `${clean(versionLabel).slice(0, 60) || 'version'}-${clean(figureId).slice(0, 60) || 'figure'}`;
+export function exportButtons(transport: Transport, version: number, figure: string, shown?: () => ExportShown): HTMLButtonElement[] {
+  return EXPORT_FORMATS.map(format =>
+    button(format.toUpperCase(), `Export for print as ${format.toUpperCase()}: title, legend and scale bar${format === 'png' ? ', 300 dpi' : ', vector'}`, async () => {
+      const reply = await transport.request('export', { version, figure, format, ...(shown ? shown() : {}) });
+      download(new Blob([bytesOf(reply.buffers[0]) as Uint8Array<ArrayBuffer>], { type: reply.data.media_type }), reply.data.name);
+    })
+  );
 }
 
 /** A User Timing mark; its time (NaN where User Timing is missing). */
@@ -447,38 +413,6 @@ export class CanvasPlot {
     }
     window.addEventListener('resize', schedule);
     return () => window.removeEventListener('resize', schedule);
-  }
-
-  toBlob(): Promise<Blob> {
-    return new Promise((resolve, reject) =>
-      this.canvas.toBlob(b => (b ? resolve(b) : reject(new Error('the canvas gave no PNG'))), 'image/png')
-    );
-  }
-
-  /**
-   * SVG export: up to VECTOR_LIMIT cells as circles over the image (vector, for
-   * print); beyond that the drawing embedded as a PNG.
-   */
-  async toSVG(): Promise<string> {
-    const w = parseFloat(this.canvas.style.width) || this.canvas.width;
-    const hgt = Math.round((w * this.canvas.height) / Math.max(1, this.canvas.width));
-    if (this.payload.n_cells <= VECTOR_LIMIT) {
-      let imageHref: string | null = null;
-      const img = this.payload.image;
-      if (img && this.data.image) {
-        imageHref = rgbaCanvas(this.data.image, img.width, img.height).toDataURL('image/png');
-      }
-      const tiles = this.tiles.flatMap(t => (t.rgba ? [{ href: rgbaCanvas(t.rgba, t.width, t.height).toDataURL('image/png'), bounds: t.bounds }] : []));
-      const noneColor =
-        getComputedStyle(this.node).getPropertyValue('--jp-brand-color1').trim() || '#1f77b4';
-      return vectorSVG(this.payload, this.data, this.view(w, hgt, 1), imageHref, noneColor, img ? tiles : []);
-    }
-    const url = this.canvas.toDataURL('image/png');
-    return (
-      `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ` +
-      `width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}">` +
-      `<image width="${w}" height="${hgt}" xlink:href="${url}" href="${url}"/></svg>`
-    );
   }
 }
 

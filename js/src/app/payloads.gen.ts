@@ -248,6 +248,15 @@ export type ImageTileData = {
   channels: number;
 };
 
+export type ExportData = {
+  name: string;
+  format: string;
+  media_type: string;
+  size: number;
+  cells: number;
+  rasterized: boolean;
+};
+
 export type ImageRegionData = {
   level: number;
   levels: number;
@@ -543,6 +552,7 @@ export interface ReplyTypes {
   store_key: StoreKeyData;
   image_region: ImageRegionData;
   image_tile: ImageTileData;
+  export: ExportData;
 }
 
 /** Request name -> its parameters, from the service method's signature. */
@@ -568,7 +578,8 @@ export interface ParamTypes {
   store_key: { version?: number | string | null; key?: string };
   image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
   image_tile: { version?: number | string | null; figure?: string; level?: number; x?: number; y?: number; ranges?: string };
+  export: { version?: number | string | null; figure?: string; format?: string; dpi?: number; view?: string | null; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null; hidden?: string; channels?: string };
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export'] as const;

@@ -658,67 +658,6 @@ export function cssOf(packed: number): [string, number] {
   return [`#${hex(packed)}${hex(packed >>> 8)}${hex(packed >>> 16)}`, ((packed >>> 24) & 255) / 255];
 }
 
-/**
- * The cells as SVG over the image, for vector export of small drawings: their polygons or
- * circles when the canvas reply has shapes (cellPaths), else circles (one group per colour). `view` is in CSS pixels; `imageHref` a PNG data URL
- * of the composited image alone; `tiles` PNG data URLs of finer image tiles over it (what the view shows).
- */
-export function vectorSVG(
-  payload: CanvasPayload,
-  data: CanvasData,
-  view: View,
-  imageHref: string | null,
-  noneColor = '#1f77b4',
-  tiles: { href: string; bounds: [number, number, number, number] }[] = []
-): string {
-  const { width: w, height: hgt } = view;
-  const [a, b, c, d, e, f] = affine(view);
-  const colorOf = colorFn(payload.color, data.value, packColor(noneColor));
-  const r = Math.max(0.5, (payload.point_size || 2) / 2);
-  const groups = new Map<number, string[]>();
-  const { x, y } = data;
-  for (let i = 0; i < x.length; i++) {
-    const sx = a * x[i] + c * y[i] + e;
-    const sy = b * x[i] + d * y[i] + f;
-    if (!(sx >= -r && sx <= w + r && sy >= -r && sy <= hgt + r)) {
-      continue;
-    }
-    const col = colorOf(i);
-    if (col >>> 24 === 0) {
-      continue;
-    }
-    let g = groups.get(col);
-    if (!g) {
-      groups.set(col, (g = []));
-    }
-    g.push(`<circle cx="${+sx.toFixed(2)}" cy="${+sy.toFixed(2)}" r="${r}"/>`);
-  }
-  const parts = [
-    `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" ` +
-      `width="${w}" height="${hgt}" viewBox="0 0 ${w} ${hgt}">`
-  ];
-  const matrix = `matrix(${[a, b, c, d, e, f].map(v => +v.toFixed(6)).join(' ')})`;
-  const images = imageHref && payload.image ? [{ href: imageHref, bounds: payload.image.bounds }, ...tiles] : [];
-  for (const { href, bounds } of images) {
-    const [bx0, by0, bx1, by1] = bounds;
-    parts.push(
-      `<image x="${bx0}" y="${by0}" width="${bx1 - bx0}" height="${by1 - by0}" preserveAspectRatio="none" ` +
-        `style="image-rendering:pixelated" transform="${matrix}" xlink:href="${href}" href="${href}"/>`
-    );
-  }
-  const shaped = cellPaths(data, payload.color, view, noneColor);
-  if (shaped) {
-    parts.push(...svgPaths(shaped));
-  } else {
-    for (const [col, circles] of groups) {
-      const [fill, opacity] = cssOf(col);
-      parts.push(`<g fill="${fill}"${opacity < 1 ? ` fill-opacity="${+opacity.toFixed(3)}"` : ''}>${circles.join('')}</g>`);
-    }
-  }
-  parts.push('</svg>');
-  return parts.join('');
-}
-
 /** How cells are drawn: centroids, filled outlines (zoomed out), or outlines over a light fill (zoomed in). */
 export type CellMode = 'points' | 'filled' | 'outlined';
 
@@ -854,18 +793,6 @@ export function cellPaths(data: CanvasData, color: CanvasColor, view: View, none
     groups.set(col, list.join(''));
   }
   return { mode, groups, drawn };
-}
-
-/** SVG elements for `paths`: one <path> per color (outlined cells: a light fill and a stroke). */
-export function svgPaths(paths: CellPaths): string[] {
-  const out: string[] = [];
-  for (const [col, d] of paths.groups) {
-    const [css, opacity] = cssOf(col);
-    const fillOpacity = opacity * (paths.mode === 'outlined' ? OUTLINED_FILL_OPACITY : 1);
-    const stroke = paths.mode === 'outlined' ? ` stroke="${css}" stroke-width="1.5" stroke-linejoin="round"${opacity < 1 ? ` stroke-opacity="${+opacity.toFixed(3)}"` : ''}` : '';
-    out.push(`<path fill="${css}"${fillOpacity < 1 ? ` fill-opacity="${+fillOpacity.toFixed(3)}"` : ''}${stroke} d="${d}"/>`);
-  }
-  return out;
 }
 
 /** Draw `paths` on a 2D context (already cleared, image drawn; identity transform). */

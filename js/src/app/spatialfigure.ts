@@ -14,7 +14,6 @@ import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits }
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
 import { figureChannels, outlineTilesOf } from './cellstore';
-import { PRINT_DPI, composePrint } from './print';
 import { colorValues, typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TileGrid, type TileFrame } from './tiles';
@@ -34,6 +33,9 @@ export type ColorTarget = {
   channels?: boolean;
 };
 
+/** The view's colouring as the export request takes it (image channels as JSON, hidden categories as codes). */
+export type ExportColoring = Pick<ColorTarget, 'column' | 'gene' | 'layer' | 'highlight' | 'against'> & { hidden?: string; channels?: string };
+
 /** What the toolbar drives, whichever drawing is on screen. */
 type Camera = {
   showSaved(): void;
@@ -52,6 +54,8 @@ export class SpatialFigure {
   private readonly main: HTMLElement;
   private readonly scaleBar: HTMLElement;
   private readonly hidden = new Set<number>();
+  /** What the cells are colored by now (`{}`: the figure's own coloring), for the exports. */
+  private target: ColorTarget = {};
   /** What the cells are colored by now (the figure's own coloring until colorBy). */
   private color: CanvasColor;
   private value: CanvasData['value'];
@@ -167,6 +171,7 @@ export class SpatialFigure {
     this.percentiles = gene ? DEFAULT_PERCENTILES : null;
     this.value = value;
     this.hidden.clear();
+    this.target = target;
     this.node.dataset.colorBy = color.mode === 'none' ? '' : color.column;
     this.showColorChoice(target);
     this.noteCaption(target);
@@ -456,7 +461,7 @@ export class SpatialFigure {
     }
   }
 
-  /** A CanvasPlot at the camera and size on screen, for the exports. */
+  /** A CanvasPlot at the camera and size on screen (the 2D drawing of what the view shows). */
   exportPlot(): CanvasPlot {
     if (this.plot && !this.stage) {
       return this.plot;
@@ -476,16 +481,31 @@ export class SpatialFigure {
   }
 
   /**
-   * The print page: the region on screen drawn `width` px wide (less the legend), with `title`
-   * above and the legend of the current coloring beside it (hidden categories left out), and
-   * the image channels shown.
+   * How the view colors its cells and image now, as the `export` request takes it: the
+   * recoloring (`colorBy`'s target), the categories its legend hides and the image channels
+   * as its controls set them, so an export shows the same.
    */
-  printPage(title: string, width: number): HTMLCanvasElement {
-    const plot = this.exportPlot();
-    const [w] = plot.fixedSize ?? [this.node.clientWidth || 480];
-    plot.pixelRatio = Math.max(1, width / Math.max(1, w));
-    plot.draw();
-    return composePrint(plot.canvas, title, this.colorSpec(), width, PRINT_DPI, this.shownChannels());
+  coloring(): ExportColoring {
+    const out: ExportColoring = {};
+    // only what the export request reads: a label for people and the gene-channel switch are the view's own
+    for (const key of ['column', 'gene', 'layer', 'highlight', 'against'] as const) {
+      const value = this.target[key];
+      if (value !== undefined && value !== '') {
+        (out as Record<string, unknown>)[key] = value;
+      }
+    }
+    if (this.hidden.size) {
+      out.hidden = [...this.hidden].sort((a, b) => a - b).join(',');
+    }
+    if (this.channels) {
+      out.channels = JSON.stringify(this.channels.states.map(({ name, color, visible, contrast_limits }) => ({ name, color, visible, contrast_limits })));
+    }
+    return out;
+  }
+
+  /** The region of the data on screen (x0, y0, x1, y1): what an export shows when asked for the view on screen. */
+  region(): Region {
+    return this.stage ? this.stage.region() : this.plotRegion(this.plot!);
   }
 
   /** The image channels the view shows, in their colors now (the controls' if any, else as saved). */
