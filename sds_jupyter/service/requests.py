@@ -47,7 +47,17 @@ REQUESTS: dict[str, Callable[..., Any]] = {
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
 BINARY_REQUESTS = frozenset(
-    {"canvas", "cells", "cell_outlines", "color_values", "channels", "store_key", "image_region", "image_tile", "export"}
+    {
+        "canvas",
+        "cells",
+        "cell_outlines",
+        "color_values",
+        "channels",
+        "store_key",
+        "image_region",
+        "image_tile",
+        "export",
+    }
 )
 
 _TRUE = {"1", "true", "yes", "on"}

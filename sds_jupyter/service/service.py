@@ -553,6 +553,9 @@ class StackService:
     def cells(self, version: int | str | None = None, figure: str = "", key: str = "") -> Reply:
         """The positions and shapes of a canvas figure's cells: x, y, then polygons or radii.
 
+        A tissue past OUTLINES_AT_ONCE cells gets radii (circles of each polygon's area) and the
+        grid its outlines come by (``cell_outlines``): its fit view cannot show them anyway.
+
         ``key`` (the canvas reply's ``cells_key``) makes the request content-addressed: it is
         refused when the figure's cells are no longer the ones it names, so an answer under a
         key never changes and may be kept forever. Equal keys in two versions, equal cells.
