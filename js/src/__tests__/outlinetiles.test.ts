@@ -128,6 +128,23 @@ describe('outline tiles are asked once per page', () => {
 });
 
 describe('both tiers draw the outlines from tiles', () => {
+  it('keeps the circles when every tile in view fails', async () => {
+    const { SpatialStage } = await import('../app/spatial');
+    const t = new FakeTransport().on('cell_outlines', () => {
+      throw new Error('refused');
+    });
+    const payload = lodPayload();
+    const stage = new SpatialStage(payload, lodData(), {}, outlineTilesOf(t, 1, 'fig', payload));
+    (stage as unknown as { size: [number, number] }).size = [100, 100];
+    stage.apply({ target: [250, 250], zoom: 2 });
+    await flush();
+    stage.apply({ target: [251, 250], zoom: 2 });
+    await flush();
+    expect(t.callsOf('cell_outlines')).toHaveLength(1);
+    expect(stage.data.shapes?.kind).toBe('circles');
+    stage.dispose();
+  });
+
   for (const tier of ['software', 'gpu'] as const) {
     it(`${tier}: circles when fitted, the tile in view as polygons when zoomed in, circles again when out`, async () => {
       const { SpatialStage } = await import('../app/spatial');

@@ -499,7 +499,7 @@ export class SpatialStage {
         if (this.disposed || !this.outlineTilesNow().length) {
           return; // zoomed out meanwhile: the circles stay
         }
-        if (fresh || this.data.shapes === circles) {
+        if (tiles.size > 0 && (fresh || this.data.shapes === circles)) {
           this.drawShapes({ kind: 'polygons', ...tiles.polygons() });
         }
       },
