@@ -41,6 +41,7 @@ __all__ = [
     "MAX_IMAGE_AXIS",
     "MAX_LEVELS",
     "MAX_LISTED_VERSIONS",
+    "MAX_OUTLINE_TILE_CELLS",
     "MAX_READ_BYTES",
     "MAX_READ_CHUNKS",
     "MAX_REGION_COORDINATE",
@@ -90,6 +91,12 @@ MAX_CELLS = 2**27
 #: size) to be read: 2 GiB holds 2^27 cells of 2 float64 coordinates, so only a claim beyond
 #: any table MAX_CELLS allows is refused.
 MAX_COLUMN_BYTES = 2 * 1024**3
+
+#: The most cells one outline tile (``cell_outlines``) may hold. The grid is made fine enough that
+#: a tile holds about OUTLINE_TILE_CELLS (a few thousand), so a tile past 16,384 cells means the
+#: cells pile on one spot (a degenerate or hostile table): its answer would be megabytes built
+#: per request, so it is refused and the view keeps drawing those cells as points.
+MAX_OUTLINE_TILE_CELLS = 16_384
 
 # ------------------------------------------------------------------ results and compare
 

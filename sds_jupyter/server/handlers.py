@@ -153,7 +153,9 @@ class RequestHandler(StackAPIHandler):
         try:
             service = await self.in_thread(self.services.service, self.get_argument("path", ""))
             reply = await self.in_thread(dispatch, service, name, params)
-            if reply.etag is not None and self.answered_by_etag(reply.etag, params.get("key") == reply.etag):
+            if reply.etag is not None and self.answered_by_etag(
+                reply.etag, reply.addressed or params.get("key") == reply.etag
+            ):
                 return
             binary = name in BINARY_REQUESTS
             body = frame_reply(reply) if binary else json.dumps(reply.data, allow_nan=False)

@@ -41,6 +41,7 @@ GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js
 REPLY_PAYLOADS: dict[str, Any] = {
     "canvas": canvas_payloads.CanvasPayload,
     "cells": payloads.CellsData,
+    "cell_outlines": payloads.CellOutlinesData,
     "color_values": canvas_payloads.CanvasColor,
     "channels": payloads.ChannelsData,
     "store_key": payloads.StoreKeyData,

@@ -18,22 +18,32 @@ from typing import Any
 
 import numpy as np
 
+from sds_jupyter.limits import MAX_OUTLINE_TILE_CELLS
+from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.lru import ByteLRU
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.stack import StackStore
 from sds_jupyter.stack.identity import node_identity
 from sds_jupyter.studio.canvas import CellGeometry, cell_geometry, channel_planes, geometry_nodes
 from sds_jupyter.studio.elements import coarsest_level
-from sds_jupyter.studio.payloads import CanvasImage, ChannelInfo
+from sds_jupyter.studio.payloads import CanvasImage, ChannelInfo, OutlineTiles
 
 __all__ = [
     "CELLS",
     "CELL_CACHE_BYTES",
     "IMAGE_CACHE_BYTES",
+    "OUTLINES",
+    "OUTLINES_AT_ONCE",
+    "OUTLINE_TILES",
+    "OUTLINE_TILE_CELLS",
     "OVERVIEWS",
     "OVERVIEW_SIDE",
+    "OutlineTile",
+    "Outlines",
     "Overview",
     "cached_geometry",
+    "cached_outline_tile",
+    "cached_outlines",
     "cached_overview",
     "cells_key",
     "image_key",
@@ -48,8 +58,21 @@ IMAGE_CACHE_BYTES = 256 * 1024 * 1024
 #: the part in view, so the first view of an 8,192 px image costs 3 MB of planes rather than 12.
 OVERVIEW_SIDE = 1024
 #: Part of every key: a change of what is computed (or how) gets new keys, never old entries.
-_CELLS_FORMAT = "cells-1"
+_CELLS_FORMAT = "cells-2"
 _OVERVIEW_FORMAT = "overview-2"
+_TILE_FORMAT = "outline-tile-1"
+#: Tissues of more cells than this send their outlines by tile, and circles of their cells' area
+#: with the positions. Why 5,000: the demo's outlines cost about 76 bytes a cell, so up to here
+#: they add at most ~0.4 MB to the first figure (less than one outline tile of a large tissue
+#: and one request fewer), while the 100,000-cell demo's would add 7.6 MB.
+OUTLINES_AT_ONCE = 5_000
+#: About how many cells one outline tile holds: the grid is made this fine (see MAX_OUTLINE_TILE_CELLS).
+#: A few thousand keeps a tile near 200 KB, so the handful a zoomed-in view needs arrive quickly.
+OUTLINE_TILE_CELLS = 2_048
+#: The finest grid (tiles a side): past it the cells pile up too densely for tiles to separate them.
+_MAX_GRID = 1024
+#: Bytes of outline grids (4 floats a cell) and of outline tiles kept.
+OUTLINE_CACHE_BYTES = 128 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -105,11 +128,21 @@ def cells_key(view: TableView, spec: Mapping[str, Any]) -> str:
     return _digest([_CELLS_FORMAT, _system(spec), *(node_identity(store, node) for node in nodes)])
 
 
-def cached_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellGeometry]:
-    """A figure's cell geometry and its key, computed only when no figure read the same objects before."""
+def _full_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellGeometry]:
     key = cells_key(view, spec)
     system = spec.get("coordinate_system") or None
     return key, CELLS.get_or_compute(key, lambda: cell_geometry(view, view.root, view.attrs, system))
+
+
+def cached_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellGeometry]:
+    """A figure's cell geometry as sent, and its key, computed only when no figure read the same objects before.
+
+    A large tissue's polygons are sent as circles of their area, the outlines by tile (:class:`Outlines`).
+    """
+    key, full = _full_geometry(view, spec)
+    if not _tiled(full):
+        return key, full
+    return key, OUTLINES.get_or_compute(key, lambda: _outlines(full)).sent
 
 
 def image_key(view: TableView, spec: Mapping[str, Any]) -> str:
@@ -133,3 +166,156 @@ def cached_overview(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Over
         return Overview(infos, [np.ascontiguousarray(plane) for plane in planes], bounds, level.unit)
 
     return key, OVERVIEWS.get_or_compute(key, read)
+
+
+# ------------------------------------------------------------------ level of detail: outlines by tile
+
+
+@dataclass(frozen=True)
+class Outlines:
+    """A large tissue's polygons, indexed for tiles, and what is sent instead of them at first.
+
+    Why: the fit view of 100,000 cells cannot show their outlines (a cell is a pixel or two), so
+    the first figure draws circles of each cell's area and the outlines of the part in view come
+    by tile once the view is zoomed in; never all of them at once.
+    """
+
+    full: CellGeometry
+    #: Each cell's outline bounds (NaN for a cell without one), float64 x0, y0, x1, y1 columns.
+    boxes: np.ndarray
+    grid: OutlineTiles
+    #: What ``cells`` and ``canvas`` send: positions and circles, the grid in the shapes' entry.
+    sent: CellGeometry
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.boxes.nbytes) + sum(int(b.nbytes) for b in self.sent.buffers[2:])
+
+
+@dataclass(frozen=True)
+class OutlineTile:
+    """The outlines of the cells that meet one tile: their indices, starts and vertices."""
+
+    index: np.ndarray
+    starts: np.ndarray
+    vertices: np.ndarray
+    box: list[float]
+
+    @property
+    def buffers(self) -> list[np.ndarray]:
+        return [self.index, self.starts, self.vertices]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(buffer.nbytes) for buffer in self.buffers)
+
+
+OUTLINES: ByteLRU[Outlines] = ByteLRU(OUTLINE_CACHE_BYTES, lambda outlines: outlines.nbytes)
+OUTLINE_TILES: ByteLRU[OutlineTile] = ByteLRU(OUTLINE_CACHE_BYTES, lambda tile: tile.nbytes)
+
+
+def _tiled(geometry: CellGeometry) -> bool:
+    shapes = geometry.shapes
+    return shapes is not None and shapes[0]["kind"] == "polygons" and len(geometry.x) > OUTLINES_AT_ONCE
+
+
+def _outline_boxes(starts: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's outline bounds (n x 4) and the radius of a circle of its area (NaN: no outline)."""
+    xy = vertices.reshape(-1, 2).astype(np.float64)
+    counts = np.diff(starts.astype(np.int64))
+    has = counts > 0
+    boxes = np.full((len(counts), 4), np.nan)
+    area = np.full(len(counts), np.nan)
+    if len(xy):
+        first = starts[:-1][has].astype(np.int64)
+        for column, (reduce, axis) in enumerate([(np.minimum, 0), (np.minimum, 1), (np.maximum, 0), (np.maximum, 1)]):
+            boxes[has, column] = reduce.reduceat(xy[:, axis], first)
+        nxt = np.roll(xy, -1, axis=0)
+        last = starts[1:][has].astype(np.int64) - 1
+        nxt[last] = xy[first]  # each ring closes on its own first vertex
+        cross = xy[:, 0] * nxt[:, 1] - nxt[:, 0] * xy[:, 1]
+        area[has] = np.abs(np.add.reduceat(cross, first)) / 2
+    return boxes, np.sqrt(area / np.pi).astype(np.float32)
+
+
+def _grid(boxes: np.ndarray) -> OutlineTiles:
+    """The coarsest square grid (a power of two a side) whose fullest tile holds about OUTLINE_TILE_CELLS."""
+    known = boxes[~np.isnan(boxes[:, 0])]
+    x0, y0 = (float(known[:, 0].min()), float(known[:, 1].min())) if len(known) else (0.0, 0.0)
+    x1, y1 = (float(known[:, 2].max()), float(known[:, 3].max())) if len(known) else (1.0, 1.0)
+    side = max(x1 - x0, y1 - y0, 1e-9)
+    cx, cy = (known[:, 0] + known[:, 2]) / 2, (known[:, 1] + known[:, 3]) / 2
+    tiles = 1
+    while tiles < _MAX_GRID:
+        size = side / tiles
+        cols = np.minimum(((cx - x0) / size).astype(np.int64), tiles - 1)
+        rows = np.minimum(((cy - y0) / size).astype(np.int64), tiles - 1)
+        fullest = np.bincount(rows * tiles + cols).max() if len(known) else 0
+        if fullest <= OUTLINE_TILE_CELLS:
+            break
+        tiles *= 2
+    size = side / tiles
+    columns = max(1, int(np.ceil((x1 - x0) / size - 1e-9)))
+    rows_n = max(1, int(np.ceil((y1 - y0) / size - 1e-9)))
+    return {"x0": x0, "y0": y0, "size": size, "columns": columns, "rows": rows_n, "n_vertices": 0}
+
+
+def _outlines(full: CellGeometry) -> Outlines:
+    assert full.shapes is not None
+    descriptor, (starts, vertices) = full.shapes
+    boxes, radius = _outline_boxes(starts, vertices)
+    grid = _grid(boxes)
+    grid["n_vertices"] = int(descriptor.get("n_vertices", len(vertices) // 2))
+    circles = {"kind": "circles", "element": descriptor["element"], "outlines": grid}
+    sent = CellGeometry(full.x, full.y, (circles, [radius]))  # type: ignore[arg-type]
+    return Outlines(full, boxes, grid, sent)
+
+
+def cached_outlines(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Outlines | None]:
+    """A figure's cells key and, when its outlines go by tile, their index (None when sent at once)."""
+    key, full = _full_geometry(view, spec)
+    if not _tiled(full):
+        return key, None
+    return key, OUTLINES.get_or_compute(key, lambda: _outlines(full))
+
+
+def _tile(outlines: Outlines, column: int, row: int) -> OutlineTile:
+    """The outlines of the cells whose polygon meets tile (column, row), in table order."""
+    import shapely
+
+    grid = outlines.grid
+    x0, y0 = grid["x0"] + column * grid["size"], grid["y0"] + row * grid["size"]
+    box = [x0, y0, x0 + grid["size"], y0 + grid["size"]]
+    b = outlines.boxes
+    near = np.flatnonzero((b[:, 0] <= box[2]) & (b[:, 2] >= box[0]) & (b[:, 1] <= box[3]) & (b[:, 3] >= box[1]))
+    if len(near) > MAX_OUTLINE_TILE_CELLS:
+        raise RequestError(
+            f"Outline tile ({column}, {row}) meets {len(near)} cells, more than {MAX_OUTLINE_TILE_CELLS}; "
+            "the cells there pile up too densely for outlines, so they are drawn as circles."
+        )
+    assert outlines.full.shapes is not None
+    starts, vertices = outlines.full.shapes[1]
+    xy = vertices.reshape(-1, 2)
+    lengths = (starts[near + 1] - starts[near]).astype(np.int64)
+    taken = np.repeat(starts[near].astype(np.int64) - (np.cumsum(lengths) - lengths), lengths) + np.arange(
+        int(lengths.sum())
+    )
+    rings = shapely.linearrings(xy[taken].astype(np.float64), indices=np.repeat(np.arange(len(near)), lengths))
+    meets = shapely.intersects(shapely.polygons(rings), shapely.box(*box))
+    index = near[meets].astype(np.uint32)
+    lengths = lengths[meets]
+    keep = np.repeat(meets, (starts[near + 1] - starts[near]).astype(np.int64))
+    own = np.concatenate([[0], np.cumsum(lengths)]).astype(np.uint32)
+    return OutlineTile(index, own, np.ascontiguousarray(xy[taken][keep]).ravel(), box)
+
+
+def cached_outline_tile(outlines: Outlines, key: str, column: int, row: int) -> tuple[str, OutlineTile]:
+    """Tile (column, row) of a tissue's outlines and its name (the cells key and the tile), built once."""
+    grid = outlines.grid
+    if not (0 <= column < grid["columns"] and 0 <= row < grid["rows"]):
+        raise RequestError(
+            f"Outline tile ({column}, {row}) is outside the grid of {grid['columns']} x {grid['rows']} tiles; "
+            "ask for a column and row within it."
+        )
+    name = _digest([_TILE_FORMAT, key, str(column), str(row)])
+    return name, OUTLINE_TILES.get_or_compute(name, lambda: _tile(outlines, column, row))

@@ -26,6 +26,7 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "figures": StackService.figures,
     "canvas": StackService.canvas,
     "cells": StackService.cells,
+    "cell_outlines": StackService.cell_outlines,
     "results": StackService.results,
     "result_page": StackService.result_page,
     "result_csv": StackService.result_csv,
@@ -50,7 +51,17 @@ WRITE_REQUESTS = frozenset({"annotate"})
 
 #: Requests whose answers carry buffers (framed as octet-stream over REST).
 BINARY_REQUESTS = frozenset(
-    {"canvas", "cells", "color_values", "channels", "store_key", "image_region", "image_tile", "export"}
+    {
+        "canvas",
+        "cells",
+        "cell_outlines",
+        "color_values",
+        "channels",
+        "store_key",
+        "image_region",
+        "image_tile",
+        "export",
+    }
 )
 
 _TRUE = {"1", "true", "yes", "on"}

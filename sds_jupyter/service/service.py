@@ -41,12 +41,13 @@ from sds_jupyter.service.contents import read_contents
 from sds_jupyter.service.errors import RequestError, error_payload
 from sds_jupyter.service.genes import dot_plot, gene_names, gene_position, typed_genes
 from sds_jupyter.service.opdetails import op_details
-from sds_jupyter.service.pieces import cached_geometry, cached_overview
+from sds_jupyter.service.pieces import cached_geometry, cached_outline_tile, cached_outlines, cached_overview
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.tree import build_tree, chain_end, sibling_folder
 from sds_jupyter.service.types import (
     AnnotateData,
     BaseSummary,
+    CellOutlinesData,
     CellRow,
     CellsData,
     ChangesData,
@@ -147,6 +148,8 @@ class Reply:
     data: Any
     buffers: list[memoryview] = field(default_factory=list)
     etag: str | None = None
+    #: The request named its content (a key checked against it), so the answer may be kept for good.
+    addressed: bool = False
 
     def named_by_content(self) -> Reply:
         """This reply with a digest of its payload and buffers as its ETag.
@@ -554,6 +557,9 @@ class StackService:
     def cells(self, version: int | str | None = None, figure: str = "", key: str = "") -> Reply:
         """The positions and shapes of a canvas figure's cells: x, y, then polygons or radii.
 
+        A tissue past OUTLINES_AT_ONCE cells gets radii (circles of each polygon's area) and the
+        grid its outlines come by (``cell_outlines``): its fit view cannot show them anyway.
+
         ``key`` (the canvas reply's ``cells_key``) makes the request content-addressed: it is
         refused when the figure's cells are no longer the ones it names, so an answer under a
         key never changes and may be kept forever. Equal keys in two versions, equal cells.
@@ -574,6 +580,36 @@ class StackService:
             "shapes": geometry.shapes[0] if geometry.shapes is not None else None,
         }
         return Reply(payload, [as_buffer(buffer) for buffer in geometry.buffers], etag=current)
+
+    def cell_outlines(
+        self, version: int | str | None = None, figure: str = "", key: str = "", column: int = 0, row: int = 0
+    ) -> Reply:
+        """The outlines of the cells that meet one tile of a large tissue's grid (``shapes.outlines``).
+
+        Why by tile: the fit view draws circles; only a zoomed-in view, which sees a few tiles,
+        needs outlines. ``key`` is the ``cells`` reply's: the answer is named by it and the tile,
+        so it never changes and the browser keeps it.
+        """
+        if not figure or not key:
+            raise RequestError("The cell_outlines request needs a figure id and its cells key.")
+        if len(key) > 64:
+            raise RequestError("Parameter 'key' is too long (a cells key has 32 characters).")
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        current, outlines = cached_outlines(self.table_view(version, spec.get("table")), spec)
+        if key != current:
+            raise RequestError(f"The cells of figure {figure!r} are not the ones key {key!r} names; ask canvas again.")
+        if outlines is None:
+            raise RequestError(f"Figure {figure!r} sends its outlines with its cells; there are no outline tiles.")
+        name, tile = cached_outline_tile(outlines, key, column, row)
+        payload: CellOutlinesData = {
+            "key": key,
+            "column": column,
+            "row": row,
+            "box": tile.box,
+            "n_cells": len(tile.index),
+            "n_vertices": len(tile.vertices) // 2,
+        }
+        return Reply(payload, [as_buffer(buffer) for buffer in tile.buffers], etag=name, addressed=True)
 
     def cell(self, version: int | str | None = None, figure: str = "", index: int = 0) -> CellRow:
         """One cell's obs row (its ID and every column), for the canvas view's hover and pin.

@@ -17,6 +17,7 @@ __all__ = [
     "Agreement",
     "AnnotateData",
     "BaseSummary",
+    "CellOutlinesData",
     "CellRow",
     "CellsData",
     "Change",
@@ -229,6 +230,20 @@ class CellsData(TypedDict):
     #: The cells' bounds; null when no cell has a position.
     bounds: Bounds | None
     shapes: CanvasShapes | None
+
+
+class CellOutlinesData(TypedDict):
+    """The ``cell_outlines`` request: index (uint32, the cells in table order), starts (uint32,
+    n_cells + 1) and vertices (float32 x, y pairs) follow, as a canvas reply's polygons.
+    """
+
+    key: str
+    column: int
+    row: int
+    #: The tile: x0, y0, x1, y1 in the figure's coordinate system.
+    box: Bounds
+    n_cells: int
+    n_vertices: int
 
 
 class ChannelsData(TypedDict):

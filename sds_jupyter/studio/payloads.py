@@ -21,6 +21,7 @@ __all__ = [
     "ImageChannel",
     "Items",
     "NoColor",
+    "OutlineTiles",
     "Pair",
     "Viewport",
 ]
@@ -93,6 +94,22 @@ class NoColor(TypedDict):
 CanvasColor = CategoricalColor | ContinuousColor | NoColor
 
 
+class OutlineTiles(TypedDict):
+    """Where a large tissue's outlines come from: the ``cell_outlines`` request, one tile at a time.
+
+    Tile (column, row) of the fixed grid covers x from ``x0 + column * size`` to one ``size``
+    further, and y likewise from ``y0 + row * size``.
+    """
+
+    x0: float
+    y0: float
+    size: float
+    columns: int
+    rows: int
+    #: Outline vertices of the whole tissue (what sending them at once would have cost).
+    n_vertices: int
+
+
 class CanvasShapes(TypedDict):
     """What the cells are drawn as, when not points: their polygons, or circles of their radius.
 
@@ -104,6 +121,9 @@ class CanvasShapes(TypedDict):
     kind: Literal["polygons", "circles"]
     element: str
     n_vertices: NotRequired[int]
+    #: Set on a large tissue's polygons sent as circles (one radius a cell, from its polygon's
+    #: area): the polygons then come by tile, when the view is close enough to see them.
+    outlines: NotRequired[OutlineTiles]
 
 
 class CanvasPayload(TypedDict):

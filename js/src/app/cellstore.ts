@@ -12,14 +12,17 @@
  */
 
 import { composite } from './channels';
+import { OutlineTileSet } from './outlinetiles';
 import { decodeCanvas, type CanvasData } from './raster';
 import { bytesOf, type Buffer, type Reply, type Transport } from './transport';
-import type { CanvasPayload, CellsData, ChannelsData, ImageTileData } from './types';
+import type { CanvasPayload, CellOutlinesData, CellsData, ChannelsData, ImageTileData } from './types';
 
 /** Bytes of cell geometry kept in the page (a 100,000-cell tissue with outlines is about 20 MB). */
 export const CELL_CACHE_BYTES = 256 * 1024 * 1024;
 /** Bytes of image overviews kept in the page. */
 export const IMAGE_CACHE_BYTES = 128 * 1024 * 1024;
+/** Bytes of cell outline tiles kept in the page (a tile of ~2,048 demo cells is about 170 kB). */
+export const OUTLINE_CACHE_BYTES = 64 * 1024 * 1024;
 /** Bytes of image tiles' planes kept in the page (about 160 tiles of 512² × 3 channels). */
 export const TILE_CACHE_BYTES = 128 * 1024 * 1024;
 
@@ -100,6 +103,8 @@ export const overviewCache = new KeyedCache<Reply<ChannelsData>>(IMAGE_CACHE_BYT
  * that image draws the tiles fetched once (each grid keeps its coloured copies apart).
  */
 export const tileCache = new KeyedCache<Reply<ImageTileData>>(TILE_CACHE_BYTES);
+/** A large tissue's outline tiles by `<cells key>/<column>/<row>` (outlinetiles.ts), shared like the cells. */
+export const outlineCache = new KeyedCache<Reply<CellOutlinesData>>(OUTLINE_CACHE_BYTES);
 
 /** A canvas figure ready to draw: its payload, its buffers as the views use them, its image's channels. */
 export type LoadedCanvas = { payload: CanvasPayload; data: CanvasData; channels: Reply<ChannelsData> | null };
@@ -149,4 +154,24 @@ function overviewRGBA(payload: CanvasPayload, channels: Reply<ChannelsData> | nu
   const planes = channels.buffers.slice(0, channels.data.channels.length).map(b => bytesOf(b));
   const rgba = composite(planes, channels.data.channels, image.width, image.height);
   return [rgba.buffer as ArrayBuffer];
+}
+
+/**
+ * A view's gatherer of a large tissue's outline tiles (`payload.shapes.outlines`), each tile asked
+ * once per page under its cells key; null when the outlines came with the cells.
+ */
+export function outlineTilesOf(
+  transport: Transport,
+  version: number | string,
+  figure: string,
+  payload: CanvasPayload
+): OutlineTileSet | null {
+  const grid = payload.shapes?.outlines;
+  const key = payload.cells_key;
+  if (!grid || !key) {
+    return null;
+  }
+  return new OutlineTileSet(key, grid, payload.n_cells, (column, row) =>
+    outlineCache.get(`${key}/${column}/${row}`, () => transport.request('cell_outlines', { version, figure, key, column, row }))
+  );
 }

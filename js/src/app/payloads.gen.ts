@@ -52,10 +52,20 @@ export type NoColor = {
   mode: 'none';
 };
 
+export type OutlineTiles = {
+  x0: number;
+  y0: number;
+  size: number;
+  columns: number;
+  rows: number;
+  n_vertices: number;
+};
+
 export type CanvasShapes = {
   kind: 'polygons' | 'circles';
   element: string;
   n_vertices?: number;
+  outlines?: OutlineTiles;
 };
 
 export type CanvasPayload = {
@@ -215,6 +225,15 @@ export type CellsData = {
   n_cells: number;
   bounds: Bounds | null;
   shapes: CanvasShapes | null;
+};
+
+export type CellOutlinesData = {
+  key: string;
+  column: number;
+  row: number;
+  box: Bounds;
+  n_cells: number;
+  n_vertices: number;
 };
 
 export type ChannelsData = {
@@ -523,6 +542,7 @@ export interface ReplyTypes {
   figures: FiguresData;
   canvas: CanvasPayload;
   cells: CellsData;
+  cell_outlines: CellOutlinesData;
   results: ResultsData;
   result_page: ResultPage;
   result_csv: ResultCsv;
@@ -549,6 +569,7 @@ export interface ParamTypes {
   figures: { version?: number | string | null };
   canvas: { version?: number | string | null; figure?: string };
   cells: { version?: number | string | null; figure?: string; key?: string };
+  cell_outlines: { version?: number | string | null; figure?: string; key?: string; column?: number; row?: number };
   results: { version?: number | string | null };
   result_page: { version?: number | string | null; result?: string; table?: string; offset?: number; limit?: number; sort?: string | null; descending?: boolean; filter?: string | null };
   result_csv: { version?: number | string | null; result?: string; table?: string; sort?: string | null; descending?: boolean; filter?: string | null };
@@ -569,7 +590,7 @@ export interface ParamTypes {
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export', 'annotate'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export', 'annotate'] as const;
 
 /** The requests that write a new version: posted (REST), never fetched with a GET. */
 export const GENERATED_WRITE_REQUESTS = ['annotate'] as const;

@@ -27,6 +27,7 @@ import { MARGIN, covers, grow, lodFor, planRaster, rasterizeCells, stale, MOVING
 import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, GpuCells, ImageTileLayer } from './deck';
 import { h } from './dom';
 import { OUTLINE, polygonsOf } from './geometry';
+import { tilesInView, type OutlineTileSet } from './outlinetiles';
 import { cellModeAt, colorFn, packColor, rgbaCanvas, typicalWidth, type CanvasData } from './raster';
 import type { TileFrame } from './tiles';
 import type { CanvasPayload } from './types';
@@ -212,10 +213,17 @@ export class SpatialStage {
   private tileFrame: TileFrame | null = null;
   private disposed = false;
 
+  /** A large tissue's circles as the cells reply sent them (what is drawn while zoomed out), when outlines come by tile. */
+  private circles: CanvasData['shapes'] = null;
+  /** That tissue's typical cell width in data units (twice the median radius): when its outlines are worth asking. */
+  private outlineSize = 0;
+
+  /** `outlines`: a large tissue's outline tiles, gathered once the view is zoomed in (outlinetiles.ts). */
   constructor(
     readonly payload: CanvasPayload,
     readonly data: CanvasData,
-    private readonly callbacks: SpatialCallbacks = {}
+    private readonly callbacks: SpatialCallbacks = {},
+    private readonly outlines: OutlineTileSet | null = null
   ) {
     const n = payload.n_cells;
     const started = now();
@@ -223,6 +231,10 @@ export class SpatialStage {
     const shapes = data.shapes;
     if (shapes?.kind === 'polygons') {
       this.cellSize = typicalWidth(shapes.starts, shapes.vertices, n);
+    }
+    if (outlines && shapes?.kind === 'circles' && shapes.radius.length > 0) {
+      this.circles = shapes;
+      this.outlineSize = 2 * medianOf(shapes.radius);
     }
     measure('sds:cell-index', started, now(), { n_cells: n });
     this.canvas = h('canvas', {
@@ -345,6 +357,7 @@ export class SpatialStage {
     if (this.refreshCells(false) || changed) {
       this.sync();
     }
+    this.gatherOutlines();
     this.settleLater();
     this.node.dataset.target = this.viewState.target.map(v => v.toFixed(3)).join(',');
     this.callbacks.onView?.(this.viewState, this.region());
@@ -451,6 +464,59 @@ export class SpatialStage {
   setColors(color: CanvasPayload['color'], value: CanvasData['value'], none: string): void {
     this.colorOf = colorFn(color, value, packColor(none));
     this.colorVersion++;
+    this.refreshCells(true);
+    this.sync();
+  }
+
+  /** The outline tiles the view asks for now (none while a cell is under OUTLINE_PX across). */
+  private outlineTilesNow(): ReturnType<typeof tilesInView> {
+    if (!this.outlines || !this.viewState) {
+      return [];
+    }
+    return tilesInView(this.outlines.grid, this.region(), Math.pow(2, this.viewState.zoom), this.outlineSize);
+  }
+
+  /**
+   * A large tissue zoomed in: ask for the outline tiles in view and draw the polygons they hold
+   * (in either tier, as polygons sent at once are drawn); zoomed out again: the circles.
+   */
+  private gatherOutlines(): void {
+    const circles = this.circles;
+    if (!this.outlines || !circles) {
+      return;
+    }
+    const wanted = this.outlineTilesNow();
+    this.node.dataset.outlineTiles = String(wanted.length);
+    if (!wanted.length) {
+      if (this.data.shapes !== circles) {
+        this.drawShapes(circles);
+      }
+      return;
+    }
+    const tiles = this.outlines;
+    tiles.want(wanted).then(
+      fresh => {
+        if (this.disposed || !this.outlineTilesNow().length) {
+          return; // zoomed out meanwhile: the circles stay
+        }
+        if (tiles.size > 0 && (fresh || this.data.shapes === circles)) {
+          this.drawShapes({ kind: 'polygons', ...tiles.polygons() });
+        }
+      },
+      () => undefined // a tile that failed leaves its cells as circles; the next view change asks again
+    );
+  }
+
+  /** Draw the cells as `shapes` from now on (the outlines gathered so far, or the circles). */
+  private drawShapes(shapes: NonNullable<CanvasData['shapes']>): void {
+    (this as { data: CanvasData }).data = { ...this.data, shapes };
+    this.cellSize = shapes.kind === 'polygons' ? this.outlineSize : 0;
+    this.cellMode = this.modeAt(this.viewState?.zoom ?? 0);
+    this.node.dataset.cells = this.cellMode;
+    this.node.dataset.outlines = shapes.kind === 'polygons' ? String(this.outlines?.size ?? 0) : '0';
+    this.subset = null;
+    this.raster = null;
+    this.gpuCells = null;
     this.refreshCells(true);
     this.sync();
   }

@@ -14,7 +14,7 @@ import { additiveColoring, channelLegend, geneValues, type Additive } from './ge
 import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits } from './colorlimits';
 import { CanvasPlot, legend } from './figures';
 import { composite, limitsInSteps, type ChannelState } from './channels';
-import { figureChannels } from './cellstore';
+import { figureChannels, outlineTilesOf } from './cellstore';
 import { colorValues, typed, type CanvasData } from './raster';
 import { SpatialStage } from './spatial';
 import { TileGrid, type TileFrame } from './tiles';
@@ -108,7 +108,7 @@ export class SpatialFigure {
         onHover: index => this.hover(index),
         onPin: index => void this.showPin(index),
         onFallback: reason => this.fallBack(reason)
-      });
+      }, outlineTilesOf(transport, version, figureId, payload));
     } else {
       this.plot = this.makePlot();
     }
