@@ -1881,9 +1881,11 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     const figure = page.locator('.sds-spatial[data-renderer="webgl"]').first();
     await figure.locator('.sds-annotate-toggle').click();
     const overlay = figure.locator('.sds-annotate-overlay');
-    const box = await overlay.boundingBox();
-    // a rectangle dragged over the left half, then a polygon clicked around the middle (drawn last: it wins)
+    // a rectangle dragged over the left half, then a polygon clicked around the middle (drawn last: it wins);
+    // the drawing is measured once the tool is chosen (choosing it may scroll the panel)
     await figure.locator('.sds-tool-rectangle').click();
+    await overlay.scrollIntoViewIfNeeded();
+    const box = await overlay.boundingBox();
     await page.mouse.move(box.x + 2, box.y + 2);
     await page.mouse.down();
     await page.mouse.move(box.x + box.width / 2, box.y + box.height - 2, { steps: 5 });
@@ -1894,7 +1896,12 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     for (const key of ['ArrowLeft', 'ArrowUp', 'Space', 'ArrowRight', 'ArrowRight', 'ArrowRight', 'Space', 'ArrowDown', 'ArrowDown', 'ArrowDown', 'Space', 'Enter']) {
       await page.keyboard.press(key);
     }
-    await page.waitForFunction(() => document.querySelectorAll('.sds-annotate-region').length === 2);
+    try {
+      await page.waitForFunction(() => document.querySelectorAll('.sds-annotate-region').length === 2, null, { timeout: 30000 });
+    } catch (error) {
+      await shot(page, 'FAILED-annotate-regions');
+      throw new Error(`${error.message}\nregions: ${await figure.locator('.sds-annotate-region').count()}; the panel says: ${await figure.locator('.sds-annotate-panel, .sds-annotate').first().innerText().catch(() => '?')}`);
+    }
     const shown = await figure.locator('.sds-annotate-count').allInnerTexts();
     const counts = shown.map(t => Number(t.replace(/\D/g, '')));
     assert.ok(counts[0] > 0, `the rectangle holds cells: ${shown}`);
