@@ -140,3 +140,19 @@ def test_every_demo_result_names_the_obs_column_its_groups_come_from(xenium: Pat
         parameters = (result.get("meta") or {}).get("parameters") or {}
         named = [parameters[k] for k in keys if isinstance(parameters.get(k), str)]
         assert named and named[0] in obs.columns, (result["id"], parameters)
+
+
+def test_the_saved_views_open_on_the_tissue_at_any_demo_size(xenium: Path) -> None:
+    """Built at 1,024 px, every whole-section figure's saved view is centred on the cells, not off them."""
+    from sds_jupyter.service import StackService
+
+    service = StackService(xenium)
+    adata = open_anndata(Stack.resolve(xenium))
+    x, y = adata.obsm["spatial"][:, 0], adata.obsm["spatial"][:, 1]
+    middle = ((x.min() + x.max()) / 2, (y.min() + y.max()) / 2)
+    span = max(x.max() - x.min(), y.max() - y.min())
+    canvases = [f for f in service.figures(None)["figures"] if f["kind"] == "canvas"]
+    assert canvases
+    for figure in canvases:
+        tx, ty = figure["spec"]["viewport"]["target"]
+        assert abs(tx - middle[0]) < span * 0.1 and abs(ty - middle[1]) < span * 0.1, figure["id"]

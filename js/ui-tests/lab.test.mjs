@@ -1239,6 +1239,9 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         await shot(page, 'FAILED-issue28-sides');
         throw new Error(`${error.message}\nthe side-by-side says: ${await page.locator('.sds-sidebyside').innerText()}\npage errors: ${page.errors?.join('\n')}`);
       }
+      await page.locator('.sds-sidebyside').scrollIntoViewIfNeeded();
+      await page.waitForTimeout(500);
+      await shot(page, 'issue28-side-by-side-drawn');
       const cameras = () =>
         page.evaluate(() => [...document.querySelectorAll('.sds-sidebyside .sds-spatial')].map(el => JSON.stringify(el.sdsSpatial.cameraState())));
       const paneA = page.locator('.sds-sidebyside-pane[data-side="A"]');
@@ -1264,6 +1267,9 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       // genes: the gene box of the version's canvas figure, in any case; a wrong name keeps the toolbar still
       await page.locator('.sds-tab[data-tab="figures"]').click();
       const figure = page.locator('.sds-figure-canvas').first();
+      // a figure loads once it is near the view: bring it there (the side by side left the panel scrolled)
+      await figure.waitFor({ timeout: 30000 });
+      await figure.scrollIntoViewIfNeeded();
       const input = figure.locator('input.sds-gene');
       await input.waitFor({ timeout: 60000 });
       const toolbar = figure.locator('.sds-spatial').first();

@@ -155,8 +155,12 @@ def _clusters(writer: VersionWriter, run: Run) -> dict[str, str]:
     writer.set_obs(TABLE, "leiden", leiden)
     writer.set_obs(TABLE, "hypoxia_score", _hypoxia(run.tissue))
     writer.set_obsm(TABLE, "X_pca", analysis.pca_embedding(run.tissue.counts))  # for an embedding view
-    writer.set_figure(TABLE, "fig-leiden", _canvas("Leiden clusters on the tissue", "leiden", zoom_in=False))
-    writer.set_figure(TABLE, "fig-leiden-detail", _canvas("Leiden clusters, one tumor nest", "leiden", zoom_in=True))
+    writer.set_figure(
+        TABLE, "fig-leiden", _canvas(run.tissue, "Leiden clusters on the tissue", "leiden", zoom_in=False)
+    )
+    writer.set_figure(
+        TABLE, "fig-leiden-detail", _canvas(run.tissue, "Leiden clusters, one tumor nest", "leiden", zoom_in=True)
+    )
     return _version("Leiden clusters", "Resolution 0.8 on 30 PCs of log1p counts", "ana@example.org")
 
 
@@ -189,7 +193,7 @@ def _cell_types(writer: VersionWriter, run: Run) -> dict[str, str]:
     run.labels["cell_type"] = cell_type
     writer.set_obs(TABLE, "cell_type", cell_type)
     writer.set_uns(TABLE, "cell_type_colors", np.asarray(TYPE_COLORS))
-    writer.set_figure(TABLE, "fig-cell-types", _canvas("Cell types", "cell_type", zoom_in=False))
+    writer.set_figure(TABLE, "fig-cell-types", _canvas(run.tissue, "Cell types", "cell_type", zoom_in=False))
     return _version(
         "Cell types", "Clusters named from their markers; two Leiden clusters are both tumor", "ben@example.org"
     )
@@ -206,7 +210,9 @@ def _regions(writer: VersionWriter, run: Run) -> dict[str, str]:
         "Lymphoid aggregate": "#2166ac",
         "Stroma": "#bababa",
     }
-    writer.set_figure(TABLE, "fig-regions", _canvas("Regions drawn by pathology", "region_annotation", colors=colors))
+    writer.set_figure(
+        TABLE, "fig-regions", _canvas(run.tissue, "Regions drawn by pathology", "region_annotation", colors=colors)
+    )
     return _version(
         "Regions drawn", "Tumor core, invasive margin and lymphoid aggregates, by a pathologist", "ben@example.org"
     )
@@ -243,7 +249,7 @@ def _niches(writer: VersionWriter, run: Run) -> dict[str, str]:
         {"n_niches": 6},
     )
     writer.set_result(TABLE, "niche-composition", {"table": composition}, meta)
-    writer.set_figure(TABLE, "fig-niches", _canvas("Cellular niches", "niche", zoom_in=False))
+    writer.set_figure(TABLE, "fig-niches", _canvas(run.tissue, "Cellular niches", "niche", zoom_in=False))
     writer.set_figure(
         TABLE,
         "fig-niche-composition",
@@ -257,7 +263,9 @@ def _coarser(writer: VersionWriter, run: Run) -> dict[str, str]:
     leiden = run.labels["leiden"]
     coarse = analysis.coarse_clusters(leiden.codes.astype(np.int64), run.tissue.cell_type.astype(np.int64))
     writer.set_obs(TABLE, "leiden", _categorical(coarse, [str(i) for i in range(int(coarse.max()) + 1)]))
-    writer.set_figure(TABLE, "fig-leiden", _canvas("Leiden clusters at resolution 0.4", "leiden", zoom_in=False))
+    writer.set_figure(
+        TABLE, "fig-leiden", _canvas(run.tissue, "Leiden clusters at resolution 0.4", "leiden", zoom_in=False)
+    )
     return _version("Coarser clusters", "Resolution 0.4: a branch saved from Leiden clusters", "ben@example.org")
 
 
@@ -265,10 +273,14 @@ def _coarser(writer: VersionWriter, run: Run) -> dict[str, str]:
 
 
 def _canvas(
-    title: str, color_by: str, *, zoom_in: bool = False, colors: dict[str, str] | None = None
+    tissue: Tissue, title: str, color_by: str, *, zoom_in: bool = False, colors: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """A canvas over the morphology image; whole section, or one nest at cell scale."""
-    side_um = 8192 * PIXEL_SIZE_UM
+    """A canvas over the morphology image; whole section, or one nest at cell scale.
+
+    The saved view is placed from the image this demo drew (its side in pixels), so a demo
+    built at another size opens on its tissue too.
+    """
+    side_um = tissue.image.shape[-1] * PIXEL_SIZE_UM
     viewport = (
         {"target": [side_um * 0.5, side_um * 0.5], "zoom": 1.5, "rotation": 0}
         if zoom_in
