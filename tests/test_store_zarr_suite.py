@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from stackkit import ROOT_DOC, write_base, write_version
+from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import Buffer, default_buffer_prototype
 from zarr.core.buffer.cpu import Buffer as CpuBuffer
 from zarr.testing.store import StoreTests
@@ -61,6 +62,25 @@ class TestStackStoreConformance(StoreTests[StackStore, CpuBuffer]):
 
     def test_store_supports_listing(self, store: StackStore) -> None:
         assert store.supports_listing
+
+    # -- newer zarr's sync reads: the object goes in through the base folder, not the store ----
+
+    @pytest.mark.parametrize(
+        "byte_range",
+        [None, RangeByteRequest(1, 4), OffsetByteRequest(1), SuffixByteRequest(1), RangeByteRequest(10, 20)],
+        ids=["none", "range", "offset", "suffix", "range-past-eof"],
+    )
+    async def test_get_sync_byte_range_parity(self, store: StackStore, byte_range: Any) -> None:
+        """Replaced (zarr 3.2+ asks for it): the suite writes through the store, which a stack refuses."""
+        if not callable(getattr(store, "get_sync", None)):
+            pytest.skip("this zarr's stores have no get_sync")
+        await self.set(store, "parity_byte_range", self.buffer_cls.from_bytes(b"\x01\x02\x03\x04"))
+        in_sync = store.get_sync("parity_byte_range", byte_range=byte_range)  # type: ignore[attr-defined]
+        awaited = await store.get("parity_byte_range", prototype=default_buffer_prototype(), byte_range=byte_range)
+        if awaited is None:
+            assert in_sync is None
+        else:
+            assert in_sync is not None and in_sync.to_bytes() == awaited.to_bytes()
 
     # -- read-only: replaced, as the suite assumes a store opened writable ----------------------
 
