@@ -2,8 +2,12 @@
 
 The JS side is built from ``js/`` into ``sds_jupyter/static``: ``widget.js`` is the
 anywidget entry (``_esm``), small so that anywidget's 2 s limit on loading a model's
-module holds on a loaded machine; the app itself (``widget-app.js``, deck.gl and vega)
-travels as the ``_app`` trait and that entry imports it when it renders. The app sends
+module holds on a loaded machine; the app itself (``widget-app.js``, deck.gl and vega,
+~1.9 MB) is not in the model's state: the entry asks for it once per page with an
+``{type: "app", id}`` message when it renders and imports the answer's buffer (the
+``_app_hash`` trait names it, so every widget of the page shares one copy). A state
+holding the app would travel once per widget whenever JupyterLab restores a notebook's
+widgets from the kernel, in the one reply its 4 s restore window waits for. The app sends
 ``{type: "request", id, name, params}`` custom messages; this side answers
 ``{type: "response", id, ok, data | error}`` with the buffers alongside. The
 "Bind as `adata`" button sends ``{type: "open_adata", id, version}``, which binds
@@ -16,6 +20,8 @@ end reloads the history). Everything else is the service's business.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import html
 import os
 import weakref
@@ -46,6 +52,18 @@ def _require_static() -> None:
             f"The version browser's front end is not built ({', '.join(missing)} missing in {STATIC_DIR}); "
             "build the package (cd js && npm ci && npm run build) or install a built wheel."
         )
+
+
+def _app_module() -> tuple[str, bytes]:
+    """The app's module source and a digest naming it, read again only when the file changes."""
+    stat = _APP_PATH.stat()
+    return _read_app_module(stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=1)
+def _read_app_module(_mtime_ns: int, _size: int) -> tuple[str, bytes]:
+    source = _APP_PATH.read_bytes()
+    return hashlib.sha256(source).hexdigest()[:16], source
 
 
 # Which browser bound which name in which namespace, so that `%sds_save --from NAME`
@@ -91,8 +109,8 @@ class VersionBrowser(anywidget.AnyWidget):
 
     _esm = _ESM_PATH
     _css = _CSS_PATH
-    _app = traitlets.Unicode().tag(sync=True)
-    """The app's module source, which the small ``_esm`` imports when it renders."""
+    _app_hash = traitlets.Unicode().tag(sync=True)
+    """Names the app's module source, which the small ``_esm`` asks for (once per page) when it renders."""
 
     path = traitlets.Unicode(read_only=True).tag(sync=True)
     selected = traitlets.Int(0).tag(sync=True)
@@ -126,8 +144,7 @@ class VersionBrowser(anywidget.AnyWidget):
         #: The version each AnnData this browser handed out was read from (by identity): a save goes there.
         self._read_from: dict[int, tuple[weakref.ref[Any], Stack]] = {}
         top = 0 if self.service.error is not None else self.service.stack.depth
-        # in the state the comm opens with: no second message of the app's size
-        super().__init__(_app=_APP_PATH.read_text("utf-8"), **kwargs)
+        super().__init__(_app_hash=_app_module()[0], **kwargs)
         self.set_trait("path", os.fspath(path))
         self.selected = top
         self.bound_name = name
@@ -384,6 +401,10 @@ class VersionBrowser(anywidget.AnyWidget):
         return rows
 
     def _on_custom_message(self, _widget: Any, content: Any, buffers: list[Any]) -> None:
+        if isinstance(content, Mapping) and content.get("type") == "app":
+            digest, source = _app_module()
+            self.send({"type": "app", "id": content.get("id"), "hash": digest}, [source])
+            return
         if not isinstance(content, Mapping) or content.get("type") not in ("request", "open_adata", "open_version"):
             return
         message_id = content.get("id")

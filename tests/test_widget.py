@@ -38,12 +38,22 @@ def test_widget_starts_on_the_top_version(browser, studio_stack) -> None:
     assert browser._esm and browser._css
 
 
-def test_the_app_travels_in_the_opening_state_beside_the_small_entry(studio_stack, recorded_messages) -> None:
-    browser = VersionBrowser(studio_stack.v2, namespace={})
-    # the front end's entry imports `_app` when it renders: in the state the comm opens with
-    # (ipywidgets opens it with get_state()), and never sent again
-    assert browser.get_state()["_app"] == widget_module._APP_PATH.read_text("utf-8")
-    assert all("_app" not in update for update in _state_updates(recorded_messages))
+def test_the_app_is_not_state_but_sent_when_asked(studio_stack, recorded_messages) -> None:
+    """JupyterLab restores a reopened notebook's widgets from one reply holding every
+    widget's state, waiting 4 s for it: the 1.9 MB app is not in that state (only a hash
+    naming it); the entry asks for it with an ``app`` message, answered with the file."""
+    browsers = [VersionBrowser(studio_stack.v2, namespace={}) for _ in range(3)]
+    source = widget_module._APP_PATH.read_bytes()
+    states = [json.dumps(b.get_state()) for b in browsers]
+    # the entry and the CSS (some 25 kB), not the app
+    assert all(len(state) < len(source) // 20 for state in states), [len(s) for s in states]
+    assert len({b._app_hash for b in browsers}) == 1 and browsers[0]._app_hash
+    _deliver(browsers[1], {"type": "app", "id": "app-1"})
+    (reply,) = _responses(recorded_messages)
+    assert reply["type"] == "app" and reply["id"] == "app-1" and reply["hash"] == browsers[1]._app_hash
+    (sent,) = reply["buffers"]
+    assert bytes(sent) == source
+    assert all("_app" not in key for update in _state_updates(recorded_messages) for key in update)
 
 
 def test_request_is_answered_with_the_same_id(browser, recorded_messages) -> None:

@@ -5,14 +5,17 @@
  * rejects the model ("[anywidget] Failed to initialize model.") and drops every comm
  * message of it, so a widget whose module takes longer (the app with deck.gl and vega,
  * ~1.8 MB, on a loaded machine or in a notebook reopened with live widgets) never hears
- * its answers. This entry imports at once; the app comes as the `_app` trait (the module
- * source, built from `widget.ts`) and is imported in `render`, which anywidget does not
- * time. A blob URL, as anywidget uses for `_esm`: the app is one module with no imports
- * of its own, so nothing relative has to resolve, and no server route is needed (the
- * widget also runs where there is no Jupyter server to serve files).
+ * its answers. This entry imports at once; in `render`, which anywidget does not time, it
+ * asks the kernel for the app (the module source built from `widget.ts`, named by the
+ * `_app_hash` trait) with one `{type: "app"}` message per page and imports the answer.
+ * The app is not a trait: JupyterLab restores a reopened notebook's widgets from one
+ * reply of the kernel that it waits 4 s for, and an app in every widget's state made that
+ * reply megabytes long. A blob URL, as anywidget uses for `_esm`: the app is one module
+ * with no imports of its own, so nothing relative has to resolve, and no server route is
+ * needed (the widget also runs where there is no Jupyter server to serve files).
  */
 
-import type { RenderProps } from '@anywidget/types';
+import type { AnyModel, RenderProps } from '@anywidget/types';
 import { errorBox, loading } from './app/dom';
 
 type AppModule = { default: { render(props: RenderProps): () => void } };
@@ -25,15 +28,52 @@ function cache(): Map<string, Promise<AppModule>> {
   return (g[CACHE_KEY] ??= new Map());
 }
 
-/** The app module of `source`, imported once (a failed import is tried again next time). */
-export function loadApp(source: string): Promise<AppModule> {
+/** How long the entry waits for the kernel's answer before saying so (a busy kernel answers late). */
+const APP_WAIT_MS = 120_000;
+
+/** The app's module source, asked of the kernel (its answer's one buffer). */
+export function requestApp(model: AnyModel, waitMs = APP_WAIT_MS): Promise<string> {
+  const id = `app-${Math.random().toString(36).slice(2)}`;
+  return new Promise<string>((resolve, reject) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      model.off('msg:custom', onMessage);
+    };
+    const onMessage = (msg: unknown, buffers: DataView[] = []): void => {
+      const reply = msg as { type?: unknown; id?: unknown } | null;
+      if (reply?.type !== 'app' || reply.id !== id) return;
+      done();
+      const [source] = buffers;
+      if (source) resolve(new TextDecoder().decode(source));
+      else reject(new Error('the kernel answered without the app'));
+    };
+    const timer = setTimeout(() => {
+      done();
+      reject(new Error('the kernel did not send it; run the cell again once the kernel is idle'));
+    }, waitMs);
+    model.on('msg:custom', onMessage);
+    model.send({ type: 'app', id });
+  });
+}
+
+/** Import a module from its source, through a blob URL as anywidget does for `_esm`. */
+function importSource(source: string): Promise<AppModule> {
+  const url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
+  return (import(/* @vite-ignore */ url) as Promise<AppModule>).finally(() => URL.revokeObjectURL(url));
+}
+
+/** The app module named `hash`, fetched and imported once per page (a failure is tried again next time). */
+export function loadApp(
+  hash: string,
+  fetchSource: () => Promise<string>,
+  importModule: (source: string) => Promise<AppModule> = importSource
+): Promise<AppModule> {
   const loaded = cache();
-  let app = loaded.get(source);
+  let app = loaded.get(hash);
   if (!app) {
-    const url = URL.createObjectURL(new Blob([source], { type: 'text/javascript' }));
-    app = (import(/* @vite-ignore */ url) as Promise<AppModule>).finally(() => URL.revokeObjectURL(url));
-    app.catch(() => loaded.delete(source));
-    loaded.set(source, app);
+    app = fetchSource().then(importModule);
+    app.catch(() => loaded.delete(hash));
+    loaded.set(hash, app);
   }
   return app;
 }
@@ -47,8 +87,10 @@ function render(props: RenderProps): () => void {
   el.append(status);
   let disposed = false;
   let cleanup: (() => void) | undefined;
-  const source = model.get('_app') as string | undefined;
-  const app = source ? loadApp(source) : Promise.reject(new Error('the kernel sent no app (`_app` is empty)'));
+  const hash = model.get('_app_hash') as string | undefined;
+  const app = hash
+    ? loadApp(hash, () => requestApp(model))
+    : Promise.reject(new Error('the kernel named no app (`_app_hash` is empty); update sds-jupyter in the kernel'));
   app.then(
     mod => {
       if (!disposed) {

@@ -1565,7 +1565,10 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.waitForTimeout(3000);
     } catch (error) {
       await shot(page, 'FAILED-widget-reopened');
-      error.message += `\npage errors: ${page.errors.join(' | ')}`;
+      const outputs = await page
+        .$$eval('.jp-OutputArea-output', nodes => nodes.map(n => n.textContent?.trim().slice(0, 120) ?? ''))
+        .catch(() => []);
+      error.message += `\npage errors: ${page.errors.join(' | ')}\noutputs: ${outputs.join(' | ')}`;
       throw error;
     } finally {
       // (a page already closed, by a timeout, has nothing to reset; the error above says why)

@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import widget, { CommTransport } from '../widget';
-import entry from '../widgetentry';
+import entry, { loadApp, requestApp } from '../widgetentry';
 import { TransportError } from '../app/transport';
 import { history, settle, text } from './fixtures';
 
@@ -216,15 +216,62 @@ describe('widget render', () => {
 });
 
 describe('widget entry (the small `_esm`)', () => {
-  it('shows that it is loading, says in place when the kernel sent no app, and cleans up', async () => {
+  it('shows that it is loading, says in place when the kernel named no app, and cleans up', async () => {
     const model = new FakeModel();
     const el = document.createElement('div');
     document.body.append(el);
     const cleanup = entry.render({ model: model as never, el } as never);
     expect(el.querySelector('[role="status"]')?.textContent).toContain('Loading the version browser');
     await settle();
-    expect(el.querySelector('[role="alert"]')?.textContent).toMatch(/could not load: .*`_app` is empty/);
+    expect(el.querySelector('[role="alert"]')?.textContent).toMatch(/could not load: .*`_app_hash` is empty/);
+    expect(model.sent).toEqual([]);
     cleanup();
     expect(el.children.length).toBe(0);
+  });
+
+  it('asks the kernel for the app once per page, whatever the number of widgets', async () => {
+    const models = [new FakeModel(), new FakeModel()];
+    const source = 'export default {}';
+    for (const model of models) {
+      model.state._app_hash = 'hash-once-per-page';
+      model.answer = m => (m.type === 'app' ? [{ type: 'app', id: m.id, hash: 'hash-once-per-page' }, [new DataView(new TextEncoder().encode(source).buffer)]] : null);
+    }
+    const imported: string[] = [];
+    const rendered: number[] = [];
+    const importModule = async (text: string) => {
+      imported.push(text);
+      return { default: { render: () => (rendered.push(1), () => undefined) } };
+    };
+    const apps = models.map(model => loadApp('hash-once-per-page', () => requestApp(model as never), importModule));
+    await Promise.all(apps);
+    expect(apps[0]).toBe(apps[1]);
+    expect(models.map(m => m.sent.filter(s => s.type === 'app').length)).toEqual([1, 0]);
+    expect(imported).toEqual([source]);
+    // a failed fetch is not remembered: the next widget asks again
+    const failing = loadApp('another-hash', () => Promise.reject(new Error('no kernel')), importModule);
+    await expect(failing).rejects.toThrow('no kernel');
+    await expect(loadApp('another-hash', async () => source, importModule)).resolves.toBeDefined();
+    expect(imported).toEqual([source, source]);
+  });
+
+  it('renders from the cached app once the kernel has sent it', async () => {
+    const model = new FakeModel();
+    model.state._app_hash = 'hash-rendered';
+    const drawn = vi.fn(() => () => undefined);
+    await loadApp('hash-rendered', async () => '', async () => ({ default: { render: drawn } }));
+    const el = document.body.appendChild(document.createElement('div'));
+    const cleanup = entry.render({ model: model as never, el } as never);
+    await settle();
+    expect(drawn).toHaveBeenCalledTimes(1);
+    expect(model.sent).toEqual([]);
+    expect(el.querySelector('[role="status"]')).toBeNull();
+    cleanup();
+  });
+
+  it('an answer to another request, or none in time, is not taken for the app', async () => {
+    const model = new FakeModel();
+    model.answer = m => [{ type: 'app', id: `${String(m.id)}-other` }, [new DataView(new ArrayBuffer(1))]];
+    await expect(requestApp(model as never, 50)).rejects.toThrow(/did not send it; run the cell again/);
+    expect(model.handlers).toEqual([]);
   });
 });
