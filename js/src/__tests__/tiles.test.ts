@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { tileCache } from '../app/cellstore';
 
@@ -168,16 +168,22 @@ describe('TileGrid', () => {
   });
 
   it('draws at once when the last tile of the view arrives, in one frame for all of them', async () => {
-    const { t, waiting } = service();
     const drawn: TileFrame[] = [];
-    const g = grid(t, drawn);
-    g.update([0, 0, SIDE / 2, SIDE / 2], at(0)); // 4 × 4 tiles: all on their way at once
-    expect(waiting.length).toBe(16);
-    for (const resolve of waiting.splice(0)) {
-      resolve();
-      await new Promise(r => setTimeout(r, 1)); // one by one, each a turn of the event loop apart
+    // the clock is the test's: a loaded machine must not stretch 16 turns past the burst
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { t, waiting } = service();
+      const g = grid(t, drawn);
+      g.update([0, 0, SIDE / 2, SIDE / 2], at(0)); // 4 × 4 tiles: all on their way at once
+      expect(waiting.length).toBe(16);
+      for (const resolve of waiting.splice(0)) {
+        resolve();
+        await vi.advanceTimersByTimeAsync(1); // one by one, 1 ms apart (16 ms in all, under BURST_MS)
+      }
+      await vi.advanceTimersByTimeAsync(5);
+    } finally {
+      vi.useRealTimers();
     }
-    await new Promise(r => setTimeout(r, 5));
     expect(drawn).toHaveLength(1);
     expect(drawn[0].complete).toBe(true);
     expect(drawn[0].tiles).toHaveLength(16);
