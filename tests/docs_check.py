@@ -21,9 +21,10 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import operator
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ MEASURE = re.compile(NUMBER + r"(?:[ \u00a0–-]*\d[\d,.]*)?\s?" + UNITS)
 DATED = re.compile(r"measured\b[^\n]{0,80}?\d{4}-\d{2}-\d{2}", re.IGNORECASE)
 # A value followed by the constant holding it: "64 MiB (`MAX_MANIFEST_BYTES`)", "2²⁰ (`MAX_IMAGE_AXIS`)".
 CONSTANT_REF = re.compile(
-    r"(?P<num>[±]?\d[\d,]*(?:\.\d+)?[⁰¹²³⁴⁵⁶⁷⁸⁹]*)\s?(?P<unit>[^\s(`|;,]+)?"
+    r"(?P<num>[±]?\d[\d,]*(?:\.\d+)?(?:[⁰¹²³⁴⁵⁶⁷⁸⁹]+(?:−1)?)?)\s?(?P<unit>[^\s(`|;,]+)?"
     r"(?P<words>(?:\s+[a-z][a-z-]*){0,3})\s+\(`(?P<name>[A-Z][A-Z0-9_]{2,})`"
 )
 SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
@@ -87,7 +88,8 @@ def anchors(path: Path) -> set[str]:
     """The anchors a Markdown file's headings make (a repeated heading gets -1, -2, ...)."""
     seen: dict[str, int] = {}
     found = set()
-    for line in without_code(path.read_text(encoding="utf-8")).splitlines():
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.DOTALL)
+    for line in text.splitlines():
         match = re.match(r"#{1,6}\s+(.*)", line)
         if not match:
             continue
@@ -98,8 +100,13 @@ def anchors(path: Path) -> set[str]:
     return found
 
 
-def broken_links(path: Path) -> Iterator[str]:
-    """Each relative link of ``path`` whose file, folder or heading does not exist, as a line saying so."""
+def shown(path: Path) -> str:
+    """A path as a message names it: relative to the repository when inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def broken_links(path: Path, root: Path = ROOT) -> Iterator[str]:
+    """Each relative link of ``path`` whose file, folder or heading is not in ``root``, as a line saying so."""
     text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.DOTALL)
     for match in LINK.finditer(text):
         target = match.group("target").strip("<>")
@@ -107,8 +114,8 @@ def broken_links(path: Path) -> Iterator[str]:
             continue
         file_part, _, anchor = target.partition("#")
         dest = (path.parent / file_part).resolve() if file_part else path
-        where = f"{path.relative_to(ROOT)}: {target}"
-        if not dest.is_relative_to(ROOT) or not dest.exists():
+        where = f"{shown(path)}: {target}"
+        if not dest.is_relative_to(root) or not dest.exists():
             yield f"{where}: no such file in the repository"
         elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
             yield f"{where}: no heading makes the anchor #{anchor}"
@@ -123,17 +130,20 @@ class Block:
 
     path: Path
     line: int
-    text: str
+    text: str  # inline code blanked, so a number in `code` is no quote
+    raw: str  # as written, for the constants named in `code`
     dated_from_above: bool
 
 
 def blocks(path: Path) -> Iterator[Block]:
     """The file's blocks; a block is dated from above by a dated heading (or the section's dated
     first paragraph) or, for a table row, by the dated paragraph just above the table."""
+    raw_lines = path.read_text(encoding="utf-8").splitlines()
     lines = without_code(path.read_text(encoding="utf-8")).splitlines()
     headings: list[tuple[int, bool]] = []  # (level, dated) of the headings in force
     caption_dated = previous_dated = first_in_section = False
     current: list[str] = []
+    raw: list[str] = []
     start = 0
     for number, line in enumerate([*lines, ""]):
         heading = re.match(r"(#{1,6})\s+(.*)", line)
@@ -143,8 +153,9 @@ def blocks(path: Path) -> Iterator[Block]:
             previous_dated = bool(DATED.search(text))
             if first_in_section and previous_dated and headings:
                 headings[-1] = (headings[-1][0], True)  # a dated first paragraph dates its section
-            yield Block(path, start + 1, text, any(d for _, d in headings) or caption_dated)
-            current, first_in_section = [], False
+            dated = any(d for _, d in headings) or caption_dated
+            yield Block(path, start + 1, text, " ".join(raw), dated)
+            current, raw, first_in_section = [], [], False
         if heading:
             level = len(heading.group(1))
             headings = [h for h in headings if h[0] < level] + [(level, bool(DATED.search(line)))]
@@ -157,19 +168,32 @@ def blocks(path: Path) -> Iterator[Block]:
                 caption_dated = False
             start = number if not current else start
             current.append(line.strip())
+            raw.append(raw_lines[number].strip())
 
 
 # --- constants the docs quote --------------------------------------------------------------------
 
 
 def _python_constant(name: str) -> float | None:
-    """The value of a module-level constant ``name`` in the package, or None when none is found."""
-    pattern = re.compile(rf"^{name}\s*(?::[^=]+)?=", re.MULTILINE)
-    for source in sorted((ROOT / "sds_jupyter").rglob("*.py")):
-        if pattern.search(source.read_text(encoding="utf-8")):
-            module = ".".join(source.relative_to(ROOT).with_suffix("").parts)
-            value = getattr(importlib.import_module(module), name)
-            return float(value) if isinstance(value, int | float) else None
+    """A module-level ``NAME = <number expression>`` in the package or the tests, or None when none is found."""
+    pattern = re.compile(rf"^{name}\s*(?::[^=\n]+)?=\s*(.+)$", re.MULTILINE)
+    for folder in ("sds_jupyter", "tests", "benchmarks"):
+        for source in sorted((ROOT / folder).rglob("*.py")):
+            match = pattern.search(source.read_text(encoding="utf-8"))
+            if match:
+                return _literal_or_import(source, name, match.group(1))
+    return None
+
+
+def _literal_or_import(source: Path, name: str, expression: str) -> float | None:
+    """A constant's value: its expression read as arithmetic, else (a package module) imported."""
+    try:
+        return _arithmetic(expression.split("#")[0])
+    except (ValueError, SyntaxError):
+        pass
+    if source.is_relative_to(ROOT / "sds_jupyter"):
+        value = getattr(importlib.import_module(".".join(source.relative_to(ROOT).with_suffix("").parts)), name)
+        return float(value) if isinstance(value, int | float) else None
     return None
 
 
@@ -185,16 +209,23 @@ def _js_constant(name: str) -> float | None:
     return None
 
 
+OPERATORS: dict[type, Callable[[float, float], float]] = {
+    ast.Mult: operator.mul,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Pow: operator.pow,
+}
+
+
 def _arithmetic(expression: str) -> float:
-    """A number expression of literals, ``*`` and ``+`` (no names, nothing run)."""
+    """A number expression of literals and ``* + - **`` (no names, nothing run)."""
     node = ast.parse(expression.strip(), mode="eval").body
 
     def value(n: ast.expr) -> float:
         if isinstance(n, ast.Constant) and isinstance(n.value, int | float):
             return float(n.value)
-        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult | ast.Add | ast.Pow):
-            left, right = value(n.left), value(n.right)
-            return left * right if isinstance(n.op, ast.Mult) else left + right if isinstance(n.op, ast.Add) else left**right
+        if isinstance(n, ast.BinOp) and type(n.op) in OPERATORS:
+            return OPERATORS[type(n.op)](value(n.left), value(n.right))
         raise ValueError(f"not a number expression: {expression!r}")
 
     return value(node)
@@ -207,11 +238,11 @@ def constant_value(name: str) -> float | None:
 
 
 def quoted_value(num: str) -> float:
-    """A number as the docs write it: ``16,384``, ``2²⁰``, ``±10¹⁵``."""
+    """A number as the docs write it: ``16,384``, ``2²⁰``, ``±10¹⁵``, ``2⁵³−1``."""
     num = num.lstrip("±").replace(",", "")
-    power = re.match(r"(\d+)([⁰¹²³⁴⁵⁶⁷⁸⁹]+)$", num)
+    power = re.match(r"(\d+)([⁰¹²³⁴⁵⁶⁷⁸⁹]+)(−1)?$", num)
     if power:
-        return float(int(power.group(1)) ** int(power.group(2).translate(SUPERSCRIPT)))
+        return float(int(power.group(1)) ** int(power.group(2).translate(SUPERSCRIPT)) - bool(power.group(3)))
     return float(num)
 
 
@@ -223,10 +254,10 @@ def agrees(quoted: float, unit: str | None, actual: float) -> bool:
 
 def constant_mismatches(block: Block) -> Iterator[str]:
     """Each ``value (`CONSTANT`)`` of the block that the code does not hold, as a line saying so."""
-    for match in CONSTANT_REF.finditer(block.text):
+    for match in CONSTANT_REF.finditer(block.raw):
         name = match.group("name")
         actual = constant_value(name)
-        where = f"{block.path.relative_to(ROOT)}:{block.line}"
+        where = f"{shown(block.path)}:{block.line}"
         if actual is None:
             yield f"{where}: `{name}` is no numeric constant in sds_jupyter/ or js/src/"
         elif not agrees(quoted_value(match.group("num")), match.group("unit"), actual):
@@ -237,12 +268,12 @@ def unmarked_measurements(block: Block) -> Iterator[str]:
     """Each measurement-like number of a block that is neither dated nor a constant's value."""
     if block.dated_from_above or DATED.search(block.text):
         return
-    covered = [m.span() for m in CONSTANT_REF.finditer(block.text)]
+    covered = [m.span() for m in CONSTANT_REF.finditer(block.raw)]
     for match in MEASURE.finditer(block.text):
         if any(start <= match.start() < end for start, end in covered):
             continue
         yield (
-            f"{block.path.relative_to(ROOT)}:{block.line}: {match.group(0)!r} reads as a measurement: "
+            f"{shown(block.path)}:{block.line}: {match.group(0)!r} reads as a measurement: "
             "date it ('measured YYYY-MM-DD, <machine>'), or name the constant it is, '4 s (`POLL_INTERVAL`)'"
         )
 
