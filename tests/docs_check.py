@@ -42,7 +42,7 @@ DATED = re.compile(r"measured\b[^\n]{0,80}?\d{4}-\d{2}-\d{2}", re.IGNORECASE)
 # A value followed by the constant holding it: "64 MiB (`MAX_MANIFEST_BYTES`)", "2²⁰ (`MAX_IMAGE_AXIS`)".
 CONSTANT_REF = re.compile(
     r"(?P<num>[±]?\d[\d,]*(?:\.\d+)?(?:[⁰¹²³⁴⁵⁶⁷⁸⁹]+(?:−1)?)?)\s?(?P<unit>[^\s(`|;,]+)?"
-    r"(?P<words>(?:\s+[a-z][a-z-]*){0,3})\s+\(`(?P<name>[A-Z][A-Z0-9_]{2,})`"
+    r"(?P<words>(?:\s+[a-z][a-z-]*){0,3})\s+\(`(?P<name>[A-Z][A-Z0-9_]{2,})`[);,]"
 )
 SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
 # What one unit means, as factors to the constant's own unit (a time may be held in s or ms).
