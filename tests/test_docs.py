@@ -14,6 +14,9 @@ import pytest
 
 import sds_jupyter.limits as limits
 
+#: A picture in docs/images/ stays under this many bytes, so the README loads fast (docs/contributing.md).
+MAX_IMAGE_BYTES = 150_000
+
 
 def test_every_relative_link_resolves_to_a_file_and_heading() -> None:
     broken = [line for path in dc.doc_files() for line in dc.broken_links(path)]
@@ -52,6 +55,17 @@ def test_safety_names_every_limit_of_limits_py() -> None:
     assert sorted(set(names) - quoted) == []
 
 
+def test_architecture_names_every_import_contract() -> None:
+    """A contract added to pyproject.toml is explained in docs/architecture.md (by its name)."""
+    import tomllib
+
+    config = tomllib.loads((dc.ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    names = [c["name"] for c in config["tool"]["importlinter"]["contracts"]]
+    assert names
+    architecture = (dc.ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert [name for name in names if f'"{name}"' not in architecture] == []
+
+
 def test_the_readme_keeps_the_two_set_up_commands() -> None:
     readme = (dc.ROOT / "README.md").read_text(encoding="utf-8")
     assert re.search(r"^make demo\b", readme, re.MULTILINE)
@@ -62,7 +76,7 @@ def test_the_readme_keeps_the_two_set_up_commands() -> None:
 def test_the_readme_pictures_are_small(tmp_path: Path) -> None:
     images = sorted((dc.ROOT / "docs" / "images").glob("*.png"))
     assert images
-    assert [p.name for p in images if p.stat().st_size >= 150_000] == []
+    assert [p.name for p in images if p.stat().st_size >= MAX_IMAGE_BYTES] == []
 
 
 # --- each rule catches what it names, on files written here --------------------------------------
