@@ -19,6 +19,7 @@ The rules, in short (docs/contributing.md says the same for writers):
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import operator
@@ -84,6 +85,7 @@ def slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+@functools.cache
 def anchors(path: Path) -> set[str]:
     """The anchors a Markdown file's headings make (a repeated heading gets -1, -2, ...)."""
     seen: dict[str, int] = {}
@@ -174,14 +176,24 @@ def blocks(path: Path) -> Iterator[Block]:
 # --- constants the docs quote --------------------------------------------------------------------
 
 
+@functools.cache
+def _sources(pattern: str, *folders: str) -> tuple[Path, ...]:
+    """The files matching ``pattern`` under the repository's ``folders``, listed once per run."""
+    return tuple(path for folder in folders for path in sorted((ROOT / folder).rglob(pattern)))
+
+
+@functools.cache
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
 def _python_constant(name: str) -> float | None:
     """A module-level ``NAME = <number expression>`` in the package or the tests, or None when none is found."""
     pattern = re.compile(rf"^{name}\s*(?::[^=\n]+)?=\s*(.+)$", re.MULTILINE)
-    for folder in ("sds_jupyter", "tests", "benchmarks"):
-        for source in sorted((ROOT / folder).rglob("*.py")):
-            match = pattern.search(source.read_text(encoding="utf-8"))
-            if match:
-                return _literal_or_import(source, name, match.group(1))
+    for source in _sources("*.py", "sds_jupyter", "tests", "benchmarks"):
+        match = pattern.search(_text(source))
+        if match:
+            return _literal_or_import(source, name, match.group(1))
     return None
 
 
@@ -200,10 +212,10 @@ def _literal_or_import(source: Path, name: str, expression: str) -> float | None
 def _js_constant(name: str) -> float | None:
     """The value of a front-end ``const NAME = <number expression>;``, or None when none is found."""
     pattern = re.compile(rf"\bconst {name}\s*(?::\s*\w+)?\s*=\s*([\d_*+\s.]+);")
-    for source in sorted((ROOT / "js" / "src").rglob("*.ts")):
+    for source in _sources("*.ts", "js/src"):
         if "__tests__" in source.parts:
             continue
-        match = pattern.search(source.read_text(encoding="utf-8"))
+        match = pattern.search(_text(source))
         if match:
             return float(_arithmetic(match.group(1).replace("_", "")))
     return None
@@ -231,6 +243,7 @@ def _arithmetic(expression: str) -> float:
     return value(node)
 
 
+@functools.cache
 def constant_value(name: str) -> float | None:
     """A named constant's value, from the Python package or else the front end."""
     found = _python_constant(name)
