@@ -6,7 +6,7 @@ a results table that claims terabytes, a column of a million distinct values, a 
 100 MB or a client walking every version would otherwise become gigabytes of memory,
 minutes of reads or a 500. Each number below says why it is that number; every layer
 (the stack library, studio, the service, the server) imports it from here, and the
-README's Safety section lists them all. This module sits at the bottom of the import
+docs/safety.md lists them all (tests/test_docs.py checks it). This module sits at the bottom of the import
 layers (beside ``errors``) so that the stack library and studio may use it too.
 """
 
