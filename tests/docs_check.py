@@ -13,6 +13,9 @@ The rules, in short (docs/contributing.md says the same for writers):
   row, the paragraph just above its table, or a heading above it, or is a design
   value followed by the constant that holds it, ``every 4 s (`POLL_INTERVAL`)``,
   and that constant in the code has that value;
+* a table between ``<!-- bench:begin benchmarks/results/<file>.json -->`` and
+  ``<!-- bench:end -->`` is exactly what ``benchmarks/doc_table.py`` makes of that ``make bench``
+  results file (its numbers are the run's own, dated by the run);
 * the generated API list in docs/python-api.md is what the code's signatures say.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import importlib.util
 import inspect
 import operator
 import re
@@ -370,9 +374,37 @@ def write_api() -> None:
     API_DOC.write_text(text.replace(documented_api_block(), api_block()), encoding="utf-8")
 
 
+# --- tables of a `make bench` run ------------------------------------------------------------------
+
+
+@functools.cache
+def bench_tables() -> Any:
+    """benchmarks/doc_table.py, which writes a results file's table into a doc (loaded by path)."""
+    spec = importlib.util.spec_from_file_location("doc_table", ROOT / "benchmarks" / "doc_table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stale_bench_tables(path: Path) -> Iterator[str]:
+    """Each bench region of ``path`` that is not exactly what its results file gives."""
+    tables = bench_tables()
+    for match in tables.REGION.finditer(path.read_text(encoding="utf-8")):
+        results = match.group("file")
+        try:
+            expected = tables.region(results)
+        except ValueError as error:
+            yield f"{shown(path)}: {error}"
+            continue
+        if match.group(0) != expected:
+            yield f"{shown(path)}: the table of {results} differs from the file; run python benchmarks/doc_table.py {results} {shown(path)}"
+
+
 def problems() -> list[str]:
     """Everything the checks find, one line each."""
     found = [line for path in doc_files() for line in broken_links(path)]
+    found += [line for path in doc_files() for line in stale_bench_tables(path)]
     for block in all_blocks():
         found.extend(unmarked_measurements(block))
         found.extend(constant_mismatches(block))

@@ -147,3 +147,26 @@ def test_a_broken_link_or_anchor_is_caught(tmp_path: Path) -> None:
     )
     found = [line.split(": ")[1] for line in dc.broken_links(path, root=tmp_path / "docs")]
     assert found == ["../README.md", "nowhere.md", "safety.md#nowhere"]  # ../README.md is outside root
+
+
+def test_every_bench_table_is_what_its_results_file_gives() -> None:
+    stale = [line for path in dc.doc_files() for line in dc.stale_bench_tables(path)]
+    assert stale == []
+
+
+def test_a_hand_edited_bench_table_is_caught(tmp_path: Path) -> None:
+    """A figure changed by hand inside a bench region, or a region naming no results file, is caught."""
+    results = sorted((dc.ROOT / "benchmarks" / "results").glob("*.json"))
+    assert results, "benchmarks/results/ keeps at least one make bench run that the docs quote"
+    name = str(results[-1].relative_to(dc.ROOT))
+    region = dc.bench_tables().region(name)
+    assert re.search(r"Measured \d{4}-\d{2}-\d{2} by `make bench`", region)
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"# Run\n\n{region}\n", encoding="utf-8")
+    assert list(dc.stale_bench_tables(doc)) == []
+    edited = re.sub(r"\*\*(\d+)\.(\d+)\*\*", lambda m: f"**{int(m.group(1)) + 1}.{m.group(2)}**", region, count=1)
+    assert edited != region
+    doc.write_text(f"# Run\n\n{edited}\n", encoding="utf-8")
+    assert len(list(dc.stale_bench_tables(doc))) == 1
+    doc.write_text("<!-- bench:begin benchmarks/results/none.json -->\n<!-- bench:end -->\n", encoding="utf-8")
+    assert len(list(dc.stale_bench_tables(doc))) == 1
