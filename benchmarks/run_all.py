@@ -149,7 +149,17 @@ def main() -> int:
         print(f"crashed: {', '.join(crashed)}")
     if args.json:
         Path(args.json).write_text(
-            json.dumps({"machine": machine(), "quick": args.quick, "results": results}, indent=2) + "\n"
+            json.dumps(
+                {
+                    "date": time.strftime("%Y-%m-%d", time.gmtime()),  # docs quote a run by its date
+                    "machine": machine(),
+                    "load": load_average(),
+                    "quick": args.quick,
+                    "results": results,
+                },
+                indent=2,
+            )
+            + "\n"
         )
     return 1 if crashed else 0
 

@@ -5,9 +5,9 @@ whoever wrote the dataset. A claimed shape of 10^12 pixels, a region reaching to
 a results table that claims terabytes, a column of a million distinct values, a body of
 100 MB or a client walking every version would otherwise become gigabytes of memory,
 minutes of reads or a 500. Each number below says why it is that number; every layer
-(the stack library, studio, the service, the server) imports it from here, and the
-README's Safety section lists them all. This module sits at the bottom of the import
-layers (beside ``errors``) so that the stack library and studio may use it too.
+(the stack library, studio, the service, the server) imports it from here, and
+docs/safety.md lists them all (tests/test_docs.py checks it). This module sits at the
+bottom of the import layers (beside ``errors``) so that the stack library and studio may use it too.
 """
 
 from __future__ import annotations
