@@ -127,6 +127,15 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def fmt_short_time(seconds: float) -> str:
+    """A time as the summary tables show it (run_all's table and the docs' tables): 2 decimals, 1 for µs."""
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} µs"
+
+
 def fmt_time(seconds: float) -> str:
     if seconds >= 1:
         return f"{seconds:.3f} s"

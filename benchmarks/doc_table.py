@@ -21,15 +21,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _common import fmt_short_time as _time  # noqa: E402
+
 REGION = re.compile(r"<!-- bench:begin (?P<file>\S+) -->\n(?P<body>.*?)<!-- bench:end -->", re.DOTALL)
-
-
-def _time(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"
 
 
 def _goal(comparison: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _common import RESULT_PREFIX, load_average, machine  # noqa: E402
+from _common import fmt_short_time as fmt  # noqa: E402
 
 BENCHMARKS = [
     "bench_table_read.py",
@@ -70,14 +71,6 @@ def run_one(script: str, extra: list[str]) -> tuple[dict[str, Any] | None, float
             print(line, end="", flush=True)
     code = process.wait()
     return result, time.perf_counter() - start, code
-
-
-def fmt(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"
 
 
 def main() -> int:
