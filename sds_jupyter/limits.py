@@ -48,6 +48,7 @@ __all__ = [
     "MAX_REQUEST_BODY_BYTES",
     "MAX_RESULT_BYTES",
     "MAX_TITLE_MANIFEST_BYTES",
+    "MAX_UNS_BYTES",
     "SCANS_CACHE_BYTES",
     "BoundedCache",
     "claimed_bytes",
@@ -103,6 +104,9 @@ MAX_OUTLINE_TILE_CELLS = 16_384
 #: The most bytes a saved result's arrays may claim (shapes times item sizes) to be read: a page
 #: of a results table reads the whole table first, so a claim of 10^12 rows is refused up front.
 MAX_RESULT_BYTES = 128 * 1024 * 1024
+#: The most bytes a table's uns may claim to be read whole (a compare reads both sides' uns, results
+#: included): four results at their bound; a claim of 10^12 values is refused, not allocated.
+MAX_UNS_BYTES = 4 * MAX_RESULT_BYTES
 #: Value counts per side of a compared text column: the most frequent 200 are sent, the cells of
 #: the rest as one number (a column of cell names would otherwise send every name twice).
 MAX_COUNTS = 200

@@ -5,6 +5,10 @@ given one (``RLIMIT_AS``) without limiting pytest. Every hostile image request m
 400 with its reason (not a 500 from a ``MemoryError``), an oversized body 413, an unreadable
 folder 403 naming it, and the server must still answer ordinary requests afterwards.
 
+Memory is measured per request, not only capped: the kernel's peak-resident mark of the
+server is reset (``/proc/<pid>/clear_refs``) before each hostile request and read after it,
+so each request's own peak is what is bounded (``REFUSAL_PEAK_BYTES``).
+
 When the tests run as root, the server is started without the two capabilities that let
 root read any file (``CAP_DAC_OVERRIDE``, ``CAP_DAC_READ_SEARCH``), so a folder made
 unreadable is unreadable to it as to any user.
@@ -31,15 +35,29 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import numpy as np
+import pandas as pd
 import pytest
 from test_server_bounds import FIGURE, HOSTILE_IMAGES, IMAGE_REQUESTS, _edit_nodes, claims_10_12_rows, hostile_datasets
 
+from sds_jupyter.demo.specs import TABLE
+from sds_jupyter.limits import MAX_COUNTS, MAX_TITLE_MANIFEST_BYTES
 from sds_jupyter.server.handlers import NAMESPACE
+from sds_jupyter.stack import Stack
+from sds_jupyter.stack.writer import VersionWriter
 
 #: The server's address space: the baseline of a Jupyter server with this extension loaded is
 #: about 1.3 GB of mappings (mostly libraries and thread stacks); what is left is far below
 #: what the hostile requests of issue 24 took (2-5 GB) and above what a bounded read may hold.
 SERVER_ADDRESS_SPACE = 2 * 1024**3
+
+#: How far one refused request may raise the server's resident memory above what it held before:
+#: a refusal is made from metadata and parameters, before any data is read.
+REFUSAL_PEAK_BYTES = 64 * 1024**2
+
+#: Each version manifest of the listed folder is padded to this size: over the title bound,
+#: under the reader's MAX_MANIFEST_BYTES, so a listing that parsed them would hold them all.
+PADDED_MANIFEST_BYTES = 24 * 1024**2
 
 _PR_CAPBSET_DROP = 24
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
@@ -61,6 +79,7 @@ class Server:
     base: str
     token: str
     top: str
+    hostile: dict[str, tuple[str, int]]
 
     def call(self, name: str, method: str = "GET", body: bytes | None = None, **params: Any) -> tuple[int, Any]:
         """``(status, JSON body or raw bytes)`` of one request to ``api/<name>``."""
@@ -73,12 +92,65 @@ class Server:
             status, payload, kind = error.code, error.read(), error.headers["Content-Type"]
         return status, json.loads(payload) if kind and kind.startswith("application/json") else payload
 
+    def peak_of(self, name: str, method: str = "GET", body: bytes | None = None, **params: Any) -> tuple[int, Any, int]:
+        """``call``, and how far the server's resident memory rose above where it was, at its peak."""
+        status_file = Path(f"/proc/{self.process.pid}/status")
+        Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")  # the peak mark starts again from now
+        before = _status_bytes(status_file, "VmRSS")
+        status, payload = self.call(name, method, body, **params)
+        return status, payload, _status_bytes(status_file, "VmHWM") - before
+
     def alive(self) -> bool:
         try:
             with urllib.request.urlopen(f"{self.base}/api/status?token={self.token}", timeout=10) as response:
                 return response.status == 200 and self.process.poll() is None
         except OSError:
             return False
+
+
+def _status_bytes(status_file: Path, field: str) -> int:
+    """One memory figure (kB in /proc) of a process, in bytes."""
+    for line in status_file.read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {field} in {status_file}")
+
+
+def _hostile_results(top: Path, dest: Path) -> dict[str, Any]:
+    """A copy of the demo's datasets with three versions on top: obs columns whose compare has more
+    distinct names than MAX_COUNTS and deltas of ±1.7e308 (hostile-3333, hostile-4444), then a
+    result claiming 10^12 values (hostile-5555). Their paths and depths by name."""
+    datasets = Path(shutil.copytree(top.parent, dest, symlinks=True))
+    writer = VersionWriter(Stack.resolve(datasets / top.name))
+    n_obs = writer.n_obs(TABLE)
+    assert n_obs > MAX_COUNTS, "the compare must have more distinct values than it sends"
+    writer.set_obs(TABLE, "name", [f"cell-a-{i}" for i in range(n_obs)])
+    writer.set_obs(TABLE, "extreme", np.where(np.arange(n_obs) % 2, -1.7e308, 1.7e308))
+    first = writer.commit(datasets / "hostile-3333", title="hostile", message="m", created_by="c@example.org")
+    writer = VersionWriter(Stack.resolve(first))
+    writer.set_obs(TABLE, "name", [f"cell-b-{i}" for i in range(n_obs)])
+    writer.set_obs(TABLE, "extreme", np.zeros(n_obs))
+    second = writer.commit(datasets / "hostile-4444", title="after", message="m", created_by="c@example.org")
+    writer = VersionWriter(Stack.resolve(second))
+    big = pd.DataFrame({"value": np.arange(1000, dtype=float)})
+    writer.set_result(TABLE, "res_big", {"table": big}, {"kind": "table", "title": "claims a lot"})
+    third = writer.commit(datasets / "hostile-5555", title="big", message="m", created_by="c@example.org")
+    assert _edit_nodes(datasets, "res_big/table/value", lambda meta: meta.update(shape=[10**12]))
+    return {
+        version.name: (f"{dest.name}/{version.name}", Stack.resolve(version).depth)
+        for version in (first, second, third)
+    }
+
+
+def _padded_manifests(top: Path, dest: Path) -> int:
+    """A copy of the demo's datasets whose every manifest is padded to PADDED_MANIFEST_BYTES; how many."""
+    datasets = Path(shutil.copytree(top.parent, dest, symlinks=True))
+    manifests = sorted(datasets.glob("*/layer.json"))
+    for manifest_path in manifests:
+        manifest = json.loads(manifest_path.read_text())
+        manifest["message"] = "m" * PADDED_MANIFEST_BYTES
+        manifest_path.write_text(json.dumps(manifest))
+    return len(manifests)
 
 
 def _free_port() -> int:
@@ -101,6 +173,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         hostile_datasets(top, root / f"case{number}", edit)
     claimed = Path(shutil.copytree(top.parent, root / "claimed", symlinks=True))
     _edit_nodes(claimed, "obsm/spatial", claims_10_12_rows)  # positions of 10^12 cells
+    hostile = _hostile_results(top, root / "results")
+    _padded_manifests(top, root / "padded")
     shutil.copytree(top.parent, root / "locked", symlinks=True)
     (root / "locked").chmod(0)
     shutil.copytree(top.parent, root / "sealed", symlinks=True)
@@ -120,7 +194,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     command += ["--allow-root"] if os.geteuid() == 0 else []
     log = (home / "server.log").open("wb")
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_limit_server)
-    started = Server(process, f"http://127.0.0.1:{port}", token, top.name)
+    started = Server(process, f"http://127.0.0.1:{port}", token, top.name, hostile)
     try:
         deadline = time.monotonic() + 120
         while not started.alive():
@@ -144,21 +218,12 @@ def test_an_ordinary_tile_is_served_under_the_limit(server: Server) -> None:
     assert status == 200
 
 
-def _peak_resident_bytes(pid: int) -> int:
-    """The process's peak resident memory (VmHWM), from /proc."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc")
-
-
 def test_a_huge_notebook_body_answers_413_without_being_held(server: Server) -> None:
-    """99 MB streamed to api/notebook: 413, and the server's peak memory grows by far less than the body."""
-    peak = _peak_resident_bytes(server.process.pid)
+    """99 MB streamed to api/notebook: 413, and the server's memory rises by far less than the body."""
     body = json.dumps({"path": f"good/{server.top}", "pad": "x" * (99 * 1024 * 1024)}).encode()
-    status, error = server.call("notebook", method="POST", body=body)
+    status, error, peak = server.peak_of("notebook", method="POST", body=body)
     assert (status, error["kind"]) == (413, "too-large"), error
-    assert _peak_resident_bytes(server.process.pid) - peak < 32 * 1024 * 1024
+    assert peak < 32 * 1024 * 1024, f"the server rose by {peak} bytes"
     assert server.alive()
 
 
@@ -167,16 +232,63 @@ def test_hostile_image_metadata_answers_400_with_its_reason(server: Server, case
     number = list(HOSTILE_IMAGES).index(case)
     reason = HOSTILE_IMAGES[case][1]
     for name, params in IMAGE_REQUESTS.items():
-        status, error = server.call(name, path=f"case{number}/{server.top}", **params)
+        status, error, peak = server.peak_of(name, path=f"case{number}/{server.top}", **params)
         assert (status, error["kind"]) == (400, "element"), (name, error)
         assert reason in error["message"] and "\n" not in error["message"], (name, error)
+        assert peak < REFUSAL_PEAK_BYTES, f"{name} rose by {peak} bytes"
     assert server.alive()
 
 
 def test_a_table_claiming_huge_shapes_answers_400(server: Server) -> None:
-    status, error = server.call("canvas", path=f"claimed/{server.top}", figure=FIGURE)
+    status, error, peak = server.peak_of("canvas", path=f"claimed/{server.top}", figure=FIGURE)
     assert (status, error["kind"]) == (400, "element") and "MAX_COLUMN_BYTES" in error["message"], error
+    assert peak < REFUSAL_PEAK_BYTES, f"the server rose by {peak} bytes"
     assert server.alive()
+
+
+def test_a_result_claiming_a_huge_size_answers_400(server: Server) -> None:
+    """Item 11: a results table whose column claims 10^12 values is refused from its metadata."""
+    for name in ("result_page", "result_csv"):
+        status, error, peak = server.peak_of(name, path=server.hostile["hostile-5555"][0], result="res_big")
+        assert status == 400 and "MAX_RESULT_BYTES" in error["message"], (name, error)
+        assert peak < REFUSAL_PEAK_BYTES, f"{name} rose by {peak} bytes"
+    assert server.alive()
+
+
+def test_a_compare_of_many_names_and_extreme_deltas_is_bounded(server: Server) -> None:
+    """Item 11: unique names on both sides send MAX_COUNTS of them, and deltas of ±1.7e308 a finite histogram."""
+    (_, a), (path, b) = server.hostile["hostile-3333"], server.hostile["hostile-4444"]
+    status, comparison, peak = server.peak_of("compare", path=path, a=a, b=b)
+    assert status == 200, comparison
+    changed = {change["column"]: change for change in comparison["obs"]["changed"]}
+    names = changed["name"]
+    assert len(names["counts_a"]) == MAX_COUNTS < names["n_changed"]
+    assert names["counts_other_a"] == names["n_changed"] - MAX_COUNTS
+    edges = changed["extreme"]["delta_histogram"]["edges"]
+    assert edges and all(np.isfinite(edges))
+    assert peak < REFUSAL_PEAK_BYTES, f"the compare rose by {peak} bytes"
+    assert server.alive()
+
+
+def test_a_compare_across_a_result_claiming_a_huge_size_answers_400(server: Server) -> None:
+    """Item 11: a compare reads both sides' uns; one whose result claims 10^12 values is refused, not allocated."""
+    (_, a), (path, b) = server.hostile["hostile-4444"], server.hostile["hostile-5555"]
+    status, error, peak = server.peak_of("compare", path=path, a=a, b=b)
+    assert (status, error["kind"]) == (400, "element") and "MAX_UNS_BYTES" in error["message"], error
+    assert peak < REFUSAL_PEAK_BYTES, f"the compare rose by {peak} bytes"
+    assert server.alive()
+
+
+def test_listings_of_huge_manifests_hold_none_of_them(server: Server) -> None:
+    """Item 10: a folder of versions with 24 MiB manifests, listed again and again, costs the server
+    less than one of them, and lists them without titles."""
+    for _ in range(3):
+        status, listing, peak = server.peak_of("versions", path="padded")
+        assert status == 200, listing
+        assert listing["versions"] and all(entry["title"] is None for entry in listing["versions"])
+        assert PADDED_MANIFEST_BYTES > MAX_TITLE_MANIFEST_BYTES and peak < PADDED_MANIFEST_BYTES, (
+            f"a listing rose by {peak} bytes"
+        )
 
 
 @pytest.mark.parametrize(
@@ -191,8 +303,9 @@ def test_a_table_claiming_huge_shapes_answers_400(server: Server) -> None:
     ],
 )
 def test_hostile_regions_answer_400(server: Server, params: dict[str, Any]) -> None:
-    status, error = server.call("image_region", path=f"good/{server.top}", figure=FIGURE, **params)
+    status, error, peak = server.peak_of("image_region", path=f"good/{server.top}", figure=FIGURE, **params)
     assert status == 400 and error["kind"] != "internal", error
+    assert peak < REFUSAL_PEAK_BYTES, f"the server rose by {peak} bytes"
     assert server.alive()
 
 
@@ -201,8 +314,11 @@ def test_hostile_regions_answer_400(server: Server, params: dict[str, Any]) -> N
     [{"level": 10**12}, {"level": -1}, {"x": 10**18}, {"y": -(10**18)}, {"x": "1e999"}],
 )
 def test_tiles_off_the_pyramid_answer_400(server: Server, params: dict[str, Any]) -> None:
-    status, error = server.call("image_tile", path=f"good/{server.top}", **{**IMAGE_REQUESTS["image_tile"], **params})
+    status, error, peak = server.peak_of(
+        "image_tile", path=f"good/{server.top}", **{**IMAGE_REQUESTS["image_tile"], **params}
+    )
     assert status == 400 and error["kind"] != "internal", error
+    assert peak < REFUSAL_PEAK_BYTES, f"the server rose by {peak} bytes"
 
 
 def test_an_unreadable_folder_answers_403_naming_it(server: Server) -> None:

@@ -24,6 +24,7 @@ from sds_jupyter.limits import (
     MAX_CELLS,
     MAX_COLUMN_BYTES,
     MAX_RESULT_BYTES,
+    MAX_UNS_BYTES,
     BoundedCache,
     claimed_bytes,
 )
@@ -58,7 +59,16 @@ class TableView:
 
     @cached_property
     def uns(self) -> dict[str, Any]:
-        return read_elem(self.group["uns"]) if "uns" in self.group else {}
+        """The whole uns, refused up front when its arrays claim more than MAX_UNS_BYTES (a compare reads it)."""
+        if "uns" not in self.group:
+            return {}
+        node = child_group(self.group, "uns")
+        claimed = claimed_bytes(node)
+        if claimed > MAX_UNS_BYTES:
+            raise ElementError(
+                f"The table's uns claims {claimed:,} bytes; an uns over {MAX_UNS_BYTES:,} (MAX_UNS_BYTES) is not read whole."
+            )
+        return read_elem(node)
 
     @cached_property
     def uns_without_studio(self) -> dict[str, Any]:
