@@ -156,6 +156,9 @@ describe('widget render', () => {
     model.update('bound', 1);
     const marked = el.querySelector('.sds-bound')!;
     expect(text(marked)).toBe('bound: tbl');
+    expect(marked.getAttribute('title')).toBe(
+      'bound as tbl in the notebook; saving it puts a new version on this one, whatever is selected'
+    );
     expect(marked.closest<HTMLElement>('.sds-history-row')!.dataset.depth).toBe('1');
     // Python saved v3 and moved onto it: a new path reloads the history
     depth = 3;

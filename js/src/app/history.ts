@@ -228,7 +228,9 @@ export class HistoryView {
     if (!this.bound || this.bound.depth !== depth) {
       return null;
     }
-    return h('span', { class: 'sds-bound', title: `bound as ${this.bound.label} in the notebook` }, `bound: ${this.bound.label}`);
+    // Issue 24, item 5: the mark says where a save of the bound AnnData goes, whatever is selected.
+    const title = `bound as ${this.bound.label} in the notebook; saving it puts a new version on this one, whatever is selected`;
+    return h('span', { class: 'sds-bound', title }, `bound: ${this.bound.label}`);
   }
 
   private baseRow(b: BaseSummary): HTMLElement {
