@@ -68,7 +68,7 @@ class TableView:
             raise ElementError(
                 f"The table's uns claims {claimed:,} bytes; an uns over {MAX_UNS_BYTES:,} (MAX_UNS_BYTES) is not read whole."
             )
-        return read_elem(node)
+        return cast(dict[str, Any], read_elem(node))
 
     @cached_property
     def uns_without_studio(self) -> dict[str, Any]:
