@@ -73,6 +73,13 @@ def test_the_readme_keeps_the_two_set_up_commands() -> None:
     assert len(readme.splitlines()) <= 150
 
 
+def test_the_readme_shows_an_exported_figure() -> None:
+    """Issue 25's "the README shows one exported figure": a picture the export renderer drew."""
+    readme = (dc.ROOT / "README.md").read_text(encoding="utf-8")
+    shown = re.findall(r"!\[[^\]]*\]\((docs/images/export-[\w-]+\.png)\)", readme)
+    assert shown and all((dc.ROOT / path).is_file() for path in shown)
+
+
 def test_the_readme_pictures_are_small(tmp_path: Path) -> None:
     images = sorted((dc.ROOT / "docs" / "images").glob("*.png"))
     assert images

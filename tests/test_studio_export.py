@@ -212,6 +212,22 @@ def test_every_demo_figure_exports_in_every_format(xenium, demo_top, tmp_path) -
             assert round(image.info["dpi"][0]) == 100, figure
 
 
+@pytest.mark.parametrize("suffix", sorted(MAGIC))
+def test_every_xenium_figure_exports_from_the_command_line_and_the_notebook(xenium, tmp_path, suffix, capsys) -> None:
+    """The issue's two other doors over every figure of the tissue demo: ``sds-jupyter export`` and ``browser.export``."""
+    from sds_jupyter.cli import main
+    from sds_jupyter.widget import VersionBrowser
+
+    browser = VersionBrowser(xenium, namespace={})
+    for figure, _ in _figure_ids(xenium):
+        cli_out = tmp_path / f"cli-{figure}{suffix}"
+        assert main(["export", "--dpi", "72", "--view", "whole", str(xenium), figure, str(cli_out)]) == 0
+        assert capsys.readouterr().out == f"wrote {cli_out}\n"
+        notebook_out = browser.export(figure, tmp_path / f"notebook-{figure}{suffix}", dpi=72, view="whole")
+        for out in (cli_out, notebook_out):
+            assert MAGIC[suffix] in out.read_bytes()[:200], (figure, out.name)
+
+
 def _legend_and_cells(svg: Path) -> tuple[list[tuple[str, str]], list[str]]:
     """The legend's (label, swatch color) pairs and each vector cell's fill, read from an SVG export."""
     ns = "{http://www.w3.org/2000/svg}"

@@ -6,7 +6,7 @@
 //   SDS_PYTHON=/path/to/python  CHROMIUM=/usr/bin/chromium   to override the defaults
 
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -1316,6 +1316,73 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     }
   });
 
+  it('issue 25: every figure of the Xenium demo exports SVG, PNG and PDF from the panel; the SVG legend has the view\'s categories in its colours', async () => {
+    // its own copy of the 3,000-cell Xenium demo (the issue 28 flow changes nothing, but may not have run)
+    const xtop = python(
+      [
+        'import warnings',
+        'from pathlib import Path',
+        'from sds_jupyter.demo.xenium import build_xenium_demo',
+        'warnings.simplefilter("ignore")',
+        `print(build_xenium_demo(Path(${JSON.stringify(join(work, 'root', 'xenium-exports'))}), n_cells=3000, side=1024).name)`
+      ].join('\n')
+    );
+    const page = await newPage();
+    try {
+      await openListing(page, 'xenium-exports/datasets');
+      await item(page, xtop).dblclick();
+      await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+      await page.locator('.sds-tab[data-tab="figures"]').click();
+      await page.waitForSelector('.sds-figure', { timeout: 60000 });
+      const selected = page.locator('.sds-history-row.sds-selected');
+      const prefix = `v${await selected.getAttribute('data-depth')}_${(await selected.locator('.sds-row-title').innerText()).replace(/[^\w.-]+/g, '_').replace(/^[._]+|_+$/g, '')}`;
+      const ids = await page.locator('.sds-figure[data-figure]').evaluateAll(nodes => nodes.map(n => n.dataset.figure));
+      const kinds = new Set();
+      for (const id of ids) {
+        const figure = page.locator(`.sds-figure[data-figure="${id}"]`).first();
+        await figure.scrollIntoViewIfNeeded();
+        const canvas = (await figure.getAttribute('class')).includes('sds-figure-canvas');
+        kinds.add(canvas ? 'canvas' : 'chart');
+        if (canvas) await figure.locator('.sds-legend-slot .sds-legend-toggle').first().waitFor({ timeout: 60000 });
+        else await figure.locator('.sds-chart svg').waitFor({ timeout: 60000 });
+        const exported = await exportsOf(page, figure, prefix);
+        const doc = await svgSummary(page, exported.svg);
+        assert.equal(doc.error, null, id);
+        assert.ok(doc.texts.includes(exported.title), `${id}: ${JSON.stringify(doc.texts)}`);
+        if (!canvas) continue;
+        // the legend on screen, (label, swatch colour), is the SVG legend's first entries
+        const onScreen = await figure.locator('.sds-legend-slot .sds-legend-toggle').evaluateAll(buttons =>
+          buttons.map(b => {
+            const [r, g, bl] = getComputedStyle(b.querySelector('.sds-swatch')).backgroundColor.match(/\d+/g).map(Number);
+            return [b.querySelector('.sds-legend-label').textContent.trim(), `#${[r, g, bl].map(v => v.toString(16).padStart(2, '0')).join('')}`];
+          })
+        );
+        const inSvg = await page.evaluate(text => {
+          const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+          const pairs = [];
+          let fill = null;
+          for (const child of doc.getElementById('legend_1')?.children ?? []) {
+            if (child.id.startsWith('patch_')) {
+              fill = /fill:\s*(#[0-9a-fA-F]{6})/.exec(child.querySelector('path')?.getAttribute('style') ?? '')?.[1]?.toLowerCase() ?? null;
+            } else if (child.id.startsWith('text_') && fill) {
+              pairs.push([child.textContent.trim(), fill]);
+              fill = null;
+            }
+          }
+          return pairs;
+        }, exported.svg);
+        assert.ok(onScreen.length > 1, `${id}: a categorical legend on screen`);
+        assert.deepEqual(inSvg.slice(0, onScreen.length), onScreen, id);
+      }
+      assert.deepEqual([...kinds].sort(), ['canvas', 'chart']);
+      assert.ok(ids.length >= 7, ids.join(' '));
+      await shot(page, 'issue25-xenium-exports');
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('results in a narrow panel (420 px) still fit', async () => {
     const page = await newPage();
     try {
@@ -1647,6 +1714,114 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await page.waitForFunction(() => /add it to the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
     assert.deepEqual(page.errors, []);
     await page.close();
+  });
+
+  it('issue 26: datasets mounted read-only, %sds_save writes into the versions folder and the panel shows it live, not yet in Cirro', async t => {
+    // a Cirro workspace: $HOME/datasets/<name> per dataset, SDS_CIRRO_DATASETS the map; the
+    // server (and so its kernels) runs in a mount namespace where datasets/ is a read-only bind mount
+    if (process.getuid?.() !== 0 || spawnSync('unshare', ['-m', 'true']).status !== 0) {
+      t.skip('a bind mount needs root and unshare -m');
+      return;
+    }
+    const home = join(work, 'workspace');
+    const datasets = join(home, 'datasets');
+    const folders = {};
+    for (const id of readdirSync(join(work, 'root', 'datasets'))) {
+      const manifest = join(work, 'root', 'datasets', id, 'layer.json');
+      const title = existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).title : 'Base';
+      folders[id] = `${title.replace(/[^\w-]+/g, '-')}-${id.slice(0, 8)}`;
+      cpSync(join(work, 'root', 'datasets', id), join(datasets, folders[id]), { recursive: true, verbatimSymlinks: true });
+    }
+    const topFolder = folders[top.split('/').pop()];
+    const listing = dir => readdirSync(dir, { recursive: true }).sort().map(f => `${f}:${statSync(join(dir, f)).size}`).join('\n');
+    const before = listing(datasets);
+    const port = await freePort();
+    const wbase = `http://127.0.0.1:${port}`;
+    const mountAndRun = 'mount --bind "$SDS_MOUNT" "$SDS_MOUNT" && mount -o remount,bind,ro "$SDS_MOUNT" && exec "$@"';
+    const lab = spawn(
+      'unshare',
+      [
+        '-m', 'sh', '-c', mountAndRun, 'sh', PYTHON, '-m', 'jupyterlab', '--no-browser', '--allow-root', `--port=${port}`, '--ip=127.0.0.1',
+        `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${home}`, '--ServerApp.jpserver_extensions={"sds_jupyter.server": True}',
+        '--LabApp.news_url=None', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'
+      ],
+      {
+        env: {
+          ...process.env, JUPYTER_CONFIG_DIR: join(work, 'config'), HOME: home, SDS_MOUNT: datasets,
+          SDS_CIRRO_DATASETS: JSON.stringify(folders), SDS_DATASETS_DIR: datasets, SDS_VERSIONS_DIR: join(home, 'sds-versions')
+        },
+        stdio: ['ignore', 'ignore', 'pipe']
+      }
+    );
+    let log = '';
+    lab.stderr.on('data', d => (log += d));
+    const wapi = (path, init = {}) =>
+      fetch(`${wbase}${path}`, { ...init, headers: { Authorization: `token ${TOKEN}`, 'Content-Type': 'application/json' } });
+    const page = await newPage();
+    try {
+      for (let i = 0; ; i++) {
+        try {
+          if ((await wapi('/api/status')).ok) break;
+        } catch {
+          // not up yet
+        }
+        assert.ok(i < 360 && lab.exitCode === null, `the workspace's jupyter lab did not start:\n${log.slice(-2000)}`);
+        await new Promise(r => setTimeout(r, 500));
+      }
+      const cells = [
+        `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(`datasets/${topFolder}`)}`,
+        `adata.obs["workspace_note"] = ["kept" if i % 2 else "flagged" for i in range(adata.n_obs)]\n%sds_save "Workspace note" --message "saved with datasets/ read-only"`
+      ].map((source, i) => ({ cell_type: 'code', id: `cell${i}`, metadata: {}, outputs: [], execution_count: null, source }));
+      const content = { nbformat: 4, nbformat_minor: 5, metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } }, cells };
+      assert.ok((await wapi('/api/contents/workspace.ipynb', { method: 'PUT', body: JSON.stringify({ type: 'notebook', format: 'json', content }) })).ok);
+      await page.goto(`${wbase}/lab/tree/datasets?token=${TOKEN}&reset`);
+      await page.waitForSelector('.jp-DirListing-item', { timeout: 60000 });
+      await item(page, topFolder).dblclick();
+      await page.waitForSelector('.sds-tree-row', { timeout: 60000 });
+      const panelTab = (await currentTab(page).innerText()).trim();
+      assert.equal(await page.locator('.sds-tree-tag-local').count(), 0, 'the mounted versions are in Cirro');
+      await page.locator('.jp-BreadCrumbs-home').click();
+      await item(page, 'workspace.ipynb').dblclick();
+      await notebookReady(page, '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
+      const output = () => page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell').nth(1).locator('.jp-OutputArea').innerText();
+      try {
+        await runCell(page, 0);
+        await page.waitForSelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea .sds-history-row', { timeout: 120000 });
+        await runCell(page, 1);
+        await page.waitForFunction(() => /Saved `adata` as v\d+|rror/.test(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell')[1]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 120000 });
+      } catch (error) {
+        await shot(page, 'FAILED-issue26-save');
+        throw error;
+      }
+      // the version went to the versions folder, said so, and the read-only mount is as it was
+      const [saved] = readdirSync(join(home, 'sds-versions')).filter(f => !f.startsWith('.'));
+      assert.ok(saved && existsSync(join(home, 'sds-versions', saved, 'layer.json')), 'a version in the versions folder');
+      assert.match(await output(), new RegExp(`Saved \`adata\` as v\\d+ “Workspace note” .* in .*sds-versions/${saved}`));
+      assert.doesNotMatch(await output(), /rror|Traceback/);
+      assert.equal(listing(datasets), before, 'nothing written under the read-only mount');
+      assert.equal(JSON.parse(readFileSync(join(home, 'sds-versions', saved, 'layer.json'), 'utf8')).parent, `cirro:::dataset:${top.split('/').pop()}/layer.json`);
+      // the panel shows it live, in the tree beside the mounted versions, marked not yet in Cirro
+      await page.locator('.lm-DockPanel .lm-TabBar-tab', { hasText: panelTab }).first().click();
+      await page.waitForSelector('.sds-panel .sds-new-versions:not([hidden])', { timeout: 60000 });
+      const fresh = page.locator('.sds-panel .sds-tree-row', { hasText: 'Workspace note' });
+      assert.equal(await fresh.locator('.sds-tree-tag-local').innerText(), 'not yet in Cirro');
+      assert.equal(await page.locator('.sds-panel .sds-tree-tag-local').count(), 1);
+      await shot(page, 'issue26-not-yet-in-cirro');
+      // it opens, and reads back: its Changes name the column the notebook added
+      await page.locator('.sds-panel .sds-new-versions').click();
+      await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row .sds-row-title')?.textContent === 'Workspace note', null, { timeout: 60000 });
+      await page.locator('.sds-panel .sds-history-row').first().click();
+      await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
+      await page.waitForFunction(() => /workspace_note/.test(document.querySelector('.sds-panel .sds-changes')?.textContent ?? ''), null, { timeout: 60000 });
+      await shot(page, 'issue26-saved-version');
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
+      if (lab.exitCode === null) {
+        lab.kill('SIGTERM');
+        await new Promise(r => lab.once('exit', r));
+      }
+    }
   });
 
   it('version folders are marked in the file browser from one request per listing', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compile } from 'vega-lite';
+import { parse, View } from 'vega';
 import { agreementText, changeText, contingencySpec, drawable } from '../app/agreement';
 import { compareModel, VEGA_LITE_SCHEMA } from '../app/compare';
 import { percentileLimits, withLimits } from '../app/colorlimits';
@@ -60,6 +61,21 @@ describe('the agreement of two clusterings', () => {
     const labels = Array.from({ length: 1000 }, (_, i) => String(i));
     expect(drawable({ a: labels, b: labels, counts: [] })).toBe(false);
     expect(drawable(merged.contingency!)).toBe(true);
+  });
+});
+
+describe('the contingency heatmap as Vega draws it', () => {
+  it("reads its colour legend's ticks as whole counts, never as 6e+2", async () => {
+    const table = { a: ['0', '1', '2'], b: ['0', '1', '2'], counts: [[622, 0, 0], [0, 512, 312], [0, 0, 45]] };
+    const spec = contingencySpec(table, 3, 'v6', 'Coarser clusters (branch, v2)', VEGA_LITE_SCHEMA);
+    const view = new View(parse(compile(spec as never).spec), { renderer: 'none' });
+    const svg = await view.toSVG();
+    view.finalize();
+    const texts = [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map(m => m[1]);
+    expect(texts).toContain('622');
+    const ticks = texts.filter(t => /^[\d,.e+]+$/.test(t) && !['622', '512', '312', '45'].includes(t));
+    expect(ticks.length).toBeGreaterThan(1);
+    expect(ticks.every(t => /^\d{1,3}(,\d{3})*$/.test(t))).toBe(true);
   });
 });
 

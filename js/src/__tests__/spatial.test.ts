@@ -90,7 +90,7 @@ describe('spatial figure (Canvas 2D, as without WebGL)', () => {
     const after = f.node.querySelector<HTMLButtonElement>('.sds-legend-toggle')!;
     expect(after.getAttribute('aria-pressed')).toBe('false');
     expect(after.title).toBe('Show tumor');
-    const plot = f.exportPlot();
+    const plot = f.drawing2d();
     const color = plot.payload.color;
     expect(color.mode === 'categorical' && color.colors).toEqual(['#00000000', '#00ff00']);
     expect(f.coloring()).toEqual({ hidden: '0' }); // what an export is asked to hide
@@ -125,7 +125,7 @@ describe('colorBy: another obs column or a gene', () => {
     expect(f.node.dataset.colorBy).toBe('CD3E');
     expect(f.node.querySelector('.sds-legend-title')?.textContent).toBe('CD3E (viridis)');
     expect(f.node.querySelector('.sds-legend-toggle')).toBeNull();
-    const plot = f.exportPlot();
+    const plot = f.drawing2d();
     expect(plot.payload.color.mode).toBe('continuous');
     expect([...(plot.data.value as Float32Array)]).toEqual([0, 1, 2, 3, 4]);
     expect(f.coloring()).toEqual({ gene: 'CD3E', limits: '0.04,3.96' }); // an export asked for now is colored by it too, clipped at the 1st and 99th percentiles as shown
@@ -397,12 +397,12 @@ describe('image tiles in the Canvas 2D drawing', () => {
     await settle();
     await settle();
     // the last view's tiles: zoomed in on the centre, the four around it
-    const asked = (t.callsOf('image_tile') as { level: number; x: number; y: number }[]).filter(a => figure!.exportPlot().tiles.some(tile => tile.key === `0/${a.x}/${a.y}`));
+    const asked = (t.callsOf('image_tile') as { level: number; x: number; y: number }[]).filter(a => figure!.drawing2d().tiles.some(tile => tile.key === `0/${a.x}/${a.y}`));
     expect(asked.map(a => `${a.x}/${a.y}`).sort()).toEqual(['0/0', '0/1', '1/0', '1/1']);
     expect(asked.every(a => a.level === 0)).toBe(true);
     expect(figure.node.dataset.tileLevel).toBe('0');
-    // the drawing and its exports carry the tiles on screen, colored in the channel's blue
-    const plot = figure.exportPlot();
+    // the drawing carries the tiles on screen, colored in the channel's blue
+    const plot = figure.drawing2d();
     expect(plot.tiles.map(tile => [tile.width, tile.rgba?.[2]])).toEqual(asked.map(() => [32, 255]));
     expect(figure.node.dataset.tiles).toBe(String(asked.length));
     // an export is asked for with the channels as the controls set them (raw limits, no range)

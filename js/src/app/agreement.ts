@@ -78,7 +78,8 @@ export function contingencySpec(table: Contingency, matched: number, from: strin
     cols.map((c, j) => ({ from: r, to: c, cells: table.counts[i][j], matched: i === j && i < matched }))
   );
   const max = Math.max(0, ...values.map(v => v.cells));
-  // a step wide enough for the largest formatted count, so numbers never overlap
+  // a step wide enough for the largest formatted count, so numbers never overlap; the colour
+  // legend's ticks as whole counts (',d'): a bare ',' lets Vega pick one significant digit ("6e+2")
   const step = Math.max(26, count(max).length * 7 + 6);
   return {
     $schema: schema,
@@ -101,7 +102,7 @@ export function contingencySpec(table: Contingency, matched: number, from: strin
       {
         mark: 'rect',
         encoding: {
-          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' }, legend: { format: ',' } },
+          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' }, legend: { format: ',d' } },
           stroke: { condition: { test: 'datum.matched', value: '#e6550d' }, value: null },
           strokeWidth: { condition: { test: 'datum.matched', value: 2 }, value: 0 },
           tooltip: [

@@ -591,7 +591,7 @@ export function transitionSpec(rows: Transition[], from: string, to: string): ob
       {
         mark: 'rect',
         encoding: {
-          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' }, legend: { format: ',' } },
+          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' }, legend: { format: ',d' } },
           tooltip: [
             { field: 'from', title: `in ${from}` },
             { field: 'to', title: `in ${to}` },

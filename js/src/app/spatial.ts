@@ -1,7 +1,7 @@
 /**
  * The interactive spatial view of a canvas figure: deck.gl (WebGL) when the browser
- * has it, today's Canvas 2D drawing (CanvasPlot) otherwise; the 2D drawing also makes
- * the exports, at the camera on screen.
+ * has it, the Canvas 2D drawing (CanvasPlot) otherwise. Exports are not drawn here: the
+ * service's one renderer draws them, asked with the view's camera and colouring.
  *
  * WebGL contexts are scarce (16 per page in Chrome; past it the oldest is lost), so a
  * figure holds one only while it is on screen (IntersectionObserver), releases it when

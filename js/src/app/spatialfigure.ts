@@ -490,8 +490,8 @@ export class SpatialFigure {
     }
   }
 
-  /** A CanvasPlot at the camera and size on screen (the 2D drawing of what the view shows). */
-  exportPlot(): CanvasPlot {
+  /** The view redrawn in 2D (a CanvasPlot) at its camera and size: what tests read the shown colours and tiles from; exports are the service's. */
+  drawing2d(): CanvasPlot {
     if (this.plot && !this.stage) {
       return this.plot;
     }
