@@ -138,3 +138,31 @@ def test_the_unsupported_version_message_lists_what_is_supported() -> None:
     assert [f.version for f in supported_formats()] == [1]
     with pytest.raises(ManifestError, match=r"reads 1\b"):
         parse_manifest(manifest(format_version=7))
+
+
+def _nested_list(levels: int) -> object:
+    value: object = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("field", "make"),
+    [
+        # the manifest is level 1, a change level 3, app level 2: each may reach level 64, not 65
+        ("changes", lambda levels: [{"op": "set-uns", "n": 1}, {"op": "set-uns", "v": _nested_list(levels - 3)}]),
+        ("app", lambda levels: {"id": "x", "v": _nested_list(levels - 2)}),
+        ("custom", lambda levels: {"v": _nested_list(levels - 2)}),
+    ],
+)
+def test_kept_values_may_nest_to_the_limit_and_no_deeper(field: str, make: Any) -> None:
+    """The quick pass over scalar-only changes must not let a nested one through."""
+    assert parse_manifest(manifest(**{field: make(64)}))
+    with pytest.raises(ManifestError, match="nests more than 64 levels"):
+        parse_manifest(manifest(**{field: make(65)}))
+
+
+def test_a_change_of_scalars_only_passes_the_depth_check() -> None:
+    changes = [{"op": "set-obs", "column": "c", "n": 1, "f": 1.5, "b": True, "z": None}]
+    assert parse_manifest(manifest(changes=changes)).changes == tuple(changes)

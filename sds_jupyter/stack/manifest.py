@@ -10,8 +10,9 @@ from __future__ import annotations
 import operator
 import os
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, overload
 
@@ -241,13 +242,24 @@ def _check_kept_depth(manifest: Manifest, where: str) -> None:
     document, with its files list) is the check that matters and the cheap one.
     """
     # The manifest object is level 1: a field's value starts at level 2, a change at level 3.
-    kept: list[tuple[Any, int]] = [(change, 2) for change in manifest.changes]
-    kept += [(value, 1) for value in manifest.extra.values()]
-    if manifest.app is not None:
+    kept: list[tuple[Any, int]] = [(value, 1) for value in manifest.extra.values()]
+    if manifest.app is not None and not _flat(manifest.app.values()):
         kept.append((manifest.app, 1))
+    # A change holding only scalars (nearly all do) is 3 levels deep: one C-level pass over
+    # every change's values settles them all; any nesting goes through the full count.
+    if not _flat(chain.from_iterable(map(dict.values, manifest.changes))):
+        kept += [(change, 2) for change in manifest.changes]
     for value, above in kept:
         if isinstance(value, (dict, list)) and json_depth(value, MAX_JSON_DEPTH) + above > MAX_JSON_DEPTH:
             raise ManifestError(f"{where}: it nests more than {MAX_JSON_DEPTH} levels deep; not a manifest")
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _flat(values: Iterable[Any]) -> bool:
+    """Whether every value is a JSON scalar (exact types: anything else is counted in full)."""
+    return set(map(type, values)) <= _SCALARS
 
 
 @register(LayerFormat(FORMAT, 1))
