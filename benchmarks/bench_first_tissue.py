@@ -264,7 +264,10 @@ READ = """() => {
   const api = performance.getEntriesByType('resource')
     .filter(e => e.name.includes('/sds-jupyter/api/') && e.startTime >= s.at && e.startTime <= end);
   return { seconds: (end - s.at) / 1e3, bytes: api.reduce((n, e) => n + e.transferSize, 0),
-           requests: api.map(e => e.name.split('/api/')[1].split('?')[0] + ':' + e.transferSize) };
+           requests: api.map(e => e.name.split('/api/')[1].split('?')[0] + ':' + e.transferSize),
+           parts: performance.getEntriesByType('measure')
+             .filter(e => e.name.startsWith('sds:') && e.startTime >= s.at && e.startTime + e.duration <= end + 1)
+             .map(e => e.name.slice(4) + ':' + Math.round(e.duration)) };
 }"""
 
 
@@ -316,6 +319,7 @@ def browser_steps(top: Path, steps: list[tuple[int, str]]) -> dict[str, Any] | s
                     continue
                 found = page.evaluate(READ)
                 print(f"  browser, {name}: {found['seconds']:.2f} s, {found['bytes'] / 1e6:.2f} MB {found['requests']}")
+                print(f"    of it (User Timing, ms): {found['parts']}")
                 out.append(found)
             frames: dict[str, Any] = {"tier": page.locator(".sds-deck-stage").first.get_attribute("data-tier")}
             for kind in ("pan", "zoom"):
