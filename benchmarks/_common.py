@@ -47,6 +47,11 @@ def quiet_warnings() -> None:
 
 
 def parse_args(description: str) -> argparse.Namespace:
+    return arg_parser(description).parse_args()
+
+
+def arg_parser(description: str) -> argparse.ArgumentParser:
+    """Every benchmark's options (--quick, --rounds, --full, --keep); a benchmark may add its own."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--quick",
@@ -56,7 +61,7 @@ def parse_args(description: str) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (A then B)")
     parser.add_argument("--full", action="store_true", help="the full size where a benchmark has one (slow)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data folder")
-    return parser.parse_args()
+    return parser
 
 
 def begin(doc: str | None) -> argparse.Namespace:

@@ -841,6 +841,115 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
   });
 
+  it('a tissue past the outline threshold: zoomed in, outline tiles arrive and the picture shows outlines, in both tiers', async () => {
+    // 6,000 cells (OUTLINES_AT_ONCE is 5,000): the cells reply carries circles and an outline grid
+    const out = join(work, 'root', 'outlines');
+    const topPath = python(
+      `import warnings; warnings.simplefilter("ignore")\nfrom pathlib import Path\nfrom sds_jupyter.demo.xenium import build_xenium_demo\nprint(build_xenium_demo(Path(${JSON.stringify(out)}), n_cells=6000, side=2048))`
+    );
+    const name = topPath.split('/').pop();
+    for (const [tier, query] of [['software', ''], ['gpu', '&sds-tier=gpu']]) {
+      const page = await newPage();
+      // outline tiles wait at this gate, so the same camera is seen before and after they arrive
+      let open = null;
+      const gate = new Promise(r => (open = r));
+      await page.route('**/sds-jupyter/api/cell_outlines**', async route => {
+        await gate;
+        await route.continue();
+      });
+      try {
+        await page.goto(`${base}/lab/tree/outlines/datasets?token=${TOKEN}&reset${query}`);
+        await item(page, name).waitFor({ timeout: 60000 });
+        await page.waitForTimeout(500);
+        await item(page, name).dblclick();
+        await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+        await page.locator('.sds-tab[data-tab="figures"]').click();
+        await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 90000 });
+        const stage = page.locator('.sds-deck-stage').first();
+        const figure = page.locator('.sds-spatial').first();
+        assert.equal(await stage.getAttribute('data-tier'), tier);
+        const sent = await figure.evaluate(el => ({ kind: el.sdsSpatial.data.shapes?.kind, grid: el.sdsSpatial.payload.shapes?.outlines ?? null }));
+        assert.equal(sent.kind, 'circles', `${tier}: the fit view gets circles`);
+        assert.ok(sent.grid && sent.grid.columns * sent.grid.rows >= 2, `${tier}: an outline grid: ${JSON.stringify(sent.grid)}`);
+        const asked = () => page.evaluate(() => performance.getEntriesByType('resource').filter(e => e.name.includes('/api/cell_outlines')).length);
+        await figure.scrollIntoViewIfNeeded();
+        if (await figure.getByLabel('Image', { exact: true }).count()) {
+          await figure.getByLabel('Image', { exact: true }).uncheck(); // the pixels below are the cells' alone
+        }
+        // zoomed in on the middle until a typical cell is 20 px across (outlined polygons, a few tiles)
+        await figure.evaluate(el => {
+          const s = el.sdsSpatial.stage;
+          const [x0, y0, x1, y1] = el.sdsSpatial.payload.bounds;
+          s.apply({ target: [(x0 + x1) / 2, (y0 + y1) / 2], zoom: Math.log2(20 / s.outlineSize) });
+        });
+        await page.waitForFunction(() => Number(document.querySelector('.sds-deck-stage')?.dataset.outlineTiles) > 0, null, { timeout: 30000 });
+        await page.waitForTimeout(800);
+        const pixels = () =>
+          stage.locator('.sds-deck-canvas').evaluate(c => {
+            const copy = document.createElement('canvas');
+            copy.width = c.width;
+            copy.height = c.height;
+            const ctx = copy.getContext('2d');
+            ctx.fillStyle = '#000';
+            ctx.fillRect(0, 0, c.width, c.height);
+            ctx.drawImage(c, 0, 0);
+            return Array.from(ctx.getImageData(0, 0, c.width, c.height).data);
+          });
+        const circles = await pixels();
+        assert.equal((await stage.getAttribute('data-outlines')) ?? '0', '0', `${tier}: no outline before the tiles arrive`);
+        await shot(page, `outline-tiles-${tier}-circles`);
+        open();
+        await page.waitForFunction(() => Number(document.querySelector('.sds-deck-stage')?.dataset.outlines) > 0, null, { timeout: 60000 });
+        await page.waitForSelector('.sds-deck-stage[data-cells="outlined"]', { timeout: 30000 });
+        await page.waitForTimeout(800);
+        const outlined = await pixels();
+        await shot(page, `outline-tiles-${tier}-outlined`);
+        const tiles = await asked();
+        assert.ok(tiles >= 1 && tiles <= Number(await stage.getAttribute('data-outline-tiles')), `${tier}: ${tiles} outline tiles asked`);
+        // the picture: discs (full colour) became polygons with a translucent fill and an edge,
+        // over black here. The software tier's edge is the cell's full colour, brighter than any
+        // fill can be (bright pixels shrink to thin rings); the GPU tier's stock layers edge each
+        // polygon in a dark line (dark pixels appear where the discs had none)
+        const read = d => {
+          let lit = 0, bright = 0, dark = 0;
+          for (let i = 0; i < d.length; i += 4) {
+            const m = Math.max(d[i], d[i + 1], d[i + 2]);
+            if (m > 30) lit++;
+            if (m > 190) bright++;
+            if (m > 30 && m < 100) dark++;
+          }
+          const n = d.length / 4;
+          return { lit: lit / n, bright: bright / n, dark: dark / n };
+        };
+        let changed = 0;
+        for (let i = 0; i < circles.length; i += 4) {
+          if (Math.abs(circles[i] - outlined[i]) + Math.abs(circles[i + 1] - outlined[i + 1]) + Math.abs(circles[i + 2] - outlined[i + 2]) > 60) changed++;
+        }
+        const before = read(circles);
+        const after = read(outlined);
+        const summary = JSON.stringify({ before, after, changed: changed / (circles.length / 4) });
+        assert.ok(changed / (circles.length / 4) > 0.05, `${tier}: the outlines changed the picture: ${summary}`);
+        assert.ok(after.lit > 0.2 && after.bright < before.bright * 0.8, `${tier}: translucent polygons in place of the discs: ${summary}`);
+        if (tier === 'software') {
+          assert.ok(after.bright > 0.005, `${tier}: the outlines in the cells' colours: ${summary}`);
+        } else {
+          assert.ok(after.dark > 0.02 && after.dark > before.dark * 2, `${tier}: the outlines as dark lines: ${summary}`);
+        }
+        // a pan within the same tiles asks for none again
+        await figure.evaluate(el => {
+          const s = el.sdsSpatial.stage;
+          s.apply({ target: [s.viewState.target[0] + s.outlineSize, s.viewState.target[1]], zoom: s.viewState.zoom });
+        });
+        await page.waitForTimeout(500);
+        assert.ok((await asked()) <= Math.max(tiles, Number(await stage.getAttribute('data-outline-tiles'))) + 2, `${tier}: a small pan asks for at most its new tiles`);
+        assert.deepEqual(page.errors, []);
+      } finally {
+        open();
+        await page.close();
+      }
+    }
+  });
+
   /**
    * Click each export button of `figure`: SVG, PNG and PDF download the files the service draws
    * (the renderer of `sds-jupyter export`), named `<prefix>-<figure id>` (the PNG `-300dpi.png`);

@@ -151,4 +151,12 @@ export class FakeViewport {
       report(true);
     }
   }
+
+  /** Take `node` off screen again (scrolled past): its observers hear of it. */
+  scrollAway(node: Element): void {
+    this.shown.delete(node);
+    for (const report of this.watchers.get(node) ?? []) {
+      report(false);
+    }
+  }
 }

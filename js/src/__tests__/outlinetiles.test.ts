@@ -1,10 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { outlineCache, outlineTilesOf } from '../app/cellstore';
 import { MAX_VIEW_TILES, OUTLINE_PX, mergeTiles, tilesInView } from '../app/outlinetiles';
 import type { CanvasData } from '../app/raster';
 import type { Reply } from '../app/transport';
 import type { CanvasPayload, CellOutlinesData, OutlineTiles } from '../app/types';
-import { FakeTransport } from './fixtures';
+import { FakeTransport, FakeViewport } from './fixtures';
 
 /** Four 2-unit squares, one in each quarter of a 1000-unit tissue; its grid is 2 x 2 tiles of 500. */
 const CENTRES = [
@@ -58,7 +58,10 @@ function lodData(): CanvasData {
 
 const flush = () => new Promise(r => setTimeout(r, 0));
 
-afterEach(() => outlineCache.clear());
+afterEach(() => {
+  outlineCache.clear();
+  vi.unstubAllGlobals();
+});
 
 describe('which outline tiles a view asks for', () => {
   it('none while a cell is under OUTLINE_PX across; the tiles the view touches beyond', () => {
@@ -175,4 +178,35 @@ describe('both tiers draw the outlines from tiles', () => {
       stage.dispose();
     });
   }
+});
+
+describe('a figure off screen asks for no outline tile', () => {
+  it('zoomed in while scrolled away: nothing; back on screen: its view\'s tile; away again: nothing', async () => {
+    const viewport = new FakeViewport(false);
+    viewport.install();
+    const { SpatialStage } = await import('../app/spatial');
+    const t = new FakeTransport().on('cell_outlines', p => tileReply(p.key!, p.column!, p.row!));
+    const payload = lodPayload();
+    const stage = new SpatialStage(payload, lodData(), {}, outlineTilesOf(t, 1, 'fig', payload));
+    const shown: boolean[] = [];
+    (stage as unknown as { callbacks: { onScreen: (on: boolean) => void } }).callbacks.onScreen = on => shown.push(on);
+    (stage as unknown as { ensureDeck: () => Promise<void> }).ensureDeck = () => Promise.resolve(); // no WebGL here
+    stage.start();
+    (stage as unknown as { size: [number, number] }).size = [100, 100];
+    expect(stage.offScreen).toBe(true);
+    stage.apply({ target: [250, 250], zoom: 2 }); // a view that wants tile (0, 0), e.g. after a resize
+    await flush();
+    expect(t.callsOf('cell_outlines')).toEqual([]);
+    viewport.scrollTo(stage.node);
+    await flush();
+    expect(shown).toEqual([true]);
+    expect(t.callsOf('cell_outlines')).toEqual([{ version: 1, figure: 'fig', key: 'cells-k', column: 0, row: 0 }]);
+    expect(stage.data.shapes?.kind).toBe('polygons');
+    viewport.scrollAway(stage.node);
+    stage.apply({ target: [750, 750], zoom: 2 }); // tile (1, 1) now, but nobody sees it
+    await flush();
+    expect(shown).toEqual([true, false]);
+    expect(t.callsOf('cell_outlines')).toHaveLength(1);
+    stage.dispose();
+  });
 });

@@ -145,6 +145,22 @@ describe('TileGrid', () => {
     expect(g.frame().tiles.map(tile => tile.key)).toEqual(['0/7/7']);
   });
 
+  it('hold (the figure left the screen) drops the queued requests; the next update asks for the rest', async () => {
+    const { t, release } = service();
+    const g = grid(t);
+    g.update([0, 0, SIDE, SIDE / 2], at(0)); // 32 tiles: CONCURRENCY go out, the rest queue
+    g.hold();
+    await release();
+    expect(t.callsOf('image_tile')).toHaveLength(CONCURRENCY);
+    expect(g.loading).toBe(false);
+    // back on screen, the same view: only the tiles not asked before
+    g.update([0, 0, SIDE, SIDE / 2], at(0));
+    await release();
+    const asked = (t.callsOf('image_tile') as { x: number; y: number }[]).map(a => `${a.x}/${a.y}`);
+    expect(asked).toHaveLength(32);
+    expect(new Set(asked).size).toBe(32);
+  });
+
   it('draws tiles that arrive together in one frame, and sends the next request before unpacking a reply', async () => {
     // how many tiles were unpacked (cached) when each request went out
     const unpacked: number[] = [];

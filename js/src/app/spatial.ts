@@ -159,6 +159,8 @@ export type SpatialCallbacks = {
   onView?: (vs: ViewState, region: Region) => void;
   onHover?: (index: number) => void;
   onPin?: (index: number) => void;
+  /** Called when the stage comes on screen (true) or leaves it (false): the host asks for tiles, or stops. */
+  onScreen?: (shown: boolean) => void;
   /** Called when WebGL fails for good: the host shows the 2D drawing instead. */
   onFallback?: (reason: string) => void;
 };
@@ -182,6 +184,8 @@ export class SpatialStage {
   private observer: IntersectionObserver | null = null;
   private resize: ResizeObserver | null = null;
   private onScreen = false;
+  /** Whether start() watches visibility: before, the stage is taken as shown (a stage used alone). */
+  private watched = false;
   private size: [number, number] = [0, 0];
   /** The grid over the cells, built once: what views, rasters and picking read. */
   readonly index: CellIndex;
@@ -271,15 +275,18 @@ export class SpatialStage {
   /** Start watching visibility and size; the deck is created once the stage is on screen. */
   start(): void {
     if (typeof IntersectionObserver !== 'undefined') {
+      this.watched = true;
       this.observer = new IntersectionObserver(entries => {
         const visible = entries.some(e => e.isIntersecting);
         if (visible !== this.onScreen) {
           this.onScreen = visible;
           if (visible) {
             void this.ensureDeck();
+            this.gatherOutlines(); // what the view wanted while away (a resize) is asked now
           } else {
             this.release();
           }
+          this.callbacks.onScreen?.(visible);
         }
       });
       this.observer.observe(this.node);
@@ -292,6 +299,14 @@ export class SpatialStage {
       this.resize.observe(this.node);
     }
     this.resized();
+  }
+
+  /**
+   * Whether the stage is known to be off screen (scrolled away, its tab hidden). Why: a figure
+   * out of sight asks for no outline or image tile; what its view needs is asked when it is back.
+   */
+  get offScreen(): boolean {
+    return this.watched && !this.onScreen;
   }
 
   /** Whether a deck.gl instance (a WebGL context) is alive now. */
@@ -482,7 +497,7 @@ export class SpatialStage {
    */
   private gatherOutlines(): void {
     const circles = this.circles;
-    if (!this.outlines || !circles) {
+    if (!this.outlines || !circles || this.offScreen) {
       return;
     }
     const wanted = this.outlineTilesNow();

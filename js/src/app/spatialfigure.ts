@@ -107,6 +107,7 @@ export class SpatialFigure {
         onView: (_vs, region) => this.viewChanged(region),
         onHover: index => this.hover(index),
         onPin: index => void this.showPin(index),
+        onScreen: shown => (shown ? this.askTiles(this.stage!.region()) : this.tiles?.hold()),
         onFallback: reason => this.fallBack(reason)
       }, outlineTilesOf(transport, version, figureId, payload));
     } else {
@@ -307,11 +308,14 @@ export class SpatialFigure {
     }
   }
 
-  /** The camera shows `region`: ask the tile grid for what it needs there (it fetches only what it lacks). */
+  /**
+   * The camera shows `region`: ask the tile grid for what it needs there (it fetches only what
+   * it lacks); nothing while the stage is off screen (it asks again when back).
+   */
   private askTiles(region: Region): void {
     const grid = this.tiles;
     const screenWidth = this.stage ? this.stage.screen()[0] : this.plot?.canvas.width;
-    if (!grid || !screenWidth) {
+    if (!grid || !screenWidth || this.stage?.offScreen) {
       return;
     }
     const since = performance.now();

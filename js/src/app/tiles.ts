@@ -215,6 +215,14 @@ export class TileGrid {
     return this.wanted.map(t => t.key).join(' ') !== before;
   }
 
+  /**
+   * Stop asking (the figure left the screen): the queued requests are dropped, those on their
+   * way arrive into the cache. The next `update` asks again for what its view lacks.
+   */
+  hold(): void {
+    this.queue = [];
+  }
+
   /** Whether tiles are being asked for or waiting to be. */
   get loading(): boolean {
     return this.queue.length > 0 || this.inFlight.size > 0;
