@@ -125,7 +125,7 @@ describe('the embedding panel', () => {
     const y = Float32Array.of(4, 5, 6);
     const transport = new FakeTransport().on('embedding', params => ({
       data: { keys: ['X_pca'], key: params.key ?? null, name: 'abc', n_cells: 3, columns: 2, bounds: [1, 4, 3, 6] },
-      buffers: params.key === 'X_pca' ? [new Uint8Array(x.buffer), new Uint8Array(y.buffer)] : []
+      buffers: params.key === 'X_pca' ? [new DataView(x.buffer), new DataView(y.buffer)] : []
     }));
     const got = await loadEmbedding(transport, 2, 'fig', 'X_pca');
     expect(Array.from(got.x)).toEqual([1, 2, 3]);
