@@ -1973,8 +1973,18 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await item(page, facts.leiden).dblclick();
       await page.waitForSelector('.sds-history-row', { timeout: 60000 });
       await page.locator('.sds-tab[data-tab="figures"]').click();
-      const figure = page.locator('.sds-figure[data-figure="fig-leiden"] .sds-spatial[data-renderer="webgl"]');
-      await figure.locator('.sds-deck-stage[data-live="true"]').waitFor({ timeout: 60000 });
+      const card = page.locator('.sds-figure[data-figure="fig-leiden"]');
+      await card.waitFor({ timeout: 60000 });
+      await card.scrollIntoViewIfNeeded(); // figures load as they come into view
+      const figure = card.locator('.sds-spatial[data-renderer="webgl"]');
+      try {
+        // drawn (cells counted in view) and told the table's embeddings
+        await card.locator('.sds-spatial[data-renderer="webgl"][data-in-view][data-embeddings]').waitFor({ timeout: 60000 });
+      } catch (error) {
+        await shot(page, 'FAILED-issue27-embedding-open');
+        const html = await card.evaluate(el => el.outerHTML.slice(0, 1500)).catch(() => '?');
+        throw new Error(`${error.message}\nthe figure: ${html}`);
+      }
       await figure.locator('.sds-embedding-pick').waitFor({ timeout: 30000 });
       await figure.locator('.sds-embedding-pick').selectOption('X_pca');
       await page.waitForFunction(() => Number(document.querySelector('.sds-figure[data-figure="fig-leiden"] .sds-embedding')?.dataset.drawn) > 0, null, { timeout: 30000 });
@@ -2001,8 +2011,11 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         const v = el.sdsSpatial.embedding;
         return [v.coords.x[0], v.coords.y[0]];
       });
+      await embedding.scrollIntoViewIfNeeded();
+      await shot(page, 'issue27-embedding-shown');
       const [[hx, hy]] = await onEmbedding(figure, [cell]);
-      await page.mouse.move(hx, hy);
+      await page.mouse.move(hx - 20, hy - 20);
+      await page.mouse.move(hx, hy, { steps: 4 });
       await page.waitForFunction(() => document.querySelector('.sds-figure[data-figure="fig-leiden"] .sds-spatial')?.dataset.linked !== undefined, null, { timeout: 10000 });
       const linked = Number(await figure.getAttribute('data-linked'));
       assert.equal(await embedding.getAttribute('data-hover'), String(linked));
