@@ -1960,10 +1960,13 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
           'pca = np.asarray(adata.obsm["X_pca"], dtype=np.float32).astype(float)[:, :2]',
           'labels = adata.obs["leiden"].astype(str).to_numpy()',
           'cluster = max(sorted(set(labels)), key=lambda c: int((labels == c).sum()))',
-          'hull = shapely.MultiPoint(pca[labels == cluster]).convex_hull.buffer(0.02 * float(np.ptp(pca[:, 0]))).simplify(0.01 * float(np.ptp(pca[:, 0])))',
+          'own = pca[labels == cluster]',
+          'distance = np.hypot(*(own - np.median(own, axis=0)).T)',
+          'core = own[distance < 3 * np.median(distance)]  # the cluster\'s blob, not the few cells labelled by noise elsewhere',
+          'hull = shapely.MultiPoint(core).convex_hull.buffer(0.02 * float(np.ptp(pca[:, 0]))).simplify(0.01 * float(np.ptp(pca[:, 0])))',
           'polygon = [[float(x), float(y)] for x, y in hull.exterior.coords[:-1]]',
           'inside = shapely.contains(shapely.Polygon(polygon), shapely.points(pca))',
-          'print(json.dumps({"leiden": leiden.name, "cluster": cluster, "members": int((labels == cluster).sum()), "polygon": polygon, "inside": int(inside.sum())}))'
+          'print(json.dumps({"leiden": leiden.name, "cluster": cluster, "members": len(core), "polygon": polygon, "inside": int(inside.sum())}))'
         ].join('\n')
       )
     );
