@@ -23,6 +23,7 @@ import zarr
 
 __all__ = [
     "MAX_ANNOTATE_BODY_BYTES",
+    "MAX_ANNOTATION_CELLS",
     "MAX_ANNOTATION_REGIONS",
     "MAX_ANNOTATION_VERTICES",
     "MAX_CACHED_ADATAS",
@@ -149,6 +150,10 @@ MAX_ANNOTATE_BODY_BYTES = 4 * 1024 * 1024
 MAX_ANNOTATION_REGIONS = 256
 #: Points of all an annotation's outlines together: the containment test costs cells × points.
 MAX_ANNOTATION_VERTICES = 50_000
+#: Cells an annotation may list by position ({"cells": [...]}), all regions together. Why this
+#: many: a listed cell takes at least 2 bytes of JSON, so no REST body within MAX_ANNOTATE_BODY_BYTES
+#: lists more; the widget's comm has no body bound, so this holds it to the same.
+MAX_ANNOTATION_CELLS = 4 * 1024 * 1024
 
 
 def claimed_bytes(node: zarr.Group | zarr.Array) -> int:

@@ -32,6 +32,8 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "figures": {"version": 2},
     "canvas": {"version": 2, "figure": "fig_canvas"},
     "cells": {"version": 2, "figure": "fig_canvas"},
+    # the studio stack has no embedding: the list alone (tests/test_embedding.py validates coordinates)
+    "embedding": {"version": 2, "figure": "fig_canvas"},
     "results": {"version": 2},
     "result_page": {"version": 1, "result": "res_markers"},
     "result_csv": {"version": 1, "result": "res_markers"},

@@ -2227,4 +2227,165 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     assert.deepEqual(page.errors, []);
     await page.close();
   });
+
+  it('issue 27: the Leiden version shows X_pca beside the tissue; a cluster selected on it is the same cells on the tissue, saved as a version', async () => {
+    // the Xenium demo, small; the largest Leiden cluster's hull on X_pca and the cells it holds (shapely)
+    const facts = JSON.parse(
+      python(
+        [
+          'import json, warnings, numpy as np, shapely, sds_jupyter as sds',
+          'from pathlib import Path',
+          'from sds_jupyter.demo import demo_dataset_id',
+          'from sds_jupyter.demo.xenium import build_xenium_demo',
+          'warnings.simplefilter("ignore")',
+          `top = build_xenium_demo(Path(${JSON.stringify(join(work, 'root', 'emb'))}), n_cells=1500, side=1024)`,
+          'leiden = top.parent / demo_dataset_id("xenium-Leiden clusters")',
+          'adata = sds.open_anndata(sds.Stack.resolve(leiden))',
+          'pca = np.asarray(adata.obsm["X_pca"], dtype=np.float32).astype(float)[:, :2]',
+          'labels = adata.obs["leiden"].astype(str).to_numpy()',
+          'cluster = max(sorted(set(labels)), key=lambda c: int((labels == c).sum()))',
+          'own = pca[labels == cluster]',
+          'distance = np.hypot(*(own - np.median(own, axis=0)).T)',
+          'core = own[distance < 3 * np.median(distance)]  # the cluster\'s blob, not the few cells labelled by noise elsewhere',
+          'hull = shapely.MultiPoint(core).convex_hull.buffer(0.02 * float(np.ptp(pca[:, 0]))).simplify(0.01 * float(np.ptp(pca[:, 0])))',
+          'polygon = [[float(x), float(y)] for x, y in hull.exterior.coords[:-1]]',
+          'inside = shapely.contains(shapely.Polygon(polygon), shapely.points(pca))',
+          'print(json.dumps({"leiden": leiden.name, "cluster": cluster, "members": len(core), "polygon": polygon, "inside": int(inside.sum())}))'
+        ].join('\n')
+      )
+    );
+    assert.ok(facts.inside >= facts.members && facts.polygon.length >= 3, JSON.stringify({ ...facts, polygon: facts.polygon.length }));
+    const openFigure = async page => {
+      await openListing(page, 'emb/datasets');
+      await item(page, facts.leiden).dblclick();
+      await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+      await page.locator('.sds-tab[data-tab="figures"]').click();
+      const card = page.locator('.sds-figure[data-figure="fig-leiden"]');
+      await card.waitFor({ timeout: 60000 });
+      await card.scrollIntoViewIfNeeded(); // figures load as they come into view
+      const figure = card.locator('.sds-spatial[data-renderer="webgl"]');
+      try {
+        // drawn (cells counted in view) and told the table's embeddings
+        await card.locator('.sds-spatial[data-renderer="webgl"][data-in-view][data-embeddings]').waitFor({ timeout: 60000 });
+      } catch (error) {
+        await shot(page, 'FAILED-issue27-embedding-open');
+        const html = await card.evaluate(el => el.outerHTML.slice(0, 1500)).catch(() => '?');
+        throw new Error(`${error.message}\nthe figure: ${html}`);
+      }
+      await figure.locator('.sds-embedding-pick').waitFor({ timeout: 30000 });
+      await figure.locator('.sds-embedding-pick').selectOption('X_pca');
+      await page.waitForFunction(() => Number(document.querySelector('.sds-figure[data-figure="fig-leiden"] .sds-embedding')?.dataset.drawn) > 0, null, { timeout: 30000 });
+      return figure;
+    };
+    /** Where data point (x, y) of the embedding is on the page. */
+    const onEmbedding = (figure, points) =>
+      figure.evaluate((el, pts) => {
+        const view = el.sdsSpatial.embedding;
+        const box = view.stage.getBoundingClientRect();
+        const at = view.projection();
+        return pts.map(([x, y]) => {
+          const [sx, sy] = at.toScreen(x, y);
+          return [box.left + sx, box.top + sy];
+        });
+      }, points);
+    const page = await newPage();
+    try {
+      const figure = await openFigure(page);
+      const embedding = figure.locator('.sds-embedding');
+      assert.equal(await embedding.getAttribute('data-key'), 'X_pca');
+      // hover a cell on the embedding: the tissue marks it and names it; hover it on the tissue: the embedding marks it
+      const cell = await figure.evaluate(el => {
+        const v = el.sdsSpatial.embedding;
+        return [v.coords.x[0], v.coords.y[0]];
+      });
+      await embedding.scrollIntoViewIfNeeded();
+      await shot(page, 'issue27-embedding-shown');
+      const [[hx, hy]] = await onEmbedding(figure, [cell]);
+      await page.mouse.move(hx - 20, hy - 20);
+      await page.mouse.move(hx, hy, { steps: 4 });
+      await page.waitForFunction(() => document.querySelector('.sds-figure[data-figure="fig-leiden"] .sds-spatial')?.dataset.linked !== undefined, null, { timeout: 10000 });
+      const linked = Number(await figure.getAttribute('data-linked'));
+      assert.equal(await embedding.getAttribute('data-hover'), String(linked));
+      assert.ok(await figure.locator('.sds-spatial-drawing > .sds-link-mark').isVisible(), 'the tissue marks the hovered cell');
+      // select the cluster on the embedding with the polygon tool, point by point
+      await figure.locator('.sds-annotate-toggle').click();
+      await figure.locator('.sds-tool-polygon').click();
+      await embedding.scrollIntoViewIfNeeded();
+      const overlay = embedding.locator('.sds-annotate-overlay');
+      await overlay.waitFor();
+      for (const [px, py] of await onEmbedding(figure, facts.polygon)) {
+        await page.mouse.click(px, py);
+        await page.waitForTimeout(350); // apart: never a double-click
+      }
+      await figure.locator('.sds-annotate-close').click();
+      await page.waitForFunction(() => document.querySelectorAll('.sds-annotate-region').length === 1, null, { timeout: 10000 });
+      const count = Number((await figure.locator('.sds-annotate-count').innerText()).replace(/\D/g, ''));
+      // the outline as drawn (the clicks land on whole pixels): shapely counts the cells of X_pca inside it
+      const drawn = await figure.evaluate(el => el.sdsSpatial.annotation.drawing.regions[0].polygon);
+      facts.inside = Number(
+        python(
+          [
+            'import json, numpy as np, shapely, sds_jupyter as sds',
+            `adata = sds.open_anndata(sds.Stack.resolve(${JSON.stringify(join(work, 'root', 'emb', 'datasets', facts.leiden))}))`,
+            'pca = np.asarray(adata.obsm["X_pca"], dtype=np.float32).astype(float)[:, :2]',
+            `print(int(shapely.contains(shapely.Polygon(${JSON.stringify(drawn)}), shapely.points(pca)).sum()))`
+          ].join('\n')
+        )
+      );
+      assert.ok(facts.inside >= facts.members * 0.9, `the outline holds (nearly) the whole cluster: ${facts.inside} of ${facts.members}`);
+      assert.equal(count, facts.inside, 'the region holds the cells shapely finds inside the outline drawn');
+      // the same cells marked on the tissue as on the embedding
+      const tissueMarked = Number(await figure.locator('.sds-deck-stage .sds-annotate-overlay').getAttribute('data-marked'));
+      assert.equal(tissueMarked, facts.inside);
+      assert.equal(Number(await overlay.getAttribute('data-marked')), facts.inside);
+      assert.match(await figure.locator('.sds-annotate-selection').innerText(), new RegExp(`${facts.inside.toLocaleString('en-US')} cells selected`));
+      await figure.scrollIntoViewIfNeeded();
+      await shot(page, 'issue27-embedding-selected');
+      await checkAxe(page, 'the embedding beside the tissue, a region drawn on it');
+      await figure.locator('.sds-annotate-region input').fill(`cluster ${facts.cluster}`);
+      await figure.locator('.sds-annotate-region input').press('Enter');
+      await figure.locator('.sds-annotate-column').fill('pca_pick');
+      await figure.locator('.sds-annotate-title').fill('Picked on PCA');
+      await figure.locator('.sds-annotate-save').click();
+      await page.waitForFunction(() => /Picked on PCA/.test(document.querySelector('.sds-history-row')?.textContent ?? ''), null, { timeout: 60000 });
+      const tree = await (await api(`/sds-jupyter/api/tree?path=${encodeURIComponent(`emb/datasets/${facts.leiden}`)}`)).json();
+      const saved = tree.nodes.find(n => n.title === 'Picked on PCA');
+      assert.ok(saved, `the tree lists the new version: ${JSON.stringify(tree.nodes.map(n => n.title))}`);
+      const changes = await (await api(`/sds-jupyter/api/changes?path=${encodeURIComponent(saved.folder)}`)).json();
+      assert.deepEqual(changes.ops.map(o => [o.op, o.column]), [['set-obs', 'pca_pick']]);
+      const stored = Object.fromEntries(changes.details[0].column.counts.map(c => [c.value, c.count]));
+      assert.equal(stored[`cluster ${facts.cluster}`], facts.inside);
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
+    }
+    // dark theme, a 420 px panel: the embedding goes below the tissue, nothing wider than the panel
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+    const dark = await newPage();
+    try {
+      const figure = await openFigure(dark);
+      await dark.keyboard.press('Control+b');
+      for (let i = 0; i < 3; i++) {
+        const have = await dark.locator('.sds-panel').evaluate(el => el.getBoundingClientRect().width);
+        if (Math.abs(have - 420) < 1) break;
+        const vp = dark.viewportSize();
+        await dark.setViewportSize({ width: Math.round(vp.width + 420 - have), height: vp.height });
+        await dark.waitForTimeout(500);
+      }
+      await dark.waitForTimeout(500);
+      const [tissueBox, embeddingBox] = await Promise.all([figure.locator('.sds-deck-stage').boundingBox(), figure.locator('.sds-embedding-stage').boundingBox()]);
+      assert.ok(embeddingBox.y >= tissueBox.y + tissueBox.height - 1, `stacked at 420 px: ${JSON.stringify({ tissueBox, embeddingBox })}`);
+      assert.ok(embeddingBox.width > 200, `the embedding keeps the panel's width: ${embeddingBox.width}`);
+      const overflow = await dark.evaluate(() => [document.querySelector('.sds-panels')].filter(el => el && el.scrollWidth > el.clientWidth + 1).length);
+      assert.equal(overflow, 0, 'the figure view does not scroll sideways at 420 px');
+      assert.ok(Number(await figure.locator('.sds-embedding').getAttribute('data-drawn')) > 0);
+      await figure.locator('.sds-embedding').scrollIntoViewIfNeeded();
+      await shot(dark, 'issue27-embedding-420-dark');
+      await checkAxe(dark, 'the embedding beside the tissue (dark, 420 px)');
+      assert.deepEqual(dark.errors, []);
+    } finally {
+      await dark.close();
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
+  });
 });

@@ -1,33 +1,56 @@
 """Regions drawn on the tissue turned into an obs column: the checks and the geometry of ``annotate``.
 
 A region is a label and a polygon in the coordinates the canvas view draws its
-cells at. Why here and not in the stack library: the positions are the figure's
+cells at, a polygon on one of the table's embeddings, or a list of cells. Why here and not in the stack library: the positions are the figure's
 (its coordinate system, its table), which only the service knows; the stack
 library then saves the column like any other ``set-obs``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sds_jupyter.errors import shown
-from sds_jupyter.limits import MAX_ANNOTATION_REGIONS, MAX_ANNOTATION_VERTICES
+from sds_jupyter.limits import MAX_ANNOTATION_CELLS, MAX_ANNOTATION_REGIONS, MAX_ANNOTATION_VERTICES
 from sds_jupyter.service.columns import column_kind
 from sds_jupyter.service.errors import RequestError
 
-__all__ = ["Region", "annotated_column", "annotation_message", "checked_regions", "region_codes"]
+__all__ = ["Positions", "Region", "annotated_column", "annotation_message", "checked_regions", "region_codes"]
 
-Region = tuple[str, np.ndarray]
+#: Where an embedding's cells are: its name -> (x, y) in table order (the service reads them).
+Positions = Callable[[str], tuple[np.ndarray, np.ndarray]]
 
-_USAGE = "give regions as {label: [[x, y], [x, y], [x, y], ...]}"
+_USAGE = (
+    "give regions as {label: polygon}, a polygon being [[x, y], [x, y], [x, y], ...] on the tissue, "
+    '{"embedding": key, "polygon": [[x, y], ...]} on an embedding, or {"cells": [index, ...]}'
+)
+#: The keys of a region given as a mapping: an embedding's polygon, or the cells' table positions.
+_ON_EMBEDDING = frozenset({"embedding", "polygon"})
+_BY_CELLS = frozenset({"cells"})
+
+
+@dataclass(frozen=True)
+class Region:
+    """A labelled region: a polygon on the tissue (``embedding`` None) or on an embedding, or listed cells.
+
+    Why three forms: a selection drawn on the embedding beside the tissue is a polygon in the
+    embedding's coordinates, and a selection made elsewhere (a notebook, the other panel) is
+    simply its cells; all three are saved by the same rule (the last region holding a cell wins).
+    """
+
+    label: str
+    polygon: np.ndarray | None = None
+    embedding: str | None = None
+    cells: np.ndarray | None = None
 
 
 def checked_regions(regions: Any) -> list[Region]:
-    """``regions`` as (label, n×2 float array) pairs in their given order; one-line refusals otherwise."""
+    """``regions`` as :class:`Region` in their given order; one-line refusals otherwise."""
     if not isinstance(regions, Mapping):
         raise RequestError(
             f"Parameter 'regions' must be a mapping from label to polygon, not {shown(regions)}; {_USAGE}."
@@ -38,14 +61,48 @@ def checked_regions(regions: Any) -> list[Region]:
         raise RequestError(
             f"{len(regions)} regions is too many; at most {MAX_ANNOTATION_REGIONS} (MAX_ANNOTATION_REGIONS)."
         )
-    out = [(_label(label), _polygon(label, polygon)) for label, polygon in regions.items()]
-    vertices = sum(len(points) for _, points in out)
+    out = [_region(_label(label), given) for label, given in regions.items()]
+    vertices = sum(len(r.polygon) for r in out if r.polygon is not None)
     if vertices > MAX_ANNOTATION_VERTICES:
         raise RequestError(
             f"The regions have {vertices:,} points; at most {MAX_ANNOTATION_VERTICES:,} (MAX_ANNOTATION_VERTICES): "
             "simplify the outlines."
         )
+    listed = sum(len(r.cells) for r in out if r.cells is not None)
+    if listed > MAX_ANNOTATION_CELLS:
+        raise RequestError(
+            f"The regions list {listed:,} cells; at most {MAX_ANNOTATION_CELLS:,} (MAX_ANNOTATION_CELLS): "
+            "give a polygon instead."
+        )
     return out
+
+
+def _region(label: str, given: Any) -> Region:
+    """One region from what the request gave for ``label``: a polygon, or a mapping of one of two shapes."""
+    if not isinstance(given, Mapping):
+        return Region(label, polygon=_polygon(label, given))
+    where = f"Region {label[:80]!r}"
+    keys = set(given)
+    if keys == _ON_EMBEDDING:
+        key = given["embedding"]
+        if not isinstance(key, str) or not key or len(key) > 256:
+            raise RequestError(f"{where} names its embedding by {shown(key)}; give the obsm key as text.")
+        return Region(label, polygon=_polygon(label, given["polygon"]), embedding=key)
+    if keys == _BY_CELLS:
+        return Region(label, cells=_cells(where, given["cells"]))
+    raise RequestError(f"{where} is a mapping with keys {sorted(map(str, keys))[:4]}; {_USAGE}.")
+
+
+def _cells(where: str, cells: Any) -> np.ndarray:
+    """Listed cells as int64 table positions (their range is checked against the table later)."""
+    if isinstance(cells, (str, bytes, Mapping)) or not hasattr(cells, "__len__"):
+        raise RequestError(f"{where} must list its cells as [index, ...], not {shown(cells)}.")
+    if len(cells) > MAX_ANNOTATION_CELLS:
+        raise RequestError(f"{where} lists {len(cells):,} cells; at most {MAX_ANNOTATION_CELLS:,}.")
+    for cell in cells:
+        if not isinstance(cell, (int, np.integer)) or isinstance(cell, bool):
+            raise RequestError(f"{where} lists {shown(cell)}, not a cell's position (an integer).")
+    return np.asarray(cells, dtype=np.int64).reshape(-1)
 
 
 def _label(label: Any) -> str:
@@ -112,11 +169,31 @@ def _inside(x: np.ndarray, y: np.ndarray, polygon: np.ndarray) -> np.ndarray:
     return inside
 
 
-def region_codes(x: np.ndarray, y: np.ndarray, regions: list[Region]) -> np.ndarray:
-    """Per cell, the index of the last region containing it, else -1 (a later region is drawn over)."""
+def region_codes(x: np.ndarray, y: np.ndarray, regions: list[Region], embedding: Positions | None = None) -> np.ndarray:
+    """Per cell, the index of the last region containing it, else -1 (a later region is drawn over).
+
+    ``x``, ``y``: where the tissue view draws the cells; ``embedding`` gives an embedding's
+    coordinates for regions drawn on one (refusing a name the table lacks).
+    """
     codes = np.full(len(x), -1, dtype=np.int64)
-    for index, (_, polygon) in enumerate(regions):
-        codes[_inside(x, y, polygon)] = index
+    for index, region in enumerate(regions):
+        if region.cells is not None:
+            outside = region.cells[(region.cells < 0) | (region.cells >= len(x))]
+            if len(outside):
+                raise RequestError(
+                    f"Region {region.label[:80]!r} lists cell {int(outside[0])}; the table has {len(x):,} cells "
+                    f"(0 to {len(x) - 1:,})."
+                )
+            codes[region.cells] = index
+            continue
+        assert region.polygon is not None
+        if region.embedding is None:
+            px, py = x, y
+        elif embedding is None:
+            raise RequestError(f"Region {region.label[:80]!r} is drawn on an embedding; this table has none.")
+        else:
+            px, py = embedding(region.embedding)
+        codes[_inside(px, py, region.polygon)] = index
     return codes
 
 

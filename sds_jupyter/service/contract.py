@@ -42,6 +42,7 @@ REPLY_PAYLOADS: dict[str, Any] = {
     "canvas": canvas_payloads.CanvasPayload,
     "cells": payloads.CellsData,
     "cell_outlines": payloads.CellOutlinesData,
+    "embedding": payloads.EmbeddingData,
     "color_values": canvas_payloads.CanvasColor,
     "channels": payloads.ChannelsData,
     "store_key": payloads.StoreKeyData,

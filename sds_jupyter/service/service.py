@@ -38,6 +38,7 @@ from sds_jupyter.limits import (
 from sds_jupyter.service.annotate import annotated_column, annotation_message, checked_regions, region_codes
 from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, compare_tables, transition_labels
 from sds_jupyter.service.contents import read_contents
+from sds_jupyter.service.embedding import cached_embedding, embedding_keys, embedding_positions
 from sds_jupyter.service.errors import RequestError, error_payload
 from sds_jupyter.service.genes import dot_plot, gene_names, gene_position, typed_genes
 from sds_jupyter.service.opdetails import op_details
@@ -56,6 +57,7 @@ from sds_jupyter.service.types import (
     Comparison,
     ContentsData,
     DotPlot,
+    EmbeddingData,
     FiguresData,
     FigureSummary,
     Fingerprint,
@@ -611,6 +613,37 @@ class StackService:
         }
         return Reply(payload, [as_buffer(buffer) for buffer in tile.buffers], etag=name, addressed=True)
 
+    def embedding(self, version: int | str | None = None, figure: str = "", key: str = "") -> Reply:
+        """The embeddings of a canvas figure's table and, for ``key``, its first two columns (x, y).
+
+        Why beside the figure: the view links the embedding to the tissue cell by cell, so the
+        coordinates come in the order the ``cells`` buffers have (table order). Without ``key``
+        only the list is answered (no buffers), so a view learns whether to offer the panel for
+        a few bytes. The answer is named by the stored entry (cached like cells), so it is sent
+        once per entry and version.
+        """
+        if not figure:
+            raise RequestError("The embedding request needs a figure id.")
+        if len(key) > 256:
+            raise RequestError("Parameter 'key' is too long for an obsm entry's name (at most 256 characters).")
+        spec = read_figure(self._studio_uns(version), figure).require("canvas")
+        view = self.table_view(version, spec.get("table"))
+        payload: EmbeddingData = {
+            "keys": embedding_keys(view),
+            "key": None,
+            "name": None,
+            "n_cells": int(view.n_obs),
+            "columns": 0,
+            "bounds": None,
+        }
+        if not key:
+            return Reply(payload).named_by_content()
+        name, found = cached_embedding(view, key)
+        payload = {**payload, "key": key, "name": name, "columns": found.columns, "bounds": found.bounds}
+        # the buffers are named by the entry's identity: no need to hash their bytes for the ETag
+        etag = hashlib.blake2b(json.dumps(payload, sort_keys=True).encode(), digest_size=16).hexdigest()
+        return Reply(payload, [as_buffer(found.x), as_buffer(found.y)], etag=etag)
+
     def cell(self, version: int | str | None = None, figure: str = "", index: int = 0) -> CellRow:
         """One cell's obs row (its ID and every column), for the canvas view's hover and pin.
 
@@ -1010,7 +1043,7 @@ class StackService:
     def annotate(
         self,
         column: str,
-        regions: Mapping[str, list[list[float]]],
+        regions: Mapping[str, list[list[float]] | Mapping[str, Any]],
         *,
         title: str,
         message: str | None = None,
@@ -1020,8 +1053,10 @@ class StackService:
         """Save regions drawn on the tissue as obs ``column`` of a new version on ``version`` (default: the top).
 
         ``regions`` maps each label to a polygon ``[[x, y], ...]`` in the coordinates canvas
-        ``figure`` draws its cells at (default: the version's first canvas figure); a cell takes
-        the label of the last region containing it. A new column is missing elsewhere; an
+        ``figure`` draws its cells at (default: the version's first canvas figure), to
+        ``{"embedding": key, "polygon": [...]}`` (a polygon on obsm ``key``, as ``embedding``
+        sends it) or to ``{"cells": [index, ...]}``; a cell takes the label of the last region
+        containing it. A new column is missing elsewhere; an
         existing one must be categorical and keeps its other values. One ``set-obs``, written
         by the same path as :func:`~sds_jupyter.stack.save.save_version` (so a read-only
         datasets folder sends it to the versions folder). The message defaults to what was
@@ -1043,8 +1078,8 @@ class StackService:
                 f"obs column {column[:80]!r} ties the table to its spatial elements; annotate into another column."
             )
         _, geometry = cached_geometry(view, spec)
-        codes = region_codes(geometry.x, geometry.y, checked)
-        labels = [label for label, _ in checked]
+        codes = region_codes(geometry.x, geometry.y, checked, embedding_positions(view))
+        labels = [region.label for region in checked]
         existing = view.obs_column(column) if column in view.obs_columns else None
         values = annotated_column(existing, codes, labels, column)
         plan = obs_column_plan(table, column, values, existed=existing is not None)

@@ -34,6 +34,7 @@ __all__ = [
     "DotRow",
     "ElementKind",
     "ElementSummary",
+    "EmbeddingData",
     "ErrorInfo",
     "FigureChange",
     "FigureSummary",
@@ -230,6 +231,25 @@ class CellsData(TypedDict):
     #: The cells' bounds; null when no cell has a position.
     bounds: Bounds | None
     shapes: CanvasShapes | None
+
+
+class EmbeddingData(TypedDict):
+    """The ``embedding`` request: the table's embeddings and, when one is asked for, its x and y follow
+    (float32, one value a cell in table order: the obsm entry's first two columns).
+
+    ``name`` names the stored entry the coordinates were read from: equal names, equal buffers.
+    """
+
+    #: The obsm entries of 2 or more columns, ``spatial`` aside.
+    keys: list[str]
+    #: The embedding whose coordinates follow; null when none was asked for (no buffers).
+    key: str | None
+    name: str | None
+    n_cells: int
+    #: How many columns the entry has (only the first two are sent).
+    columns: int
+    #: The finite coordinates' bounds; null when there are none (or no key).
+    bounds: Bounds | None
 
 
 class CellOutlinesData(TypedDict):

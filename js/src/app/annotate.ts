@@ -17,7 +17,12 @@ export type Tool = 'polygon' | 'rectangle' | 'lasso';
 export interface Region {
   label: string;
   polygon: Point[];
+  /** The embedding (obsm key) the polygon is drawn on; absent: the tissue. */
+  space?: string;
 }
+
+/** Where the cells are in each embedding drawn on: obsm key → x, y in table order. */
+export type Spaces = Record<string, { x: ArrayLike<number>; y: ArrayLike<number> }>;
 
 /** The rectangle with corners `a` and `b`, as a polygon. */
 export function rectangle(a: Point, b: Point): Point[] {
@@ -42,14 +47,24 @@ export function contains(polygon: Point[], x: number, y: number): boolean {
   return inside;
 }
 
-/** Per cell, the index of the last region containing it, else -1. */
-export function regionCodes(x: ArrayLike<number>, y: ArrayLike<number>, regions: Region[]): Int32Array {
+/**
+ * Per cell, the index of the last region containing it, else -1. `x`, `y`: where the tissue
+ * draws the cells; a region drawn on an embedding is tested on that embedding's positions
+ * (`spaces`), so a selection on either panel selects the same cells (a region on an
+ * embedding not given holds none).
+ */
+export function regionCodes(x: ArrayLike<number>, y: ArrayLike<number>, regions: Region[], spaces: Spaces = {}): Int32Array {
   const codes = new Int32Array(x.length).fill(-1);
   regions.forEach((region, index) => {
+    const where = region.space === undefined ? { x, y } : spaces[region.space];
+    if (!where) {
+      return;
+    }
     const [x0, y0, x1, y1] = box(region.polygon);
-    for (let i = 0; i < x.length; i++) {
-      const xi = x[i];
-      const yi = y[i];
+    const n = Math.min(codes.length, where.x.length);
+    for (let i = 0; i < n; i++) {
+      const xi = where.x[i];
+      const yi = where.y[i];
       if (xi >= x0 && xi <= x1 && yi >= y0 && yi <= y1 && contains(region.polygon, xi, yi)) {
         codes[i] = index;
       }
@@ -110,6 +125,16 @@ export class Drawing {
   tool: Tool = 'polygon';
   readonly regions: Region[] = [];
   draft: Point[] = [];
+  /** Where the outline in progress is drawn: an embedding's key, or undefined (the tissue). */
+  space: string | undefined = undefined;
+
+  /** Draw the next points on `space` (an outline in progress elsewhere is dropped). */
+  drawOn(space: string | undefined): void {
+    if (space !== this.space) {
+      this.draft = [];
+      this.space = space;
+    }
+  }
 
   /** Add a point to the outline in progress; a rectangle closes on its second corner. */
   add(point: Point): void {
@@ -157,16 +182,21 @@ export class Drawing {
 
   private finish(polygon: Point[], label?: string): void {
     const name = label?.trim() && !this.regions.some(r => r.label === label.trim()) ? label.trim() : nextLabel(this.regions);
-    this.regions.push({ label: name, polygon: polygon.map(p => [p[0], p[1]] as Point) });
+    const points = polygon.map(p => [p[0], p[1]] as Point);
+    this.regions.push(this.space === undefined ? { label: name, polygon: points } : { label: name, polygon: points, space: this.space });
     this.draft = [];
   }
 }
 
+/** A region as the `annotate` request takes it: a polygon on the tissue, or `{embedding, polygon}`. */
+export type RegionValue = number[][] | { embedding: string; polygon: number[][] };
+
 /** The `annotate` request's regions: label → polygon, in drawing order (the last drawn wins). */
-export function regionMapping(regions: Region[]): Record<string, number[][]> {
-  const out: Record<string, number[][]> = {};
+export function regionMapping(regions: Region[]): Record<string, RegionValue> {
+  const out: Record<string, RegionValue> = {};
   for (const region of regions) {
-    out[region.label] = region.polygon.map(p => [p[0], p[1]]);
+    const polygon = region.polygon.map(p => [p[0], p[1]]);
+    out[region.label] = region.space === undefined ? polygon : { embedding: region.space, polygon };
   }
   return out;
 }

@@ -10,7 +10,7 @@
  * is two corners; a lasso is a drag.
  */
 
-import { Drawing, cellList, regionCodes, regionCounts, saveAnnotation, selectedCells, type Point, type Tool } from './annotate';
+import { Drawing, cellList, regionCodes, regionCounts, saveAnnotation, selectedCells, type Point, type Spaces, type Tool } from './annotate';
 import { h } from './dom';
 import { TransportError, type Transport } from './transport';
 import type { AnnotateData } from './types';
@@ -22,6 +22,18 @@ const MAX_MARKED = 5000;
 const LISTED = 5;
 /** A lasso takes a point each time the pointer moved this far (CSS px). */
 const LASSO_STEP = 4;
+
+/** Where data points land on a drawing: CSS px from its element's top left, and back. */
+export type Projection = { toScreen(x: number, y: number): [number, number]; toData(sx: number, sy: number): Point };
+
+/**
+ * A drawing regions can be drawn on besides the tissue (an embedding beside it): its element,
+ * where it puts each cell (table order) and its projection (null before its first frame).
+ */
+export type Surface = { node: HTMLElement; x: ArrayLike<number>; y: ArrayLike<number>; projection(): Projection | null };
+
+/** The tissue's key among the surfaces (an obsm key is never empty). */
+const TISSUE = '';
 
 export type AnnotateHost = {
   transport: Transport;
@@ -48,14 +60,16 @@ export class AnnotatePanel {
   readonly drawing = new Drawing();
   /** Per cell, the region it falls in (-1 none), for the regions drawn so far. */
   codes: Int32Array;
-  private readonly overlay: SVGSVGElement;
+  /** The drawings regions are drawn on, by space (TISSUE, or an embedding's key), each with its overlay. */
+  private readonly surfaces = new Map<string, { surface: Surface; overlay: SVGSVGElement }>();
   private readonly regionList: HTMLElement;
   private readonly selection: HTMLElement;
   private readonly status: HTMLElement;
   private readonly toolButtons = new Map<Tool, HTMLButtonElement>();
   private readonly column: HTMLInputElement;
   private readonly title: HTMLInputElement;
-  private cursor: [number, number] | null = null;
+  /** The keyboard's crosshair on each surface (CSS px), once moved. */
+  private readonly cursors = new Map<string, [number, number]>();
   private dragging = false;
   private lastLasso: [number, number] | null = null;
   private downAt: [number, number] | null = null;
@@ -64,17 +78,7 @@ export class AnnotatePanel {
 
   constructor(private readonly host: AnnotateHost) {
     this.codes = new Int32Array(host.x.length).fill(-1);
-    this.overlay = document.createElementNS(SVG, 'svg');
-    this.overlay.setAttribute('class', 'sds-annotate-overlay');
-    this.overlay.setAttribute('tabindex', '0');
-    this.overlay.setAttribute('role', 'application');
-    this.overlay.setAttribute(
-      'aria-label',
-      'Drawing regions. Arrow keys move the crosshair, Space adds a point, Enter closes the outline, Backspace undoes, Escape drops it.'
-    );
-    this.overlay.style.display = 'none';
-    host.stageNode.append(this.overlay);
-    this.listen();
+    this.addSurface(TISSUE, { node: host.stageNode, x: host.x, y: host.y, projection: () => cameraProjection(host) });
 
     const tools = h('span', { class: 'sds-annotate-tools', role: 'group', 'aria-label': 'Selection tool' });
     for (const [tool, label] of [
@@ -127,14 +131,48 @@ export class AnnotatePanel {
     this.update();
   }
 
-  /** Show or hide the panel and its overlay. */
+  /**
+   * Let regions be drawn on `surface` too (an embedding beside the tissue, by its obsm key):
+   * its own overlay, the same tools; the cells a region there holds are marked on every surface.
+   */
+  addSurface(space: string, surface: Surface): void {
+    this.removeSurface(space);
+    const overlay = document.createElementNS(SVG, 'svg');
+    overlay.setAttribute('class', 'sds-annotate-overlay');
+    overlay.setAttribute('tabindex', '0');
+    overlay.setAttribute('role', 'application');
+    const where = space === TISSUE ? 'on the tissue' : `on the embedding ${space}`;
+    overlay.setAttribute(
+      'aria-label',
+      `Drawing regions ${where}. Arrow keys move the crosshair, Space adds a point, Enter closes the outline, Backspace undoes, Escape drops it.`
+    );
+    overlay.dataset.space = space;
+    overlay.style.display = this.active ? '' : 'none';
+    surface.node.append(overlay);
+    this.surfaces.set(space, { surface, overlay });
+    this.listen(overlay, space);
+    if (space !== TISSUE) {
+      this.spaces[space] = { x: surface.x, y: surface.y };
+      this.update();
+    }
+  }
+
+  /** Stop drawing on an embedding (its panel closed); regions drawn on it still count on its positions. */
+  removeSurface(space: string): void {
+    this.surfaces.get(space)?.overlay.remove();
+    this.surfaces.delete(space);
+  }
+
+  /** Show or hide the panel and its overlays. */
   toggle(on = !this.active): void {
     this.active = on;
     this.node.hidden = !on;
-    this.overlay.style.display = on ? '' : 'none';
+    for (const { overlay } of this.surfaces.values()) {
+      overlay.style.display = on ? '' : 'none';
+    }
     if (on) {
       this.redraw();
-      this.overlay.focus();
+      this.surfaces.get(TISSUE)?.overlay.focus();
     }
   }
 
@@ -147,9 +185,10 @@ export class AnnotatePanel {
     this.redraw();
   }
 
-  /** A point in data coordinates (tests and the keyboard go through here as the mouse does). */
-  add(point: Point): void {
+  /** A point in data coordinates of `space` (default the tissue); tests and the keyboard go through here as the mouse does. */
+  add(point: Point, space = TISSUE): void {
     const before = this.drawing.regions.length;
+    this.drawing.drawOn(space === TISSUE ? undefined : space);
     this.drawing.add(point);
     if (this.drawing.regions.length !== before) {
       this.update();
@@ -177,7 +216,7 @@ export class AnnotatePanel {
 
   /** Recount after the regions changed: codes, counts, the list, the selection. */
   update(): void {
-    this.codes = regionCodes(this.host.x, this.host.y, this.drawing.regions);
+    this.codes = regionCodes(this.host.x, this.host.y, this.drawing.regions, this.spaces);
     const counts = regionCounts(this.codes, this.drawing.regions.length);
     this.regionList.replaceChildren(
       ...this.drawing.regions.map((region, i) => {
@@ -254,25 +293,43 @@ export class AnnotatePanel {
     }
   }
 
-  /** Redraw the overlay at the current camera (outlines, draft, crosshair, selected cells). */
+  /** Where each embedding drawn on puts its cells (kept after its panel closes: regions there still count). */
+  private readonly spaces: Spaces = {};
+
+  /** Redraw every overlay at its drawing's camera (outlines, draft, crosshair, selected cells). */
   redraw(): void {
-    const camera = this.host.camera();
-    if (!this.active || !camera) {
+    if (!this.active) {
       return;
     }
-    const w = this.host.stageNode.clientWidth;
-    const hgt = this.host.stageNode.clientHeight;
-    const scale = Math.pow(2, camera.zoom);
-    const sx = (x: number) => (x - camera.target[0]) * scale + w / 2;
-    const sy = (y: number) => (y - camera.target[1]) * scale + hgt / 2;
+    for (const space of this.surfaces.keys()) {
+      this.redrawOn(space);
+    }
+  }
+
+  private redrawOn(space: string): void {
+    const entry = this.surfaces.get(space)!;
+    const { surface, overlay } = entry;
+    const view = surface.projection();
+    if (!view) {
+      return;
+    }
+    const at = (p: Point) => view.toScreen(p[0], p[1]);
     const path = (points: Point[], closed: boolean) =>
-      points.map((p, i) => `${i ? 'L' : 'M'}${sx(p[0]).toFixed(1)},${sy(p[1]).toFixed(1)}`).join('') + (closed ? 'Z' : '');
+      points
+        .map((p, i) => {
+          const [px, py] = at(p);
+          return `${i ? 'L' : 'M'}${px.toFixed(1)},${py.toFixed(1)}`;
+        })
+        .join('') + (closed ? 'Z' : '');
     const parts: SVGElement[] = [];
     const counts = regionCounts(this.codes, this.drawing.regions.length);
     this.drawing.regions.forEach((region, i) => {
+      if ((region.space ?? TISSUE) !== space) {
+        return;
+      }
       parts.push(svg('path', { d: path(region.polygon, true), class: 'sds-annotate-outline' }));
-      const [x0, y0] = region.polygon[0];
-      const label = svg('text', { x: sx(x0).toFixed(1), y: (sy(y0) - 4).toFixed(1), class: 'sds-annotate-label' });
+      const [lx, ly] = at(region.polygon[0]);
+      const label = svg('text', { x: lx.toFixed(1), y: (ly - 4).toFixed(1), class: 'sds-annotate-label' });
       label.textContent = `${region.label} (${counts[i].toLocaleString()})`; // text, never markup
       parts.push(label);
     });
@@ -280,23 +337,29 @@ export class AnnotatePanel {
     let marked = 0;
     for (let i = 0; i < this.codes.length && marked < MAX_MARKED; i++) {
       if (this.codes[i] >= 0) {
-        marks.push(`M${sx(this.host.x[i]).toFixed(1)},${sy(this.host.y[i]).toFixed(1)}h0`);
-        marked += 1;
+        const [px, py] = view.toScreen(surface.x[i], surface.y[i]);
+        if (Number.isFinite(px) && Number.isFinite(py)) {
+          marks.push(`M${px.toFixed(1)},${py.toFixed(1)}h0`);
+          marked += 1;
+        }
       }
     }
+    overlay.dataset.marked = String(marked);
     if (marks.length) {
       parts.push(svg('path', { d: marks.join(''), class: 'sds-annotate-selected-cells' }));
     }
-    if (this.drawing.draft.length) {
+    if (this.drawing.draft.length && (this.drawing.space ?? TISSUE) === space) {
       parts.push(svg('path', { d: path(this.drawing.draft, false), class: 'sds-annotate-draft' }));
     }
-    const c = this.cursor ?? [w / 2, hgt / 2];
+    const c = this.cursors.get(space) ?? [surface.node.clientWidth / 2, surface.node.clientHeight / 2];
     parts.push(svg('path', { d: `M${c[0] - 6},${c[1]}h12M${c[0]},${c[1] - 6}v12`, class: 'sds-annotate-cursor' }));
-    this.overlay.replaceChildren(...parts);
+    overlay.replaceChildren(...parts);
   }
 
   dispose(): void {
-    this.overlay.remove();
+    for (const space of [...this.surfaces.keys()]) {
+      this.removeSurface(space);
+    }
   }
 
   private button(label: string, title: string, run: () => void, cls: string): HTMLButtonElement {
@@ -305,67 +368,60 @@ export class AnnotatePanel {
     return b;
   }
 
-  /** The data point under (sx, sy) CSS px of the overlay. */
-  private dataAt(px: number, py: number): Point | null {
-    const camera = this.host.camera();
-    if (!camera) {
-      return null;
-    }
-    const scale = Math.pow(2, camera.zoom);
-    const w = this.host.stageNode.clientWidth;
-    const hgt = this.host.stageNode.clientHeight;
-    return [camera.target[0] + (px - w / 2) / scale, camera.target[1] + (py - hgt / 2) / scale];
+  /** The data point under (px, py) CSS px of `space`'s overlay. */
+  private dataAt(space: string, px: number, py: number): Point | null {
+    const view = this.surfaces.get(space)?.surface.projection();
+    return view ? view.toData(px, py) : null;
   }
 
-  private local(ev: MouseEvent): [number, number] {
-    const r = this.overlay.getBoundingClientRect();
+  private local(overlay: SVGSVGElement, ev: MouseEvent): [number, number] {
+    const r = overlay.getBoundingClientRect();
     return [ev.clientX - r.left, ev.clientY - r.top];
   }
 
-  private listen(): void {
-    const o = this.overlay;
+  private listen(o: SVGSVGElement, space: string): void {
+    const addAt = (at: [number, number]) => {
+      const p = this.dataAt(space, ...at);
+      if (p) this.add(p, space);
+    };
     o.addEventListener('pointerdown', ev => {
-      const at = this.local(ev);
+      const at = this.local(o, ev);
       const tool = this.drawing.tool;
+      this.drawing.drawOn(space === TISSUE ? undefined : space);
       if (tool === 'lasso') {
         this.dragging = true;
         this.drawing.draft = [];
         this.lastLasso = at;
-        const p = this.dataAt(...at);
-        if (p) this.add(p);
+        addAt(at);
       } else if (tool === 'rectangle') {
         this.dragging = true;
         this.downAt = at;
-        const p = this.dataAt(...at);
-        if (p) this.add(p);
+        addAt(at);
       }
     });
     o.addEventListener('pointermove', ev => {
       if (!this.dragging || this.drawing.tool !== 'lasso' || !this.lastLasso) return;
-      const at = this.local(ev);
+      const at = this.local(o, ev);
       if (Math.hypot(at[0] - this.lastLasso[0], at[1] - this.lastLasso[1]) >= LASSO_STEP) {
         this.lastLasso = at;
-        const p = this.dataAt(...at);
-        if (p) this.add(p);
+        addAt(at);
       }
     });
     o.addEventListener('pointerup', ev => {
       if (!this.dragging) return;
       this.dragging = false;
-      const at = this.local(ev);
+      const at = this.local(o, ev);
       if (this.drawing.tool === 'rectangle') {
         // a drag is a rectangle; a click leaves its corner for the next click to complete
         const moved = this.downAt && Math.hypot(at[0] - this.downAt[0], at[1] - this.downAt[1]) >= 3;
-        const p = this.dataAt(...at);
-        if (p && moved && this.drawing.draft.length === 1) this.add(p);
+        if (moved && this.drawing.draft.length === 1) addAt(at);
       } else if (this.drawing.tool === 'lasso') {
         this.close();
       }
     });
     o.addEventListener('click', ev => {
       if (this.drawing.tool === 'polygon') {
-        const p = this.dataAt(...this.local(ev));
-        if (p) this.add(p);
+        addAt(this.local(o, ev));
       }
     });
     o.addEventListener('dblclick', ev => {
@@ -375,14 +431,18 @@ export class AnnotatePanel {
         this.close();
       }
     });
-    o.addEventListener('keydown', ev => this.key(ev));
+    o.addEventListener('keydown', ev => this.key(ev, space));
   }
 
-  private key(ev: KeyboardEvent): void {
-    const w = this.host.stageNode.clientWidth;
-    const hgt = this.host.stageNode.clientHeight;
+  private key(ev: KeyboardEvent, space: string): void {
+    const node = this.surfaces.get(space)?.surface.node;
+    if (!node) {
+      return;
+    }
+    const w = node.clientWidth;
+    const hgt = node.clientHeight;
     const step = ev.shiftKey ? 50 : 10;
-    const c = this.cursor ?? [w / 2, hgt / 2];
+    const c = this.cursors.get(space) ?? [w / 2, hgt / 2];
     const moves: Record<string, [number, number]> = {
       ArrowLeft: [-step, 0],
       ArrowRight: [step, 0],
@@ -391,11 +451,11 @@ export class AnnotatePanel {
     };
     if (ev.key in moves) {
       const [dx, dy] = moves[ev.key];
-      this.cursor = [Math.min(w, Math.max(0, c[0] + dx)), Math.min(hgt, Math.max(0, c[1] + dy))];
+      this.cursors.set(space, [Math.min(w, Math.max(0, c[0] + dx)), Math.min(hgt, Math.max(0, c[1] + dy))]);
       this.redraw();
     } else if (ev.key === ' ') {
-      const p = this.dataAt(c[0], c[1]);
-      if (p) this.add(p);
+      const p = this.dataAt(space, c[0], c[1]);
+      if (p) this.add(p, space);
     } else if (ev.key === 'Enter') {
       this.close();
     } else if (ev.key === 'Backspace' || (ev.key === 'z' && (ev.ctrlKey || ev.metaKey))) {
@@ -409,6 +469,21 @@ export class AnnotatePanel {
     ev.preventDefault();
     ev.stopPropagation();
   }
+}
+
+/** The tissue stage's projection: its camera's target at the centre, 2^zoom CSS px a unit. */
+function cameraProjection(host: AnnotateHost): Projection | null {
+  const camera = host.camera();
+  if (!camera) {
+    return null;
+  }
+  const scale = Math.pow(2, camera.zoom);
+  const w = host.stageNode.clientWidth;
+  const hgt = host.stageNode.clientHeight;
+  return {
+    toScreen: (x, y) => [(x - camera.target[0]) * scale + w / 2, (y - camera.target[1]) * scale + hgt / 2],
+    toData: (px, py) => [camera.target[0] + (px - w / 2) / scale, camera.target[1] + (py - hgt / 2) / scale]
+  };
 }
 
 function svg(tag: string, attrs: Record<string, string>): SVGElement {

@@ -227,6 +227,15 @@ export type CellsData = {
   shapes: CanvasShapes | null;
 };
 
+export type EmbeddingData = {
+  keys: string[];
+  key: string | null;
+  name: string | null;
+  n_cells: number;
+  columns: number;
+  bounds: Bounds | null;
+};
+
 export type CellOutlinesData = {
   key: string;
   column: number;
@@ -543,6 +552,7 @@ export interface ReplyTypes {
   canvas: CanvasPayload;
   cells: CellsData;
   cell_outlines: CellOutlinesData;
+  embedding: EmbeddingData;
   results: ResultsData;
   result_page: ResultPage;
   result_csv: ResultCsv;
@@ -570,6 +580,7 @@ export interface ParamTypes {
   canvas: { version?: number | string | null; figure?: string };
   cells: { version?: number | string | null; figure?: string; key?: string };
   cell_outlines: { version?: number | string | null; figure?: string; key?: string; column?: number; row?: number };
+  embedding: { version?: number | string | null; figure?: string; key?: string };
   results: { version?: number | string | null };
   result_page: { version?: number | string | null; result?: string; table?: string; offset?: number; limit?: number; sort?: string | null; descending?: boolean; filter?: string | null };
   result_csv: { version?: number | string | null; result?: string; table?: string; sort?: string | null; descending?: boolean; filter?: string | null };
@@ -586,11 +597,11 @@ export interface ParamTypes {
   image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
   image_tile: { version?: number | string | null; figure?: string; level?: number; x?: number; y?: number; ranges?: string };
   export: { version?: number | string | null; figure?: string; format?: string; dpi?: number; view?: string | null; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null; hidden?: string; channels?: string; limits?: string };
-  annotate: { column: string; regions: Record<string, number[][]>; title: string; message?: string | null; figure?: string; version?: number | string | null };
+  annotate: { column: string; regions: Record<string, number[][] | Record<string, unknown>>; title: string; message?: string | null; figure?: string; version?: number | string | null };
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export', 'annotate'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'embedding', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export', 'annotate'] as const;
 
 /** The requests that write a new version: posted (REST), never fetched with a GET. */
 export const GENERATED_WRITE_REQUESTS = ['annotate'] as const;

@@ -13,6 +13,8 @@ import { GeneBox } from './genebox';
 import { additiveColoring, channelLegend, geneValues, type Additive } from './genechannels';
 import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits } from './colorlimits';
 import { CanvasPlot, legend } from './figures';
+import { embeddingKeys, loadEmbedding } from './embedding';
+import { EmbeddingView } from './embeddingview';
 import { composite, limitsInSteps, type ChannelState } from './channels';
 import { figureChannels, outlineTilesOf } from './cellstore';
 import { colorValues, typed, type CanvasData } from './raster';
@@ -83,6 +85,11 @@ export class SpatialFigure {
   onAnnotated: ((saved: AnnotateData) => Promise<void> | void) | null = null;
   /** Told the cells inside the drawn regions whenever they change. */
   onSelection: ((selection: CellSelection) => void) | null = null;
+  /** The embedding shown beside the tissue (WebGL view only), or null. */
+  embedding: EmbeddingView | null = null;
+  private embeddingToken = 0;
+  /** The mark on the tissue of the cell hovered on the embedding. */
+  private readonly linkMark: HTMLElement;
 
   constructor(
     private readonly transport: Transport,
@@ -102,6 +109,7 @@ export class SpatialFigure {
     this.channelSlot = h('div', { class: 'sds-channel-slot' });
     this.scaleBar = h('div', { class: 'sds-scalebar', hidden: '' }, h('div', { class: 'sds-scalebar-bar' }), h('div', { class: 'sds-scalebar-label' }));
     this.main = h('div', { class: 'sds-spatial-main' });
+    this.linkMark = h('div', { class: 'sds-link-mark', hidden: '' });
     if (useWebGL) {
       this.stage = new SpatialStage(payload, data, {
         onView: (_vs, region) => this.viewChanged(region),
@@ -114,7 +122,7 @@ export class SpatialFigure {
       this.plot = this.makePlot();
     }
     const drawing = this.stage ? this.stage.node : this.plot!.node;
-    const wrap = h('div', { class: 'sds-spatial-drawing' }, drawing, this.tooltip, this.scaleBar);
+    const wrap = h('div', { class: 'sds-spatial-drawing' }, drawing, this.tooltip, this.scaleBar, this.linkMark);
     this.main.append(wrap, h('div', { class: 'sds-side' }, this.legendSlot, this.channelSlot));
     if (this.stage) {
       const stage = this.stage;
@@ -148,8 +156,95 @@ export class SpatialFigure {
       this.pin
     );
     this.renderLegend();
+    if (this.stage) {
+      void this.offerEmbeddings();
+    }
     // the view's small API, reachable from its element (tests, other views)
     (this.node as HTMLElement & { sdsSpatial?: SpatialFigure }).sdsSpatial = this;
+  }
+
+  /** Offer the table's embeddings in the toolbar (nothing when it has none, or on an older server). */
+  private async offerEmbeddings(): Promise<void> {
+    let keys: string[];
+    try {
+      keys = await embeddingKeys(this.transport, this.version, this.figureId);
+    } catch {
+      return;
+    }
+    const bar = this.node.querySelector('.sds-spatial-bar');
+    if (!keys.length || !bar) {
+      return;
+    }
+    const select = h(
+      'select',
+      { class: 'sds-select sds-embedding-pick', 'aria-label': 'Show an embedding beside the tissue', title: 'Embedding beside the tissue' },
+      h('option', { value: '' }, 'no embedding'),
+      keys.map(k => h('option', { value: k }, k))
+    ) as HTMLSelectElement;
+    select.addEventListener('change', () => {
+      this.showEmbedding(select.value || null).catch(() => undefined);
+    });
+    bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Embedding' }, select));
+    this.node.dataset.embeddings = keys.join(',');
+  }
+
+  /**
+   * Show obsm `key` beside the tissue (null: hide it): the same colours and legend, hover linked
+   * both ways, and the Annotate tools draw on it too (a selection on either shows on both).
+   */
+  async showEmbedding(key: string | null): Promise<void> {
+    const token = ++this.embeddingToken;
+    const select = this.node.querySelector<HTMLSelectElement>('.sds-embedding-pick');
+    if (select) {
+      select.value = key ?? '';
+    }
+    if (this.embedding) {
+      this.annotation?.removeSurface(this.embedding.coords.key);
+      this.embedding.dispose();
+      this.embedding = null;
+      delete this.node.dataset.embedding;
+    }
+    if (!key) {
+      return;
+    }
+    this.colorStatus.textContent = `Loading ${key}…`;
+    let coords;
+    try {
+      coords = await loadEmbedding(this.transport, this.version, this.figureId, key);
+    } catch (err) {
+      if (token === this.embeddingToken) {
+        this.colorStatus.textContent = TransportError.from(err).message;
+      }
+      throw err;
+    }
+    if (token !== this.embeddingToken) {
+      return;
+    }
+    this.colorStatus.textContent = '';
+    const view = new EmbeddingView(
+      coords,
+      () => ({ color: this.colorSpec(), value: this.value, none: this.noneColor() }),
+      index => this.hoverFromEmbedding(index)
+    );
+    this.embedding = view;
+    this.main.querySelector('.sds-spatial-drawing')!.after(view.node);
+    this.annotation?.addSurface(key, view.surface(() => this.annotation?.redraw()));
+    view.draw();
+    this.node.dataset.embedding = key;
+  }
+
+  /** A cell hovered on the embedding: its tooltip and a mark on the tissue. */
+  private hoverFromEmbedding(index: number): void {
+    this.hover(index);
+    const at = index >= 0 ? this.screenOf(index) : null;
+    this.linkMark.hidden = !at;
+    if (at) {
+      this.linkMark.style.left = `${Math.round(at[0])}px`;
+      this.linkMark.style.top = `${Math.round(at[1])}px`;
+      this.node.dataset.linked = String(index);
+    } else {
+      delete this.node.dataset.linked;
+    }
   }
 
   /**
@@ -484,6 +579,7 @@ export class SpatialFigure {
   }
 
   dispose(): void {
+    this.embedding?.dispose();
     this.annotation?.dispose();
     this.stage?.dispose();
     for (const u of this.undo.splice(0)) {
@@ -602,6 +698,7 @@ export class SpatialFigure {
   }
 
   private redrawColors(): void {
+    this.embedding?.draw();
     if (this.stage) {
       this.stage.setColors(this.colorSpec(), this.value, this.noneColor());
     } else if (this.plot) {
@@ -850,6 +947,7 @@ export class SpatialFigure {
 
   private hover(index: number): void {
     this.hoverIndex = index;
+    this.embedding?.highlight(index);
     if (index < 0) {
       this.tooltip.hidden = true;
       return;
