@@ -1956,6 +1956,103 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await page.close();
   });
 
+  it('issue 29: the Versions sidebar lists the folder by title, by base, newest first; search; Enter and double-click open', async () => {
+    const SIDEBAR = '#sds-versions-sidebar';
+    const tab = page => page.locator('.jp-SideBar .lm-TabBar-tab[data-id="sds-versions-sidebar"]');
+    const rows = page => page.locator(`${SIDEBAR} .sds-tree-row`);
+    const status = page => page.locator(`${SIDEBAR} .sds-sidebar-status`);
+    const showSidebar = async page => {
+      await tab(page).click();
+      await page.waitForFunction(s => document.querySelectorAll(`${s} .sds-tree-row`).length >= 5, SIDEBAR, { timeout: 60000 });
+      await page.waitForTimeout(300);
+    };
+    const page = await newPage();
+    await openListing(page);
+    await showSidebar(page);
+    try {
+      assert.equal(await page.locator(`${SIDEBAR} .sds-sidebar-where`).innerText(), 'in datasets');
+      // by title, never a bare ID: every demo version has one
+      const titles = await rows(page).locator('.sds-tree-title').allInnerTexts();
+      for (const t of titles) assert.doesNotMatch(t, /^[0-9a-f]{8}-[0-9a-f-]{27}$/, `a bare ID: ${titles.join(', ')}`);
+      assert.ok(titles.includes('Coarser clusters'), titles.join(', '));
+      // one base in the demo: one group, newest first, the top of each line marked (the top and the branch)
+      assert.equal(await page.locator(`${SIDEBAR} .sds-sidebar-group`).count(), 1);
+      const times = await rows(page).locator('time').evaluateAll(ts => ts.map(t => t.getAttribute('datetime')));
+      assert.equal(times[0], [...times].sort().pop(), `newest first: ${times.join(', ')}`);
+      const tops = await page.locator(`${SIDEBAR} .sds-tree-row.sds-tree-top .sds-tree-title`).allInnerTexts();
+      const history = await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(top)}`)).json();
+      assert.deepEqual(new Set(tops), new Set([history.versions[0].title, 'Coarser clusters']));
+      assert.deepEqual(await axeViolations(page, SIDEBAR), [], 'the sidebar, light');
+      await shot(page, 'sidebar-versions-light');
+      // search: a column (the branch's too), an op only one version did; then nothing
+      const box = page.locator(`${SIDEBAR} .sds-sidebar-search`);
+      await box.fill('column:clusters');
+      await page.waitForFunction(s => document.querySelectorAll(`${s} .sds-tree-row`).length === 2, SIDEBAR);
+      assert.deepEqual(new Set(await rows(page).locator('.sds-tree-title').allInnerTexts()), new Set(['Coarser clusters', 'Leiden clusters']));
+      await box.fill('op:delete-obs');
+      await page.waitForFunction(s => document.querySelectorAll(`${s} .sds-tree-row`).length === 1, SIDEBAR);
+      assert.equal(await rows(page).first().locator('.sds-tree-title').innerText(), 'Redrawn regions');
+      await box.fill('nothing-like-this');
+      await page.waitForFunction(s => document.querySelectorAll(`${s} .sds-tree-row`).length === 0, SIDEBAR);
+      assert.equal(await status(page).innerText(), 'No matches for “nothing-like-this”');
+      await shot(page, 'sidebar-versions-no-matches');
+      await box.fill('');
+      await page.waitForFunction(s => document.querySelectorAll(`${s} .sds-tree-row`).length >= 5, SIDEBAR);
+      // a single click only moves to a row; Enter opens it in its panel, by its title
+      await rows(page).nth(1).click();
+      await page.waitForTimeout(500);
+      assert.equal(await page.locator('.sds-panel').count(), 0, 'a click opens nothing');
+      const second = await rows(page).nth(1).locator('.sds-tree-title').innerText();
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('.sds-panel .sds-history-row', { timeout: 30000 });
+      await page.waitForFunction(t => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes(t), second, { timeout: 30000 });
+      // a double-click opens the branch in a tab of its own
+      await rows(page).filter({ hasText: 'Coarser clusters' }).dblclick();
+      await page.waitForFunction(() => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes('Coarser clusters'), null, { timeout: 30000 });
+      assert.equal(await page.locator('.lm-DockPanel .lm-TabBar-tab', { hasText: second }).count(), 1);
+      // 420 px wide: the handle between the sidebar and the main area dragged; nothing scrolls sideways
+      const handle = page.locator('#jp-main-split-panel > .lm-SplitPanel-handle').first();
+      const from = await handle.boundingBox();
+      const left = (await page.locator(SIDEBAR).boundingBox()).x;
+      await page.mouse.move(from.x + from.width / 2, from.y + 200);
+      await page.mouse.down();
+      await page.mouse.move(left + 420, from.y + 200, { steps: 8 });
+      await page.mouse.up();
+      await page.waitForTimeout(500);
+      const width = (await page.locator(SIDEBAR).boundingBox()).width;
+      assert.ok(Math.abs(width - 420) < 30, `sidebar ${width} px wide`);
+      const overflow = await page.evaluate(s =>
+        [document.querySelector(s), ...document.querySelectorAll(`${s} .sds-sidebar, ${s} .sds-tree`)]
+          .filter(el => el.scrollWidth > el.clientWidth + 1)
+          .map(el => `${el.className} ${el.scrollWidth}>${el.clientWidth}`), SIDEBAR);
+      assert.deepEqual(overflow, [], 'nothing scrolls sideways at 420 px');
+      await shot(page, 'sidebar-versions-420');
+      // it follows the file browser: the server root holds no versions
+      await page.locator('.jp-SideBar .lm-TabBar-tab[data-id="filebrowser"]').click();
+      await page.locator('.jp-BreadCrumbs-home').click();
+      await page.waitForFunction(() => document.querySelector('.jp-BreadCrumbs')?.textContent?.replace(/\s+/g, '') === '/');
+      await tab(page).click();
+      await page.waitForFunction(s => document.querySelector(`${s} .sds-sidebar-status`)?.textContent === 'No versions in this folder.', SIDEBAR, { timeout: 30000 });
+      assert.equal(await page.locator(`${SIDEBAR} .sds-sidebar-where`).innerText(), 'in the server root');
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
+    }
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+    try {
+      const dark = await newPage();
+      await openListing(dark);
+      await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+      await showSidebar(dark);
+      assert.deepEqual(await axeViolations(dark, SIDEBAR), [], 'the sidebar, dark');
+      await shot(dark, 'sidebar-versions-dark');
+      assert.deepEqual(dark.errors, []);
+      await dark.close();
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
+  });
+
   it('the history and tree pass axe in the light and dark themes, and read in a narrow panel', async () => {
     const open = async page => {
       await openListing(page);

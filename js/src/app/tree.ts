@@ -176,6 +176,15 @@ export type TreeViewOptions = {
   /** A node off the opened chain was chosen: open its version. */
   open(node: TreeNode): void;
   now?: () => number;
+  /**
+   * Open on a double-click (or Enter) only, a click just moves to the row: a list to browse
+   * (the Versions sidebar), where a click that opened a tab would be too eager.
+   */
+  openOnDoubleClick?: boolean;
+  /** Mark the top of each line (a version nothing was saved on yet): the sidebar has no opened version. */
+  markTops?: boolean;
+  /** The listbox's name. */
+  label?: string;
 };
 
 /** The graph: a virtual listbox of nodes, the opened chain highlighted. */
@@ -193,6 +202,7 @@ export class TreeView {
   private query = '';
   private summaries = new Map<string, VersionSummary>();
   private selected: string | null = null;
+  private tops = new Set<string>();
   private readonly now: () => number;
   private readonly tick: ReturnType<typeof setInterval>;
 
@@ -202,7 +212,7 @@ export class TreeView {
       class: 'sds-tree',
       role: 'listbox',
       tabindex: 0,
-      'aria-label': 'Versions on this base, as a tree'
+      'aria-label': opts.label ?? 'Versions on this base, as a tree'
     });
     this.list = new VirtualList(this.node, {
       rowHeight: TREE_ROW_HEIGHT,
@@ -210,6 +220,7 @@ export class TreeView {
       fallbackHeight: 200
     });
     this.node.addEventListener('click', this.onClick);
+    this.node.addEventListener('dblclick', this.onDoubleClick);
     this.node.addEventListener('keydown', this.onKey);
     // relative times age: redrawn on the history's tick, from the same clock, so both agree
     this.tick = setInterval(() => this.list.refresh(), RELATIVE_TIME_TICK);
@@ -219,6 +230,7 @@ export class TreeView {
     clearInterval(this.tick);
     this.list.dispose();
     this.node.removeEventListener('click', this.onClick);
+    this.node.removeEventListener('dblclick', this.onDoubleClick);
     this.node.removeEventListener('keydown', this.onKey);
   }
 
@@ -229,6 +241,7 @@ export class TreeView {
     this.summaries = new Map((history.versions ?? []).map(v => [v.dataset_id, v]));
     this.chain = new Map((history.versions ?? []).map(v => [v.dataset_id, v.depth]));
     this.newer = descendants(tree.nodes, tree.current);
+    this.tops = this.opts.markTops ? tops(tree.nodes) : new Set();
     this.all = layoutGraph(topoOrder(tree.nodes), new Set(this.chain.keys()));
     this.lanes = Math.max(1, ...this.all.map(r => Math.max(r.lane + 1, r.above.length, r.below.length)));
     this.apply();
@@ -267,8 +280,10 @@ export class TreeView {
     const isNewer = this.newer.has(node.dataset_id);
     const label = node.title || node.dataset_id;
     const isSelected = node.dataset_id === this.selected;
+    const isTop = this.tops.has(node.dataset_id);
     const states = [
       isSelected ? 'selected' : '',
+      isTop ? 'top of its line' : '',
       isCurrent ? 'opened' : onChain ? 'in the opened history' : '',
       isNewer ? 'newer than the opened version' : '',
       this.fresh.has(node.dataset_id) ? 'new' : '',
@@ -289,6 +304,9 @@ export class TreeView {
       h('span', { class: 'sds-tree-title' }, label),
       isSelected ? h('span', { class: 'sds-tree-tag sds-tree-tag-selected' }, 'selected') : null,
       isCurrent ? h('span', { class: 'sds-tree-tag sds-tree-tag-current' }, 'opened') : null,
+      isTop
+        ? h('span', { class: 'sds-tree-tag sds-tree-tag-top', title: 'the newest version of its line: nothing saved on it yet' }, 'top')
+        : null,
       isNewer ? h('span', { class: 'sds-tree-tag sds-tree-tag-newer' }, 'newer') : null,
       this.fresh.has(node.dataset_id) ? h('span', { class: 'sds-tree-tag sds-tree-tag-new' }, 'new') : null,
       node.not_in_cirro
@@ -302,6 +320,7 @@ export class TreeView {
     row.classList.toggle('sds-tree-current', isCurrent);
     row.classList.toggle('sds-tree-selected', isSelected);
     row.classList.toggle('sds-tree-newer', isNewer);
+    row.classList.toggle('sds-tree-top', isTop);
     row.classList.toggle('sds-active', i === this.active);
     return row;
   }
@@ -401,6 +420,16 @@ export class TreeView {
     const el = (event.target as Element).closest<HTMLElement>('.sds-tree-row');
     if (el && this.node.contains(el)) {
       this.setActive(Number(el.dataset.index));
+      if (!this.opts.openOnDoubleClick) {
+        this.activate(this.active);
+      }
+    }
+  };
+
+  private onDoubleClick = (event: MouseEvent): void => {
+    const el = (event.target as Element).closest<HTMLElement>('.sds-tree-row');
+    if (this.opts.openOnDoubleClick && el && this.node.contains(el)) {
+      this.setActive(Number(el.dataset.index));
       this.activate(this.active);
     }
   };
@@ -421,6 +450,12 @@ export class TreeView {
     event.preventDefault();
     event.stopPropagation();
   };
+}
+
+/** Dataset IDs of the tops: the versions no other version of `nodes` was saved on. */
+export function tops(nodes: TreeNode[]): Set<string> {
+  const parents = new Set(nodes.map(n => n.parent));
+  return new Set(nodes.filter(n => !parents.has(n.dataset_id)).map(n => n.dataset_id));
 }
 
 /** Dataset IDs of the versions built, directly or not, on `id`. */

@@ -15,11 +15,12 @@ import { ICommandPalette, InputDialog, MainAreaWidget, WidgetTracker } from '@ju
 import { PageConfig } from '@jupyterlab/coreutils';
 import { IDefaultFileBrowser, type FileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
-import { folderIcon } from '@jupyterlab/ui-components';
+import { folderIcon, historyIcon } from '@jupyterlab/ui-components';
 import { TabPanel, type Widget } from '@lumino/widgets';
 import { createVersionPanel, type VersionContent } from './panel';
 import { CommandIDs, PLUGIN_ID } from './tokens';
-import { createNotebook, listVersions } from './transport';
+import { createNotebook, listVersions, RestTransport } from './transport';
+import { VersionsSidebar } from './sidebar';
 import { installDecorator } from './decorate';
 import { installOpenHandler, settingsState as current } from './handler';
 import { VersionDetector } from './versions';
@@ -30,6 +31,7 @@ export { VersionDetector } from './versions';
 export { installOpenHandler } from './handler';
 
 const FILE_BROWSER_PLUGIN_ID = 'sds-jupyter:file-browser';
+const SIDEBAR_PLUGIN_ID = 'sds-jupyter:versions-sidebar';
 
 /**
  * Jupyter Notebook 7 names the page it serves. Only its tree page has a file browser
@@ -273,4 +275,42 @@ const fileBrowserPlugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default [plugin, fileBrowserPlugin];
+const sidebarPlugin: JupyterFrontEndPlugin<void> = {
+  id: SIDEBAR_PLUGIN_ID,
+  description: 'A Versions sidebar: the versions of the file browser’s folder, by base, newest first.',
+  // JupyterLab only: Notebook 7's tree page has no left area beside its file browser
+  autoStart: !NOTEBOOK_PAGE,
+  requires: [IDefaultFileBrowser],
+  optional: [ILayoutRestorer],
+  activate: (app: JupyterFrontEnd, browser: FileBrowser, restorer: ILayoutRestorer | null) => {
+    const contents = app.serviceManager.contents;
+    const sidebar = new VersionsSidebar(
+      {
+        list: dir => listVersions(dir),
+        tree: async version => (await new RestTransport(version).request('tree', {})).data
+      },
+      // the file browser's double-click opens a version with this same command
+      { open: folder => void app.commands.execute(CommandIDs.openVersion, { path: folder }) }
+    );
+    sidebar.title.icon = historyIcon;
+    app.shell.add(sidebar, 'left', { rank: 150 });
+    restorer?.add(sidebar, SIDEBAR_PLUGIN_ID);
+    const here = () => contents.localPath(browser.model.path);
+    browser.model.pathChanged.connect(() => sidebar.follow(here()));
+    // a refresh that changed the listing (a version saved, a folder removed) reads it again; the
+    // browser's periodic refresh of an unchanged listing redraws nothing (the focus stays put)
+    const stamp = () => [...browser.model.items()].map(i => `${i.name}\u0000${i.last_modified}`).join('\n');
+    let last = '';
+    let lastDir = here();
+    browser.model.refreshed.connect(() => {
+      const now = stamp();
+      // a move to another folder is read on pathChanged already
+      sidebar.follow(here(), now !== last && here() === lastDir);
+      last = now;
+      lastDir = here();
+    });
+    sidebar.follow(here());
+  }
+};
+
+export default [plugin, fileBrowserPlugin, sidebarPlugin];
