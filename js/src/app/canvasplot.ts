@@ -114,7 +114,7 @@ export class CanvasPlot {
     this.canvas.height = view.height;
     this.canvas.style.width = `${width}px`;
     this.canvas.style.aspectRatio = `${width} / ${height}`;
-    let ctx: CanvasRenderingContext2D | null = null;
+    let ctx: CanvasRenderingContext2D | null;
     try {
       ctx = this.canvas.getContext('2d');
     } catch {
