@@ -35,18 +35,25 @@ test: test-python
 test-python: setup
 	$(PY) -m pytest
 
+# The front end's packages (npm ci), again whenever package-lock.json changes.
+JS_DEPS := js/node_modules/.package-lock.json
+$(JS_DEPS): js/package-lock.json
+	cd js && npm ci
+
 # The front end: unit tests (vitest), then the JupyterLab flows in the system Chromium.
-test-js: setup
-	cd js && { test -d node_modules || npm ci; } && npm test
+test-js: setup $(JS_DEPS)
+	cd js && npm test
 	cd js && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" SDS_PYTHON="$(CURDIR)/$(PY)" npm run test:ui
 
 # Habits: ruff (lint), mypy (the stack library strictly, the rest as configured),
 # import-linter (layers, no cycles, no Jupyter below the service). Config in pyproject.toml.
-lint: setup
+# The front end: ESLint (js/eslint.config.mjs) and no import cycles (madge), `npm run lint`.
+lint: setup $(JS_DEPS)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy sds_jupyter
 	$(VENV)/bin/lint-imports --no-cache
+	cd js && npm run lint
 
 # The protocol's payload types, generated from sds_jupyter/service/types.py:
 # docs/payloads.schema.json and js/src/app/payloads.gen.ts (re-run after changing types.py).

@@ -25,16 +25,18 @@ def test_jupyter_names_load_on_first_use() -> None:
     """The lazy names resolve through the package's ``__getattr__``, and only when asked for."""
     code = (
         "import sys, sds_jupyter\n"
-        "before = 'sds_jupyter.widget' in sys.modules\n"
+        "before = 'sds_jupyter.widget' in sys.modules or 'VersionBrowser' in vars(sds_jupyter)\n"
+        "lazy = sds_jupyter.VersionBrowser\n"
+        "loaded = 'sds_jupyter.widget' in sys.modules\n"
         "from sds_jupyter.widget import VersionBrowser as direct\n"
-        "print(before, sds_jupyter.VersionBrowser is direct, callable(sds_jupyter.export_figure))\n"
+        "print(before, loaded, lazy is direct, callable(sds_jupyter.export_figure))\n"
         "try:\n"
         "    sds_jupyter.no_such_name\n"
         "except AttributeError as error:\n"
         "    print('no_such_name' in str(error))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.split() == ["False", "True", "True", "True"]
+    assert result.stdout.split() == ["False", "True", "True", "True", "True"]
     import sds_jupyter
 
     assert set(sds_jupyter._LAZY) <= set(sds_jupyter.__all__)

@@ -1346,7 +1346,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         await page.waitForFunction(() => document.querySelector('.sds-sidebyside')?.dataset.drawn === 'leiden', null, { timeout: 60000 });
       } catch (error) {
         await shot(page, 'FAILED-issue28-sides');
-        throw new Error(`${error.message}\nthe side-by-side says: ${await page.locator('.sds-sidebyside').innerText()}\npage errors: ${page.errors?.join('\n')}`);
+        throw new Error(`${error.message}\nthe side-by-side says: ${await page.locator('.sds-sidebyside').innerText()}\npage errors: ${page.errors?.join('\n')}`, { cause: error });
       }
       await page.locator('.sds-sidebyside').scrollIntoViewIfNeeded();
       await page.waitForTimeout(500);
@@ -2292,7 +2292,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.waitForFunction(() => document.querySelectorAll('.sds-annotate-region').length === 2, null, { timeout: 30000 });
     } catch (error) {
       await shot(page, 'FAILED-annotate-regions');
-      throw new Error(`${error.message}\nregions: ${await figure.locator('.sds-annotate-region').count()}; the panel says: ${await figure.locator('.sds-annotate-panel, .sds-annotate').first().innerText().catch(() => '?')}`);
+      throw new Error(`${error.message}\nregions: ${await figure.locator('.sds-annotate-region').count()}; the panel says: ${await figure.locator('.sds-annotate-panel, .sds-annotate').first().innerText().catch(() => '?')}`, { cause: error });
     }
     const shown = await figure.locator('.sds-annotate-count').allInnerTexts();
     const counts = shown.map(t => Number(t.replace(/\D/g, '')));

@@ -419,6 +419,23 @@ def _path_from_body(body: bytes) -> str:
     return relative
 
 
+class UnknownRequestHandler(StackAPIHandler):
+    """``api/<name>`` for a name no route serves: a JSON 404 that names it, not Jupyter's HTML page."""
+
+    def _unknown(self, name: str) -> None:
+        self.fail(web.HTTPError(404, "There is no request %r here (an old or misspelt name?)", name))
+
+    @web.authenticated
+    @authorized
+    def get(self, name: str) -> None:
+        self._unknown(name)
+
+    @web.authenticated
+    @authorized
+    def post(self, name: str) -> None:
+        self._unknown(name)
+
+
 def setup_handlers(web_app: Any, services: ServiceCache) -> None:
     """Register the routes under ``{base_url}sds-jupyter/api/`` and share one service cache."""
     web_app.settings[SETTINGS_KEY] = services
@@ -432,5 +449,6 @@ def setup_handlers(web_app: Any, services: ServiceCache) -> None:
             (url_path_join(base, "fetch"), FetchHandler),
             (url_path_join(base, "annotate"), AnnotateHandler),
             (url_path_join(base, f"({names})"), RequestHandler),
+            (url_path_join(base, "([^/]+)"), UnknownRequestHandler),  # last: what no route above serves
         ],
     )

@@ -114,6 +114,7 @@ export class FakeViewport {
   constructor(private readonly all = true) {}
 
   install(): void {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the Observer class below has a this of its own
     const viewport = this;
     class Observer {
       private readonly nodes = new Set<Element>();

@@ -7,40 +7,15 @@ import { Deck, OrthographicView, type Layer } from '@deck.gl/core';
 import { BitmapLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
 import type { ViewState } from './camera';
+import type { CellLayerData, PolygonLayerData } from './celldata';
 import { CellDiscLayer, discData } from './disclayer';
 import { discVertices, edgeQuads } from './geometry';
 import { GPU_POINTS, GPU_POLYGONS, gpuCellLayers, type GpuCells } from './gpulayers';
 import { CellEdgeLayer, CellOutlineLayer, edgeData, outlineData } from './outlinelayer';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
-/** The cells in view (and a margin) as geometry: `n` of them, their arrays in the subset's order. */
-export type CellLayerData = {
-  n: number;
-  /** x, y per cell. */
-  positions: Float32Array;
-  /** RGBA bytes per cell. */
-  colors: Uint8Array;
-  /** RGBA bytes per cell of the outline (transparent where the cell is hidden). */
-  lines: Uint8Array;
-  /** Circles of each cell's radius in data units (Visium spots), else null: discs of `radius` px. */
-  radii: Float32Array | null;
-  polygons: PolygonLayerData | null;
-  /** Which cell each of the `n` is (an index into the figure's cells): what a GPU pick maps back through. */
-  ids?: Uint32Array;
-};
-
+export type { CellLayerData, PolygonLayerData } from './celldata';
 export type { GpuCells };
-
-/** The cells' polygons, flat (cell i: vertices starts[i] to starts[i + 1]), colors per vertex. */
-export type PolygonLayerData = {
-  starts: Uint32Array;
-  vertices: Float32Array;
-  /** RGBA bytes per vertex: the cell's fill. */
-  fills: Uint8Array;
-  /** The outlines as segments: x, y of both ends (4 floats a segment), RGBA bytes per end. */
-  segments: Float32Array;
-  segmentColors: Uint8Array;
-};
 
 /** Many cells as one picture over `bounds` (x0, y0, x1, y1 in data units), made on the CPU (celllod.ts). */
 export type CellRaster = { source: HTMLCanvasElement; bounds: [number, number, number, number] };

@@ -3,7 +3,7 @@
  * outlines' edges, discs as quads. Plain arrays, no deck.gl: made and tested without WebGL.
  */
 
-import type { PolygonLayerData } from './deck';
+import type { PolygonLayerData } from './celldata';
 
 /**
  * The polygons of cells `picked` (indices into `starts`, `vertices`), flat in that order, with

@@ -9,9 +9,9 @@
 import type { Layer } from '@deck.gl/core';
 import { PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
-import type { CellLayerData, CellMode, PolygonLayerData } from './deck';
+import type { CellLayerData, PolygonLayerData } from './celldata';
 import { outlineColors, ringsClosed } from './geometry';
-import { OUTLINED_FILL_OPACITY } from './raster';
+import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
 /** Every cell of a figure in storage order (cell i is instance i, so a pick is the cell's index). */
 export type GpuCells = {

@@ -12,7 +12,7 @@ import { rangeFormat, rowValue } from './format';
 import { GeneBox } from './genebox';
 import { additiveColoring, channelLegend, geneValues, type Additive } from './genechannels';
 import { clippedByDefault, colorLimitsControl, DEFAULT_PERCENTILES, withLimits } from './colorlimits';
-import { CanvasPlot, legend } from './figures';
+import { CanvasPlot, legend } from './canvasplot';
 import { embeddingKeys, loadEmbedding } from './embedding';
 import { EmbeddingView } from './embeddingview';
 import { composite, limitsInSteps, type ChannelState } from './channels';
