@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import os
 import re
 import subprocess
@@ -220,3 +221,99 @@ def test_the_command_line_names_the_extra_in_one_line(
     assert main(["demo", "--small", str(tmp_path / "demo")]) == EXIT_REFUSED
     assert "the demo stacks needs spatialdata" in capsys.readouterr().err
     assert not (tmp_path / "demo").exists()
+
+
+# Run in the fresh venv: the core reads the stack, and each feature beyond it names its extra.
+_CORE_READS = """
+import importlib.util, json, sys
+import sds_jupyter
+from sds_jupyter import check, describe, flatten, open_anndata, open_stack
+from sds_jupyter.errors import MissingExtraError
+
+top, out = sys.argv[1], sys.argv[2]
+adata = open_anndata(top)
+answer = {
+    "depth": describe(top)["depth"],
+    "versions": len(open_stack(top).stack.versions),
+    "ok": check(top).ok,
+    "flat": flatten(top, out).name,
+    "adata": [adata.n_obs, adata.n_vars, sorted(adata.obs.columns)],
+    "installed": [m for m in ("anywidget", "IPython", "jupyter_server", "matplotlib", "spatialdata", "jsonschema")
+                  if importlib.util.find_spec(m)],
+    "refused": {},
+}
+features = {
+    "VersionBrowser": lambda: sds_jupyter.VersionBrowser,
+    "export_figure": lambda: sds_jupyter.export_figure,
+    "%load_ext": lambda: sds_jupyter.load_ipython_extension(None),
+    "open_spatialdata": lambda: sds_jupyter.open_spatialdata(top),
+}
+for name, feature in features.items():
+    try:
+        feature()
+    except MissingExtraError as exc:
+        answer["refused"][name] = [exc.extra, str(exc)]
+print(json.dumps(answer))
+"""
+
+
+def _venv(where: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, capture_output=True)
+    return where / "bin" / "python"
+
+
+def _pip(python: Path, *args: str) -> None:
+    result = subprocess.run([str(python), "-m", "pip", "--quiet", *args], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+@pytest.mark.install
+def test_pip_install_without_extras_reads_a_stack(demo_top: Path, tmp_path: Path) -> None:
+    """The wheel, built from this tree, installed with no extras into a fresh venv from the package
+    index: it reads a stack spatialdata and our writer made, with a version on top written by hand,
+    and every feature beyond the core refuses in one line naming its extra."""
+    import shutil
+
+    from stackkit import write_version
+
+    datasets = tmp_path / "datasets"
+    shutil.copytree(demo_top.parent, datasets, symlinks=True)
+    write_version(datasets, "core-1", f"cirro:::dataset:{demo_top.name}/layer.json")
+    top = datasets / "core-1"
+    # The build needs hatchling only: the front end in the tree is built already (make setup).
+    builder = _venv(tmp_path / "build-venv")
+    _pip(builder, "install", "hatchling>=1.21", "hatch-jupyter-builder>=0.8")
+    root = Path(sds_jupyter.__file__).parents[1]
+    _pip(builder, "wheel", "--no-deps", "--no-build-isolation", "--wheel-dir", str(tmp_path / "dist"), str(root))
+    (wheel,) = (tmp_path / "dist").glob("sds_jupyter-*.whl")
+    python = _venv(tmp_path / "venv")
+    _pip(python, "install", str(wheel))
+
+    run = subprocess.run(
+        [str(python), "-c", _CORE_READS, str(top), str(tmp_path / "flat.zarr")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # not the source tree: the installed package is the one imported
+        env={**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": ""},
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    answer = json.loads(run.stdout)
+    here = sds_jupyter.open_anndata(top)
+    assert answer["installed"] == []
+    assert answer["depth"] == answer["versions"] == 5 and answer["ok"] and answer["flat"] == "flat.zarr"
+    assert answer["adata"] == [here.n_obs, here.n_vars, sorted(here.obs.columns)]
+    assert {name: extra for name, (extra, _) in answer["refused"].items()} == {
+        "VersionBrowser": "jupyter",
+        "export_figure": "export",
+        "%load_ext": "jupyter",
+        "open_spatialdata": "spatialdata",
+    }
+    cli = subprocess.run(
+        [str(python.with_name("sds-jupyter")), "export", str(top), "fig-nhood", str(tmp_path / "x.svg")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert cli.returncode == 2 and cli.stdout == ""
+    assert cli.stderr.endswith("which is not installed: pip install 'sds-jupyter[export]'\n")
+    assert cli.stderr.count("\n") == 1
