@@ -35,6 +35,8 @@ from sds_jupyter.errors import (
     WriteRefusedError,
     needs_extra,
 )
+from sds_jupyter.stack.location import location_of
+from sds_jupyter.stack.locator import is_version_folder
 from sds_jupyter.stack.manifest import MANIFEST_NAME, read_manifest
 from sds_jupyter.stack.paths import check_dataset_id, check_relative_path, is_within
 from sds_jupyter.stack.refs import CirroRef, parse_folder_map
@@ -102,7 +104,7 @@ def _cirro_id_of(dataset_id: str, holder: Path, folders: Mapping[str, str]) -> s
         recorded = uploaded_id(place, dataset_id)
         if recorded:
             return recorded
-        if find_manifest(place / dataset_id) is not None:
+        if is_version_folder(location_of(place / dataset_id)):
             raise StackError(f"version {dataset_id} in {place} is not in Cirro yet: upload {place / dataset_id} first")
     return dataset_id  # a Cirro dataset this workspace has not attached
 
