@@ -19,7 +19,7 @@ from sds_jupyter.errors import StackError, UnsafePathError
 from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
 from sds_jupyter.stack.location import location_of
 from sds_jupyter.stack.locator import is_version_folder
-from sds_jupyter.stack.paths import is_within
+from sds_jupyter.stack.paths import DATA_DIR, is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.stack import depth_above_missing
 from sds_jupyter.stack.tree import FoundVersion, scan_versions
@@ -33,8 +33,8 @@ End = tuple[str, str, str]
 
 
 def _store_path(path: str) -> str:
-    """A base reference's path as the resolver finds it (``data/`` is tried too)."""
-    return path.removeprefix("data/")
+    """A base reference's path as the resolver finds it (``data/`` is tried too, see ``dataset_places``)."""
+    return path.removeprefix(f"{DATA_DIR}/")
 
 
 def chain_end(reference: str | None, missing_id: str | None = None) -> End | None:
