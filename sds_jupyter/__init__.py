@@ -1,7 +1,9 @@
 """sds-jupyter: open, browse, flatten and save versions of SpatialData stores.
 
-The stack library (:mod:`sds_jupyter.stack`) needs no Jupyter; the browser
-widget, the ``%sds_open`` magic and the JupyterLab extension sit on top of it.
+The stack library (:mod:`sds_jupyter.stack`) needs no Jupyter, and is all that
+``pip install sds-jupyter`` installs; the browser widget, the ``%sds_open`` magic
+and the JupyterLab extension sit on top of it, in the ``jupyter`` extra. Their names
+load on first use and, without their extra, raise ``MissingExtraError`` naming it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ __all__ = [
     "save_version",
 ]
 
-# Jupyter-side names load on first use, so the stack library imports no Jupyter.
+# Jupyter-side names load on first use, so that importing the package needs only the core install.
 _LAZY = {
     "VersionBrowser": "sds_jupyter.widget",
     "export_figure": "sds_jupyter.service.export",

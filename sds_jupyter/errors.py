@@ -18,6 +18,7 @@ command line) hand to the front end unchanged::
         ├── BaseStoreError          kind "base"         the store at the bottom cannot be read
         ├── WriteRefusedError       kind "write-refused"  a save would touch something it must not
         ├── CirroError              kind "cirro"        the Cirro SDK failed (connecting, uploading, fetching)
+        ├── MissingExtraError       kind "missing-extra"  a feature's libraries are not installed (also an ImportError)
         └── (figure, result, element, no-studio-data: see sds_jupyter.studio.errors)
 
 Messages are one line that says what is wrong and what to do about it.
@@ -25,11 +26,15 @@ Messages are one line that says what is wrong and what to do about it.
 
 from __future__ import annotations
 
+import sys
+
 __all__ = [
+    "EXTRA_MODULES",
     "BaseStoreError",
     "CirroError",
     "ManifestError",
     "MissingDatasetError",
+    "MissingExtraError",
     "ReferenceError_",
     "SpecialFileError",
     "StackChangedError",
@@ -38,6 +43,7 @@ __all__ = [
     "StackTooDeepError",
     "UnsafePathError",
     "WriteRefusedError",
+    "needs_extra",
     "shown",
 ]
 
@@ -112,3 +118,64 @@ class CirroError(StackError):
     """A call through the ``cirro`` SDK failed; the message says which step, in one line."""
 
     kind = "cirro"
+
+
+class MissingExtraError(StackError, ImportError):
+    """A feature needs libraries that an extra of the package brings, and they are not installed.
+
+    An ``ImportError``, as Python readers expect of a missing library, and a
+    :class:`StackError`, so that every transport (the command line first) shows it
+    as one line like any other refusal. ``extra`` names what to install; ``name``
+    the first library found missing.
+    """
+
+    kind = "missing-extra"
+
+    def __init__(self, message: str, extra: str, missing: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+        self.name = missing
+
+
+#: The modules each extra of pyproject.toml brings that the package imports (tests/test_install.py
+#: keeps this equal to the extras there). The browser draws and exports figures, so
+#: ``jupyter`` includes ``export``.
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "export": ("jsonschema", "matplotlib", "vl_convert", "PIL", "shapely", "pyarrow"),
+    "spatialdata": ("spatialdata", "geopandas", "shapely"),
+    "cirro": ("cirro", "cirro_api_client"),
+}
+EXTRA_MODULES["jupyter"] = (
+    "anywidget",
+    "traitlets",
+    "IPython",
+    "jupyter_server",
+    "jupyter_core",
+    "tornado",
+    *EXTRA_MODULES["export"],
+)
+
+
+def needs_extra(extra: str, feature: str) -> None:
+    """Refuse ``feature`` with one line naming ``extra`` unless the libraries that extra brings are installed.
+
+    Called before a feature imports them (at a module's top, or in the function
+    that imports them lazily), so that a core install (``pip install sds-jupyter``)
+    reads stacks and says what to install for the rest, instead of a bare
+    ``ModuleNotFoundError`` from deep inside. Looks for the modules without importing them.
+    """
+    import importlib.util
+
+    for module in EXTRA_MODULES[extra]:
+        if sys.modules.get(module) is not None:
+            continue
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise MissingExtraError(
+                f"{feature} needs {module}, which is not installed: pip install 'sds-jupyter[{extra}]'",
+                extra,
+                module,
+            )

@@ -18,11 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import argument, magic_arguments
+from sds_jupyter.errors import StackError, needs_extra
 
-from sds_jupyter.errors import StackError
+try:
+    from IPython.core.error import UsageError
+    from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
+    from IPython.core.magic_arguments import argument, magic_arguments
+except ImportError:
+    needs_extra("jupyter", "the %sds_open and %sds_save magics")
+    raise
+
 from sds_jupyter.stack.location import is_url
 
 __all__ = ["StackMagics", "load_ipython_extension", "parse_magic_line"]

@@ -29,9 +29,16 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import anywidget
 import numpy as np
-import traitlets
+
+from sds_jupyter.errors import needs_extra
+
+try:
+    import anywidget
+    import traitlets
+except ImportError:
+    needs_extra("jupyter", "the notebook widget (VersionBrowser)")
+    raise
 
 from sds_jupyter.service import Reply, StackService, dispatch, error_payload
 from sds_jupyter.service.errors import RequestError

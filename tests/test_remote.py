@@ -98,6 +98,9 @@ def test_a_remote_stack_resolves_like_the_local_one(
     assert [v.manifest for v in remote.versions] == [v.manifest for v in local.versions]
     assert (remote.base.kind, remote.base.zarr_format) == (local.base.kind, local.base.zarr_format)
     assert isinstance(remote.base.path, RemotePath)
+    # what only the local disk offers is asked of the location, never of its class
+    assert remote.base.path.as_local() is None and remote.datasets_dir.as_local() is None
+    assert local.base.path.as_local() == local.base.path and local.datasets_dir.as_local() == local.datasets_dir
     assert str(remote.base.path) == f"{demo_url.rsplit('/', 1)[0]}/{local.base.dataset_id}/{local.base.path.name}"
     # Each manifest fetched once, the base's root document probed once, nothing listed.
     gets = requests.gets()

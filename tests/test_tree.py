@@ -13,7 +13,8 @@ from sds_jupyter import Stack
 from sds_jupyter.errors import MissingDatasetError
 from sds_jupyter.service import StackService, dispatch
 from sds_jupyter.stack import locator
-from sds_jupyter.stack.locator import PARSED_MANIFESTS
+from sds_jupyter.stack.location import location_of
+from sds_jupyter.stack.locator import PARSED_MANIFESTS, is_version_folder
 from sds_jupyter.stack.tree import find_manifest, scan_versions
 
 
@@ -155,10 +156,15 @@ def test_fingerprint_changes_when_a_version_appears(datasets: Path) -> None:
 
 
 def test_find_manifest_is_the_one_rule(datasets: Path) -> None:
+    """The listing's fast form answers as is_version_folder, on every folder (and file) of the fixture."""
     assert find_manifest(datasets / "v1").data_dir == str(datasets / "v1")
     assert find_manifest(datasets / "b1", plain=True).data_dir == str(datasets / "b1" / "data")
     assert find_manifest(datasets / "plain-folder") is None
     assert find_manifest(datasets / "base-1") is None
+    answers = {entry.name: is_version_folder(location_of(entry)) for entry in datasets.iterdir()}
+    assert answers == {entry.name: find_manifest(entry) is not None for entry in datasets.iterdir()}
+    assert answers["v1"] and answers["b1"] and not answers["plain-folder"] and not answers["base-1"]
+    assert is_version_folder(location_of(datasets / "b1" / "data")) and find_manifest(datasets / "b1" / "data")
 
 
 def _settled_scan(datasets: Path) -> object:

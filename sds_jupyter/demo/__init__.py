@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sds_jupyter.demo.ids import demo_dataset_id
+from sds_jupyter.errors import needs_extra
 
 __all__ = ["build_demo", "demo_dataset_id"]
 
@@ -20,6 +21,7 @@ def build_demo(out: str | Path, *, small: bool = False, n_cells: int | None = No
     ``n_cells`` and ``side`` size the Xenium-like demo (defaults: 100,000 cells, 8192 px),
     so that the same builder makes the million-cell variant the view is measured on.
     """
+    needs_extra("spatialdata", "the demo stacks")
     if small:
         from sds_jupyter.demo.small import build_small_demo
 

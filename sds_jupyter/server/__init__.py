@@ -18,6 +18,9 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 def _load_jupyter_server_extension(server_app: Any) -> None:
     """Share one service cache rooted at the server's root dir and add the routes."""
+    from sds_jupyter.errors import needs_extra
+
+    needs_extra("jupyter", "the JupyterLab server extension")
     from sds_jupyter.server.cache import ServiceCache
     from sds_jupyter.server.handlers import NAMESPACE, setup_handlers
 

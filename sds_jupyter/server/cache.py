@@ -28,7 +28,7 @@ def _signature(service: StackService) -> Signature | None:
     try:
         stack = service.stack
         files = [version.manifest_path for version in stack.versions] + [stack.base.path]
-        local = [path for path in files if isinstance(path, Path)]
+        local = [found for path in files if (found := path.as_local()) is not None]
         if len(local) != len(files):  # object storage: no modification times to watch
             return None
         return tuple((str(path), path.stat().st_mtime_ns) for path in local)

@@ -18,13 +18,18 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
-from jupyter_core.utils import ensure_async
-from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
-from jupyter_server.utils import url_path_join
-from tornado import web
+from sds_jupyter.errors import StackError, needs_extra
 
-from sds_jupyter.errors import StackError
+try:
+    from jupyter_core.utils import ensure_async
+    from jupyter_server.auth.decorator import authorized
+    from jupyter_server.base.handlers import APIHandler
+    from jupyter_server.utils import url_path_join
+    from tornado import web
+except ImportError:
+    needs_extra("jupyter", "the JupyterLab server extension")
+    raise
+
 from sds_jupyter.limits import MAX_ANNOTATE_BODY_BYTES, MAX_REQUEST_BODY_BYTES
 from sds_jupyter.server.cache import ServiceCache
 from sds_jupyter.server.notebook import (

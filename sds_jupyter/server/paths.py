@@ -104,8 +104,9 @@ def check_stack_inside(stack: Stack, root: str | os.PathLike[str]) -> None:
     places += [(version.dataset_id, version.data_dir) for version in stack.versions]
     places.append((stack.base.dataset_id or "the base", stack.base.path))
     for name, place in places:
-        # a place in object storage (not a local Path) is outside the root too
-        if not isinstance(place, Path) or not _inside(os.path.realpath(place), root_real):
+        # a place in object storage is outside the root too
+        local = place.as_local()
+        if local is None or not _inside(os.path.realpath(local), root_real):
             raise OutsideRootError(
                 f"the stack reads {name} from outside the server root; move its datasets under the root"
             )

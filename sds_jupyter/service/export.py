@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sds_jupyter.errors import shown
+from sds_jupyter.errors import needs_extra, shown
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.service import Reply, StackService
 from sds_jupyter.service.types import ExportData
@@ -100,6 +100,7 @@ def render_export(
     the view's controls set them (name, color, visible, contrast_limits), else the saved ones;
     ``limits``: the low and high ends of a colouring by numbers, as the view clips it.
     """
+    needs_extra("export", "figure export")
     fmt = format_of(Path(f"figure.{str(fmt).lstrip('.')}"))
     dpi = checked_dpi(dpi)
     depth = service.depth(version)

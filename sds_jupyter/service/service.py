@@ -442,12 +442,12 @@ class StackService:
         else:
             assert self._partial is not None
             end, base = chain_end(None, self._partial.missing_id), None
-        if not isinstance(datasets_dir, Path) or not versions:  # a RemotePath: nothing is listed
+        local = datasets_dir.as_local()
+        if local is None or not versions:  # object storage: nothing is listed
             nodes = [self._tree_node(v, versions) for v in versions]
             note = ["object storage is not listed: only the opened chain is shown"] if versions else []
             return {"current": current, "nodes": nodes, "base": base, "notes": note}
-        beside = listed_beside(Path(datasets_dir))
-        return build_tree(Path(datasets_dir), folders, current or "", end, base, self._folder_text, beside)
+        return build_tree(local, folders, current or "", end, base, self._folder_text, listed_beside(local))
 
     def _tree_node(self, version: Any, versions: tuple[Any, ...]) -> TreeNode:
         below = [v for v in versions if v.depth == version.depth - 1]
@@ -465,9 +465,10 @@ class StackService:
     def sibling(self, folder: str | os.PathLike[str]) -> StackService:
         """A service for another version of this datasets folder (a node of the tree)."""
         _, datasets_dir, folders = self._chain()
-        if not isinstance(datasets_dir, Path):  # a RemotePath
+        local = datasets_dir.as_local()
+        if local is None:
             raise StackError("moving to another version is not done in object storage; open it by its URL")
-        path = sibling_folder(Path(datasets_dir), folder, self._relative_to, listed_beside(Path(datasets_dir)))
+        path = sibling_folder(local, folder, self._relative_to, listed_beside(local))
         return StackService(path, dict(folders) or None, table=self.table_name, relative_to=self._relative_to)
 
     def fingerprint(self) -> Fingerprint:
@@ -476,9 +477,10 @@ class StackService:
         The browser asks for it every few seconds and reloads the tree when it changes.
         """
         _, datasets_dir, folders = self._chain()
-        if not isinstance(datasets_dir, Path):  # a RemotePath
+        local = datasets_dir.as_local()
+        if local is None:  # object storage is not listed
             return {"fingerprint": ""}
-        listed = [datasets_dir, *listed_beside(Path(datasets_dir))]
+        listed = [local, *listed_beside(local)]
         return {"fingerprint": "+".join(listing_fingerprint(folder, folders) for folder in listed)}
 
     # ------------------------------------------------------------------ figures

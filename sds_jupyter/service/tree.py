@@ -17,10 +17,12 @@ from pathlib import Path
 
 from sds_jupyter.errors import StackError, UnsafePathError
 from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
-from sds_jupyter.stack.paths import is_within
+from sds_jupyter.stack.location import location_of
+from sds_jupyter.stack.locator import is_version_folder
+from sds_jupyter.stack.paths import DATA_DIR, is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.stack import depth_above_missing
-from sds_jupyter.stack.tree import FoundVersion, find_manifest, scan_versions
+from sds_jupyter.stack.tree import FoundVersion, scan_versions
 from sds_jupyter.stack.workspace import in_cirro
 from sds_jupyter.studio.jsonable import jsonable
 
@@ -31,8 +33,8 @@ End = tuple[str, str, str]
 
 
 def _store_path(path: str) -> str:
-    """A base reference's path as the resolver finds it (``data/`` is tried too)."""
-    return path.removeprefix("data/")
+    """A base reference's path as the resolver finds it (``data/`` is tried too, see ``dataset_places``)."""
+    return path.removeprefix(f"{DATA_DIR}/")
 
 
 def chain_end(reference: str | None, missing_id: str | None = None) -> End | None:
@@ -60,7 +62,7 @@ def sibling_folder(
     roots = [Path(os.path.realpath(root)) for root in (datasets_dir, *beside)]
     if not any(is_within(real, root) and real != root for root in roots):
         raise UnsafePathError(f"{folder} is not a folder of the datasets folder {datasets_dir}; open it directly")
-    if find_manifest(real) is None:
+    if not is_version_folder(location_of(real)):
         raise StackError(f"{folder} holds no layer.json: it is not a version")
     return real
 

@@ -22,7 +22,6 @@ from sds_jupyter._version import __version__
 from sds_jupyter.errors import StackError, WriteRefusedError
 from sds_jupyter.stack.consolidate import write_root_index
 from sds_jupyter.stack.cow import CopyOnWriteStore
-from sds_jupyter.stack.location import LocalLocation
 from sds_jupyter.stack.manifest import FORMAT, MANIFEST_NAME, parse_manifest, read_manifest
 from sds_jupyter.stack.partial import new_partial, release_partial
 from sds_jupyter.stack.paths import ancestors, check_dataset_id
@@ -55,9 +54,11 @@ def commit_version(
     """
     if not changes and not store.staged and not store.whiteouts:
         raise StackError("nothing to save: make a change before committing")
-    beside = stack.datasets_dir
-    if not isinstance(beside, LocalLocation):
-        raise WriteRefusedError(f"{beside} is not on this disk; versions are saved into local dataset folders")
+    beside = stack.datasets_dir.as_local()
+    if beside is None:
+        raise WriteRefusedError(
+            f"{stack.datasets_dir} is not on this disk; versions are saved into local dataset folders"
+        )
     dest_path = version_destination(beside, dest, into)
     _check_destination(stack, dest_path)
     write_root_index(store)

@@ -27,7 +27,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sds_jupyter.errors import CirroError, MissingDatasetError, StackError, UnsafePathError, WriteRefusedError
+from sds_jupyter.errors import (
+    CirroError,
+    MissingDatasetError,
+    StackError,
+    UnsafePathError,
+    WriteRefusedError,
+    needs_extra,
+)
+from sds_jupyter.stack.location import location_of
+from sds_jupyter.stack.locator import is_version_folder
 from sds_jupyter.stack.manifest import MANIFEST_NAME, read_manifest
 from sds_jupyter.stack.paths import check_dataset_id, check_relative_path, is_within
 from sds_jupyter.stack.refs import CirroRef, parse_folder_map
@@ -58,11 +67,10 @@ T = TypeVar("T")
 
 def _client() -> Any:
     """A ``CirroApi``: the base URL from ``CIRRO_BASE_URL`` (or the SDK's config), the token from ``$CIRRO_ACCESS_TOKEN``."""
-    try:
-        from cirro import CirroApi
-        from cirro.auth import AccessTokenAuth
-    except ImportError:
-        raise StackError("the cirro SDK is not installed: pip install 'sds-jupyter[cirro]'") from None
+    needs_extra("cirro", "Cirro upload and fetch")
+    from cirro import CirroApi
+    from cirro.auth import AccessTokenAuth
+
     token = os.environ.get(TOKEN_ENV)
     return _sdk("connecting to Cirro", lambda: CirroApi(auth_info=AccessTokenAuth(token) if token else None))
 
@@ -96,7 +104,7 @@ def _cirro_id_of(dataset_id: str, holder: Path, folders: Mapping[str, str]) -> s
         recorded = uploaded_id(place, dataset_id)
         if recorded:
             return recorded
-        if find_manifest(place / dataset_id) is not None:
+        if is_version_folder(location_of(place / dataset_id)):
             raise StackError(f"version {dataset_id} in {place} is not in Cirro yet: upload {place / dataset_id} first")
     return dataset_id  # a Cirro dataset this workspace has not attached
 

@@ -11,8 +11,8 @@ version that rewrites it gets a new one.
 from __future__ import annotations
 
 import bisect
-from pathlib import Path
 
+from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.store import BASE, StackStore
 
 __all__ = ["node_identity"]
@@ -61,8 +61,7 @@ def node_identity(store: StackStore, node: str) -> str:
     return f"{node}@base:{base.dataset_id or ''}:{_place(base.path)}"
 
 
-def _place(where: object) -> str:
+def _place(where: Location) -> str:
     """Where a version or base is stored, the same text however it was reached (symbolic links resolved)."""
-    if isinstance(where, Path):
-        return str(where.resolve())
-    return str(where)
+    local = where.as_local()
+    return str(local.resolve()) if local is not None else str(where)

@@ -146,6 +146,15 @@ class Location(ABC):
         """``key -> size or None`` for many keys below this folder."""
         return self.object_size
 
+    def as_local(self) -> LocalLocation | None:
+        """This location as a path on this machine's disk, or None in object storage.
+
+        What only a local disk offers asks this, never the location's class: a
+        ``stat`` that proves a cached manifest unchanged, a folder to save a
+        version into, a store that pickles as where to open it again.
+        """
+        return None
+
 
 # -- the local disk ----------------------------------------------------------------------
 
@@ -267,6 +276,10 @@ class LocalLocation(_LocalPath, Location):
     def real(self) -> LocalLocation:
         # docstring inherited
         return self.join("")
+
+    def as_local(self) -> LocalLocation:
+        # docstring inherited
+        return self
 
     def read_object(self, key: str = "", byte_range: ByteRequest | None = None) -> bytes | None:
         # docstring inherited

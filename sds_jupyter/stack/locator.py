@@ -28,7 +28,7 @@ from sds_jupyter.errors import (
     UnsafePathError,
 )
 from sds_jupyter.stack import prefetch
-from sds_jupyter.stack.location import LocalLocation, Location
+from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.manifest import (
     MANIFEST_NAME,
     MAX_MANIFEST_BYTES,
@@ -36,6 +36,7 @@ from sds_jupyter.stack.manifest import (
     load_manifest,
     read_manifest_with_stat,
 )
+from sds_jupyter.stack.paths import DATA_DIR, dataset_places
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.sources import ROOT_DOCS, Source, ZipSource
 
@@ -48,6 +49,7 @@ __all__ = [
     "ManifestReader",
     "ParsedManifests",
     "identity",
+    "is_version_folder",
     "locate_version",
     "settled",
 ]
@@ -197,8 +199,9 @@ class ManifestReader:
         key = str(location)
         if key in self._parsed:
             return True
-        if isinstance(location, LocalLocation):
-            cached = PARSED_MANIFESTS.lookup(location.real_path())
+        local = location.as_local()
+        if local is not None:
+            cached = PARSED_MANIFESTS.lookup(local.real_path())
             if cached is not None:
                 with self._lock:
                     self._parsed[key], self._identity[key] = cached
@@ -217,14 +220,15 @@ class ManifestReader:
         if cached is not None:
             return cached
         began = time.time_ns()
-        if isinstance(location, LocalLocation):
-            found = location.read_with_stat(MAX_MANIFEST_BYTES + 1)
+        local = location.as_local()
+        if local is not None:
+            found = local.read_with_stat(MAX_MANIFEST_BYTES + 1)
             data, info = (None, None) if found is None else found
         else:
             data, info = location.read_object("", _MANIFEST_RANGE), None
         with self._lock:
             if data is None:
-                if isinstance(location, LocalLocation):
+                if local is not None:
                     self.missing.append(key)
                 return None
             self._read[key] = data
@@ -249,34 +253,48 @@ class ManifestReader:
             raise StackError(f"{location} does not exist; give a version folder or a store")
         manifest = load_manifest(raw, str(location))
         info = self._stat.get(key)
-        if info is not None and isinstance(location, LocalLocation):
-            PARSED_MANIFESTS.store(location.real_path(), info, manifest, self._read_at[key])
+        local = location.as_local()
+        if info is not None and local is not None:
+            PARSED_MANIFESTS.store(local.real_path(), info, manifest, self._read_at[key])
         return manifest
 
 
 def locate_version(path: Location, reader: ManifestReader | None = None) -> tuple[Location, Location] | None:
     """``(dataset folder, folder holding layer.json)`` of the version at ``path``; None for a store.
 
-    ``path`` is a version's folder (``layer.json`` at its top or under ``data/``),
-    its ``data/`` folder, or its ``layer.json``. This is the one statement of that rule.
+    ``path`` is a version's folder (``layer.json`` at its top or under ``data/``, in
+    the order of :func:`~sds_jupyter.stack.paths.dataset_places`), its ``data/``
+    folder, or its ``layer.json``. This is the one statement of that rule.
     """
     reader = reader or ManifestReader()
     if path.name == MANIFEST_NAME:
         if not reader.exists(path):
             return None
         data_dir = path.parent
-        if data_dir.name != "data":
+        if data_dir.name != DATA_DIR:
             return data_dir, data_dir
         # data/ is confined to the dataset folder, as the parents' are.
-        return data_dir.parent, data_dir.parent.join("data", "data folder")
-    if reader.exists(path.join(MANIFEST_NAME, "manifest")):
-        if path.name == "data":  # a dataset's data/ folder opened directly: the dataset is its parent
-            return path.parent, path.parent.join("data", "data folder")
-        return path, path
-    data_dir = path.join("data", "data folder")
-    if reader.exists(data_dir.join(MANIFEST_NAME, "manifest")):
-        return path, data_dir
+        return data_dir.parent, data_dir.parent.join(DATA_DIR, "data folder")
+    for inner in dataset_places():
+        data_dir = path.join(inner, "data folder") if inner else path
+        if reader.exists(data_dir.join(MANIFEST_NAME, "manifest")):
+            if not inner and path.name == DATA_DIR:  # a dataset's data/ opened directly: the dataset is its parent
+                return path.parent, path.parent.join(DATA_DIR, "data folder")
+            return path, data_dir
     return None
+
+
+def is_version_folder(path: Location, reader: ManifestReader | None = None) -> bool:
+    """Whether ``path`` is a version (its folder, ``data/`` or ``layer.json``): the one answer.
+
+    :func:`~sds_jupyter.stack.tree.find_manifest` is its fast form for listing a local
+    folder of thousands; tests/test_tree.py and tests/test_server.py keep the two equal.
+    A path a reference could not lead to (unsafe, a link out) is no version.
+    """
+    try:
+        return locate_version(path, reader) is not None
+    except StackError:
+        return False
 
 
 class DatasetLocator:
@@ -375,7 +393,7 @@ class DatasetLocator:
                 known = set(self.reader._read)
             self._prefetched = prefetch.ManifestPrefetch(self.datasets_dir, known)
         for folder in self.candidate_folders(ref.dataset_id):
-            for relative in (ref.path, f"data/{ref.path}"):
+            for relative in dataset_places(ref.path):
                 target = folder.join(relative, f"reference {ref}")
                 answer = self._prefetched.answer(target)
                 if answer is prefetch.ManifestPrefetch.UNKNOWN:
@@ -390,7 +408,7 @@ class DatasetLocator:
     def _explain_missing_store(self, ref: CirroRef, candidates: list[Location]) -> None:
         """Say why a store reference that names something is not a store (error path only)."""
         for folder in candidates:
-            for relative in (ref.path, f"data/{ref.path}"):
+            for relative in dataset_places(ref.path):
                 target = folder.join(relative, f"reference {ref}")
                 if target.has_object():
                     ZipSource(target)  # raises, saying why this is no readable zip
@@ -401,7 +419,7 @@ class DatasetLocator:
 
     def _find(self, ref: CirroRef) -> Location | None:
         for folder in self.candidate_folders(ref.dataset_id):
-            for relative in (ref.path, f"data/{ref.path}"):
+            for relative in dataset_places(ref.path):
                 target = folder.join(relative, f"reference {ref}")
                 if ref.names_manifest:
                     found = self.reader.exists(target)
@@ -410,7 +428,7 @@ class DatasetLocator:
                 if found:
                     self._resolved_folders[ref.dataset_id] = folder
                     return target
-                if not ref.names_manifest and isinstance(target, LocalLocation):
+                if not ref.names_manifest and target.as_local() is not None:
                     with self.reader._lock:
                         self.reader.missing.append(str(target))  # a place tried first must stay empty
         return None

@@ -24,6 +24,7 @@ from sds_jupyter.stack.jsontext import (
     loads_bounded,
 )
 from sds_jupyter.stack.paths import (
+    MANIFEST_NAME,
     check_relative_path,
     check_whiteout,
     open_regular_file,
@@ -46,7 +47,6 @@ __all__ = [
 ]
 
 FORMAT = "spatial-data-studio.layer"
-MANIFEST_NAME = "layer.json"
 #: Manifests are small; a larger file is refused before parsing.
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
 #: All the manifests of one stack together, at most: 500 versions of 64 MiB each would not fit in memory.

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sds_jupyter.errors import StackError
+from sds_jupyter.errors import StackError, needs_extra
 from sds_jupyter.stack.flatten import flatten
 from sds_jupyter.stack.opened import remember_opened
 from sds_jupyter.stack.stack import Stack
@@ -121,6 +121,7 @@ def open_spatialdata(
     a version opens as a copy, as a checkpoint does. From object storage it is
     always a copy.
     """
+    needs_extra("spatialdata", "open_spatialdata")
     import spatialdata
 
     stack = _as_stack(path, folders, storage_options)

@@ -20,6 +20,8 @@ from typing import Any, BinaryIO
 from sds_jupyter.errors import SpecialFileError, UnsafePathError
 
 __all__ = [
+    "DATA_DIR",
+    "MANIFEST_NAME",
     "PLAIN_RELATIVE",
     "ancestors",
     "check_dataset_id",
@@ -27,6 +29,7 @@ __all__ = [
     "check_whiteout",
     "contained_path",
     "contained_real",
+    "dataset_places",
     "is_within",
     "open_linkless",
     "open_regular_fd",
@@ -39,6 +42,22 @@ _DATASET_ID = re.compile(r"[A-Za-z0-9-]+")
 #: checked at the regex engine's speed; the slow path below only words the refusal.
 _SEGMENT = r"(?!\.\.?(?:/|\Z))[^/\\\x00]+"
 PLAIN_RELATIVE = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
+
+#: The folder inside a dataset folder that a Cirro download keeps the dataset's files in.
+DATA_DIR = "data"
+#: The file that makes a folder a version: its manifest. Here, at the bottom, because both the
+#: manifest parser and the reference parser (a reference naming it points at a version) name it.
+MANIFEST_NAME = "layer.json"
+
+
+def dataset_places(relative: str = "") -> tuple[str, str]:
+    """Where ``relative`` (a path inside a dataset) is looked for, in this order: at the dataset
+    folder's top, then under ``data/``. With no ``relative``: the folder itself, then ``data``.
+
+    Why one function: a dataset may be laid out either way (a folder made by hand, or one
+    Cirro downloaded), and the first place that holds it wins everywhere the format is read.
+    """
+    return (relative, f"{DATA_DIR}/{relative}" if relative else DATA_DIR)
 
 
 def check_relative_path(value: object, what: str) -> str:

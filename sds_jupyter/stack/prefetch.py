@@ -23,6 +23,7 @@ from zarr.abc.store import RangeByteRequest
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES
+from sds_jupyter.stack.paths import dataset_places
 
 __all__ = ["AFTER", "MAX_FOLDERS", "THREADS", "ManifestPrefetch"]
 
@@ -74,7 +75,7 @@ class ManifestPrefetch:
     @staticmethod
     def _fetch(folder: Location, known: set[str]) -> dict[str, bytes | None]:
         """The top manifest place, then ``data/``: as far as the walk would look."""
-        places = (folder.join(MANIFEST_NAME), folder.join(f"data/{MANIFEST_NAME}"))
+        places = tuple(folder.join(relative) for relative in dataset_places(MANIFEST_NAME))
         answers: dict[str, bytes | None] = {}
         if any(str(place) in known for place in places):
             return answers  # the walk read this one already

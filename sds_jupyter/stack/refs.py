@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from sds_jupyter.errors import ReferenceError_, UnsafePathError
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
-from sds_jupyter.stack.paths import check_dataset_id, check_relative_path
+from sds_jupyter.stack.paths import MANIFEST_NAME, check_dataset_id, check_relative_path
 
 __all__ = [
     "FOLDER_MAP_ENV",
@@ -25,7 +25,6 @@ __all__ = [
 
 #: In a Cirro workspace this variable holds the folder map as a JSON object.
 FOLDER_MAP_ENV = "SDS_CIRRO_DATASETS"
-MANIFEST_NAME = "layer.json"
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,7 @@ class Stack:
         if top.parent == top:
             raise StackError(f"{top} is a bucket or a root, not a dataset folder under a datasets folder")
         cache_key = (
-            (str(top), tuple(sorted(folder_map.items())), workspace_key()) if isinstance(top, LocalLocation) else None
+            (str(top), tuple(sorted(folder_map.items())), workspace_key()) if top.as_local() is not None else None
         )
         if cache_key is not None:
             cached = RESOLVED_STACKS.lookup(cache_key)
@@ -199,7 +199,7 @@ class Stack:
         figure) may land inside one of them.
         """
         folders = [self.base.path] + [p for v in self.versions for p in (v.folder, v.data_dir, v.overlay_dir)]
-        return [folder for folder in folders if isinstance(folder, LocalLocation)]
+        return [local for folder in folders if (local := folder.as_local()) is not None]
 
     def refuse_output_inside(self, out: os.PathLike[str] | str, what: str) -> None:
         """Raise WriteRefusedError if ``out`` (followed through links) lies inside the stack.
@@ -405,8 +405,8 @@ class ResolvedStacks:
 
 def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | None:
     """The :class:`Proofs` of a local stack just walked; None if unsure (then it is not cached)."""
-    root = stack.datasets_dir
-    if not isinstance(root, LocalLocation):
+    root = stack.datasets_dir.as_local()
+    if root is None:
         return None
     root_s = str(root)
     files: list[tuple[str, Identity]] = []
@@ -419,10 +419,10 @@ def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | Non
         leaves += [str(version.manifest_path), str(version.overlay_dir)]
     # The walk's containment checks saw most folders already: their lstat then is the record.
     seen = {
-        str(loc): loc.joined_lstat()
+        str(local): local.joined_lstat()
         for v in stack.versions
         for loc in (v.folder, v.data_dir)
-        if isinstance(loc, LocalLocation)
+        if (local := loc.as_local()) is not None
     }
     folders: dict[str, tuple[int, int]] = {}
     for leaf in [root_s, *leaves]:
@@ -438,7 +438,8 @@ def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | Non
     missing = list(dict.fromkeys(reader.missing))
     for version in stack.versions:  # each overlay folder itself: a link swapped in for it must show
         overlay = str(version.overlay_dir)
-        seen_overlay = version.overlay_dir.joined_lstat() if isinstance(version.overlay_dir, LocalLocation) else None
+        local_overlay = version.overlay_dir.as_local()
+        seen_overlay = local_overlay.joined_lstat() if local_overlay is not None else None
         info = seen_overlay or _lstat(overlay)  # the walk's join saw it already, as it was then
         if info is None:
             missing.append(overlay)

@@ -22,7 +22,7 @@ from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer
 
 from sds_jupyter.errors import BaseStoreError, StackChangedError
-from sds_jupyter.stack.location import LocalLocation, Location
+from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.paths import ancestors
 from sds_jupyter.stack.rawstore import RawKeyStore
 from sds_jupyter.stack.sources import FolderSource, Source, open_source
@@ -213,7 +213,7 @@ class StackStore(RawKeyStore):
         too): closing is per store, and a copy-on-write store pickles its staged writes by value.
         A store in object storage pickles whole, so that a worker makes no request to reopen it.
         """
-        if not isinstance(self.stack.datasets_dir, LocalLocation):
+        if self.stack.datasets_dir.as_local() is None:
             whole: tuple[Any, ...] = super().__reduce_ex__(protocol)  # type: ignore[assignment]
             return whole
         fingerprint = self.stack.fingerprint()

@@ -1,7 +1,7 @@
 """Every version in a datasets folder, listed fast.
 
-A folder is a version when :func:`~sds_jupyter.stack.locator.locate_version` finds its
-manifest; :func:`find_manifest` gives the same answer for a local folder with a few
+A folder is a version when :func:`~sds_jupyter.stack.locator.is_version_folder` says so;
+:func:`find_manifest` gives the same answer for a local folder with a few
 ``lstat`` calls (no real-path walk unless a symbolic link is on the way), so listing
 thousands of folders stays cheap.
 Parsed manifests are kept in the process's one cache,
@@ -28,7 +28,7 @@ from sds_jupyter.limits import MAX_LISTED_VERSIONS, MAX_TITLE_MANIFEST_BYTES, SC
 from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.locator import PARSED_MANIFESTS, Identity, identity, settled
 from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
-from sds_jupyter.stack.paths import contained_path, is_within
+from sds_jupyter.stack.paths import DATA_DIR, contained_path, is_within
 from sds_jupyter.stack.refs import FolderMap
 
 __all__ = [
@@ -100,12 +100,14 @@ _UNDER_DATA: set[str] = set()
 def find_manifest(folder: str | os.PathLike[str], plain: bool = False) -> Found | None:
     """Where the ``layer.json`` of version folder ``folder`` is, or None for any other folder.
 
-    ``layer.json`` at the folder's top wins over ``data/layer.json``. ``plain``
+    The listing form of :func:`~sds_jupyter.stack.locator.is_version_folder`, in the
+    same order (:func:`~sds_jupyter.stack.paths.dataset_places`: ``layer.json`` at the
+    folder's top wins over ``data/layer.json``), with ``lstat`` calls instead of a real-path walk. ``plain``
     says the caller knows ``folder`` is a real path with no link in it; then a
     manifest reached without links is returned without asking for its real path.
     """
     folder = os.fspath(folder)
-    inner_dir = folder + os.sep + "data"
+    inner_dir = folder + os.sep + DATA_DIR
     if plain:
         top = folder + os.sep + MANIFEST_NAME
         st: os.stat_result | None = None
@@ -271,7 +273,7 @@ def _listing_proof(
                         return None  # reached through a link: only a full listing follows it again
                     checks.append((found.real_path, identity(found.stat)))
                     continue
-                inner = entry.path + os.sep + "data"
+                inner = entry.path + os.sep + DATA_DIR
                 if os.path.lexists(inner):
                     inner_info = os.lstat(inner)
                     if not stat.S_ISDIR(inner_info.st_mode):

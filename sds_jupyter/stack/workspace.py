@@ -125,19 +125,20 @@ def parent_roots(own: Location) -> tuple[LocalLocation, ...]:
     a read-only mount names), then the fetched datasets. Only folders that exist,
     and none twice; nothing for a stack in object storage.
     """
-    if not isinstance(own, LocalLocation):
+    own_local = own.as_local()
+    if own_local is None:
         return ()
     candidates = [versions_dir()]
     if in_workspace():
         candidates.append(workspace_datasets_dir())
     candidates.append(fetched_dir())
-    seen = {own.real_path()}
+    seen = {own_local.real_path()}
     roots: list[LocalLocation] = []
     for folder in candidates:
         if not folder.is_dir():
             continue
-        root = location_of(folder).real()
-        if isinstance(root, LocalLocation) and root.real_path() not in seen:
+        root = location_of(folder).real().as_local()
+        if root is not None and root.real_path() not in seen:
             seen.add(root.real_path())
             roots.append(root)
     return tuple(roots)

@@ -18,7 +18,6 @@ from sds_jupyter.stack.commit import APP_ID, commit_version
 from sds_jupyter.stack.consolidate import consolidated_index
 from sds_jupyter.stack.cow import CopyOnWriteStore
 from sds_jupyter.stack.encode import STUDIO_KEY, encode_element, no_auto_sharding, studio_path
-from sds_jupyter.stack.location import LocalLocation
 from sds_jupyter.stack.ops import VersionOps
 from sds_jupyter.stack.stack import Stack
 
@@ -45,7 +44,7 @@ class VersionWriter(VersionOps):
 
     def __init__(self, stack: Stack | str | os.PathLike[str], folders: Any = None) -> None:
         self.stack = stack if isinstance(stack, Stack) else Stack.resolve(stack, folders=folders)
-        if not isinstance(self.stack.base.path, LocalLocation):
+        if self.stack.base.path.as_local() is None:
             raise WriteRefusedError(
                 f"{self.stack.base.path} is in object storage; versions are saved into local "
                 "dataset folders beside their parents. Download the stack's datasets and save there"

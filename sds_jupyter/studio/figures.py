@@ -14,7 +14,13 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal, cast
 
-import jsonschema
+from sds_jupyter.errors import needs_extra
+
+try:
+    import jsonschema
+except ImportError:
+    needs_extra("export", "drawing figures (the browser and export)")
+    raise
 
 from sds_jupyter.stack.jsontext import JSONRefused, loads_spec
 from sds_jupyter.studio.errors import FigureError
