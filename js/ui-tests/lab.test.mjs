@@ -2367,7 +2367,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       } catch (error) {
         await shot(page, 'FAILED-issue27-embedding-open');
         const html = await card.evaluate(el => el.outerHTML.slice(0, 1500)).catch(() => '?');
-        throw new Error(`${error.message}\nthe figure: ${html}`);
+        throw new Error(`${error.message}\nthe figure: ${html}`, { cause: error });
       }
       await figure.locator('.sds-embedding-pick').waitFor({ timeout: 30000 });
       await figure.locator('.sds-embedding-pick').selectOption('X_pca');
