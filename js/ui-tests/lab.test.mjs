@@ -1966,11 +1966,15 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.waitForFunction(s => document.querySelectorAll(`${s} .sds-tree-row`).length >= 5, SIDEBAR, { timeout: 60000 });
       await page.waitForTimeout(300);
     };
+    // its own copy of the small demo: earlier flows add versions (and branch tops) to the shared one
+    const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'sidebar')], { encoding: 'utf8' });
+    assert.equal(own.status, 0, own.stderr);
+    const ownTop = own.stdout.trim().split('\n').pop().slice(join(work, 'root').length + 1);
     const page = await newPage();
-    await openListing(page);
+    await openListing(page, 'sidebar/datasets');
     await showSidebar(page);
     try {
-      assert.equal(await page.locator(`${SIDEBAR} .sds-sidebar-where`).innerText(), 'in datasets');
+      assert.equal(await page.locator(`${SIDEBAR} .sds-sidebar-where`).innerText(), 'in sidebar/datasets');
       // by title, never a bare ID: every demo version has one
       const titles = await rows(page).locator('.sds-tree-title').allInnerTexts();
       for (const t of titles) assert.doesNotMatch(t, /^[0-9a-f]{8}-[0-9a-f-]{27}$/, `a bare ID: ${titles.join(', ')}`);
@@ -1980,7 +1984,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       const times = await rows(page).locator('time').evaluateAll(ts => ts.map(t => t.getAttribute('datetime')));
       assert.equal(times[0], [...times].sort().pop(), `newest first: ${times.join(', ')}`);
       const tops = await page.locator(`${SIDEBAR} .sds-tree-row.sds-tree-top .sds-tree-title`).allInnerTexts();
-      const history = await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(top)}`)).json();
+      const history = await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(ownTop)}`)).json();
       assert.deepEqual(new Set(tops), new Set([history.versions[0].title, 'Coarser clusters']));
       assert.deepEqual(await axeViolations(page, SIDEBAR), [], 'the sidebar, light');
       await shot(page, 'sidebar-versions-light');
@@ -2041,7 +2045,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
     try {
       const dark = await newPage();
-      await openListing(dark);
+      await openListing(dark, 'sidebar/datasets');
       await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
       await showSidebar(dark);
       assert.deepEqual(await axeViolations(dark, SIDEBAR), [], 'the sidebar, dark');
