@@ -194,6 +194,9 @@ def test_a_feature_without_its_extra_is_one_error_naming_it(
 ) -> None:
     """A library set to None in sys.modules is one Python cannot import: the extra is as good as
     uninstalled for this process. The feature's modules are imported afresh."""
+    # its submodules too: one imported earlier in this process would be found without its parent
+    for name in [name for name in sys.modules if name.startswith(f"{blocked}.")]:
+        monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, blocked, None)
     for name in [name for name in sys.modules if name.startswith(("sds_jupyter.widget", "sds_jupyter.magics"))]:
         monkeypatch.delitem(sys.modules, name)
