@@ -2525,6 +2525,9 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         await figure.evaluate(el => el.scrollIntoView({ block: 'start' }));
         await page.waitForSelector('.sds-figure-canvas .sds-deck-stage[data-live="true"]', { timeout: 30000 });
         await page.waitForTimeout(800);
+        // the figures above it have drawn since (and grown): the figure's top at the panel's top again
+        await figure.evaluate(el => el.scrollIntoView({ block: 'start' }));
+        await page.waitForTimeout(500);
         // 7b: the drawing (its scale bar at its bottom) is inside the panel and the window, its aspect kept
         const boxes = await page.evaluate(() => {
           const r = el => el.getBoundingClientRect();
