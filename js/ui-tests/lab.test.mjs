@@ -2489,4 +2489,180 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
     }
   });
+
+  // issue 29, the remaining items (nav29b): its own copy of the small demo, a plain folder and a corrupt version beside it
+  let nav29b = null;
+  function nav29bDemo() {
+    if (!nav29b) {
+      const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'nav29b')], { encoding: 'utf8' });
+      assert.equal(own.status, 0, own.stderr);
+      const datasets = join(work, 'root', 'nav29b', 'datasets');
+      mkdirSync(join(datasets, 'plain-folder'));
+      writeFileSync(join(datasets, 'plain-folder', 'notes.txt'), 'not a version');
+      mkdirSync(join(datasets, 'corrupt-version'));
+      writeFileSync(join(datasets, 'corrupt-version', 'layer.json'), '{"parent": ');
+      nav29b = own.stdout.trim().split('\n').pop().split('/').pop();
+    }
+    return nav29b;
+  }
+
+  it('issue 29 (7b, 8b, 7d): a wide panel shows the whole tissue drawing; Figures charts never scroll sideways; Escape closes the overlays', async () => {
+    const ownTop = nav29bDemo();
+    for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
+      const tag = theme.includes('Dark') ? 'dark' : 'light';
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme });
+      const page = await browser.newPage({ viewport: { width: 1600, height: 800 } });
+      page.errors = [];
+      page.on('pageerror', e => page.errors.push(e.message));
+      try {
+        await openListing(page, 'nav29b/datasets');
+        await item(page, ownTop).dblclick();
+        await page.waitForSelector('.sds-history-row', { timeout: 30000 });
+        await page.keyboard.press('Control+b');
+        await page.locator('.sds-tab[data-tab="figures"]').click();
+        const figure = page.locator('.sds-figure-canvas').first();
+        await figure.waitFor({ timeout: 30000 });
+        await figure.evaluate(el => el.scrollIntoView({ block: 'start' }));
+        await page.waitForSelector('.sds-figure-canvas .sds-deck-stage[data-live="true"]', { timeout: 30000 });
+        await page.waitForTimeout(800);
+        // the figures above it have drawn since (and grown): the figure's top at the panel's top again
+        await figure.evaluate(el => el.scrollIntoView({ block: 'start' }));
+        await page.waitForTimeout(500);
+        // 7b: the drawing (its scale bar at its bottom) is inside the panel and the window, its aspect kept
+        const boxes = await page.evaluate(() => {
+          const r = el => el.getBoundingClientRect();
+          const stage = document.querySelector('.sds-figure-canvas .sds-deck-stage');
+          const bar = document.querySelector('.sds-figure-canvas .sds-scalebar:not([hidden])');
+          return { stage: r(stage).toJSON(), panels: r(document.querySelector('.sds-panels')).toJSON(), bar: bar ? r(bar).toJSON() : null, aspect: getComputedStyle(stage).aspectRatio };
+        });
+        for (const box of [boxes.stage, boxes.bar].filter(Boolean)) {
+          assert.ok(box.bottom <= Math.min(800, boxes.panels.bottom) + 1 && box.top >= boxes.panels.top - 1, `on screen: ${JSON.stringify(boxes)}`);
+        }
+        const [aw, ah] = boxes.aspect.split('/').map(Number);
+        assert.ok(Math.abs(boxes.stage.width / boxes.stage.height - aw / ah) < 0.02, `aspect kept: ${JSON.stringify(boxes)}`);
+        await shot(page, `issue29-fit-wide-${tag}`);
+        // 8b: every figure drawn; no chart, figure or the panel scrolls sideways, wide and at 420 px
+        const overflowing = async () => {
+          for (const fig of await page.locator('.sds-figure').all()) {
+            await fig.scrollIntoViewIfNeeded();
+            await page.waitForTimeout(300);
+          }
+          await page.waitForFunction(() => [...document.querySelectorAll('.sds-figure-chart .sds-figure-body')].every(b => b.querySelector('svg, canvas, .sds-reason, .sds-error')), null, { timeout: 30000 });
+          await page.waitForTimeout(800);
+          return page.evaluate(() =>
+            [document.querySelector('.sds-panels'), ...document.querySelectorAll('.sds-figures .sds-chart, .sds-figures .sds-figure-body')]
+              .filter(el => el.scrollWidth > el.clientWidth + 1)
+              .map(el => `${el.className} ${el.scrollWidth}>${el.clientWidth}`)
+          );
+        };
+        assert.deepEqual(await overflowing(), [], `wide (${tag})`);
+        for (let i = 0; i < 3; i++) {
+          const have = await page.locator('.sds-panel').evaluate(el => el.getBoundingClientRect().width);
+          if (Math.abs(have - 420) < 1) break;
+          const vp = page.viewportSize();
+          await page.setViewportSize({ width: Math.round(vp.width + 420 - have), height: vp.height });
+          await page.waitForTimeout(500);
+        }
+        assert.deepEqual(await overflowing(), [], `420 px (${tag})`);
+        await page.locator('.sds-figure-chart').first().scrollIntoViewIfNeeded();
+        await shot(page, `issue29-figures-420-${tag}`);
+        await page.setViewportSize({ width: 1600, height: 800 });
+        await page.waitForTimeout(500);
+        if (tag === 'light') {
+          // 7d: Escape stops drawing regions (the Annotate button gets the focus back)
+          await figure.scrollIntoViewIfNeeded();
+          await figure.locator('.sds-annotate-toggle').click();
+          await figure.locator('.sds-annotate:not([hidden])').waitFor();
+          await page.keyboard.press('Escape');
+          await figure.locator('.sds-annotate').waitFor({ state: 'hidden' });
+          assert.equal(await figure.locator('.sds-annotate-toggle').getAttribute('aria-pressed'), 'false');
+          assert.equal(await figure.locator('.sds-annotate-toggle').evaluate(el => el === document.activeElement), true);
+          // the result's tissue view, opened by a click: Escape at once closes it
+          await page.locator('.sds-tab[data-tab="results"]').click();
+          const card = page.locator('[data-result="markers-leiden"]');
+          const link = card.locator('.sds-tissue-link').first();
+          await link.waitFor({ timeout: 30000 });
+          await link.click();
+          await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn, null, { timeout: 60000 });
+          await shot(page, 'issue29-escape-tissue-open');
+          await page.keyboard.press('Escape');
+          assert.equal(await card.locator('.sds-tissue').isHidden(), true, 'Escape closed the tissue view');
+          // A | B side by side with the branch: Escape at once closes it, the focus back on its button
+          await page.locator('.sds-tab[data-tab="compare"]').click();
+          const pickB = page.locator('.sds-compare select[aria-label^="Version B"]');
+          await pickB.locator('option', { hasText: 'Coarser clusters' }).waitFor({ state: 'attached', timeout: 30000 });
+          await pickB.selectOption({ label: await pickB.locator('option', { hasText: 'Coarser clusters' }).innerText() });
+          const sides = page.locator('.sds-show-sides:visible').first();
+          await sides.waitFor({ timeout: 60000 });
+          await sides.click();
+          await page.waitForFunction(() => document.querySelector('.sds-sidebyside:not([hidden])')?.dataset.drawn, null, { timeout: 60000 });
+          await page.waitForTimeout(500);
+          await shot(page, 'issue29-escape-sides-open');
+          await page.keyboard.press('Escape');
+          assert.equal(await page.locator('.sds-sidebyside:not([hidden])').count(), 0, 'Escape closed A | B side by side');
+          assert.equal(await sides.evaluate(el => el === document.activeElement), true, 'the focus is back on its button');
+        }
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+        await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+      }
+    }
+  });
+
+  it('issue 29 (1, 3, 4): titles beside folder names; a plain folder and a corrupt layer.json say so once and are not polled; another version keeps a Back, the first folder brings its own panel', async () => {
+    const ownTop = nav29bDemo();
+    const page = await newPage();
+    const asked = [];
+    page.on('request', r => r.url().includes('/sds-jupyter/api/') && asked.push(new URL(r.url()).search));
+    try {
+      await openListing(page, 'nav29b/datasets');
+      await page.waitForSelector('.jp-DirListing-item.sds-version-item', { timeout: 30000 });
+      // item 1: each version's title beside its folder name, drawn on the page (not only a tooltip)
+      const listed = await (await api(`/sds-jupyter/api/versions?path=${encodeURIComponent('nav29b/datasets')}`)).json();
+      const titled = (listed.versions ?? listed).filter(v => v.title);
+      assert.ok(titled.length >= 5, JSON.stringify(listed).slice(0, 300));
+      for (const v of titled) {
+        const label = await item(page, v.name).locator('.jp-DirListing-itemText').evaluate(el => getComputedStyle(el, '::after').content);
+        assert.equal(label, JSON.stringify(` · ${v.title}`), v.name);
+      }
+      // item 4: a corrupt layer.json is marked as such, with the reason
+      const corrupt = item(page, 'corrupt-version');
+      assert.equal(await corrupt.evaluate(el => el.classList.contains('sds-version-broken')), true);
+      assert.match(await corrupt.getAttribute('title'), /^Not readable as a version: layer\.json is not valid JSON/);
+      assert.equal(await item(page, 'plain-folder').evaluate(el => el.classList.contains('sds-version-broken') || el.classList.contains('sds-version-item')), false);
+      await page.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'issue29-file-browser-titles.png') });
+      // "Open version" on a plain folder and on the corrupt one: one clear line, then no request for it
+      for (const [folder, said] of [['plain-folder', /^This folder is not a version: .*plain-folder holds no layer\.json/m], ['corrupt-version', /^This version's layer\.json cannot be read: /m]]) {
+        await page.keyboard.press('Control+Shift+c');
+        await page.locator('.lm-CommandPalette-input').fill('Open version');
+        await page.keyboard.press('Enter');
+        await page.locator('.jp-Dialog input').fill(`nav29b/datasets/${folder}`);
+        await page.keyboard.press('Enter');
+        const banner = page.locator('.sds-panel:visible .sds-banner');
+        await banner.waitFor({ timeout: 30000 });
+        assert.match(await banner.innerText(), said);
+        await page.waitForTimeout(1500);
+        const before = asked.filter(q => q.includes(encodeURIComponent(folder))).length;
+        await page.waitForTimeout(9000); // two poll intervals
+        assert.equal(asked.filter(q => q.includes(encodeURIComponent(folder))).length, before, `${folder} asked again`);
+        await shot(page, `issue29-not-a-version-${folder}`);
+      }
+      // item 3: another version of the tree opens in the panel with a Back; the first folder brings its own panel again
+      await item(page, ownTop).dblclick();
+      await page.waitForSelector('.sds-panel:visible .sds-tree-row', { timeout: 30000 });
+      const title = await page.locator('.sds-panel:visible .sds-history-row').first().locator('.sds-row-title').innerText();
+      await page.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
+      await page.waitForFunction(() => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes('Coarser clusters'), null, { timeout: 30000 });
+      assert.equal(await page.locator('.sds-panel:visible .sds-back').innerText(), `← Back to ${title}`);
+      await shot(page, 'issue29-back');
+      await item(page, ownTop).dblclick();
+      await page.waitForFunction(t => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes(t), title, { timeout: 30000 });
+      const tabs = await page.locator('.lm-DockPanel .lm-TabBar-tabLabel').allInnerTexts();
+      assert.ok(tabs.includes('Coarser clusters') && tabs.includes(title), tabs.join(', '));
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
+    }
+  });
 });

@@ -157,7 +157,7 @@ describe('Save as annotation', () => {
 });
 
 describe('Annotate panel', () => {
-  async function panel(onSaved?: (saved: unknown) => void, onSelection?: (cells: number[]) => void) {
+  async function panel(onSaved?: (saved: unknown) => void, onSelection?: (cells: number[]) => void, onHide?: () => void) {
     const { AnnotatePanel } = await import('../app/figures/annotatepanel');
     const { ServerConnection } = await import('@jupyterlab/services');
     const { RestTransport } = await import('../lab/transport');
@@ -190,7 +190,8 @@ describe('Annotate panel', () => {
       columns: ['clusters'],
       cellName: async i => `cell_${i}`,
       onSaved,
-      onSelection
+      onSelection,
+      onHide
     });
     document.body.append(p.node);
     p.toggle(true);
@@ -271,5 +272,28 @@ describe('Annotate panel', () => {
     expect(await p.save()).toBeNull();
     expect(p.node.querySelector('.sds-annotate-status')?.textContent).toMatch(/Draw at least one region/);
     expect(posted).toEqual([]);
+  });
+
+  it('Escape drops the outline in progress, then stops drawing; the regions stay (issue 29)', async () => {
+    let hidden = 0;
+    const { p, overlay } = await panel(undefined, undefined, () => hidden++);
+    p.use('rectangle');
+    p.add([0, 0]);
+    p.add([2, 1]);
+    p.add([5, 5]); // a second rectangle begun
+    press(overlay, 'Escape');
+    expect(p.drawing.draft).toEqual([]);
+    expect(p.node.hidden).toBe(false);
+    expect(hidden).toBe(0);
+    press(overlay, 'Escape');
+    expect(p.node.hidden).toBe(true);
+    expect(overlay.style.display).toBe('none');
+    expect(hidden).toBe(1);
+    expect(p.drawing.regions.length).toBe(1);
+    // from the panel's own controls too
+    p.toggle(true);
+    press(p.node.querySelector('.sds-tool-lasso')!, 'Escape');
+    expect(p.node.hidden).toBe(true);
+    expect(hidden).toBe(2);
   });
 });

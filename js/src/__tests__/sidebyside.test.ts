@@ -238,3 +238,29 @@ describe('compare: a clustering on the tissue', () => {
     expect(text(el.querySelector('.sds-tissue-title'))).toBe('On the tissue: regions, the cells that moved (A: v2)');
   });
 });
+
+describe('Escape closes A | B side by side (issue 29)', () => {
+  it('at once after it opened: the focus moved into it, and goes back to the button', async () => {
+    const t = transport()
+      .on('compare', p => comparison(p.a, p.b as number))
+      .on('tree', () => TREE)
+      .on('fingerprint', () => ({ fingerprint: 'x' }));
+    const el = mount(t);
+    await settle(10);
+    const selectB = el.querySelector<HTMLSelectElement>('select[aria-label^="Version B"]')!;
+    selectB.value = 'side-9';
+    selectB.dispatchEvent(new Event('change'));
+    await settle(10);
+    const button = el.querySelector<HTMLButtonElement>('.sds-obs-change[data-column="regions"] .sds-show-sides')!;
+    button.focus();
+    button.click();
+    await settle(10);
+    const view = el.querySelector<HTMLElement>('.sds-sidebyside')!;
+    expect(view.hidden).toBe(false);
+    expect(view.contains(document.activeElement)).toBe(true);
+    // Escape where the focus is, as a person presses it
+    document.activeElement!.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));
+    expect(view.hidden).toBe(true);
+    expect(document.activeElement).toBe(button);
+  });
+});

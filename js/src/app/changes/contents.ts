@@ -4,7 +4,7 @@
  * obsm and uns keys. What this version added or changed is marked.
  */
 
-import { valuesText } from '../shared/format';
+import { plural, valuesText } from '../shared/format';
 import { breakable, empty, fill, h } from '../shared/dom';
 import { loadInto } from '../shared/load';
 import type { Transport } from '../shared/transport';
@@ -17,10 +17,6 @@ const KIND_TITLES: [ElementKind, string][] = [
   ['points', 'Points'],
   ['tables', 'Tables']
 ];
-
-function count(n: number, one: string, many = `${one}s`): string {
-  return `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
-}
 
 function dims(shape: number[] | undefined, axes: string[] | undefined): string {
   if (!shape) {
@@ -40,7 +36,7 @@ export function describeElement(e: ElementSummary): string {
     case 'labels': {
       const parts = [dims(e.shape, e.axes)];
       if (e.levels !== undefined) {
-        parts.push(count(e.levels, 'level'));
+        parts.push(plural(e.levels, 'level'));
       }
       if (e.channels?.length) {
         parts.push(`channels ${e.channels.join(', ')}`);
@@ -51,12 +47,12 @@ export function describeElement(e: ElementSummary): string {
       return parts.filter(Boolean).join(', ');
     }
     case 'shapes':
-      return [count(e.n ?? 0, 'shape'), e.geometry?.length ? e.geometry.join(', ') : ''].filter(Boolean).join(', ');
+      return [plural(e.n ?? 0, 'shape'), e.geometry?.length ? e.geometry.join(', ') : ''].filter(Boolean).join(', ');
     case 'points':
-      return count(e.n ?? 0, 'point');
+      return plural(e.n ?? 0, 'point');
     case 'tables':
       return [
-        `${count(e.n_obs ?? 0, 'cell')} × ${count(e.n_vars ?? 0, 'variable')}`,
+        `${plural(e.n_obs ?? 0, 'cell')} × ${plural(e.n_vars ?? 0, 'variable')}`,
         e.annotates?.length ? `annotates ${e.annotates.join(', ')}` : ''
       ]
         .filter(Boolean)
@@ -154,7 +150,7 @@ function tableSection(t: TableContents): HTMLElement {
       {},
       'Table ',
       h('code', {}, t.name),
-      `: ${count(t.n_obs, 'cell')} × ${count(t.n_vars, 'variable')}`,
+      `: ${plural(t.n_obs, 'cell')} × ${plural(t.n_vars, 'variable')}`,
       t.annotates.length ? `, annotates ${t.annotates.join(', ')}` : '',
       ' ',
       mark(t.status)

@@ -11,7 +11,7 @@
 import { agreementNode, changeText, contingencySpec, drawable } from './agreement';
 import { VEGA_LITE_SCHEMA, type ChartRenderer, type ChartHandle } from '../shared/chart';
 import { empty, errorBox, fill, h } from '../shared/dom';
-import { cell, changeLabel, valuesText, valueText } from '../shared/format';
+import { cell, changeLabel, plural, valuesText, valueText } from '../shared/format';
 import { cancelLoad, loadInto } from '../shared/load';
 import { SideBySide } from './sidebyside';
 import { TissuePane } from '../figures/tissue';
@@ -58,10 +58,6 @@ export type CompareModel = {
   results: ResultChange[];
   headline: HeadlineItem[];
 };
-
-function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n.toLocaleString('en')} ${n === 1 ? one : many}`;
-}
 
 /** The model of one comparison: the lists the sections render and the headline built from them. */
 export function compareModel(c: Comparison): CompareModel {
@@ -638,7 +634,7 @@ function histogramTable(hist: { edges: number[]; counts: number[] }): HTMLElemen
         'tbody',
         {},
         hist.counts.map((n, i) =>
-          h('tr', {}, h('td', {}, cell(hist.edges[i])), h('td', {}, cell(hist.edges[i + 1])), h('td', { class: 'sds-num' }, String(n)))
+          h('tr', {}, h('td', {}, cell(hist.edges[i])), h('td', {}, cell(hist.edges[i + 1])), h('td', { class: 'sds-num' }, n.toLocaleString('en')))
         )
       )
     )

@@ -67,6 +67,7 @@ export class SideBySide {
   private unlink: (() => void) | null = null;
   private token = 0;
   private back: HTMLElement | null = null;
+  private readonly closeButton: HTMLElement;
   private readonly figures = new Map<string, Promise<string | null>>();
 
   constructor(
@@ -78,6 +79,7 @@ export class SideBySide {
     this.heading = h('h4', { class: 'sds-tissue-title', id });
     const close = h('button', { class: 'sds-button sds-tissue-back', type: 'button', title: 'Close the side-by-side view' }, '← Back to the comparison');
     close.addEventListener('click', () => this.close());
+    this.closeButton = close;
     this.body = h('div', { class: 'sds-sidebyside-body' });
     this.node = h(
       'section',
@@ -120,6 +122,8 @@ export class SideBySide {
     const token = ++this.token;
     this.back = from ?? null;
     this.node.hidden = false;
+    // an overlay of the comparison: the focus moves into it, so Escape closes it at once
+    this.closeButton.focus({ preventScroll: true });
     this.heading.textContent = `Side by side: ${column} in A and in B`;
     this.node.dataset.showing = column;
     delete this.node.dataset.drawn;

@@ -6,7 +6,7 @@
  *
  * Keyboard: with the overlay focused, arrow keys move a crosshair (Shift: further), Space
  * adds a point there, Enter closes the outline, Backspace or Ctrl+Z undoes, Escape drops
- * the outline in progress. The mouse: click adds a point, double-click closes; a rectangle
+ * the outline in progress, and with none stops drawing (the regions stay). The mouse: click adds a point, double-click closes; a rectangle
  * is two corners; a lasso is a drag.
  */
 
@@ -53,6 +53,8 @@ export type AnnotateHost = {
   onSaved?: (saved: AnnotateData) => Promise<void> | void;
   /** Told the selected cells (table positions) each time the regions change (the widget binds them). */
   onSelection?: (cells: number[]) => void;
+  /** Told when Escape stopped drawing (the host's Annotate button takes the focus back). */
+  onHide?: () => void;
 };
 
 export class AnnotatePanel {
@@ -129,6 +131,19 @@ export class AnnotatePanel {
     );
     this.use('polygon');
     this.update();
+    // Escape in the panel stops drawing, as on the drawing once no outline is in progress
+    this.node.addEventListener('keydown', ev => {
+      if (ev.key === 'Escape') {
+        ev.stopPropagation();
+        this.hide();
+      }
+    });
+  }
+
+  /** Stop drawing (Escape): the panel and overlays hidden, the regions kept for the next time. */
+  hide(): void {
+    this.toggle(false);
+    this.host.onHide?.();
   }
 
   /**
@@ -461,8 +476,12 @@ export class AnnotatePanel {
     } else if (ev.key === 'Backspace' || (ev.key === 'z' && (ev.ctrlKey || ev.metaKey))) {
       this.undo();
     } else if (ev.key === 'Escape') {
-      this.drawing.draft = [];
-      this.redraw();
+      if (this.drawing.draft.length) {
+        this.drawing.draft = [];
+        this.redraw();
+      } else {
+        this.hide();
+      }
     } else {
       return;
     }

@@ -6,8 +6,9 @@
  */
 
 import { AnnotatePanel } from './annotatepanel';
-import { panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from '../spatial/camera';
+import { aspectOf, panBy, regionOf, countInRegion, scaleBar, zoomBy, zoomRange, type Region, type ViewState } from '../spatial/camera';
 import { h } from '../shared/dom';
+import { fitToPanel } from '../spatial/fit';
 import { rangeFormat, rowValue } from '../shared/format';
 import { GeneBox } from './genebox';
 import { additiveColoring, channelLegend, geneValues, type Additive } from './genechannels';
@@ -138,7 +139,12 @@ export class SpatialFigure {
         cellName: index =>
           this.transport.request('cell', { version: this.version, figure: this.figureId, index }).then(r => r.data.name),
         onSaved: saved => this.onAnnotated?.(saved),
-        onSelection: cells => this.onSelection?.({ version: this.version, figure: this.figureId, cells })
+        onSelection: cells => this.onSelection?.({ version: this.version, figure: this.figureId, cells }),
+        onHide: () => {
+          const toggle = this.node.querySelector<HTMLElement>('.sds-annotate-toggle');
+          toggle?.setAttribute('aria-pressed', 'false');
+          toggle?.focus();
+        }
       });
     }
     this.node = h(
@@ -564,6 +570,9 @@ export class SpatialFigure {
   }
 
   start(): void {
+    // the drawing no taller than the panel shows: its scale bar on screen (issue 29)
+    const drawing = this.main.querySelector<HTMLElement>('.sds-spatial-drawing')!;
+    this.undo.push(fitToPanel(drawing, this.node, this.node.querySelector('.sds-spatial-foot'), aspectOf(this.payload.bounds)));
     if (this.payload.image) {
       this.loadChannels().catch(() => undefined);
     }

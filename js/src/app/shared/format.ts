@@ -113,17 +113,26 @@ export function changeFamily(change: Change): string {
   return /^[a-z]+$/.test(family) ? family : 'other';
 }
 
-export function short(v: unknown, max = 40): string {
-  let s: string;
-  if (typeof v === 'string') {
-    s = v;
-  } else {
-    try {
-      s = JSON.stringify(v) ?? String(v);
-    } catch {
-      s = String(v);
-    }
+/** Significant digits of a number shown on its own (a float32's 1.1540000438690186 reads 1.154). */
+const DIGITS = 6;
+
+/** A number with its meaningful digits: integers whole, others to DIGITS significant digits. */
+function meaningful(v: number): number {
+  return Number.isInteger(v) || !Number.isFinite(v) ? v : +v.toPrecision(DIGITS);
+}
+
+/** A value as JSON text, its numbers with their meaningful digits (an op's parameters, an uns value). */
+export function jsonText(v: unknown): string {
+  try {
+    return JSON.stringify(v, (_key, x: unknown) => (typeof x === 'number' ? meaningful(x) : x)) ?? String(v);
+  } catch {
+    return String(v);
   }
+}
+
+/** A value in at most `max` characters: a string as it is, a number by cell, anything else as JSON. */
+export function short(v: unknown, max = 40): string {
+  const s = typeof v === 'string' ? v : typeof v === 'number' ? cell(v) : jsonText(v);
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
 
@@ -137,7 +146,7 @@ export function cell(v: unknown): string {
       return String(v);
     }
     const a = Math.abs(v);
-    return a !== 0 && (a < 1e-3 || a >= 1e6) ? v.toExponential(3) : String(+v.toPrecision(6));
+    return a !== 0 && (a < 1e-3 || a >= 1e6) ? v.toExponential(3) : String(meaningful(v));
   }
   if (typeof v === 'string') {
     return v;
@@ -277,7 +286,7 @@ export function valueText(v: unknown, max = 160): string {
   } else if (typeof v === 'number') {
     s = cell(v);
   } else {
-    s = JSON.stringify(v) ?? String(v);
+    s = jsonText(v);
   }
   return s.length > max ? `${s.slice(0, max - 1)}…` : s;
 }
