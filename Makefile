@@ -8,7 +8,7 @@ DEMO_DIR ?= demo-data
 # JupyterLab refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: setup demo test test-python test-js lint types bench clean
+.PHONY: setup demo test test-python test-js test-vitest test-ui lint types bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,12 @@ demo: $(DEMO_DIR)/.built
 test: test-python
 	$(MAKE) test-js
 
+# The Python suite on every core (pytest-xdist; tests share nothing but read-only session
+# fixtures, built once per worker). PYTEST_ARGS adds options, e.g. PYTEST_ARGS="-m 'not install'";
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
 test-python: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The front end's packages (npm ci), again whenever package-lock.json changes.
 JS_DEPS := js/node_modules/.package-lock.json
@@ -41,8 +45,12 @@ $(JS_DEPS): js/package-lock.json
 	cd js && npm ci
 
 # The front end: unit tests (vitest), then the JupyterLab flows in the system Chromium.
-test-js: setup $(JS_DEPS)
+test-js: test-vitest test-ui
+
+test-vitest: setup $(JS_DEPS)
 	cd js && npm test
+
+test-ui: test-vitest
 	cd js && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" SDS_PYTHON="$(CURDIR)/$(PY)" npm run test:ui
 
 # Habits: ruff (lint), mypy (the stack library strictly, the rest as configured),
