@@ -133,12 +133,11 @@ class Browser:
 def open_before(service: Any, version: int, figure: str) -> int:
     """The bytes the service sent before for one figure: the whole canvas and the 2,048 px channels."""
     from sds_jupyter.service.framing import frame_reply
-    from sds_jupyter.service.service import Reply, as_buffer
+    from sds_jupyter.service.reply import Reply, as_buffer
     from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, channel_planes
     from sds_jupyter.studio.elements import coarsest_level
-    from sds_jupyter.studio.figures import read_figure
 
-    spec = read_figure(service._studio_uns(version), figure).require("canvas")
+    spec = service.session.canvas_spec(version, figure)
     view = service.table_view(version, spec.get("table"))
     drawn = build_canvas(spec, view, view.root, view.attrs)
     sent = len(frame_reply(Reply(drawn.payload, [as_buffer(b) for b in drawn.buffers])))
@@ -172,12 +171,11 @@ def check(top: Path, version: int, figure: str) -> bool:
     """A's cells and colour column are B's x, y, codes and outlines, byte for byte."""
     from sds_jupyter.service import StackService, dispatch
     from sds_jupyter.studio.canvas import build_canvas
-    from sds_jupyter.studio.figures import read_figure
 
     service = StackService(top)
     canvas = dispatch(service, "canvas", {"version": version, "figure": figure})
     cells = dispatch(service, "cells", {"version": version, "figure": figure, "key": canvas.data["cells_key"]})
-    spec = read_figure(service._studio_uns(version), figure).require("canvas")
+    spec = service.session.canvas_spec(version, figure)
     view = service.table_view(version)
     whole = build_canvas(spec, view, view.root, view.attrs)
     ours = (

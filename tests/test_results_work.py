@@ -171,17 +171,17 @@ def test_result_csv_is_the_whole_table_at_full_precision(service, studio_adata) 
 
 
 def test_result_csv_defuses_formulas(studio_stack, tmp_path) -> None:
-    from sds_jupyter.service.service import _csv_name, _csv_text
+    from sds_jupyter.service.features.results import csv_name, csv_text
 
     frame = pd.DataFrame({"name": ['=HYPERLINK("x")', "+1", "ok", "@sum"], "value": [-1.5, 2.0, 3.25, 0.1]})
-    rows = list(csv.reader(io.StringIO(_csv_text(frame))))
+    rows = list(csv.reader(io.StringIO(csv_text(frame))))
     assert (
         rows[1] == ['\'=HYPERLINK("x")', "-1.5"]
         and rows[2][0] == "'+1"
         and rows[3][0] == "ok"
         and rows[4][0] == "'@sum"
     )
-    assert _csv_name("../evil\nname", "t/../x") == "evil_name-t_.._x.csv"
+    assert csv_name("../evil\nname", "t/../x") == "evil_name-t_.._x.csv"
 
 
 def test_result_csv_refusals(service) -> None:

@@ -239,9 +239,9 @@ def test_the_image_cache_is_bounded(xenium, monkeypatch) -> None:
 
     The demo has fewer versions than the real bound, so the bound is lowered to 2 to be crossed.
     """
-    from sds_jupyter.service import service as service_module
+    from sds_jupyter.service import session as session_module
 
-    monkeypatch.setattr(service_module, "MAX_CACHED_IMAGES", 2)
+    monkeypatch.setattr(session_module, "MAX_CACHED_IMAGES", 2)
     service = StackService(xenium)
     served = 0
     for version in range(1, service.stack.depth + 1):
@@ -250,7 +250,7 @@ def test_the_image_cache_is_bounded(xenium, monkeypatch) -> None:
         except StackError:
             continue  # versions before the figure was saved have none
         served += 1
-    assert served > 2 and len(service._images) == 2
+    assert served > 2 and len(service.session.images) == 2
 
 
 def claims_10_12_rows(meta: dict[str, Any]) -> None:
@@ -390,7 +390,7 @@ def test_services_of_other_branches_are_evicted(studio_stack, tmp_path) -> None:
         return set(change["counts_a"])
 
     assert [labels_of(name) for name in branches] == [{f"label-{n}"} for n in range(4)]
-    assert 0 < len(service._branches) <= MAX_CACHED_BRANCHES < len(branches)
+    assert 0 < len(service.session.branches) <= MAX_CACHED_BRANCHES < len(branches)
     assert labels_of(branches[0]) == {"label-0"}  # reopened after its eviction
 
 

@@ -20,7 +20,7 @@ from sds_jupyter.service import (
     frame_reply,
     unframe_reply,
 )
-from sds_jupyter.service.service import as_buffer
+from sds_jupyter.service.reply import as_buffer
 from sds_jupyter.stack import Stack
 from sds_jupyter.stack.open import open_anndata
 from sds_jupyter.studio.canvas import build_canvas
@@ -330,7 +330,7 @@ def test_color_values_against_reads_two_columns_yet_sends_what_the_whole_obs_giv
     import pandas as pd
 
     from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, transition_labels
-    from sds_jupyter.service.service import GREY, RENAMED_GREY
+    from sds_jupyter.service.features.cells import GREY, RENAMED_GREY
     from sds_jupyter.studio.canvas import MISSING_COLOR, cell_colors
     from sds_jupyter.studio.cells import FrameCells
 
@@ -632,7 +632,7 @@ def test_requests_read_only_the_results_they_need(studio_stack) -> None:
 def test_mixed_type_columns_sort_by_text() -> None:
     import pandas as pd
 
-    from sds_jupyter.service.service import _sorted
+    from sds_jupyter.service.features.results import sorted_rows
 
     frame = pd.DataFrame({"v": ["b", 2, None, "a"]})
-    assert _sorted(frame, "v", False)["v"].tolist()[:3] == [2, "a", "b"]
+    assert sorted_rows(frame, "v", False)["v"].tolist()[:3] == [2, "a", "b"]

@@ -19,14 +19,13 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, is_typeddict
 
 from sds_jupyter.service import types as payloads
+from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.requests import REQUESTS, WRITE_REQUESTS, request_parameters
-from sds_jupyter.service.service import Reply
 from sds_jupyter.studio import payloads as canvas_payloads
 from sds_jupyter.studio.payloads import Items
 
 __all__ = [
     "GENERATED",
-    "REPLY_PAYLOADS",
     "generated_files",
     "payload_schema",
     "reply_name",
@@ -36,20 +35,6 @@ __all__ = [
 
 #: Where ``make types`` writes, relative to the repository.
 GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js/src/app/shared/payloads.gen.ts")}
-
-#: Requests answering a :class:`Reply` (a payload with buffers): the payload's type.
-REPLY_PAYLOADS: dict[str, Any] = {
-    "canvas": canvas_payloads.CanvasPayload,
-    "cells": payloads.CellsData,
-    "cell_outlines": payloads.CellOutlinesData,
-    "embedding": payloads.EmbeddingData,
-    "color_values": canvas_payloads.CanvasColor,
-    "channels": payloads.ChannelsData,
-    "store_key": payloads.StoreKeyData,
-    "image_region": payloads.ImageRegionData,
-    "image_tile": payloads.ImageTileData,
-    "export": payloads.ExportData,
-}
 
 _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {
     str: ({"type": "string"}, "string"),
@@ -65,10 +50,10 @@ def reply_type(name: str) -> Any:
     method = REQUESTS[name]
     hint = typing.get_type_hints(method)["return"]
     if hint is Reply:
-        if name not in REPLY_PAYLOADS:
-            raise TypeError(f"request {name!r} answers a Reply: name its payload type in REPLY_PAYLOADS")
-        return REPLY_PAYLOADS[name]
-    if not is_typeddict(hint):
+        raise TypeError(f"request {name!r} answers a Reply: annotate it Reply[ItsPayload]")
+    if get_origin(hint) is Reply:
+        (hint,) = get_args(hint)
+    if not is_typeddict(hint) and _alias_name(hint) is None:
         raise TypeError(f"request {name!r} must be annotated with a TypedDict of service.types, not {hint!r}")
     return hint
 

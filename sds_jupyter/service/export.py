@@ -21,7 +21,10 @@ import numpy as np
 
 from sds_jupyter.errors import needs_extra, shown
 from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.service import Reply, StackService
+from sds_jupyter.service.features.cells import color_values
+from sds_jupyter.service.features.figures import figure_drawing
+from sds_jupyter.service.reply import Reply
+from sds_jupyter.service.session import Opened, Session, session_of
 from sds_jupyter.service.types import ExportData
 from sds_jupyter.stack.atomic import replaced_file
 from sds_jupyter.studio.canvas import CanvasData
@@ -78,7 +81,7 @@ def checked_dpi(dpi: int) -> int:
 
 
 def render_export(
-    service: StackService,
+    opened: Session | Opened,
     version: int | str | None,
     figure_id: str,
     fmt: str = ".svg",
@@ -101,22 +104,23 @@ def render_export(
     ``limits``: the low and high ends of a colouring by numbers, as the view clips it.
     """
     needs_extra("export", "figure export")
+    session = session_of(opened)
     fmt = format_of(Path(f"figure.{str(fmt).lstrip('.')}"))
     dpi = checked_dpi(dpi)
-    depth = service.depth(version)
-    title_of_version = service.stack.versions[service.stack.depth - depth].title if depth else None
+    depth = session.depth(version)
+    title_of_version = session.stack.versions[session.stack.depth - depth].title if depth else None
     stem = export_name(depth, title_of_version, figure_id)
     name = f"{stem}-{dpi}dpi.png" if fmt == ".png" else f"{stem}{fmt}"
-    parsed, drawing = service.export_figure(depth, figure_id, channels=channels)
+    parsed, drawing = figure_drawing(session, depth, figure_id, channels=channels)
     width_mm = print_width_mm(parsed.print_width)
     title = parsed.title or figure_id
     if not isinstance(drawing, CanvasData):
         return Export(name, fmt, render_chart(drawing, fmt, width_mm, title, dpi))
     region = view_region(drawing.payload, view)
     if drawing.payload["image"] is not None:
-        drawing = _with_image_for(service, depth, figure_id, drawing, region, width_mm, dpi, channels)
+        drawing = _with_image_for(session, depth, figure_id, drawing, region, width_mm, dpi, channels)
     if coloring:
-        answer = service.color_values(depth, figure_id, **coloring)
+        answer = color_values(session, depth, figure_id, **coloring)
         drawing = recolored(drawing, answer.data, np.frombuffer(answer.buffers[0], _value_type(answer.data)))
     if hidden:
         drawing = recolored(drawing, hidden=hidden)
@@ -127,7 +131,7 @@ def render_export(
 
 
 def export_request(
-    service: StackService,
+    session: Session,
     version: int | str | None = None,
     figure: str = "",
     format: str = "svg",
@@ -141,7 +145,7 @@ def export_request(
     hidden: str = "",
     channels: str = "",
     limits: str = "",
-) -> Reply:
+) -> Reply[ExportData]:
     """The ``export`` request: a figure drawn to an SVG, PNG or PDF file, its name and bytes (one buffer).
 
     Why: the panel and the widget save exactly the file the command line writes (one
@@ -156,7 +160,7 @@ def export_request(
     given = {"column": column, "gene": gene, "layer": layer, "highlight": highlight, "against": against}
     coloring = {key: value for key, value in given.items() if value not in (None, "")}
     made = render_export(
-        service, version, figure, format, dpi, view, coloring, _codes(hidden), _channels(channels), _limits(limits)
+        session, version, figure, format, dpi, view, coloring, _codes(hidden), _channels(channels), _limits(limits)
     )
     payload: ExportData = {
         "name": made.name,
@@ -213,7 +217,7 @@ def _codes(hidden: str) -> list[int]:
 
 
 def _with_image_for(
-    service: StackService,
+    session: Session,
     depth: int,
     figure_id: str,
     drawing: CanvasData,
@@ -230,12 +234,12 @@ def _with_image_for(
     x0, _, x1, _ = drawing.payload["bounds"]
     across = max(x1 - x0, 1e-9) / max(region[2] - region[0], 1e-9)
     draw_px = math.ceil(width_mm / MM_PER_INCH * dpi * across)
-    _, finer = service.export_figure(depth, figure_id, min(draw_px, MAX_EXPORT_IMAGE_SIDE), channels)
+    _, finer = figure_drawing(session, depth, figure_id, min(draw_px, MAX_EXPORT_IMAGE_SIDE), channels)
     return finer if isinstance(finer, CanvasData) else drawing
 
 
 def export_figure(
-    path: str | os.PathLike[str] | StackService,
+    path: str | os.PathLike[str] | Session | Opened,
     figure_id: str,
     out: str | os.PathLike[str],
     version: int | str | None = None,
@@ -259,15 +263,17 @@ def export_figure(
     target = Path(os.path.abspath(os.path.expanduser(os.fspath(out))))
     into_folder = target.is_dir()
     fmt = format_of(Path(f"figure.{format.lstrip('.')}") if into_folder else target)
-    service = (
-        path if isinstance(path, StackService) else StackService(path, folders=folders, storage_options=storage_options)
+    session = (
+        session_of(path)
+        if isinstance(path, (Session, Opened))
+        else Session(path, folders=folders, storage_options=storage_options)
     )
-    if service.error is not None:
-        raise service.error
-    export = render_export(service, version, figure_id, fmt, dpi, view)
+    if session.error is not None:
+        raise session.error
+    export = render_export(session, version, figure_id, fmt, dpi, view)
     if into_folder:
         target = target / export.name
-    service.stack.refuse_output_inside(target, "figure")
+    session.stack.refuse_output_inside(target, "figure")
     with replaced_file(target) as new:
         new.write_bytes(export.data)
     return target

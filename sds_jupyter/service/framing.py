@@ -11,7 +11,7 @@ import json
 import struct
 from typing import Any
 
-from sds_jupyter.service.service import Reply
+from sds_jupyter.service.reply import Reply
 
 __all__ = ["frame_reply", "unframe_reply"]
 

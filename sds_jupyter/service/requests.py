@@ -1,8 +1,11 @@
-"""The request table: protocol name → service method, and the one dispatcher.
+"""The request table: protocol name → the function answering it, and the one dispatcher.
 
-Both transports call :func:`dispatch`. Parameters arrive as JSON values (the
-widget) or strings (a query string); they are coerced here from each method's
-annotations, so a new request is one line in :data:`REQUESTS`.
+Both transports call :func:`dispatch`. A request is a function of a
+:class:`~sds_jupyter.service.session.Session` in a feature module
+(:mod:`sds_jupyter.service.features`); parameters arrive as JSON values (the widget)
+or strings (a query string) and are coerced here from its annotations, and whether it
+sends buffers is read from its return annotation, so a new request is its function and
+one line in :data:`REQUESTS` (docs/contributing.md lists the rest).
 """
 
 from __future__ import annotations
@@ -14,57 +17,57 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sds_jupyter.errors import shown
+from sds_jupyter.service import branches
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.export import export_request
-from sds_jupyter.service.service import Reply, StackService
+from sds_jupyter.service.features import annotate, cells, compare, figures, history, images, results
+from sds_jupyter.service.reply import Reply
+from sds_jupyter.service.session import Opened, Session, session_of
 
-__all__ = ["BINARY_REQUESTS", "REQUESTS", "WRITE_REQUESTS", "dispatch", "request_parameters"]
+__all__ = ["BINARY_REQUESTS", "REQUESTS", "WRITE_REQUESTS", "answers_buffers", "dispatch", "request_parameters"]
 
+#: Request name -> the function answering it, called with the session and the request's parameters.
+#: Its signature is the request's parameters (coerced from its annotations), its return
+#: annotation the reply's payload type (``Reply[Payload]`` when it sends buffers).
 REQUESTS: dict[str, Callable[..., Any]] = {
-    "history": StackService.history,
-    "changes": StackService.changes,
-    "figures": StackService.figures,
-    "canvas": StackService.canvas,
-    "cells": StackService.cells,
-    "cell_outlines": StackService.cell_outlines,
-    "embedding": StackService.embedding,
-    "results": StackService.results,
-    "result_page": StackService.result_page,
-    "result_csv": StackService.result_csv,
-    "compare": StackService.compare,
-    "tree": StackService.tree,
-    "fingerprint": StackService.fingerprint,
-    "contents": StackService.contents,
-    "cell": StackService.cell,
-    "color_values": StackService.color_values,
-    "genes": StackService.genes,
-    "dot_plot": StackService.dot_plot,
-    "channels": StackService.channels,
-    "store_key": StackService.store_key,
-    "image_region": StackService.image_region,
-    "image_tile": StackService.image_tile,
+    "history": history.history,
+    "changes": history.changes,
+    "figures": figures.figures,
+    "canvas": cells.canvas,
+    "cells": cells.cells,
+    "cell_outlines": cells.cell_outlines,
+    "embedding": cells.embedding,
+    "results": results.results,
+    "result_page": results.result_page,
+    "result_csv": results.result_csv,
+    "compare": compare.compare,
+    "tree": branches.tree,
+    "fingerprint": branches.fingerprint,
+    "contents": history.contents,
+    "cell": cells.cell,
+    "color_values": cells.color_values,
+    "genes": cells.genes,
+    "dot_plot": cells.dot_plot,
+    "channels": images.channels,
+    "store_key": images.store_key,
+    "image_region": images.image_region,
+    "image_tile": images.image_tile,
     "export": export_request,
-    "annotate": StackService.annotate,
+    "annotate": annotate.annotate,
 }
 
 #: Requests that write a new version: never answered to a GET (REST posts them with Jupyter's XSRF check).
 WRITE_REQUESTS = frozenset({"annotate"})
 
-#: Requests whose answers carry buffers (framed as octet-stream over REST).
-BINARY_REQUESTS = frozenset(
-    {
-        "canvas",
-        "cells",
-        "cell_outlines",
-        "embedding",
-        "color_values",
-        "channels",
-        "store_key",
-        "image_region",
-        "image_tile",
-        "export",
-    }
-)
+
+def answers_buffers(function: Callable[..., Any]) -> bool:
+    """Whether a request's function answers a :class:`Reply` (a payload with buffers), by its return annotation."""
+    answer = typing.get_type_hints(function)["return"]
+    return answer is Reply or typing.get_origin(answer) is Reply
+
+
+#: Requests whose answers carry buffers (framed as octet-stream over REST): read from the table.
+BINARY_REQUESTS = frozenset(name for name, function in REQUESTS.items() if answers_buffers(function))
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -133,16 +136,12 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
 
 
 def request_parameters(method: Callable[..., Any]) -> list[inspect.Parameter]:
-    """A request's parameters: its function's, less the first (the service it runs on).
-
-    Why: a request is a StackService method or a function of a service (``export``); either
-    way the first parameter is the service, never a client's to give.
-    """
+    """A request's parameters: its function's, less the first (the session it runs on, never a client's to give)."""
     return list(inspect.signature(method).parameters.values())[1:]
 
 
-def dispatch(service: StackService, name: str, params: Mapping[str, Any] | None = None) -> Reply:
-    """Run request ``name`` on ``service`` with ``params``; unknown names or params are refused."""
+def dispatch(service: Session | Opened, name: str, params: Mapping[str, Any] | None = None) -> Reply[Any]:
+    """Run request ``name`` on ``service`` (a StackService or its session) with ``params``; unknown ones are refused."""
     method = REQUESTS.get(name)
     if method is None:
         raise RequestError(f"Unknown request {name!r}; known: {', '.join(REQUESTS)}.")
@@ -155,10 +154,11 @@ def dispatch(service: StackService, name: str, params: Mapping[str, Any] | None 
             f"Request {name!r} takes no parameter {unknown[0]!r}; it takes: {', '.join(accepted) or 'none'}."
         )
     kwargs = {key: _coerce(key, value, hints.get(key, str)) for key, value in given.items()}
+    session = session_of(service)
     if "version" in kwargs:
-        service, kwargs["version"] = service.serving(kwargs["version"])
+        session, kwargs["version"] = branches.serving(session, kwargs["version"])
     try:
-        answer = method(service, **kwargs)
+        answer = method(session, **kwargs)
     except TypeError as exc:
         if re.search(r"missing \d+ required (positional|keyword-only) argument", str(exc)):
             raise RequestError(f"Request {name!r} is missing a parameter: {exc}.") from None

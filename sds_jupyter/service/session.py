@@ -1,0 +1,244 @@
+"""One opened version and what every request about it shares: the stack, its readers, its caches.
+
+Why a class of its own: the feature modules (:mod:`sds_jupyter.service.features`) answer
+requests as functions of a :class:`Session`, so none of them holds state or imports
+another; the caches they share (tables, AnnData, pyramids, other branches' sessions)
+live here, once per opened version.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import zarr
+
+from sds_jupyter.errors import MissingDatasetError, StackError
+from sds_jupyter.limits import (
+    MAX_CACHED_ADATAS,
+    MAX_CACHED_BRANCHES,
+    MAX_CACHED_IMAGES,
+    MAX_CACHED_TABLES,
+    BoundedCache,
+)
+from sds_jupyter.service.errors import RequestError
+from sds_jupyter.service.tables import TableView
+from sds_jupyter.service.tree import sibling_folder
+from sds_jupyter.service.types import BaseSummary
+from sds_jupyter.stack import Stack, StackStore, Version
+from sds_jupyter.stack.location import Location
+from sds_jupyter.stack.open import open_anndata, open_table_group
+from sds_jupyter.stack.refs import FolderMap
+from sds_jupyter.stack.tree import PartialChain
+from sds_jupyter.stack.workspace import listed_beside
+from sds_jupyter.studio.elements import Pyramid
+from sds_jupyter.studio.errors import NoStudioDataError
+from sds_jupyter.studio.figures import ParsedFigure, read_figure
+from sds_jupyter.studio.palette import obs_palettes, saved_category_colors
+from sds_jupyter.studio.uns import STUDIO_KEY, studio_section
+
+__all__ = ["Folders", "Opened", "Session", "partial_depth", "session_of"]
+
+Folders = str | Mapping[str, str] | None
+
+
+class Session:
+    """The stack of one opened version, its readers and caches; what each feature function takes.
+
+    ``path_or_stack`` is anything :meth:`Stack.resolve` takes (a local path, or an
+    object-storage URL with ``storage_options``), or a Stack. A stack that cannot be
+    resolved (a missing parent, say) does not raise here: ``history`` reports it in place
+    and every other request raises it.
+    """
+
+    def __init__(
+        self,
+        path_or_stack: str | os.PathLike[str] | Stack,
+        folders: Folders = None,
+        *,
+        table: str = "table",
+        relative_to: str | os.PathLike[str] | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.table_name = table
+        self.relative_to = Path(relative_to) if relative_to is not None else None
+        #: The resolved stack, or None when it could not be resolved (then ``error`` says why).
+        self.resolved: Stack | None = None
+        self._error: StackError | None = None
+        #: The versions that resolved above a missing parent, or None.
+        self.partial: PartialChain | None = None
+        self.tables: BoundedCache[tuple[int, str], TableView] = BoundedCache(MAX_CACHED_TABLES)
+        self.adatas: BoundedCache[int, Any] = BoundedCache(MAX_CACHED_ADATAS)
+        #: Sessions of versions on other branches (compare): the least recently used is dropped.
+        self.branches: BoundedCache[str, Session] = BoundedCache(MAX_CACHED_BRANCHES)
+        #: The tree's dataset ID -> folder, with the listing fingerprint it was read under.
+        self.branch_folders: tuple[str, dict[str, str]] | None = None
+        #: A figure's image, opened once per version: (depth, figure) -> its pyramid and value ranges.
+        self.images: BoundedCache[tuple[int, str], tuple[Pyramid, list[tuple[float, float]]]] = BoundedCache(
+            MAX_CACHED_IMAGES
+        )
+        #: The folder asked for (None for a stack given whole): what a fetch completes.
+        self.path: str | os.PathLike[str] | None = None if isinstance(path_or_stack, Stack) else path_or_stack
+        self.folders = folders
+        if isinstance(path_or_stack, Stack):
+            self.resolved = path_or_stack
+        else:
+            try:
+                self.resolved = Stack.resolve(path_or_stack, folders=folders, storage_options=storage_options)
+            except StackError as exc:
+                self._error = exc
+                self.partial = getattr(exc, "partial", None)
+
+    @property
+    def error(self) -> StackError | None:
+        """Why the stack could not be resolved (a missing parent, say), or None."""
+        return self._error
+
+    @property
+    def stack(self) -> Stack:
+        """The resolved stack; raises the resolution error when there is none."""
+        if self.resolved is None:
+            assert self._error is not None
+            if self.partial is not None:
+                missing = self.partial.missing_id
+                raise MissingDatasetError(
+                    f"the data cannot be read: dataset {missing}, below the versions shown, is missing; "
+                    "add it to the workspace to read the data (or point SDS_CIRRO_DATASETS at its folder)",
+                    missing,
+                )
+            # the same error object is raised on every request: drop the last traceback
+            raise self._error.with_traceback(None)
+        return self.resolved
+
+    def fetch_missing(self) -> list[str]:
+        """Download from Cirro the datasets this stack misses; their IDs (the caller then opens it again).
+
+        What the panel's "missing" row offers; see :func:`~sds_jupyter.stack.exchange.fetch_missing`.
+        """
+        from sds_jupyter.stack.exchange import fetch_missing
+
+        if self.path is None:
+            raise StackError("this stack was given whole: fetch by its folder")
+        return [folder.name for folder in fetch_missing(self.path, folders=self.folders)]
+
+    def depth(self, version: int | str | None) -> int:
+        """The depth ``version`` names (None: the top)."""
+        return self.stack.depth if version is None else self.stack.depth_of(version)
+
+    def table_view(self, version: int | str | None = None, table: str | None = None) -> TableView:
+        """The cached element reader of a table (default: this session's) at ``version``."""
+        key = (self.depth(version), table or self.table_name)
+        if not key[1] or "/" in key[1] or key[1] in (".", ".."):
+            raise RequestError(f"{key[1]!r} is not a table name.")
+
+        def opened() -> TableView:
+            store = StackStore(self.stack.at(key[0]))
+            group = open_table_group(store, key[1])
+            return TableView(zarr.open_group(store, mode="r"), group, key[1])
+
+        return self.tables.get(key, opened)
+
+    def adata(self, version: int | str | None = None) -> Any:
+        """The whole AnnData of the table at ``version`` (read once, for notebooks)."""
+        depth = self.depth(version)
+        return self.adatas.get(depth, lambda: open_anndata(self.stack.at(depth), table=self.table_name))
+
+    def studio_uns(self, version: int | str | None, results: Iterable[str] | Literal["all"] = ()) -> dict[str, Any]:
+        """The table's studio figures and the named results, refusing a table the app never saved into."""
+        uns = self.table_view(version).studio_uns(results)
+        if studio_section(uns) is None:
+            raise NoStudioDataError(
+                "This version keeps no saved figures or results "
+                f"(table {self.table_name!r} has no {STUDIO_KEY!r} section in uns)."
+            )
+        return uns
+
+    def canvas_spec(self, version: int | str | None, figure: str) -> dict[str, Any]:
+        """The saved spec of canvas figure ``figure`` at ``version`` (refused when it is no canvas)."""
+        return read_figure(self.studio_uns(version), figure).require("canvas")
+
+    def palettes(self, version: int | str | None, figures: Iterable[ParsedFigure]) -> dict[str, dict[str, str]]:
+        """Each categorical obs column's colors at ``version`` (see :mod:`sds_jupyter.studio.palette`)."""
+        view = self.table_view(version)
+        saved = saved_category_colors(f.spec for f in figures if f.kind == "canvas")
+        categories = {column: view.obs_categories(column) for column in view.obs_columns}
+        return obs_palettes(categories, view.uns_without_studio, saved)
+
+    def lazy_palettes(
+        self, version: int | str | None, figures: Iterable[ParsedFigure]
+    ) -> Callable[[], dict[str, dict[str, str]]]:
+        """:meth:`palettes`, computed on the first call only (they read obs: only when a chart needs them)."""
+        kept: list[dict[str, dict[str, str]]] = []
+
+        def get() -> dict[str, dict[str, str]]:
+            if not kept:
+                kept.append(self.palettes(version, list(figures)))
+            return kept[0]
+
+        return get
+
+    def folder_text(self, folder: Location | Path) -> str:
+        """A folder as the browser is shown it: relative to the server root when there is one."""
+        if self.relative_to is not None and isinstance(folder, Path):
+            try:
+                return Path(os.path.relpath(folder, self.relative_to)).as_posix()
+            except ValueError:
+                pass
+        return str(folder)
+
+    def base_summary(self) -> BaseSummary:
+        """The base store at the bottom of the stack, as ``history`` and ``tree`` show it."""
+        base = self.stack.base
+        return {
+            "depth": 0,
+            "dataset_id": base.dataset_id,
+            "path": self.folder_text(base.path),
+            "kind": base.kind,
+            "zarr_format": base.zarr_format,
+        }
+
+    def chain(self) -> tuple[tuple[Version, ...], Location, FolderMap]:
+        """The opened chain's versions, datasets folder and folder map (a broken chain's too)."""
+        if self.resolved is not None:
+            return self.resolved.versions, self.resolved.datasets_dir, self.resolved.folders
+        if self.partial is not None:
+            return self.partial.versions, self.partial.datasets_dir, self.partial.folders
+        return self.stack.versions, self.stack.datasets_dir, self.stack.folders  # raises
+
+    def sibling(self, folder: str | os.PathLike[str]) -> Session:
+        """A session for another version of this datasets folder (a node of the tree)."""
+        _, datasets_dir, folders = self.chain()
+        local = datasets_dir.as_local()
+        if local is None:
+            raise StackError("moving to another version is not done in object storage; open it by its URL")
+        path = sibling_folder(local, folder, self.relative_to, listed_beside(local))
+        return Session(path, dict(folders) or None, table=self.table_name, relative_to=self.relative_to)
+
+
+@runtime_checkable
+class Opened(Protocol):
+    """Anything holding an opened session (a :class:`~sds_jupyter.service.StackService`)."""
+
+    @property
+    def session(self) -> Session:
+        """The session it answers from."""
+        ...
+
+
+def session_of(opened: Session | Opened) -> Session:
+    """The session of a StackService, or the session itself."""
+    return opened if isinstance(opened, Session) else opened.session
+
+
+def partial_depth(partial: PartialChain, version: int | str) -> int:
+    """The depth ``version`` names above a missing parent (a depth, a dataset ID or a title)."""
+    if isinstance(version, int) or (str(version).isascii() and str(version).isdigit()):
+        return int(version)
+    found: int | None = next(
+        (int(v.depth) for v in partial.versions if version in (v.dataset_id, v.manifest.title)), None
+    )
+    if found is None:
+        raise RequestError(f"no version {version!r} above the missing dataset {partial.missing_id}")
+    return found
