@@ -56,7 +56,7 @@ lint: setup $(JS_DEPS)
 	cd js && npm run lint
 
 # The protocol's payload types, generated from sds_jupyter/service/types.py:
-# docs/payloads.schema.json and js/src/app/payloads.gen.ts (re-run after changing types.py).
+# docs/payloads.schema.json and js/src/app/shared/payloads.gen.ts (re-run after changing types.py).
 types: setup
 	$(PY) -m sds_jupyter.service.contract
 

@@ -1,10 +1,40 @@
 // ESLint for the front end (`npm run lint`, called by `make lint`): the rules
 // typescript-eslint recommends, on the app, its unit tests and the JupyterLab flows.
-// Layout is the editor's business, not the linter's; import cycles are checked beside
+// The app's folders are layered (APP_LAYERS below). Layout is the editor's business, not the linter's; import cycles are checked beside
 // this (madge, in the same npm script).
 import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
+
+// The app's feature folders and what each may import (the front end's import-linter):
+// shared knows no feature; history, changes and spatial build on shared only; figures
+// draw with spatial; compare and results show figures. index.ts (the app) wires them.
+const APP_LAYERS = {
+  shared: [],
+  history: ['shared'],
+  changes: ['shared'],
+  spatial: ['shared'],
+  figures: ['shared', 'spatial'],
+  compare: ['shared', 'spatial', 'figures'],
+  results: ['shared', 'spatial', 'figures']
+};
+const FOLDERS = Object.keys(APP_LAYERS);
+const layerRules = Object.entries(APP_LAYERS).map(([folder, allowed]) => ({
+  files: [`src/app/${folder}/**/*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            group: [...FOLDERS.filter(f => f !== folder && !allowed.includes(f)).map(f => `**/${f}/*`), '../index', '**/lab/*', '**/widget*'],
+            message: `src/app/${folder}/ may import only from ${allowed.length ? allowed.join(', ') : 'no other folder'} (eslint.config.mjs APP_LAYERS).`
+          }
+        ]
+      }
+    ]
+  }
+}));
 
 export default tseslint.config(
   { ignores: ['lib/', 'node_modules/'] },
@@ -20,5 +50,6 @@ export default tseslint.config(
       // a leading underscore marks a parameter an override must accept but does not use
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' }]
     }
-  }
+  },
+  ...layerRules
 );

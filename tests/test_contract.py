@@ -65,9 +65,9 @@ def test_the_generated_files_are_current() -> None:
 
 
 def test_the_app_knows_the_same_requests_as_the_service() -> None:
-    source = (ROOT / "js/src/app/types.ts").read_text(encoding="utf-8")
+    source = (ROOT / "js/src/app/shared/types.ts").read_text(encoding="utf-8")
     assert re.search(r"export const REQUESTS\b[^=]*=\s*GENERATED_REQUESTS;", source), (
-        "js/src/app/types.ts must take its REQUESTS from payloads.gen.ts (GENERATED_REQUESTS)"
+        "js/src/app/shared/types.ts must take its REQUESTS from payloads.gen.ts (GENERATED_REQUESTS)"
     )
     generated = (ROOT / GENERATED["typescript"]).read_text(encoding="utf-8")
     listed = re.search(r"export const GENERATED_REQUESTS = \[(.*?)\]", generated, re.S)

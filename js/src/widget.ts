@@ -11,8 +11,8 @@
 
 import type { AnyModel, RenderProps } from '@anywidget/types';
 import { mountApp } from './app';
-import { TransportError, type Buffer, type Reply, type Transport } from './app/transport';
-import type { Data, Params, RequestName } from './app/types';
+import { TransportError, type Buffer, type Reply, type Transport } from './app/shared/transport';
+import type { Data, Params, RequestName } from './app/shared/types';
 
 /** Milliseconds before an unanswered request fails. */
 export const REQUEST_TIMEOUT = 120_000;

@@ -16,7 +16,7 @@
  */
 
 import type { AnyModel, RenderProps } from '@anywidget/types';
-import { errorBox, loading } from './app/dom';
+import { errorBox, loading } from './app/shared/dom';
 
 type AppModule = { default: { render(props: RenderProps): () => void } };
 

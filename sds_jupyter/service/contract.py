@@ -4,7 +4,7 @@ The Python types are the single source: :func:`payload_schema` turns them (and
 the reply type of every request in :data:`~sds_jupyter.service.requests.REQUESTS`)
 into one JSON Schema, and :func:`typescript` into the TypeScript the browser app
 compiles against. ``make types`` writes both (``docs/payloads.schema.json`` and
-``js/src/app/payloads.gen.ts``); a test checks the files are current and that
+``js/src/app/shared/payloads.gen.ts``); a test checks the files are current and that
 real replies of every request validate against the schema.
 """
 
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: Where ``make types`` writes, relative to the repository.
-GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js/src/app/payloads.gen.ts")}
+GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js/src/app/shared/payloads.gen.ts")}
 
 #: Requests answering a :class:`Reply` (a payload with buffers): the payload's type.
 REPLY_PAYLOADS: dict[str, Any] = {

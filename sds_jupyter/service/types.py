@@ -2,7 +2,7 @@
 
 The single source, with the canvas payloads of :mod:`sds_jupyter.studio.payloads`:
 ``make types`` generates the JSON Schema and the TypeScript the browser app imports
-(``js/src/app/payloads.gen.ts``) from these TypedDicts and the aliases beside them;
+(``js/src/app/shared/payloads.gen.ts``) from these TypedDicts and the aliases beside them;
 nothing restates them by hand.
 """
 

@@ -203,7 +203,7 @@ def view_region(payload: Mapping[str, Any], view: str | Sequence[float] | None) 
     """The rectangle of the data an export shows (x0, y0, x1, y1; y grows downwards).
 
     ``None`` or "saved": the figure's saved view, read as the browser reads it (the region its
-    viewport shows in a drawing REFERENCE_WIDTH wide, ``savedRegion`` in ``js/src/app/camera.ts``);
+    viewport shows in a drawing REFERENCE_WIDTH wide, ``savedRegion`` in ``js/src/app/spatial/camera.ts``);
     "whole" (or "full"): all cells and the image; four numbers (or "x0,y0,x1,y1"): that region, e.g. the one
     on screen, which the browser sends.
     """

@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { compile } from 'vega-lite';
 import { parse, View } from 'vega';
-import { agreementText, changeText, contingencySpec, drawable } from '../app/agreement';
-import { compareModel, VEGA_LITE_SCHEMA } from '../app/compare';
-import { percentileLimits, withLimits } from '../app/colorlimits';
-import { exactGene, geneEntries, matchGenes, nearestGenes } from '../app/genebox';
-import type { Comparison, ObsChange } from '../app/types';
+import { agreementText, changeText, contingencySpec, drawable } from '../app/compare/agreement';
+import { compareModel } from '../app/compare/compare';
+import { VEGA_LITE_SCHEMA } from '../app/shared/chart';
+import { percentileLimits, withLimits } from '../app/figures/colorlimits';
+import { exactGene, geneEntries, matchGenes, nearestGenes } from '../app/figures/genebox';
+import type { Comparison, ObsChange } from '../app/shared/types';
 
 const merged: ObsChange = {
   column: 'leiden',
@@ -121,7 +122,7 @@ describe('colour limits', () => {
 describe('the contingency heatmap, drawn', () => {
   /** The SVG Vega draws for `spec` fitted to a panel `width` pixels wide, as the compare view does. */
   async function svgAt(spec: object, width: number): Promise<{ svg: string; width: number }> {
-    const { fitSpec } = await import('../app/chart');
+    const { fitSpec } = await import('../app/shared/chart');
     const vega = await import('vega');
     const view = new vega.View(vega.parse(compile(fitSpec(spec, width) as never).spec), { renderer: 'none' });
     const svg = await view.toSVG();
@@ -157,7 +158,7 @@ describe('the contingency heatmap, drawn', () => {
 
 describe('the transitions heatmap (a column that is not a clustering)', () => {
   it('keeps labels whole and formats counts too', async () => {
-    const { transitionSpec } = await import('../app/compare');
+    const { transitionSpec } = await import('../app/compare/compare');
     const spec = transitionSpec(
       [
         { a: 'a rather long free-text annotation of a cell', b: 'another long annotation', count: 13076 },

@@ -11,7 +11,7 @@ import {
   saveAnnotation,
   selectedCells,
   type Point
-} from '../app/annotate';
+} from '../app/figures/annotate';
 
 /** A 10 × 10 grid of cells at (0.5, 0.5) ... (9.5, 9.5), and one without a position. */
 function grid(): { x: Float32Array; y: Float32Array } {
@@ -158,7 +158,7 @@ describe('Save as annotation', () => {
 
 describe('Annotate panel', () => {
   async function panel(onSaved?: (saved: unknown) => void, onSelection?: (cells: number[]) => void) {
-    const { AnnotatePanel } = await import('../app/annotatepanel');
+    const { AnnotatePanel } = await import('../app/figures/annotatepanel');
     const { ServerConnection } = await import('@jupyterlab/services');
     const { RestTransport } = await import('../lab/transport');
     const posted: { url: string; body: string }[] = [];

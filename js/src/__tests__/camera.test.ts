@@ -13,8 +13,8 @@ import {
   zoomBy,
   zoomRange,
   spacingOf
-} from '../app/camera';
-import type { Bounds } from '../app/types';
+} from '../app/spatial/camera';
+import type { Bounds } from '../app/shared/types';
 
 const bounds: Bounds = [0, 0, 1000, 500];
 const payload = { bounds, viewport: { target: [300, 200] as [number, number], zoom: 1, rotation: 0 } };

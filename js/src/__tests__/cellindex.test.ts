@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import type { Region } from '../app/camera';
-import { buildIndex, cellsIn, containing, countIn, countOver, forEachIn, inPolygon, nearest } from '../app/cellindex';
+import type { Region } from '../app/spatial/camera';
+import { buildIndex, cellsIn, containing, countIn, countOver, forEachIn, inPolygon, nearest } from '../app/spatial/cellindex';
 
 /** A deterministic scatter (a small LCG), a few cells without a position. */
 function scatter(n: number, seed = 7): { x: Float32Array; y: Float32Array } {

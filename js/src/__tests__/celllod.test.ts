@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 
-import type { Region } from '../app/camera';
-import { buildIndex } from '../app/cellindex';
-import { GEOMETRY_BUDGET, covers, lodFor, planRaster, rasterizeCells, stale } from '../app/celllod';
-import { colorFn, packColor, rasterizePoints, type CanvasData } from '../app/raster';
-import { SpatialStage } from '../app/spatial';
-import type { Bounds, CanvasColor, CanvasPayload } from '../app/types';
+import type { Region } from '../app/spatial/camera';
+import { buildIndex } from '../app/spatial/cellindex';
+import { GEOMETRY_BUDGET, covers, lodFor, planRaster, rasterizeCells, stale } from '../app/spatial/celllod';
+import { colorFn, packColor, rasterizePoints, type CanvasData } from '../app/spatial/raster';
+import { SpatialStage } from '../app/spatial/spatial';
+import type { Bounds, CanvasColor, CanvasPayload } from '../app/shared/types';
 
 /** A grid of cells, one a unit apart: n × n of them over [0, n)². */
 function grid(n: number): { x: Float32Array; y: Float32Array; value: Uint16Array } {

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { KeyedCache, cellCache, loadCanvas, overviewCache } from '../app/cellstore';
-import { colorValues } from '../app/raster';
-import type { Reply } from '../app/transport';
-import type { CanvasPayload, CellsData, ChannelsData } from '../app/types';
+import { KeyedCache, cellCache, loadCanvas, overviewCache } from '../app/spatial/cellstore';
+import { colorValues } from '../app/spatial/raster';
+import type { Reply } from '../app/shared/transport';
+import type { CanvasPayload, CellsData, ChannelsData } from '../app/shared/types';
 import { FakeTransport } from './fixtures';
 
 /** A figure's own part as the server sends it: payload with keys, the color column alone. */

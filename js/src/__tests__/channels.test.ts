@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { composite, limitsInSteps, type ChannelState } from '../app/channels';
+import { composite, limitsInSteps, type ChannelState } from '../app/spatial/channels';
 
 const ch = (extra: Partial<ChannelState>): ChannelState => ({
   name: 'c',

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle, type TabName } from '../app';
-import { compareModel } from '../app/compare';
-import { TransportError } from '../app/transport';
-import type { Changes, Comparison, Contents } from '../app/types';
+import { compareModel } from '../app/compare/compare';
+import { TransportError } from '../app/shared/transport';
+import type { Changes, Comparison, Contents } from '../app/shared/types';
 import { version as vegaLiteVersion } from 'vega-lite';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 

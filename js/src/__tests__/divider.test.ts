@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { divider, KEY_STEP, MIN_DETAIL, MIN_SIDE } from '../app/divider';
+import { divider, KEY_STEP, MIN_DETAIL, MIN_SIDE } from '../app/shared/divider';
 
 function box(el: HTMLElement, left: number, width: number): void {
   el.getBoundingClientRect = () => ({ left, width, right: left + width, top: 0, bottom: 100, height: 100, x: left, y: 0, toJSON: () => ({}) }) as DOMRect;

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { compile } from 'vega-lite';
 import { mountApp, type AppHandle } from '../app';
-import { dotPlotCsv, dotPlotFile, dotPlotSpec } from '../app/dotplot';
-import type { DotPlot } from '../app/types';
+import { dotPlotCsv, dotPlotFile, dotPlotSpec } from '../app/results/dotplot';
+import type { DotPlot } from '../app/shared/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 const PLOT: DotPlot = {

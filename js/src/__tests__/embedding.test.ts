@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Drawing, regionCodes, regionMapping, selectedCells, type Point } from '../app/annotate';
-import { PointGrid, fitProjection, loadEmbedding, paintEmbedding } from '../app/embedding';
+import { Drawing, regionCodes, regionMapping, selectedCells, type Point } from '../app/figures/annotate';
+import { PointGrid, fitProjection, loadEmbedding, paintEmbedding } from '../app/figures/embedding';
 import { FakeTransport } from './fixtures';
 
 /**

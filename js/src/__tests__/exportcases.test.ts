@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { rangeTicks } from '../app/format';
+import { rangeTicks } from '../app/shared/format';
 import cases from './fixtures/exports.json';
 
 describe('the same colorbar numbers as the export', () => {

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
-import { decodeCanvas, disc, fitView, packColor, rasterizePoints, savedView } from '../app/raster';
-import { TransportError, decodeFrame, encodeFrame } from '../app/transport';
-import type { CanvasPayload, Figure } from '../app/types';
+import { decodeCanvas, disc, fitView, packColor, rasterizePoints, savedView } from '../app/spatial/raster';
+import { TransportError, decodeFrame, encodeFrame } from '../app/shared/transport';
+import type { CanvasPayload, Figure } from '../app/shared/types';
 import { FakeTransport, FakeViewport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 let app: AppHandle | null = null;

@@ -1,9 +1,9 @@
 /** A fake Transport and small payloads shaped as docs/service-protocol.md says. */
 import { vi } from 'vitest';
 
-import type { ChartHandle, ChartRenderer } from '../app/chart';
-import { TransportError, type Buffer, type Reply, type Transport } from '../app/transport';
-import type { Data, History, Params, RequestName, VersionSummary } from '../app/types';
+import type { ChartHandle, ChartRenderer } from '../app/shared/chart';
+import { TransportError, type Buffer, type Reply, type Transport } from '../app/shared/transport';
+import type { Data, History, Params, RequestName, VersionSummary } from '../app/shared/types';
 
 export const NOW = Date.parse('2026-12-01T12:00:00Z');
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 
-import { buildIndex } from '../app/cellindex';
-import { planRaster, rasterizeCells } from '../app/celllod';
-import { OUTLINE, outlineColors, ringsClosed } from '../app/geometry';
+import { buildIndex } from '../app/spatial/cellindex';
+import { planRaster, rasterizeCells } from '../app/spatial/celllod';
+import { OUTLINE, outlineColors, ringsClosed } from '../app/spatial/geometry';
 
 /**
  * A jittered hexagonal grid of cells as the demo's tissue lays them out: rows `spacing` · 0.866

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { additiveColoring, CHANNEL_COLORS, LEVELS, NONE_COLOR } from '../app/genechannels';
-import type { CanvasData } from '../app/raster';
-import { SpatialFigure } from '../app/spatialfigure';
-import type { CanvasPayload } from '../app/types';
+import { additiveColoring, CHANNEL_COLORS, LEVELS, NONE_COLOR } from '../app/figures/genechannels';
+import type { CanvasData } from '../app/spatial/raster';
+import { SpatialFigure } from '../app/figures/spatialfigure';
+import type { CanvasPayload } from '../app/shared/types';
 import { FakeTransport } from './fixtures';
 
 describe('genes as added colour channels', () => {
@@ -219,7 +219,7 @@ describe('the gene box', () => {
 
 describe('percentiles of values with infinities', () => {
   it('leaves out what is not finite, wherever it sorts', async () => {
-    const { percentileLimits } = await import('../app/colorlimits');
+    const { percentileLimits } = await import('../app/figures/colorlimits');
     const values = Float32Array.from([Infinity, 3, NaN, -Infinity, 1, 2]);
     expect(percentileLimits(values, 0, 100)).toEqual({ min: 1, max: 3 });
     expect(percentileLimits(values, 50, 50)).toEqual({ min: 2, max: 2 });
@@ -228,7 +228,7 @@ describe('percentiles of values with infinities', () => {
 
 describe('the gene box over IDs with symbols', () => {
   it('finds a gene by its symbol in any case, names its chip by the symbol and asks for the ID', async () => {
-    const { GeneBox } = await import('../app/genebox');
+    const { GeneBox } = await import('../app/figures/genebox');
     const picks: string[][] = [];
     const box = new GeneBox(
       async () => ({ table: 'table', names: ['ENSG01', 'ENSG02'], symbol_column: 'gene_symbols', symbols: ['EPCAM', 'KRT8'] }),

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
-import { changeLabel, relativeTime } from '../app/format';
-import { TransportError } from '../app/transport';
+import { changeLabel, relativeTime } from '../app/shared/format';
+import { TransportError } from '../app/shared/transport';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 let app: AppHandle | null = null;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { installOpenHandler, settingsState, type BrowserLike } from '../lab/handler';
 import { VersionDetector } from '../lab/versions';
-import { encodeFrame } from '../app/transport';
+import { encodeFrame } from '../app/shared/transport';
 import { settle } from './fixtures';
 
 type Item = { name: string; path: string; type: string };

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { LivePoller } from '../app/tree';
+import { LivePoller } from '../app/history/tree';
 import { FakeTransport } from './fixtures';
 
 /** happy-dom lays nothing out; this stands in for the one browser callback the poller listens to. */

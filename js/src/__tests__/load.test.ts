@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { cancelLoad, loadInto } from '../app/load';
-import { TransportError } from '../app/transport';
+import { cancelLoad, loadInto } from '../app/shared/load';
+import { TransportError } from '../app/shared/transport';
 import { text } from './fixtures';
 
 /** A request that answers when told to. */

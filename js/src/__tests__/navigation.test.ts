@@ -5,12 +5,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { mountApp, unreadable, type AppHandle } from '../app';
-import { rowValue } from '../app/format';
-import { LivePoller } from '../app/tree';
+import { rowValue } from '../app/shared/format';
+import { LivePoller } from '../app/history/tree';
 import { markVersions } from '../lab/decorate';
 import { VersionDetector } from '../lab/versions';
-import { TransportError } from '../app/transport';
-import type { History } from '../app/types';
+import { TransportError } from '../app/shared/transport';
+import type { History } from '../app/shared/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, version } from './fixtures';
 
 let app: AppHandle | null = null;

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { outlineCache, outlineTilesOf } from '../app/cellstore';
-import { MAX_VIEW_TILES, OUTLINE_PX, mergeTiles, tilesInView } from '../app/outlinetiles';
-import type { CanvasData } from '../app/raster';
-import type { Reply } from '../app/transport';
-import type { CanvasPayload, CellOutlinesData, OutlineTiles } from '../app/types';
+import { outlineCache, outlineTilesOf } from '../app/spatial/cellstore';
+import { MAX_VIEW_TILES, OUTLINE_PX, mergeTiles, tilesInView } from '../app/spatial/outlinetiles';
+import type { CanvasData } from '../app/spatial/raster';
+import type { Reply } from '../app/shared/transport';
+import type { CanvasPayload, CellOutlinesData, OutlineTiles } from '../app/shared/types';
 import { FakeTransport, FakeViewport } from './fixtures';
 
 /** Four 2-unit squares, one in each quarter of a 1000-unit tissue; its grid is 2 x 2 tiles of 500. */
@@ -132,7 +132,7 @@ describe('outline tiles are asked once per page', () => {
 
 describe('both tiers draw the outlines from tiles', () => {
   it('keeps the circles when every tile in view fails', async () => {
-    const { SpatialStage } = await import('../app/spatial');
+    const { SpatialStage } = await import('../app/spatial/spatial');
     const t = new FakeTransport().on('cell_outlines', () => {
       throw new Error('refused');
     });
@@ -150,7 +150,7 @@ describe('both tiers draw the outlines from tiles', () => {
 
   for (const tier of ['software', 'gpu'] as const) {
     it(`${tier}: circles when fitted, the tile in view as polygons when zoomed in, circles again when out`, async () => {
-      const { SpatialStage } = await import('../app/spatial');
+      const { SpatialStage } = await import('../app/spatial/spatial');
       const t = new FakeTransport().on('cell_outlines', p => tileReply(p.key!, p.column!, p.row!));
       const payload = lodPayload();
       const stage = new SpatialStage(payload, lodData(), {}, outlineTilesOf(t, 1, 'fig', payload));
@@ -184,7 +184,7 @@ describe('a figure off screen asks for no outline tile', () => {
   it('zoomed in while scrolled away: nothing; back on screen: its view\'s tile; away again: nothing', async () => {
     const viewport = new FakeViewport(false);
     viewport.install();
-    const { SpatialStage } = await import('../app/spatial');
+    const { SpatialStage } = await import('../app/spatial/spatial');
     const t = new FakeTransport().on('cell_outlines', p => tileReply(p.key!, p.column!, p.row!));
     const payload = lodPayload();
     const stage = new SpatialStage(payload, lodData(), {}, outlineTilesOf(t, 1, 'fig', payload));

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { compile } from 'vega-lite';
 import { ACTION_MESSAGE_MS, mountApp, type AppHandle } from '../app';
-import { columnOf, fitSpec } from '../app/chart';
-import { columnFormat, fullValue, isPValueColumn, plural } from '../app/format';
-import { resultCodeFor } from '../app/results';
-import { tabKeyTarget } from '../app/tabs';
-import { VirtualList } from '../app/vlist';
-import type { Params, Result, ResultPage } from '../app/types';
+import { columnOf, fitSpec } from '../app/shared/chart';
+import { columnFormat, fullValue, isPValueColumn, plural } from '../app/shared/format';
+import { resultCodeFor } from '../app/results/results';
+import { tabKeyTarget } from '../app/shared/tabs';
+import { VirtualList } from '../app/shared/vlist';
+import type { Params, Result, ResultPage } from '../app/shared/types';
 import charts from './fixtures/charts.json';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 

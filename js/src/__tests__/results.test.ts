@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
-import { TransportError } from '../app/transport';
-import type { Params, Result, ResultPage } from '../app/types';
+import { TransportError } from '../app/shared/transport';
+import type { Params, Result, ResultPage } from '../app/shared/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 let app: AppHandle | null = null;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 
-import { cellModeAt, cellPaths, decodeCanvas, type CanvasData, type View } from '../app/raster';
-import type { CanvasPayload } from '../app/types';
+import { cellModeAt, cellPaths, decodeCanvas, type CanvasData, type View } from '../app/spatial/raster';
+import type { CanvasPayload } from '../app/shared/types';
 
 /** Three square cells 10 units wide at (10,10), (50,50), (90,90); the last one "stroma". */
 function squares(): { payload: CanvasPayload; data: CanvasData } {

@@ -4,8 +4,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 
-import { TransportError } from '../app/transport';
-import type { Tree, TreeNode } from '../app/types';
+import { TransportError } from '../app/shared/transport';
+import type { Tree, TreeNode } from '../app/shared/types';
 import { VersionsView, groupVersions, join, type SidebarSource } from '../lab/sidebar';
 import type { VersionEntry } from '../lab/versions';
 import { NOW, settle } from './fixtures';

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
-import type { ViewState } from '../app/camera';
-import { linkCameras, type Linkable } from '../app/sidebyside';
-import type { SpatialFigure } from '../app/spatialfigure';
-import type { CanvasPayload, Comparison, Figure } from '../app/types';
+import type { ViewState } from '../app/spatial/camera';
+import { linkCameras, type Linkable } from '../app/compare/sidebyside';
+import type { SpatialFigure } from '../app/figures/spatialfigure';
+import type { CanvasPayload, Comparison, Figure } from '../app/shared/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 let app: AppHandle | null = null;

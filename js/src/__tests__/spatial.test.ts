@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 
-import type { CanvasData } from '../app/raster';
-import { discVertices, edgeQuads, polygonsOf } from '../app/geometry';
-import { SpatialFigure } from '../app/spatialfigure';
-import type { CanvasPayload } from '../app/types';
+import type { CanvasData } from '../app/spatial/raster';
+import { discVertices, edgeQuads, polygonsOf } from '../app/spatial/geometry';
+import { SpatialFigure } from '../app/figures/spatialfigure';
+import type { CanvasPayload } from '../app/shared/types';
 import { FakeTransport } from './fixtures';
 
 function payload(): CanvasPayload {
@@ -204,7 +204,7 @@ describe('the caption under a recolored view', () => {
 
 describe('export buttons', () => {
   it('ask the service for the file (the one renderer) and save it under the name it gives', async () => {
-    const { exportButtons } = await import('../app/figures');
+    const { exportButtons } = await import('../app/figures/figures');
     const bytes = new TextEncoder().encode('%PDF-1.4 drawn');
     const t = new FakeTransport().on('export', params => ({
       data: { name: `v3_Redrawn_regions-fig-regions.${params.format}`, format: `.${params.format}`, media_type: 'application/pdf', size: bytes.length, cells: 2, rasterized: false },
@@ -243,7 +243,7 @@ describe('export buttons', () => {
 
 describe('cells as outlines', () => {
   it('a typical cell width is the median outline extent, so one huge outline does not skew it', async () => {
-    const { typicalWidth } = await import('../app/spatial');
+    const { typicalWidth } = await import('../app/spatial/spatial');
     // three squares of side 2, 2 and 50 (cell i: vertices starts[i]..starts[i+1])
     const squares = [
       [0, 0, 2, 0, 2, 2, 0, 2],
@@ -257,7 +257,7 @@ describe('cells as outlines', () => {
   });
 
   it('draws cells as centroids, filled outlines, then outlines as the zoom makes them bigger', async () => {
-    const { SpatialStage } = await import('../app/spatial');
+    const { SpatialStage } = await import('../app/spatial/spatial');
     // two 10-unit squares
     const starts = Uint32Array.from([0, 5, 10]);
     const vertices = Float32Array.from([0, 0, 10, 0, 10, 10, 0, 10, 0, 0, 20, 20, 30, 20, 30, 30, 20, 30, 20, 20]);

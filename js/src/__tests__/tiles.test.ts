@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { tileCache } from '../app/cellstore';
+import { tileCache } from '../app/spatial/cellstore';
 
-import type { ChannelState } from '../app/channels';
-import { BURST_MS, CONCURRENCY, LruCache, TileGrid, levelFor, tilesIn, type TileFrame } from '../app/tiles';
-import type { ImageLevel } from '../app/types';
+import type { ChannelState } from '../app/spatial/channels';
+import { BURST_MS, CONCURRENCY, LruCache, TileGrid, levelFor, tilesIn, type TileFrame } from '../app/spatial/tiles';
+import type { ImageLevel } from '../app/shared/types';
 import { FakeTransport } from './fixtures';
 
 /** An 8,192 px image 1,740.8 units (µm) wide, 1,024 px tiles, five levels; the overview is level 2. */

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle, type TabName } from '../app';
-import { tissueLink } from '../app/results';
-import { NO_TISSUE } from '../app/tissue';
-import type { CanvasPayload, Comparison, Figure, Result, ResultPage } from '../app/types';
+import { tissueLink } from '../app/results/results';
+import { NO_TISSUE } from '../app/figures/tissue';
+import type { CanvasPayload, Comparison, Figure, Result, ResultPage } from '../app/shared/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
 
 let app: AppHandle | null = null;

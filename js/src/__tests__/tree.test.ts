@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
-import { descendants, layoutGraph, matchesQuery, topoOrder } from '../app/tree';
-import type { Tree, TreeNode } from '../app/types';
+import { descendants, layoutGraph, matchesQuery, topoOrder } from '../app/history/tree';
+import type { Tree, TreeNode } from '../app/shared/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, version } from './fixtures';
 
 let app: AppHandle | null = null;

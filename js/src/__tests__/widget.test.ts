@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import widget, { CommTransport } from '../widget';
 import entry, { loadApp, requestApp } from '../widgetentry';
-import { TransportError } from '../app/transport';
+import { TransportError } from '../app/shared/transport';
 import { history, settle, text } from './fixtures';
 
 type Handler = (msg: unknown, buffers: DataView[]) => void;

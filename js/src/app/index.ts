@@ -4,27 +4,27 @@
  * It talks only to a `Transport`; the widget and the JupyterLab panel each bring one.
  */
 
-import { ChangesView } from './changes';
-import { vegaRenderer, type ChartRenderer } from './chart';
-import { CompareView } from './compare';
-import { divider } from './divider';
-import { ContentsView } from './contents';
-import { empty, errorBox, fill, h, loading } from './dom';
-import { FiguresView } from './figures';
-import { HistoryView, unreadable } from './history';
-import { plural } from './format';
-import { ResultsView, resultCodeFor } from './results';
-import { tabKeyTarget } from './tabs';
-import { TreeSection } from './tree';
-import { TransportError, type Transport } from './transport';
-import type { History } from './types';
-import type { CellSelection } from './spatialfigure';
+import { ChangesView } from './changes/changes';
+import { vegaRenderer, type ChartRenderer } from './shared/chart';
+import { CompareView } from './compare/compare';
+import { divider } from './shared/divider';
+import { ContentsView } from './changes/contents';
+import { empty, errorBox, fill, h, loading } from './shared/dom';
+import { FiguresView } from './figures/figures';
+import { HistoryView, unreadable } from './history/history';
+import { plural } from './shared/format';
+import { ResultsView, resultCodeFor } from './results/results';
+import { tabKeyTarget } from './shared/tabs';
+import { TreeSection } from './history/tree';
+import { TransportError, type Transport } from './shared/transport';
+import type { History } from './shared/types';
+import type { CellSelection } from './figures/spatialfigure';
 
-export * from './types';
-export { unreadable } from './history';
-export { TransportError, decodeFrame, encodeFrame } from './transport';
-export type { Transport, Reply, Buffer } from './transport';
-export type { ChartRenderer, ChartHandle } from './chart';
+export * from './shared/types';
+export { unreadable } from './history/history';
+export { TransportError, decodeFrame, encodeFrame } from './shared/transport';
+export type { Transport, Reply, Buffer } from './shared/transport';
+export type { ChartRenderer, ChartHandle } from './shared/chart';
 
 export type TabName = 'changes' | 'figures' | 'results' | 'compare' | 'contents';
 const TABS: [TabName, string][] = [

@@ -3,7 +3,7 @@
 import { MainAreaWidget } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 import { mountApp, type AppAction, type AppHandle } from '../app';
-import type { History } from '../app/types';
+import type { History } from '../app/shared/types';
 import { kernelPath } from './paths';
 import { RestTransport, fetchMissing } from './transport';
 

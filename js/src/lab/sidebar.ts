@@ -10,10 +10,10 @@
  */
 
 import { Widget } from '@lumino/widgets';
-import { h } from '../app/dom';
-import { TREE_ROW_HEIGHT, TreeView } from '../app/tree';
-import { TransportError } from '../app/transport';
-import type { History, Tree, TreeNode } from '../app/types';
+import { h } from '../app/shared/dom';
+import { TREE_ROW_HEIGHT, TreeView } from '../app/history/tree';
+import { TransportError } from '../app/shared/transport';
+import type { History, Tree, TreeNode } from '../app/shared/types';
 import type { VersionEntry } from './versions';
 
 /** Where the sidebar reads: the folder's versions, and the tree of one version (paths from the server root). */

@@ -2,8 +2,8 @@
 
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
-import { TransportError, decodeFrame, type Reply, type Transport } from '../app/transport';
-import { WRITE_REQUESTS, type Data, type Params, type RequestName } from '../app/types';
+import { TransportError, decodeFrame, type Reply, type Transport } from '../app/shared/transport';
+import { WRITE_REQUESTS, type Data, type Params, type RequestName } from '../app/shared/types';
 import type { VersionEntry } from './versions';
 
 /** Where the API lives under the server's base URL. */

@@ -1,0 +1,193 @@
+/**
+ * A and B side by side: the two versions' tissues next to each other, each colored
+ * by its own values of one obs column, with one camera. Comparing a clustering by
+ * eye needs the same spot of tissue in both drawings, so a pan or zoom in either
+ * moves the other to the same place (the versions share their coordinates).
+ */
+
+import type { ViewState } from '../spatial/camera';
+import { empty, errorBox, fill, h, loading } from '../shared/dom';
+import { loadCanvas } from '../spatial/cellstore';
+import { webglAvailable } from '../spatial/spatial';
+import { SpatialFigure } from '../figures/spatialfigure';
+import { NO_TISSUE } from '../figures/tissue';
+import { TransportError, type Transport } from '../shared/transport';
+
+/** What linking needs of a view: its camera, a way to set it, and word of its moves. */
+export type Linkable = {
+  onCamera: ((vs: ViewState) => void) | null;
+  cameraState(): ViewState | null;
+  setCamera(vs: ViewState): void;
+};
+
+function same(a: ViewState | null, b: ViewState): boolean {
+  return !!a && a.zoom === b.zoom && a.target[0] === b.target[0] && a.target[1] === b.target[1];
+}
+
+/**
+ * One camera for all `views`: a move in one is applied to the others (once: the moves
+ * this causes are not passed on again). Returns the unlinking.
+ */
+export function linkCameras(views: Linkable[]): () => void {
+  let following = false;
+  for (const view of views) {
+    view.onCamera = vs => {
+      if (following) {
+        return;
+      }
+      following = true;
+      try {
+        for (const other of views) {
+          if (other !== view && !same(other.cameraState(), vs)) {
+            other.setCamera(vs);
+          }
+        }
+      } finally {
+        following = false;
+      }
+    };
+  }
+  return () => {
+    for (const view of views) {
+      view.onCamera = null;
+    }
+  };
+}
+
+/** A side of the comparison: the version as the service knows it (depth or dataset ID) and as a person does. */
+export type Side = { pick: number | string; label: string };
+
+let ids = 0;
+
+export class SideBySide {
+  readonly node: HTMLElement;
+  private readonly heading: HTMLElement;
+  private readonly body: HTMLElement;
+  private views: SpatialFigure[] = [];
+  private unlink: (() => void) | null = null;
+  private token = 0;
+  private back: HTMLElement | null = null;
+  private readonly figures = new Map<string, Promise<string | null>>();
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly a: Side,
+    private readonly b: Side
+  ) {
+    const id = `sds-sidebyside-${++ids}`;
+    this.heading = h('h4', { class: 'sds-tissue-title', id });
+    const close = h('button', { class: 'sds-button sds-tissue-back', type: 'button', title: 'Close the side-by-side view' }, '← Back to the comparison');
+    close.addEventListener('click', () => this.close());
+    this.body = h('div', { class: 'sds-sidebyside-body' });
+    this.node = h(
+      'section',
+      { class: 'sds-tissue sds-sidebyside', 'aria-labelledby': id, hidden: '' },
+      h('header', { class: 'sds-tissue-head' }, this.heading, close),
+      this.body
+    );
+    this.node.addEventListener('keydown', ev => {
+      if (ev.key === 'Escape') {
+        ev.stopPropagation();
+        this.close();
+      }
+    });
+  }
+
+  /** A version's first drawable canvas figure, asked once. */
+  private figure(pick: number | string): Promise<string | null> {
+    const key = String(pick);
+    let fig = this.figures.get(key);
+    if (!fig) {
+      fig = this.transport
+        .request('figures', { version: pick })
+        .then(({ data }) => (data.figures ?? []).find(f => f.kind === 'canvas' && !f.reason)?.id ?? null);
+      fig.catch(() => this.figures.delete(key));
+      this.figures.set(key, fig);
+    }
+    return fig;
+  }
+
+  /** Whether both versions have a spatial view (false when that cannot be read). */
+  available(): Promise<boolean> {
+    return Promise.all([this.figure(this.a.pick), this.figure(this.b.pick)]).then(
+      ([fa, fb]) => fa !== null && fb !== null,
+      () => false
+    );
+  }
+
+  /** Draw A and B colored by their own `column`; resolves once both are drawn (or the reason they cannot be is shown). */
+  async show(column: string, from?: HTMLElement): Promise<void> {
+    const token = ++this.token;
+    this.back = from ?? null;
+    this.node.hidden = false;
+    this.heading.textContent = `Side by side: ${column} in A and in B`;
+    this.node.dataset.showing = column;
+    delete this.node.dataset.drawn;
+    this.drop();
+    fill(this.body, loading('Loading both spatial views…'));
+    try {
+      const views = await Promise.all([this.a, this.b].map(side => this.view(side)));
+      if (token !== this.token) {
+        views.forEach(v => v?.dispose());
+        return;
+      }
+      if (views.some(v => v === null)) {
+        views.forEach(v => v?.dispose());
+        fill(this.body, empty(NO_TISSUE));
+        return;
+      }
+      this.views = views as SpatialFigure[];
+      fill(
+        this.body,
+        this.views.map((v, i) => {
+          const side = i === 0 ? this.a : this.b;
+          return h('div', { class: 'sds-sidebyside-pane', 'data-side': i === 0 ? 'A' : 'B' }, h('p', { class: 'sds-sidebyside-name' }, `${i === 0 ? 'A' : 'B'}: ${side.label}`), v.node);
+        })
+      );
+      this.views.forEach(v => v.start());
+      this.unlink = linkCameras(this.views);
+      this.node.scrollIntoView?.({ block: 'nearest' });
+      await Promise.all(this.views.map(v => v.colorBy({ column })));
+      if (token === this.token) {
+        this.node.dataset.drawn = column;
+      }
+    } catch (err) {
+      if (token === this.token) {
+        const e = TransportError.from(err);
+        fill(this.body, errorBox(e.message, e.kind));
+      }
+    }
+  }
+
+  private async view(side: Side): Promise<SpatialFigure | null> {
+    const fig = await this.figure(side.pick);
+    if (!fig) {
+      return null;
+    }
+    // through the page's cell store: the cells (and image) both sides share are sent once
+    const { payload, data } = await loadCanvas(this.transport, side.pick, fig);
+    return new SpatialFigure(this.transport, side.pick, fig, payload, data, webglAvailable());
+  }
+
+  private drop(): void {
+    this.unlink?.();
+    this.unlink = null;
+    for (const v of this.views.splice(0)) {
+      v.dispose();
+    }
+  }
+
+  /** Hide the views and give the focus back (they are dropped: two WebGL contexts are not kept idle). */
+  close(): void {
+    this.token++;
+    this.drop();
+    this.node.hidden = true;
+    delete this.node.dataset.showing;
+    this.back?.focus();
+  }
+
+  dispose(): void {
+    this.token++;
+    this.drop();
+  }
+}

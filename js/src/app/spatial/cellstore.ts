@@ -1,0 +1,177 @@
+/**
+ * What canvas figures are drawn from, fetched once per page and shared.
+ *
+ * A `canvas` reply carries a figure's own part: its color column and settings. The cells'
+ * positions and shapes belong to the element (`cells`, named by the reply's `cells_key`), and
+ * the image's overview to the image (`channels`, named by `image_key`); both keys name the
+ * stored objects they were read from, so equal keys mean equal bytes, whichever figure,
+ * version or transport asks. Each is fetched once and kept here, bounded by bytes: every
+ * figure of a version, the same figure of another version that left the cells alone, and a
+ * revisit all draw from one copy. Over REST the key is also in the URL, so the browser's
+ * HTTP cache keeps it across page loads (the server answers `immutable`).
+ */
+
+import { composite } from './channels';
+import { OutlineTileSet } from './outlinetiles';
+import { decodeCanvas, type CanvasData } from './raster';
+import { bytesOf, type Buffer, type Reply, type Transport } from '../shared/transport';
+import type { CanvasPayload, CellOutlinesData, CellsData, ChannelsData, ImageTileData } from '../shared/types';
+
+/** Bytes of cell geometry kept in the page (a 100,000-cell tissue with outlines is about 20 MB). */
+export const CELL_CACHE_BYTES = 256 * 1024 * 1024;
+/** Bytes of image overviews kept in the page. */
+export const IMAGE_CACHE_BYTES = 128 * 1024 * 1024;
+/** Bytes of cell outline tiles kept in the page (a tile of ~2,048 demo cells is about 170 kB). */
+export const OUTLINE_CACHE_BYTES = 64 * 1024 * 1024;
+/** Bytes of image tiles' planes kept in the page (about 160 tiles of 512² × 3 channels). */
+export const TILE_CACHE_BYTES = 128 * 1024 * 1024;
+
+/**
+ * Replies by content key, least recently used dropped once their buffers pass `maxBytes`.
+ * A pending request is shared: two figures asking at once make one request.
+ */
+export class KeyedCache<T extends Reply<unknown>> {
+  private readonly entries = new Map<string, { reply: Promise<T>; bytes: number }>();
+  private total = 0;
+  /** Requests made (misses), for tests and measurements. */
+  fetched = 0;
+
+  constructor(readonly maxBytes: number) {}
+
+  get bytes(): number {
+    return this.total;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** The reply kept under `key`, else `fetch()`'s (kept once it arrives; a failure is not kept). */
+  get(key: string, fetch: () => Promise<T>): Promise<T> {
+    const found = this.entries.get(key);
+    if (found) {
+      this.entries.delete(key); // re-insert: most recently used last
+      this.entries.set(key, found);
+      return found.reply;
+    }
+    this.fetched++;
+    const entry = { reply: fetch(), bytes: 0 };
+    this.entries.set(key, entry);
+    entry.reply.then(
+      reply => {
+        if (this.entries.get(key) !== entry) {
+          return;
+        }
+        entry.bytes = reply.buffers.reduce((sum, b) => sum + b.byteLength, 0);
+        this.total += entry.bytes;
+        this.trim(key);
+      },
+      () => {
+        if (this.entries.get(key) === entry) {
+          this.entries.delete(key);
+        }
+      }
+    );
+    return entry.reply;
+  }
+
+  /** Drop the least recently used entries (never `keep`, the one just added) until within bounds. */
+  private trim(keep: string): void {
+    for (const [key, entry] of this.entries) {
+      if (this.total <= this.maxBytes) {
+        return;
+      }
+      if (key !== keep) {
+        this.entries.delete(key);
+        this.total -= entry.bytes;
+      }
+    }
+  }
+
+  clear(): void {
+    this.entries.clear();
+    this.total = 0;
+  }
+}
+
+/** The page's caches, one for every figure and panel of either transport. */
+export const cellCache = new KeyedCache<Reply<CellsData>>(CELL_CACHE_BYTES);
+export const overviewCache = new KeyedCache<Reply<ChannelsData>>(IMAGE_CACHE_BYTES);
+/**
+ * Image tiles' raw planes by `<image_key>/<level>/<x>/<y>`: a tile's pixels follow from the image
+ * and the overview's ranges, both named by the image key, so every figure and version showing
+ * that image draws the tiles fetched once (each grid keeps its coloured copies apart).
+ */
+export const tileCache = new KeyedCache<Reply<ImageTileData>>(TILE_CACHE_BYTES);
+/** A large tissue's outline tiles by `<cells key>/<column>/<row>` (outlinetiles.ts), shared like the cells. */
+export const outlineCache = new KeyedCache<Reply<CellOutlinesData>>(OUTLINE_CACHE_BYTES);
+
+/** A canvas figure ready to draw: its payload, its buffers as the views use them, its image's channels. */
+export type LoadedCanvas = { payload: CanvasPayload; data: CanvasData; channels: Reply<ChannelsData> | null };
+
+/** A figure's image overview as channel planes: kept under `key` (the canvas reply's `image_key`) when there is one. */
+export function figureChannels(
+  transport: Transport,
+  version: number | string,
+  figure: string,
+  key: string | undefined
+): Promise<Reply<ChannelsData>> {
+  const ask = () => transport.request('channels', { version, figure });
+  return key ? overviewCache.get(key, ask) : ask();
+}
+
+/**
+ * Ask for a canvas figure and what it shares with others: its color column (`canvas`), then its
+ * cells and image overview from the page's caches (fetched in parallel when missing). The
+ * overview is blended here from the channel planes, as the channel controls blend it later.
+ */
+export async function loadCanvas(transport: Transport, version: number | string, figure: string): Promise<LoadedCanvas> {
+  const reply = await transport.request('canvas', { version, figure });
+  const payload = reply.data;
+  const key = payload.cells_key;
+  if (!key) {
+    return { payload, data: decodeCanvas(payload, reply.buffers), channels: null }; // everything in one reply
+  }
+  const [cells, channels] = await Promise.all([
+    cellCache.get(key, () => transport.request('cells', { version, figure, key })),
+    payload.image ? figureChannels(transport, version, figure, payload.image_key) : Promise.resolve(null)
+  ]);
+  if (cells.data.n_cells !== payload.n_cells) {
+    throw new Error(`the cells reply has ${cells.data.n_cells} cells, the figure ${payload.n_cells}`);
+  }
+  const [x, y, ...shapes] = cells.buffers;
+  const image = payload.image ? overviewRGBA(payload, channels) : [];
+  const data = decodeCanvas({ ...payload, shapes: cells.data.shapes }, [x, y, ...reply.buffers, ...image, ...shapes]);
+  return { payload: { ...payload, shapes: cells.data.shapes }, data, channels };
+}
+
+/** The image as one RGBA buffer blended from the overview's planes in their saved colors and limits. */
+function overviewRGBA(payload: CanvasPayload, channels: Reply<ChannelsData> | null): Buffer[] {
+  const image = payload.image!;
+  if (!channels || channels.data.width !== image.width || channels.data.height !== image.height) {
+    throw new Error('the image overview does not match the figure’s image');
+  }
+  const planes = channels.buffers.slice(0, channels.data.channels.length).map(b => bytesOf(b));
+  const rgba = composite(planes, channels.data.channels, image.width, image.height);
+  return [rgba.buffer as ArrayBuffer];
+}
+
+/**
+ * A view's gatherer of a large tissue's outline tiles (`payload.shapes.outlines`), each tile asked
+ * once per page under its cells key; null when the outlines came with the cells.
+ */
+export function outlineTilesOf(
+  transport: Transport,
+  version: number | string,
+  figure: string,
+  payload: CanvasPayload
+): OutlineTileSet | null {
+  const grid = payload.shapes?.outlines;
+  const key = payload.cells_key;
+  if (!grid || !key) {
+    return null;
+  }
+  return new OutlineTileSet(key, grid, payload.n_cells, (column, row) =>
+    outlineCache.get(`${key}/${column}/${row}`, () => transport.request('cell_outlines', { version, figure, key, column, row }))
+  );
+}
