@@ -216,6 +216,10 @@ export class SpatialStage {
   private tileWait: number | null = null;
   private tileFrame: TileFrame | null = null;
   private disposed = false;
+  /** Kept off the page for a revisit (keptviews.ts): leaving the screen then keeps the context. */
+  private parked = false;
+  /** When a parked stage came back: its next frame is measured as a draw from here. */
+  private backAt: number | null = null;
 
   /** A large tissue's circles as the cells reply sent them (what is drawn while zoomed out), when outlines come by tile. */
   private circles: CanvasData['shapes'] = null;
@@ -283,7 +287,7 @@ export class SpatialStage {
           if (visible) {
             void this.ensureDeck();
             this.gatherOutlines(); // what the view wanted while away (a resize) is asked now
-          } else {
+          } else if (!this.parked) {
             this.release();
           }
           this.callbacks.onScreen?.(visible);
@@ -307,6 +311,21 @@ export class SpatialStage {
    */
   get offScreen(): boolean {
     return this.watched && !this.onScreen;
+  }
+
+  /**
+   * Taken off the page to be shown again later: keep the WebGL context (the keeper decides how
+   * many parked stages may, and calls release() on the others).
+   */
+  park(): void {
+    this.parked = true;
+  }
+
+  /** Back on the page: draw again from what was kept (the first frame is measured as `sds:canvas-draw`). */
+  unpark(): void {
+    this.parked = false;
+    this.backAt = now();
+    this.deck?.redraw();
   }
 
   /** Whether a deck.gl instance (a WebGL context) is alive now. */
@@ -861,10 +880,15 @@ export class SpatialStage {
             measure('sds:frame-work', rendering, t, {});
           }
           const detail: Record<string, unknown> = { n_cells: this.payload.n_cells, renderer: 'webgl' };
-          if (frames === 0) {
-            Object.assign(detail, { drawn: this.inView(), width: this.canvas.width, height: this.canvas.height });
+          // a stage shown again (keptviews.ts) counts its draw from when it came back
+          const back = this.backAt;
+          this.backAt = null;
+          if (frames === 0 || back !== null) {
+            Object.assign(detail, { drawn: this.inView(), width: this.canvas.width, height: this.canvas.height, again: back !== null });
+            measure('sds:canvas-draw', back ?? created, t, detail);
+          } else {
+            measure('sds:frame', lastFrame, t, detail);
           }
-          measure(frames === 0 ? 'sds:canvas-draw' : 'sds:frame', frames === 0 ? created : lastFrame, t, detail);
           this.tilesDrawn(t);
           frames++;
           lastFrame = t;
