@@ -125,3 +125,22 @@ describe('a version revisited', () => {
     expect(keptViews.size).toBe(0); // the panel closed: its views went with it
   });
 });
+
+describe('the same cells in another version', () => {
+  it('draw from the index already built for their cells key, whichever version asks', async () => {
+    const { SpatialStage } = await import('../app/spatial/spatial');
+    const cells = { x: Float32Array.from([5, 25, 60]), y: Float32Array.from([5, 25, 60]), image: null };
+    const shown = (key: string, codes: number[]) =>
+      new SpatialStage({ ...payload(), cells_key: key }, { ...cells, value: Uint16Array.from(codes) });
+    const a = shown('cells-k', [0, 1, 0]);
+    const b = shown('cells-k', [1, 1, 0]); // another version: only its colour column differs
+    const c = shown('cells-other', [0, 0, 0]);
+    expect(b.index).toBe(a.index);
+    expect(c.index).not.toBe(a.index);
+    const built = performance.getEntriesByName('sds:cell-index').slice(-3);
+    if (built.length === 3 && 'detail' in built[0]) {
+      expect(built.map(e => (e as PerformanceMeasure).detail?.shared)).toEqual([false, true, false]);
+    }
+    [a, b, c].forEach(s => s.dispose());
+  });
+});
