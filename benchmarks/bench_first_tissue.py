@@ -79,6 +79,12 @@ def parse() -> argparse.Namespace:
         "--cells", type=int, default=None, help="cells of the demo (default 100,000; 1000000: the variant)"
     )
     parser.add_argument(
+        "--top",
+        type=Path,
+        default=None,
+        help="the top version folder of a demo built before (printed as 'demo built'): no build",
+    )
+    parser.add_argument(
         "--browser-only", action="store_true", help="only the JupyterLab steps and frames (no now-vs-before in Python)"
     )
     args = parser.parse_args()
@@ -269,7 +275,7 @@ READ = """() => {
 }"""
 
 
-def browser_steps(top: Path, steps: list[tuple[int, str]]) -> dict[str, Any] | str:
+def browser_steps(top: Path, steps: list[tuple[int, str]], root: Path) -> dict[str, Any] | str:
     """The four steps in one JupyterLab page: time from the action to the tissue drawn, API bytes.
 
     Then pan and zoom frames on the first figure (``bench_webgl.drive``: a drag or wheel step a
@@ -285,7 +291,7 @@ def browser_steps(top: Path, steps: list[tuple[int, str]]) -> dict[str, Any] | s
         return reason
     if not (lab.ROOT / "sds_jupyter" / "labextension" / "package.json").exists():
         return "no built labextension (cd js && npm run build)"
-    work = top.parent.parent.parent / "lab"
+    work = root / "lab"
     work.mkdir()
     server, base, _log = lab.start_lab(work, top.parent.parent)
     out: list[dict[str, Any]] = []
@@ -354,11 +360,11 @@ def main() -> None:
     rounds = args.rounds or (2 if args.quick else 3)
     with workdir(args.keep) as root:
         start = time.perf_counter()
-        top = build(root, args.quick, args.cells)
+        top = args.top.resolve() if args.top else build(root, args.quick, args.cells)
         print(f"demo built in {time.perf_counter() - start:.0f} s: {top}")
         steps = plan(top)
         if args.browser_only:
-            seen = browser_steps(top, steps)
+            seen = browser_steps(top, steps, root)
             if isinstance(seen, str):
                 print(f"  skipped: {seen}")
                 emit("first_tissue", [], browser=seen)
@@ -399,7 +405,7 @@ def main() -> None:
         )
         comparisons.append(warm_cells(top, *steps[0], max(rounds, 5)))
         print("in JupyterLab (system chromium), this code only: action -> first tissue drawn")
-        seen = browser_steps(top, steps)
+        seen = browser_steps(top, steps, root)
         verdicts: dict[str, bool] = {}
         if isinstance(seen, str):
             print(f"  skipped: {seen}")

@@ -144,6 +144,51 @@ def test_the_byte_bound_drops_the_least_recently_used() -> None:
     assert cache.get("huge") is None and len(cache) == 2
 
 
+def test_threads_missing_the_same_key_at_once_compute_it_once() -> None:
+    """Four figures of one tissue asking at once: one computation, the others wait for it (and for its error)."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    cache: ByteLRU[bytes] = ByteLRU(100, len)
+    calls: list[str] = []
+    started = threading.Event()
+
+    def arrived(hits: int) -> None:
+        """Wait (at most 5 s) until ``hits`` requests found the computation under way."""
+        deadline = time.monotonic() + 5
+        while cache.hits < hits and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def slow() -> bytes:
+        calls.append("computed")
+        started.set()
+        arrived(3)  # the others arrive while it runs
+        return b"cells"
+
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(cache.get_or_compute, "k", slow)
+        started.wait(5)
+        others = [pool.submit(cache.get_or_compute, "k", slow) for _ in range(3)]
+        assert {f.result() for f in [first, *others]} == {b"cells"}
+    assert calls == ["computed"] and (cache.misses, cache.hits) == (1, 3)
+
+    def broken() -> bytes:
+        started.set()
+        arrived(4)
+        raise RequestError("unreadable")
+
+    started.clear()
+    with ThreadPoolExecutor(2) as pool:
+        failing = pool.submit(cache.get_or_compute, "bad", broken)
+        started.wait(5)
+        waiting = pool.submit(cache.get_or_compute, "bad", slow)
+        for future in (failing, waiting):
+            with pytest.raises(RequestError, match="unreadable"):
+                future.result()
+    assert cache.get("bad") is None and cache.get_or_compute("bad", lambda: b"ok") == b"ok"  # a failure is not kept
+
+
 def test_the_browser_overview_fits_in_overview_side_and_detail_comes_by_tile(tmp_path) -> None:
     import warnings
 

@@ -82,3 +82,46 @@ def test_the_canvas_shows_the_finest_pyramid_level_that_fits(xenium_root: zarr.G
     # levels 4096, 2048, 1024, ...: 2048 fits a 2048 px budget; before, the 256 px top level was shown
     assert coarsest_level(xenium_root, "images", "morphology_focus", max_side=2048).data.shape[-1] == 2048
     assert coarsest_level(xenium_root, "images", "morphology_focus").data.shape[-1] == 256
+
+
+def test_plain_polygons_are_read_from_the_wkb_buffer_as_shapely_reads_them() -> None:
+    """The WKB reader (no shapely geometries) gives each polygon's exterior as shapely does: holes and empties too."""
+    import pyarrow as pa
+    import shapely
+
+    from sds_jupyter.studio.shapes import _polygon_exteriors, _shapely_exteriors
+
+    polygons = [
+        shapely.Polygon([(0, 0), (1, 0), (1, 1), (0, 1)]),
+        shapely.Polygon([(0, 0), (9, 0), (9, 9), (0, 9)], holes=[[(2, 2), (3, 2), (3, 3)]]),
+        shapely.Polygon(),
+        shapely.Polygon([(5.5, 5.25), (6.125, 5), (5, 6)]),
+    ]
+    wkb = shapely.to_wkb(polygons, byte_order=1)
+    expected = _shapely_exteriors(np.asarray(wkb, dtype=object))
+    assert isinstance(expected, tuple) and expected[1].tolist() == [5, 5, 0, 4]
+    for kind in (pa.binary(), pa.large_binary()):  # in two chunks, as a parquet file may hold them
+        found = _polygon_exteriors(pa.chunked_array([pa.array(wkb[:2], kind), pa.array(wkb[2:], kind)]))
+        assert found is not None and found[1].tolist() == expected[1].tolist()
+        assert np.array_equal(found[0], expected[0])
+    # anything else is left to shapely: a multipolygon, big-endian, a missing value
+    multi = shapely.to_wkb([shapely.MultiPolygon([polygons[0]])], byte_order=1)
+    assert _polygon_exteriors(pa.chunked_array([pa.array(multi, pa.binary())])) is None
+    big = shapely.to_wkb(polygons[:1], byte_order=0)
+    assert _polygon_exteriors(pa.chunked_array([pa.array(big, pa.binary())])) is None
+    assert _polygon_exteriors(pa.chunked_array([pa.array([wkb[0], None], pa.binary())])) is None
+
+
+def test_polygons_alone_come_in_table_order_through_the_buffer_reader(tmp_path: Path) -> None:
+    import shapely
+
+    square = shapely.Polygon([(0, 0), (1, 0), (1, 1), (0, 1)])
+    triangle = shapely.Polygon([(5, 5), (6, 5), (5, 6)])
+    for order in ([2, 1], [1, 2]):  # shuffled, and in the shapes' own order
+        adata, root = _write(tmp_path / f"p{order[0]}.zarr", [square, triangle], [1, 2], table_order=order)
+        drawn = build_canvas(SPEC, adata, root)
+        starts, vertices = drawn.buffers[-2], drawn.buffers[-1].reshape(-1, 2)
+        sizes = {1: 5, 2: 4}
+        assert list(np.diff(starts)) == [sizes[i] for i in order]
+        tops = {1: [2.0, 2.0], 2: [12.0, 12.0]}  # scaled x2
+        assert [vertices[starts[k] : starts[k + 1]].max(axis=0).tolist() for k in range(2)] == [tops[i] for i in order]

@@ -10,15 +10,18 @@ flat typed buffers the browser hands to WebGL as they are.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import zarr
 
 from sds_jupyter.studio.cells import CellTable
-from sds_jupyter.studio.elements import read_shapes_frame, shapes_transform
+from sds_jupyter.studio.elements import read_shapes_frame, read_shapes_table, shapes_transform
 from sds_jupyter.studio.payloads import CanvasShapes
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["MAX_VERTICES", "CellShapes", "cell_shapes"]
 
@@ -52,41 +55,154 @@ def cell_shapes(
     None when the table annotates no single shapes element, or its geometries are
     neither polygons nor circles, or there are too many vertices to send.
     """
-    import shapely
+    import pyarrow as pa
 
     if root is None:
         return None
     name = _annotated_shapes(root, attrs)
     if name is None:
         return None
-    frame = read_shapes_frame(root, name)
-    if "geometry" not in frame.columns or not len(frame):
+    found = _shapes_columns(root, name)
+    if found is None:
         return None
+    wkb, index, radius = found
     transform = shapes_transform(root, name, system)
-    geometry = shapely.from_wkb(frame["geometry"].to_numpy())
-    instance = cells.obs_column(attrs["instance_key"]).astype(str).to_numpy()
-    row_of_cell = pd.Index(frame.index.astype(str)).get_indexer(instance)
+    row_of_cell = _rows_of(cells.obs_column(attrs["instance_key"]), index)
+    exteriors = _polygon_exteriors(wkb) if isinstance(wkb, pa.ChunkedArray) else None
+    if exteriors is None:  # not plain little-endian polygons: shapely reads them
+        made = _shapely_exteriors(
+            np.asarray(wkb.to_numpy(zero_copy_only=False) if isinstance(wkb, pa.ChunkedArray) else wkb)
+        )
+        if made is None:
+            return None
+        if isinstance(made, str):  # points: circles of their radius
+            if radius is None:
+                return None
+            scaled = radius * abs(transform.sx)
+            per_cell = np.where(row_of_cell >= 0, scaled[row_of_cell], np.nan).astype(np.float32)
+            return {"kind": "circles", "element": name}, [per_cell]
+        exteriors = made
+    coords, counts = exteriors
+    if len(coords) > MAX_VERTICES:
+        return None
+    first = np.concatenate([[0], np.cumsum(counts)])
+    taken = np.where(row_of_cell >= 0, counts[np.maximum(row_of_cell, 0)], 0)
+    starts = np.concatenate([[0], np.cumsum(taken)]).astype(np.uint32)
+    if len(row_of_cell) == len(counts) and np.array_equal(row_of_cell, np.arange(len(counts))):
+        ordered = coords  # the table lists the shapes in their own order
+    else:
+        valid = row_of_cell[row_of_cell >= 0]
+        lengths = counts[valid]
+        order = np.repeat(first[valid] - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+        ordered = coords[order]
+    x, y = transform.apply(ordered[:, 0], ordered[:, 1])
+    vertices = np.column_stack([x, y]).astype(np.float32).ravel()
+    return {"kind": "polygons", "element": name, "n_vertices": len(ordered)}, [starts, vertices]
+
+
+def _shapes_columns(
+    root: zarr.Group, name: str
+) -> tuple[pa.ChunkedArray | np.ndarray, pd.Index, np.ndarray | None] | None:
+    """A shapes element's WKB (Arrow when stored as one object), its index, and its radius column (or None)."""
+    table = read_shapes_table(root, name)
+    if table is None:
+        frame = read_shapes_frame(root, name)
+        if "geometry" not in frame.columns or not len(frame):
+            return None
+        radius = frame["radius"].to_numpy(dtype=np.float64) if "radius" in frame.columns else None
+        return frame["geometry"].to_numpy(), frame.index, radius
+    if "geometry" not in table.column_names or not table.num_rows:
+        return None
+    rest = table.drop_columns(["geometry"]).to_pandas()  # the index and the other columns, without the WKB
+    radius = rest["radius"].to_numpy(dtype=np.float64) if "radius" in rest.columns else None
+    return table.column("geometry"), rest.index, radius
+
+
+def _rows_of(instance: pd.Series, index: pd.Index) -> np.ndarray:
+    """Each cell's row in the shapes element (-1: none), matching instance ids as text.
+
+    Integer ids on both sides match as integers (the same answer as their text, without
+    making a million strings), and ids in the same order match without a lookup.
+    """
+    if instance.dtype.kind in "iu" and index.dtype.kind in "iu":
+        values = instance.to_numpy()
+        if len(values) == len(index) and np.array_equal(values, index.to_numpy()):
+            return np.arange(len(values), dtype=np.intp)
+        return np.asarray(index.get_indexer(values))
+    return np.asarray(pd.Index(index.astype(str)).get_indexer(instance.astype(str).to_numpy()))
+
+
+def _shapely_exteriors(wkb: np.ndarray) -> tuple[np.ndarray, np.ndarray] | str | None:
+    """Each geometry's exterior (coordinates, count a geometry) through shapely; "points" for circles; None otherwise."""
+    import shapely
+
+    geometry = shapely.from_wkb(wkb)
     kinds = set(shapely.get_type_id(geometry).tolist())
-    if kinds == {0} and "radius" in frame.columns:
-        radius = frame["radius"].to_numpy(dtype=np.float64) * abs(transform.sx)
-        per_cell = np.where(row_of_cell >= 0, radius[row_of_cell], np.nan).astype(np.float32)
-        return {"kind": "circles", "element": name}, [per_cell]
+    if kinds == {0}:
+        return "points"
     if not kinds <= {3, 6}:  # Polygon, MultiPolygon
         return None
     rings = shapely.get_exterior_ring(_largest_part(geometry))
     coords, owner = shapely.get_coordinates(rings, return_index=True)
-    if len(coords) > MAX_VERTICES:
+    return coords, np.bincount(owner, minlength=len(geometry))
+
+
+#: WKB's header: byte order (1: little-endian), geometry type (uint32), ring count (uint32).
+_WKB_POLYGON = 3
+_WKB_HEAD = 9
+
+
+def _polygon_exteriors(wkb: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each polygon's exterior ring read straight from the WKB buffers: coordinates (n x 2 float64), count a polygon.
+
+    Why not shapely: making a million geometries to take their outer ring costs seconds (a
+    million-cell tissue: about 7 s of the first figure); the coordinates are already in the
+    buffer, after a 13-byte header. None unless every value is a little-endian 2D Polygon
+    (shapely then reads them: multipolygons, points, other encodings).
+    """
+    if wkb.null_count:
         return None
-    counts = np.bincount(owner, minlength=len(geometry))
-    first = np.concatenate([[0], np.cumsum(counts)])
-    taken = np.where(row_of_cell >= 0, counts[np.maximum(row_of_cell, 0)], 0)
-    starts = np.concatenate([[0], np.cumsum(taken)]).astype(np.uint32)
-    valid = row_of_cell[row_of_cell >= 0]
-    lengths = counts[valid]
-    order = np.repeat(first[valid] - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
-    x, y = transform.apply(coords[order, 0], coords[order, 1])
-    vertices = np.column_stack([x, y]).astype(np.float32).ravel()
-    return {"kind": "polygons", "element": name, "n_vertices": len(order)}, [starts, vertices]
+    parts = [_chunk_exteriors(chunk) for chunk in wkb.chunks]
+    if any(part is None for part in parts):
+        return None
+    found = [part for part in parts if part is not None]
+    if not found:
+        return np.zeros((0, 2)), np.zeros(0, dtype=np.int64)
+    return np.concatenate([c for c, _ in found]), np.concatenate([n for _, n in found])
+
+
+def _chunk_exteriors(array: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_polygon_exteriors` of one Arrow chunk."""
+    import pyarrow as pa
+
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    if not (pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)):
+        return None
+    _, offset_buffer, data_buffer = array.buffers()
+    width = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+    offsets = np.frombuffer(offset_buffer, dtype=width)[array.offset : array.offset + len(array) + 1].astype(np.int64)
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    start, size = offsets[:-1], np.diff(offsets)
+    if (size < _WKB_HEAD).any():
+        return None
+    head = data[start[:, None] + np.arange(_WKB_HEAD)]
+    kinds = np.ascontiguousarray(head[:, 1:5]).view("<u4").ravel()
+    if (head[:, 0] != 1).any() or (kinds != _WKB_POLYGON).any():
+        return None
+    rings = np.ascontiguousarray(head[:, 5:9]).view("<u4").ravel()
+    has = rings > 0
+    if (size[has] < _WKB_HEAD + 4).any():
+        return None
+    counts = np.zeros(len(start), dtype=np.int64)
+    counts[has] = np.ascontiguousarray(data[start[has, None] + _WKB_HEAD + np.arange(4)]).view("<u4").ravel()
+    first = start + _WKB_HEAD + 4
+    if (first[has] + 16 * counts[has] > (start + size)[has]).any():
+        return None  # a ring longer than its value: not WKB as written here
+    # every point's 16 bytes (x, y float64), polygon after polygon
+    at = np.repeat(first - 16 * (np.cumsum(counts) - counts), counts) + 16 * np.arange(int(counts.sum()))
+    points = np.lib.stride_tricks.sliding_window_view(data, 16)[at] if len(at) else np.zeros((0, 16), np.uint8)
+    return np.ascontiguousarray(points).view("<f8").reshape(-1, 2), counts
 
 
 def _largest_part(geometry: np.ndarray) -> np.ndarray:

@@ -298,7 +298,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         void changes.show(selected);
       }
     } else if (tab === 'figures') {
-      void figures.show(selected, labelOf(history, selected), ownFigure(history, selected));
+      void figures.show(selected, labelOf(history, selected), ownFigure(history, selected), versionKey(history, selected));
     } else if (tab === 'results') {
       void results.show(selected);
     } else if (tab === 'contents') {
@@ -429,6 +429,18 @@ export function ownFigure(history: History, depth: number): string | null {
   const ops = history.versions.find(v => v.depth === depth)?.changes ?? [];
   const saved = ops.filter(c => c.op === 'set-figure' && typeof c.figure === 'string');
   return saved.length ? (saved[saved.length - 1].figure as string) : null;
+}
+
+/**
+ * What names a version whatever panel or top shows it (its dataset ID; the base's path), so its
+ * figure views may be kept across visits (figures/keptviews.ts); null when the history does not say.
+ */
+export function versionKey(history: History, depth: number): string | null {
+  if (depth === 0) {
+    return history.base ? `base:${history.base.dataset_id ?? ''}:${history.base.path}` : null;
+  }
+  const id = history.versions.find(v => v.depth === depth)?.dataset_id;
+  return id ? `version:${id}` : null;
 }
 
 function labelOf(history: History, depth: number): string {

@@ -6,17 +6,49 @@ import { printWidth } from '../shared/format';
 import { mark, measure } from '../spatial/canvasplot';
 import type { CanvasData } from '../spatial/raster';
 import { SpatialFigure, type CellSelection } from './spatialfigure';
+import { KeptViews, type Keepable } from './keptviews';
 import { loadCanvas } from '../spatial/cellstore';
 import { preloadDeck, webglAvailable } from '../spatial/spatial';
 import { loadInto, whenVisible, type Current } from '../shared/load';
 import { TransportError, bytesOf, type Transport } from '../shared/transport';
-import type { AnnotateData, CanvasPayload, Figure, Params } from '../shared/types';
+import type { AnnotateData, CanvasPayload, Figure, Figures as FiguresData, Params } from '../shared/types';
 
 /** What a canvas export shows, beside the version, figure and format it is asked for. */
 type ExportShown = Omit<Params<'export'>, 'version' | 'figure' | 'format'>;
 
 /** The formats the service draws a figure in (the one renderer of `sds-jupyter export`). */
 const EXPORT_FORMATS = ['svg', 'png', 'pdf'] as const;
+
+/** A canvas figure's whole element (header, export tools, view) and its view, kept across visits. */
+class KeptFigure implements Keepable {
+  constructor(
+    readonly node: HTMLElement,
+    readonly spatial: SpatialFigure
+  ) {}
+  get bytes(): number {
+    return this.spatial.bytes;
+  }
+  get live(): boolean {
+    return this.spatial.live;
+  }
+  park(): void {
+    this.spatial.park();
+  }
+  unpark(): void {
+    this.spatial.unpark();
+  }
+  releaseContext(): void {
+    this.spatial.releaseContext();
+  }
+  dispose(): void {
+    this.spatial.dispose();
+  }
+}
+
+/** The page's kept canvas views (one bound on views, bytes and WebGL contexts for every panel). */
+export const keptViews = new KeptViews<KeptFigure>();
+/** Versions' figure lists kept by version identity (a version's figures never change). */
+const MAX_KEPT_LISTS = 32;
 
 export class FiguresView {
   readonly node: HTMLElement;
@@ -33,8 +65,14 @@ export class FiguresView {
     this.node = h('div', { class: 'sds-figures' });
   }
 
+  /** The canvas figures on show that may be kept (by version identity and figure), to park when another version shows. */
+  private shown = new Map<string, KeptFigure>();
+  /** Figure lists by version identity (see show's `key`). */
+  private lists = new Map<string, FiguresData>();
+
   dispose(): void {
     this.clear();
+    keptViews.drop(this);
   }
 
   /**
@@ -49,6 +87,10 @@ export class FiguresView {
   }
 
   private clear(): void {
+    for (const [key, kept] of this.shown) {
+      keptViews.keep(this, key, kept);
+    }
+    this.shown.clear();
     runDisposers(this.disposers);
   }
 
@@ -56,25 +98,46 @@ export class FiguresView {
    * Show the figures of `version` (`_label` is no longer used: the service names export files).
    * `own` (the figure the version saved itself) comes first: it is what the version is about.
    */
-  show(version: number, _label?: string, own?: string | null): Promise<void> {
+  show(version: number, _label?: string, own?: string | null, key?: string | null): Promise<void> {
     this.clear();
+    const listed = key ? this.lists.get(key) : undefined;
     return loadInto(
       this.node,
-      () => this.transport.request('figures', { version }),
+      () => (listed ? Promise.resolve({ data: listed }) : this.transport.request('figures', { version })),
       (data, current) => {
+        if (key && !data.error) {
+          this.lists.delete(key);
+          this.lists.set(key, data);
+          if (this.lists.size > MAX_KEPT_LISTS) {
+            this.lists.delete(this.lists.keys().next().value!);
+          }
+        }
         const all = data.figures ?? [];
         const figures = [...all.filter(f => f.id === own), ...all.filter(f => f.id !== own)];
+        const back: KeptFigure[] = [];
         fill(
           this.node,
           data.error ? errorBox(data.error.message, data.error.kind) : null,
           figures.length || data.error ? null : empty('This version has no figures.'),
-          figures.map(fig => this.figure(version, fig, current))
+          figures.map(fig => {
+            const keptKey = key && fig.kind === 'canvas' ? `${key}/${fig.id}` : null;
+            const kept = keptKey ? keptViews.take(this, keptKey) : null;
+            if (kept && keptKey) {
+              this.shown.set(keptKey, kept);
+              back.push(kept);
+              return kept.node;
+            }
+            return this.figure(version, fig, current, keptKey);
+          })
         );
+        for (const kept of back) {
+          kept.unpark(); // on the page again: drawn from what it kept, nothing asked
+        }
       }
     );
   }
 
-  private figure(version: number, fig: Figure, current: Current): HTMLElement {
+  private figure(version: number, fig: Figure, current: Current, keptKey: string | null = null): HTMLElement {
     const body = h('div', { class: 'sds-figure-body' });
     const tools = h('div', { class: 'sds-figure-tools' });
     const width = printWidth(fig.print_width);
@@ -95,7 +158,7 @@ export class FiguresView {
       if (fig.kind === 'chart' && fig.vega_lite) {
         this.chart(body, tools, version, fig, fig.vega_lite, current);
       } else if (fig.kind === 'canvas') {
-        this.canvas(body, tools, version, fig, current);
+        void this.canvas(body, tools, version, fig, current, keptKey ? spatial => this.shown.set(keptKey, new KeptFigure(node, spatial)) : null);
       } else {
         unsupported(body, fig.reason ?? `figures of kind "${fig.kind}" are not drawn here`, fig.spec);
       }
@@ -132,7 +195,8 @@ export class FiguresView {
     tools: HTMLElement,
     version: number,
     fig: Figure,
-    current: Current
+    current: Current,
+    keep: ((spatial: SpatialFigure) => void) | null = null
   ): Promise<void> {
     fill(body, loading('Loading cells…'));
     body.dataset.lazy = 'waiting';
@@ -164,7 +228,11 @@ export class FiguresView {
     spatial.start();
     spatial.onAnnotated = saved => this.onAnnotated?.(saved);
     spatial.onSelection = selection => this.onSelection?.(selection);
-    this.disposers.push(() => spatial.dispose());
+    if (keep) {
+      keep(spatial); // parked, not disposed, when another version shows (keptviews.ts)
+    } else {
+      this.disposers.push(() => spatial.dispose());
+    }
     const where = h(
       'select',
       { class: 'sds-export-view', title: 'What an export shows' },

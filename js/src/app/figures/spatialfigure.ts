@@ -587,6 +587,33 @@ export class SpatialFigure {
     }
   }
 
+  /** Bytes of the buffers this view holds: what keeping it for a revisit costs (keptviews.ts). */
+  get bytes(): number {
+    const { x, y, value, image, shapes } = this.data;
+    const parts = [x, y, value, image, ...(shapes?.kind === 'polygons' ? [shapes.starts, shapes.vertices] : shapes ? [shapes.radius] : [])];
+    return parts.reduce((sum, part) => sum + (part?.byteLength ?? 0), 0) + (this.value !== this.data.value ? (this.value?.byteLength ?? 0) : 0);
+  }
+
+  /** Whether the view holds a WebGL context now. */
+  get live(): boolean {
+    return this.stage?.live ?? false;
+  }
+
+  /** Taken off the page, kept for a revisit: the stage keeps its context (until releaseContext). */
+  park(): void {
+    this.stage?.park();
+  }
+
+  /** Back on the page as it was left: drawn again, nothing asked. */
+  unpark(): void {
+    this.stage?.unpark();
+  }
+
+  /** Give the WebGL context back while kept (made again when shown). */
+  releaseContext(): void {
+    this.stage?.release();
+  }
+
   dispose(): void {
     this.embedding?.dispose();
     this.annotation?.dispose();

@@ -141,6 +141,42 @@ function measure(name: string, start: number, end: number, detail: Record<string
   }
 }
 
+/** What a stage derives from the cells alone: their index and typical sizes. */
+type CellsDerived = { index: CellIndex; cellSize: number; circleSize: number; shared?: boolean };
+
+/** Cells' derived parts kept by cells key (a handful of tissues: an index of a million cells is ~8 MB). */
+const MAX_DERIVED = 4;
+const derivedByCells = new Map<string, CellsDerived>();
+
+/**
+ * The index and sizes of `data`'s cells, built once per cells key. Why: the key names the stored
+ * objects the cells were read from, so every figure and every version showing those cells (a
+ * version switch recoloured, a second figure of the element) draws from one index; building it
+ * is most of a second for a million cells. Without a key (an older server) it is built each time.
+ */
+function cellsDerived(key: string | undefined, data: CanvasData): CellsDerived {
+  const found = key ? derivedByCells.get(key) : undefined;
+  if (found && key) {
+    derivedByCells.delete(key);
+    derivedByCells.set(key, found);
+    return { ...found, shared: true };
+  }
+  const shapes = data.shapes;
+  const n = data.x.length;
+  const made: CellsDerived = {
+    index: buildIndex(data.x, data.y),
+    cellSize: shapes?.kind === 'polygons' ? typicalWidth(shapes.starts, shapes.vertices, n) : 0,
+    circleSize: shapes?.kind === 'circles' && shapes.radius.length > 0 ? 2 * medianOf(shapes.radius) : 0
+  };
+  if (key) {
+    derivedByCells.set(key, made);
+    if (derivedByCells.size > MAX_DERIVED) {
+      derivedByCells.delete(derivedByCells.keys().next().value!);
+    }
+  }
+  return { ...made, shared: false };
+}
+
 /** Lost contexts after which a view gives up on WebGL and draws in 2D. */
 const MAX_LOSSES = 3;
 
@@ -216,6 +252,10 @@ export class SpatialStage {
   private tileWait: number | null = null;
   private tileFrame: TileFrame | null = null;
   private disposed = false;
+  /** Kept off the page for a revisit (keptviews.ts): leaving the screen then keeps the context. */
+  private parked = false;
+  /** When a parked stage came back: its next frame is measured as a draw from here. */
+  private backAt: number | null = null;
 
   /** A large tissue's circles as the cells reply sent them (what is drawn while zoomed out), when outlines come by tile. */
   private circles: CanvasData['shapes'] = null;
@@ -231,16 +271,15 @@ export class SpatialStage {
   ) {
     const n = payload.n_cells;
     const started = now();
-    this.index = buildIndex(data.x, data.y);
+    const derived = cellsDerived(payload.cells_key, data);
+    this.index = derived.index;
     const shapes = data.shapes;
-    if (shapes?.kind === 'polygons') {
-      this.cellSize = typicalWidth(shapes.starts, shapes.vertices, n);
-    }
+    this.cellSize = derived.cellSize;
     if (outlines && shapes?.kind === 'circles' && shapes.radius.length > 0) {
       this.circles = shapes;
-      this.outlineSize = 2 * medianOf(shapes.radius);
+      this.outlineSize = derived.circleSize;
     }
-    measure('sds:cell-index', started, now(), { n_cells: n });
+    measure('sds:cell-index', started, now(), { n_cells: n, shared: derived.shared });
     this.canvas = h('canvas', {
       class: 'sds-deck-canvas',
       role: 'application',
@@ -283,7 +322,7 @@ export class SpatialStage {
           if (visible) {
             void this.ensureDeck();
             this.gatherOutlines(); // what the view wanted while away (a resize) is asked now
-          } else {
+          } else if (!this.parked) {
             this.release();
           }
           this.callbacks.onScreen?.(visible);
@@ -307,6 +346,21 @@ export class SpatialStage {
    */
   get offScreen(): boolean {
     return this.watched && !this.onScreen;
+  }
+
+  /**
+   * Taken off the page to be shown again later: keep the WebGL context (the keeper decides how
+   * many parked stages may, and calls release() on the others).
+   */
+  park(): void {
+    this.parked = true;
+  }
+
+  /** Back on the page: draw again from what was kept (the first frame is measured as `sds:canvas-draw`). */
+  unpark(): void {
+    this.parked = false;
+    this.backAt = now();
+    this.deck?.redraw();
   }
 
   /** Whether a deck.gl instance (a WebGL context) is alive now. */
@@ -861,10 +915,15 @@ export class SpatialStage {
             measure('sds:frame-work', rendering, t, {});
           }
           const detail: Record<string, unknown> = { n_cells: this.payload.n_cells, renderer: 'webgl' };
-          if (frames === 0) {
-            Object.assign(detail, { drawn: this.inView(), width: this.canvas.width, height: this.canvas.height });
+          // a stage shown again (keptviews.ts) counts its draw from when it came back
+          const back = this.backAt;
+          this.backAt = null;
+          if (frames === 0 || back !== null) {
+            Object.assign(detail, { drawn: this.inView(), width: this.canvas.width, height: this.canvas.height, again: back !== null });
+            measure('sds:canvas-draw', back ?? created, t, detail);
+          } else {
+            measure('sds:frame', lastFrame, t, detail);
           }
-          measure(frames === 0 ? 'sds:canvas-draw' : 'sds:frame', frames === 0 ? created : lastFrame, t, detail);
           this.tilesDrawn(t);
           frames++;
           lastFrame = t;
