@@ -258,6 +258,18 @@ def test_missing_parent_is_named(root, fetch) -> None:
     assert code == 400 and "studio-1111" in error["message"]
 
 
+def test_errors_name_folders_relative_to_the_root(root, fetch) -> None:
+    """The server's own layout stays on the server: a folder that is not a version is named as the browser asked."""
+    (root / "datasets" / "plain-folder").mkdir()
+    history = _get(fetch, "history", path="datasets/plain-folder")
+    message = history["error"]["message"]
+    assert message.startswith("datasets/plain-folder holds no layer.json"), message
+    assert str(root) not in message
+    code, error = _error(fetch, "notebook", method="POST", body={"path": "datasets/plain-folder"})
+    assert code == 400 and error["message"].startswith("datasets/plain-folder holds no layer.json"), error
+    assert str(root) not in json.dumps(error)
+
+
 def test_bad_requests_are_400(root, fetch) -> None:
     code, error = _error(fetch, "result_page", path="datasets/edit-2222", result="res_markers", limit="x")
     assert code == 400 and error["kind"] == "bad-request"

@@ -2618,13 +2618,13 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     try {
       await openListing(page, 'nav29b/datasets');
       await page.waitForSelector('.jp-DirListing-item.sds-version-item', { timeout: 30000 });
-      // item 1: each version's title beside its folder name, drawn on the page (not only a tooltip)
+      // item 1: each version's title before its folder name, drawn on the page (not only a tooltip)
       const listed = await (await api(`/sds-jupyter/api/versions?path=${encodeURIComponent('nav29b/datasets')}`)).json();
       const titled = (listed.versions ?? listed).filter(v => v.title);
       assert.ok(titled.length >= 5, JSON.stringify(listed).slice(0, 300));
       for (const v of titled) {
-        const label = await item(page, v.name).locator('.jp-DirListing-itemText').evaluate(el => getComputedStyle(el, '::after').content);
-        assert.equal(label, JSON.stringify(` · ${v.title}`), v.name);
+        const label = await item(page, v.name).locator('.jp-DirListing-itemText').evaluate(el => getComputedStyle(el, '::before').content);
+        assert.equal(label, JSON.stringify(`${v.title} · `), v.name);
       }
       // item 4: a corrupt layer.json is marked as such, with the reason
       const corrupt = item(page, 'corrupt-version');
@@ -2633,7 +2633,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       assert.equal(await item(page, 'plain-folder').evaluate(el => el.classList.contains('sds-version-broken') || el.classList.contains('sds-version-item')), false);
       await page.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'issue29-file-browser-titles.png') });
       // "Open version" on a plain folder and on the corrupt one: one clear line, then no request for it
-      for (const [folder, said] of [['plain-folder', /^This folder is not a version: .*plain-folder holds no layer\.json/m], ['corrupt-version', /^This version's layer\.json cannot be read: /m]]) {
+      for (const [folder, said] of [['plain-folder', /^This folder is not a version: nav29b\/datasets\/plain-folder holds no layer\.json/m], ['corrupt-version', /^This version's layer\.json cannot be read: /m]]) {
         await page.keyboard.press('Control+Shift+c');
         await page.locator('.lm-CommandPalette-input').fill('Open version');
         await page.keyboard.press('Enter');

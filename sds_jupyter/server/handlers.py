@@ -43,7 +43,13 @@ from sds_jupyter.server.notebook import (
     path_from_notebook,
     work_dir_in_root,
 )
-from sds_jupyter.server.paths import FolderUnreadableError, OutsideRootError, PathNotFoundError, unreadable
+from sds_jupyter.server.paths import (
+    FolderUnreadableError,
+    OutsideRootError,
+    PathNotFoundError,
+    unreadable,
+    within_root,
+)
 from sds_jupyter.service import (
     BINARY_REQUESTS,
     REQUESTS,
@@ -128,7 +134,17 @@ class StackAPIHandler(APIHandler):
             self.log.error("sds-jupyter: %s failed", self.request.path, exc_info=exc)
         self.set_status(status)
         payload = {"kind": "http", "message": _reason(exc)} if isinstance(exc, web.HTTPError) else error_payload(exc)
+        payload["message"] = within_root(payload["message"], self.services.root_dir)
         self.finish(json.dumps(payload))
+
+    def root_relative(self, data: Any) -> Any:
+        """A reply whose ``error`` (a stack it could not open, a figure above a missing dataset)
+        names folders relative to the root, as :meth:`fail` does for refusals."""
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            message = within_root(error["message"], self.services.root_dir)
+            data = {**data, "error": {**error, "message": message}}
+        return data
 
     def reply_json(self, data: Any) -> None:
         self.finish(json.dumps(data, allow_nan=False))
@@ -163,7 +179,7 @@ class RequestHandler(StackAPIHandler):
             ):
                 return
             binary = name in BINARY_REQUESTS
-            body = frame_reply(reply) if binary else json.dumps(reply.data, allow_nan=False)
+            body = frame_reply(reply) if binary else json.dumps(self.root_relative(reply.data), allow_nan=False)
         except Exception as exc:  # noqa: BLE001 - mapped once, in fail()
             self.fail(exc)
             return

@@ -23,6 +23,7 @@ __all__ = [
     "check_datasets_dir_inside",
     "check_stack_inside",
     "resolve_in_root",
+    "within_root",
 ]
 
 
@@ -42,6 +43,16 @@ class FolderUnreadableError(StackError):
     """A folder (or file) under the root that the server's user may not read (HTTP 403)."""
 
     kind = "permission-denied"
+
+
+def within_root(message: str, root: str | os.PathLike[str]) -> str:
+    """``message`` with the server root's own path taken out, so folders read as the browser names them.
+
+    Why: the stack library names folders by their absolute paths, which on a server are the
+    host's layout (and none of the user's business); the browser asks relative to the root.
+    """
+    prefix = os.path.realpath(root).rstrip(os.sep) + os.sep
+    return message.replace(prefix, "")
 
 
 def unreadable(root: str | os.PathLike[str], filename: object) -> FolderUnreadableError:
