@@ -21,7 +21,7 @@ import pytest
 
 from sds_jupyter.demo import demo_dataset_id
 from sds_jupyter.demo.xenium import build_xenium_demo
-from sds_jupyter.service import RequestError, StackService, dispatch
+from sds_jupyter.service import RequestError, StackService, branches, dispatch
 from sds_jupyter.service.agreement import adjusted_rand_index, agreement, crosstab, normalized_mutual_info
 from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, obs_change, transition_labels
 from sds_jupyter.stack.open import open_anndata
@@ -171,13 +171,13 @@ def test_repeated_compares_against_a_branch_build_the_tree_once(xenium: Path, mo
     branch_id = demo_dataset_id("xenium-Coarser clusters")
     service = StackService(xenium)
     built: list[int] = []
-    tree = service.tree
+    tree = branches.tree
 
-    def counted() -> Any:
+    def counted(session: Any) -> Any:
         built.append(1)
-        return tree()
+        return tree(session)
 
-    monkeypatch.setattr(service, "tree", counted)
+    monkeypatch.setattr(branches, "tree", counted)  # the one place that builds a tree for a branch lookup
     answers = [dispatch(service, "compare", {"a": a, "b": branch_id}).data for a in (6, 5, 6)]
     assert all(answer["b"] >= 1 for answer in answers) and answers[0] == answers[2]
     assert len(built) == 1
