@@ -27,7 +27,8 @@ colour column equal B's buffers (the outlines through every tile). Never fails o
 
 Then, where the system Chromium, playwright's driver and a built labextension are there, the
 same four steps in one JupyterLab page with this code (no "before" there: the old front end is
-not built in the same run): from the action (click Figures, scroll, click a version row) to the
+not built in the same run): from the action (double-click the version's folder, which opens on
+its own figure or else is shown Figures; scroll; click a version row) to the
 end of the first new ``sds:canvas-draw``, and the API bytes sent meanwhile (resource timing's
 ``transferSize``: a 304 counts its headers, the page's own cache nothing). Figures within the
 lazy-loading margin of the view load with the first, so the second step may draw nothing new.
@@ -303,10 +304,17 @@ def browser_steps(top: Path, steps: list[tuple[int, str]], root: Path) -> dict[s
             item = page.locator(".jp-DirListing-item", has_text=top.name).first
             item.wait_for(timeout=60_000)
             page.wait_for_timeout(500)
-            item.dblclick()
-            page.wait_for_selector(".sds-history-row", timeout=60_000)
+
+            def open_version() -> None:
+                """As a user: double-click the folder; the version opens on its own figure, else on Figures."""
+                item.dblclick()
+                page.wait_for_selector(".sds-history-row", timeout=60_000)
+                tab = page.locator('.sds-tab[data-tab="figures"]').first
+                if tab.get_attribute("aria-selected") != "true":
+                    tab.click()
+
             actions = [
-                lambda: page.locator('.sds-tab[data-tab="figures"]').click(),
+                open_version,
                 lambda: page.locator(f'.sds-figure[data-figure="{steps[1][1]}"]').first.scroll_into_view_if_needed(),
                 lambda: page.locator(f'.sds-history-row[data-depth="{steps[2][0]}"]').first.click(),
                 lambda: page.locator(f'.sds-history-row[data-depth="{steps[3][0]}"]').first.click(),
