@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from sds_jupyter.service import (
     dispatch,
     error_payload,
     frame_reply,
+    tables,
     unframe_reply,
 )
 from sds_jupyter.service.reply import as_buffer
@@ -284,7 +286,7 @@ def test_obs_row_keeps_each_encodings_value_and_dtype(tmp_path: Path) -> None:
         assert "obs" not in view.__dict__
 
 
-def test_obs_categories_read_what_a_palette_needs_and_agree_with_the_whole_column(tmp_path: Path) -> None:
+def test_obs_categories_read_what_a_palette_needs_and_agree_with_the_whole_column(tmp_path: Path, monkeypatch) -> None:
     import anndata
     import pandas as pd
     import zarr
@@ -307,11 +309,14 @@ def test_obs_categories_read_what_a_palette_needs_and_agree_with_the_whole_colum
     anndata.AnnData(obs=obs).write_zarr(path)
     root = zarr.open_group(path, mode="r")
     view = TableView(root, root, "obs")
+    read: list[str] = []
+    real_read_elem = tables.read_elem
+    monkeypatch.setattr(tables, "read_elem", lambda node: read.append(node.path) or real_read_elem(node))
     for column in obs.columns:
         assert view.obs_categories(column) == series_categories(obs[column]), column
-    # a categorical's categories and a numeric array's dtype are read, not their values
-    assert {"kind", "count", "score"}.isdisjoint(view._obs_columns)
-    assert "obs" not in view.__dict__
+    # a categorical's categories and a numeric array's dtype are read, not their values (nor obs whole)
+    assert "obs/kind/categories" in read
+    assert {"obs", "obs/kind", "obs/count", "obs/score"}.isdisjoint(read), read
     categories = {column: view.obs_categories(column) for column in view.obs_columns}
     assert obs_palettes(categories, {}) == obs_palettes(obs, {})
     with pytest.raises(KeyError):
@@ -616,17 +621,33 @@ def test_table_views_are_per_version_and_table(service) -> None:
         service.table_view(1, "../images/blobs_image")
 
 
-def test_requests_read_only_the_results_they_need(studio_stack) -> None:
+def test_requests_read_only_the_results_they_need(studio_stack, monkeypatch) -> None:
+    """What each request reads of the table's uns, seen at anndata's ``read_elem`` (each element once)."""
+    read: list[str] = []
+    real_read_elem = tables.read_elem
+
+    def recorded(node: Any) -> Any:
+        read.append(node.path)
+        return real_read_elem(node)
+
+    monkeypatch.setattr(tables, "read_elem", recorded)
+
+    def results_read() -> set[str]:
+        return {path.rsplit("/", 1)[1] for path in read if path.rsplit("/", 1)[0].endswith("/results")}
+
+    def whole_uns_read() -> bool:
+        return any(path.endswith("/uns") for path in read)
+
     service = StackService(studio_stack.v2)
     dispatch(service, "result_page", {"version": 1, "result": "res_niches"})
-    view = service.table_view(1)
-    assert set(view._results) == {"res_niches"} and "uns" not in view.__dict__
+    assert results_read() == {"res_niches"} and not whole_uns_read()
     dispatch(service, "figures", {"version": 1})
-    assert set(view._results) == {"res_niches", "res_markers"}
+    assert results_read() == {"res_niches", "res_markers"}
     dispatch(service, "canvas", {"version": 1, "figure": "fig_canvas"})
-    assert set(view._results) == {"res_niches", "res_markers"} and "uns" not in view.__dict__
+    assert results_read() == {"res_niches", "res_markers"} and not whole_uns_read()
     dispatch(service, "results", {"version": 1})
-    assert len(view._results) == 7
+    assert len(results_read()) == 7
+    assert len(read) == len(set(read)), "an element was read twice"
 
 
 def test_mixed_type_columns_sort_by_text() -> None:
