@@ -27,11 +27,13 @@ Messages are one line that says what is wrong and what to do about it.
 from __future__ import annotations
 
 import sys
+from typing import Literal
 
 __all__ = [
     "EXTRA_MODULES",
     "BaseStoreError",
     "CirroError",
+    "ErrorKind",
     "ManifestError",
     "MissingDatasetError",
     "MissingExtraError",
@@ -57,10 +59,41 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
+#: Every kind of refusal the service or the server answers with (``{kind, message}``): the one list.
+#: Each StackError subclass names one of these (mypy holds them to it); ``make types`` gives the
+#: browser the same union, so a kind the front end tests for cannot drift from what is sent.
+ErrorKind = Literal[
+    "stack",
+    "manifest",
+    "unsafe-path",
+    "reference",
+    "missing-dataset",
+    "cycle",
+    "changed",
+    "too-deep",
+    "base",
+    "write-refused",
+    "cirro",
+    "missing-extra",
+    "bad-request",
+    "figure",
+    "result",
+    "element",
+    "no-studio-data",
+    "outside-root",
+    "not-found",
+    "permission-denied",
+    "too-large",
+    "not-writable",
+    "internal",
+    "http",
+]
+
+
 class StackError(ValueError):
     """A stack, manifest or path was refused."""
 
-    kind: str = "stack"
+    kind: ErrorKind = "stack"
 
 
 class ManifestError(StackError):

@@ -117,6 +117,23 @@ def test_error_replies_validate(orphan_version: Path) -> None:
         assert not list(_validator(name).iter_errors(data)), name
 
 
+def _subclasses(cls: type) -> list[type]:
+    return [cls, *(sub for child in cls.__subclasses__() for sub in _subclasses(child))]
+
+
+def test_every_error_kind_is_one_that_is_sent() -> None:
+    """``ErrorKind`` (generated for the browser) is the refusals' kinds plus the three the transports add."""
+    import typing
+
+    import sds_jupyter.server.handlers  # noqa: F401 - the server's own refusals
+    import sds_jupyter.server.paths  # noqa: F401
+    from sds_jupyter.errors import ErrorKind, StackError
+
+    raised = {sub.kind for sub in _subclasses(StackError)}
+    added_by_transports = {"internal", "permission-denied", "http"}  # error_payload, the server's HTTPError
+    assert raised | added_by_transports == set(typing.get_args(ErrorKind))
+
+
 def test_a_reply_with_an_undeclared_field_is_caught() -> None:
     """The schema is strict: a field the types do not declare is drift, not noise."""
     good = {"kind": "not-found", "message": "gone"}

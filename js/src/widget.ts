@@ -12,7 +12,7 @@
 import type { AnyModel, RenderProps } from '@anywidget/types';
 import { mountApp } from './app';
 import { TransportError, type Buffer, type Reply, type Transport } from './app/shared/transport';
-import type { Data, Params, RequestName } from './app/shared/types';
+import type { Data, ErrorKind, Params, RequestName } from './app/shared/types';
 
 /** Milliseconds before an unanswered request fails. */
 export const REQUEST_TIMEOUT = 120_000;
@@ -28,7 +28,7 @@ type Response = {
   id: number;
   ok: boolean;
   data?: unknown;
-  error?: { kind?: string; message?: string };
+  error?: { kind?: ErrorKind; message?: string };
 };
 
 /** A Transport over anywidget custom messages, matching replies by id. */
@@ -97,7 +97,7 @@ export class CommTransport implements Transport {
       p.resolve({ data: m.data, buffers: buffers as Buffer[] });
     } else {
       p.reject(
-        new TransportError(m.error?.kind ?? 'error', m.error?.message ?? 'the request failed')
+        new TransportError(m.error?.kind ?? 'internal', m.error?.message ?? 'the request failed')
       );
     }
   };

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from sds_jupyter.errors import ErrorKind
 from sds_jupyter.studio.payloads import Bounds, CanvasShapes, ChannelInfo
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "ElementSummary",
     "EmbeddingData",
     "ErrorInfo",
+    "ErrorKind",
     "FigureChange",
     "FigureSummary",
     "FiguresData",
@@ -75,7 +77,7 @@ __all__ = [
 
 
 class ErrorInfo(TypedDict):
-    kind: str
+    kind: ErrorKind
     message: str
     dataset_id: NotRequired[str]
     """The dataset to attach, when one is missing."""

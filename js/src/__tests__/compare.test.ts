@@ -278,7 +278,7 @@ describe('compare view', () => {
     const t = new FakeTransport()
       .on('history', () => history(2))
       .on('compare', () => {
-        throw new TransportError('refused', 'cannot read obs of v1');
+        throw new TransportError('bad-request', 'cannot read obs of v1');
       });
     const el = mount(t, 'compare');
     await settle(10);

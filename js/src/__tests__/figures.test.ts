@@ -193,7 +193,7 @@ describe('figures view', () => {
     };
     const t = new FakeTransport()
       .on('history', () => history(1))
-      .on('figures', () => ({ figures: [CHART, ODD], error: { kind: 'bad_figure', message: 'figure x is not JSON' } }));
+      .on('figures', () => ({ figures: [CHART, ODD], error: { kind: 'figure', message: 'figure x is not JSON' } }));
     const el = mount(t, failing);
     await settle(10);
     expect(text(el.querySelector('.sds-figures > .sds-error'))).toContain('figure x is not JSON');
@@ -205,7 +205,7 @@ describe('figures view', () => {
     const t = new FakeTransport()
       .on('history', () => history(1))
       .on('figures', () => {
-        throw new TransportError('refused', 'stack refused: cycle');
+        throw new TransportError('bad-request', 'stack refused: cycle');
       });
     const el = mount(t);
     await settle(10);

@@ -22,7 +22,7 @@ export class FakeTransport implements Transport {
     this.calls.push({ name, params });
     const handler = this.handlers[name] as Handler<N> | undefined;
     if (!handler) {
-      throw new TransportError('not_found', `no handler for ${name}`);
+      throw new TransportError('not-found', `no handler for ${name}`);
     }
     const out = await handler(params);
     if (out && typeof out === 'object' && 'buffers' in out && 'data' in out) {

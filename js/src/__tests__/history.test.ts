@@ -150,7 +150,7 @@ describe('history', () => {
   it('shows a history error prominently and still lists the versions', async () => {
     const t = new FakeTransport()
       .on('history', () =>
-        history(2, { error: { kind: 'missing_parent', message: 'parent dataset abc is not found' } })
+        history(2, { error: { kind: 'missing-dataset', message: 'parent dataset abc is not found' } })
       )
       .on('changes', () => EMPTY_CHANGES);
     const el = mount(t);
@@ -164,7 +164,7 @@ describe('history', () => {
       top_depth: 0,
       versions: [],
       base: null,
-      error: { kind: 'missing-parent', message: 'parent dataset 1234 is not in the folder map' }
+      error: { kind: 'missing-dataset', message: 'parent dataset 1234 is not in the folder map' }
     }));
     const el = mount(t);
     await settle();
@@ -176,7 +176,7 @@ describe('history', () => {
 
   it('shows a failed history request in place', async () => {
     const t = new FakeTransport().on('history', () => {
-      throw new TransportError('not_found', 'no such path: x');
+      throw new TransportError('not-found', 'no such path: x');
     });
     const el = mount(t);
     await settle();
@@ -217,14 +217,14 @@ describe('changes', () => {
   it('shows a failed changes request in place while the history keeps working', async () => {
     const t = new FakeTransport().on('history', () => history(2)).on('changes', p => {
       if (p.version === 2) {
-        throw new TransportError('corrupt_layer', 'layer.json of v2 is not valid JSON');
+        throw new TransportError('manifest', 'layer.json of v2 is not valid JSON');
       }
       return EMPTY_CHANGES;
     });
     const el = mount(t);
     await settle();
     expect(text(el.querySelector('.sds-changes .sds-error'))).toContain('layer.json of v2 is not valid JSON');
-    expect(text(el.querySelector('.sds-changes .sds-error-kind'))).toBe('corrupt_layer');
+    expect(text(el.querySelector('.sds-changes .sds-error-kind'))).toBe('manifest');
     rows(el)[1].click();
     await settle();
     expect(el.querySelector('.sds-changes .sds-error')).toBeNull();
@@ -247,7 +247,7 @@ describe('actions', () => {
           run: async v => {
             seen.push(v);
             if (v === 1) {
-              throw new TransportError('refused', 'cannot open v1');
+              throw new TransportError('bad-request', 'cannot open v1');
             }
             return `adata bound for v${v}`;
           }

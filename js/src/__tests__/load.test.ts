@@ -34,7 +34,7 @@ describe('loadInto: ask, then draw if still current', () => {
     // a failure: one line in place, of the newest load only
     const failing = deferred<string>();
     const third = loadInto(node, () => failing.promise, draw);
-    failing.fail(new TransportError('not_found', 'No version 9 in this stack.'));
+    failing.fail(new TransportError('not-found', 'No version 9 in this stack.'));
     await third;
     expect(text(node.querySelector('.sds-error[role="alert"] .sds-error-message'))).toBe('No version 9 in this stack.');
 

@@ -160,7 +160,7 @@ describe('the file browser marks a corrupt layer.json (item 4)', () => {
 
 describe('a broken chain (item 5)', () => {
   it('Figures lists the figures that need the missing dataset, never "no figures"', async () => {
-    const missing = { kind: 'missing-dataset', message: 'dataset studio-1111, below the versions shown, is missing', dataset_id: 'studio-1111' };
+    const missing = { kind: 'missing-dataset' as const, message: 'dataset studio-1111, below the versions shown, is missing', dataset_id: 'studio-1111' };
     const t = new FakeTransport()
       .on('history', () => ({ top_depth: 6, versions: [version(6)], base: null, error: missing }))
       .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
@@ -395,7 +395,7 @@ describe('opening another version keeps a Back (item 3)', () => {
 
 describe('Compare above a missing dataset (item 5)', () => {
   it('compares two readable versions by what they saved, without asking for cells it cannot read', async () => {
-    const missing = { kind: 'missing-dataset', message: 'dataset gone-1 is missing', dataset_id: 'gone-1' };
+    const missing = { kind: 'missing-dataset' as const, message: 'dataset gone-1 is missing', dataset_id: 'gone-1' };
     const versions = [6, 5, 4].map(d => version(d, { changes: [{ op: 'set-obs', table: 'table', column: `col${d}` }] }));
     const t = new FakeTransport()
       .on('history', () => ({ top_depth: 6, versions, base: null, error: missing }))

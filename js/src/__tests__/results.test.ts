@@ -45,7 +45,7 @@ const BROKEN: Result = {
   title: null,
   meta: null,
   tables: [],
-  error: { kind: 'missing_meta', message: 'result orphan has no meta' }
+  error: { kind: 'result', message: 'result orphan has no meta' }
 };
 
 /** A server that pages and sorts 120 rows of (gene_i, i). */
@@ -141,7 +141,7 @@ describe('results view', () => {
       .on('history', () => history(1))
       .on('results', () => ({ results: [MARKERS] }))
       .on('result_page', () => {
-        throw new TransportError('bad_request', 'unknown column');
+        throw new TransportError('bad-request', 'unknown column');
       });
     const el = mount(t, 'results');
     await settle(10);

@@ -60,7 +60,7 @@ describe('CommTransport', () => {
       if (m.name === 'canvas') {
         return [{ type: 'response', id, ok: true, data: { n: 1 } }, [new DataView(new Float32Array([7]).buffer)]];
       }
-      return [{ type: 'response', id, ok: false, error: { kind: 'not_found', message: 'no figure x' } }, []];
+      return [{ type: 'response', id, ok: false, error: { kind: 'not-found', message: 'no figure x' } }, []];
     };
     const t = new CommTransport(model as never);
     const [ok, bad] = await Promise.allSettled([
@@ -76,7 +76,7 @@ describe('CommTransport', () => {
     expect(bad.status).toBe('rejected');
     const err = (bad as PromiseRejectedResult).reason as TransportError;
     expect(err).toBeInstanceOf(TransportError);
-    expect([err.kind, err.message]).toEqual(['not_found', 'no figure x']);
+    expect([err.kind, err.message]).toEqual(['not-found', 'no figure x']);
   });
 
   it('after a kernel restart, a request says to run the cell again', async () => {

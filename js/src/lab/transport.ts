@@ -2,7 +2,7 @@
 
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
-import { TransportError, decodeFrame, type Reply, type Transport } from '../app/shared/transport';
+import { TransportError, decodeFrame, type FailureKind, type Reply, type Transport } from '../app/shared/transport';
 import { WRITE_REQUESTS, type Data, type Params, type RequestName } from '../app/shared/types';
 import type { VersionEntry } from './versions';
 
@@ -41,7 +41,7 @@ export async function requestAPI<T = unknown>(
   }
   const type = response.headers.get('Content-Type') ?? '';
   if (!response.ok) {
-    let kind = `http_${response.status}`;
+    let kind: FailureKind = `http_${response.status}`;
     let message = response.statusText || `HTTP ${response.status}`;
     try {
       const body = await response.json();

@@ -10,7 +10,7 @@
 import { h } from '../shared/dom';
 import { RELATIVE_TIME_TICK, exactTime, relativeTime } from '../shared/format';
 import { unreadable } from './history';
-import { TransportError, type Transport } from '../shared/transport';
+import { TransportError, type FailureKind, type Transport } from '../shared/transport';
 import type { Change, History, Tree, TreeNode, VersionSummary } from '../shared/types';
 import { VirtualList } from '../shared/vlist';
 
@@ -481,7 +481,7 @@ export function descendants(nodes: TreeNode[], id: string | null): Set<string> {
 // ---------------------------------------------------------------- live
 
 /** Failures of the way to the service, not answers from it: the live poll asks again at the next tick. */
-const TRANSIENT = new Set(['network', 'timeout']);
+const TRANSIENT: ReadonlySet<FailureKind> = new Set<FailureKind>(['network', 'timeout']);
 
 /** Whether `err` is worth asking again (the way to the service failed), not the service's answer. */
 function isTransient(err: unknown): boolean {

@@ -7,6 +7,8 @@ export type Pair = [number, number];
 
 export type CanvasColor = CategoricalColor | ContinuousColor | NoColor;
 
+export type ErrorKind = 'stack' | 'manifest' | 'unsafe-path' | 'reference' | 'missing-dataset' | 'cycle' | 'changed' | 'too-deep' | 'base' | 'write-refused' | 'cirro' | 'missing-extra' | 'bad-request' | 'figure' | 'result' | 'element' | 'no-studio-data' | 'outside-root' | 'not-found' | 'permission-denied' | 'too-large' | 'not-writable' | 'internal' | 'http';
+
 export type ColumnKind = 'categorical' | 'numeric' | 'boolean' | 'string';
 
 export type PartStatus = 'added' | 'removed' | 'changed';
@@ -91,7 +93,7 @@ export type ChannelInfo = {
 };
 
 export type ErrorInfo = {
-  kind: string;
+  kind: ErrorKind;
   message: string;
   dataset_id?: string;
 };

@@ -1,4 +1,4 @@
-import type { Data, Params, RequestName } from './types';
+import type { Data, ErrorKind, Params, RequestName } from './types';
 
 /** Binary buffers as they arrive: DataView from anywidget, ArrayBuffer from fetch. */
 export type Buffer = DataView | ArrayBuffer;
@@ -13,11 +13,20 @@ export interface Transport {
   request<N extends RequestName>(name: N, params: Params<N>): Promise<Reply<Data<N>>>;
 }
 
+/**
+ * Failures named in the browser, on the way to the service or in reading its reply; the service's
+ * own refusals are `ErrorKind`, generated from the Python list (`sds_jupyter.errors.ErrorKind`).
+ */
+export type ClientErrorKind = 'client' | 'protocol' | 'network' | 'timeout' | 'closed' | `http_${number}`;
+
+/** Every kind a TransportError may carry. */
+export type FailureKind = ErrorKind | ClientErrorKind;
+
 /** A failed request: the service's `{kind, message}`, or a transport failure. */
 export class TransportError extends Error {
-  readonly kind: string;
+  readonly kind: FailureKind;
 
-  constructor(kind: string, message: string) {
+  constructor(kind: FailureKind, message: string) {
     super(message);
     this.name = 'TransportError';
     this.kind = kind;
