@@ -42,6 +42,7 @@ except ImportError:
 
 from sds_jupyter.service import Reply, StackService, dispatch, error_payload
 from sds_jupyter.service.errors import RequestError
+from sds_jupyter.service.types import OpenAdataData, OpenVersionData, WidgetApp, WidgetResponse
 from sds_jupyter.stack.stack import Stack
 
 __all__ = ["STATIC_DIR", "VersionBrowser", "bound_browser"]
@@ -327,7 +328,8 @@ class VersionBrowser(anywidget.AnyWidget):
         if kind == "open_adata":
             version = content.get("version")
             adata = self.open(self.service.depth(version) if version is not None else self.service.stack.depth)
-            return Reply({"message": self._bound_message(adata)})
+            bound: OpenAdataData = {"message": self._bound_message(adata)}
+            return Reply(bound)
         raise RequestError(f"Unknown message type {kind!r}.")
 
     def _open_version(self, folder: Any) -> Reply:
@@ -341,7 +343,8 @@ class VersionBrowser(anywidget.AnyWidget):
         self.selected = 0 if self.service.error is not None else self.service.stack.depth
         # The bound AnnData stays with its version: marked only where this history holds that version.
         self.bound = self._depth_in_history(bound) if bound is not None else -1
-        return Reply({"path": folder})
+        opened: OpenVersionData = {"path": folder}
+        return Reply(opened)
 
     def _depth_in_history(self, stack: Stack) -> int:
         """The depth ``stack``'s top has in the history shown now, or -1 if it is not in it."""
@@ -410,17 +413,27 @@ class VersionBrowser(anywidget.AnyWidget):
     def _on_custom_message(self, _widget: Any, content: Any, buffers: list[Any]) -> None:
         if isinstance(content, Mapping) and content.get("type") == "app":
             digest, source = _app_module()
-            self.send({"type": "app", "id": content.get("id"), "hash": digest}, [source])
+            asked = content.get("id")
+            app: WidgetApp = {"type": "app", "id": asked if isinstance(asked, str) else "", "hash": digest}
+            self.send(app, [source])
             return
         if not isinstance(content, Mapping) or content.get("type") not in ("request", "open_adata", "open_version"):
             return
-        message_id = content.get("id")
+        message_id = _message_id(content)
         try:
             reply = self.answer(content)
         except Exception as exc:  # noqa: BLE001 - every failure is shown in the browser, in place
-            self.send({"type": "response", "id": message_id, "ok": False, "error": error_payload(exc)})
+            failed: WidgetResponse = {"type": "response", "id": message_id, "ok": False, "error": error_payload(exc)}
+            self.send(failed)
             return
-        self.send({"type": "response", "id": message_id, "ok": True, "data": reply.data}, reply.buffers)
+        answered: WidgetResponse = {"type": "response", "id": message_id, "ok": True, "data": reply.data}
+        self.send(answered, reply.buffers)
+
+
+def _message_id(content: Mapping[str, Any]) -> int:
+    """The id to answer under: the browser's own (an int); anything else is answered as -1, matched by nobody."""
+    value = content.get("id")
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
 
 _COLUMNS = (

@@ -12,7 +12,16 @@
 import type { AnyModel, RenderProps } from '@anywidget/types';
 import { mountApp } from './app';
 import { TransportError, type Buffer, type Reply, type Transport } from './app/shared/transport';
-import type { Data, ErrorKind, Params, RequestName } from './app/shared/types';
+import type {
+  Data,
+  OpenAdataData,
+  Params,
+  RequestName,
+  WidgetOpenAdata,
+  WidgetOpenVersion,
+  WidgetRequest,
+  WidgetResponse
+} from './app/shared/types';
 
 /** Milliseconds before an unanswered request fails. */
 export const REQUEST_TIMEOUT = 120_000;
@@ -23,13 +32,8 @@ type Pending = {
   timer: ReturnType<typeof setTimeout>;
 };
 
-type Response = {
-  type: 'response';
-  id: number;
-  ok: boolean;
-  data?: unknown;
-  error?: { kind?: ErrorKind; message?: string };
-};
+/** What the page asks the kernel, without the id the transport adds (the shapes are generated). */
+type Ask = Omit<WidgetRequest, 'id'> | Omit<WidgetOpenVersion, 'id'> | Omit<WidgetOpenAdata, 'id'>;
 
 /** A Transport over anywidget custom messages, matching replies by id. */
 export class CommTransport implements Transport {
@@ -58,7 +62,7 @@ export class CommTransport implements Transport {
   }
 
   /** Send any message that the Python side answers with a `response`. */
-  send(message: Record<string, unknown>): Promise<Reply<unknown>> {
+  send(message: Ask): Promise<Reply<unknown>> {
     const id = ++this.next;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -83,7 +87,7 @@ export class CommTransport implements Transport {
   }
 
   private onMessage = (msg: unknown, buffers: DataView[] = []): void => {
-    const m = msg as Partial<Response> | null;
+    const m = msg as Partial<WidgetResponse> | null;
     if (!m || m.type !== 'response' || typeof m.id !== 'number') {
       return;
     }
@@ -158,7 +162,7 @@ function render({ model, el }: RenderProps): () => void {
         title: `Bind the selected version’s table to the notebook variable ${name}`,
         run: async version => {
           const { data } = await transport.send({ type: 'open_adata', version });
-          const message = (data as { message?: string } | null)?.message;
+          const message = (data as Partial<OpenAdataData> | null)?.message;
           return message ?? `AnnData of v${version} opened`;
         }
       }

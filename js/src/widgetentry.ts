@@ -17,6 +17,7 @@
 
 import type { AnyModel, RenderProps } from '@anywidget/types';
 import { errorBox, loading } from './app/shared/dom';
+import type { WidgetApp, WidgetAskApp } from './app/shared/types';
 
 type AppModule = { default: { render(props: RenderProps): () => void } };
 
@@ -40,7 +41,7 @@ export function requestApp(model: AnyModel, waitMs = APP_WAIT_MS): Promise<strin
       model.off('msg:custom', onMessage);
     };
     const onMessage = (msg: unknown, buffers: DataView[] = []): void => {
-      const reply = msg as { type?: unknown; id?: unknown } | null;
+      const reply = msg as Partial<WidgetApp> | null;
       if (reply?.type !== 'app' || reply.id !== id) return;
       done();
       const [source] = buffers;
@@ -52,7 +53,8 @@ export function requestApp(model: AnyModel, waitMs = APP_WAIT_MS): Promise<strin
       reject(new Error('the kernel did not send it; run the cell again once the kernel is idle'));
     }, waitMs);
     model.on('msg:custom', onMessage);
-    model.send({ type: 'app', id });
+    const ask: WidgetAskApp = { type: 'app', id };
+    model.send(ask);
   });
 }
 

@@ -56,6 +56,8 @@ __all__ = [
     "ObsDelta",
     "ObsmChange",
     "OpDetail",
+    "OpenAdataData",
+    "OpenVersionData",
     "PartStatus",
     "ResultChange",
     "ResultCsv",
@@ -73,6 +75,12 @@ __all__ = [
     "ValueCount",
     "VersionSummary",
     "Whiteout",
+    "WidgetApp",
+    "WidgetAskApp",
+    "WidgetOpenAdata",
+    "WidgetOpenVersion",
+    "WidgetRequest",
+    "WidgetResponse",
 ]
 
 
@@ -596,6 +604,69 @@ class ContentsData(TypedDict):
     depth: int
     elements: list[ElementSummary]
     tables: list[TableContents]
+
+
+# ------------------------------------------------------------------ the widget's comm messages
+# The notebook transport (``sds_jupyter.widget`` and ``js/src/widget.ts``) wraps the same requests in
+# anywidget custom messages; their shapes are declared here so both sides are generated from one text.
+
+
+class WidgetRequest(TypedDict):
+    """Browser -> kernel: one request of the table, answered by a WidgetResponse with the same id."""
+
+    type: Literal["request"]
+    id: int
+    name: str
+    params: dict[str, Any]
+
+
+class WidgetOpenVersion(TypedDict):
+    """Browser -> kernel: browse another version of the tree (by its folder); answered with OpenVersionData."""
+
+    type: Literal["open_version"]
+    id: int
+    folder: str
+
+
+class WidgetOpenAdata(TypedDict):
+    """Browser -> kernel: bind a version's table to the notebook variable; answered with OpenAdataData."""
+
+    type: Literal["open_adata"]
+    id: int
+    version: NotRequired[int | str]
+
+
+class WidgetAskApp(TypedDict):
+    """Browser -> kernel: send the app's module (once a page); answered by WidgetApp."""
+
+    type: Literal["app"]
+    id: str
+
+
+class WidgetApp(TypedDict):
+    """Kernel -> browser: the app's module as the one buffer, named by its hash."""
+
+    type: Literal["app"]
+    id: str
+    hash: str
+
+
+class WidgetResponse(TypedDict):
+    """Kernel -> browser: the answer to a request, open_version or open_adata (buffers beside it)."""
+
+    type: Literal["response"]
+    id: int
+    ok: bool
+    data: NotRequired[Any]
+    error: NotRequired[ErrorInfo]
+
+
+class OpenVersionData(TypedDict):
+    path: str
+
+
+class OpenAdataData(TypedDict):
+    message: str
 
 
 #: Payloads that carry fields beyond the named ones (stored data the service passes on as written).

@@ -546,6 +546,52 @@ export type ContentsData = {
   tables: TableContents[];
 };
 
+export type WidgetRequest = {
+  type: 'request';
+  id: number;
+  name: string;
+  params: Record<string, unknown>;
+};
+
+export type WidgetOpenVersion = {
+  type: 'open_version';
+  id: number;
+  folder: string;
+};
+
+export type WidgetOpenAdata = {
+  type: 'open_adata';
+  id: number;
+  version?: number | string;
+};
+
+export type WidgetAskApp = {
+  type: 'app';
+  id: string;
+};
+
+export type WidgetApp = {
+  type: 'app';
+  id: string;
+  hash: string;
+};
+
+export type WidgetResponse = {
+  type: 'response';
+  id: number;
+  ok: boolean;
+  data?: unknown;
+  error?: ErrorInfo;
+};
+
+export type OpenVersionData = {
+  path: string;
+};
+
+export type OpenAdataData = {
+  message: string;
+};
+
 /** Request name -> the payload type of its reply. */
 export interface ReplyTypes {
   history: HistoryData;
