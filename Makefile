@@ -50,7 +50,7 @@ test-js: test-vitest test-ui
 test-vitest: setup $(JS_DEPS)
 	cd js && npm test
 
-test-ui: test-vitest
+test-ui: setup $(JS_DEPS)
 	cd js && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" SDS_PYTHON="$(CURDIR)/$(PY)" npm run test:ui
 
 # Habits: ruff (lint), mypy (the stack library strictly, the rest as configured),
