@@ -2188,6 +2188,12 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await item(page, baseFolder).click();
       await page.waitForFunction(f => document.querySelector('.jp-BreadCrumbs')?.textContent?.includes(f), baseFolder);
       await openTree(page);
+      // issue 29 item 1 here too: each version's title drawn before its folder name
+      const titled = page.locator('.jp-DirListing-item[data-sds-version="true"] .jp-DirListing-itemText[data-sds-title]');
+      assert.ok((await titled.count()) >= 2, `${await titled.count()} titled versions`);
+      const [label, said] = await titled.first().evaluate(el => [getComputedStyle(el, '::before').content, el.dataset.sdsTitle]);
+      assert.equal(label, JSON.stringify(`${said} · `));
+      await page.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'notebook7-file-browser-titles.png') });
       await item(page, top.split('/').pop()).click();
       try {
         await page.waitForSelector('.jp-TreePanel .sds-history-row', { timeout: 30000 });
