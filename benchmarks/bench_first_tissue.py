@@ -330,6 +330,9 @@ def browser_steps(top: Path, steps: list[tuple[int, str]], root: Path) -> dict[s
                     out.append({"seconds": None, "bytes": None, "requests": []})
                     continue
                 found = page.evaluate(READ)
+                if found["seconds"] < 0:  # drawn before the action (it was near the view), recorded after
+                    print(f"  browser, {name}: drawn before the step began (with the one above); counted as 0 s")
+                    found["seconds"] = 0.0
                 print(f"  browser, {name}: {found['seconds']:.2f} s, {found['bytes'] / 1e6:.2f} MB {found['requests']}")
                 print(f"    of it (User Timing, ms): {found['parts']}")
                 out.append(found)
