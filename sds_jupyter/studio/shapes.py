@@ -96,7 +96,9 @@ def cell_shapes(
         order = np.repeat(first[valid] - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
         ordered = coords[order]
     x, y = transform.apply(ordered[:, 0], ordered[:, 1])
-    vertices = np.column_stack([x, y]).astype(np.float32).ravel()
+    vertices = np.empty(2 * len(ordered), dtype=np.float32)  # x,y pairs, written in place (no float64 n x 2 copy)
+    vertices[0::2] = x
+    vertices[1::2] = y
     return {"kind": "polygons", "element": name, "n_vertices": len(ordered)}, [starts, vertices]
 
 
