@@ -177,6 +177,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "export": ("jsonschema", "matplotlib", "vl_convert", "PIL", "shapely", "pyarrow"),
     "spatialdata": ("spatialdata", "geopandas", "shapely"),
     "cirro": ("cirro", "cirro_api_client"),
+    "lazy": ("dask", "xarray"),
 }
 EXTRA_MODULES["jupyter"] = (
     "anywidget",

@@ -209,6 +209,22 @@ def test_a_feature_without_its_extra_is_one_error_naming_it(
     assert isinstance(raised.value, ImportError) and "\n" not in str(raised.value)
 
 
+@pytest.mark.parametrize("blocked", ["dask", "xarray"])
+def test_a_lazy_open_without_its_extra_names_it(demo_top: Path, monkeypatch: pytest.MonkeyPatch, blocked: str) -> None:
+    """anndata's lazy reader needs dask and xarray, which a core install lacks: one line names the
+    ``lazy`` extra before anything is read, and the eager open still works."""
+    from sds_jupyter import open_anndata
+
+    monkeypatch.setitem(sys.modules, blocked, None)
+    with pytest.raises(MissingExtraError) as raised:
+        open_anndata(demo_top, lazy=True)
+    assert raised.value.extra == "lazy" and raised.value.name == blocked
+    assert str(raised.value) == (
+        f"open_anndata(lazy=True) needs {blocked}, which is not installed: pip install 'sds-jupyter[lazy]'"
+    )
+    assert open_anndata(demo_top).n_obs > 0
+
+
 def test_the_command_line_names_the_extra_in_one_line(
     demo_top: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

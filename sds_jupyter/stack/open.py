@@ -67,6 +67,8 @@ def open_anndata(
     """
     import anndata
 
+    if lazy:
+        needs_extra("lazy", "open_anndata(lazy=True)")
     stack = _as_stack(path, folders, storage_options)
     group = open_table_group(StackStore(stack), table)
     if lazy:

@@ -77,6 +77,10 @@ class FolderMap(Mapping[str, str]):
     def __getitem__(self, key: str) -> str:
         return self._entries[key]
 
+    def __contains__(self, key: object) -> bool:
+        # Mapping's own asks __getitem__ and catches KeyError: a deep walk asks once a version
+        return key in self._entries
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
 
