@@ -651,6 +651,21 @@ def test_requests_read_only_the_results_they_need(studio_stack, monkeypatch) -> 
     assert len(results) == len(set(results)), f"a result read twice: {results}"
 
 
+def test_a_categorical_s_categories_are_read_once(studio_stack, monkeypatch) -> None:
+    """Every request that colours figures asks for each categorical column's categories (not its
+    codes): the first asks anndata's ``read_elem``, the next are answered from memory."""
+    read: list[str] = []
+    real_read_elem = tables.read_elem
+    monkeypatch.setattr(tables, "read_elem", lambda node: read.append(node.path) or real_read_elem(node))
+    view = StackService(studio_stack.v2).table_view(1)
+    first = {name: view.obs_categories(name) for name in view.obs_columns}
+    again = {name: view.obs_categories(name) for name in view.obs_columns}
+    assert first == again and first["region"]
+    categories = [path for path in read if path.endswith("/categories")]
+    assert categories and len(categories) == len(set(categories)), f"categories read twice: {categories}"
+    assert not any(path.endswith("/codes") for path in read)
+
+
 def test_mixed_type_columns_sort_by_text() -> None:
     import pandas as pd
 

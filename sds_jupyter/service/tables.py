@@ -52,6 +52,10 @@ class TableView:
         self._results: BoundedCache[str, tuple[Any, int]] = BoundedCache(
             MAX_CACHED_RESULTS, MAX_RESULT_BYTES, size=lambda entry: entry[1]
         )
+        # A stored categorical's categories (None: numeric), read once: every figure's colours ask.
+        self._categories: BoundedCache[str, list[str] | None] = BoundedCache(
+            MAX_CACHED_COLUMNS, MAX_CACHED_COLUMN_BYTES, size=lambda names: sum(map(len, names or ()))
+        )
 
     @cached_property
     def attrs(self) -> dict[str, Any]:
@@ -222,7 +226,7 @@ class TableView:
         if node is not None and name not in self._obs_columns:
             element = node[name]
             if isinstance(element, zarr.Group) and element.attrs.get("encoding-type") == "categorical":
-                return [str(c) for c in read_elem(element["categories"])]
+                return self._categories.get(name, lambda: [str(c) for c in read_elem(element["categories"])])
             if isinstance(element, zarr.Array) and element.dtype.kind in "iuf":
                 return None
         return series_categories(self.obs_column(name))
