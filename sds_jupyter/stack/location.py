@@ -51,6 +51,7 @@ __all__ = [
     "RemotePath",
     "is_url",
     "location_of",
+    "real_location",
 ]
 
 
@@ -258,7 +259,7 @@ class LocalLocation(_LocalPath, Location):
         # docstring inherited
         seen: list[os.stat_result] = []
         root = self._real_root()
-        joined = _real_location(
+        joined = real_location(
             root if relative == "" else contained_real(root, check_relative_path(relative, what), what, seen)
         )
         if seen:
@@ -441,8 +442,9 @@ class LocalLocation(_LocalPath, Location):
 _PARSED_PARTS = sys.version_info < (3, 12) and hasattr(_LocalPath, "_from_parsed_parts")
 
 
-def _real_location(real: str) -> LocalLocation:
-    """A LocalLocation for ``real``, a path :func:`os.path.realpath` returned (absolute, normalised)."""
+def real_location(real: str) -> LocalLocation:
+    """A LocalLocation for ``real``: absolute, normalised and holding no link (what
+    :func:`os.path.realpath` returns, or a path ``openat2`` opened refusing links)."""
     if _PARSED_PARTS and len(real) > 1 and real.startswith("/") and not real.endswith("/"):
         parts = real.split("/")
         parts[0] = "/"

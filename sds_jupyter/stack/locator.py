@@ -36,7 +36,7 @@ from sds_jupyter.stack.manifest import (
     load_manifest,
     read_manifest_with_stat,
 )
-from sds_jupyter.stack.paths import DATA_DIR, dataset_places
+from sds_jupyter.stack.paths import DATA_DIR, dataset_places, open_linkless
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.sources import ROOT_DOCS, Source, ZipSource
 
@@ -47,6 +47,7 @@ __all__ = [
     "DatasetLocator",
     "Identity",
     "ManifestReader",
+    "NotPlain",
     "ParsedManifests",
     "identity",
     "is_version_folder",
@@ -130,6 +131,18 @@ class ParsedManifests:
                 self._entries.move_to_end(real_path)
         return entry[1], entry[0]
 
+    def parsed_as(self, real_path: str, file_identity: Identity) -> Manifest | None:
+        """The cached manifest of ``real_path`` if it was parsed from a file of ``file_identity``.
+
+        For a caller that opened the file itself (and so knows its identity and how it got there).
+        """
+        with self._lock:
+            entry = self._entries.get(real_path)
+            if entry is None or entry[0] != file_identity:
+                return None
+            self._entries.move_to_end(real_path)
+        return entry[1]
+
     def read(self, real_path: str, info: os.stat_result) -> Manifest:
         """The manifest in the local file at ``real_path``, whose ``lstat`` the caller just took as ``info``.
 
@@ -174,6 +187,10 @@ class ParsedManifests:
 
 #: The one cache of parsed manifests of this process.
 PARSED_MANIFESTS = ParsedManifests()
+
+
+class NotPlain(Exception):  # noqa: N818 - a signal between two walks, never shown to anyone
+    """The quick local walk met what only the careful walk handles (or words): walk that way."""
 
 
 class ManifestReader:
@@ -237,6 +254,49 @@ class ManifestReader:
                 self._identity[key] = identity(info)
                 self._read_at[key] = began
         return data
+
+    def read_plain(self, path: str) -> Manifest | None:
+        """The manifest in the local file at ``path`` (a real path), read when no link lies on the way.
+
+        The quick way in for a local walk: one ``openat2`` proves the path holds no link, so
+        no segment is looked at alone. None when nothing is there (recorded as missing, as
+        :meth:`fetch` records it). :class:`NotPlain` for anything else (a link, no regular
+        file, a file too large, changing or not a manifest): the caller then walks the
+        careful way, which also words the refusal.
+        """
+        began = time.time_ns()
+        try:
+            fd = open_linkless(path)
+        except FileNotFoundError:
+            with self._lock:
+                self.missing.append(path)
+            return None
+        if fd is None:
+            raise NotPlain(path)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_MANIFEST_BYTES:
+                raise NotPlain(path)
+            # Asked only now: the open proved no link on the way, which a cached path alone does not
+            known = PARSED_MANIFESTS.parsed_as(path, identity(info))
+            if known is not None:
+                with self._lock:
+                    self._parsed[path], self._identity[path] = known, identity(info)
+                return known
+            raw = os.pread(fd, info.st_size + 1, 0)
+        finally:
+            os.close(fd)
+        if len(raw) != info.st_size:
+            raise NotPlain(path)  # it changed while read (or a short read): the careful way reads it again
+        try:
+            manifest = load_manifest(raw, path)
+        except StackError:
+            raise NotPlain(path) from None
+        with self._lock:
+            self._read[path], self._stat[path], self._identity[path] = raw, info, identity(info)
+            self._read_at[path] = began
+        PARSED_MANIFESTS.store(path, info, manifest, began)
+        return manifest
 
     def read_at(self, location: Location) -> int | None:
         """When the read of the local manifest at ``location`` began (ns), if this reader read it."""

@@ -31,6 +31,7 @@ __all__ = [
     "contained_real",
     "dataset_places",
     "is_within",
+    "linkless_opens",
     "open_linkless",
     "open_regular_fd",
     "open_regular_file",
@@ -233,6 +234,14 @@ class _OpenAt2:
 
 
 _OPENAT2: _OpenAt2 | None = None
+
+
+def linkless_opens() -> bool:
+    """Whether :func:`open_linkless` can answer here (Linux 5.6+, not filtered), rather than always None."""
+    global _OPENAT2
+    if _OPENAT2 is None:
+        _OPENAT2 = _OpenAt2()
+    return _OPENAT2.call is not None
 
 
 def open_linkless(path: str) -> int | None:

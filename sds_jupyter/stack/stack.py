@@ -28,10 +28,18 @@ from sds_jupyter.errors import (
     WriteRefusedError,
     shown,
 )
-from sds_jupyter.stack.location import LocalLocation, Location, location_of
-from sds_jupyter.stack.locator import DatasetLocator, Identity, ManifestReader, identity, locate_version, settled
+from sds_jupyter.stack.location import LocalLocation, Location, location_of, real_location
+from sds_jupyter.stack.locator import (
+    DatasetLocator,
+    Identity,
+    ManifestReader,
+    NotPlain,
+    identity,
+    locate_version,
+    settled,
+)
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
-from sds_jupyter.stack.paths import is_within
+from sds_jupyter.stack.paths import dataset_places, is_within, linkless_opens
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
 from sds_jupyter.stack.tree import PartialChain
 from sds_jupyter.stack.workspace import parent_roots, workspace_key
@@ -472,9 +480,93 @@ def _walk(
     The same walk on a local disk and in object storage: ``locator`` reads through locations.
     """
     try:
-        return _walk_chain(top_id, dataset_folder, data_dir, locator, folder_map)
+        quick = _walk_plain(top_id, dataset_folder, data_dir, locator, folder_map)
+        return quick if quick is not None else _walk_chain(top_id, dataset_folder, data_dir, locator, folder_map)
     finally:
         locator.close()
+
+
+def _walk_plain(
+    top_id: str,
+    dataset_folder: Location,
+    data_dir: Location,
+    locator: DatasetLocator,
+    folder_map: FolderMap,
+) -> Stack | None:
+    """The walk of :func:`_walk_chain` for the usual local stack, in about half the time; None: walk that way.
+
+    Why: a cold open of a 500-deep stack spent most of its time checking each path
+    segment by segment and building locations for places that were never there. Here
+    each parent's manifest is opened with one ``openat2`` that refuses any link on the
+    way, so the path is known to be contained without more checks. Whatever is not the
+    usual case (a link, a parent missing or only in a fallback folder, an unreadable or
+    changing manifest, a loop, too deep) hands over to the careful walk, from the top:
+    it finds the same versions in the same places and words every refusal.
+    """
+    root = locator.datasets_dir.as_local()
+    if root is None or root.real_path() == "/" or not linkless_opens():
+        return None
+    missing_before = len(locator.reader.missing)
+    try:
+        return _plain_chain(top_id, dataset_folder, data_dir, locator, folder_map, root.real_path())
+    except NotPlain:
+        del locator.reader.missing[missing_before:]  # the careful walk records its own tries
+        return None
+
+
+def _plain_chain(
+    top_id: str,
+    dataset_folder: Location,
+    data_dir: Location,
+    locator: DatasetLocator,
+    folder_map: FolderMap,
+    root: str,
+) -> Stack:
+    chain: list[tuple[str, Location, Location, Location, Manifest, Location]] = []
+    seen: set[str] = set()
+    manifest_bytes = 0
+    dataset_id, folder = top_id, dataset_folder
+    try:
+        manifest_path = data_dir.join(MANIFEST_NAME, f"manifest of {dataset_id}")
+        manifest = locator.read_manifest(manifest_path)
+    except StackError:
+        raise NotPlain(top_id) from None
+    while True:
+        if len(chain) == MAX_DEPTH or str(manifest_path) in seen:
+            raise NotPlain(dataset_id)
+        seen.add(str(manifest_path))
+        manifest_bytes += manifest.source_bytes
+        if manifest_bytes > MAX_STACK_MANIFEST_BYTES:
+            raise NotPlain(dataset_id)
+        real_data_dir = manifest_path.parent
+        try:
+            overlay_dir = real_data_dir.join(manifest.overlay, f"overlay folder of {dataset_id}")
+            ref = CirroRef.parse(manifest.parent)
+        except StackError:
+            raise NotPlain(dataset_id) from None
+        chain.append((dataset_id, folder, real_data_dir, overlay_dir, manifest, manifest_path))
+        if not ref.names_manifest:
+            break
+        dataset_id = ref.dataset_id
+        folder, manifest_path, manifest = _plain_parent(ref, locator, root)
+    try:
+        base = _base_info(ref, locator.resolve(ref), locator)
+    except StackError:
+        raise NotPlain(ref.dataset_id) from None
+    return Stack(versions=_versions(chain), base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
+
+
+def _plain_parent(ref: CirroRef, locator: DatasetLocator, root: str) -> tuple[Location, Location, Manifest]:
+    """``(dataset folder, manifest location, manifest)`` of the version ``ref`` names, in the datasets
+    folder ``root``, tried in the order :meth:`DatasetLocator.candidate_folders` gives."""
+    names = [locator.folders[ref.dataset_id]] if ref.dataset_id in locator.folders else []
+    for name in dict.fromkeys([*names, ref.dataset_id]):
+        for place in dataset_places(ref.path):
+            path = f"{root}/{name}/{place}"
+            manifest = locator.reader.read_plain(path)
+            if manifest is not None:
+                return real_location(f"{root}/{name}"), real_location(path), manifest
+    raise NotPlain(ref.dataset_id)  # elsewhere or nowhere: the careful walk looks in the fallbacks and says which
 
 
 def _walk_chain(
