@@ -289,9 +289,9 @@ def _listing_proof(
 def _holds(proof: tuple[list[str], list[Identity]]) -> bool:
     """Whether every path of a listing proof still ``lstat``-s to the identity recorded."""
     paths, expected = proof
-    lstat = os.lstat
     try:
-        return [identity(lstat(path)) for path in paths] == expected
+        # map, not a comprehension: 6,700 paths for 5,000 folders, and the loop is most of the request
+        return list(map(identity, map(os.lstat, paths))) == expected
     except OSError:
         return False
 
