@@ -10,11 +10,13 @@ once), and a store when one of its root documents does.
 
 from __future__ import annotations
 
+import operator
 import os
 import stat
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -90,13 +92,13 @@ def settled(*times_ns: int | float, now_ns: int | None = None) -> bool:
     return now - newest >= window * 1e9
 
 
-def identity(info: os.stat_result) -> Identity:
-    """What changes when a file is replaced or rewritten: device, inode, size, mtime, ctime.
-
-    The ctime cannot be set back by a program, so a rewrite that restores the size and
-    the mtime (``os.utime``) still shows.
-    """
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+#: What changes when a file is replaced or rewritten: device, inode, size, mtime, ctime.
+#: The ctime cannot be set back by a program, so a rewrite that restores the size and the
+#: mtime (``os.utime``) still shows. One C-level call (``attrgetter``), not a Python
+#: function: a warm tree proves 6,700 paths with it per request.
+identity: Callable[[os.stat_result], Identity] = operator.attrgetter(
+    "st_dev", "st_ino", "st_size", "st_mtime_ns", "st_ctime_ns"
+)
 
 
 class ParsedManifests:
