@@ -22,8 +22,8 @@ import numpy as np
 
 from sds_jupyter.errors import shown
 from sds_jupyter.studio.canvas import CanvasData
-from sds_jupyter.studio.layouts import DRAWING, laid_out, named_buffers
 from sds_jupyter.studio.errors import FigureError
+from sds_jupyter.studio.layouts import DRAWING, laid_out, named_buffers
 
 __all__ = [
     "EXPORT_FORMATS",

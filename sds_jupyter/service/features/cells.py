@@ -19,8 +19,8 @@ from sds_jupyter.service.embedding import cached_embedding, embedding_keys
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.genes import dot_plot as plot_dots
 from sds_jupyter.service.genes import gene_names, gene_position, typed_genes
-from sds_jupyter.service.pieces import cached_geometry, cached_outline_tile, cached_outlines, cached_overview
 from sds_jupyter.service.layouts import reply_buffers
+from sds_jupyter.service.pieces import cached_geometry, cached_outline_tile, cached_outlines, cached_overview
 from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Session
 from sds_jupyter.service.tables import TableView

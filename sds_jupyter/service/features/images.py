@@ -9,8 +9,8 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.pieces import cached_overview
 from sds_jupyter.service.layouts import reply_buffers
+from sds_jupyter.service.pieces import cached_overview
 from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Session
 from sds_jupyter.service.types import ChannelsData, ImageLevel, ImageRegionData, ImageTileData, StoreKeyData
