@@ -102,7 +102,7 @@ export function splitByLayout(what: string, layout: BufferLayout, payload: unkno
       const label = rule.repeat === undefined ? rule.name : `${rule.name}[${k}]`;
       const buffer = buffers[next++];
       if (!buffer) {
-        throw new TransportError('protocol', `the ${what} reply is missing its ${label} buffer (buffer ${next} of ${buffers.length})`);
+        throw new TransportError('protocol', `the ${what} reply is missing its ${label} buffer (${buffers.length} sent)`);
       }
       views.push(checkedView(what, label, rule, payload, buffer));
     }
