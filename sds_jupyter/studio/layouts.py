@@ -57,7 +57,7 @@ class When:
         found = field_value(payload, self.path)
         if self.op == "present":
             return found is not None
-        return (found == self.value) == (self.op == "==")
+        return bool(found == self.value) == (self.op == "==")
 
 
 @dataclass(frozen=True)
