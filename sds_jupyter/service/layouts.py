@@ -19,7 +19,7 @@ from sds_jupyter.studio.layouts import (
     CELL_BUFFERS,
     DRAWING,
     SHAPE_BUFFERS,
-    Buf,
+    BufferRule,
     Count,
     Layout,
     When,
@@ -30,7 +30,7 @@ from sds_jupyter.studio.layouts import (
 __all__ = ["DRAWING", "LAYOUTS", "reply_buffers"]
 
 #: One uint8 plane per image channel (``width`` x ``height``), ``range`` mapped onto 0-255.
-_PLANES = Buf("planes", "uint8", length=Count(("width", "height")), repeat="channels")
+_PLANES = BufferRule("planes", "uint8", length=Count(("width", "height")), repeat="channels")
 
 #: Request name -> the buffers its reply sends, in order.
 LAYOUTS: dict[str, Layout] = {
@@ -38,20 +38,20 @@ LAYOUTS: dict[str, Layout] = {
     "canvas": (color_values("color"),),
     "cells": (*CELL_BUFFERS, *SHAPE_BUFFERS),
     "cell_outlines": (
-        Buf("index", "uint32", length=Count(("n_cells",))),
-        Buf("starts", "uint32", length=Count(("n_cells",), plus=1)),
-        Buf("vertices", "float32", length=Count(("n_vertices", 2))),
+        BufferRule("index", "uint32", length=Count(("n_cells",))),
+        BufferRule("starts", "uint32", length=Count(("n_cells",), plus=1)),
+        BufferRule("vertices", "float32", length=Count(("n_vertices", 2))),
     ),
     "embedding": (
-        Buf("x", "float32", When("key"), Count(("n_cells",))),
-        Buf("y", "float32", When("key"), Count(("n_cells",))),
+        BufferRule("x", "float32", When("key"), Count(("n_cells",))),
+        BufferRule("y", "float32", When("key"), Count(("n_cells",))),
     ),
     "color_values": (color_values(""),),
     "channels": (_PLANES,),
-    "store_key": (Buf("bytes", "uint8", When("found", "==", True), Count(("size",))),),
+    "store_key": (BufferRule("bytes", "uint8", When("found", "==", True), Count(("size",))),),
     "image_region": (_PLANES,),
     "image_tile": (_PLANES,),
-    "export": (Buf("file", "uint8", length=Count(("size",))),),
+    "export": (BufferRule("file", "uint8", length=Count(("size",))),),
 }
 
 

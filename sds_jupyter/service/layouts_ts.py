@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from sds_jupyter.service.layouts import DRAWING, LAYOUTS
-from sds_jupyter.studio.layouts import Buf, Count, DType, Layout, OneOf, When
+from sds_jupyter.studio.layouts import BufferRule, Count, DType, Layout, OneOf, When
 
 __all__ = ["layouts_typescript"]
 
@@ -61,7 +61,7 @@ def _length(count: Count) -> dict[str, Any]:
     return {"factors": list(count.factors), "plus": count.plus}
 
 
-def _rule(buf: Buf) -> dict[str, Any]:
+def _rule(buf: BufferRule) -> dict[str, Any]:
     """One buffer rule as the JSON object the TypeScript constant holds."""
     dtype: Any = buf.dtype
     if isinstance(buf.dtype, OneOf):
@@ -76,7 +76,7 @@ def _rule(buf: Buf) -> dict[str, Any]:
     return rule
 
 
-def _dtypes(buf: Buf) -> list[DType]:
+def _dtypes(buf: BufferRule) -> list[DType]:
     if isinstance(buf.dtype, OneOf):
         return list(dict.fromkeys([*(d for _, d in buf.dtype.cases), buf.dtype.otherwise]))
     return [buf.dtype]

@@ -24,7 +24,7 @@ import numpy as np
 
 __all__ = [
     "DRAWING",
-    "Buf",
+    "BufferRule",
     "Count",
     "DType",
     "Layout",
@@ -93,7 +93,7 @@ class Count:
 
 
 @dataclass(frozen=True)
-class Buf:
+class BufferRule:
     """One buffer of a layout: its name, element type, when it is sent and its length in elements.
 
     ``repeat``: a payload count (or list); that many buffers of this kind follow, one each.
@@ -118,7 +118,7 @@ class Buf:
 
 
 #: A reply's buffers in protocol order.
-Layout = tuple[Buf, ...]
+Layout = tuple[BufferRule, ...]
 
 
 def field_value(payload: Mapping[str, Any], path: str) -> Any:
@@ -131,7 +131,7 @@ def field_value(payload: Mapping[str, Any], path: str) -> Any:
     return found
 
 
-def color_values(color: str) -> Buf:
+def color_values(color: str) -> BufferRule:
     """The per-cell colour buffer of a colour description at ``color`` (a path, "" for the payload itself).
 
     Category codes are uint8 when ``codes`` says so, else uint16 (older payloads have no
@@ -141,20 +141,20 @@ def color_values(color: str) -> Buf:
     dtype = OneOf(
         ((When(f"{at}codes", "==", "uint8"), "uint8"), (When(f"{at}mode", "==", "categorical"), "uint16")), "float32"
     )
-    return Buf("values", dtype, When(f"{at}mode", "!=", "none"), Count(("n_cells",)) if color else None)
+    return BufferRule("values", dtype, When(f"{at}mode", "!=", "none"), Count(("n_cells",)) if color else None)
 
 
 #: The cells' positions and shapes (in a drawing and in the ``cells`` reply): x, y, then
 #: polygons (``starts``: cell i's vertices are starts[i] to starts[i + 1]; ``vertices``: x, y
 #: pairs) or circles (one radius a cell, NaN: no shape).
 CELL_BUFFERS: Layout = (
-    Buf("x", "float32", length=Count(("n_cells",))),
-    Buf("y", "float32", length=Count(("n_cells",))),
+    BufferRule("x", "float32", length=Count(("n_cells",))),
+    BufferRule("y", "float32", length=Count(("n_cells",))),
 )
 SHAPE_BUFFERS: Layout = (
-    Buf("starts", "uint32", When("shapes.kind", "==", "polygons"), Count(("n_cells",), plus=1)),
-    Buf("vertices", "float32", When("shapes.kind", "==", "polygons"), Count(("shapes.n_vertices", 2))),
-    Buf("radius", "float32", When("shapes.kind", "==", "circles"), Count(("n_cells",))),
+    BufferRule("starts", "uint32", When("shapes.kind", "==", "polygons"), Count(("n_cells",), plus=1)),
+    BufferRule("vertices", "float32", When("shapes.kind", "==", "polygons"), Count(("shapes.n_vertices", 2))),
+    BufferRule("radius", "float32", When("shapes.kind", "==", "circles"), Count(("n_cells",))),
 )
 
 #: A whole canvas drawing (:class:`~sds_jupyter.studio.canvas.CanvasData`, what exports draw):
@@ -162,7 +162,7 @@ SHAPE_BUFFERS: Layout = (
 DRAWING: Layout = (
     *CELL_BUFFERS,
     color_values("color"),
-    Buf("image", "uint8", When("image"), Count(("image.width", "image.height", 4))),
+    BufferRule("image", "uint8", When("image"), Count(("image.width", "image.height", 4))),
     *SHAPE_BUFFERS,
 )
 
