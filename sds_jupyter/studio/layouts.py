@@ -23,7 +23,9 @@ from typing import Any, Literal
 import numpy as np
 
 __all__ = [
+    "CELL_BUFFERS",
     "DRAWING",
+    "SHAPE_BUFFERS",
     "BufferRule",
     "Count",
     "DType",
