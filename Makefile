@@ -64,7 +64,8 @@ lint: setup $(JS_DEPS)
 	cd js && npm run lint
 
 # The protocol's payload types, generated from sds_jupyter/service/types.py:
-# docs/payloads.schema.json and js/src/app/shared/payloads.gen.ts (re-run after changing types.py).
+# docs/payloads.schema.json and js/src/app/shared/payloads.gen.ts (re-run after changing types.py),
+# and the binary replies' buffer layouts from service/layouts.py: js/src/app/shared/layouts.gen.ts.
 types: setup
 	$(PY) -m sds_jupyter.service.contract
 

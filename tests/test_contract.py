@@ -160,3 +160,120 @@ def test_a_result_meta_field_of_another_type_is_left_out(studio_copy: Any) -> No
     (entry,) = [r for r in data["results"] if r["id"] == "res_hostile"]
     assert entry["meta"] == {"kind": "clusters", "extra": {"kept": True}}
     assert not list(_validator("results").iter_errors(data))
+
+
+# ------------------------------------------------------------------ binary buffer layouts
+
+#: The Xenium-like demo's figure with an embedding, polygons and an image.
+XENIUM_FIGURE = "fig-leiden"
+
+#: Binary requests on real stores, covering each layout's branches: (stack, request, params).
+BINARY_CASES: list[tuple[str, str, dict[str, Any]]] = [
+    ("studio", "canvas", {"version": 2, "figure": "fig_canvas"}),
+    ("studio", "cells", {"version": 2, "figure": "fig_canvas"}),
+    ("studio", "color_values", {"version": 2, "figure": "fig_canvas", "column": "region_class"}),
+    ("studio", "channels", {"version": 2, "figure": "fig_canvas"}),
+    ("studio", "store_key", {"version": 2, "key": "tables/table/obs/zarr.json"}),
+    ("studio", "store_key", {"version": 2, "key": "tables/table/obs/no-such-key"}),
+    ("studio", "image_region", {"version": 2, "figure": "fig_canvas", "region": "0,0,40,40"}),
+    ("studio", "image_tile", {"version": 2, "figure": "fig_canvas", "level": 0, "x": 0, "y": 0}),
+    ("studio", "export", {"version": 2, "figure": "fig_canvas", "format": "png", "dpi": 72}),
+    ("xenium", "canvas", {"figure": XENIUM_FIGURE}),
+    ("xenium", "cells", {"figure": XENIUM_FIGURE}),
+    ("xenium", "embedding", {"figure": XENIUM_FIGURE}),
+    ("xenium", "embedding", {"figure": XENIUM_FIGURE, "key": "X_pca"}),
+    ("xenium", "color_values", {"figure": XENIUM_FIGURE, "gene": "<first gene>"}),
+    ("xenium", "cell_outlines", {"figure": XENIUM_FIGURE, "key": "<cells key>", "column": 0, "row": 0}),
+]
+
+
+@pytest.fixture(scope="module")
+def xenium_top(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small Xenium-like demo (polygons, an image, ``X_pca``): its top version's folder."""
+    import warnings
+
+    from sds_jupyter.demo.xenium import build_xenium_demo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_xenium_demo(tmp_path_factory.mktemp("layouts"), n_cells=400, side=256)
+
+
+def _filled(service: StackService, request: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the values only the store knows: its first gene, the figure's cells key."""
+    if params.get("gene") == "<first gene>":
+        params = {**params, "gene": str(service.table_view(None).var_names[0])}
+    if params.get("key") == "<cells key>":
+        params = {**params, "key": service.canvas(None, params["figure"]).data["cells_key"]}
+    return params
+
+
+def _declared(request: str, data: dict[str, Any]) -> list[tuple[str, str, int | None]]:
+    """(name, dtype, length) of each buffer the layout says ``data`` has, evaluated here from the rules."""
+    from sds_jupyter.service.layouts import LAYOUTS
+
+    declared = []
+    for buf in LAYOUTS[request]:
+        length = buf.length.of(data) if buf.length is not None else None
+        declared += [(buf.name, buf.dtype_for(data), length)] * buf.copies(data)
+    return declared
+
+
+def test_every_binary_request_has_a_layout_and_only_those() -> None:
+    from sds_jupyter.service import BINARY_REQUESTS
+    from sds_jupyter.service.layouts import LAYOUTS
+
+    assert set(LAYOUTS) == set(BINARY_REQUESTS)
+    assert {request for _, request, _ in BINARY_CASES} == set(BINARY_REQUESTS), "give each binary request a case"
+
+
+@pytest.mark.parametrize(("stack", "request_name", "params"), BINARY_CASES)
+def test_real_binary_replies_match_their_layout(
+    stack: str,
+    request_name: str,
+    params: dict[str, Any],
+    studio_stack: Any,
+    xenium_top: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every buffer of a real reply, as framed for the wire, has the declared element type and length."""
+    import numpy as np
+
+    from sds_jupyter.service import frame_reply, pieces, unframe_reply
+
+    if request_name == "cell_outlines":  # outline tiles only past OUTLINES_AT_ONCE cells: lower it for this tissue
+        monkeypatch.setattr(pieces, "OUTLINES_AT_ONCE", 100)
+        for cache in (pieces.CELLS, pieces.OUTLINES, pieces.OUTLINE_TILES):
+            cache.clear()
+    service = StackService(studio_stack.v2 if stack == "studio" else xenium_top)
+    reply = dispatch(service, request_name, _filled(service, request_name, params))
+    data, wire = unframe_reply(frame_reply(reply))
+    declared = _declared(request_name, data)
+    assert len(wire) == len(declared), f"{request_name}: {len(wire)} buffers, layout {[d[0] for d in declared]}"
+    for (name, dtype, length), sent, made in zip(declared, wire, reply.buffers, strict=True):
+        behind = made.obj  # the array (or bytes) the producer handed over
+        kind = np.asarray(behind).dtype if isinstance(behind, np.ndarray) else np.dtype(np.uint8)
+        assert kind == np.dtype(dtype), f"{request_name} buffer {name!r} holds {kind}, the layout says {dtype}"
+        assert len(sent) % kind.itemsize == 0
+        if length is not None:
+            assert len(sent) == length * kind.itemsize, f"{request_name} buffer {name!r}: {len(sent)} bytes"
+    if request_name == "cell_outlines":
+        for cache in (pieces.CELLS, pieces.OUTLINES, pieces.OUTLINE_TILES):
+            cache.clear()
+
+
+def test_a_buffer_out_of_its_layout_is_refused_where_it_is_made() -> None:
+    import numpy as np
+
+    from sds_jupyter.service.layouts import reply_buffers
+    from sds_jupyter.studio.layouts import LayoutError
+
+    data = {"keys": ["X_pca"], "key": "X_pca", "name": "n", "n_cells": 3, "columns": 2, "bounds": None}
+    x = np.zeros(3, np.float32)
+    assert len(reply_buffers("embedding", data, [x, x])) == 2
+    with pytest.raises(LayoutError, match="1 buffers, the layout says 2"):
+        reply_buffers("embedding", data, [x])
+    with pytest.raises(LayoutError, match="holds float64"):
+        reply_buffers("embedding", data, [x, np.zeros(3)])
+    with pytest.raises(LayoutError, match="has 4 float32 values, the layout says 3"):
+        reply_buffers("embedding", data, [x, np.zeros(4, np.float32)])

@@ -4,8 +4,9 @@ The Python types are the single source: :func:`payload_schema` turns them (and
 the reply type of every request in :data:`~sds_jupyter.service.requests.REQUESTS`)
 into one JSON Schema, and :func:`typescript` into the TypeScript the browser app
 compiles against. ``make types`` writes both (``docs/payloads.schema.json`` and
-``js/src/app/shared/payloads.gen.ts``); a test checks the files are current and that
-real replies of every request validate against the schema.
+``js/src/app/shared/payloads.gen.ts``), and the binary replies' buffer layouts
+(:mod:`.layouts`, as ``js/src/app/shared/layouts.gen.ts``); a test checks the files are
+current and that real replies of every request match the schema and their layout.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin, is_typeddict
 
 from sds_jupyter.service import types as payloads
+from sds_jupyter.service.layouts_ts import layouts_typescript
 from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.requests import REQUESTS, WRITE_REQUESTS, request_parameters
 from sds_jupyter.studio import payloads as canvas_payloads
@@ -34,7 +36,11 @@ __all__ = [
 ]
 
 #: Where ``make types`` writes, relative to the repository.
-GENERATED = {"schema": Path("docs/payloads.schema.json"), "typescript": Path("js/src/app/shared/payloads.gen.ts")}
+GENERATED = {
+    "schema": Path("docs/payloads.schema.json"),
+    "typescript": Path("js/src/app/shared/payloads.gen.ts"),
+    "layouts": Path("js/src/app/shared/layouts.gen.ts"),
+}
 
 _SCALARS: dict[Any, tuple[dict[str, Any], str]] = {
     str: ({"type": "string"}, "string"),
@@ -274,6 +280,7 @@ def generated_files() -> dict[Path, str]:
     return {
         GENERATED["schema"]: json.dumps(payload_schema(), indent=2) + "\n",
         GENERATED["typescript"]: typescript(),
+        GENERATED["layouts"]: layouts_typescript(),
     }
 
 

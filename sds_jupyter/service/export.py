@@ -23,6 +23,7 @@ from sds_jupyter.errors import needs_extra, shown
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.features.cells import color_values
 from sds_jupyter.service.features.figures import figure_drawing
+from sds_jupyter.service.layouts import LAYOUTS, reply_buffers
 from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Opened, Session, session_of
 from sds_jupyter.service.types import ExportData
@@ -53,10 +54,9 @@ MAX_EXPORT_IMAGE_SIDE = 8192
 
 
 def _value_type(color: Mapping[str, Any]) -> Any:
-    """A color_values buffer's dtype: category codes as the reply's ``codes`` says (uint8 or uint16), else float32."""
-    if color["mode"] == "categorical":
-        return np.dtype(color.get("codes", "uint16"))
-    return np.float32
+    """A color_values buffer's dtype, as the reply's layout picks it (uint8 or uint16 codes, float32 values)."""
+    (values,) = LAYOUTS["color_values"]
+    return np.dtype(values.dtype_for(color))
 
 
 @dataclass
@@ -170,7 +170,7 @@ def export_request(
         "cells": made.cells,
         "rasterized": made.rasterized,
     }
-    return Reply(payload, [memoryview(made.data)])
+    return Reply(payload, reply_buffers("export", payload, [made.data]))
 
 
 def _clipped(drawing: CanvasData, limits: tuple[float, float]) -> CanvasData:

@@ -25,6 +25,7 @@ import zarr
 from sds_jupyter.studio.cells import CellTable, cell_table
 from sds_jupyter.studio.elements import Level, Pyramid, label_centroids, open_pyramid, shape_centroids
 from sds_jupyter.studio.errors import ElementError, FigureError
+from sds_jupyter.studio.layouts import DRAWING, laid_out
 from sds_jupyter.studio.palette import column_palette
 from sds_jupyter.studio.shapes import CellShapes, cell_shapes
 
@@ -496,4 +497,5 @@ def build_canvas(
     if shapes is not None:
         buffers.extend(shapes[1])
     payload = canvas_payload(spec, cells, _cell_box(x, y), color, image_info, unit, shapes)
-    return CanvasData(payload, [np.ascontiguousarray(buffer) for buffer in buffers])
+    laid = laid_out("a canvas drawing", DRAWING, payload, [np.ascontiguousarray(buffer) for buffer in buffers])
+    return CanvasData(payload, laid)

@@ -23,6 +23,7 @@ import numpy as np
 from sds_jupyter.errors import shown
 from sds_jupyter.studio.canvas import CanvasData
 from sds_jupyter.studio.errors import FigureError
+from sds_jupyter.studio.layouts import DRAWING, laid_out, named_buffers
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -273,17 +274,10 @@ class CanvasExport:
     title: str | None = None
 
     def buffer(self, name: str) -> np.ndarray | None:
-        """A buffer by its role, in protocol order: x, y, value (when colored), image (when any), shapes."""
-        payload = self.drawn.payload
-        roles = ["x", "y"]
-        if payload["color"]["mode"] != "none":
-            roles.append("value")
-        if payload["image"] is not None:
-            roles.append("image")
-        shapes = payload["shapes"]
-        if shapes is not None:
-            roles += ["starts", "vertices"] if shapes["kind"] == "polygons" else ["radii"]
-        return self.drawn.buffers[roles.index(name)] if name in roles else None
+        """A buffer by its name in the drawing's layout (x, y, values, image, starts, vertices, radius); None if absent."""
+        named = named_buffers("a canvas drawing", DRAWING, self.drawn.payload, self.drawn.buffers)
+        found: np.ndarray | None = named.get(name)
+        return found
 
 
 def render_canvas(
@@ -358,16 +352,15 @@ def recolored(
     """
     export = CanvasExport(drawn, (0.0, 0.0, 1.0, 1.0))
     if color is None:
-        color, values = dict(drawn.payload["color"]), export.buffer("value")
-    buffers = [export.buffer("x"), export.buffer("y")]
-    if color["mode"] != "none":
-        buffers.append(values)
-    buffers += [export.buffer(role) for role in ("image", "starts", "vertices", "radii")]
+        color, values = dict(drawn.payload["color"]), export.buffer("values")
+    buffers = {buf.name: export.buffer(buf.name) for buf in DRAWING}
+    buffers["values"] = values if color["mode"] != "none" else None
     if hidden and color["mode"] == "categorical":
         colors = [HIDDEN_COLOR if code in hidden else str(c) for code, c in enumerate(color["colors"])]
         color = {**color, "colors": colors}
     payload = {**drawn.payload, "color": color}
-    return CanvasData(payload, [b for b in buffers if b is not None])  # type: ignore[arg-type]
+    laid = [buffers[buf.name] for buf in DRAWING if buffers[buf.name] is not None]
+    return CanvasData(payload, laid_out("a recoloured drawing", DRAWING, payload, laid))  # type: ignore[arg-type]
 
 
 def rasterizes(fmt: str, cells: int) -> bool:
@@ -381,7 +374,7 @@ def _in_region(export: CanvasExport) -> np.ndarray:
     assert x is not None and y is not None
     x0, y0, x1, y1 = export.region
     margin = (x1 - x0) * 0.05
-    radii = export.buffer("radii")
+    radii = export.buffer("radius")
     if radii is not None and np.isfinite(radii).any():
         margin += float(np.nanmax(radii))
     with np.errstate(invalid="ignore"):
@@ -398,11 +391,11 @@ def _draw_cells(axes: Any, export: CanvasExport, fmt: str, draw_in: float) -> in
     payload = export.drawn.payload
     inside = _in_region(export)
     count = int(inside.sum())
-    colors = _cell_colors(payload["color"], export.buffer("value"))
+    colors = _cell_colors(payload["color"], export.buffer("values"))
     colors = colors[inside] if isinstance(colors, np.ndarray) else colors
     rasterized = rasterizes(fmt, count)
     shapes = payload["shapes"]
-    starts, vertices, radii = export.buffer("starts"), export.buffer("vertices"), export.buffer("radii")
+    starts, vertices, radii = export.buffer("starts"), export.buffer("vertices"), export.buffer("radius")
     rows = np.flatnonzero(inside)
     artist: Any
     if shapes is not None and starts is not None and vertices is not None:

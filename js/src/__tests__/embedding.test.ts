@@ -131,6 +131,6 @@ describe('the embedding panel', () => {
     expect(Array.from(got.x)).toEqual([1, 2, 3]);
     expect(Array.from(got.y)).toEqual([4, 5, 6]);
     expect(transport.callsOf('embedding')).toEqual([{ version: 2, figure: 'fig', key: 'X_pca' }]);
-    await expect(loadEmbedding(transport, 2, 'fig', 'X_umap')).rejects.toThrow(/no coordinates/);
+    await expect(loadEmbedding(transport, 2, 'fig', 'X_umap')).rejects.toThrow(/embedding reply is missing its x buffer/);
   });
 });

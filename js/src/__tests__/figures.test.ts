@@ -180,7 +180,7 @@ describe('figures view', () => {
       .on('canvas', () => ({ data: canvasPayload(3), buffers: [new Float32Array(3).buffer] }));
     const el = mount(t);
     await settle(10);
-    expect(text(el.querySelector('.sds-figure .sds-error'))).toContain('missing the y buffer');
+    expect(text(el.querySelector('.sds-figure .sds-error'))).toContain('missing its y buffer');
   });
 
   it('keeps other figures when one chart fails, and shows a figures error in place', async () => {
@@ -260,7 +260,7 @@ describe('canvas decoding and rasterising', () => {
     }
     const short = encodeFrame(payload, [new Float32Array(2), new Float32Array(2), starts, vertices.subarray(0, 10)]);
     const bad = decodeFrame<CanvasPayload>(short);
-    expect(() => decodeCanvas(bad.data, bad.buffers)).toThrow(/polygons/);
+    expect(() => decodeCanvas(bad.data, bad.buffers)).toThrow(/vertices buffer has 10 float32 values/);
   });
 
   it('decodes circle radii', () => {

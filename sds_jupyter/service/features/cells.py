@@ -19,8 +19,9 @@ from sds_jupyter.service.embedding import cached_embedding, embedding_keys
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.genes import dot_plot as plot_dots
 from sds_jupyter.service.genes import gene_names, gene_position, typed_genes
+from sds_jupyter.service.layouts import reply_buffers
 from sds_jupyter.service.pieces import cached_geometry, cached_outline_tile, cached_outlines, cached_overview
-from sds_jupyter.service.reply import Reply, as_buffer
+from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Session
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import CellOutlinesData, CellRow, CellsData, DotPlot, EmbeddingData, GeneNames
@@ -81,7 +82,7 @@ def canvas(session: Session, version: int | str | None = None, figure: str = "")
     payload["cells_key"] = key
     if shown is not None:
         payload["image_key"] = shown
-    buffers = [as_buffer(np.ascontiguousarray(values))] if values is not None else []
+    buffers = reply_buffers("canvas", payload, [values] if values is not None else [])
     return Reply(payload, buffers).named_by_content()
 
 
@@ -108,7 +109,7 @@ def cells(session: Session, version: int | str | None = None, figure: str = "", 
         "bounds": geometry.box,
         "shapes": geometry.shapes[0] if geometry.shapes is not None else None,
     }
-    return Reply(payload, [as_buffer(buffer) for buffer in geometry.buffers], etag=current)
+    return Reply(payload, reply_buffers("cells", payload, geometry.buffers), etag=current)
 
 
 def cell_outlines(
@@ -138,7 +139,7 @@ def cell_outlines(
         "n_cells": len(tile.index),
         "n_vertices": len(tile.vertices) // 2,
     }
-    return Reply(payload, [as_buffer(buffer) for buffer in tile.buffers], etag=name, addressed=True)
+    return Reply(payload, reply_buffers("cell_outlines", payload, tile.buffers), etag=name, addressed=True)
 
 
 def embedding(
@@ -171,7 +172,7 @@ def embedding(
     payload = {**payload, "key": key, "name": name, "columns": found.columns, "bounds": found.bounds}
     # the buffers are named by the entry's identity: no need to hash their bytes for the ETag
     etag = hashlib.blake2b(json.dumps(payload, sort_keys=True).encode(), digest_size=16).hexdigest()
-    return Reply(payload, [as_buffer(found.x), as_buffer(found.y)], etag=etag)
+    return Reply(payload, reply_buffers("embedding", payload, [found.x, found.y]), etag=etag)
 
 
 def cell_row(table: CellTable, index: int) -> CellRow:
@@ -253,7 +254,7 @@ def color_values(
         "colormap": spec.get("colormap") if spec.get("color_by") == column else None,
     }
     color, buffer = cell_colors(table, color_spec)
-    return Reply(color, [as_buffer(np.ascontiguousarray(buffer))])
+    return Reply(color, reply_buffers("color_values", color, [buffer] if buffer is not None else []))
 
 
 def _highlighted(

@@ -9,8 +9,9 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.service.errors import RequestError
+from sds_jupyter.service.layouts import reply_buffers
 from sds_jupyter.service.pieces import cached_overview
-from sds_jupyter.service.reply import Reply, as_buffer
+from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Session
 from sds_jupyter.service.types import ChannelsData, ImageLevel, ImageRegionData, ImageTileData, StoreKeyData
 from sds_jupyter.stack import StackStore
@@ -56,7 +57,7 @@ def channels(session: Session, version: int | str | None = None, figure: str = "
         "channels": overview.infos,
         "levels": levels,
     }
-    return Reply(payload, [as_buffer(plane) for plane in overview.planes], etag=shown)
+    return Reply(payload, reply_buffers("channels", payload, overview.planes), etag=shown)
 
 
 def _figure_image(
@@ -141,7 +142,7 @@ def image_region(
         "bounds": found.bounds,
         "channels": len(planes),
     }
-    return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
+    return Reply(payload, reply_buffers("image_region", payload, planes))
 
 
 def image_tile(
@@ -173,7 +174,7 @@ def image_tile(
         "bounds": pyramid.bounds(level, x0, y0, x1, y1),
         "channels": len(planes),
     }
-    return Reply(payload, [as_buffer(np.ascontiguousarray(plane)) for plane in planes])
+    return Reply(payload, reply_buffers("image_tile", payload, planes))
 
 
 def checked_store_key(key: str) -> str:
@@ -203,4 +204,4 @@ def store_key(session: Session, version: int | str | None = None, key: str = "")
     if len(raw) > MAX_STORE_OBJECT:
         raise RequestError(f"{checked!r} is {len(raw):,} bytes; objects over {MAX_STORE_OBJECT:,} are not sent.")
     payload: StoreKeyData = {"key": checked, "found": data is not None, "size": len(raw)}
-    return Reply(payload, [memoryview(raw)] if data is not None else [])
+    return Reply(payload, reply_buffers("store_key", payload, [raw] if data is not None else []))

@@ -8,7 +8,7 @@
 
 import type { Projection } from './annotatepanel';
 import { TransportError, type Transport } from '../shared/transport';
-import { typed } from '../spatial/raster';
+import { splitReply } from '../shared/buffers';
 import type { Bounds } from '../shared/types';
 
 export type EmbeddingCoords = { key: string; name: string; x: Float32Array; y: Float32Array; bounds: Bounds | null; columns: number };
@@ -22,13 +22,9 @@ export async function embeddingKeys(transport: Transport, version: number | stri
 /** Embedding `key`'s first two columns, as x and y per cell in table order. */
 export async function loadEmbedding(transport: Transport, version: number | string, figure: string, key: string): Promise<EmbeddingCoords> {
   const { data, buffers } = await transport.request('embedding', { version, figure, key });
-  if (buffers.length < 2 || data.key !== key) {
+  const { x, y } = splitReply('embedding', data, buffers);
+  if (!x || !y || data.key !== key) {
     throw new TransportError('protocol', `the embedding reply for ${key} has no coordinates`);
-  }
-  const x = typed(buffers[0], Float32Array);
-  const y = typed(buffers[1], Float32Array);
-  if (x.length !== data.n_cells || y.length !== data.n_cells) {
-    throw new TransportError('protocol', `the embedding reply for ${key} has ${x.length} points for ${data.n_cells} cells`);
   }
   return { key, name: data.name ?? '', x, y, bounds: data.bounds, columns: data.columns };
 }

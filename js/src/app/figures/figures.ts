@@ -10,7 +10,8 @@ import { KeptViews, type Keepable } from './keptviews';
 import { loadCanvas } from '../spatial/cellstore';
 import { preloadDeck, webglAvailable } from '../spatial/spatial';
 import { loadInto, whenVisible, type Current } from '../shared/load';
-import { TransportError, bytesOf, type Transport } from '../shared/transport';
+import { TransportError, type Transport } from '../shared/transport';
+import { splitReply } from '../shared/buffers';
 import type { AnnotateData, CanvasPayload, Figure, Figures as FiguresData, Params } from '../shared/types';
 
 /** What a canvas export shows, beside the version, figure and format it is asked for. */
@@ -259,7 +260,7 @@ export function exportButtons(transport: Transport, version: number, figure: str
   return EXPORT_FORMATS.map(format =>
     button(format.toUpperCase(), `Export for print as ${format.toUpperCase()}: title, legend and scale bar${format === 'png' ? ', 300 dpi' : ', vector'}`, async () => {
       const reply = await transport.request('export', { version, figure, format, ...(shown ? shown() : {}) });
-      download(new Blob([bytesOf(reply.buffers[0]) as Uint8Array<ArrayBuffer>], { type: reply.data.media_type }), reply.data.name);
+      download(new Blob([splitReply('export', reply.data, reply.buffers).file as Uint8Array<ArrayBuffer>], { type: reply.data.media_type }), reply.data.name);
     })
   );
 }

@@ -11,7 +11,7 @@
 import { DEFAULT_PERCENTILES, percentileLimits, type Limits } from './colorlimits';
 import { h } from '../shared/dom';
 import { rangeFormat } from '../shared/format';
-import { typed } from '../spatial/raster';
+import { splitReply } from '../shared/buffers';
 import { TransportError, type Transport } from '../shared/transport';
 import type { CanvasColor } from '../shared/types';
 
@@ -83,10 +83,11 @@ export async function geneValues(
     )
   );
   const values = replies.map(r => {
-    if (!r.buffers[0]) {
-      throw new TransportError('protocol', 'color_values reply has no buffer');
+    const { values } = splitReply('color_values', r.data, r.buffers);
+    if (!(values instanceof Float32Array)) {
+      throw new TransportError('protocol', 'a gene\'s color_values reply has no float32 values');
     }
-    return typed(r.buffers[0], Float32Array);
+    return values;
   });
   return { genes: replies.map(r => (r.data.mode === 'none' ? '' : r.data.column)), values };
 }

@@ -18,7 +18,8 @@ import { embeddingKeys, loadEmbedding } from './embedding';
 import { EmbeddingView } from './embeddingview';
 import { composite, limitsInSteps, type ChannelState } from '../spatial/channels';
 import { figureChannels, outlineTilesOf } from '../spatial/cellstore';
-import { colorValues, typed, type CanvasData } from '../spatial/raster';
+import type { CanvasData } from '../spatial/raster';
+import { splitReply } from '../shared/buffers';
 import { SpatialStage } from '../spatial/spatial';
 import { TileGrid, type TileFrame } from '../spatial/tiles';
 import { TransportError, type Transport } from '../shared/transport';
@@ -280,11 +281,11 @@ export class SpatialFigure {
           ...(target.against !== undefined ? { against: target.against } : {})
         });
         color = reply.data;
-        const buffer = reply.buffers[0];
-        if (!buffer) {
-          throw new TransportError('protocol', 'color_values reply has no buffer');
+        const { values } = splitReply('color_values', color, reply.buffers);
+        if (!values) {
+          throw new TransportError('protocol', 'the color_values reply colors nothing');
         }
-        value = colorValues(color, buffer);
+        value = values;
         color = gene ? clippedByDefault(color, value) : color;
       } catch (err) {
         if (token === this.colorToken) {
@@ -381,10 +382,10 @@ export class SpatialFigure {
     const reply = await figureChannels(this.transport, this.version, this.figureId, this.payload.image_key);
     const { width, height, channels } = reply.data;
     const img = this.payload.image;
-    if (!img || width !== img.width || height !== img.height || reply.buffers.length < channels.length) {
+    if (!img || width !== img.width || height !== img.height) {
       return; // not the image on screen: keep the composited one
     }
-    const planes = reply.buffers.slice(0, channels.length).map(b => typed(b, Uint8ClampedArray) as unknown as Uint8Array);
+    const { planes } = splitReply('channels', reply.data, reply.buffers);
     this.channels = { width, height, planes, states: channels.map(c => ({ ...c })) };
     this.renderLegend();
     this.renderChannels();

@@ -13,8 +13,9 @@
 
 import { composite } from './channels';
 import { OutlineTileSet } from './outlinetiles';
-import { decodeCanvas, type CanvasData } from './raster';
-import { bytesOf, type Buffer, type Reply, type Transport } from '../shared/transport';
+import { cellShapes, decodeCanvas, type CanvasData } from './raster';
+import { splitReply } from '../shared/buffers';
+import type { Reply, Transport } from '../shared/transport';
 import type { CanvasPayload, CellOutlinesData, CellsData, ChannelsData, ImageTileData } from '../shared/types';
 
 /** Bytes of cell geometry kept in the page (a 100,000-cell tissue with outlines is about 20 MB). */
@@ -139,21 +140,22 @@ export async function loadCanvas(transport: Transport, version: number | string,
   if (cells.data.n_cells !== payload.n_cells) {
     throw new Error(`the cells reply has ${cells.data.n_cells} cells, the figure ${payload.n_cells}`);
   }
-  const [x, y, ...shapes] = cells.buffers;
-  const image = payload.image ? overviewRGBA(payload, channels) : [];
-  const data = decodeCanvas({ ...payload, shapes: cells.data.shapes }, [x, y, ...reply.buffers, ...image, ...shapes]);
-  return { payload: { ...payload, shapes: cells.data.shapes }, data, channels };
+  const shapes = cells.data.shapes;
+  const geometry = splitReply('cells', cells.data, cells.buffers);
+  const { values } = splitReply('canvas', payload, reply.buffers);
+  const image = payload.image ? overviewRGBA(payload, channels) : null;
+  const data = { x: geometry.x, y: geometry.y, value: values ?? null, image, shapes: cellShapes(payload.n_cells, geometry) };
+  return { payload: { ...payload, shapes }, data, channels };
 }
 
-/** The image as one RGBA buffer blended from the overview's planes in their saved colors and limits. */
-function overviewRGBA(payload: CanvasPayload, channels: Reply<ChannelsData> | null): Buffer[] {
+/** The image as one RGBA picture blended from the overview's planes in their saved colors and limits. */
+function overviewRGBA(payload: CanvasPayload, channels: Reply<ChannelsData> | null): Uint8ClampedArray {
   const image = payload.image!;
   if (!channels || channels.data.width !== image.width || channels.data.height !== image.height) {
     throw new Error('the image overview does not match the figure’s image');
   }
-  const planes = channels.buffers.slice(0, channels.data.channels.length).map(b => bytesOf(b));
-  const rgba = composite(planes, channels.data.channels, image.width, image.height);
-  return [rgba.buffer as ArrayBuffer];
+  const { planes } = splitReply('channels', channels.data, channels.buffers);
+  return composite(planes, channels.data.channels, image.width, image.height);
 }
 
 /**

@@ -9,7 +9,8 @@
  * polygons the two tiers already draw: cells whose tile has not arrived keep no outline.
  */
 
-import { typed, type PolygonShapes } from './raster';
+import type { PolygonShapes } from './raster';
+import { splitReply } from '../shared/buffers';
 import type { Reply } from '../shared/transport';
 import type { CellOutlinesData, OutlineTiles as Grid } from '../shared/types';
 
@@ -108,10 +109,7 @@ export class OutlineTileSet {
 export function mergeTiles(n: number, tiles: Reply<CellOutlinesData>[]): PolygonShapes {
   const from = new Int32Array(n).fill(-1); // which tile holds cell i
   const at = new Uint32Array(n); // its place in that tile
-  const parts = tiles.map(tile => {
-    const [index, starts, vertices] = tile.buffers;
-    return { index: typed(index, Uint32Array), starts: typed(starts, Uint32Array), vertices: typed(vertices, Float32Array) };
-  });
+  const parts = tiles.map(tile => splitReply('cell_outlines', tile.data, tile.buffers));
   parts.forEach((part, t) =>
     part.index.forEach((cell, k) => {
       if (cell < n && from[cell] < 0) {

@@ -3,22 +3,11 @@
  * typed arrays, no per-point canvas call, so a million cells draw in tens of ms.
  */
 
-import { bytesOf, type Buffer } from '../shared/transport';
+import { splitDrawing, splitReply, typed } from '../shared/buffers';
+import type { Buffer } from '../shared/transport';
 import type { Bounds, CanvasColor, CanvasPayload } from '../shared/types';
 
-/** Typed view of a buffer; copies only when the offset is misaligned. */
-export function typed<T extends Float32Array | Uint8Array | Uint16Array | Uint32Array | Uint8ClampedArray>(
-  buffer: Buffer,
-  Ctor: { new (b: ArrayBuffer, offset: number, length: number): T; BYTES_PER_ELEMENT: number }
-): T {
-  const bytes = bytesOf(buffer);
-  const size = Ctor.BYTES_PER_ELEMENT;
-  if (bytes.byteOffset % size === 0) {
-    return new Ctor(bytes.buffer as ArrayBuffer, bytes.byteOffset, Math.floor(bytes.byteLength / size));
-  }
-  const copy = bytes.slice();
-  return new Ctor(copy.buffer as ArrayBuffer, 0, Math.floor(copy.byteLength / size));
-}
+export { typed };
 
 /** The cells' outlines (cell i: vertices starts[i] to starts[i + 1], x,y pairs) or radii. */
 export type CellShapeData =
@@ -34,58 +23,38 @@ export type CanvasData = {
   shapes?: CellShapeData | null;
 };
 
-/** Split the `canvas` reply buffers as the protocol orders them. */
+/** A whole canvas drawing's buffers (x, y, values, image, shapes), split by its generated layout. */
 export function decodeCanvas(payload: CanvasPayload, buffers: Buffer[]): CanvasData {
-  const n = payload.n_cells;
-  let i = 0;
-  const need = (what: string): Buffer => {
-    const b = buffers[i++];
-    if (!b) {
-      throw new Error(`canvas reply is missing the ${what} buffer`);
-    }
-    return b;
-  };
-  const x = typed(need('x'), Float32Array);
-  const y = typed(need('y'), Float32Array);
-  if (x.length < n || y.length < n) {
-    throw new Error(`canvas reply has ${x.length} x and ${y.length} y for ${n} cells`);
-  }
-  const value = payload.color.mode === 'none' ? null : colorValues(payload.color, need('color values'));
-  let image: Uint8ClampedArray | null = null;
-  if (payload.image) {
-    image = typed(need('image'), Uint8ClampedArray);
-    const expected = payload.image.width * payload.image.height * 4;
-    if (image.length !== expected) {
-      throw new Error(`canvas image has ${image.length} bytes, expected ${expected}`);
-    }
-  }
-  let shapes: CellShapeData | null = null;
-  if (payload.shapes?.kind === 'polygons') {
-    const starts = typed(need('polygon starts'), Uint32Array);
-    const vertices = typed(need('polygon vertices'), Float32Array);
-    if (starts.length !== n + 1 || starts[n] * 2 !== vertices.length) {
-      throw new Error(`canvas polygons: ${starts.length} starts and ${vertices.length / 2} vertices for ${n} cells`);
-    }
-    shapes = { kind: 'polygons', starts, vertices };
-  } else if (payload.shapes?.kind === 'circles') {
-    const radius = typed(need('radius'), Float32Array);
-    if (radius.length < n) {
-      throw new Error(`canvas circles: ${radius.length} radii for ${n} cells`);
-    }
-    shapes = { kind: 'circles', radius: radius.subarray(0, n) };
-  }
-  return { x: x.subarray(0, n), y: y.subarray(0, n), value, image, shapes };
+  const split = splitDrawing(payload, buffers);
+  const image = split.image ? new Uint8ClampedArray(split.image.buffer, split.image.byteOffset, split.image.length) : null;
+  return { x: split.x, y: split.y, value: split.values ?? null, image, shapes: cellShapes(payload.n_cells, split) };
 }
 
 /**
- * A color column's buffer as per-cell values: category codes (one byte a cell, or two when the
- * reply says `codes: "uint16"`, the only width before byte codes) or float32 values.
+ * The cells' shapes from their split buffers (a drawing's or a `cells` reply's): polygons when
+ * `starts` came, circles when `radius` did. The layout checked the lengths; the last start must
+ * still point at the end of the vertices.
  */
-export function colorValues(color: CanvasPayload['color'], buffer: Buffer): Uint8Array | Uint16Array | Float32Array {
-  if (color.mode === 'categorical') {
-    return color.codes === 'uint8' ? typed(buffer, Uint8Array) : typed(buffer, Uint16Array);
+export function cellShapes(n: number, split: { starts?: Uint32Array; vertices?: Float32Array; radius?: Float32Array }): CellShapeData | null {
+  if (split.starts && split.vertices) {
+    if (split.starts[n] * 2 !== split.vertices.length) {
+      throw new Error(`canvas polygons: the last of ${n + 1} starts is ${split.starts[n]}, there are ${split.vertices.length / 2} vertices`);
+    }
+    return { kind: 'polygons', starts: split.starts, vertices: split.vertices };
   }
-  return typed(buffer, Float32Array);
+  return split.radius ? { kind: 'circles', radius: split.radius } : null;
+}
+
+/**
+ * A color column's buffer as per-cell values, typed as the `color_values` layout says: category
+ * codes (uint8 when `codes: "uint8"`, else uint16) or float32 values.
+ */
+export function colorValues(color: CanvasColor, buffer: Buffer): Uint8Array | Uint16Array | Float32Array {
+  const { values } = splitReply('color_values', color, [buffer]);
+  if (!values) {
+    throw new Error('a color column without a coloring (mode "none") has no values');
+  }
+  return values;
 }
 
 /** Data → screen: screen = s·R(θ)·(p − target) + centre. */

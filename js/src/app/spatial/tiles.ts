@@ -15,7 +15,7 @@
 import { tileCache } from './cellstore';
 import { composite, type ChannelState } from './channels';
 import type { Region } from './camera';
-import { typed } from './raster';
+import { splitReply } from '../shared/buffers';
 import type { Transport } from '../shared/transport';
 import type { Bounds, ImageLevel } from '../shared/types';
 
@@ -255,11 +255,8 @@ export class TileGrid {
       this.inFlight.delete(ref.key);
       this.pump();
       sentNext = true;
-      const { width, height, channels, bounds } = reply.data;
-      const planes = reply.buffers.slice(0, channels).map(b => typed(b, Uint8ClampedArray) as unknown as Uint8Array);
-      if (planes.length < channels || planes.some(p => p.length < width * height)) {
-        throw new Error(`The image_tile reply has fewer pixels than ${width}×${height}.`);
-      }
+      const { width, height, bounds } = reply.data;
+      const { planes } = splitReply('image_tile', reply.data, reply.buffers); // one width × height plane a channel
       this.cache.set(ref.key, { ...ref, bounds, width, height, planes, rgba: null, colorVersion: -1 });
       if (this.wanted.some(t => t.key === ref.key)) {
         this.tileArrived();
