@@ -53,11 +53,20 @@ describe('a folder that is not a readable version (item 4)', () => {
     const closed = vi.fn();
     const el = mount(t, {
       onClose: closed,
-      actions: [{ id: 'open-in-notebook', label: 'Open in notebook', run: async () => 'ran' }]
+      actions: [
+        { id: 'open-in-notebook', label: 'Open in notebook', run: async () => 'ran' },
+        { id: 'refresh', label: 'Refresh', run: async () => 'refreshed' }
+      ]
     });
     await settle();
     const banner = el.querySelector('.sds-banner')!;
-    expect(banner.textContent).toContain('This folder is not a version: plain holds no layer.json');
+    // the one line, in plain words: no code word ("stack") before it
+    expect(banner.querySelector('.sds-error-kind')).toBeNull();
+    expect(banner.textContent).toMatch(/^This folder is not a version: plain holds no layer\.json/);
+    // nothing empty below it (no search, tree or tabs), and no action but Refresh
+    expect(el.querySelector<HTMLElement>('.sds-main')!.hidden).toBe(true);
+    expect(el.querySelector<HTMLButtonElement>('[data-action="open-in-notebook"]')!.hidden).toBe(true);
+    expect(el.querySelector<HTMLButtonElement>('[data-action="refresh"]')!.hidden).toBe(false);
     expect(el.querySelector('.sds-title-text')!.textContent).toBe('Not a readable version');
     // said once: no second "No versions to show" beside the banner
     expect(el.querySelector('.sds-side-status')!.textContent).toBe('');
@@ -75,9 +84,10 @@ describe('a folder that is not a readable version (item 4)', () => {
     const t = failing(new FakeTransport(), CORRUPT);
     const el = mount(t);
     await settle();
-    expect(el.querySelector('.sds-banner')!.textContent).toContain(
-      "This version's layer.json cannot be read: corrupt/layer.json is not valid JSON"
+    expect(el.querySelector('.sds-banner')!.textContent).toMatch(
+      /^This version's layer\.json cannot be read: corrupt\/layer\.json is not valid JSON/
     );
+    expect(el.querySelector<HTMLElement>('.sds-main')!.hidden).toBe(true);
     expect(unreadable(CORRUPT)).not.toBeNull();
     expect(unreadable({ ...CORRUPT, versions: [], base: { depth: 0, dataset_id: 'b', path: 'b', kind: 'folder', zarr_format: 3 } })).toBeNull();
   });
