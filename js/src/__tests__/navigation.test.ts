@@ -188,6 +188,10 @@ describe('a broken chain (item 5)', () => {
     expect(figures.textContent).not.toContain('This version has no figures');
     expect(figures.querySelector('[data-figure="fig_new"] .sds-reason')!.textContent).toContain('needs dataset studio-1111');
     expect(figures.querySelector('[data-figure="fig_new"] .sds-json')).toBeNull();
+    // said once per figure, not again in a box above them; the banner leaves it to the missing row
+    expect(figures.querySelector(':scope > .sds-error')).toBeNull();
+    expect(el.querySelector('.sds-banner')!.textContent).toBe('');
+    expect(el.querySelector('.sds-missing-row')!.textContent).toContain('Dataset studio-1111 below these versions is missing');
 
     // and no figure could be named at all: the error alone, not "no figures" beside it
     t.on('figures', () => ({ figures: [], error: missing }));

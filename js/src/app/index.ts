@@ -350,7 +350,13 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       }
       fill(
         banner,
-        data.error ? (why !== null ? errorBox(why) : errorBox(data.error.message, data.error.kind)) : null,
+        // a missing dataset below versions that were read: the missing row under the history says so
+        // in plain words (with what to do); the library's message, for the command line, is not repeated
+        data.error && !(data.error.kind === 'missing-dataset' && data.error.dataset_id && (data.versions ?? []).length)
+          ? why !== null
+            ? errorBox(why)
+            : errorBox(data.error.message, data.error.kind)
+          : null,
         why !== null && options.onClose
           ? h('button', { class: 'sds-button sds-close', type: 'button', onclick: () => options.onClose?.() }, 'Close')
           : null
