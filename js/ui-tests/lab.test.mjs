@@ -1854,6 +1854,9 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       // the versions keep their own numbers (depth from the base, the missing ones counted)
       assert.deepEqual(await gap.locator('.sds-history-row .sds-depth').allInnerTexts(), [`v${upper.depth}`, `v${lower.depth}`]);
       assert.deepEqual(await gap.locator('.sds-history-row .sds-row-title').allInnerTexts(), [upper.title, lower.title]);
+      // said once, in plain words (the missing row), not in the library's words above
+      assert.equal(await gap.locator('.sds-banner').innerText(), '');
+      assert.doesNotMatch(await gap.locator('.sds-app').innerText(), /folder map|attach it|\bstack\b/);
       // its figures say which dataset they need, never "no figures"
       await gap.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
       assert.doesNotMatch(await gap.locator('.sds-figures').innerText(), /has no figures/);
@@ -2340,7 +2343,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
       await page.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 30000 });
       assert.equal(await page.locator('.sds-panel:visible .sds-back').innerText(), `← Back to ${title}`);
-      await page.waitForFunction(() => document.querySelector('.sds-panel:not(.lm-mod-hidden) .sds-title-text')?.textContent === 'Coarser clusters', null, { timeout: 30000 });
+      await page.locator('.sds-panel:visible .sds-title-text').filter({ hasText: 'Coarser clusters' }).waitFor({ timeout: 30000 });
       await page.setViewportSize({ width: 420, height: 900 });
       await page.waitForTimeout(500);
       await shot(page, 'notebook7-back-420');
@@ -2834,7 +2837,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.setViewportSize({ width: 1400, height: 900 });
       // Back: the version left, in the same panel
       await page.locator('.sds-panel:visible .sds-back').click();
-      await page.waitForFunction(t => document.querySelector('.sds-panel:not(.lm-mod-hidden) .sds-title-text')?.textContent === t, title, { timeout: 30000 });
+      await page.locator('.sds-panel:visible .sds-title-text').filter({ hasText: title }).waitFor({ timeout: 30000 });
       assert.equal(await page.locator('.sds-panel:visible .sds-back').isHidden(), true);
       // forward again, then the first folder from the file browser: a panel of its own for it
       await page.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
