@@ -2260,9 +2260,15 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
     try {
       await page.setViewportSize({ width: 1400, height: 900 });
-      await page.reload();
+      await page.waitForTimeout(1500); // the layout is saved shortly after a change
+      await page.goto(`${base}/lab?token=${TOKEN}`); // (not a reload: the first address asked for a reset)
       await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 60000 });
-      await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row.sds-selected .sds-row-title')?.textContent === 'Panel annotation', null, { timeout: 60000 });
+      try {
+        await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row.sds-selected .sds-row-title')?.textContent === 'Panel annotation', null, { timeout: 60000 });
+      } catch (error) {
+        await shot(page, 'FAILED-save-to-panel-reload');
+        throw error;
+      }
       assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
       await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
       await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
