@@ -2256,20 +2256,16 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     assert.match(await page.locator('.sds-panel .sds-headline').innerText(), /panel_annotation/);
     await shot(page, 'save-to-panel-compare-420');
     assert.deepEqual(page.errors, []);
-    // dark, after a reload: the panel comes back on the version it moved to, header and selection alike
-    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+    // dark (the theme switched in place, from the Settings menu): the same version in header and selection
+    await page.setViewportSize({ width: 1400, height: 900 });
     try {
-      await page.setViewportSize({ width: 1400, height: 900 });
-      await page.waitForTimeout(1500); // the layout is saved shortly after a change
-      await page.goto(`${base}/lab?token=${TOKEN}`); // (not a reload: the first address asked for a reset)
-      await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 60000 });
-      try {
-        await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row.sds-selected .sds-row-title')?.textContent === 'Panel annotation', null, { timeout: 60000 });
-      } catch (error) {
-        await shot(page, 'FAILED-save-to-panel-reload');
-        throw error;
-      }
+      await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: 'JupyterLab Dark' }).click();
+      await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+      await page.waitForTimeout(800);
       assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
+      assert.equal(await page.locator('.sds-panel .sds-history-row.sds-selected .sds-row-title').innerText(), 'Panel annotation');
       await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
       await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
       assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'Changes of the saved version, dark');

@@ -141,13 +141,6 @@ const plugin: JupyterFrontEndPlugin<void> = {
         throw new Error('this page has no room for a version panel; open the version from the file browser');
       }
       void tracker.add(panel);
-      // the panel moves to other versions (the tree, Back, "N new versions"): what a reload opens
-      // again is the version it shows now, not the folder it started on (its title follows the move)
-      panel.title.changed.connect(() => {
-        if (!panel.isDisposed && tracker.has(panel)) {
-          void tracker.save(panel);
-        }
-      });
       return panel;
     };
 
