@@ -2261,7 +2261,7 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     try {
       await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
       await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).click();
-      await page.locator('.lm-Menu-itemLabel', { hasText: 'JupyterLab Dark' }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^JupyterLab Dark$/ }).click();
       await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
       await page.waitForTimeout(800);
       assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
