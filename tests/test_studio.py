@@ -362,12 +362,29 @@ def test_bars_of_a_score_per_group_are_ranked_and_side_by_side() -> None:
     )
     chart = chart_spec(frame, mark="bar", x="gene", y="score", color="group")
     encoding = chart["encoding"]
-    assert encoding["x"]["sort"] == "-y"
+    # each gene ranked by its best score (EPCAM 9, CD3E 4, ACTB 1), not its worst (Vega-Lite's "-y")
+    by_best = {"field": "score", "op": "max", "order": "descending"}
+    assert encoding["x"]["sort"] == by_best
     assert encoding["y"]["stack"] is None
     assert encoding["xOffset"]["field"] == encoding["color"]["field"] == "group"
     # horizontal bars: the same, on the other axis
     across = chart_spec(frame, mark="bar", x="score", y="gene", color="group")["encoding"]
-    assert across["y"]["sort"] == "-x" and across["x"]["stack"] is None and across["yOffset"]["field"] == "group"
+    assert across["y"]["sort"] == by_best and across["x"]["stack"] is None and across["yOffset"]["field"] == "group"
     # one series: ranked, nothing to group
     single = chart_spec(frame, mark="bar", x="gene", y="score")["encoding"]
-    assert single["x"]["sort"] == "-y" and "xOffset" not in single and "stack" not in single["y"]
+    assert single["x"]["sort"] == by_best and "xOffset" not in single and "stack" not in single["y"]
+
+
+def test_bars_drawn_rank_each_name_by_its_best_score() -> None:
+    """Issue 29 item 8, as drawn (the one renderer the exports use): AAA's best score (9) ranks it
+    first although one group scores it lowest of all; Vega-Lite's "-y" ranked it last (by its minimum)."""
+    vl_convert = pytest.importorskip("vl_convert")
+    frame = pd.DataFrame(
+        {
+            "gene": ["AAA", "AAA", "BBB", "BBB", "CCC", "CCC"],
+            "score": [9.0, 0.5, 3.0, 2.0, 1.0, 1.0],
+            "group": ["0", "1"] * 3,
+        }
+    )
+    svg = vl_convert.vegalite_to_svg(chart_spec(frame, mark="bar", x="gene", y="score", color="group"))
+    assert re.findall(r">([A-C]{3})<", svg) == ["AAA", "BBB", "CCC"]

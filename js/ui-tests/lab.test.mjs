@@ -151,6 +151,19 @@ const item = (page, name) => page.locator('.jp-DirListing-item', { hasText: name
 const crumbs = async page => (await page.locator('.jp-BreadCrumbs').innerText()).replace(/\s+/g, '');
 const currentTab = page => page.locator('.lm-DockPanel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel').first();
 
+/** Resize the window until the visible version panel is `width` px wide (the sidebars keep theirs). */
+async function sizePanel(page, width) {
+  for (let i = 0; i < 4; i++) {
+    const have = await page.locator('.sds-panel:visible').first().evaluate(el => el.getBoundingClientRect().width);
+    if (Math.abs(have - width) < 1) break;
+    const vp = page.viewportSize();
+    await page.setViewportSize({ width: Math.max(200, Math.round(vp.width + width - have)), height: vp.height });
+    await page.waitForTimeout(500);
+  }
+  const got = await page.locator('.sds-panel:visible').first().evaluate(el => el.getBoundingClientRect().width);
+  assert.ok(Math.abs(got - width) < 2, `panel ${got} px wide, not ${width}`);
+}
+
 describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
   before(async () => {
     work = mkdtempSync(join(tmpdir(), 'sds-ui-'));
@@ -1823,6 +1836,59 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await page.waitForFunction(() => /add it to the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
     assert.deepEqual(page.errors, []);
     await page.close();
+
+    // issue 29 item 5: two readable versions above the gap (the top and its parent; the versions below missing)
+    const chain = (await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(top)}`)).json()).versions;
+    const [upper, lower] = chain; // top first
+    cpSync(join(work, 'root', top), join(work, 'root', 'orphan2', name), { recursive: true });
+    cpSync(join(work, 'root', dirname(top), lower.dataset_id), join(work, 'root', 'orphan2', lower.dataset_id), { recursive: true });
+    const openGap = async p => {
+      await openListing(p, 'orphan2');
+      await item(p, name).dblclick();
+      await p.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
+      await p.waitForFunction(() => document.querySelectorAll('.sds-history-row').length === 2, null, { timeout: 30000 });
+    };
+    const gap = await newPage();
+    try {
+      await openGap(gap);
+      // the versions keep their own numbers (depth from the base, the missing ones counted)
+      assert.deepEqual(await gap.locator('.sds-history-row .sds-depth').allInnerTexts(), [`v${upper.depth}`, `v${lower.depth}`]);
+      assert.deepEqual(await gap.locator('.sds-history-row .sds-row-title').allInnerTexts(), [upper.title, lower.title]);
+      // said once, in plain words (the missing row), not in the library's words above
+      assert.equal(await gap.locator('.sds-banner').innerText(), '');
+      assert.doesNotMatch(await gap.locator('.sds-app').innerText(), /folder map|attach it|\bstack\b/);
+      // its figures say which dataset they need, never "no figures"
+      await gap.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+      assert.doesNotMatch(await gap.locator('.sds-figures').innerText(), /has no figures/);
+      await shot(gap, 'issue29-missing-figures');
+      // Compare between the two readable versions: what the upper one saved, and why cells cannot be compared
+      await gap.locator('.sds-tab[data-tab="compare"]').click();
+      await gap.waitForSelector('.sds-compare-out .sds-compare-ops li', { timeout: 30000 });
+      const ops = await gap.locator('.sds-compare-out .sds-compare-ops li').allInnerTexts();
+      assert.ok(ops.length >= 1 && ops.every(o => o.startsWith(`v${upper.depth} `)), ops.join(' | '));
+      assert.match(await gap.locator('.sds-compare-out .sds-note').first().innerText(), /below these versions is missing/);
+      assert.equal(await gap.locator('.sds-compare-out .sds-error').count(), 0);
+      assert.deepEqual(await axeViolations(gap, '.sds-panel .sds-app'), [], 'Compare above the gap');
+      await shot(gap, 'issue29-missing-compare');
+      await sizePanel(gap, 420);
+      await shot(gap, 'issue29-missing-compare-420');
+      assert.deepEqual(gap.errors, []);
+    } finally {
+      await gap.close();
+    }
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+    try {
+      const dark = await newPage();
+      await openGap(dark);
+      await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+      await dark.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+      assert.deepEqual(await axeViolations(dark, '.sds-panel .sds-app'), [], 'a broken chain, dark');
+      await shot(dark, 'issue29-missing-figures-dark');
+      assert.deepEqual(dark.errors, []);
+      await dark.close();
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
   });
 
   it('issue 26: datasets mounted read-only, %sds_save writes into the versions folder and the panel shows it live, not yet in Cirro', async t => {
@@ -2068,9 +2134,43 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     await open(page);
     assert.deepEqual(await axeViolations(page, '.sds-side'), []);
     await shot(page, 'panel-tree-light');
-    await page.setViewportSize({ width: 640, height: 900 });
-    await page.waitForTimeout(500);
-    await shot(page, 'panel-tree-narrow');
+    // issue 29 item 6: one clock: each version's relative time reads the same in the tree and the history
+    const when = await page.evaluate(() => {
+      const tree = Object.fromEntries([...document.querySelectorAll('.sds-tree-row')].map(r => [r.querySelector('.sds-tree-title')?.textContent, r.querySelector('time')?.textContent]));
+      return [...document.querySelectorAll('.sds-history-row:not(.sds-base-row)')].map(r => [r.querySelector('.sds-row-title')?.textContent, r.querySelector('time')?.textContent, tree[r.querySelector('.sds-row-title')?.textContent]]);
+    });
+    assert.ok(when.length >= 3, JSON.stringify(when));
+    for (const [title, history, tree] of when) assert.equal(tree, history, `${title}: tree ${tree}, history ${history}`);
+    // the version selected in the history is marked in the tree
+    const older = page.locator('.sds-history-row[data-depth="1"]');
+    const olderTitle = await older.locator('.sds-row-title').innerText();
+    await older.click();
+    await page.waitForFunction(t => document.querySelector('.sds-tree-row.sds-tree-selected .sds-tree-title')?.textContent === t, olderTitle, { timeout: 10000 });
+    assert.equal(await page.locator('.sds-tree-row.sds-tree-selected').count(), 1);
+    // taller than five rows, and the user drags it taller (its corner)
+    const tree = page.locator('.sds-tree');
+    const rowsShown = await tree.evaluate(el => Math.floor(el.clientHeight / el.querySelector('.sds-tree-row').getBoundingClientRect().height));
+    const rowsThere = await page.locator('.sds-tree-row').count();
+    assert.ok(rowsShown >= Math.min(rowsThere, 10), `${rowsShown} of ${rowsThere} rows shown`);
+    const tb = await tree.boundingBox();
+    await page.mouse.move(tb.x + tb.width - 3, tb.y + tb.height - 3);
+    await page.mouse.down();
+    await page.mouse.move(tb.x + tb.width - 3, tb.y + tb.height + 120, { steps: 6 });
+    await page.mouse.up();
+    const taller = (await tree.boundingBox()).height;
+    assert.ok(taller > tb.height + 60, `dragged from ${tb.height} to ${taller} px`);
+    // search matches the branch by a column it set, and says when nothing matches
+    await page.locator('.sds-search').fill('column:clusters');
+    await page.waitForFunction(() => [...document.querySelectorAll('.sds-tree-row .sds-tree-title')].some(t => t.textContent === 'Coarser clusters'), null, { timeout: 10000 });
+    await shot(page, 'issue29-tree-search-column');
+    await page.locator('.sds-search').fill('nothing-like-this');
+    await page.waitForSelector('.sds-no-matches:not([hidden])', { timeout: 10000 });
+    assert.equal(await page.locator('.sds-no-matches').innerText(), 'No matches for “nothing-like-this”');
+    assert.equal(await page.locator('.sds-tree-row').count(), 0);
+    await shot(page, 'issue29-tree-no-matches');
+    await page.locator('.sds-search').fill('');
+    await sizePanel(page, 420);
+    await shot(page, 'panel-tree-420');
     await page.close();
     await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
     try {
@@ -2134,10 +2234,13 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     assert.equal(await fresh.evaluate(r => r.classList.contains('sds-tree-newer')), true);
     assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'the panel with a new version');
     await shot(page, 'save-to-panel-new');
-    // open it: its Changes and Compare show the column the notebook added
+    // open it: (issue 29 item 2) the header, the selection in the history and in the tree, Changes
+    // and Compare all name the new version at once, with no click on its row
     await page.locator('.sds-panel .sds-new-versions').click();
     await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row .sds-row-title')?.textContent === 'Panel annotation', null, { timeout: 30000 });
-    await page.locator('.sds-panel .sds-history-row').first().click();
+    await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row.sds-selected .sds-row-title')?.textContent === 'Panel annotation', null, { timeout: 30000 });
+    assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
+    assert.match(await page.locator('.sds-panel .sds-tree-row.sds-tree-selected').innerText(), /Panel annotation/);
     await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
     await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
     const sentences = await page.locator('.sds-panel .sds-changes > .sds-ops > li').allInnerTexts();
@@ -2149,10 +2252,27 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
     assert.match(await page.locator('.sds-panel .sds-headline').innerText(), /panel_annotation/);
     assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'Compare of the saved version');
     await shot(page, 'save-to-panel-compare');
-    await page.setViewportSize({ width: 640, height: 900 });
-    await page.waitForTimeout(500);
-    await shot(page, 'save-to-panel-compare-narrow');
+    await sizePanel(page, 420);
+    assert.match(await page.locator('.sds-panel .sds-headline').innerText(), /panel_annotation/);
+    await shot(page, 'save-to-panel-compare-420');
     assert.deepEqual(page.errors, []);
+    // dark (the theme switched in place, from the Settings menu): the same version in header and selection
+    await page.setViewportSize({ width: 1400, height: 900 });
+    try {
+      await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).click();
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^JupyterLab Dark$/ }).click();
+      await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+      await page.waitForTimeout(800);
+      assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
+      assert.equal(await page.locator('.sds-panel .sds-history-row.sds-selected .sds-row-title').innerText(), 'Panel annotation');
+      await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
+      await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
+      assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'Changes of the saved version, dark');
+      await shot(page, 'save-to-panel-changes-dark');
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
     await page.close();
   });
 
@@ -2220,6 +2340,22 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.setViewportSize({ width: 640, height: 900 });
       await page.waitForTimeout(500);
       await shot(page, 'notebook7-tree-panel-narrow');
+      // issue 29 item 3 here too: a branch opened from the tree keeps a Back; the header names it
+      await page.setViewportSize({ width: 1400, height: 900 });
+      await page.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
+      await page.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 30000 });
+      assert.equal(await page.locator('.sds-panel:visible .sds-back').innerText(), `← Back to ${title}`);
+      await page.locator('.sds-panel:visible .sds-title-text').filter({ hasText: 'Coarser clusters' }).waitFor({ timeout: 30000 });
+      await page.setViewportSize({ width: 420, height: 900 });
+      await page.waitForTimeout(500);
+      await shot(page, 'notebook7-back-420');
+      // item 4 here too: a corrupt layer.json is marked in the file browser, with the reason
+      nav29bDemo();
+      await openTree(page, 'nav29b/datasets');
+      const corrupt = item(page, 'corrupt-version');
+      await page.waitForSelector('.jp-DirListing-item.sds-version-broken', { timeout: 30000 });
+      assert.match(await corrupt.getAttribute('title'), /^Not readable as a version: layer\.json is not valid JSON/);
+      await page.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'notebook7-file-browser-420.png') });
       assert.deepEqual(ours(page), []);
       await page.close();
       await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
@@ -2232,6 +2368,9 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         await dark.waitForTimeout(500);
         await checkAxe(dark, 'Notebook 7 tree page, dark');
         await shot(dark, 'notebook7-tree-panel-dark');
+        await openTree(dark, 'nav29b/datasets');
+        await dark.waitForSelector('.jp-DirListing-item.sds-version-broken', { timeout: 30000 });
+        await dark.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'notebook7-file-browser-dark.png') });
         await dark.close();
       } finally {
         await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
@@ -2525,6 +2664,12 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         await item(page, ownTop).dblclick();
         await page.waitForSelector('.sds-history-row', { timeout: 30000 });
         await page.keyboard.press('Control+b');
+        // 7a: the version opens on Figures, its own newest figure first
+        await page.waitForSelector('.sds-tab.sds-active[data-tab="figures"]', { timeout: 30000 });
+        const own = (await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(`nav29b/datasets/${ownTop}`)}`)).json()).versions[0];
+        const saved = own.changes.filter(c => c.op === 'set-figure').map(c => c.figure);
+        await page.waitForSelector('.sds-figures .sds-figure', { timeout: 30000 });
+        assert.ok(saved.includes(await page.locator('.sds-figures .sds-figure').first().getAttribute('data-figure')), `first figure of ${JSON.stringify(own.changes)}`);
         await page.locator('.sds-tab[data-tab="figures"]').click();
         const figure = page.locator('.sds-figure-canvas').first();
         await figure.waitFor({ timeout: 30000 });
@@ -2572,8 +2717,23 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         assert.deepEqual(await overflowing(), [], `420 px (${tag})`);
         await page.locator('.sds-figure-chart').first().scrollIntoViewIfNeeded();
         await shot(page, `issue29-figures-420-${tag}`);
+        // 8a: the Top markers chart (Leiden clusters saved it; the top deleted it): at 420 px and wide
+        await page.locator('.sds-history-row', { hasText: 'Leiden clusters' }).click();
+        await page.locator('.sds-tab[data-tab="figures"]').click();
+        const markers = page.locator('.sds-figure[data-figure="fig-markers"]');
+        await markers.locator('.sds-chart svg, .sds-chart canvas').first().waitFor({ timeout: 30000 });
+        assert.deepEqual(await overflowing(), [], `the markers at 420 px (${tag})`);
+        await markers.evaluate(el => el.scrollIntoView({ block: 'start' }));
+        await page.waitForTimeout(300);
+        await shot(page, `issue29-markers-420-${tag}`);
         await page.setViewportSize({ width: 1600, height: 800 });
         await page.waitForTimeout(500);
+        await markers.evaluate(el => el.scrollIntoView({ block: 'start' }));
+        await page.waitForTimeout(300);
+        await shot(page, `issue29-markers-wide-${tag}`);
+        await page.locator('.sds-history-row').first().click();
+        await page.locator('.sds-tab[data-tab="figures"]').click();
+        await figure.waitFor({ timeout: 30000 });
         if (tag === 'light') {
           // 7d: Escape stops drawing regions (the Annotate button gets the focus back)
           await figure.scrollIntoViewIfNeeded();
@@ -2648,12 +2808,18 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
         const banner = page.locator('.sds-panel:visible .sds-banner');
         await banner.waitFor({ timeout: 30000 });
         assert.match(await banner.innerText(), said);
+        // that line alone: no empty search, tree or tabs below it, nothing to open in a notebook
+        assert.equal(await page.locator('.sds-panel:visible .sds-main').isHidden(), true);
+        assert.equal(await page.locator('.sds-panel:visible [data-action="open-in-notebook"]').isHidden(), true);
         await page.waitForTimeout(1500);
         const before = asked.filter(q => q.includes(encodeURIComponent(folder))).length;
         await page.waitForTimeout(9000); // two poll intervals
         assert.equal(asked.filter(q => q.includes(encodeURIComponent(folder))).length, before, `${folder} asked again`);
         await shot(page, `issue29-not-a-version-${folder}`);
       }
+      await sizePanel(page, 420);
+      await shot(page, 'issue29-not-a-version-420');
+      await page.setViewportSize({ width: 1400, height: 900 });
       // item 3: another version of the tree opens in the panel with a Back; the first folder brings its own panel again
       await item(page, ownTop).dblclick();
       await page.waitForSelector('.sds-panel:visible .sds-tree-row', { timeout: 30000 });
@@ -2661,7 +2827,23 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       await page.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
       await page.waitForFunction(() => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes('Coarser clusters'), null, { timeout: 30000 });
       assert.equal(await page.locator('.sds-panel:visible .sds-back').innerText(), `← Back to ${title}`);
+      // the header, the selection and the tree name the version moved to
+      assert.equal(await page.locator('.sds-panel:visible .sds-title-text').innerText(), 'Coarser clusters');
+      assert.equal(await page.locator('.sds-panel:visible .sds-history-row.sds-selected .sds-row-title').innerText(), 'Coarser clusters');
+      assert.match(await page.locator('.sds-panel:visible .sds-tree-row.sds-tree-selected').innerText(), /Coarser clusters/);
+      // the corrupt folder left out of the tree is named in its line
+      assert.equal(await page.locator('.sds-panel:visible .sds-tree-status').innerText(), 'Left out of the tree: corrupt-version');
       await shot(page, 'issue29-back');
+      await sizePanel(page, 420);
+      await shot(page, 'issue29-back-420');
+      await page.setViewportSize({ width: 1400, height: 900 });
+      // Back: the version left, in the same panel
+      await page.locator('.sds-panel:visible .sds-back').click();
+      await page.locator('.sds-panel:visible .sds-title-text').filter({ hasText: title }).waitFor({ timeout: 30000 });
+      assert.equal(await page.locator('.sds-panel:visible .sds-back').isHidden(), true);
+      // forward again, then the first folder from the file browser: a panel of its own for it
+      await page.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
+      await page.waitForFunction(() => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes('Coarser clusters'), null, { timeout: 30000 });
       await item(page, ownTop).dblclick();
       await page.waitForFunction(t => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes(t), title, { timeout: 30000 });
       const tabs = await page.locator('.lm-DockPanel .lm-TabBar-tabLabel').allInnerTexts();
@@ -2669,6 +2851,33 @@ describe('JupyterLab version browser', { skip, timeout: 1800000 }, () => {
       assert.deepEqual(page.errors, []);
     } finally {
       await page.close();
+    }
+    // dark: the titles and the unreadable mark in the file browser, the one line, the Back
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+    try {
+      const dark = await newPage();
+      await openListing(dark, 'nav29b/datasets');
+      await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+      await dark.waitForSelector('.jp-DirListing-item.sds-version-broken', { timeout: 30000 });
+      await dark.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'issue29-file-browser-titles-dark.png') });
+      await dark.keyboard.press('Control+Shift+c');
+      await dark.locator('.lm-CommandPalette-input').fill('Open version');
+      await dark.keyboard.press('Enter');
+      await dark.locator('.jp-Dialog input').fill('nav29b/datasets/corrupt-version');
+      await dark.keyboard.press('Enter');
+      await dark.locator('.sds-panel:visible .sds-banner').waitFor({ timeout: 30000 });
+      assert.deepEqual(await axeViolations(dark, '.sds-panel:not(.lm-mod-hidden) .sds-app'), [], 'the one line, dark');
+      await shot(dark, 'issue29-not-a-version-dark');
+      await item(dark, ownTop).dblclick();
+      await dark.waitForSelector('.sds-panel:visible .sds-tree-row', { timeout: 30000 });
+      await dark.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
+      await dark.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 30000 });
+      await dark.waitForTimeout(500);
+      await shot(dark, 'issue29-back-dark');
+      assert.deepEqual(dark.errors, []);
+      await dark.close();
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
     }
   });
 });

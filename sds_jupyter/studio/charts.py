@@ -248,7 +248,9 @@ def _rank_bars(frame: pd.DataFrame, encoding: dict[str, Any], x: str, y: str, co
     """
     for names, values, name_column, value_column in (("x", "y", x, y), ("y", "x", y, x)):
         if field_type(frame[name_column]) == "nominal" and field_type(frame[value_column]) == "quantitative":
-            encoding[names]["sort"] = f"-{values}"
+            # each name ranked by its best score: Vega-Lite's "-y" ranks an unaggregated field by its
+            # smallest value, which put a gene with one weak group below one that is weaker everywhere
+            encoding[names]["sort"] = {"field": value_column, "op": "max", "order": "descending"}
             if color:
                 encoding[values]["stack"] = None
                 encoding[f"{names}Offset"] = _channel(frame, color)

@@ -53,11 +53,20 @@ describe('a folder that is not a readable version (item 4)', () => {
     const closed = vi.fn();
     const el = mount(t, {
       onClose: closed,
-      actions: [{ id: 'open-in-notebook', label: 'Open in notebook', run: async () => 'ran' }]
+      actions: [
+        { id: 'open-in-notebook', label: 'Open in notebook', run: async () => 'ran' },
+        { id: 'refresh', label: 'Refresh', run: async () => 'refreshed' }
+      ]
     });
     await settle();
     const banner = el.querySelector('.sds-banner')!;
-    expect(banner.textContent).toContain('This folder is not a version: plain holds no layer.json');
+    // the one line, in plain words: no code word ("stack") before it
+    expect(banner.querySelector('.sds-error-kind')).toBeNull();
+    expect(banner.textContent).toMatch(/^This folder is not a version: plain holds no layer\.json/);
+    // nothing empty below it (no search, tree or tabs), and no action but Refresh
+    expect(el.querySelector<HTMLElement>('.sds-main')!.hidden).toBe(true);
+    expect(el.querySelector<HTMLButtonElement>('[data-action="open-in-notebook"]')!.hidden).toBe(true);
+    expect(el.querySelector<HTMLButtonElement>('[data-action="refresh"]')!.hidden).toBe(false);
     expect(el.querySelector('.sds-title-text')!.textContent).toBe('Not a readable version');
     // said once: no second "No versions to show" beside the banner
     expect(el.querySelector('.sds-side-status')!.textContent).toBe('');
@@ -75,9 +84,10 @@ describe('a folder that is not a readable version (item 4)', () => {
     const t = failing(new FakeTransport(), CORRUPT);
     const el = mount(t);
     await settle();
-    expect(el.querySelector('.sds-banner')!.textContent).toContain(
-      "This version's layer.json cannot be read: corrupt/layer.json is not valid JSON"
+    expect(el.querySelector('.sds-banner')!.textContent).toMatch(
+      /^This version's layer\.json cannot be read: corrupt\/layer\.json is not valid JSON/
     );
+    expect(el.querySelector<HTMLElement>('.sds-main')!.hidden).toBe(true);
     expect(unreadable(CORRUPT)).not.toBeNull();
     expect(unreadable({ ...CORRUPT, versions: [], base: { depth: 0, dataset_id: 'b', path: 'b', kind: 'folder', zarr_format: 3 } })).toBeNull();
   });
@@ -178,6 +188,10 @@ describe('a broken chain (item 5)', () => {
     expect(figures.textContent).not.toContain('This version has no figures');
     expect(figures.querySelector('[data-figure="fig_new"] .sds-reason')!.textContent).toContain('needs dataset studio-1111');
     expect(figures.querySelector('[data-figure="fig_new"] .sds-json')).toBeNull();
+    // said once per figure, not again in a box above them; the banner leaves it to the missing row
+    expect(figures.querySelector(':scope > .sds-error')).toBeNull();
+    expect(el.querySelector('.sds-banner')!.textContent).toBe('');
+    expect(el.querySelector('.sds-missing-row')!.textContent).toContain('Dataset studio-1111 below these versions is missing');
 
     // and no figure could be named at all: the error alone, not "no figures" beside it
     t.on('figures', () => ({ figures: [], error: missing }));

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
-import { descendants, layoutGraph, matchesQuery, topoOrder } from '../app/history/tree';
+import { descendants, layoutGraph, leftOut, matchesQuery, topoOrder } from '../app/history/tree';
 import type { Tree, TreeNode } from '../app/shared/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, version } from './fixtures';
 
@@ -124,6 +124,23 @@ describe('tree section', () => {
     search.value = '';
     search.dispatchEvent(new Event('input'));
     expect(el.querySelectorAll('.sds-history-row').length).toBe(4);
+  });
+
+  it('names the folders it left out (a corrupt layer.json), the reasons on hover (issue 29 item 4)', async () => {
+    const notes = ["skipped 'corrupt-version': layer.json is not valid JSON"];
+    const t = new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({ ...tree(NODES), notes }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t);
+    await settle();
+    const status = el.querySelector<HTMLElement>('.sds-tree-status')!;
+    expect(status.textContent).toBe('Left out of the tree: corrupt-version');
+    expect(status.title).toBe(notes[0]);
+    expect(leftOut([...notes, "skipped 'b': its parent references form a loop"])).toBe('Left out of the tree: corrupt-version, b');
+    expect(leftOut(['something else'])).toBe('1 folder left out of the tree');
+    expect(leftOut([])).toBe('');
   });
 
   it('tags a version saved in the workspace and not yet uploaded', async () => {

@@ -341,10 +341,23 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
             : `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? (data.error?.dataset_id ? `the missing dataset ${data.error.dataset_id}` : 'the base')}`
         )
       );
+      // a folder that is no readable version: that line (no code word before it) and Close; no empty
+      // history, tree or tabs below it, and no action but Refresh (nothing to open in a notebook)
+      const why = unreadable(data);
+      main.hidden = why !== null;
+      for (const b of actionBar.querySelectorAll<HTMLButtonElement>('.sds-action')) {
+        b.hidden = why !== null && b.dataset.action !== 'refresh';
+      }
       fill(
         banner,
-        data.error ? errorBox(unreadable(data) ?? data.error.message, data.error.kind) : null,
-        unreadable(data) && options.onClose
+        // a missing dataset below versions that were read: the missing row under the history says so
+        // in plain words (with what to do); the library's message, for the command line, is not repeated
+        data.error && !(data.error.kind === 'missing-dataset' && data.error.dataset_id && (data.versions ?? []).length)
+          ? why !== null
+            ? errorBox(why)
+            : errorBox(data.error.message, data.error.kind)
+          : null,
+        why !== null && options.onClose
           ? h('button', { class: 'sds-button sds-close', type: 'button', onclick: () => options.onClose?.() }, 'Close')
           : null
       );

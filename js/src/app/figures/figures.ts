@@ -116,9 +116,11 @@ export class FiguresView {
         const all = data.figures ?? [];
         const figures = [...all.filter(f => f.id === own), ...all.filter(f => f.id !== own)];
         const back: KeptFigure[] = [];
+        // a missing dataset with figures listed: each figure says what it needs, once (no box above them)
+        const said = data.error?.kind === 'missing-dataset' && figures.length > 0;
         fill(
           this.node,
-          data.error ? errorBox(data.error.message, data.error.kind) : null,
+          data.error && !said ? errorBox(data.error.message, data.error.kind) : null,
           figures.length || data.error ? null : empty('This version has no figures.'),
           figures.map(fig => {
             const keptKey = key && fig.kind === 'canvas' ? `${key}/${fig.id}` : null;

@@ -742,9 +742,7 @@ export class TreeSection {
       this.newButton.title = n ? `Open ${this.fresh[0].title || this.fresh[0].dataset_id}` : '';
       const where = this.history.error?.dataset_id ? `above the missing dataset` : 'on this base';
       this.summary.textContent = `Tree: ${tree.nodes.length} version${tree.nodes.length === 1 ? '' : 's'} ${where}`;
-      this.status.textContent = tree.notes.length
-        ? `${tree.notes.length} folder${tree.notes.length === 1 ? '' : 's'} skipped`
-        : '';
+      this.status.textContent = leftOut(tree.notes);
       this.status.title = tree.notes.join('\n');
     } catch (err) {
       if (token === this.token) {
@@ -801,4 +799,19 @@ export class TreeSection {
       this.status.textContent = TransportError.from(err).message;
     }
   }
+}
+
+/**
+ * The folders the tree left out, by name, in one line ("Left out of the tree: a, b"); the
+ * reasons are the line's tooltip. A note that names no folder is counted instead.
+ */
+export function leftOut(notes: string[]): string {
+  if (!notes.length) {
+    return '';
+  }
+  const names = notes.map(n => /^skipped '([^'\\]*)'/.exec(n)?.[1]);
+  if (names.every(n => n !== undefined)) {
+    return `Left out of the tree: ${names.join(', ')}`;
+  }
+  return `${notes.length} folder${notes.length === 1 ? '' : 's'} left out of the tree`;
 }
