@@ -468,6 +468,11 @@ def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | Non
 RESOLVED_STACKS = ResolvedStacks()
 
 
+#: One walked version: its dataset ID, folder, data folder, overlay folder, manifest and the
+#: manifest's location (both walks build the chain of these, top first).
+_ChainLink = tuple[str, Location, Location, Location, Manifest, Location]
+
+
 def _walk(
     top_id: str,
     dataset_folder: Location,
@@ -522,7 +527,7 @@ def _plain_chain(
     folder_map: FolderMap,
     root: str,
 ) -> Stack:
-    chain: list[tuple[str, Location, Location, Location, Manifest, Location]] = []
+    chain: list[_ChainLink] = []
     seen: set[str] = set()
     manifest_bytes = 0
     dataset_id, folder = top_id, dataset_folder
@@ -576,7 +581,7 @@ def _walk_chain(
     locator: DatasetLocator,
     folder_map: FolderMap,
 ) -> Stack:
-    chain: list[tuple[str, Location, Location, Location, Manifest, Location]] = []
+    chain: list[_ChainLink] = []
     seen: set[str] = set()
     manifest_bytes = 0
     dataset_id = top_id
@@ -638,9 +643,7 @@ def depth_above_missing(manifest: Manifest, *, missing_is_version: bool) -> int:
     return manifest.depth if known else floor  # type: ignore[return-value]
 
 
-def _versions(
-    chain: list[tuple[str, Location, Location, Location, Manifest, Location]], lowest: int = 1
-) -> tuple[Version, ...]:
+def _versions(chain: list[_ChainLink], lowest: int = 1) -> tuple[Version, ...]:
     """The walked chain as Versions, top first, the lowest at depth ``lowest`` (1: on the base)."""
     depth = len(chain) + lowest - 1
     versions = []
