@@ -44,8 +44,11 @@ JS_DEPS := js/node_modules/.package-lock.json
 $(JS_DEPS): js/package-lock.json
 	cd js && npm ci
 
-# The front end: unit tests (vitest), then the JupyterLab flows in the system Chromium.
-test-js: test-vitest test-ui
+# The front end: unit tests (vitest) beside the JupyterLab flows in the system Chromium. The flows
+# wait on the browser and the server far more than they compute, so vitest fits in beside them;
+# each target's output is printed whole when it ends.
+test-js: setup $(JS_DEPS)
+	$(MAKE) -j2 --output-sync=target test-vitest test-ui
 
 test-vitest: setup $(JS_DEPS)
 	cd js && npm test

@@ -132,6 +132,32 @@ export async function runCell(page, index) {
   throw new Error(`cell ${index} never started (prompt ${JSON.stringify(await prompt())})`);
 }
 
+/**
+ * From the file browser's home, open notebook `name` (an `%sds_open` cell, then an `%sds_save`
+ * cell), run the first until the widget draws and the second until it answers; a screenshot
+ * `failShot` if either never does. Answers a function reading the save cell's output.
+ */
+export async function openAndSave(page, name, failShot) {
+  const visible = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+  await page.locator('.jp-BreadCrumbs-home').click();
+  await item(page, name).dblclick();
+  await notebookReady(page, `${visible} .jp-Cell`);
+  try {
+    await runCell(page, 0);
+    await page.waitForSelector(`${visible} .jp-OutputArea .sds-history-row`, { timeout: 120000 });
+    await runCell(page, 1);
+    await page.waitForFunction(
+      sel => /Saved `adata` as v\d+|rror/.test(document.querySelectorAll(`${sel} .jp-Cell`)[1]?.querySelector('.jp-OutputArea')?.textContent ?? ''),
+      visible,
+      { timeout: 120000 }
+    );
+  } catch (error) {
+    await shot(page, failShot);
+    throw error;
+  }
+  return () => page.locator(`${visible} .jp-Cell`).nth(1).locator('.jp-OutputArea').innerText();
+}
+
 /** Run Python (the package on the same path as the server) and answer its last line of output. */
 export function python(code) {
   const run = spawnSync(PYTHON, ['-c', code], { encoding: 'utf8' });

@@ -23,6 +23,7 @@ import {
   item,
   newPage,
   notebookReady,
+  openAndSave,
   openListing,
   putNotebook,
   python,
@@ -52,6 +53,17 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await page.waitForSelector('.sds-history-row', { timeout: 60000 });
     const tabs = await page.locator('.lm-DockPanel .lm-TabBar-tabLabel').allInnerTexts();
     assert.ok(tabs.includes(label), `${label} not in ${tabs.join(', ')}`);
+    // moved to another version of its tree, the panel comes back on that version
+    const branch = page.locator('.sds-tree-row', { hasText: 'Coarser clusters' });
+    await branch.waitFor({ timeout: 30000 });
+    const folder = await branch.getAttribute('data-id');
+    await branch.click();
+    await page.waitForFunction(id => document.querySelector('.sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, folder, { timeout: 60000 });
+    await page.waitForTimeout(1500);
+    await page.goto(`${base}/lab/tree/datasets?token=${TOKEN}`);
+    await page.waitForFunction(id => document.querySelector('.sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, folder, { timeout: 60000 });
+    assert.equal((await currentTab(page).innerText()).trim(), 'Coarser clusters');
+    assert.deepEqual(page.errors, []);
     await page.close();
   });
 
@@ -453,19 +465,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await page.waitForSelector('.sds-tree-row', { timeout: 60000 });
       const panelTab = (await currentTab(page).innerText()).trim();
       assert.equal(await page.locator('.sds-tree-tag-local').count(), 0, 'the mounted versions are in Cirro');
-      await page.locator('.jp-BreadCrumbs-home').click();
-      await item(page, 'workspace.ipynb').dblclick();
-      await notebookReady(page, '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
-      const output = () => page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell').nth(1).locator('.jp-OutputArea').innerText();
-      try {
-        await runCell(page, 0);
-        await page.waitForSelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea .sds-history-row', { timeout: 120000 });
-        await runCell(page, 1);
-        await page.waitForFunction(() => /Saved `adata` as v\d+|rror/.test(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell')[1]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 120000 });
-      } catch (error) {
-        await shot(page, 'FAILED-issue26-save');
-        throw error;
-      }
+      const output = await openAndSave(page, 'workspace.ipynb', 'FAILED-issue26-save');
       // the version went to the versions folder, said so, and the read-only mount is as it was
       const [saved] = readdirSync(join(home, 'sds-versions')).filter(f => !f.startsWith('.'));
       assert.ok(saved && existsSync(join(home, 'sds-versions', saved, 'layer.json')), 'a version in the versions folder');
@@ -710,19 +710,8 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     const panelTab = (await currentTab(page).innerText()).trim();
     assert.equal(await page.locator('.sds-new-versions').isHidden(), true);
     // the notebook opens in a tab beside the panel (same page, no reload)
-    await page.locator('.jp-BreadCrumbs-home').click();
-    await item(page, 'save-to-panel.ipynb').dblclick();
-    await notebookReady(page, '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell');
-    try {
-      await runCell(page, 0);
-      await page.waitForSelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea .sds-history-row', { timeout: 120000 });
-      await runCell(page, 1);
-      await page.waitForFunction(() => /Saved `adata` as v\d+|rror/.test(document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell')[1]?.querySelector('.jp-OutputArea')?.textContent ?? ''), null, { timeout: 120000 });
-    } catch (error) {
-      await shot(page, 'FAILED-save-to-panel');
-      throw error;
-    }
-    assert.doesNotMatch(await page.locator('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell').nth(1).locator('.jp-OutputArea').innerText(), /rror/);
+    const output = await openAndSave(page, 'save-to-panel.ipynb', 'FAILED-save-to-panel');
+    assert.doesNotMatch(await output(), /rror/);
     // back to the panel: the new version shows (that it asks at once, before the next tick,
     // is livepoller.test.ts's job with the clock frozen; a wall clock here would only be flaky)
     await page.locator('.lm-DockPanel .lm-TabBar-tab', { hasText: panelTab }).first().click();

@@ -109,7 +109,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .catch(err => console.warn('sds-jupyter: settings not loaded', err));
     }
 
-    const open = (path: string): MainAreaWidget<VersionContent> => {
+    // a restored panel keeps the name its layout entry was saved under (see VersionContent.origin)
+    const freshOrigin = (path: string): string => {
+      let origin = path;
+      for (let n = 2; tracker.find(w => w.content.origin === origin); n++) {
+        origin = `${path}#${n}`;
+      }
+      return origin;
+    };
+
+    const open = (path: string, origin?: string): MainAreaWidget<VersionContent> => {
       const existing = tracker.find(w => w.content.path === path);
       if (existing) {
         showInMain(shell, existing);
@@ -134,13 +143,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
             return 'Refreshed';
           }
         }
-      ]);
+      ], origin ?? freshOrigin(path));
       panel.title.icon = folderIcon;
       if (!showInMain(shell, panel)) {
         panel.dispose();
         throw new Error('this page has no room for a version panel; open the version from the file browser');
       }
       void tracker.add(panel);
+      // a reload restores the version the panel shows now, not the one it was opened on
+      panel.content.pathChanged.connect(() => void tracker.save(panel));
       return panel;
     };
 
@@ -165,7 +176,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           path = answer.value;
         }
         path = path.replace(/^\/+|\/+$/g, '');
-        return open(path).id;
+        return open(path, typeof args.origin === 'string' ? args.origin : undefined).id;
       }
     });
 
@@ -238,8 +249,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (restorer) {
       void restorer.restore(tracker, {
         command: CommandIDs.openVersion,
-        args: w => ({ path: w.content.path }),
-        name: w => w.content.path
+        args: w => ({ path: w.content.path, origin: w.content.origin }),
+        name: w => w.content.origin
       });
     }
   }

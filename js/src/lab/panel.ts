@@ -1,6 +1,7 @@
 /** The version browser as a main-area panel. */
 
 import { MainAreaWidget } from '@jupyterlab/apputils';
+import { Signal, type ISignal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 import { mountApp, type AppAction, type AppHandle } from '../app';
 import type { History } from '../app/shared/types';
@@ -10,9 +11,24 @@ import { RestTransport, fetchMissing } from './transport';
 export class VersionContent extends Widget {
   private app: AppHandle | null = null;
   private readonly transport: RestTransport;
+  private readonly moved = new Signal<this, string>(this);
 
-  constructor(path: string, actions: AppAction[], onHistory: (h: History) => void, onClose?: () => void) {
+  /**
+   * What JupyterLab's layout knows this panel by, for good: the folder it was first opened on
+   * (made unique among open panels). The panel moves to other versions, but a reload matches
+   * the saved layout's entry by this name, so it must not move with it.
+   */
+  readonly origin: string;
+
+  constructor(
+    path: string,
+    actions: AppAction[],
+    onHistory: (h: History) => void,
+    onClose?: () => void,
+    origin: string = path
+  ) {
     super();
+    this.origin = origin;
     this.transport = new RestTransport(path);
     this.addClass('sds-panel');
     this.app = mountApp(this.node, this.transport, {
@@ -24,12 +40,18 @@ export class VersionContent extends Widget {
       // another version of the tree opens in this panel (folders are relative to the server root)
       openVersion: async folder => {
         this.transport.path = folder;
+        this.moved.emit(folder);
       },
       // the server downloads the missing dataset into its fetch folder; the app then reloads
       fetchMissing: async () => {
         await fetchMissing(this.transport.path);
       }
     });
+  }
+
+  /** The panel moved to another version of its tree: what a reload restores has changed. */
+  get pathChanged(): ISignal<this, string> {
+    return this.moved;
   }
 
   /** The version folder shown (relative to the server root). */
@@ -56,7 +78,8 @@ let panelIds = 0;
 /** A panel for the version folder `path`, titled from its history. */
 export function createVersionPanel(
   path: string,
-  actions: AppAction[]
+  actions: AppAction[],
+  origin: string = path
 ): MainAreaWidget<VersionContent> {
   const name = path.split('/').filter(Boolean).pop() ?? path;
   let panel: MainAreaWidget<VersionContent> | null = null;
@@ -68,7 +91,7 @@ export function createVersionPanel(
     const title = top?.title || top?.dataset_id || name;
     panel.title.label = title;
     panel.title.caption = `${title}\n${content.path}`;
-  }, () => panel?.close());
+  }, () => panel?.close(), origin);
   panel = new MainAreaWidget({ content });
   // an id of its own: the panel moves to other versions, so its first folder would not name it
   // (a panel for a folder is found by the folder it shows, see the tracker)
