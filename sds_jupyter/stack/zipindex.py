@@ -493,7 +493,7 @@ _DOC_NAMES = tuple(doc.encode() for doc, _ in ROOT_DOCS)
 
 
 class ZipIndexes:
-    """Indexes of local zips read in this process, while each file is unchanged (an LRU of ``limit``).
+    """Indexes of local zips read by their owner, while each file is unchanged (an LRU of ``limit``).
 
     Why an object and not a module dict: whoever opens stacks owns what they remember
     (:class:`~sds_jupyter.stack.caches.StackCaches` holds one of these, a service's
