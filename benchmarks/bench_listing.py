@@ -53,8 +53,7 @@ def main() -> None:
     sys.argv, full = [a for a in sys.argv if a != "--full"], "--full" in sys.argv
     args = begin(__doc__)
     from sds_jupyter.stack import open_stack
-    from sds_jupyter.stack.locator import PARSED_MANIFESTS
-    from sds_jupyter.stack.stack import RESOLVED_STACKS
+    from sds_jupyter.stack.caches import default_caches
 
     n = 1_000_000 if full else (20_000 if args.quick else 100_000)
     scale = n / 1_000_000
@@ -68,8 +67,8 @@ def main() -> None:
         settle()
 
         def forget() -> None:
-            RESOLVED_STACKS.clear()
-            PARSED_MANIFESTS.clear()
+            default_caches().stacks.clear()
+            default_caches().manifests.clear()
 
         def open_it() -> None:
             open_stack(top)

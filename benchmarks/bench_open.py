@@ -54,9 +54,8 @@ def main() -> None:
     import zarr
 
     from sds_jupyter.stack import Stack, StackStore, open_stack
-    from sds_jupyter.stack.locator import PARSED_MANIFESTS
+    from sds_jupyter.stack.caches import default_caches
     from sds_jupyter.stack.manifest import parse_manifest, read_manifest
-    from sds_jupyter.stack.stack import RESOLVED_STACKS
 
     depth = 500
     rounds = args.rounds or (5 if args.quick else 21)
@@ -68,8 +67,8 @@ def main() -> None:
         settle()
 
         def forget() -> None:
-            RESOLVED_STACKS.clear()
-            PARSED_MANIFESTS.clear()
+            default_caches().stacks.clear()
+            default_caches().manifests.clear()
 
         def open_it() -> None:
             open_stack(top).close()

@@ -84,9 +84,8 @@ def build(root: Path, n_bases: int, per_base: int) -> tuple[Path, list[Path]]:
 
 def main() -> None:
     args = begin(__doc__)
-    import sds_jupyter.stack.tree as tree_module
     from sds_jupyter.service import StackService
-    from sds_jupyter.stack.locator import PARSED_MANIFESTS
+    from sds_jupyter.stack.caches import default_caches
 
     n_bases = 5 if args.quick else N_BASES
     rounds = args.rounds or (3 if args.quick else 9)
@@ -106,9 +105,7 @@ def main() -> None:
 
         def empty_cache() -> None:
             """Forget every parsed manifest and the last scan: the next request reads all."""
-            PARSED_MANIFESTS.clear()
-            tree_module._LAST_SCANS.clear()
-            tree_module._UNDER_DATA.clear()
+            default_caches().clear()
 
         def read_all() -> None:
             os.listdir(datasets)

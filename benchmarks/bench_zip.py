@@ -111,6 +111,7 @@ def main() -> None:
     from zarr.storage import ZipStore
 
     from sds_jupyter.stack import open_stack, zipindex
+    from sds_jupyter.stack.caches import default_caches
     from sds_jupyter.stack.location import location_of
     from sds_jupyter.stack.sources import ZipSource
 
@@ -136,7 +137,7 @@ def main() -> None:
             store.close()
 
         results = []
-        ta, tb = alternate(open_ours, open_zipstore, rounds, before_a=zipindex.clear_cache)
+        ta, tb = alternate(open_ours, open_zipstore, rounds, before_a=default_caches().zip_indexes.clear)
         results.append(
             comparison(
                 f"zip open, {members:,} members",
@@ -162,7 +163,7 @@ def main() -> None:
             )
         )
 
-        zipindex.clear_cache()
+        default_caches().zip_indexes.clear()
         gc.collect()
         tracemalloc.start()
         source = ZipSource(location_of(path))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sds_jupyter._version import __version__
 from sds_jupyter.errors import MissingDatasetError, StackError
-from sds_jupyter.stack import Stack, StackStore, open_stack
+from sds_jupyter.stack import Stack, StackCaches, StackStore, open_stack
 from sds_jupyter.stack.flatten import flatten
 from sds_jupyter.stack.inspect import check, describe
 from sds_jupyter.stack.open import open_anndata, open_spatialdata
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MissingDatasetError",
     "Stack",
+    "StackCaches",
     "StackError",
     "StackStore",
     "VersionBrowser",

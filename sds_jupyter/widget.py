@@ -247,7 +247,14 @@ class VersionBrowser(anywidget.AnyWidget):
         if adata is None:
             adata = self._bound_value()
         parent = self._source_of(adata) or self.service.stack.at(self.selected)
-        top = save_version(parent, adata, title=title, message=message, table=self.service.table_name)
+        top = save_version(
+            parent,
+            adata,
+            title=title,
+            message=message,
+            table=self.service.table_name,
+            caches=self.service.session.caches,  # where its open remembered what it read
+        )
         self._move_to(top)
         self._remember(adata, self.service.stack)  # saved as it is: the next save goes on top of it
         return top

@@ -22,9 +22,9 @@ from stackkit import ROOT_DOC, chain, write_base, write_version
 from sds_jupyter import Stack, StackStore
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack import stack as stack_module
-from sds_jupyter.stack.locator import PARSED_MANIFESTS, RACY_FINE_SECONDS
+from sds_jupyter.stack.caches import StackCaches, default_caches
+from sds_jupyter.stack.locator import RACY_FINE_SECONDS
 from sds_jupyter.stack.paths import linkless_opens
-from sds_jupyter.stack.stack import RESOLVED_STACKS
 
 pytestmark = pytest.mark.skipif(not linkless_opens(), reason="no openat2 here: every walk is the careful one")
 
@@ -134,10 +134,8 @@ CASES: dict[str, tuple[Case, bool]] = {
 
 def _answer(top: Path, folders: dict[str, str] | None) -> tuple[Any, ...]:
     """Everything a reader uses of the stack ``top`` resolves to, or the refusal's type and words."""
-    RESOLVED_STACKS.clear()
-    PARSED_MANIFESTS.clear()
     try:
-        stack = Stack.resolve(top, folders=folders)
+        stack = Stack.resolve(top, folders=folders, caches=StackCaches())  # nothing remembered from before
     except StackError as exc:
         partial = getattr(exc, "partial", None)
         kept = None if partial is None else [(v.dataset_id, v.depth, str(v.manifest_path)) for v in partial.versions]
@@ -176,7 +174,7 @@ def test_a_place_tried_first_is_watched_after_a_quick_walk(tmp_path: Path) -> No
     datasets.mkdir()
     top, _ = _cirro_layout(datasets, tmp_path)
     time.sleep(RACY_FINE_SECONDS * 2)  # files this new are never kept (they may change again unseen)
-    RESOLVED_STACKS.clear()
+    default_caches().stacks.clear()
     first = Stack.resolve(top)
     assert str(first.versions[1].data_dir).endswith("/v2/data")
     assert Stack.resolve(top) is first  # kept while nothing changes

@@ -25,16 +25,17 @@ from stackkit import chain, write_base, write_version
 from sds_jupyter import Stack, StackError
 from sds_jupyter.errors import StackChangedError, UnsafePathError
 from sds_jupyter.stack import StackStore, locator, open_stack
+from sds_jupyter.stack.caches import default_caches
 from sds_jupyter.stack.cow import CopyOnWriteStore
-from sds_jupyter.stack.locator import PARSED_MANIFESTS
 from sds_jupyter.stack.paths import PLAIN_RELATIVE
-from sds_jupyter.stack.stack import RESOLVED_STACKS
+
+#: The process's caches, what every call here uses (none passes its own).
+CACHES = default_caches()
 
 
 @pytest.fixture(autouse=True)
 def empty_caches() -> None:
-    RESOLVED_STACKS.clear()
-    PARSED_MANIFESTS.clear()
+    CACHES.clear()
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def test_a_manifest_rewritten_to_the_same_size_and_mtime_is_read_again(
     assert Stack.resolve(top).versions[1].title == "version v2"
     _rewrite_keeping_size_and_mtime(datasets / "v2" / "layer.json", {"title": "VERSION V2"})
     if forget_stacks:
-        RESOLVED_STACKS.clear()  # only the parsed-manifest cache is left to be stale
+        CACHES.stacks.clear()  # only the parsed-manifest cache is left to be stale
     assert Stack.resolve(top).versions[1].title == "VERSION V2"
 
 
@@ -135,7 +136,7 @@ def test_files_changed_just_now_are_not_cached(top: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(locator, "RACY_FINE_SECONDS", 3600.0)  # every file here changed "just now"
     first = Stack.resolve(top)
     assert Stack.resolve(top) is not first
-    assert len(PARSED_MANIFESTS) == 0
+    assert len(CACHES.manifests) == 0
 
 
 @pytest.mark.usefixtures("no_racy_window")
@@ -156,7 +157,7 @@ def test_unpickling_into_a_changed_stack_is_refused(top: Path, datasets: Path) -
     data = pickle.dumps(store)
     assert pickle.loads(data).stack is store.stack, "in this process, a live stack is shared"
     del store
-    RESOLVED_STACKS.clear()
+    CACHES.stacks.clear()
     gc.collect()  # the stack is gone: unpickling now opens it again, as a worker would
     manifest = datasets / "v1" / "layer.json"
     doc = json.loads(manifest.read_text())
@@ -273,13 +274,13 @@ def test_a_save_beside_a_stack_keeps_it_cached_while_its_own_manifest_change_sho
     _settle()
     first = Stack.resolve(top)
     assert Stack.resolve(top) is first
-    hits = RESOLVED_STACKS.hits
+    hits = CACHES.stacks.hits
 
     before = os.stat(datasets).st_mtime_ns
     write_version(datasets, "w1", "cirro:::dataset:v2/layer.json", {"layer/w": b"w"})  # another save, beside
     assert os.stat(datasets).st_mtime_ns != before, "the datasets folder changed"
     assert Stack.resolve(top) is first, "a save into the folder left this stack's cache alone"
-    assert RESOLVED_STACKS.hits == hits + 1
+    assert CACHES.stacks.hits == hits + 1
 
     manifest = datasets / "v2" / "layer.json"
     doc = json.loads(manifest.read_text())
@@ -287,7 +288,7 @@ def test_a_save_beside_a_stack_keeps_it_cached_while_its_own_manifest_change_sho
     manifest.write_text(json.dumps(doc))
     again = Stack.resolve(top)
     assert again is not first and again.versions[1].title == "edited"
-    assert RESOLVED_STACKS.hits == hits + 1
+    assert CACHES.stacks.hits == hits + 1
 
 
 def test_a_manifest_appearing_where_the_walk_found_none_is_seen(datasets: Path) -> None:

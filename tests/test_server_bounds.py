@@ -394,15 +394,19 @@ def test_services_of_other_branches_are_evicted(studio_stack, tmp_path) -> None:
     assert labels_of(branches[0]) == {"label-0"}  # reopened after its eviction
 
 
-def test_remembered_folder_scans_stay_within_their_bytes(studio_stack, tmp_path, monkeypatch) -> None:
+def test_remembered_folder_scans_stay_within_their_bytes(studio_stack, tmp_path) -> None:
     """Two datasets folders scanned in turn with room for one folder's manifests: only the last is kept."""
+    from sds_jupyter.limits import SCANS_CACHE_BYTES
     from sds_jupyter.stack import tree
+    from sds_jupyter.stack.caches import StackCaches
 
+    assert StackCaches().scans.max_bytes == SCANS_CACHE_BYTES  # the bound's one home
     first = Path(shutil.copytree(studio_stack.datasets, tmp_path / "first", symlinks=True))
     second = Path(shutil.copytree(studio_stack.datasets, tmp_path / "second", symlinks=True))
     one_folder = sum((first / name / "layer.json").stat().st_size for name in ("studio-1111", "edit-2222"))
-    monkeypatch.setattr(tree, "SCANS_CACHE_BYTES", one_folder + 1)
-    assert len(tree.scan_versions(first).versions) == 2
-    assert len(tree.scan_versions(second).versions) == 2
-    kept = [folder for folder, _ in tree._LAST_SCANS]
+    caches = StackCaches(scan_bytes=one_folder + 1)
+    assert len(tree.scan_versions(first, caches=caches).versions) == 2
+    assert len(tree.scan_versions(second, caches=caches).versions) == 2
+    kept = [folder for folder, _ in caches.scans.kept()]
     assert str(second.resolve()) in kept and str(first.resolve()) not in kept
+    assert caches.scans.bytes == one_folder

@@ -13,8 +13,9 @@ from sds_jupyter import Stack
 from sds_jupyter.errors import MissingDatasetError
 from sds_jupyter.service import StackService, dispatch
 from sds_jupyter.stack import locator
+from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.location import location_of
-from sds_jupyter.stack.locator import PARSED_MANIFESTS, is_version_folder
+from sds_jupyter.stack.locator import is_version_folder
 from sds_jupyter.stack.tree import find_manifest, scan_versions
 
 
@@ -128,20 +129,21 @@ def test_broken_chain_history_changes_and_tree(datasets: Path) -> None:
 
 
 def test_the_listing_parses_through_the_one_manifest_cache(datasets: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Listing and opening share PARSED_MANIFESTS and its rule: a rewrite that keeps size and mtime is read again."""
+    """Listing and opening given the same caches share their parsed manifests, under their rule: a rewrite
+    that keeps size and mtime is read again."""
     monkeypatch.setattr(locator, "RACY_SECONDS", 0.0)  # the files were written just now
-    PARSED_MANIFESTS.clear()
-    first = {v.dataset_id: v.manifest for v in scan_versions(datasets).versions}
-    again = {v.dataset_id: v.manifest for v in scan_versions(datasets).versions}
+    caches = StackCaches()
+    first = {v.dataset_id: v.manifest for v in scan_versions(datasets, caches=caches).versions}
+    again = {v.dataset_id: v.manifest for v in scan_versions(datasets, caches=caches).versions}
     assert all(again[k] is first[k] for k in first)  # parsed once
-    assert Stack.resolve(datasets / "v2").top.manifest is first["v2"]  # and opening reuses the parse
+    assert Stack.resolve(datasets / "v2", caches=caches).top.manifest is first["v2"]  # and opening reuses the parse
     path = datasets / "v3" / "layer.json"
     before = path.stat()
     doc = json.loads(path.read_text())
     doc["title"] = doc["title"][::-1]  # same size
     path.write_text(json.dumps(doc))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # and the same mtime: only the ctime shows it
-    after = {v.dataset_id: v.manifest for v in scan_versions(datasets).versions}
+    after = {v.dataset_id: v.manifest for v in scan_versions(datasets, caches=caches).versions}
     assert after["v3"].title == doc["title"] and after["v2"] is first["v2"]
 
 

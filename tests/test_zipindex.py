@@ -178,40 +178,50 @@ def cache_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(zipindex, "FRESH_SECONDS", 0.0)
 
 
-def test_a_zip_written_a_moment_ago_is_not_cached(tmp_path: Path) -> None:
+@pytest.fixture
+def indexes() -> zipindex.ZipIndexes:
+    """A cache of zip indexes of this test's own (the caller owns it; no module holds one)."""
+    return zipindex.ZipIndexes()
+
+
+def test_a_zip_written_a_moment_ago_is_not_cached(tmp_path: Path, indexes: zipindex.ZipIndexes) -> None:
     path = write_zip(tmp_path / "s.zarr.zip", ODD)
-    assert ZipSource(location_of(path))._index is not ZipSource(location_of(path))._index
+    assert (
+        ZipSource(location_of(path), indexes=indexes)._index is not ZipSource(location_of(path), indexes=indexes)._index
+    )
 
 
 @pytest.mark.usefixtures("cache_at_once")
-def test_reopening_an_unchanged_zip_reuses_its_index(tmp_path: Path) -> None:
+def test_reopening_an_unchanged_zip_reuses_its_index(tmp_path: Path, indexes: zipindex.ZipIndexes) -> None:
     path = write_zip(tmp_path / "s.zarr.zip", ODD)
-    first, second = ZipSource(location_of(path)), ZipSource(location_of(path))
+    first, second = ZipSource(location_of(path), indexes=indexes), ZipSource(location_of(path), indexes=indexes)
     assert first._index is second._index
-    assert ZipSource(location_of(tmp_path / "." / "s.zarr.zip"))._index is first._index
+    assert ZipSource(location_of(tmp_path / "." / "s.zarr.zip"), indexes=indexes)._index is first._index
 
 
 @pytest.mark.usefixtures("cache_at_once")
-def test_a_zip_replaced_with_one_of_the_same_size_is_read_again(tmp_path: Path) -> None:
+def test_a_zip_replaced_with_one_of_the_same_size_is_read_again(tmp_path: Path, indexes: zipindex.ZipIndexes) -> None:
     path = write_zip(tmp_path / "s.zarr.zip", {"zarr.json": b"{}", "t/aaaa": b"1"})
-    stale = ZipSource(location_of(path))
-    assert ZipSource(location_of(path))._index is stale._index  # cached
+    stale = ZipSource(location_of(path), indexes=indexes)
+    assert ZipSource(location_of(path), indexes=indexes)._index is stale._index  # cached
     info = os.stat(path)
     # Same size, names of the same length, a new mtime: the old index would serve no "t/bbbb".
     replacement = write_zip(tmp_path / "next" / "s.zarr.zip", {"zarr.json": b"{}", "t/bbbb": b"2"})
     assert replacement.stat().st_size == info.st_size
     os.replace(replacement, path)
     os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 1_000_000_000))
-    fresh = ZipSource(location_of(path))
+    fresh = ZipSource(location_of(path), indexes=indexes)
     assert fresh._index is not stale._index and list(fresh.keys()) == ["t/bbbb", "zarr.json"]
     assert fresh.read("t/bbbb") == b"2"
 
 
 @pytest.mark.usefixtures("cache_at_once")
-def test_a_zip_rewritten_in_place_with_its_mtime_put_back_is_read_again(tmp_path: Path) -> None:
+def test_a_zip_rewritten_in_place_with_its_mtime_put_back_is_read_again(
+    tmp_path: Path, indexes: zipindex.ZipIndexes
+) -> None:
     path = write_zip(tmp_path / "s.zarr.zip", {"zarr.json": b"{}", "t/aaaa": b"1"})
-    stale = ZipSource(location_of(path))
-    assert ZipSource(location_of(path))._index is stale._index  # cached
+    stale = ZipSource(location_of(path), indexes=indexes)
+    assert ZipSource(location_of(path), indexes=indexes)._index is stale._index  # cached
     info = os.stat(path)
     data = write_zip(tmp_path / "next.zip", {"zarr.json": b"{}", "t/bbbb": b"2"}).read_bytes()
     with open(path, "r+b") as handle:  # same inode, same size
@@ -219,8 +229,34 @@ def test_a_zip_rewritten_in_place_with_its_mtime_put_back_is_read_again(tmp_path
     os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))  # the mtime set back by hand
     after = os.stat(path)
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (info.st_ino, info.st_size, info.st_mtime_ns)
-    fresh = ZipSource(location_of(path))
+    fresh = ZipSource(location_of(path), indexes=indexes)
     assert fresh._index is not stale._index and fresh.read("t/bbbb") == b"2"
+
+
+@pytest.mark.usefixtures("cache_at_once")
+def test_a_zip_opened_without_indexes_is_read_each_time_and_kept_nowhere(
+    tmp_path: Path, indexes: zipindex.ZipIndexes
+) -> None:
+    path = write_zip(tmp_path / "s.zarr.zip", ODD)
+    assert ZipSource(location_of(path))._index is not ZipSource(location_of(path))._index
+    kept = ZipSource(location_of(path), indexes=indexes)
+    assert len(indexes) == 1 and ZipSource(location_of(path))._index is not kept._index
+    other = zipindex.ZipIndexes()
+    assert ZipSource(location_of(path), indexes=other)._index is not kept._index  # two owners share nothing
+    indexes.clear()
+    assert len(indexes) == 0 and len(other) == 1
+
+
+@pytest.mark.usefixtures("cache_at_once")
+def test_the_zip_indexes_keep_at_most_their_limit(tmp_path: Path) -> None:
+    indexes = zipindex.ZipIndexes(limit=2)
+    paths = [write_zip(tmp_path / f"s{n}.zarr.zip", ODD) for n in range(3)]
+    first = ZipSource(location_of(paths[0]), indexes=indexes)
+    for path in paths[1:]:
+        ZipSource(location_of(path), indexes=indexes)
+    assert len(indexes) == 2  # the least recently used went
+    assert ZipSource(location_of(paths[0]), indexes=indexes)._index is not first._index
+    assert zipindex.ZipIndexes().limit == zipindex.CACHED_INDEXES
 
 
 def test_the_index_of_fifty_thousand_members_stays_small(tmp_path: Path) -> None:
@@ -230,7 +266,6 @@ def test_the_index_of_fifty_thousand_members_stays_small(tmp_path: Path) -> None
         archive.writestr("zarr.json", b"{}")
         for number in range(count):
             archive.writestr(f"image/0/c/{number // 1000}/{number % 1000}", b"x")
-    zipindex.clear_cache()
     gc.collect()
     tracemalloc.start()
     try:

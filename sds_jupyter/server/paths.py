@@ -14,7 +14,8 @@ from pathlib import Path, PurePosixPath
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.stack import Stack, location_of
-from sds_jupyter.stack.locator import locate_version
+from sds_jupyter.stack.caches import default_caches
+from sds_jupyter.stack.locator import ManifestReader, locate_version
 
 __all__ = [
     "FolderUnreadableError",
@@ -129,7 +130,8 @@ def check_datasets_dir_inside(path: Path, root: str | os.PathLike[str]) -> None:
     Parents are found beside the version's dataset folder, so that folder's
     parent must be inside the root: a version at the root itself is refused.
     """
-    located = locate_version(location_of(path))  # the library's rule: where a version's manifest is
+    # the library's rule: where a version's manifest is (read through the caches the services open with)
+    located = locate_version(location_of(path), ManifestReader(default_caches().manifests))
     if located is None:
         return  # a store: it has no parents
     parents_dir = located[0].parent.local_path()  # where the parents are looked up: beside the dataset

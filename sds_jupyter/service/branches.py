@@ -41,7 +41,9 @@ def tree(session: Session) -> TreeData:
         nodes = [_tree_node(session, v, versions) for v in versions]
         note = ["object storage is not listed: only the opened chain is shown"] if versions else []
         return {"current": current, "nodes": nodes, "base": base, "notes": note}
-    return build_tree(local, folders, current or "", end, base, session.folder_text, listed_beside(local))
+    return build_tree(
+        local, folders, current or "", end, base, session.folder_text, listed_beside(local), session.caches
+    )
 
 
 def _tree_node(session: Session, version: Any, versions: tuple[Any, ...]) -> TreeNode:
@@ -68,7 +70,7 @@ def fingerprint(session: Session) -> Fingerprint:
     if local is None:  # object storage is not listed
         return {"fingerprint": ""}
     listed = [local, *listed_beside(local)]
-    return {"fingerprint": "+".join(listing_fingerprint(folder, folders) for folder in listed)}
+    return {"fingerprint": "+".join(listing_fingerprint(folder, folders, caches=session.caches) for folder in listed)}
 
 
 def _tree_folders(session: Session) -> dict[str, str]:

@@ -28,6 +28,7 @@ from sds_jupyter.service.types import (
     TableContents,
 )
 from sds_jupyter.stack import Stack, StackStore
+from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 
 __all__ = ["ELEMENT_KINDS", "read_contents"]
@@ -44,7 +45,7 @@ MAX_GEO_BYTES = 1024 * 1024
 class Marks:
     """Which nodes one version wrote, and which existed in the version below it."""
 
-    def __init__(self, stack: Stack, depth: int) -> None:
+    def __init__(self, stack: Stack, depth: int, caches: StackCaches | None = None) -> None:
         self.below: StackStore | None = None
         self.keys: list[str] = []
         self.deleted: list[str] = []
@@ -52,7 +53,7 @@ class Marks:
             version = stack.versions[stack.depth - depth]
             self.keys = sorted(f.key for f in version.manifest.files)
             self.deleted = list(version.manifest.deleted)
-            self.below = StackStore(stack.at(depth - 1))
+            self.below = StackStore(stack.at(depth - 1), caches=caches)
 
     def status(self, node: str) -> NodeStatus | None:
         """``"added"`` (absent below), ``"changed"`` (written here), or None (inherited)."""
@@ -71,11 +72,11 @@ class Marks:
         return [name for name in self.below.children_raw(node) if name not in present and name != "zarr.json"]
 
 
-def read_contents(stack: Stack, depth: int) -> ContentsData:
-    """Every element of the version at ``depth`` and, for each table, its columns and keys."""
-    store = StackStore(stack.at(depth))
+def read_contents(stack: Stack, depth: int, caches: StackCaches | None = None) -> ContentsData:
+    """Every element of the version at ``depth`` and, for each table, its columns and keys (read through ``caches``)."""
+    store = StackStore(stack.at(depth), caches=caches)
     root = zarr.open_group(store, mode="r", zarr_format=store.root_zarr_format)
-    marks = Marks(stack, depth)
+    marks = Marks(stack, depth, caches)
     elements: list[ElementSummary] = []
     tables: list[TableContents] = []
     for kind in ELEMENT_KINDS:

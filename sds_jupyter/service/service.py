@@ -30,6 +30,7 @@ from sds_jupyter.service.requests import REQUESTS
 from sds_jupyter.service.session import Folders, Session
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.stack import Stack
+from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.tree import PartialChain
 from sds_jupyter.studio.figures import ParsedFigure
 from sds_jupyter.studio.results import MAIN_TABLE, ResultTable
@@ -43,7 +44,8 @@ class StackService:
     ``path_or_stack`` is anything :meth:`Stack.resolve` takes (a local path, or an
     object-storage URL with ``storage_options``), a Stack, or an opened :class:`Session`.
     A stack that cannot be resolved (a missing parent, say) does not raise here:
-    ``history`` reports it in place and every other request raises it.
+    ``history`` reports it in place and every other request raises it. ``caches`` go to
+    the :class:`Session` (see :class:`~sds_jupyter.stack.caches.StackCaches`).
 
     Each request of :data:`REQUESTS` is a method of the same name taking the request's
     parameters (``service.canvas(2, "fig")``), called as given: the dispatcher's coercion
@@ -58,11 +60,19 @@ class StackService:
         table: str = "table",
         relative_to: str | os.PathLike[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        caches: StackCaches | None = None,
     ) -> None:
         self.session = (
             path_or_stack
             if isinstance(path_or_stack, Session)
-            else Session(path_or_stack, folders, table=table, relative_to=relative_to, storage_options=storage_options)
+            else Session(
+                path_or_stack,
+                folders,
+                table=table,
+                relative_to=relative_to,
+                storage_options=storage_options,
+                caches=caches,
+            )
         )
 
     def __getattr__(self, name: str) -> Callable[..., Any]:

@@ -3,7 +3,11 @@
 Why a class of its own: the feature modules (:mod:`sds_jupyter.service.features`) answer
 requests as functions of a :class:`Session`, so none of them holds state or imports
 another; the caches they share (tables, AnnData, pyramids, other branches' sessions)
-live here, once per opened version.
+live here, once per opened version. What the stack library remembers of the disk
+(parsed manifests, zip indexes, folder scans, resolved stacks) is a
+:class:`~sds_jupyter.stack.caches.StackCaches` the session is given (the process's
+when none is) and passes to every call that reads: two sessions given different
+caches share nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.tree import sibling_folder
 from sds_jupyter.service.types import BaseSummary
 from sds_jupyter.stack import Stack, StackStore, Version
+from sds_jupyter.stack.caches import StackCaches, default_caches
 from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.open import open_anndata, open_table_group
 from sds_jupyter.stack.refs import FolderMap
@@ -51,6 +56,10 @@ class Session:
     object-storage URL with ``storage_options``), or a Stack. A stack that cannot be
     resolved (a missing parent, say) does not raise here: ``history`` reports it in place
     and every other request raises it.
+
+    ``caches`` is where the stack library keeps what it read for this session (see
+    :class:`~sds_jupyter.stack.caches.StackCaches`); the process's own when None. The
+    sessions it opens for other versions (:meth:`sibling`, other branches) share it.
     """
 
     def __init__(
@@ -61,7 +70,10 @@ class Session:
         table: str = "table",
         relative_to: str | os.PathLike[str] | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        caches: StackCaches | None = None,
     ) -> None:
+        #: What the stack library remembers of the disk for this session: passed to every read.
+        self.caches = default_caches(caches)
         self.table_name = table
         self.relative_to = Path(relative_to) if relative_to is not None else None
         #: The resolved stack, or None when it could not be resolved (then ``error`` says why).
@@ -86,7 +98,9 @@ class Session:
             self.resolved = path_or_stack
         else:
             try:
-                self.resolved = Stack.resolve(path_or_stack, folders=folders, storage_options=storage_options)
+                self.resolved = Stack.resolve(
+                    path_or_stack, folders=folders, storage_options=storage_options, caches=self.caches
+                )
             except StackError as exc:
                 self._error = exc
                 self.partial = getattr(exc, "partial", None)
@@ -134,7 +148,7 @@ class Session:
             raise RequestError(f"{key[1]!r} is not a table name.")
 
         def opened() -> TableView:
-            store = StackStore(self.stack.at(key[0]))
+            store = StackStore(self.stack.at(key[0]), caches=self.caches)
             group = open_table_group(store, key[1])
             return TableView(zarr.open_group(store, mode="r"), group, key[1])
 
@@ -143,7 +157,9 @@ class Session:
     def adata(self, version: int | str | None = None) -> Any:
         """The whole AnnData of the table at ``version`` (read once, for notebooks)."""
         depth = self.depth(version)
-        return self.adatas.get(depth, lambda: open_anndata(self.stack.at(depth), table=self.table_name))
+        return self.adatas.get(
+            depth, lambda: open_anndata(self.stack.at(depth), table=self.table_name, caches=self.caches)
+        )
 
     def studio_uns(self, version: int | str | None, results: Iterable[str] | Literal["all"] = ()) -> dict[str, Any]:
         """The table's studio figures and the named results, refusing a table the app never saved into."""
@@ -213,8 +229,10 @@ class Session:
         local = datasets_dir.as_local()
         if local is None:
             raise StackError("moving to another version is not done in object storage; open it by its URL")
-        path = sibling_folder(local, folder, self.relative_to, listed_beside(local))
-        return Session(path, dict(folders) or None, table=self.table_name, relative_to=self.relative_to)
+        path = sibling_folder(local, folder, self.relative_to, listed_beside(local), self.caches)
+        return Session(
+            path, dict(folders) or None, table=self.table_name, relative_to=self.relative_to, caches=self.caches
+        )
 
 
 @runtime_checkable

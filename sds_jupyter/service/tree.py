@@ -17,8 +17,9 @@ from pathlib import Path
 
 from sds_jupyter.errors import StackError, UnsafePathError
 from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
+from sds_jupyter.stack.caches import StackCaches, default_caches
 from sds_jupyter.stack.location import location_of
-from sds_jupyter.stack.locator import is_version_folder
+from sds_jupyter.stack.locator import ManifestReader, is_version_folder
 from sds_jupyter.stack.paths import DATA_DIR, is_within
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.stack import depth_above_missing
@@ -48,12 +49,17 @@ def chain_end(reference: str | None, missing_id: str | None = None) -> End | Non
 
 
 def sibling_folder(
-    datasets_dir: Path, folder: str | os.PathLike[str], relative_to: Path | None, beside: Sequence[Path] = ()
+    datasets_dir: Path,
+    folder: str | os.PathLike[str],
+    relative_to: Path | None,
+    beside: Sequence[Path] = (),
+    caches: StackCaches | None = None,
 ) -> Path:
     """``folder`` (as the tree names it) when it is a version folder of ``datasets_dir`` or ``beside``; else refused.
 
     A browser moves to another version of the tree by its folder; that folder
-    comes back from the front end, so it is checked like any other path.
+    comes back from the front end, so it is checked like any other path. Its manifest
+    is looked up in ``caches`` (the process's when None).
     """
     path = Path(folder)
     if not path.is_absolute() and relative_to is not None:
@@ -62,7 +68,7 @@ def sibling_folder(
     roots = [Path(os.path.realpath(root)) for root in (datasets_dir, *beside)]
     if not any(is_within(real, root) and real != root for root in roots):
         raise UnsafePathError(f"{folder} is not a folder of the datasets folder {datasets_dir}; open it directly")
-    if not is_version_folder(location_of(real)):
+    if not is_version_folder(location_of(real), ManifestReader(default_caches(caches).manifests)):
         raise StackError(f"{folder} holds no layer.json: it is not a version")
     return real
 
@@ -149,16 +155,18 @@ def build_tree(
     base: BaseSummary | None,
     folder_text: Callable[[Path], str],
     beside: Sequence[Path] = (),
+    caches: StackCaches | None = None,
 ) -> TreeData:
     """The ``tree`` payload: the versions whose chain ends at ``end``, newest first.
 
     ``beside`` are further folders listed with ``datasets_dir`` (in a workspace: the
     versions folder and the mounted datasets, see :func:`~sds_jupyter.stack.workspace.listed_beside`).
+    The scans are kept in ``caches`` (the process's when None).
     """
-    scan = scan_versions(datasets_dir, folders)
+    scan = scan_versions(datasets_dir, folders, caches=caches)
     graph: Graph
     if beside:  # several folders: their versions are one graph, settled per request
-        scans = [scan, *(scan_versions(folder, folders) for folder in beside)]
+        scans = [scan, *(scan_versions(folder, folders, caches=caches) for folder in beside)]
         graph = _graph([v for s in scans for v in s.versions], [n for s in scans for n in s.notes])
     else:
         cached = scan.derived.get("tree")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.location import Location, RemotePath, is_url, location_of
 from sds_jupyter.stack.manifest import FileEntry, Manifest, parse_manifest, read_manifest
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
@@ -19,6 +20,7 @@ __all__ = [
     "Manifest",
     "RemotePath",
     "Stack",
+    "StackCaches",
     "StackStore",
     "Version",
     "is_url",

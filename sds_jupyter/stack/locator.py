@@ -41,9 +41,9 @@ from sds_jupyter.stack.manifest import (
 from sds_jupyter.stack.paths import DATA_DIR, dataset_places, open_linkless
 from sds_jupyter.stack.refs import CirroRef, FolderMap
 from sds_jupyter.stack.sources import ROOT_DOCS, Source, ZipSource
+from sds_jupyter.stack.zipindex import ZipIndexes
 
 __all__ = [
-    "PARSED_MANIFESTS",
     "RACY_FINE_SECONDS",
     "RACY_SECONDS",
     "DatasetLocator",
@@ -102,12 +102,17 @@ identity: Callable[[os.stat_result], Identity] = operator.attrgetter(
 
 
 class ParsedManifests:
-    """Manifests parsed in this process, by real path and file identity (an LRU under a byte budget).
+    """Manifests parsed, by real path and file identity (an LRU under a byte budget).
 
     Opening the same stack again costs an ``lstat`` per manifest instead of a read and a
     parse. An entry is used only when the file at the same real path is still a regular file
     (not a link) with the same identity; a file changed too recently to be sure of
     (:data:`RACY_SECONDS`) is never stored.
+
+    Why no instance lives here: whoever opens stacks owns one and hands it to each
+    :class:`ManifestReader` (see :class:`~sds_jupyter.stack.caches.StackCaches`), so the
+    listing and ``Stack.resolve`` of one owner parse a manifest once between them, and
+    two owners share nothing.
     """
 
     def __init__(self, budget: int = CACHE_BYTES) -> None:
@@ -187,10 +192,6 @@ class ParsedManifests:
         return len(self._entries)
 
 
-#: The one cache of parsed manifests of this process.
-PARSED_MANIFESTS = ParsedManifests()
-
-
 class NotPlain(Exception):  # noqa: N818 - a signal between two walks, never shown to anyone
     """The quick local walk met what only the careful walk handles (or words): walk that way."""
 
@@ -198,11 +199,14 @@ class NotPlain(Exception):  # noqa: N818 - a signal between two walks, never sho
 class ManifestReader:
     """Reads each ``layer.json`` once: reading one is also how its existence is learned.
 
-    On a local disk a manifest parsed before in this process, and unchanged since, is
-    not read again (see :class:`ParsedManifests`).
+    On a local disk a manifest parsed before through ``manifests``, and unchanged since,
+    is not read again (see :class:`ParsedManifests`). Without ``manifests`` the reader
+    keeps a cache of its own, shared with nobody: a caller that wants reads remembered
+    across stacks passes the cache it owns.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, manifests: ParsedManifests | None = None) -> None:
+        self.manifests = manifests if manifests is not None else ParsedManifests()
         self._read: dict[str, bytes] = {}
         self._stat: dict[str, os.stat_result] = {}
         self._parsed: dict[str, Manifest] = {}
@@ -220,7 +224,7 @@ class ManifestReader:
             return True
         local = location.as_local()
         if local is not None:
-            cached = PARSED_MANIFESTS.lookup(local.real_path())
+            cached = self.manifests.lookup(local.real_path())
             if cached is not None:
                 with self._lock:
                     self._parsed[key], self._identity[key] = cached
@@ -280,7 +284,7 @@ class ManifestReader:
             if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_MANIFEST_BYTES:
                 raise NotPlain(path)
             # Asked only now: the open proved no link on the way, which a cached path alone does not
-            known = PARSED_MANIFESTS.parsed_as(path, identity(info))
+            known = self.manifests.parsed_as(path, identity(info))
             if known is not None:
                 with self._lock:
                     self._parsed[path], self._identity[path] = known, identity(info)
@@ -297,7 +301,7 @@ class ManifestReader:
         with self._lock:
             self._read[path], self._stat[path], self._identity[path] = raw, info, identity(info)
             self._read_at[path] = began
-        PARSED_MANIFESTS.store(path, info, manifest, began)
+        self.manifests.store(path, info, manifest, began)
         return manifest
 
     def read_at(self, location: Location) -> int | None:
@@ -317,7 +321,7 @@ class ManifestReader:
         info = self._stat.get(key)
         local = location.as_local()
         if info is not None and local is not None:
-            PARSED_MANIFESTS.store(local.real_path(), info, manifest, self._read_at[key])
+            self.manifests.store(local.real_path(), info, manifest, self._read_at[key])
         return manifest
 
 
@@ -364,6 +368,8 @@ class DatasetLocator:
 
     The fallbacks are the folders a workspace keeps datasets in besides the version's
     own (:func:`~sds_jupyter.stack.workspace.parent_roots`): each is searched the same way.
+    A zip probed as a base takes its index from ``indexes`` (the caller's cache of zip
+    indexes), when given.
     """
 
     def __init__(
@@ -372,11 +378,14 @@ class DatasetLocator:
         folders: FolderMap,
         reader: ManifestReader | None = None,
         fallbacks: tuple[Location, ...] = (),
+        *,
+        indexes: ZipIndexes | None = None,
     ) -> None:
         self.datasets_dir = datasets_dir.real()
         self.fallbacks = fallbacks
         self.folders = folders
         self.reader = reader or ManifestReader()
+        self.indexes = indexes
         self._stores: dict[Location, tuple[str, int]] = {}
         self._zips: dict[Location, ZipSource] = {}
         self._resolved_folders: dict[str, Location] = {}
@@ -473,7 +482,7 @@ class DatasetLocator:
             for relative in dataset_places(ref.path):
                 target = folder.join(relative, f"reference {ref}")
                 if target.has_object():
-                    ZipSource(target)  # raises, saying why this is no readable zip
+                    ZipSource(target, indexes=self.indexes)  # raises, saying why this is no readable zip
                 if target.has_object() or target.has_folder():
                     raise BaseStoreError(
                         f"the base store {ref} is not a Zarr store (no zarr.json or .zgroup at its root)"
@@ -565,7 +574,7 @@ class DatasetLocator:
         if not target.has_object():
             return None  # one request, where opening a missing object may cost more
         try:
-            source = ZipSource(target)
+            source = ZipSource(target, indexes=self.indexes)
         except BaseStoreError:
             return None
         for doc, zarr_format in ROOT_DOCS:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sds_jupyter.errors import StackError, needs_extra
+from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.flatten import flatten
 from sds_jupyter.stack.opened import remember_opened
 from sds_jupyter.stack.stack import Stack
@@ -28,10 +29,11 @@ def _as_stack(
     path: str | os.PathLike[str] | Stack,
     folders: Folders,
     storage_options: Mapping[str, Any] | None = None,
+    caches: StackCaches | None = None,
 ) -> Stack:
     if isinstance(path, Stack):
         return path
-    return Stack.resolve(path, folders=folders, storage_options=storage_options)
+    return Stack.resolve(path, folders=folders, storage_options=storage_options, caches=caches)
 
 
 def open_table_group(store: StackStore, table: str = "table") -> Any:
@@ -57,6 +59,7 @@ def open_anndata(
     lazy: bool = False,
     *,
     storage_options: Mapping[str, Any] | None = None,
+    caches: StackCaches | None = None,
 ) -> anndata.AnnData:
     """Read one table of a version as AnnData, straight from the stack (no copy).
 
@@ -64,19 +67,21 @@ def open_anndata(
     for fsspec. With ``lazy=True`` the arrays are dask-backed (anndata's lazy
     reader): nothing but metadata is read until they are computed, and the store
     pickles, so a ``dask.distributed`` cluster's workers read chunks themselves.
+    ``caches`` are as for :meth:`Stack.resolve`; what was read is remembered there
+    for :func:`~sds_jupyter.stack.save.save_version` given the same caches.
     """
     import anndata
 
     if lazy:
         needs_extra("lazy", "open_anndata(lazy=True)")
-    stack = _as_stack(path, folders, storage_options)
-    group = open_table_group(StackStore(stack), table)
+    stack = _as_stack(path, folders, storage_options, caches)
+    group = open_table_group(StackStore(stack, caches=caches), table)
     if lazy:
         from anndata.experimental import read_lazy
 
         return read_lazy(group)
     adata = anndata.read_zarr(group)
-    remember_opened(adata, stack, table)  # so that a save need not read X, var... again to compare
+    remember_opened(adata, stack, table, caches)  # so that a save need not read X, var... again to compare
     return adata
 
 
@@ -112,6 +117,7 @@ def open_spatialdata(
     *,
     link: bool | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    caches: StackCaches | None = None,
 ) -> spatialdata.SpatialData:
     """Read a version with spatialdata, through a flattened copy kept in ``cache``.
 
@@ -121,12 +127,12 @@ def open_spatialdata(
     store stands on its own and nothing a session later writes can reach the
     base. The default links, except in a workspace (``SDS_WORK_DIR`` set), where
     a version opens as a copy, as a checkpoint does. From object storage it is
-    always a copy.
+    always a copy. ``caches`` are as for :meth:`Stack.resolve`.
     """
     needs_extra("spatialdata", "open_spatialdata")
     import spatialdata
 
-    stack = _as_stack(path, folders, storage_options)
+    stack = _as_stack(path, folders, storage_options, caches)
     if link is None:
         link = not os.environ.get("SDS_WORK_DIR")
     cache_dir = Path(cache) if cache is not None else default_cache_dir()

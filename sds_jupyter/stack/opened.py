@@ -11,12 +11,14 @@ changes the bytes, so the checksum), is compared with the stored one as before.
 A fingerprint only ever spares a read; it never decides that something changed.
 
 A record belongs to one AnnData object (by identity, dropped when it is garbage
-collected) and to the exact chain of manifests it was read from.
+collected) and to the exact chain of manifests it was read from. It is kept in the
+caches the open was given (``caches.opened``, an
+:class:`~sds_jupyter.stack.caches.OpenedRecords`, which says why it is keyed so), so a
+save given the same caches finds it; no module holds records.
 """
 
 from __future__ import annotations
 
-import weakref
 import zlib
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sds_jupyter.stack.caches import StackCaches, default_caches
 from sds_jupyter.stack.stack import Stack
 
 __all__ = ["Opened", "column_print", "fingerprint", "opened_record", "remember_opened"]
@@ -76,16 +79,13 @@ class Opened:
     has_raw: bool = False
 
 
-_RECORDS: dict[int, tuple[weakref.ref[Any], Opened]] = {}
-
-
 def stack_key(stack: Stack) -> tuple[Any, ...]:
     """The exact chain a table was read from: the base's place and every manifest."""
     return (str(stack.base.path), tuple((str(v.data_dir), v.manifest) for v in stack.versions))
 
 
-def remember_opened(adata: Any, stack: Stack, table: str) -> None:
-    """Fingerprint what ``adata`` holds, just read from table ``table`` of ``stack``."""
+def remember_opened(adata: Any, stack: Stack, table: str, caches: StackCaches | None = None) -> None:
+    """Fingerprint what ``adata`` holds, just read from table ``table`` of ``stack``; kept in ``caches``."""
     raw = adata.raw
     record = Opened(
         stack_key=stack_key(stack),
@@ -104,16 +104,14 @@ def remember_opened(adata: Any, stack: Stack, table: str) -> None:
         record.keys[name] = keys = _mapping_keys(mapping)
         for key in keys:
             record.prints[f"{name}/{key}"] = fingerprint(mapping[key])
-    identity = id(adata)
-    _RECORDS[identity] = (weakref.ref(adata, lambda _: _RECORDS.pop(identity, None)), record)
+    default_caches(caches).opened.remember(adata, record)
 
 
-def opened_record(adata: Any, stack: Stack, table: str) -> Opened | None:
-    """The record of ``adata`` if it was opened from exactly this stack's table, else None."""
-    entry = _RECORDS.get(id(adata))
-    if entry is None or entry[0]() is not adata:
+def opened_record(adata: Any, stack: Stack, table: str, caches: StackCaches | None = None) -> Opened | None:
+    """The record of ``adata`` kept in ``caches`` if it was opened from exactly this stack's table, else None."""
+    record: Opened | None = default_caches(caches).opened.get(adata)
+    if record is None:
         return None
-    record = entry[1]
     if record.table != table or record.stack_key != stack_key(stack):
         return None
     return record

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.jsontext import JSONRefused, loads_spec
 from sds_jupyter.stack.open import open_table_group
 from sds_jupyter.stack.opened import Opened, column_print, fingerprint, opened_record
@@ -61,6 +62,7 @@ def save_version(
     folders: Folders = None,
     created_by: str | None = None,
     into: str | os.PathLike[str] | None = None,
+    caches: StackCaches | None = None,
 ) -> Path:
     """Save what ``adata`` changed in the version at ``path`` as a new version on it.
 
@@ -71,11 +73,13 @@ def save_version(
     login name. Raises :class:`~sds_jupyter.errors.StackError` naming every change
     a version cannot hold (X, layers, var, obsp, varm, varp, raw, removed obsm
     keys, cells added, removed or reordered), or when nothing changed; nothing
-    is written then.
+    is written then. ``caches`` are those ``adata`` was opened with (see
+    :func:`~sds_jupyter.stack.open.open_anndata`; the process's when None): what the
+    open remembered there spares reading the version again to compare.
     """
-    stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders)
+    stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders, caches=caches)
     VersionWriter(stack)  # refuses object storage and Zarr v2 bases before anything is compared
-    plan = plan_save(stack, adata, table)
+    plan = plan_save(stack, adata, table, caches)
     label = _label(stack)
     if plan.refused:
         raise StackError(
@@ -118,10 +122,13 @@ def obs_column_plan(table: str, column: str, values: pd.Series, *, existed: bool
     return plan
 
 
-def plan_save(stack: Stack, adata: Any, table: str = "table") -> SavePlan:
-    """Compare ``adata`` with table ``table`` of ``stack``'s top; return the ops and refusals."""
+def plan_save(stack: Stack, adata: Any, table: str = "table", caches: StackCaches | None = None) -> SavePlan:
+    """Compare ``adata`` with table ``table`` of ``stack``'s top; return the ops and refusals.
+
+    ``caches`` hold the record of ``adata``'s open, if it was opened with them.
+    """
     _check_in_memory(adata)
-    parent = _Parent(stack, table, opened_record(adata, stack, table))
+    parent = _Parent(stack, table, opened_record(adata, stack, table, caches), caches)
     if not parent.has_obs():
         raise StackError(f"table {table!r} of this version has no obs; it is not an AnnData table")
     plan = SavePlan()
@@ -141,10 +148,11 @@ class _Parent:
     element is read from the store, alone, and compared value by value.
     """
 
-    def __init__(self, stack: Stack, table: str, record: Opened | None) -> None:
+    def __init__(self, stack: Stack, table: str, record: Opened | None, caches: StackCaches | None = None) -> None:
         self.stack = stack
         self.table = table
         self.record = record
+        self.caches = caches
         self._obs: pd.DataFrame | None = None
         self._group: Any = None
 
@@ -152,7 +160,7 @@ class _Parent:
     def group(self) -> Any:
         """The table's zarr group, opened when something must be read (never, when all prints match)."""
         if self._group is None:
-            self._group = open_table_group(StackStore(self.stack), self.table)
+            self._group = open_table_group(StackStore(self.stack, caches=self.caches), self.table)
         return self._group
 
     def has_obs(self) -> bool:

@@ -21,7 +21,7 @@ from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, Suf
 from sds_jupyter.errors import BaseStoreError, StackError
 from sds_jupyter.stack.jsontext import loads_bounded
 from sds_jupyter.stack.location import Location
-from sds_jupyter.stack.zipindex import MAX_ZIP_RATIO, ROOT_DOCS, Member, ZipIndex, cached_index, read_index
+from sds_jupyter.stack.zipindex import MAX_ZIP_RATIO, ROOT_DOCS, Member, ZipIndex, ZipIndexes, read_index
 
 __all__ = [
     "CHUNK_BYTES",
@@ -163,31 +163,39 @@ _LOCAL_SIGNATURE = b"PK\x03\x04"
 class ZipSource:
     """Objects in a ``.zarr.zip``, read in place with ranged reads; directory entries are not keys.
 
-    The central directory is read once into a compact :class:`ZipIndex` (cached
-    for local zips while the file is unchanged). After that, each key is one
+    The central directory is read once into a compact :class:`ZipIndex` (for a
+    local zip, taken from ``indexes`` while the file is unchanged; without them it
+    is read, and remembered nowhere). After that, each key is one
     read of the member's local header and data together; the data offset is
     remembered for byte ranges. The source holds no open file, so one source
     serves every store over a stack, and it pickles with its index.
     """
 
-    def __init__(self, location: Location, index: ZipIndex | None = None, data_end: int | None = None) -> None:
+    def __init__(
+        self,
+        location: Location,
+        index: ZipIndex | None = None,
+        data_end: int | None = None,
+        *,
+        indexes: ZipIndexes | None = None,
+    ) -> None:
         self.path = location
         self._data_offsets: dict[str, int] = {}
         if index is None:
-            index, data_end = self._read_directory(location)
+            index, data_end = self._read_directory(location, indexes)
         self._index = index
         self._data_end = data_end
         self.problems: dict[str, str] = index.problems
 
     @staticmethod
-    def _read_directory(location: Location) -> tuple[ZipIndex, int]:
+    def _read_directory(location: Location, indexes: ZipIndexes | None) -> tuple[ZipIndex, int]:
         """The member index, and where the central directory starts (every member's data is before it)."""
         try:
             with location.open_object() as handle:
                 local = location.local_path()
-                if local is not None:
-                    return cached_index(handle, os.fspath(local), location.name)
-                size = location.object_size()
+                if local is not None and indexes is not None:
+                    return indexes.index(handle, os.fspath(local), location.name)
+                size = location.object_size() if local is None else os.fstat(handle.fileno()).st_size
                 if size is None:
                     raise FileNotFoundError(str(location))
                 return read_index(handle, size, location.name)
@@ -318,13 +326,16 @@ def _member_range(size: int, byte_range: ByteRequest) -> tuple[int, int]:
     raise TypeError(f"Unexpected byte_range, got {byte_range!r}")
 
 
-def open_source(location: Location, kind: str | None = None, *, what: str = "base store") -> Source:
+def open_source(
+    location: Location, kind: str | None = None, *, what: str = "base store", indexes: ZipIndexes | None = None
+) -> Source:
     """Open a store: a folder (prefix), or a ``.zarr.zip`` file (object).
 
-    ``kind`` is ``"folder"`` or ``"zip"``; without it, a name ending in ``.zip`` is a zip.
+    ``kind`` is ``"folder"`` or ``"zip"``; without it, a name ending in ``.zip`` is a zip,
+    whose index is taken from (and kept in) ``indexes`` when given.
     """
     if kind == "zip" or (kind is None and location.name.endswith(".zip")):
-        return ZipSource(location)
+        return ZipSource(location, indexes=indexes)
     return FolderSource(location, what=what)
 
 

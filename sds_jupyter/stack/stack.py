@@ -11,9 +11,7 @@ import hashlib
 import json
 import os
 import stat
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,6 +26,7 @@ from sds_jupyter.errors import (
     WriteRefusedError,
     shown,
 )
+from sds_jupyter.stack.caches import StackCaches, default_caches
 from sds_jupyter.stack.location import LocalLocation, Location, location_of, real_location
 from sds_jupyter.stack.locator import (
     DatasetLocator,
@@ -46,10 +45,8 @@ from sds_jupyter.stack.workspace import parent_roots, workspace_key
 
 __all__ = [
     "MAX_DEPTH",
-    "RESOLVED_STACKS",
     "BaseInfo",
     "Proofs",
-    "ResolvedStacks",
     "Stack",
     "Version",
     "depth_above_missing",
@@ -128,6 +125,7 @@ class Stack:
         folders: str | Mapping[str, str] | None = None,
         *,
         storage_options: Mapping[str, Any] | None = None,
+        caches: StackCaches | None = None,
     ) -> Stack:
         """Open the stack whose top is the version at ``path``.
 
@@ -141,11 +139,17 @@ class Stack:
         folder>``, or any fsspec URL but ``file://``); ``storage_options`` go to
         the fsspec filesystem. Nothing is listed: each manifest is fetched once.
 
+        ``caches`` (a :class:`~sds_jupyter.stack.caches.StackCaches`) is where parsed
+        manifests, zip indexes and resolved local stacks are looked up and kept; the
+        process's own when None. A stack opened before through the same caches, and
+        proven unchanged on disk, is returned without a walk.
+
         Raises
         ------
         StackError
             For anything that cannot be followed safely: the message says what.
         """
+        caches = default_caches(caches)
         folder_map = parse_folder_map(folders)
         top = location_of(path, storage_options)
         if top.parent == top:
@@ -154,30 +158,36 @@ class Stack:
             (str(top), tuple(sorted(folder_map.items())), workspace_key()) if top.as_local() is not None else None
         )
         if cache_key is not None:
-            cached = RESOLVED_STACKS.lookup(cache_key)
+            cached: Stack | None = caches.stacks.lookup(cache_key)
             if cached is not None:
                 return cached
         began = time.time_ns()
-        reader = ManifestReader()
+        reader = ManifestReader(caches.manifests)
         located = locate_version(top, reader)
         if located is None:
-            return cls._store_only(top, folder_map, reader)
+            return cls._store_only(top, folder_map, reader, caches)
         dataset_folder, data_dir = located
         datasets_dir = dataset_folder.parent
         if datasets_dir == dataset_folder:
             raise StackError(f"{dataset_folder} is a bucket or a root, not a dataset folder under a datasets folder")
-        locator = DatasetLocator(datasets_dir, folder_map, reader, parent_roots(datasets_dir))
+        locator = DatasetLocator(
+            datasets_dir, folder_map, reader, parent_roots(datasets_dir), indexes=caches.zip_indexes
+        )
         top_id = folder_map.id_for_folder(dataset_folder.name) or dataset_folder.name
         stack = _walk(top_id, dataset_folder, data_dir, locator, folder_map)
         if cache_key is not None:
-            RESOLVED_STACKS.store(cache_key, stack, reader, began)
+            # kept only with what proves it unchanged; a manifest changed too recently to be
+            # sure of (see :func:`~sds_jupyter.stack.locator.settled`) leaves it uncached
+            proofs = _proofs(stack, reader, began)
+            if proofs is not None:
+                caches.stacks.store(cache_key, stack, proofs)
         return stack
 
     @classmethod
-    def _store_only(cls, top: Location, folder_map: FolderMap, reader: ManifestReader) -> Stack:
+    def _store_only(cls, top: Location, folder_map: FolderMap, reader: ManifestReader, caches: StackCaches) -> Stack:
         """A stack of no versions: ``top`` is a store (a folder or a ``.zarr.zip``)."""
         dataset_folder = top.parent
-        locator = DatasetLocator(dataset_folder.parent, folder_map, reader)
+        locator = DatasetLocator(dataset_folder.parent, folder_map, reader, indexes=caches.zip_indexes)
         target = top.real()
         try:
             kind, zarr_format = locator.probe_store(target, str(top))
@@ -360,57 +370,6 @@ def _lstat(path: str) -> os.stat_result | None:
         return None
 
 
-class ResolvedStacks:
-    """Local stacks resolved in this process, with what proves each still resolves the same.
-
-    Opening the same stack again costs one ``realpath`` of the path opened and one
-    ``lstat`` per manifest, per folder on the way and per place found empty, instead of
-    a walk. A stack is reused only if the path opened still resolves to the same real
-    path and its :class:`Proofs` hold. Freshness is proven per file the stack read, so a
-    version saved beside it (which changes the datasets folder's mtime) leaves it cached,
-    while any change to one of its own manifests is seen.
-
-    A manifest changed too recently to be sure of (see :func:`~sds_jupyter.stack.locator.settled`)
-    is not stored. ``hits`` and ``walks`` count lookups served and stacks stored.
-    """
-
-    def __init__(self, limit: int = 32) -> None:
-        self.limit = limit
-        self._entries: OrderedDict[tuple[Any, ...], tuple[Stack, str, Proofs]] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.stored = 0
-
-    def lookup(self, key: tuple[Any, ...]) -> Stack | None:
-        with self._lock:
-            entry = self._entries.get(key)
-        if entry is None:
-            return None
-        stack, real_top, proofs = entry
-        if os.path.realpath(key[0]) != real_top or not proofs.hold():
-            return None
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-            self.hits += 1
-        return stack
-
-    def store(self, key: tuple[Any, ...], stack: Stack, reader: ManifestReader, began_ns: int) -> None:
-        """Keep ``stack``, resolved by a walk that began at ``began_ns`` and read through ``reader``."""
-        proofs = _proofs(stack, reader, began_ns)
-        if proofs is None:
-            return
-        with self._lock:
-            self._entries[key] = (stack, os.path.realpath(key[0]), proofs)
-            self.stored += 1
-            while len(self._entries) > self.limit:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-
 def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | None:
     """The :class:`Proofs` of a local stack just walked; None if unsure (then it is not cached)."""
     root = stack.datasets_dir.as_local()
@@ -462,10 +421,6 @@ def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | Non
     proofs = Proofs(files, list(folders.items()), missing, exact)
     # What was found empty during the walk must be empty now, or the walk raced a writer.
     return proofs if proofs.still_missing() else None
-
-
-#: The one cache of resolved local stacks of this process.
-RESOLVED_STACKS = ResolvedStacks()
 
 
 #: One walked version: its dataset ID, folder, data folder, overlay folder, manifest and the

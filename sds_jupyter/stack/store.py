@@ -22,6 +22,7 @@ from zarr.abc.store import ByteRequest
 from zarr.core.buffer import Buffer
 
 from sds_jupyter.errors import BaseStoreError, StackChangedError
+from sds_jupyter.stack.caches import StackCaches, default_caches
 from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.paths import ancestors
 from sds_jupyter.stack.rawstore import RawKeyStore
@@ -167,6 +168,10 @@ class StackStore(RawKeyStore):
         Must be true (the default): a stack is changed only by saving a new version.
         Accepted so that zarr's ``Store.open(..., read_only=True)`` and its test suite
         can make one like any other store.
+    caches
+        Where a zip base's index is looked up and kept when the stack did not open
+        the zip already (the process's caches when None); see
+        :class:`~sds_jupyter.stack.caches.StackCaches`. Not kept by the store.
     """
 
     supports_writes: bool = False
@@ -174,14 +179,16 @@ class StackStore(RawKeyStore):
     supports_partial_writes: bool = False  # type: ignore[assignment]
     supports_listing: bool = True
 
-    def __init__(self, stack: Stack, *, read_only: bool = True) -> None:
+    def __init__(self, stack: Stack, *, read_only: bool = True, caches: StackCaches | None = None) -> None:
         if not read_only:
             raise ValueError(_READ_ONLY)
         super().__init__(read_only=True)
         self.stack = stack
         self.index = _index_of(stack)
         self._overlays = _Overlays(stack.versions)
-        self._base: Source = stack.base.opened or open_source(stack.base.path, stack.base.kind)
+        self._base: Source = stack.base.opened or open_source(
+            stack.base.path, stack.base.kind, indexes=default_caches(caches).zip_indexes
+        )
         # Not yet "open", as zarr's stores are at construction: reads need no opening, and
         # zarr's ``Store.open`` classmethod (construct, then ``_open``) refuses a store already open.
 
@@ -414,12 +421,15 @@ def open_stack(
     folders: str | dict[str, str] | None = None,
     *,
     storage_options: dict[str, Any] | None = None,
+    caches: StackCaches | None = None,
 ) -> StackStore:
     """A read-only zarr store over the stack whose top is the version at ``path``.
 
-    ``path``, ``folders`` and ``storage_options`` are as for :meth:`Stack.resolve`
+    ``path``, ``folders``, ``storage_options`` and ``caches`` are as for :meth:`Stack.resolve`
     (``path`` may be an ``s3://`` or other fsspec URL); a resolved :class:`Stack`
     is taken as it is.
     """
-    stack = path if isinstance(path, Stack) else Stack.resolve(path, folders=folders, storage_options=storage_options)
-    return StackStore(stack)
+    if isinstance(path, Stack):
+        return StackStore(path, caches=caches)
+    stack = Stack.resolve(path, folders=folders, storage_options=storage_options, caches=caches)
+    return StackStore(stack, caches=caches)

@@ -4,10 +4,11 @@ A folder is a version when :func:`~sds_jupyter.stack.locator.is_version_folder` 
 :func:`find_manifest` gives the same answer for a local folder with a few
 ``lstat`` calls (no real-path walk unless a symbolic link is on the way), so listing
 thousands of folders stays cheap.
-Parsed manifests are kept in the process's one cache,
-:data:`~sds_jupyter.stack.locator.PARSED_MANIFESTS`, under its rule (the file's
-identity, nothing changed too recently to be sure of): the listing and ``Stack.resolve``
-parse a manifest once between them.
+Parsed manifests are kept in the caller's caches (``caches=``, a
+:class:`~sds_jupyter.stack.caches.StackCaches`; the process's own when none is given),
+under their rule (the file's identity, nothing changed too recently to be sure of): the
+listing and ``Stack.resolve`` given the same caches parse a manifest once between them.
+So are the last scan of each folder and the hint of which folders keep ``data/layer.json``.
 Nothing here follows ``parent`` references; :mod:`sds_jupyter.stack.stack` does.
 """
 
@@ -16,17 +17,17 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.limits import MAX_LISTED_VERSIONS, MAX_TITLE_MANIFEST_BYTES, SCANS_CACHE_BYTES
+from sds_jupyter.limits import MAX_LISTED_VERSIONS, MAX_TITLE_MANIFEST_BYTES
+from sds_jupyter.stack.caches import StackCaches, TreeScans, default_caches
 from sds_jupyter.stack.location import Location
-from sds_jupyter.stack.locator import PARSED_MANIFESTS, Identity, identity, settled
+from sds_jupyter.stack.locator import Identity, identity, settled
 from sds_jupyter.stack.manifest import MANIFEST_NAME, Manifest
 from sds_jupyter.stack.paths import DATA_DIR, contained_path, is_within
 from sds_jupyter.stack.refs import FolderMap
@@ -42,9 +43,6 @@ __all__ = [
     "version_listing",
     "version_titles",
 ]
-
-#: How many folders :data:`_UNDER_DATA` remembers.
-CACHE_LIMIT = 50_000
 
 
 @dataclass(frozen=True)
@@ -93,26 +91,28 @@ class Found(NamedTuple):
     stat: os.stat_result
 
 
-#: Folders last seen keeping their manifest under data/ (a hint only: every answer is checked).
-_UNDER_DATA: set[str] = set()
-
-
-def find_manifest(folder: str | os.PathLike[str], plain: bool = False) -> Found | None:
+def find_manifest(
+    folder: str | os.PathLike[str], plain: bool = False, *, caches: StackCaches | None = None
+) -> Found | None:
     """Where the ``layer.json`` of version folder ``folder`` is, or None for any other folder.
 
     The listing form of :func:`~sds_jupyter.stack.locator.is_version_folder`, in the
     same order (:func:`~sds_jupyter.stack.paths.dataset_places`: ``layer.json`` at the
     folder's top wins over ``data/layer.json``), with ``lstat`` calls instead of a real-path walk. ``plain``
     says the caller knows ``folder`` is a real path with no link in it; then a
-    manifest reached without links is returned without asking for its real path.
+    manifest reached without links is returned without asking for its real path, and
+    ``caches`` keep the hint of folders seen with ``data/layer.json``.
     """
-    folder = os.fspath(folder)
+    return _find_manifest(os.fspath(folder), plain, default_caches(caches).scans)
+
+
+def _find_manifest(folder: str, plain: bool, scans: TreeScans[Any]) -> Found | None:
     inner_dir = folder + os.sep + DATA_DIR
     if plain:
         top = folder + os.sep + MANIFEST_NAME
         st: os.stat_result | None = None
         # a folder seen with data/layer.json: ask whether a top one exists without an exception
-        if folder not in _UNDER_DATA or os.access(top, os.F_OK, follow_symlinks=False):
+        if folder not in scans.under_data or os.access(top, os.F_OK, follow_symlinks=False):
             try:
                 st = os.lstat(top)
             except FileNotFoundError:
@@ -126,8 +126,7 @@ def find_manifest(folder: str | os.PathLike[str], plain: bool = False) -> Found 
             inner = inner_dir + os.sep + MANIFEST_NAME
             st = _regular(inner)
             if st is not None:
-                if len(_UNDER_DATA) < CACHE_LIMIT:
-                    _UNDER_DATA.add(folder)
+                scans.note_under_data(folder)
                 return Found(inner_dir, inner, st)
             if not os.path.lexists(inner):
                 return None
@@ -160,10 +159,6 @@ class Scan:
     proof: tuple[list[str], list[Identity]] | None = None
     """Paths and the identities whose ``lstat`` proves the folder still lists the same (see
     :func:`_listing_proof`); None when only a full listing can tell."""
-
-
-#: The last scan of each datasets folder (and folder map), reused while nothing changed.
-_LAST_SCANS: dict[tuple[str, tuple], Scan] = {}
 
 
 def _candidates(datasets_real: str, folders: FolderMap, notes: list[str]) -> Iterator[tuple[str, str, bool]]:
@@ -204,22 +199,26 @@ def _candidates(datasets_real: str, folders: FolderMap, notes: list[str]) -> Ite
             yield name, str(path), False
 
 
-def scan_versions(datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None) -> Scan:
+def scan_versions(
+    datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None, *, caches: StackCaches | None = None
+) -> Scan:
     """Every version folder in ``datasets_dir``; unreadable or hostile manifests become notes.
 
     A folder's dataset ID is the folder map's ID for it, else its name. A manifest
     whose real path lies outside the datasets folder or its version folder (a link out)
-    is skipped, as opening it would be refused.
+    is skipped, as opening it would be refused. The scan is kept in ``caches`` (the
+    process's when None) and returned again while the folder is proven unchanged.
     """
+    caches = default_caches(caches)
     folders = folders or FolderMap()
     datasets_real = os.path.realpath(datasets_dir)
     key = (datasets_real, tuple(folders.items()))
-    last = _LAST_SCANS.get(key)
+    last: Scan | None = caches.scans.get(key)
     if last is not None and last.proof is not None and _holds(last.proof):
         return last  # proven unchanged without listing again
     began = time.time_ns()
     notes: list[str] = []
-    listed = _listing(datasets_real, folders, notes)
+    listed = _listing(datasets_real, folders, notes, caches.scans)
     signature = _signature(listed)
     if last is not None and last.signature == signature and last.notes == notes and _all_settled(listed):
         last.proof = _listing_proof(datasets_real, folders, listed, notes, began)
@@ -228,12 +227,13 @@ def scan_versions(datasets_dir: str | os.PathLike[str], folders: FolderMap | Non
     scan = Scan(notes=notes, signature=signature, proof=_listing_proof(datasets_real, folders, listed, notes, began))
     for name, path, found in listed:
         try:
-            manifest = PARSED_MANIFESTS.read(found.real_path, found.stat)
+            manifest = caches.manifests.read(found.real_path, found.stat)
         except StackError as exc:
             scan.notes.append(f"skipped {name!r}: {exc}")
             continue
         scan.versions.append(FoundVersion(ids.get(name, name), path, found.real_path, manifest))
-    _remember(key, scan, sum(found.stat.st_size for _, _, found in listed))
+    # kept while the kept scans' manifests stay within their bound (the oldest dropped first)
+    caches.scans.remember(key, scan, sum(found.stat.st_size for _, _, found in listed))
     return scan
 
 
@@ -296,46 +296,29 @@ def _holds(proof: tuple[list[str], list[Identity]]) -> bool:
         return False
 
 
-_SCAN_BYTES: dict[tuple[str, tuple], int] = {}
-_SCANS_LOCK = threading.Lock()
-
-
-def _remember(key: tuple[str, tuple], scan: Scan, size: int) -> None:
-    """Keep ``scan`` for the next listing while the kept scans' manifests stay within SCANS_CACHE_BYTES
-    (the oldest scans are dropped first; the server scans from several threads)."""
-    with _SCANS_LOCK:
-        _LAST_SCANS.pop(key, None)
-        _SCAN_BYTES.pop(key, None)
-        if size > SCANS_CACHE_BYTES:
-            return
-        while _LAST_SCANS and (len(_LAST_SCANS) >= 64 or sum(_SCAN_BYTES.values()) + size > SCANS_CACHE_BYTES):
-            oldest = next(iter(_LAST_SCANS))
-            _LAST_SCANS.pop(oldest, None)
-            _SCAN_BYTES.pop(oldest, None)
-        _LAST_SCANS[key] = scan
-        _SCAN_BYTES[key] = size
-
-
-def version_titles(datasets_dir: str | os.PathLike[str]) -> list[tuple[str, str | None]]:
+def version_titles(
+    datasets_dir: str | os.PathLike[str], *, caches: StackCaches | None = None
+) -> list[tuple[str, str | None]]:
     """``(folder name, title)`` of the version folders of ``datasets_dir``, for a file browser's listing.
 
     Unreadable manifests are left out, as ``scan_versions`` does; see :func:`version_listing`.
     """
-    return version_listing(datasets_dir)[0]
+    return version_listing(datasets_dir, caches=caches)[0]
 
 
 def version_listing(
-    datasets_dir: str | os.PathLike[str],
+    datasets_dir: str | os.PathLike[str], *, caches: StackCaches | None = None
 ) -> tuple[list[tuple[str, str | None]], list[tuple[str, str]]]:
     """The version folders of ``datasets_dir`` with their titles, and the folders whose manifest is unreadable.
 
     Why: the listing shows a name and a title, so it reads no more: at most
     MAX_LISTED_VERSIONS folders, and only manifests up to MAX_TITLE_MANIFEST_BYTES are
-    parsed (through the one manifest cache); a larger one is listed without a title.
+    parsed (through the manifest cache of ``caches``); a larger one is listed without a title.
     A folder with a layer.json that cannot be parsed is no version, yet it is not a plain
     folder either: it comes back apart, ``(folder name, why)``, so a browser can say so.
     """
-    listed = _listing(os.path.realpath(datasets_dir), FolderMap(), [])
+    caches = default_caches(caches)
+    listed = _listing(os.path.realpath(datasets_dir), FolderMap(), [], caches.scans)
     titles: list[tuple[str, str | None]] = []
     broken: list[tuple[str, str]] = []
     for name, _, found in listed[:MAX_LISTED_VERSIONS]:
@@ -343,18 +326,20 @@ def version_listing(
             titles.append((name, None))
             continue
         try:
-            titles.append((name, PARSED_MANIFESTS.read(found.real_path, found.stat).title))
+            titles.append((name, caches.manifests.read(found.real_path, found.stat).title))
         except StackError as exc:
             # the reason without the server's absolute path: the browser knows the folder
             broken.append((name, str(exc).replace(found.real_path, MANIFEST_NAME)))
     return titles, broken
 
 
-def _listing(datasets_real: str, folders: FolderMap, notes: list[str]) -> list[tuple[str, str, Found]]:
+def _listing(
+    datasets_real: str, folders: FolderMap, notes: list[str], scans: TreeScans[Any]
+) -> list[tuple[str, str, Found]]:
     """``(name, folder, where its manifest is)`` of every version folder; links out become notes."""
     listed: list[tuple[str, str, Found]] = []
     for name, path, plain in _candidates(datasets_real, folders, notes):
-        found = find_manifest(path, plain=plain)
+        found = _find_manifest(path, plain, scans)
         if found is None:
             continue
         if not plain and not is_within(found.real_path, datasets_real):
@@ -370,21 +355,25 @@ def _listing(datasets_real: str, folders: FolderMap, notes: list[str]) -> list[t
     return listed
 
 
-def listing_fingerprint(datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None) -> str:
+def listing_fingerprint(
+    datasets_dir: str | os.PathLike[str], folders: FolderMap | None = None, *, caches: StackCaches | None = None
+) -> str:
     """A short hash of which version folders there are and their manifests' identity (size, times, inode).
 
     Cheap enough to ask every few seconds: nothing is parsed. It changes when a
-    version is added, removed or rewritten.
+    version is added, removed or rewritten. The last scan kept in ``caches`` (the
+    process's when None), proven unchanged, answers without listing.
     """
+    caches = default_caches(caches)
     folders = folders or FolderMap()
     datasets_real = os.path.realpath(datasets_dir)
-    last = _LAST_SCANS.get((datasets_real, tuple(folders.items())))
+    last: Scan | None = caches.scans.get((datasets_real, tuple(folders.items())))
     if last is not None and last.proof is not None and _holds(last.proof):
         known: str | None = last.derived.get("fingerprint")
         if known is None:  # the last scan's listing, proven unchanged: hashed once
             known = last.derived["fingerprint"] = _fingerprint(last.signature)
         return known
-    return _fingerprint(_signature(_listing(datasets_real, folders, [])))
+    return _fingerprint(_signature(_listing(datasets_real, folders, [], caches.scans)))
 
 
 def _fingerprint(signature: list[tuple[str, tuple[int, ...]]]) -> str:

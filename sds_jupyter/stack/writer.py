@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sds_jupyter.errors import WriteRefusedError
+from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.commit import APP_ID, commit_version
 from sds_jupyter.stack.consolidate import consolidated_index
 from sds_jupyter.stack.cow import CopyOnWriteStore
@@ -42,8 +43,11 @@ class VersionWriter(VersionOps):
     >>> writer.commit(title="Regions", message="Drawn by hand")  # doctest: +SKIP
     """
 
-    def __init__(self, stack: Stack | str | os.PathLike[str], folders: Any = None) -> None:
-        self.stack = stack if isinstance(stack, Stack) else Stack.resolve(stack, folders=folders)
+    def __init__(
+        self, stack: Stack | str | os.PathLike[str], folders: Any = None, *, caches: StackCaches | None = None
+    ) -> None:
+        """``stack`` is a resolved stack, or a path resolved with ``folders`` and ``caches`` (see :meth:`Stack.resolve`)."""
+        self.stack = stack if isinstance(stack, Stack) else Stack.resolve(stack, folders=folders, caches=caches)
         if self.stack.base.path.as_local() is None:
             raise WriteRefusedError(
                 f"{self.stack.base.path} is in object storage; versions are saved into local "

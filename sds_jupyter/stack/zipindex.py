@@ -19,10 +19,10 @@ to word a refusal), and members that are duplicated, overlap, run past the data,
 list two sizes though stored, or inflate beyond :data:`MAX_ZIP_RATIO` are
 recorded as problems that readers refuse.
 
-Indexes of local zips are cached by real path, device, inode, size, mtime and
-ctime (ctime cannot be set back by hand), so reopening a stack reuses the index
-and a zip replaced or rewritten in place is read again. A zip changed in the
-last :data:`FRESH_SECONDS` is not cached at all.
+Indexes of local zips are cached (in a :class:`ZipIndexes`, which the caller owns and
+passes) by real path, device, inode, size, mtime and ctime (ctime cannot be set back
+by hand), so reopening a stack reuses the index and a zip replaced or rewritten in
+place is read again. A zip changed in the last :data:`FRESH_SECONDS` is not cached at all.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 from sds_jupyter.stack.paths import check_relative_path
 
-__all__ = ["MAX_ZIP_RATIO", "MIN_RATIO_CHECK_BYTES", "ROOT_DOCS", "Member", "ZipIndex", "cached_index", "read_index"]
+__all__ = ["MAX_ZIP_RATIO", "MIN_RATIO_CHECK_BYTES", "ROOT_DOCS", "Member", "ZipIndex", "ZipIndexes", "read_index"]
 
 #: The documents at the root of a Zarr store, v3 first, with the format each names.
 ROOT_DOCS: tuple[tuple[str, int], ...] = (
@@ -491,34 +491,48 @@ _DOC_NAMES = tuple(doc.encode() for doc, _ in ROOT_DOCS)
 
 # -- the cache ---------------------------------------------------------------------------------
 
-_cache: OrderedDict[tuple[object, ...], tuple[ZipIndex, int]] = OrderedDict()
-_cache_lock = threading.Lock()
 
+class ZipIndexes:
+    """Indexes of local zips read by their owner, while each file is unchanged (an LRU of ``limit``).
 
-def cached_index(handle: IO[bytes], real_path: str, zip_name: str) -> tuple[ZipIndex, int]:
-    """The index of a local zip open as ``handle``, from the cache while the file is unchanged.
-
-    The identity is taken with ``fstat`` of the open descriptor the directory is
-    then read from, so the index always describes the file that was read.
+    Why an object and not a module dict: whoever opens stacks owns what they remember
+    (:class:`~sds_jupyter.stack.caches.StackCaches` holds one of these, a service's
+    session holds its caches), so two owners never serve each other's reads and a
+    test or a benchmark empties exactly the one it made. Reopening a zip base then costs
+    an ``fstat`` instead of reading its central directory.
     """
-    info = os.fstat(handle.fileno())
-    identity = (real_path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-    with _cache_lock:
-        hit = _cache.get(identity)
-        if hit is not None:
-            _cache.move_to_end(identity)
-            return hit
-    built = read_index(handle, info.st_size, zip_name)
-    if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < FRESH_SECONDS * 1e9:
+
+    def __init__(self, limit: int = CACHED_INDEXES) -> None:
+        self.limit = limit
+        self._entries: OrderedDict[tuple[object, ...], tuple[ZipIndex, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def index(self, handle: IO[bytes], real_path: str, zip_name: str) -> tuple[ZipIndex, int]:
+        """The index of a local zip open as ``handle``, from the cache while the file is unchanged.
+
+        The identity is taken with ``fstat`` of the open descriptor the directory is
+        then read from, so the index always describes the file that was read.
+        """
+        info = os.fstat(handle.fileno())
+        identity = (real_path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        with self._lock:
+            hit = self._entries.get(identity)
+            if hit is not None:
+                self._entries.move_to_end(identity)
+                return hit
+        built = read_index(handle, info.st_size, zip_name)
+        if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < FRESH_SECONDS * 1e9:
+            return built
+        with self._lock:
+            self._entries[identity] = built
+            while len(self._entries) > self.limit:
+                self._entries.popitem(last=False)
         return built
-    with _cache_lock:
-        _cache[identity] = built
-        while len(_cache) > CACHED_INDEXES:
-            _cache.popitem(last=False)
-    return built
 
+    def clear(self) -> None:
+        """Forget every cached index (benchmarks time a cold open with it)."""
+        with self._lock:
+            self._entries.clear()
 
-def clear_cache() -> None:
-    """Forget every cached index (benchmarks time a cold open with it)."""
-    with _cache_lock:
-        _cache.clear()
+    def __len__(self) -> int:
+        return len(self._entries)

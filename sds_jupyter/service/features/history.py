@@ -61,7 +61,7 @@ def changes(session: Session, version: int | str | None = None) -> ChangesData:
         return {"ops": [], "details": [], "added": [], "replaced": [], "deleted": []}
     stack = session.stack
     entry = stack.versions[stack.depth - depth]
-    below = StackStore(stack.at(depth - 1))
+    below = StackStore(stack.at(depth - 1), caches=session.caches)
     added: list[KeySize] = []
     replaced: list[KeySize] = []
     for file in entry.manifest.files:
@@ -102,4 +102,4 @@ def _partial_changes(partial: PartialChain, version: int | str | None) -> Change
 
 def contents(session: Session, version: int | str | None = None) -> ContentsData:
     """The version's elements and its tables' columns, marked where this version wrote them."""
-    return read_contents(session.stack, session.depth(version))
+    return read_contents(session.stack, session.depth(version), session.caches)

@@ -198,7 +198,7 @@ def store_key(session: Session, version: int | str | None = None, key: str = "")
     over the base): never a manifest, a sibling folder or a path outside the store.
     """
     checked = checked_store_key(key)
-    store = StackStore(session.stack.at(session.depth(version)))
+    store = StackStore(session.stack.at(session.depth(version)), caches=session.caches)
     data = sync(store.get(checked, prototype=default_buffer_prototype()))
     raw = b"" if data is None else data.to_bytes()
     if len(raw) > MAX_STORE_OBJECT:
