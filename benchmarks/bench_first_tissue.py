@@ -159,7 +159,10 @@ def open_before(service: Any, version: int, figure: str) -> int:
 def session(top: Path, steps: list[tuple[int, str]], now: bool) -> list[tuple[float, int]]:
     """(seconds, bytes) per step of one visit, on a new service with cold server caches."""
     from sds_jupyter.service import StackService
-    from sds_jupyter.service.pieces import CELLS, OVERVIEWS
+    from sds_jupyter.service.pieces import cells_cache, overviews_cache
+    from sds_jupyter.stack.caches import default_caches
+
+    CELLS, OVERVIEWS = cells_cache(default_caches()), overviews_cache(default_caches())
 
     CELLS.clear()
     OVERVIEWS.clear()
@@ -231,7 +234,10 @@ def warm_cells(top: Path, version: int, figure: str, rounds: int) -> dict[str, A
     """
     from sds_jupyter.service import StackService, dispatch
     from sds_jupyter.service.framing import frame_reply
-    from sds_jupyter.service.pieces import CELLS
+    from sds_jupyter.service.pieces import cells_cache
+    from sds_jupyter.stack.caches import default_caches
+
+    CELLS = cells_cache(default_caches())
 
     service = StackService(top)
     key = dispatch(service, "canvas", {"version": version, "figure": figure}).data["cells_key"]

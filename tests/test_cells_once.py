@@ -7,13 +7,17 @@ import pandas as pd
 import pytest
 
 from sds_jupyter.service import RequestError, StackService, dispatch
-from sds_jupyter.service.lru import ByteLRU
-from sds_jupyter.service.pieces import CELLS, OVERVIEWS
+from sds_jupyter.service.pieces import cells_cache, overviews_cache
 from sds_jupyter.stack import Stack, StackStore
+from sds_jupyter.stack.caches import default_caches
 from sds_jupyter.stack.identity import node_identity
+from sds_jupyter.stack.lru import ByteLRU
 from sds_jupyter.stack.writer import VersionWriter
 from sds_jupyter.studio.canvas import build_canvas
 from sds_jupyter.studio.figures import read_figure
+
+CELLS = cells_cache(default_caches())
+OVERVIEWS = overviews_cache(default_caches())
 
 pytest_plugins = ["fixtures_service"]
 
@@ -206,3 +210,18 @@ def test_the_browser_overview_fits_in_overview_side_and_detail_comes_by_tile(tmp
     assert channels.data["width"] == canvas.data["image"]["width"] == OVERVIEW_SIDE == 1024
     assert all(b.nbytes == 1024 * 1024 for b in channels.buffers)
     assert [b.nbytes for b in canvas.buffers] == [canvas.data["n_cells"]]  # no image among the figure's bytes
+
+
+def test_what_is_drawn_is_kept_in_the_caches_the_session_was_given(studio_copy) -> None:
+    """Two services given their own StackCaches each compute the cells once, in their own caches."""
+    from sds_jupyter.stack.caches import StackCaches
+
+    mine, yours = StackCaches(), StackCaches()
+    keys = [_canvas(StackService(studio_copy.v2, caches=c), "fig_new").data["cells_key"] for c in (mine, yours)]
+    assert keys[0] == keys[1]  # the same stored objects, the same name
+    assert [(cells_cache(c).misses, cells_cache(c).hits) for c in (mine, yours)] == [(1, 0), (1, 0)]
+    assert (CELLS.misses, CELLS.hits) == (0, 0)  # the process's caches were not asked
+    _canvas(StackService(studio_copy.v2, caches=mine), "fig_new")
+    assert (cells_cache(mine).misses, cells_cache(mine).hits) == (1, 1)
+    mine.clear()
+    assert len(cells_cache(mine)) == 0 and len(cells_cache(yours)) == 1

@@ -240,10 +240,15 @@ def test_real_binary_replies_match_their_layout(
     import numpy as np
 
     from sds_jupyter.service import frame_reply, pieces, unframe_reply
+    from sds_jupyter.stack.caches import default_caches
 
     if request_name == "cell_outlines":  # outline tiles only past OUTLINES_AT_ONCE cells: lower it for this tissue
         monkeypatch.setattr(pieces, "OUTLINES_AT_ONCE", 100)
-        for cache in (pieces.CELLS, pieces.OUTLINES, pieces.OUTLINE_TILES):
+        for cache in (
+            pieces.cells_cache(default_caches()),
+            pieces.outlines_cache(default_caches()),
+            pieces.outline_tiles_cache(default_caches()),
+        ):
             cache.clear()
     service = StackService(studio_stack.v2 if stack == "studio" else xenium_top)
     reply = dispatch(service, request_name, _filled(service, request_name, params))
@@ -258,7 +263,11 @@ def test_real_binary_replies_match_their_layout(
         if length is not None:
             assert len(sent) == length * kind.itemsize, f"{request_name} buffer {name!r}: {len(sent)} bytes"
     if request_name == "cell_outlines":
-        for cache in (pieces.CELLS, pieces.OUTLINES, pieces.OUTLINE_TILES):
+        for cache in (
+            pieces.cells_cache(default_caches()),
+            pieces.outlines_cache(default_caches()),
+            pieces.outline_tiles_cache(default_caches()),
+        ):
             cache.clear()
 
 

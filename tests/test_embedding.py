@@ -25,7 +25,8 @@ from sds_jupyter.errors import StackError
 from sds_jupyter.server.handlers import NAMESPACE
 from sds_jupyter.service import StackService, dispatch, unframe_reply
 from sds_jupyter.service.contract import payload_schema
-from sds_jupyter.service.embedding import EMBEDDINGS
+from sds_jupyter.service.embedding import embeddings_cache
+from sds_jupyter.stack.caches import default_caches
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -79,9 +80,10 @@ def test_coordinates_are_read_once_per_stored_entry_across_versions(xenium: Path
     service = StackService(xenium)
     leiden = service.stack.depth_of(LEIDEN)
     top, _, _ = _coordinates(service)
-    misses = EMBEDDINGS.misses
+    embeddings = embeddings_cache(default_caches())
+    misses = embeddings.misses
     below, _, _ = _coordinates(service, version=leiden)
-    assert below["name"] == top["name"] and EMBEDDINGS.misses == misses
+    assert below["name"] == top["name"] and embeddings.misses == misses
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from tornado.httpclient import HTTPClientError
 from sds_jupyter.server.handlers import NAMESPACE
 from sds_jupyter.service import RequestError, StackService, dispatch, pieces, unframe_reply
 from sds_jupyter.service.contract import payload_schema
+from sds_jupyter.stack.caches import default_caches
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -34,7 +35,11 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(autouse=True)
 def empty_caches():
-    for cache in (pieces.CELLS, pieces.OUTLINES, pieces.OUTLINE_TILES):
+    for cache in (
+        pieces.cells_cache(default_caches()),
+        pieces.outlines_cache(default_caches()),
+        pieces.outline_tiles_cache(default_caches()),
+    ):
         cache.clear()
     yield
 
@@ -105,7 +110,10 @@ def test_a_tile_is_built_once_and_named_by_the_cells_and_the_tile(large: Path) -
     first = service.cell_outlines(None, FIGURE, key, 0, 0)
     again = StackService(large).cell_outlines(None, FIGURE, key, 0, 0)
     other = service.cell_outlines(None, FIGURE, key, 1, 0)
-    assert (pieces.OUTLINE_TILES.misses, pieces.OUTLINE_TILES.hits) == (2, 1)
+    assert (pieces.outline_tiles_cache(default_caches()).misses, pieces.outline_tiles_cache(default_caches()).hits) == (
+        2,
+        1,
+    )
     assert first.etag == again.etag != other.etag and first.addressed
     schema = payload_schema()
     validator = jsonschema.Draft202012Validator({"$defs": schema["$defs"], **schema["requests"]["cell_outlines"]})

@@ -233,13 +233,14 @@ _MUTABLE_CALLS = {
     "ResolvedStacks",
     "OpenedRecords",
     "BoundedCache",
+    "ByteLRU",
 }
 
 
-def test_no_module_of_the_stack_library_keeps_a_cache() -> None:
-    """Every module-level dict, set, list or cache object of sds_jupyter.stack is listed in NOT_CACHES."""
+def _module_level_mutables(folder: Path) -> set[tuple[str, str]]:
+    """(module, name) of each module-level dict, set, list or cache object in ``folder``'s modules."""
     found = set()
-    for path in sorted(Path(locator.__file__).parent.glob("*.py")):
+    for path in sorted(folder.glob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                 continue
@@ -253,4 +254,30 @@ def test_no_module_of_the_stack_library_keeps_a_cache() -> None:
             mutable = isinstance(value, (ast.Dict, ast.Set, ast.List, ast.DictComp, ast.SetComp, ast.ListComp))
             if mutable or call_name in _MUTABLE_CALLS:
                 found |= {(path.stem, name) for name in names}
-    assert found == NOT_CACHES
+    return found
+
+
+def test_no_module_of_the_stack_library_keeps_a_cache() -> None:
+    """Every module-level dict, set, list or cache object of sds_jupyter.stack is listed in NOT_CACHES."""
+    assert _module_level_mutables(Path(locator.__file__).parent) == NOT_CACHES
+
+
+#: The service's module-level tables that are not caches: registries and constant maps.
+SERVICE_NOT_CACHES = {
+    ("contract", "GENERATED"),  # the generated files and what writes each
+    ("contract", "_SCALARS"),  # Python scalar types -> their JSON Schema and TypeScript
+    ("layouts", "LAYOUTS"),  # each binary reply's buffer layout
+    ("layouts_ts", "TYPED_ARRAYS"),  # element type -> TypeScript typed array
+    ("export", "MEDIA_TYPES"),  # file suffix -> media type
+    ("requests", "REQUESTS"),  # the request table
+    ("requests", "_FALSE"),  # the words a query string says false with
+    ("requests", "_TRUE"),  # and true
+    ("results", "_META_TYPES"),  # a result's metadata fields -> their types
+}
+
+
+def test_no_module_of_the_service_keeps_a_cache() -> None:
+    """What views are drawn from is kept in the session's StackCaches (``derived``), never in a module."""
+    service = Path(locator.__file__).parent.parent / "service"
+    found = _module_level_mutables(service) | _module_level_mutables(service / "features")
+    assert found == SERVICE_NOT_CACHES

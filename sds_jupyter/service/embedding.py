@@ -3,8 +3,8 @@
 Why here: the figure view shows an embedding beside the tissue, linked cell by cell, so it
 needs the first two columns of an obsm entry in table order, nothing else. They are read as
 a slice (a 50-column PCA is never read whole), checked against the table's cell count from
-metadata first, and kept in a process-wide cache named by the stored entry's identity (as
-cell geometry is, :mod:`sds_jupyter.service.pieces`): a version that leaves the entry alone
+metadata first, and kept in the session's caches (``StackCaches.derived``), named by the
+stored entry's identity (as cell geometry is, :mod:`sds_jupyter.service.pieces`): a version that leaves the entry alone
 shares it, one that rewrites it gets a new name.
 """
 
@@ -20,13 +20,13 @@ import zarr
 from anndata.io import read_elem
 
 from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.lru import ByteLRU
 from sds_jupyter.service.tables import TableView, check_claim
 from sds_jupyter.stack import StackStore
+from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.identity import node_identity
+from sds_jupyter.stack.lru import ByteLRU
 
 __all__ = [
-    "EMBEDDINGS",
     "EMBEDDING_CACHE_BYTES",
     "SPATIAL",
     "Embedding",
@@ -34,6 +34,7 @@ __all__ = [
     "embedding_keys",
     "embedding_name",
     "embedding_positions",
+    "embeddings_cache",
 ]
 
 #: Bytes of embedding coordinates kept (8 bytes a cell: 32 embeddings of 1,000,000 cells).
@@ -58,7 +59,9 @@ class Embedding:
         return int(self.x.nbytes + self.y.nbytes)
 
 
-EMBEDDINGS: ByteLRU[Embedding] = ByteLRU(EMBEDDING_CACHE_BYTES, lambda embedding: embedding.nbytes)
+def embeddings_cache(caches: StackCaches) -> ByteLRU[Embedding]:
+    """Embeddings kept in ``caches``, at most :data:`EMBEDDING_CACHE_BYTES`."""
+    return caches.derived("embeddings", EMBEDDING_CACHE_BYTES)
 
 
 def _shape(node: zarr.Array | zarr.Group) -> tuple[int, int] | None:
@@ -134,7 +137,7 @@ def cached_embedding(view: TableView, key: str) -> tuple[str, Embedding]:
             f"spatial aside: {have})."
         )
     name = embedding_name(view, key)
-    return name, EMBEDDINGS.get_or_compute(name, lambda: _read(view, key))
+    return name, embeddings_cache(view.caches).get_or_compute(name, lambda: _read(view, key))
 
 
 def embedding_positions(view: TableView) -> Callable[[str], tuple[np.ndarray, np.ndarray]]:

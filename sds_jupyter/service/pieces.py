@@ -4,8 +4,9 @@ Why: a figure's cells (positions, outlines) and its image's overview follow from
 stored objects, which versions never change; every figure of the element, in every
 version that leaves those objects alone, draws the same ones. So each is computed once,
 named by the identity of the objects it was read from (:func:`node_identity`), and kept
-in a process-wide cache bounded by bytes: the REST server's services (one per version
-folder) and the widget's share the entries, and a version switch finds them there.
+in the session's :class:`~sds_jupyter.stack.caches.StackCaches` (``derived``), bounded by
+bytes: the REST server's services (one per version folder) and the widget's are given the
+process's caches, so they share the entries and a version switch finds them there.
 """
 
 from __future__ import annotations
@@ -20,23 +21,20 @@ import numpy as np
 
 from sds_jupyter.limits import MAX_OUTLINE_TILE_CELLS
 from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.lru import ByteLRU
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.stack import StackStore
+from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.identity import node_identity
+from sds_jupyter.stack.lru import ByteLRU
 from sds_jupyter.studio.canvas import CellGeometry, cell_geometry, channel_planes, geometry_nodes
 from sds_jupyter.studio.elements import coarsest_level
 from sds_jupyter.studio.payloads import CanvasImage, ChannelInfo, OutlineTiles
 
 __all__ = [
-    "CELLS",
     "CELL_CACHE_BYTES",
     "IMAGE_CACHE_BYTES",
-    "OUTLINES",
     "OUTLINES_AT_ONCE",
-    "OUTLINE_TILES",
     "OUTLINE_TILE_CELLS",
-    "OVERVIEWS",
     "OVERVIEW_SIDE",
     "OutlineTile",
     "Outlines",
@@ -45,8 +43,12 @@ __all__ = [
     "cached_outline_tile",
     "cached_outlines",
     "cached_overview",
+    "cells_cache",
     "cells_key",
     "image_key",
+    "outline_tiles_cache",
+    "outlines_cache",
+    "overviews_cache",
 ]
 
 #: Bytes of cell geometry kept (a 100,000-cell tissue with outlines is about 20 MB).
@@ -102,8 +104,14 @@ class Overview:
         return {"width": self.width, "height": self.height, "bounds": self.bounds, "channels": shown}  # type: ignore[typeddict-item]
 
 
-CELLS: ByteLRU[CellGeometry] = ByteLRU(CELL_CACHE_BYTES, lambda geometry: geometry.nbytes)
-OVERVIEWS: ByteLRU[Overview] = ByteLRU(IMAGE_CACHE_BYTES, lambda overview: overview.nbytes)
+def cells_cache(caches: StackCaches) -> ByteLRU[CellGeometry]:
+    """Cell geometry kept in ``caches``, at most :data:`CELL_CACHE_BYTES`."""
+    return caches.derived("cells", CELL_CACHE_BYTES)
+
+
+def overviews_cache(caches: StackCaches) -> ByteLRU[Overview]:
+    """Image overviews kept in ``caches``, at most :data:`IMAGE_CACHE_BYTES`."""
+    return caches.derived("overviews", IMAGE_CACHE_BYTES)
 
 
 def _digest(parts: Sequence[str]) -> str:
@@ -131,7 +139,7 @@ def cells_key(view: TableView, spec: Mapping[str, Any]) -> str:
 def _full_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellGeometry]:
     key = cells_key(view, spec)
     system = spec.get("coordinate_system") or None
-    return key, CELLS.get_or_compute(key, lambda: cell_geometry(view, view.root, view.attrs, system))
+    return key, cells_cache(view.caches).get_or_compute(key, lambda: cell_geometry(view, view.root, view.attrs, system))
 
 
 def cached_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellGeometry]:
@@ -142,7 +150,7 @@ def cached_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Cell
     key, full = _full_geometry(view, spec)
     if not _tiled(full):
         return key, full
-    return key, OUTLINES.get_or_compute(key, lambda: _outlines(full)).sent
+    return key, outlines_cache(view.caches).get_or_compute(key, lambda: _outlines(full)).sent
 
 
 def image_key(view: TableView, spec: Mapping[str, Any]) -> str:
@@ -165,7 +173,7 @@ def cached_overview(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Over
         bounds = level.transform.box(0.0, 0.0, extent_x, extent_y)
         return Overview(infos, [np.ascontiguousarray(plane) for plane in planes], bounds, level.unit)
 
-    return key, OVERVIEWS.get_or_compute(key, read)
+    return key, overviews_cache(view.caches).get_or_compute(key, read)
 
 
 # ------------------------------------------------------------------ level of detail: outlines by tile
@@ -210,8 +218,14 @@ class OutlineTile:
         return sum(int(buffer.nbytes) for buffer in self.buffers)
 
 
-OUTLINES: ByteLRU[Outlines] = ByteLRU(OUTLINE_CACHE_BYTES, lambda outlines: outlines.nbytes)
-OUTLINE_TILES: ByteLRU[OutlineTile] = ByteLRU(OUTLINE_CACHE_BYTES, lambda tile: tile.nbytes)
+def outlines_cache(caches: StackCaches) -> ByteLRU[Outlines]:
+    """Outline grids kept in ``caches``, at most :data:`OUTLINE_CACHE_BYTES`."""
+    return caches.derived("outlines", OUTLINE_CACHE_BYTES)
+
+
+def outline_tiles_cache(caches: StackCaches) -> ByteLRU[OutlineTile]:
+    """Outline tiles kept in ``caches``, at most :data:`OUTLINE_CACHE_BYTES`."""
+    return caches.derived("outline-tiles", OUTLINE_CACHE_BYTES)
 
 
 def _tiled(geometry: CellGeometry) -> bool:
@@ -276,7 +290,7 @@ def cached_outlines(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Outl
     key, full = _full_geometry(view, spec)
     if not _tiled(full):
         return key, None
-    return key, OUTLINES.get_or_compute(key, lambda: _outlines(full))
+    return key, outlines_cache(view.caches).get_or_compute(key, lambda: _outlines(full))
 
 
 def _tile(outlines: Outlines, column: int, row: int) -> OutlineTile:
@@ -309,7 +323,9 @@ def _tile(outlines: Outlines, column: int, row: int) -> OutlineTile:
     return OutlineTile(index, own, np.ascontiguousarray(xy[taken][keep]).ravel(), box)
 
 
-def cached_outline_tile(outlines: Outlines, key: str, column: int, row: int) -> tuple[str, OutlineTile]:
+def cached_outline_tile(
+    caches: StackCaches, outlines: Outlines, key: str, column: int, row: int
+) -> tuple[str, OutlineTile]:
     """Tile (column, row) of a tissue's outlines and its name (the cells key and the tile), built once."""
     grid = outlines.grid
     if not (0 <= column < grid["columns"] and 0 <= row < grid["rows"]):
@@ -318,4 +334,4 @@ def cached_outline_tile(outlines: Outlines, key: str, column: int, row: int) -> 
             "ask for a column and row within it."
         )
     name = _digest([_TILE_FORMAT, key, str(column), str(row)])
-    return name, OUTLINE_TILES.get_or_compute(name, lambda: _tile(outlines, column, row))
+    return name, outline_tiles_cache(caches).get_or_compute(name, lambda: _tile(outlines, column, row))

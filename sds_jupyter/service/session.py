@@ -150,7 +150,7 @@ class Session:
         def opened() -> TableView:
             store = StackStore(self.stack.at(key[0]), caches=self.caches)
             group = open_table_group(store, key[1])
-            return TableView(zarr.open_group(store, mode="r"), group, key[1])
+            return TableView(zarr.open_group(store, mode="r"), group, key[1], self.caches)
 
         return self.tables.get(key, opened)
 

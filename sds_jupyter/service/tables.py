@@ -29,6 +29,7 @@ from sds_jupyter.limits import (
     claimed_bytes,
 )
 from sds_jupyter.service.nodes import child_array, child_group, element_length
+from sds_jupyter.stack.caches import StackCaches, default_caches
 from sds_jupyter.studio.errors import ElementError, ResultError
 from sds_jupyter.studio.palette import series_categories
 from sds_jupyter.studio.uns import FIGURES_KEY, RESULTS_KEY, STUDIO_KEY
@@ -39,10 +40,13 @@ __all__ = ["TableView"]
 class TableView:
     """Lazy, cached access to the parts of an AnnData group the browser reads."""
 
-    def __init__(self, root: zarr.Group, group: zarr.Group, name: str) -> None:
+    def __init__(self, root: zarr.Group, group: zarr.Group, name: str, caches: StackCaches | None = None) -> None:
         self.root = root
         self.group = group
         self.name = name
+        #: Where what is drawn from this table (cells, overviews, embeddings) is kept: the
+        #: session's caches, so two sessions given different ones share nothing.
+        self.caches = default_caches(caches)
         self._obsm: BoundedCache[str, np.ndarray] = BoundedCache(
             MAX_CACHED_COLUMNS, MAX_CACHED_COLUMN_BYTES, size=lambda array: int(array.nbytes)
         )

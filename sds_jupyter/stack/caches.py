@@ -30,7 +30,12 @@ The pieces, each bounded (each bound has one home, named below):
   manifests), and the folders seen keeping their manifest under ``data/``;
 * ``stacks``: resolved local stacks with what proves them unchanged
   (:class:`ResolvedStacks`, at most :data:`MAX_RESOLVED_STACKS`);
-* ``opened``: what ``open_anndata`` read, kept for a later save (:class:`OpenedRecords`).
+* ``opened``: what ``open_anndata`` read, kept for a later save (:class:`OpenedRecords`);
+* what callers compute from stored objects and name by those objects' identity (a tissue's
+  cell geometry, an image's overview: :meth:`StackCaches.derived`), one
+  :class:`~sds_jupyter.stack.lru.ByteLRU` per kind, each bounded by the bytes its caller
+  names. Versions never change what they store, so such an entry is never stale; keeping it
+  here means whoever owns the reads owns what was made from them too.
 
 The module sits just above the locator in the stack's import layers: it composes the
 cache types defined below it, and holds the ones whose users (the listing, the resolve)
@@ -39,6 +44,7 @@ sit above it, typed loosely so that it need not import them.
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 import weakref
@@ -47,6 +53,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from sds_jupyter.limits import SCANS_CACHE_BYTES
 from sds_jupyter.stack.locator import CACHE_BYTES, ParsedManifests
+from sds_jupyter.stack.lru import ByteLRU
 from sds_jupyter.stack.zipindex import CACHED_INDEXES, ZipIndexes
 
 __all__ = [
@@ -268,6 +275,20 @@ class StackCaches:
         self.scans: TreeScans[Any] = TreeScans(scans, scan_bytes)
         self.stacks: ResolvedStacks[Any] = ResolvedStacks(stacks)
         self.opened: OpenedRecords[Any] = OpenedRecords()
+        self._derived: dict[str, ByteLRU[Any]] = {}
+        self._derived_lock = threading.Lock()
+
+    def derived(self, kind: str, max_bytes: int) -> ByteLRU[Any]:
+        """The cache of values of ``kind`` computed from stored objects (each has ``nbytes``).
+
+        Made on first use with ``max_bytes`` (the caller's bound, defined where the kind is
+        computed); keys are the identities of the objects read, so a value is never stale.
+        """
+        with self._derived_lock:
+            cache = self._derived.get(kind)
+            if cache is None:
+                cache = self._derived[kind] = ByteLRU(max_bytes, _NBYTES)
+            return cache
 
     def clear(self) -> None:
         """Forget everything: the next open, listing or save reads afresh (benchmarks time a cold open so)."""
@@ -276,6 +297,9 @@ class StackCaches:
         self.scans.clear()
         self.stacks.clear()
         self.opened.clear()
+        with self._derived_lock:
+            for cache in self._derived.values():
+                cache.clear()
 
     def __repr__(self) -> str:
         return (
@@ -283,6 +307,9 @@ class StackCaches:
             f"scans={len(self.scans)}, stacks={len(self.stacks)}, opened={len(self.opened)})"
         )
 
+
+#: A derived value's size: every kind kept by :meth:`StackCaches.derived` says its ``nbytes``.
+_NBYTES: Any = operator.attrgetter("nbytes")
 
 _PROCESS_CACHES = StackCaches()
 

@@ -130,7 +130,7 @@ def cell_outlines(
         raise RequestError(f"The cells of figure {figure!r} are not the ones key {key!r} names; ask canvas again.")
     if outlines is None:
         raise RequestError(f"Figure {figure!r} sends its outlines with its cells; there are no outline tiles.")
-    name, tile = cached_outline_tile(outlines, key, column, row)
+    name, tile = cached_outline_tile(session.caches, outlines, key, column, row)
     payload: CellOutlinesData = {
         "key": key,
         "column": column,
