@@ -59,14 +59,18 @@ describe('number formats per column', () => {
   });
 });
 
+/** A Vega-Lite spec is open JSON: these tests read it field by field, as the builders wrote it. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
 describe('charts fit their card (specs from the Python builders)', () => {
-  const markers = charts.markers_12 as Record<string, any>;
+  const markers = charts.markers_12 as Record<string, Json>;
 
   it('wraps facets into as many columns as fit the width', () => {
     const fit = markers.usermeta.fit;
     const cell = fit.label + fit.min + 20;
     for (const width of [300, 450, 700, 1400]) {
-      const fitted = fitSpec(markers, width) as Record<string, any>;
+      const fitted = fitSpec(markers, width) as Record<string, Json>;
       expect(fitted.columns).toBe(Math.max(1, Math.min(12, Math.floor((width - 12) / cell))));
       // every column's plot plus its labels stays inside the width
       expect(fitted.columns * (fitted.spec.width + fit.label + 20)).toBeLessThanOrEqual(width);
@@ -79,12 +83,12 @@ describe('charts fit their card (specs from the Python builders)', () => {
     expect(markers.facet.sort).toEqual(order);
     expect(markers.$schema).toMatch(/vega-lite\/v6\.json$/);
     expect(markers.title).toBeUndefined();
-    const vega = compile(fitSpec(markers, 450) as never).spec as Record<string, any>;
+    const vega = compile(fitSpec(markers, 450) as never).spec as Record<string, Json>;
     const cellGroup = JSON.stringify(vega);
     expect(cellGroup).toContain('"columns":1');
-    const clusters = charts.clusters_12 as Record<string, any>;
+    const clusters = charts.clusters_12 as Record<string, Json>;
     expect(clusters.encoding.x.sort).toEqual(order);
-    const fitted = fitSpec(clusters, 450) as Record<string, any>;
+    const fitted = fitSpec(clusters, 450) as Record<string, Json>;
     expect(fitted.width).toBe(438);
     expect(fitted.autosize).toEqual({ type: 'fit-x', contains: 'padding' });
     expect(() => compile(fitted as never)).not.toThrow();
@@ -105,24 +109,24 @@ describe('charts fit their card (specs from the Python builders)', () => {
   };
 
   it('fits only the width of a heatmap: its rows keep a band each, and Vega-Lite drops no fit', () => {
-    const heat = charts.nhood_4 as Record<string, any>;
+    const heat = charts.nhood_4 as Record<string, Json>;
     // what the fit asked before: autosize fit-x over a stepped height, which Vega-Lite warns about
     expect(warningsOf({ ...heat, width: 438, autosize: { type: 'fit-x', contains: 'padding' } })).toEqual([
       'Dropping "fit-y" because spec has discrete height.'
     ]);
-    const fitted = fitSpec(heat, 450) as Record<string, any>;
+    const fitted = fitSpec(heat, 450) as Record<string, Json>;
     expect(fitted.width).toBe(438);
     expect(fitted.height).toBe(4 * 20); // four clusters down, Vega-Lite's band step each
     expect(fitted.autosize).toEqual({ type: 'fit-x', contains: 'padding' });
     expect(warningsOf(fitted)).toEqual([]);
     // ranked bars (a discrete y) too; a continuous y is left to Vega-Lite
-    const clusters = fitSpec(charts.clusters_12, 450) as Record<string, any>;
+    const clusters = fitSpec(charts.clusters_12, 450) as Record<string, Json>;
     expect(clusters.height).toBeUndefined();
     expect(warningsOf(clusters)).toEqual([]);
   });
 
   it('draws columns named like nested access (p.adj, score[1]): the Python builder escapes the fields', async () => {
-    const dotted = charts.dotted_columns as Record<string, any>;
+    const dotted = charts.dotted_columns as Record<string, Json>;
     expect(columnOf(dotted.encoding.x.field)).toBe('p.adj');
     expect(columnOf(dotted.encoding.y.field)).toBe('score[1]');
     expect(Object.keys(dotted.data.values[0]).sort()).toEqual(['cell.type', 'p.adj', 'score[1]']);
