@@ -1221,40 +1221,40 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
         await page.locator('.sds-history-row').first().click();
         await page.locator('.sds-tab[data-tab="figures"]').click();
         await figure.waitFor({ timeout: 30000 });
-        if (tag === 'light') {
-          // 7d: Escape stops drawing regions (the Annotate button gets the focus back)
-          await figure.scrollIntoViewIfNeeded();
-          await figure.locator('.sds-annotate-toggle').click();
-          await figure.locator('.sds-annotate:not([hidden])').waitFor();
-          await page.keyboard.press('Escape');
-          await figure.locator('.sds-annotate').waitFor({ state: 'hidden' });
-          assert.equal(await figure.locator('.sds-annotate-toggle').getAttribute('aria-pressed'), 'false');
-          assert.equal(await figure.locator('.sds-annotate-toggle').evaluate(el => el === document.activeElement), true);
-          // the result's tissue view, opened by a click: Escape at once closes it
-          await page.locator('.sds-tab[data-tab="results"]').click();
-          const card = page.locator('[data-result="markers-leiden"]');
-          const link = card.locator('.sds-tissue-link').first();
-          await link.waitFor({ timeout: 30000 });
-          await link.click();
-          await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn, null, { timeout: 60000 });
-          await shot(page, 'issue29-escape-tissue-open');
-          await page.keyboard.press('Escape');
-          assert.equal(await card.locator('.sds-tissue').isHidden(), true, 'Escape closed the tissue view');
-          // A | B side by side with the branch: Escape at once closes it, the focus back on its button
-          await page.locator('.sds-tab[data-tab="compare"]').click();
-          const pickB = page.locator('.sds-compare select[aria-label^="Version B"]');
-          await pickB.locator('option', { hasText: 'Coarser clusters' }).waitFor({ state: 'attached', timeout: 30000 });
-          await pickB.selectOption({ label: await pickB.locator('option', { hasText: 'Coarser clusters' }).innerText() });
-          const sides = page.locator('.sds-show-sides:visible').first();
-          await sides.waitFor({ timeout: 60000 });
-          await sides.click();
-          await page.waitForFunction(() => document.querySelector('.sds-sidebyside:not([hidden])')?.dataset.drawn, null, { timeout: 60000 });
-          await page.waitForTimeout(500);
-          await shot(page, 'issue29-escape-sides-open');
-          await page.keyboard.press('Escape');
-          assert.equal(await page.locator('.sds-sidebyside:not([hidden])').count(), 0, 'Escape closed A | B side by side');
-          assert.equal(await sides.evaluate(el => el === document.activeElement), true, 'the focus is back on its button');
-        }
+        // 7d, in both themes: Escape stops drawing regions (the Annotate button gets the focus back)
+        await figure.scrollIntoViewIfNeeded();
+        await figure.locator('.sds-annotate-toggle').click();
+        await figure.locator('.sds-annotate:not([hidden])').waitFor();
+        await page.keyboard.press('Escape');
+        await figure.locator('.sds-annotate').waitFor({ state: 'hidden' });
+        assert.equal(await figure.locator('.sds-annotate-toggle').getAttribute('aria-pressed'), 'false');
+        assert.equal(await figure.locator('.sds-annotate-toggle').evaluate(el => el === document.activeElement), true);
+        // the result's tissue view, opened by a click: Escape at once closes it
+        await page.locator('.sds-tab[data-tab="results"]').click();
+        const card = page.locator('[data-result="markers-leiden"]');
+        const link = card.locator('.sds-tissue-link').first();
+        await link.waitFor({ timeout: 30000 });
+        await link.click();
+        await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn, null, { timeout: 60000 });
+        await shot(page, `issue29-escape-tissue-open-${tag}`);
+        assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], `the result's tissue view open (${tag})`);
+        await page.keyboard.press('Escape');
+        assert.equal(await card.locator('.sds-tissue').isHidden(), true, 'Escape closed the tissue view');
+        // A | B side by side with the branch: Escape at once closes it, the focus back on its button
+        await page.locator('.sds-tab[data-tab="compare"]').click();
+        const pickB = page.locator('.sds-compare select[aria-label^="Version B"]');
+        await pickB.locator('option', { hasText: 'Coarser clusters' }).waitFor({ state: 'attached', timeout: 30000 });
+        await pickB.selectOption({ label: await pickB.locator('option', { hasText: 'Coarser clusters' }).innerText() });
+        const sides = page.locator('.sds-show-sides:visible').first();
+        await sides.waitFor({ timeout: 60000 });
+        await sides.click();
+        await page.waitForFunction(() => document.querySelector('.sds-sidebyside:not([hidden])')?.dataset.drawn, null, { timeout: 60000 });
+        await page.waitForTimeout(500);
+        await shot(page, `issue29-escape-sides-open-${tag}`);
+        assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], `A | B side by side open (${tag})`);
+        await page.keyboard.press('Escape');
+        assert.equal(await page.locator('.sds-sidebyside:not([hidden])').count(), 0, 'Escape closed A | B side by side');
+        assert.equal(await sides.evaluate(el => el === document.activeElement), true, 'the focus is back on its button');
         assert.deepEqual(page.errors, []);
       } finally {
         await page.close();
