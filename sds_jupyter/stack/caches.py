@@ -80,9 +80,10 @@ T = TypeVar("T")
 class TreeScans(Generic[T]):
     """The last scan of each datasets folder (and folder map), reused while nothing changed.
 
-    Kept while the kept scans' manifests stay within ``max_bytes`` and there are at most
-    ``max_scans`` of them; the oldest stored is dropped first. A scan is stored whole or
-    not at all (one larger than ``max_bytes`` is not kept). The scan type is the
+    Kept in a :class:`~sds_jupyter.stack.lru.ByteLRU` while the kept scans' manifests stay
+    within ``max_bytes`` and there are at most ``max_scans`` of them; the least recently used
+    is dropped first. A scan is stored whole or not at all (one larger than ``max_bytes`` is
+    not kept). The scan type is the
     listing's (:class:`~sds_jupyter.stack.tree.Scan`); this module sits below it.
 
     ``under_data`` is the listing's hint of folders last seen keeping ``layer.json``
@@ -97,9 +98,8 @@ class TreeScans(Generic[T]):
         self.max_bytes = max_bytes
         self.max_hints = max_hints
         self.under_data: set[str] = set()
-        self._scans: dict[Any, tuple[T, int]] = {}
-        self._bytes = 0
-        self._lock = threading.Lock()  # the server scans from several threads
+        # each entry is (scan, size): the size is the scan's manifests, given by the listing
+        self._scans: ByteLRU[tuple[T, int]] = ByteLRU(max_bytes, _SECOND, max_entries=max_scans)
 
     def get(self, key: Any) -> T | None:
         """The scan kept under ``key`` (a datasets folder's real path and folder map), or None."""
@@ -108,17 +108,7 @@ class TreeScans(Generic[T]):
 
     def remember(self, key: Any, scan: T, size: int) -> None:
         """Keep ``scan``, whose manifests are ``size`` bytes, for the next listing of ``key``."""
-        with self._lock:
-            old = self._scans.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            if size > self.max_bytes:
-                return
-            while self._scans and (len(self._scans) >= self.max_scans or self._bytes + size > self.max_bytes):
-                _, dropped = self._scans.pop(next(iter(self._scans)))  # the oldest stored
-                self._bytes -= dropped
-            self._scans[key] = (scan, size)
-            self._bytes += size
+        self._scans.put(key, (scan, size))
 
     def note_under_data(self, folder: str) -> None:
         """Remember that ``folder`` kept its manifest under ``data/`` (while there is room)."""
@@ -128,18 +118,15 @@ class TreeScans(Generic[T]):
     @property
     def bytes(self) -> int:
         """The kept scans' manifests together (bytes as stored)."""
-        return self._bytes
+        return self._scans.nbytes
 
     def kept(self) -> list[Any]:
-        """The kept scans' keys, oldest first (a snapshot)."""
-        with self._lock:
-            return list(self._scans)
+        """The kept scans' keys, least recently used first (a snapshot)."""
+        return self._scans.keys()
 
     def clear(self) -> None:
-        with self._lock:
-            self._scans.clear()
-            self._bytes = 0
-            self.under_data.clear()
+        self._scans.clear()
+        self.under_data.clear()
 
     def __len__(self) -> int:
         return len(self._scans)
@@ -310,6 +297,8 @@ class StackCaches:
 
 #: A derived value's size: every kind kept by :meth:`StackCaches.derived` says its ``nbytes``.
 _NBYTES: Any = operator.attrgetter("nbytes")
+#: A kept scan's size: the second of its (scan, size) entry.
+_SECOND: Any = operator.itemgetter(1)
 
 _PROCESS_CACHES = StackCaches()
 

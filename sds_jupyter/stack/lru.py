@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Generic, TypeVar
 
@@ -21,16 +21,18 @@ V = TypeVar("V")
 
 
 class ByteLRU(Generic[V]):
-    """Values by key, the least recently used dropped once their sizes pass ``max_bytes``."""
+    """Values by key, the least recently used dropped once their sizes pass ``max_bytes``
+    (or, when ``max_entries`` is given, once there are more of them than that)."""
 
-    def __init__(self, max_bytes: int, size_of: Callable[[V], int]) -> None:
+    def __init__(self, max_bytes: int, size_of: Callable[[V], int], max_entries: int | None = None) -> None:
         self.max_bytes = max_bytes
+        self.max_entries = max_entries
         self._size_of = size_of
-        self._entries: OrderedDict[str, tuple[V, int]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
         #: Computations under way, by key: a second thread missing the same key waits for the first's.
-        self._pending: dict[str, Future[V]] = {}
+        self._pending: dict[Hashable, Future[V]] = {}
         #: Answers from the cache and computations, for tests and benchmarks.
         self.hits = 0
         self.misses = 0
@@ -42,7 +44,7 @@ class ByteLRU(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: str) -> V | None:
+    def get(self, key: Hashable) -> V | None:
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
@@ -50,7 +52,7 @@ class ByteLRU(Generic[V]):
             self._entries.move_to_end(key)
             return entry[0]
 
-    def put(self, key: str, value: V) -> None:
+    def put(self, key: Hashable, value: V) -> None:
         """Keep ``value`` (one larger than the whole bound is not kept)."""
         size = self._size_of(value)
         with self._lock:
@@ -61,11 +63,17 @@ class ByteLRU(Generic[V]):
                 return
             self._entries[key] = (value, size)
             self._bytes += size
-            while self._bytes > self.max_bytes:
+            limit = self.max_entries
+            while self._bytes > self.max_bytes or (limit is not None and len(self._entries) > limit):
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self._bytes -= dropped
 
-    def get_or_compute(self, key: str, compute: Callable[[], V]) -> V:
+    def keys(self) -> list[Hashable]:
+        """The keys kept, least recently used first (a snapshot)."""
+        with self._lock:
+            return list(self._entries)
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
         """The value kept under ``key``, else ``compute()`` kept and returned.
 
         Threads missing at once compute once: the first computes, the others wait for its
