@@ -59,7 +59,9 @@ def _parser() -> argparse.ArgumentParser:
             help='folder map {"<dataset id>": "<folder>"}, e.g. "$SDS_CIRRO_DATASETS" (default: that variable, if set)',
         )
 
-    describe = commands.add_parser("describe", help="list a stack's versions, top first, and its base")
+    describe = commands.add_parser(
+        "describe", help="list a stack's versions, top first, and its base (or the dataset missing below them)"
+    )
     with_folders(describe)
     describe.add_argument("--json", action="store_true", help="print JSON instead of text")
     describe.add_argument("path", help="a version folder, its layer.json, or a store")
@@ -172,13 +174,14 @@ def _run(args: argparse.Namespace) -> int:
     from sds_jupyter.stack.inspect import check, describe
 
     if args.command == "describe":
-        info = describe(args.path, folders=args.folders)
+        # a missing parent: what resolved, then what is missing (as the panel shows it), status 1
+        info = describe(args.path, folders=args.folders, partial=True)
         if args.json:
             say(strict_json(info), block=True)
         else:
             for line in _describe_text(info):
                 say(line)
-        return 0
+        return EXIT_PROBLEMS if info.get("missing") else 0
     if args.command == "flatten":
         out = flatten(args.path, args.out, folders=args.folders, link=not args.copy)
         say(f"wrote {out}")
@@ -249,7 +252,13 @@ def _finite(value: Any) -> Any:
 
 
 def _describe_text(info: dict[str, Any]) -> list[str]:
-    lines = [f"{info['depth']} version(s), top first:"]
+    missing = info.get("missing")
+    shown = len(info["versions"])
+    lines = [
+        f"{shown} version(s) resolve, top first, above a missing dataset:"
+        if missing
+        else f"{info['depth']} version(s), top first:"
+    ]
     for version in info["versions"]:
         title = version["title"] or "(untitled)"
         lines.append(f"  [{version['depth']}] {title}  dataset {version['dataset_id']}")
@@ -258,11 +267,19 @@ def _describe_text(info: dict[str, Any]) -> list[str]:
         who = version["created_by"] or "unknown"
         lines.append(f"      by {who} at {version['created_at'] or 'unknown time'}")
         lines.extend(f"      - {format_change(change)}" for change in version["changes"])
+    if missing:
+        lines.append(f"  missing: {_named(missing)}: {missing['message']}")
+        lines.append("  (`sds-jupyter fetch PATH` downloads it from Cirro)")
+        return lines
     base = info["base"]
-    lines.append(
-        f"  [0] base: {base['path']} ({base['kind']}, Zarr v{base['zarr_format']}, dataset {base['dataset_id']})"
-    )
+    lines.append(f"  [0] base: {base['path']} ({base['kind']}, Zarr v{base['zarr_format']}, {_named(base)})")
     return lines
+
+
+def _named(dataset: dict[str, Any]) -> str:
+    """A dataset as people know it: its folder-map name with its ID, or the ID alone."""
+    name = dataset.get("name")
+    return f"{name} (dataset {dataset['dataset_id']})" if name else f"dataset {dataset['dataset_id']}"
 
 
 def format_change(change: dict[str, Any]) -> str:

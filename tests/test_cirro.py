@@ -88,6 +88,21 @@ class StandIn:
         #: The bucket new datasets' files go to (one that does not exist makes every upload fail).
         self.bucket = BUCKET
         self.deleted: list[str] = []
+        #: The projects the signed-in user can use: ID -> name.
+        self.projects = {PROJECT: "Breast atlas", "proj-0": "A pilot"}
+
+    @staticmethod
+    def project(project_id: str, name: str) -> dict[str, Any]:
+        return {
+            "id": project_id,
+            "name": name,
+            "description": "",
+            "status": "COMPLETED",
+            "tags": [],
+            "organization": "lab",
+            "classificationIds": [],
+            "billingAccountId": "b-1",
+        }
 
     def detail(self, dataset_id: str) -> dict[str, Any]:
         record = self.datasets[dataset_id]
@@ -125,6 +140,12 @@ class StandIn:
         return self.s3.get_object(Bucket=BUCKET, Key=f"datasets/{dataset_id}/data/{name}")["Body"].read()
 
 
+def _not_found(path: str) -> dict[str, Any]:
+    """Cirro's error body (a PortalErrorResponse, as the SDK parses it) for a path it does not know."""
+    detail = f"{path.split('?')[0]} not found"
+    return {"statusCode": 404, "errorCode": "NOT_FOUND", "errorDetail": detail, "errors": [{"message": detail}]}
+
+
 def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
@@ -143,6 +164,8 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:  # noqa: N802
             path = self.path.split("?")[0]
+            if path == "/api/projects":
+                return self._send(200, [state.project(pid, name) for pid, name in state.projects.items()])
             if path == "/api/info/system":
                 auth = {"sdkAppId": "app", "userPoolId": "pool", "endpoint": ""}
                 info = {"referencesBucket": "refs", "resourcesBucket": "res", "region": "us-east-1"}
@@ -150,7 +173,7 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
             match = re.fullmatch(rf"/api/projects/{PROJECT}/datasets/([\w-]+)(/files)?", path)
             if match and match[1] in state.datasets:
                 return self._send(200, state.listing(match[1]) if match[2] else state.detail(match[1]))
-            return self._send(404, {"message": "not found"})
+            return self._send(404, _not_found(self.path))
 
         def do_POST(self) -> None:  # noqa: N802
             path, body = self.path.split("?")[0], self._body()
@@ -163,7 +186,7 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
                 expires = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)).isoformat()
                 creds = {"accessKeyId": "testing", "secretAccessKey": "testing", "sessionToken": "testing"}
                 return self._send(200, {**creds, "expiration": expires, "region": "us-east-1"})
-            return self._send(404, {"message": "not found"})
+            return self._send(404, _not_found(self.path))
 
         def do_DELETE(self) -> None:  # noqa: N802
             match = re.fullmatch(rf"/api/projects/{PROJECT}/datasets/([\w-]+)", self.path.split("?")[0])
@@ -172,7 +195,7 @@ def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
                 self.send_response(202)
                 self.send_header("Content-Length", "0")
                 return self.end_headers()
-            return self._send(404, {"message": "not found"})
+            return self._send(404, _not_found(self.path))
 
     return Handler
 
@@ -370,14 +393,48 @@ def test_a_fetch_folder_inside_the_mounted_datasets_is_refused(
     assert "inside the datasets folder" in result.stderr and not (workspace["datasets"] / "cache").exists()
 
 
-def test_an_unreachable_cirro_is_one_line(cirro: StandIn, workspace: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_cirro_is_one_line_in_the_users_words(
+    cirro: StandIn, workspace: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     saved = _save(workspace["top"], "note", "Note", workspace["versions"])
     monkeypatch.setenv("CIRRO_BASE_URL", "localhost:9")  # the discard port: nothing listens
     result = _cli("upload", str(saved))
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
-    assert result.stderr.startswith("sds-jupyter: error: connecting to Cirro failed")
-    with pytest.raises(CirroError, match="connecting to Cirro failed"):
+    assert result.stderr.startswith(
+        "sds-jupyter: error: connecting to Cirro failed: Cirro at localhost:9 cannot be reached; "
+        "check that address (CIRRO_BASE_URL) and the network, then try again"
+    ), result.stderr
+    assert "Failed connecting" not in result.stderr and "Error:" not in result.stderr
+    with pytest.raises(CirroError, match="cannot be reached"):
         upload_version(saved)
+
+
+def test_a_bad_token_says_to_sign_in_again(cirro: StandIn, workspace: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 41, item 2: not "DecodeError: Not enough segments"."""
+    saved = _save(workspace["top"], "note", "Note", workspace["versions"])
+    monkeypatch.setenv("CIRRO_ACCESS_TOKEN", "not-a-token")
+    result = _cli("upload", str(saved))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "Cirro did not accept your sign-in" in result.stderr and "CIRRO_ACCESS_TOKEN" in result.stderr
+    assert "DecodeError" not in result.stderr and "segments" not in result.stderr
+    assert cirro.datasets == {}
+
+
+def test_no_project_chosen_is_said_with_what_to_do(
+    cirro: StandIn, workspace: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = _save(workspace["top"], "note", "Note", workspace["versions"])
+    monkeypatch.delenv("CIRRO_PROJECT_ID")
+    result = _cli("upload", str(saved))
+    assert result.returncode == 2
+    assert (
+        result.stderr
+        == "sds-jupyter: error: no Cirro project chosen: pass --project (project=) or set CIRRO_PROJECT_ID\n"
+    )
+    # a project Cirro does not know: said so, with what to do, and nothing recorded
+    with pytest.raises(CirroError, match=r"creating the Cirro dataset failed: .*; choose another project$"):
+        upload_version(saved, project="proj-nope")
+    assert cirro.datasets == {} and not (workspace["versions"] / ".sds-uploaded").exists()
 
 
 _SAVE_AND_UPLOAD = textwrap.dedent(
@@ -443,30 +500,94 @@ def jp_server_config() -> dict[str, Any]:
     return {"ServerApp": {"jpserver_extensions": {"sds_jupyter.server": True}}}
 
 
-def test_the_server_fetches_a_missing_parent_for_the_panel(
+def test_the_panel_uploads_then_a_fresh_workspace_fetches_and_opens_it(
     cirro: StandIn, demo_top: Path, jp_root_dir: Path, jp_fetch, jp_asyncio_loop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Issue 41, the workspace flow over the REST transport: upload -> the tag changes -> fetch elsewhere -> it opens."""
+    from tornado.httpclient import HTTPClientError
+
     from sds_jupyter.server.handlers import NAMESPACE
+
+    from test_contract import _validator
 
     def call(name: str, **kwargs: Any) -> Any:
         response = jp_asyncio_loop.run_until_complete(jp_fetch(NAMESPACE, "api", name, **kwargs))
-        return json.loads(response.body)
+        answer = json.loads(response.body)
+        assert not list(_validator(name).iter_errors(answer)), f"{name} reply does not match its type: {answer}"
+        return answer
+
+    def post(name: str, **body: Any) -> Any:
+        return call(name, method="POST", body=json.dumps(body))
+
+    def tag(path: str, dataset_id: str) -> bool:
+        [node] = [n for n in call("tree", params={"path": path})["nodes"] if n["dataset_id"] == dataset_id]
+        return bool(node.get("not_in_cirro"))
 
     layout = _layout(jp_root_dir / "home", demo_top, monkeypatch)
     first = _save(layout["top"], "first", "First", layout["versions"])
-    first_id = upload_version(first)
-    second_id = upload_version(_save(first, "second", "Second", layout["versions"]))
-    _download_as_a_colleague(cirro, second_id, jp_root_dir / "colleague" / second_id)
-    path = f"colleague/{second_id}"
+    second = _save(first, "second", "Second", layout["versions"])
+    path_2 = f"home/sds-versions/{second.name}"
 
-    broken = call("history", params={"path": path})
-    assert broken["error"]["dataset_id"] == first_id  # the panel's missing row names it
-    answer = call("fetch", method="POST", body=json.dumps({"path": path}))
-    assert answer == {"fetched": [first_id]}
-    assert (jp_root_dir / "home" / "cache" / first_id / "data" / "layer.json").is_file()
-    history = call("history", params={"path": path})
-    assert "error" not in history or not history["error"]
-    assert [v["title"] for v in history["versions"]][:2] == ["Second", "First"]
+    # the projects to pick from, the workspace's own to preselect
+    projects = call("cirro_projects", params={"path": path_2})
+    assert projects == {
+        "projects": [{"id": "proj-0", "name": "A pilot"}, {"id": PROJECT, "name": "Breast atlas"}],
+        "default": PROJECT,
+    }
+    # the parent chain is checked first: "Second" cannot go up before "First", and nothing is made
+    with pytest.raises(HTTPClientError) as refused:
+        call("cirro_plan", params={"path": path_2})
+    assert refused.value.code == 400
+    assert f"version {first.name} in" in json.loads(refused.value.response.body)["message"]
+    with pytest.raises(HTTPClientError):
+        post("cirro_upload", path=path_2, project=PROJECT)
+    assert cirro.datasets == {}
+    # an upload is a write: never a GET
+    with pytest.raises(HTTPClientError) as by_get:
+        call("cirro_upload", params={"path": path_2, "project": PROJECT})
+    assert by_get.value.code in (404, 405)
+
+    path_1 = f"home/sds-versions/{first.name}"
+    plan = call("cirro_plan", params={"path": path_1})
+    assert plan["name"] == "First" and plan["n_files"] == len(_files(first)) and plan["n_bytes"] > 0
+    assert tag(path_1, first.name)
+    first_id = post("cirro_upload", path=path_1, project=PROJECT)["dataset_id"]
+    assert not tag(path_1, first.name)  # the ID is recorded: the tag goes
+    second_id = post("cirro_upload", path=path_2, project=PROJECT, version=second.name)["dataset_id"]
+    assert cirro.datasets[second_id]["name"] == "Second" and not tag(path_2, second.name)
+
+    # a fresh workspace that has only "Second": its missing parent is fetched, and the version opens whole
+    _download_as_a_colleague(cirro, second_id, jp_root_dir / "fresh" / second_id)
+    monkeypatch.setenv("SDS_CIRRO_CACHE", str(jp_root_dir / "fresh-cache"))
+    fresh = f"fresh/{second_id}"
+    broken = call("history", params={"path": fresh})
+    assert broken["error"]["dataset_id"] == first_id
+    assert post("cirro_fetch", path=fresh, project=PROJECT) == {"fetched": [first_id]}
+    history = call("history", params={"path": fresh})
+    assert not history.get("error") and [v["title"] for v in history["versions"]][:2] == ["Second", "First"]
+    assert history["base"]["dataset_id"] is not None
+    assert list(open_anndata(jp_root_dir / "fresh" / second_id).obs["second"]) == list(
+        open_anndata(second).obs["second"]
+    )
+
+
+def test_the_panel_says_a_cirro_failure_in_the_users_words(
+    cirro: StandIn, demo_top: Path, jp_root_dir: Path, jp_fetch, jp_asyncio_loop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tornado.httpclient import HTTPClientError
+
+    from sds_jupyter.server.handlers import NAMESPACE
+
+    layout = _layout(jp_root_dir / "home", demo_top, monkeypatch)
+    saved = _save(layout["top"], "note", "Note", layout["versions"])
+    monkeypatch.setenv("CIRRO_ACCESS_TOKEN", "not-a-token")
+    with pytest.raises(HTTPClientError) as failed:
+        jp_asyncio_loop.run_until_complete(
+            jp_fetch(NAMESPACE, "api", "cirro_projects", params={"path": f"home/sds-versions/{saved.name}"})
+        )
+    answer = json.loads(failed.value.response.body)
+    assert failed.value.code == 400 and answer["kind"] == "cirro"
+    assert answer["message"].startswith("connecting to Cirro failed: Cirro did not accept your sign-in")
 
 
 def test_a_failed_upload_removes_the_half_made_dataset_and_records_nothing(cirro: StandIn, workspace: dict) -> None:

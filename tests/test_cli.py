@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,9 +70,10 @@ def test_folders_option_takes_the_folder_map(datasets: Path, tmp_path: Path) -> 
     write_base(datasets, "0d13", {}, name="s.zarr")
     (datasets / "0d13").rename(datasets / "Pancreas")
     write_version(datasets, "v1", "cirro:::dataset:0d13/s.zarr", {"k": b"1"})
-    assert cli("describe", str(datasets / "v1")).returncode == 2
+    assert cli("describe", str(datasets / "v1")).returncode == 1  # the base is missing without the map
     result = cli("describe", "--folders", '{"0d13": "Pancreas"}', str(datasets / "v1"))
     assert result.returncode == 0, result.stderr
+    assert "Pancreas (dataset 0d13))" in result.stdout.splitlines()[-1]  # named as the folder map names it
     env_result = cli("describe", str(datasets / "v1"), env={"SDS_CIRRO_DATASETS": '{"0d13": "Pancreas"}'})
     assert env_result.returncode == 0
 
@@ -95,13 +97,34 @@ def test_folders_option_takes_the_folder_map(datasets: Path, tmp_path: Path) -> 
 )
 def test_refusals_are_one_line_and_exit_2(datasets: Path, make, words: str) -> None:  # noqa: ANN001
     make(datasets)
-    for command in (["describe"], ["check"], ["flatten"]):
+    # describe lists what resolves above a missing dataset (test_describe_above_a_missing_parent...)
+    commands = (["check"], ["flatten"]) if words == "gone-1234" else (["describe"], ["check"], ["flatten"])
+    for command in commands:
         args = [*command, str(datasets / "v1")] + ([str(datasets.parent / "out")] if command == ["flatten"] else [])
         result = cli(*args)
         assert result.returncode == 2
         assert result.stdout == ""
         assert result.stderr.count("\n") == 1 and words in result.stderr
         assert result.stderr.startswith("sds-jupyter: error: ") and "Traceback" not in result.stderr
+
+
+def test_describe_above_a_missing_parent_lists_what_resolves_and_names_what_is_missing(datasets: Path) -> None:
+    base = write_base(datasets, "base", {})
+    write_version(datasets, "v1", base, {"k": b"1"}, manifest={"title": "Clusters", "depth": 1})
+    write_version(datasets, "v2", "cirro:::dataset:v1/layer.json", {"k": b"2"}, manifest={"title": "Types"})
+    write_version(datasets, "v3", "cirro:::dataset:v2/layer.json", {"k": b"3"}, manifest={"title": "Regions"})
+    shutil.rmtree(datasets / "v1")
+    result = cli("describe", str(datasets / "v3"))
+    assert result.returncode == 1 and result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "2 version(s) resolve, top first, above a missing dataset:"
+    # the versions keep their own depths (v1 counts, though missing)
+    assert [line.split("  dataset ")[0] for line in lines if line.startswith("  [")] == ["  [3] Regions", "  [2] Types"]
+    missing = next(line for line in lines if line.startswith("  missing: "))
+    assert missing.startswith("  missing: dataset v1: dataset v1 is not in ") and "attach it" in missing
+    info = json.loads(cli("describe", "--json", str(datasets / "v3")).stdout)
+    assert [v["dataset_id"] for v in info["versions"]] == ["v3", "v2"] and info["base"] is None
+    assert info["missing"]["dataset_id"] == "v1"
 
 
 def test_bad_folder_map_json_is_one_line(demo_top: Path) -> None:

@@ -74,3 +74,20 @@ def test_outside_a_workspace_nothing_is_marked(jp_root_dir: Path, studio_stack, 
     tree = _get(fetch, "tree", path="datasets/edit-2222")
     assert saved.name in {node["dataset_id"] for node in tree["nodes"]}
     assert all("not_in_cirro" not in node for node in tree["nodes"])
+
+
+def test_a_dataset_is_named_by_the_folder_map_wherever_it_is_named(workspace: Path, fetch) -> None:
+    """Issue 41, item 3: the base and a missing dataset carry the folder map's name, not only their UUID."""
+    history = _get(fetch, "history", path="datasets/Edit")
+    assert history["base"]["name"] == "Blobs base" and history["base"]["dataset_id"] == "base-0000"
+    assert _get(fetch, "tree", path="datasets/Edit")["base"]["name"] == "Blobs base"
+    # the same base missing (its mount gone, the map still naming it): the missing dataset is named too
+    shutil.rmtree(workspace / "datasets" / "Blobs base")
+    broken = _get(fetch, "history", path="datasets/Edit")
+    assert broken["error"]["dataset_id"] == "base-0000" and broken["error"]["name"] == "Blobs base"
+    assert [v["dataset_id"] for v in broken["versions"]] == ["edit-2222", "studio-1111"]
+
+
+def test_outside_a_workspace_a_dataset_has_no_name_but_its_id(jp_root_dir: Path, studio_stack, fetch) -> None:
+    shutil.copytree(studio_stack.datasets, jp_root_dir / "datasets", symlinks=True)
+    assert "name" not in _get(fetch, "history", path="datasets/edit-2222")["base"]

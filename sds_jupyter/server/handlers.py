@@ -362,26 +362,6 @@ class NotebookHandler(BodyHandler):
         return content if isinstance(content, dict) else None
 
 
-class FetchHandler(StackAPIHandler):
-    """``POST api/fetch {path}``: download from Cirro the datasets the version's stack misses.
-
-    Answers ``{"fetched": [dataset IDs]}``; the panel then reloads the version. The
-    files go to the fetched-datasets folder, never into the mounted datasets.
-    """
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        try:
-            relative = _path_from_body(self.request.body)
-            service = await self.in_thread(self.services.service, relative)
-            fetched = await self.in_thread(service.fetch_missing)
-        except Exception as exc:  # noqa: BLE001
-            self.fail(exc)
-            return
-        self.reply_json({"fetched": fetched})
-
-
 class AnnotateHandler(BodyHandler):
     """``POST api/annotate {path, column, regions, title, message?, figure?, version?}``: regions saved as a version.
 
@@ -408,6 +388,30 @@ class AnnotateHandler(BodyHandler):
             return
         self.set_status(201)
         self.reply_json(reply.data)
+
+
+class WriteRequestHandler(BodyHandler):
+    """``POST api/<write request> {path, ...params}``: the writes other than ``annotate`` (upload to, fetch from Cirro).
+
+    A POST (Jupyter checks its XSRF token), its body at most MAX_REQUEST_BODY_BYTES; the
+    service's request of that name does the rest and its answer is the reply.
+    """
+
+    @web.authenticated
+    @authorized
+    async def post(self, name: str) -> None:
+        usage = f'POST a JSON body {{"path": <version folder>, ...the parameters of {name}}}.'
+        try:
+            params = _object_from_body(self.body(), usage)
+            relative = params.pop("path", None)
+            if not isinstance(relative, str) or not relative.strip():
+                raise RequestError(f"The request body names no path; {usage}")
+            service = await self.in_thread(self.services.service, relative)
+            reply = await self.in_thread(dispatch, service, name, params)
+        except Exception as exc:  # noqa: BLE001
+            self.fail(exc)
+            return
+        self.reply_json(self.root_relative(reply.data))
 
 
 _ANNOTATE_USAGE = (
@@ -462,14 +466,15 @@ def setup_handlers(web_app: Any, services: ServiceCache) -> None:
     web_app.settings[SETTINGS_KEY] = services
     base = url_path_join(web_app.settings.get("base_url", "/"), NAMESPACE, "api")
     names = "|".join(re.escape(name) for name in REQUESTS if name not in WRITE_REQUESTS)
+    writes = "|".join(re.escape(name) for name in REQUESTS if name in WRITE_REQUESTS and name != "annotate")
     web_app.add_handlers(
         ".*$",
         [
             (url_path_join(base, "versions"), VersionsHandler),
             (url_path_join(base, "notebook"), NotebookHandler),
-            (url_path_join(base, "fetch"), FetchHandler),
             (url_path_join(base, "annotate"), AnnotateHandler),
             (url_path_join(base, f"({names})"), RequestHandler),
+            (url_path_join(base, f"({writes})"), WriteRequestHandler),
             (url_path_join(base, "([^/]+)"), UnknownRequestHandler),  # last: what no route above serves
         ],
     )

@@ -20,7 +20,7 @@ from sds_jupyter.errors import shown
 from sds_jupyter.service import branches
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.export import export_request
-from sds_jupyter.service.features import annotate, cells, compare, figures, history, images, results
+from sds_jupyter.service.features import annotate, cells, cirro, compare, figures, history, images, results
 from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Opened, Session, session_of
 
@@ -54,10 +54,14 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "image_tile": images.image_tile,
     "export": export_request,
     "annotate": annotate.annotate,
+    "cirro_projects": cirro.cirro_projects,
+    "cirro_plan": cirro.cirro_plan,
+    "cirro_upload": cirro.cirro_upload,
+    "cirro_fetch": cirro.cirro_fetch,
 }
 
 #: Requests that write a new version: never answered to a GET (REST posts them with Jupyter's XSRF check).
-WRITE_REQUESTS = frozenset({"annotate"})
+WRITE_REQUESTS = frozenset({"annotate", "cirro_upload", "cirro_fetch"})
 
 
 def answers_buffers(function: Callable[..., Any]) -> bool:

@@ -126,7 +126,7 @@ class Session:
             raise self._error.with_traceback(None)
         return self.resolved
 
-    def fetch_missing(self) -> list[str]:
+    def fetch_missing(self, project: str | None = None) -> list[str]:
         """Download from Cirro the datasets this stack misses; their IDs (the caller then opens it again).
 
         What the panel's "missing" row offers; see :func:`~sds_jupyter.stack.exchange.fetch_missing`.
@@ -135,7 +135,7 @@ class Session:
 
         if self.path is None:
             raise StackError("this stack was given whole: fetch by its folder")
-        return [folder.name for folder in fetch_missing(self.path, folders=self.folders)]
+        return [folder.name for folder in fetch_missing(self.path, project=project, folders=self.folders)]
 
     def depth(self, version: int | str | None) -> int:
         """The depth ``version`` names (None: the top)."""
@@ -207,13 +207,17 @@ class Session:
     def base_summary(self) -> BaseSummary:
         """The base store at the bottom of the stack, as ``history`` and ``tree`` show it."""
         base = self.stack.base
-        return {
+        summary: BaseSummary = {
             "depth": 0,
             "dataset_id": base.dataset_id,
             "path": self.folder_text(base.path),
             "kind": base.kind,
             "zarr_format": base.zarr_format,
         }
+        name = self.stack.folders.name_of(base.dataset_id)
+        if name:
+            summary["name"] = name
+        return summary
 
     def chain(self) -> tuple[tuple[Version, ...], Location, FolderMap]:
         """The opened chain's versions, datasets folder and folder map (a broken chain's too)."""

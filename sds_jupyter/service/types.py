@@ -89,6 +89,8 @@ class ErrorInfo(TypedDict):
     message: str
     dataset_id: NotRequired[str]
     """The dataset to attach, when one is missing."""
+    name: NotRequired[str]
+    """The missing dataset's name in the workspace's folder map, when it names it."""
 
 
 class Change(TypedDict):
@@ -114,6 +116,8 @@ class VersionSummary(TypedDict):
 class BaseSummary(TypedDict):
     depth: Literal[0]
     dataset_id: str | None
+    name: NotRequired[str]
+    """The base's name in the workspace's folder map (what people call it), when it names it."""
     path: str
     kind: str
     zarr_format: int
@@ -169,6 +173,39 @@ class TreeData(TypedDict):
 
 class Fingerprint(TypedDict):
     fingerprint: str
+
+
+class CirroProject(TypedDict):
+    id: str
+    name: str
+
+
+class CirroProjectsData(TypedDict):
+    """The Cirro projects to choose from, and the workspace's own (``$CIRRO_PROJECT_ID``) to preselect."""
+
+    projects: list[CirroProject]
+    default: str | None
+
+
+class CirroPlanData(TypedDict):
+    """What an upload would send (its parent chain checked first): the dataset's name, files and bytes."""
+
+    name: str
+    n_files: int
+    n_bytes: int
+
+
+class CirroUploadData(TypedDict):
+    """The Cirro dataset a version became (recorded beside it, so it is no longer "not yet in Cirro")."""
+
+    dataset_id: str
+    project: str
+
+
+class CirroFetchData(TypedDict):
+    """The datasets fetched from Cirro into the fetch folder (the stack then resolves)."""
+
+    fetched: list[str]
 
 
 class AnnotateData(TypedDict):

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -50,7 +52,16 @@ from sds_jupyter.stack.workspace import (
     workspace_datasets_dir,
 )
 
-__all__ = ["PROCESS_ENV", "PROJECT_ENV", "TOKEN_ENV", "fetch_missing", "upload_version"]
+__all__ = [
+    "PROCESS_ENV",
+    "PROJECT_ENV",
+    "TOKEN_ENV",
+    "UploadPlan",
+    "fetch_missing",
+    "list_projects",
+    "plan_upload",
+    "upload_version",
+]
 
 #: The Cirro project to upload to and fetch from (a Cirro workspace sets it).
 PROJECT_ENV = "CIRRO_PROJECT_ID"
@@ -76,21 +87,90 @@ def _client() -> Any:
 
 
 def _sdk(what: str, call: Callable[[], T]) -> T:
-    """Run one SDK call; its failure becomes one line saying what was being done."""
+    """Run one SDK call; its failure becomes one line saying what was being done, why, and what to do."""
     try:
         return call()
     except StackError:
         raise
-    except Exception as exc:  # the SDK raises RuntimeError, httpx, botocore and API errors alike
-        first = (str(exc).strip().splitlines() or [""])[0][:200]
-        raise CirroError(f"{what} failed: {type(exc).__name__}: {first}") from None
+    except Exception as exc:  # the SDK raises RuntimeError, httpx, botocore, JWT and API errors alike
+        raise CirroError(f"{what} failed: {in_users_words(exc)}") from None
+
+
+#: Exception names (of the SDK's libraries: PyJWT, httpx, requests, botocore) that mean the login was refused.
+_LOGIN_REFUSED = {
+    "DecodeError",
+    "InvalidTokenError",
+    "ExpiredSignatureError",
+    "InvalidSignatureError",
+    "NoCredentialsError",
+}
+#: ... and that mean Cirro (or its storage) could not be reached.
+_UNREACHABLE = {
+    "ConnectError",
+    "ConnectTimeout",
+    "ConnectionError",
+    "ConnectTimeoutError",
+    "EndpointConnectionError",
+    "ReadTimeout",
+    "SSLError",
+    "TimeoutException",
+}
+
+
+def _status_of(exc: BaseException) -> int | None:
+    """The HTTP status an SDK error carries (its own ``status_code``, or its response's), if any."""
+    for holder in (exc, getattr(exc, "response", None)):
+        status = getattr(holder, "status_code", None)
+        if isinstance(status, int):
+            return status
+    match = re.search(r"\b(401|403|404|409|5\d\d)\b", str(exc))
+    return int(match[1]) if match else None
+
+
+def in_users_words(exc: BaseException) -> str:
+    """Why an SDK call failed, as a person can act on it: the cause and what to do next.
+
+    Why: the SDK's own words ("DecodeError: Not enough segments", "Failed connecting to
+    127.0.0.1:9, please check your configuration") name its internals, not the fix.
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    text = (str(exc).strip().splitlines() or [""])[0]
+    status = _status_of(exc)
+    where = os.environ.get("CIRRO_BASE_URL") or "the address in the Cirro SDK's configuration"
+    if names & _LOGIN_REFUSED or status == 401:
+        return (
+            "Cirro did not accept your sign-in (the access token is not valid or has expired); "
+            f"sign in to Cirro again and set the new token in {TOKEN_ENV}"
+        )
+    if names & _UNREACHABLE or text.startswith("Failed connecting"):
+        return (
+            f"Cirro at {where} cannot be reached; check that address (CIRRO_BASE_URL) and the network, then try again"
+        )
+    if status == 403 or "ForbiddenException" in names:
+        return "Cirro refused: your account may not do this in that project; choose another project or ask its owner"
+    if status == 404 or "NotFoundException" in names:
+        return "Cirro does not know that project or dataset; choose another project, or check the dataset's ID"
+    if "BadRequestException" in names:
+        return f"Cirro refused the request ({text[:160]}); check the project and the data type (SDS_CIRRO_PROCESS)"
+    said = f" (Cirro said: {text[:160]})" if text else ""
+    return f"Cirro could not do it{said}; try again, and if it keeps failing tell your Cirro administrator"
 
 
 def _project(project: str | None) -> str:
     chosen = project or os.environ.get(PROJECT_ENV)
     if not chosen:
-        raise StackError(f"which Cirro project? pass --project (project=) or set {PROJECT_ENV}")
+        raise StackError(f"no Cirro project chosen: pass --project (project=) or set {PROJECT_ENV}")
     return chosen
+
+
+def list_projects() -> list[dict[str, str]]:
+    """The Cirro projects the signed-in user can use, as ``{"id", "name"}``, by name.
+
+    What a project picker offers instead of a ``--project`` flag.
+    """
+    api = _client()
+    projects = _sdk("listing your Cirro projects", lambda: api.projects.list())
+    return sorted(({"id": str(p.id), "name": str(p.name)} for p in projects), key=lambda p: p["name"].lower())
 
 
 # -- upload ---------------------------------------------------------------------------------------
@@ -138,19 +218,26 @@ def _rewritten_manifest(raw: bytes, holder: Path, folders: Mapping[str, str]) ->
     return json.dumps(doc, indent=2).encode() + b"\n" if changed else raw
 
 
-def upload_version(
-    folder: str | os.PathLike[str],
-    *,
-    project: str | None = None,
-    process: str | None = None,
-    folders: str | Mapping[str, str] | None = None,
-) -> str:
-    """Create a Cirro dataset from the saved version in ``folder``; return its Cirro ID.
+@dataclass(frozen=True)
+class UploadPlan:
+    """What an upload of one saved version will send, checked before Cirro is asked anything.
 
-    Sends the ``layer.json`` (references rewritten to Cirro IDs, see the module
-    docstring) and the overlay, named by the version's title. Records the new ID
-    beside the version, so versions saved on it can be uploaded after it.
+    Why: a version whose parent chain cannot go up (a parent saved here and not
+    uploaded, a mounted dataset, one uploaded already) is refused before a dataset is made.
     """
+
+    folder: Path
+    local_id: str
+    name: str
+    description: str
+    manifest: bytes
+    data_dir: Path
+    overlay: list[str]
+    n_bytes: int
+
+
+def plan_upload(folder: str | os.PathLike[str], *, folders: str | Mapping[str, str] | None = None) -> UploadPlan:
+    """Check that the saved version in ``folder`` can go to Cirro, and say what would be sent; nothing is sent."""
     path = Path(os.path.abspath(folder))
     found = find_manifest(path)
     if found is None:
@@ -165,25 +252,57 @@ def upload_version(
         raise StackError(f"version {local_id} is already in Cirro; nothing to upload")
     sent = _rewritten_manifest(Path(found.real_path).read_bytes(), path.parent, folder_map)
     overlay = _overlay_files(data_dir, manifest.overlay)
+    return UploadPlan(
+        folder=path,
+        local_id=local_id,
+        name=manifest.title or local_id,
+        description=manifest.message or "",
+        manifest=sent,
+        data_dir=data_dir,
+        overlay=overlay,
+        n_bytes=len(sent) + sum((data_dir / name).stat().st_size for name in overlay),
+    )
+
+
+def upload_version(
+    folder: str | os.PathLike[str],
+    *,
+    project: str | None = None,
+    process: str | None = None,
+    folders: str | Mapping[str, str] | None = None,
+) -> str:
+    """Create a Cirro dataset from the saved version in ``folder``; return its Cirro ID.
+
+    Sends the ``layer.json`` (references rewritten to Cirro IDs, see the module
+    docstring) and the overlay, named by the version's title. Records the new ID
+    beside the version, so versions saved on it can be uploaded after it. Everything
+    :func:`plan_upload` checks is checked before Cirro is asked anything.
+    """
+    plan = plan_upload(folder, folders=folders)
     project_id = _project(project)
     api = _client()
     from cirro_api_client.v1.models import UploadDatasetRequest
 
     request = UploadDatasetRequest(
-        name=manifest.title or local_id,
+        name=plan.name,
         process_id=process or os.environ.get(PROCESS_ENV) or DEFAULT_PROCESS,
-        expected_files=[MANIFEST_NAME, *overlay],
-        description=manifest.message or "",
+        expected_files=[MANIFEST_NAME, *plan.overlay],
+        description=plan.description,
     )
     created = _sdk("creating the Cirro dataset", lambda: api.datasets.create(project_id, request))
+    if created is None or not getattr(created, "id", None):  # the SDK answers None for a status it does not expect
+        raise CirroError(
+            f"creating the Cirro dataset failed: Cirro made none in project {project_id} "
+            "(it may not exist, or not take uploads from you); choose another project"
+        )
     cirro_id = check_dataset_id(created.id)
     try:
-        _send(api, project_id, cirro_id, sent, data_dir, overlay)
+        _send(api, project_id, cirro_id, plan.manifest, plan.data_dir, plan.overlay)
     except CirroError:
         # a dataset holding part of a version is worse than none: remove it, then say why
         _sdk("removing the half-uploaded dataset", lambda: api.datasets.delete(project_id, cirro_id))
         raise
-    _record(path.parent, local_id, {"dataset_id": cirro_id, "project": project_id})
+    _record(plan.folder.parent, plan.local_id, {"dataset_id": cirro_id, "project": project_id})
     return cirro_id
 
 

@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sds_jupyter.errors import SpecialFileError, StackError
+from sds_jupyter.errors import MissingDatasetError, SpecialFileError, StackError
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
-from sds_jupyter.stack.stack import Stack
+from sds_jupyter.stack.stack import Stack, Version
 from sds_jupyter.stack.store import StackStore
 
 __all__ = ["MAX_DOCUMENT_BYTES", "CheckReport", "check", "describe"]
@@ -30,36 +30,58 @@ def describe(
     folders: str | Mapping[str, str] | None = None,
     *,
     storage_options: Mapping[str, Any] | None = None,
+    partial: bool = False,
 ) -> dict[str, Any]:
     """The stack's versions, top first, and its base, as JSON-able data.
 
     ``path`` may be a URL in object storage, with ``storage_options`` for fsspec.
+    With ``partial``, a stack whose parent is missing is described as far as it
+    resolves (the panel shows the same): ``base`` is None and ``missing`` names the
+    dataset to attach and why, so a half-attached workspace can still be read.
+    ``name`` is what the folder map calls a dataset (None when it does not name it).
     """
-    stack = _as_stack(path, folders, storage_options)
+    try:
+        stack = _as_stack(path, folders, storage_options)
+    except MissingDatasetError as exc:
+        found = getattr(exc, "partial", None)
+        if not partial or found is None:
+            raise
+        return {
+            "depth": found.versions[0].depth if found.versions else 0,
+            "versions": [_version_info(v) for v in found.versions],
+            "base": None,
+            "missing": {
+                "dataset_id": exc.dataset_id,
+                "name": found.folders.name_of(exc.dataset_id),
+                "message": str(exc),
+            },
+        }
     return {
         "depth": stack.depth,
-        "versions": [
-            {
-                "depth": v.depth,
-                "dataset_id": v.dataset_id,
-                "folder": str(v.folder),
-                "title": v.manifest.title,
-                "message": v.manifest.message,
-                "created_at": v.manifest.created_at,
-                "created_by": v.manifest.created_by,
-                "app": v.manifest.app,
-                "changes": list(v.manifest.changes),
-                "n_files": len(v.manifest.files),
-                "deleted": list(v.manifest.deleted),
-            }
-            for v in stack.versions
-        ],
+        "versions": [_version_info(v) for v in stack.versions],
         "base": {
             "dataset_id": stack.base.dataset_id,
+            "name": stack.folders.name_of(stack.base.dataset_id),
             "path": str(stack.base.path),
             "kind": stack.base.kind,
             "zarr_format": stack.base.zarr_format,
         },
+    }
+
+
+def _version_info(v: Version) -> dict[str, Any]:
+    return {
+        "depth": v.depth,
+        "dataset_id": v.dataset_id,
+        "folder": str(v.folder),
+        "title": v.manifest.title,
+        "message": v.manifest.message,
+        "created_at": v.manifest.created_at,
+        "created_by": v.manifest.created_by,
+        "app": v.manifest.app,
+        "changes": list(v.manifest.changes),
+        "n_files": len(v.manifest.files),
+        "deleted": list(v.manifest.deleted),
     }
 
 

@@ -87,6 +87,14 @@ class FolderMap(Mapping[str, str]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def name_of(self, dataset_id: str | None) -> str | None:
+        """What people call ``dataset_id``: its folder's name in the map (e.g. "Xenium breast section"), else None.
+
+        Why: a workspace's folder map is the one place that names a dataset for people; an ID is a UUID.
+        """
+        folder = self._entries.get(dataset_id) if dataset_id is not None else None
+        return folder.rstrip("/").rsplit("/", 1)[-1] if folder else None
+
     def id_for_folder(self, folder_name: str) -> str | None:
         """The dataset ID whose folder is ``folder_name``, if the map names one."""
         for dataset_id, name in self._entries.items():

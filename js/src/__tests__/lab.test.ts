@@ -7,7 +7,7 @@ import { settle } from './fixtures';
 type Item = { name: string; path: string; type: string };
 
 /** The server's `versions` answer per directory: {dir: [version folders]}; counts the requests. */
-function lister(listings: Record<string, { name: string; title: string | null }[]>) {
+function lister(listings: Record<string, { name: string; title: string | null; unreadable?: string }[]>) {
   const calls: string[] = [];
   const list = async (dir: string) => {
     calls.push(dir);
@@ -204,6 +204,33 @@ describe('file browser open handler', () => {
     s.itemNode('v2').click();
     expect(s.navigated).toEqual(['stacks/plain']);
     expect(s.opened).toEqual(['stacks/v2']);
+  });
+
+  it('browses into a folder whose layer.json cannot be read, and says why (issue 41, item 6)', async () => {
+    const fb = fakeBrowser([dir('stacks/broken'), dir('stacks/plain')]);
+    const detector = new VersionDetector(
+      lister({ stacks: [{ name: 'broken', title: null, unreadable: 'layer.json is not valid JSON' }] })
+    );
+    const said: string[] = [];
+    const entered: string[] = [];
+    installOpenHandler(
+      fb.browser,
+      detector,
+      () => {},
+      async item => {
+        entered.push(item.path);
+      },
+      undefined,
+      (item, why) => said.push(`${item.path}: ${why}`)
+    );
+    dbl(fb.itemNode('broken')); // not listed yet: asked, then entered
+    await settle();
+    expect(entered).toEqual(['stacks/broken']);
+    expect(said).toEqual(['stacks/broken: layer.json is not valid JSON']);
+    dbl(fb.itemNode('broken')); // listed: the listing navigates, and it is said again
+    dbl(fb.itemNode('plain')); // an ordinary folder: nothing said
+    expect(fb.navigated).toEqual(['stacks/broken', 'stacks/plain']);
+    expect(said).toEqual(['stacks/broken: layer.json is not valid JSON', 'stacks/broken: layer.json is not valid JSON']);
   });
 
   it('does nothing when the setting is off, and clears its cache on refresh', async () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { mountApp, type AppHandle } from '../app';
+import { TransportError, mountApp, type AppHandle } from '../app';
 import { descendants, layoutGraph, leftOut, matchesQuery, topoOrder } from '../app/history/tree';
 import type { Tree, TreeNode } from '../app/shared/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, version } from './fixtures';
@@ -182,7 +182,9 @@ describe('tree section', () => {
       .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [], note: 'cannot tell' }))
       .on('tree', () => ({ current: 'ds-2', nodes: [], base: null, notes: [] }))
       .on('fingerprint', () => ({ fingerprint: 'a' }));
-    const el = mount(t);
+    const el = document.createElement('div');
+    document.body.append(el);
+    app = mountApp(el, t, { now: () => NOW, renderChart: fakeCharts().render, cirro: false });
     await settle();
     const missing = el.querySelector<HTMLElement>('.sds-missing-row')!;
     expect(missing.hidden).toBe(false);
@@ -190,44 +192,124 @@ describe('tree section', () => {
     expect(el.querySelectorAll('.sds-history-row').length).toBe(2);
     expect(el.querySelector('.sds-note')!.textContent).toBe('cannot tell');
     expect(el.querySelector('.sds-tree-summary')!.textContent).toBe('Tree: 0 versions above the missing dataset');
-    expect(el.querySelector('.sds-fetch-missing')).toBeNull(); // no host fetch: no button
+    expect(el.querySelector('.sds-fetch-missing')).toBeNull(); // a host without Cirro: no button
   });
 
-  it('offers the host fetch on the missing row, reloads after it, and says a failure on the row', async () => {
+  it('fetches from the project picked on the missing row, says a failure in the panel style, reloads after it', async () => {
     let fetched = false;
-    const asked: string[] = [];
-    const broken = history(2, { base: null, error: { kind: 'missing-dataset', message: 'gone', dataset_id: 'gone-1' } });
+    let fail = true;
+    const broken = history(2, {
+      base: null,
+      error: { kind: 'missing-dataset', message: 'gone', dataset_id: 'gone-1', name: 'Xenium breast section' }
+    });
     const t = new FakeTransport()
       .on('history', () => (fetched ? history(3) : broken))
       .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
       .on('tree', () => ({ current: 'ds-2', nodes: [], base: null, notes: [] }))
-      .on('fingerprint', () => ({ fingerprint: 'a' }));
-    const el = document.createElement('div');
-    document.body.append(el);
-    let fail = true;
-    app = mountApp(el, t, {
-      now: () => NOW,
-      renderChart: fakeCharts().render,
-      fetchMissing: async id => {
-        asked.push(id);
+      .on('fingerprint', () => ({ fingerprint: 'a' }))
+      .on('cirro_projects', () => ({
+        projects: [
+          { id: 'p-1', name: 'Breast atlas' },
+          { id: 'p-2', name: 'Pilot' }
+        ],
+        default: 'p-2'
+      }))
+      .on('cirro_fetch', () => {
         if (fail) {
-          throw new Error('fetching dataset gone-1 failed: ConnectError: refused');
+          throw new TransportError('cirro', 'listing dataset gone-1 failed: Cirro at localhost:9 cannot be reached; check that address');
         }
         fetched = true;
-      }
-    });
+        return { fetched: ['gone-1'] };
+      });
+    const el = mount(t);
     await settle();
-    const button = () => el.querySelector<HTMLButtonElement>('.sds-fetch-missing')!;
-    expect(button().textContent).toBe('Fetch from Cirro');
-    button().click();
+    // the missing dataset is named as the folder map names it
+    expect(el.querySelector('.sds-missing-row')!.textContent).toContain('Dataset Xenium breast section below these versions');
+    el.querySelector<HTMLButtonElement>('.sds-fetch-missing')!.click();
     await settle();
-    expect(el.querySelector('.sds-fetch-error')!.textContent).toContain('ConnectError: refused');
-    expect(button().disabled).toBe(false);
+    const box = el.querySelector<HTMLElement>('.sds-cirro')!;
+    expect(box.hidden).toBe(false);
+    expect(box.querySelector('h3')!.textContent).toBe('Fetch Xenium breast section from Cirro');
+    const picker = box.querySelector<HTMLSelectElement>('select.sds-cirro-project')!;
+    expect([...picker.options].map(o => o.textContent)).toEqual(['Breast atlas', 'Pilot']);
+    expect(picker.value).toBe('p-2'); // the workspace's own project preselected
+    picker.value = 'p-1';
+    box.querySelector<HTMLButtonElement>('.sds-cirro-go')!.click();
+    await settle();
+    // the service's words, in the panel's error style (no code word, no CLI flags)
+    expect(box.querySelector('.sds-error .sds-error-message')!.textContent).toContain('cannot be reached');
+    expect(box.querySelector('.sds-error-kind')).toBeNull();
     fail = false;
-    button().click();
-    await settle();
-    expect(asked).toEqual(['gone-1', 'gone-1']);
+    box.querySelector<HTMLButtonElement>('.sds-cirro-go')!.click();
+    await settle(10);
+    expect(t.callsOf('cirro_fetch')).toEqual([{ project: 'p-1' }, { project: 'p-1' }]);
+    expect(box.querySelector('.sds-cirro-done')!.textContent).toBe('Fetched 1 dataset; the version reads whole now.');
+    expect(box.querySelector('.sds-error')).toBeNull();
     expect(el.querySelector<HTMLElement>('.sds-missing-row')!.hidden).toBe(true);
     expect(el.querySelectorAll('.sds-history-row').length).toBe(4);
+  });
+
+  it('uploads a version not yet in Cirro: the chain checked first, then the project, then the tag goes', async () => {
+    let uploaded = false;
+    const t = new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({
+        current: 'ds-3',
+        nodes: [3, 2, 1].map(d => ({ ...node(`ds-${d}`, d > 1 ? `ds-${d - 1}` : null, d, 0), not_in_cirro: d === 3 && !uploaded })),
+        base: null,
+        notes: []
+      }))
+      .on('fingerprint', () => ({ fingerprint: uploaded ? 'b' : 'a' }))
+      .on('cirro_projects', () => ({ projects: [{ id: 'p-1', name: 'Breast atlas' }], default: null }))
+      .on('cirro_plan', () => ({ name: 'v3 title', n_files: 4, n_bytes: 2048 }))
+      .on('cirro_upload', () => {
+        uploaded = true;
+        return { dataset_id: 'c1a0-new', project: 'p-1' };
+      });
+    const el = mount(t);
+    await settle(10);
+    const upload = el.querySelector<HTMLButtonElement>('.sds-upload-cirro')!;
+    expect(upload.hidden).toBe(false); // the top is selected, and it is not in Cirro
+    (el.querySelector('.sds-history-row[data-depth="2"]') as HTMLElement).click();
+    await settle();
+    expect(upload.hidden).toBe(true); // a version that is in Cirro offers no upload
+    (el.querySelector('.sds-history-row[data-depth="3"]') as HTMLElement).click();
+    await settle();
+    upload.click();
+    await settle();
+    const box = el.querySelector<HTMLElement>('.sds-cirro')!;
+    expect(t.callsOf('cirro_plan')).toEqual([{ version: 3 }]);
+    expect(box.querySelector('.sds-cirro-status')!.textContent).toBe(
+      'Its parent chain is in Cirro. It sends 4 files (2.0 KiB) as the dataset “v3 title”.'
+    );
+    box.querySelector<HTMLButtonElement>('.sds-cirro-go')!.click();
+    await settle(10);
+    expect(t.callsOf('cirro_upload')).toEqual([{ project: 'p-1', version: 3 }]);
+    expect(box.querySelector('.sds-cirro-done')!.textContent).toBe('Uploaded: now Cirro dataset c1a0-new.');
+    expect(el.querySelector('.sds-tree-tag-local')).toBeNull();
+    expect(upload.hidden).toBe(true);
+  });
+
+  it('refuses an upload whose parent is not in Cirro before asking for a project', async () => {
+    const t = new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({ current: 'ds-3', nodes: [{ ...node('ds-3', 'ds-2', 3, 0), not_in_cirro: true }], base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }))
+      .on('cirro_projects', () => ({ projects: [{ id: 'p-1', name: 'Breast atlas' }], default: null }))
+      .on('cirro_plan', () => {
+        throw new TransportError('stack', 'version ds-2 in sds-versions is not in Cirro yet: upload sds-versions/ds-2 first');
+      });
+    const el = mount(t);
+    await settle(10);
+    el.querySelector<HTMLButtonElement>('.sds-upload-cirro')!.click();
+    await settle();
+    const box = el.querySelector<HTMLElement>('.sds-cirro')!;
+    expect(box.querySelector('.sds-error-message')!.textContent).toBe(
+      'version ds-2 in sds-versions is not in Cirro yet: upload sds-versions/ds-2 first'
+    );
+    expect(box.querySelector('select')).toBeNull();
+    expect(box.querySelector('.sds-cirro-go')).toBeNull();
   });
 });

@@ -12,12 +12,13 @@ import { ContentsView } from './changes/contents';
 import { empty, errorBox, fill, h, loading } from './shared/dom';
 import { FiguresView } from './figures/figures';
 import { HistoryView, unreadable } from './history/history';
-import { plural } from './shared/format';
+import { datasetName, plural } from './shared/format';
 import { ResultsView, resultCodeFor } from './results/results';
 import { tabKeyTarget } from './shared/tabs';
 import { TreeSection } from './history/tree';
 import { TransportError, type Transport } from './shared/transport';
-import type { History } from './shared/types';
+import { CirroBox } from './history/cirro';
+import type { History, Tree } from './shared/types';
 import type { CellSelection } from './figures/spatialfigure';
 
 export * from './shared/types';
@@ -63,8 +64,8 @@ export type AppOptions = {
   openVersion?: (folder: string) => Promise<void>;
   /** Told the cells inside the regions drawn on a spatial view whenever they change. */
   onCellSelection?: (selection: CellSelection) => void;
-  /** Fetch a missing dataset (its ID) from Cirro; the app then refreshes. */
-  fetchMissing?: (datasetId: string) => Promise<void>;
+  /** Offer Cirro's upload and fetch (a host whose server cannot reach Cirro says false); on by default. */
+  cirro?: boolean;
 };
 
 /** A done message ("Refreshed") clears itself after this long; errors stay. */
@@ -116,14 +117,14 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const treeSection = new TreeSection(transport, {
     selectDepth: depth => historyView.selectDepth(depth),
     openVersion: options.openVersion ? folder => moveTo(folder, true) : undefined,
-    fetchMissing: options.fetchMissing
-      ? async id => {
-          await options.fetchMissing!(id);
-          await refresh();
-        }
-      : undefined,
+    fetchMissing:
+      options.cirro === false
+        ? undefined
+        : async id => cirroBox.open({ kind: 'fetch', datasetId: id, label: datasetName(history?.error, id) }),
     onFilter: match => historyView.setFilter(match),
     onTree: tree => {
+      lastTree = tree;
+      showUpload();
       const opened = tree.nodes.find(n => n.dataset_id === tree.current);
       if (opened) {
         here = { folder: opened.folder, label: opened.title || opened.dataset_id };
@@ -137,6 +138,27 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     },
     now
   });
+
+  // Cirro: an upload offered for a selected version saved here only, a fetch on the missing row
+  const cirroBox = new CirroBox(transport, { done: () => refresh() });
+  let lastTree: Tree | null = null;
+  const uploadButton = h('button', {
+    class: 'sds-button sds-upload-cirro',
+    type: 'button',
+    hidden: true,
+    title: 'Make a Cirro dataset of the selected version (saved in this workspace only)',
+    onclick: () => {
+      const v = history?.versions.find(x => x.depth === selected);
+      if (v) {
+        void cirroBox.open({ kind: 'upload', depth: v.depth, label: v.title || v.dataset_id });
+      }
+    }
+  }, 'Upload to Cirro…') as HTMLButtonElement;
+  /** The upload button shows while the selected version is one the tree tags "not yet in Cirro". */
+  function showUpload(): void {
+    const id = history?.versions.find(x => x.depth === selected)?.dataset_id;
+    uploadButton.hidden = options.cirro === false || !lastTree?.nodes.some(n => n.dataset_id === id && n.not_in_cirro);
+  }
 
   const title = h('div', { class: 'sds-title' });
   // opening another version keeps the way back: one step per version left, newest last
@@ -175,6 +197,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         a.label
       )
     ),
+    uploadButton,
     actionMsg
   );
   // WAI-ARIA tabs: one Tab stop (the selected tab), arrows/Home/End move and select
@@ -215,7 +238,14 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     panels
   );
   const main = h('div', { class: 'sds-main' }, side);
-  const root = h('div', { class: 'sds-app' }, h('div', { class: 'sds-header' }, backButton, title, actionBar), banner, main);
+  const root = h(
+    'div',
+    { class: 'sds-app' },
+    h('div', { class: 'sds-header' }, backButton, title, actionBar),
+    cirroBox.node,
+    banner,
+    main
+  );
   const split = divider(root, main, side);
   main.append(split.node, detail);
   el.append(root);
@@ -311,6 +341,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     root.dataset.selected = String(depth);
     compare.follow(depth);
     treeSection.setSelected(depth);
+    showUpload();
     loadTab();
     options.onSelect?.(depth);
   }
@@ -331,14 +362,14 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
         h(
           'span',
           { class: 'sds-title-text' },
-          top?.title || top?.dataset_id || data.base?.dataset_id || (unreadable(data) ? 'Not a readable version' : 'Version')
+          top?.title || top?.dataset_id || datasetName(data.base) || (unreadable(data) ? 'Not a readable version' : 'Version')
         ),
         h(
           'span',
           { class: 'sds-title-sub' },
           unreadable(data)
             ? ''
-            : `${plural((data.versions ?? []).length, 'version')} over ${data.base?.dataset_id ?? (data.error?.dataset_id ? `the missing dataset ${data.error.dataset_id}` : 'the base')}`
+            : `${plural((data.versions ?? []).length, 'version')} over ${data.base ? datasetName(data.base, 'the base') : data.error?.dataset_id ? `the missing dataset ${datasetName(data.error)}` : 'the base'}`
         )
       );
       // a folder that is no readable version: that line (no code word before it) and Close; no empty
@@ -372,7 +403,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       compare.setChoices(
         historyView.depths().map(d => ({
           depth: d,
-          label: d === 0 ? `base (${data.base?.dataset_id ?? ''})` : labelOf(data, d)
+          label: d === 0 ? `base (${datasetName(data.base)})` : labelOf(data, d)
         }))
       );
       const depths = historyView.depths();

@@ -29,7 +29,8 @@ export function installOpenHandler(
   detector: VersionDetector,
   openVersion: (item: Contents.IModel) => void,
   enterFolder: (item: Contents.IModel) => Promise<void>,
-  enabled: () => boolean = () => settingsState.openVersionsOnDoubleClick
+  enabled: () => boolean = () => settingsState.openVersionsOnDoubleClick,
+  unreadable: (item: Contents.IModel, why: string) => void = () => {}
 ): () => void {
   const node = browser.node;
   const inListing = (event: Event) =>
@@ -41,7 +42,9 @@ export function installOpenHandler(
     }
     const known = detector.cached(item.path);
     if (known === false) {
-      return; // an ordinary folder: the listing navigates as usual
+      // an ordinary folder: the listing navigates as usual; a broken version says why it is not opened
+      sayIfUnreadable(item);
+      return;
     }
     event.stopPropagation();
     event.preventDefault();
@@ -50,7 +53,20 @@ export function installOpenHandler(
       return;
     }
     // not checked yet: ask, then open it or enter it as the listing would have
-    void detector.check(item.path).then(is => (is ? openVersion(item) : enterFolder(item)));
+    void detector.check(item.path).then(is => {
+      if (is) {
+        openVersion(item);
+      } else {
+        sayIfUnreadable(item);
+        void enterFolder(item);
+      }
+    });
+  };
+  const sayIfUnreadable = (item: Contents.IModel): void => {
+    const why = detector.whyUnreadable(item.path);
+    if (why !== undefined) {
+      unreadable(item, why);
+    }
   };
 
   const onMouseDown = (event: MouseEvent) => {

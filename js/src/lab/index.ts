@@ -11,7 +11,7 @@ import {
   type JupyterFrontEnd,
   type JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, InputDialog, MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { ICommandPalette, InputDialog, MainAreaWidget, Notification, WidgetTracker } from '@jupyterlab/apputils';
 import { PageConfig } from '@jupyterlab/coreutils';
 import { IDefaultFileBrowser, type FileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
@@ -168,7 +168,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           const answer = await InputDialog.getText({
             title: 'Open version',
             label: 'Version folder (relative to the server root)',
-            text: browser ? app.serviceManager.contents.localPath(browser.model.path) : ''
+            // the folder selected in the file browser, else the folder it shows
+            text: selectedDir(app, browser) ?? (browser ? app.serviceManager.contents.localPath(browser.model.path) : '')
           });
           if (!answer.button.accept || !answer.value) {
             return null;
@@ -272,6 +273,7 @@ const fileBrowserPlugin: JupyterFrontEndPlugin<void> = {
           ? [...browser.model.items()].map(i => `${i.name}\u0000${i.last_modified}`).join('\n')
           : null
     );
+    let unreadableNote: string | null = null;
     const decorator = installDecorator({ node: browser.node, path: () => browser.model.path }, detector);
     // the handler clears the detector on a refresh (connected first); then list again
     const relist = () => void decorator.reload();
@@ -279,7 +281,19 @@ const fileBrowserPlugin: JupyterFrontEndPlugin<void> = {
       browser,
       detector,
       item => void app.commands.execute(CommandIDs.openVersion, { path: contents.localPath(item.path) }),
-      item => browser.model.cd(`/${contents.localPath(item.path)}`)
+      item => browser.model.cd(`/${contents.localPath(item.path)}`),
+      undefined,
+      // a folder with a layer.json that cannot be read: browsed into, and said why (text, never markup);
+      // the note stays until dismissed (or the next one replaces it), so it can be read at leisure
+      (item, why) => {
+        if (unreadableNote) {
+          Notification.dismiss(unreadableNote);
+        }
+        unreadableNote = Notification.warning(
+          `${item.name} is not opened as a version: its layer.json cannot be read (${why}). Showing its files instead.`,
+          { autoClose: false }
+        );
+      }
     );
     browser.model.refreshed.connect(relist);
     browser.model.pathChanged.connect(relist);

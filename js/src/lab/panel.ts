@@ -6,7 +6,7 @@ import { Widget } from '@lumino/widgets';
 import { mountApp, type AppAction, type AppHandle } from '../app';
 import type { History } from '../app/shared/types';
 import { kernelPath } from './paths';
-import { RestTransport, fetchMissing } from './transport';
+import { RestTransport } from './transport';
 
 export class VersionContent extends Widget {
   private app: AppHandle | null = null;
@@ -41,10 +41,6 @@ export class VersionContent extends Widget {
       openVersion: async folder => {
         this.transport.path = folder;
         this.moved.emit(folder);
-      },
-      // the server downloads the missing dataset into its fetch folder; the app then reloads
-      fetchMissing: async () => {
-        await fetchMissing(this.transport.path);
       }
     });
   }

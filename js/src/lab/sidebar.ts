@@ -85,7 +85,7 @@ function newestOf(nodes: TreeNode[]): string {
 /** The heading of a group: its base's folder, or the dataset missing below it. */
 export function groupHeading(tree: Tree): string {
   if (tree.base) {
-    const name = tree.base.path.split('/').filter(Boolean).pop() ?? tree.base.path;
+    const name = tree.base.name || (tree.base.path.split('/').filter(Boolean).pop() ?? tree.base.path);
     return `On base ${name}`;
   }
   const bottom = [...tree.nodes].sort((a, b) => a.depth - b.depth)[0];

@@ -144,17 +144,3 @@ export async function listVersions(
   const broken = Array.isArray(data?.unreadable) ? data.unreadable : [];
   return [...versions, ...broken.map(b => ({ name: b.name, title: null, unreadable: String(b.reason) }))];
 }
-
-/** Ask the server to fetch, from Cirro, the datasets the stack at `path` misses; their IDs. */
-export async function fetchMissing(
-  path: string,
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-): Promise<string[]> {
-  const { data } = await requestAPI<{ fetched?: string[] }>(
-    'fetch',
-    {},
-    { method: 'POST', body: JSON.stringify({ path }), headers: { 'Content-Type': 'application/json' } },
-    settings
-  );
-  return data?.fetched ?? [];
-}

@@ -78,6 +78,12 @@ export class VersionDetector {
     return this.broken.get(dir) ?? new Map();
   }
 
+  /** Why the folder at `path` cannot be read as a version (undefined: it can, or is no version, or not listed). */
+  whyUnreadable(path: string): string | undefined {
+    const [dir, name] = split(path);
+    return this.broken.get(dir)?.get(name);
+  }
+
   /** Whether `path` is a version folder, when its directory was listed already. */
   cached(path: string): boolean | undefined {
     const [dir, name] = split(path);

@@ -38,11 +38,15 @@ def history(session: Session) -> HistoryData:
     if session.resolved is None:
         assert session.error is not None  # set whenever no stack resolved
         versions = session.partial.versions if session.partial is not None else ()
+        error = error_payload(session.error)
+        name = session.partial.folders.name_of(error.get("dataset_id")) if session.partial is not None else None
+        if name:
+            error["name"] = name
         return {
             "top_depth": versions[0].depth if versions else 0,
             "versions": [_version_summary(session, version) for version in versions],
             "base": None,
-            "error": error_payload(session.error),
+            "error": error,
         }
     stack = session.resolved
     return {

@@ -1,7 +1,7 @@
 /** History: one row per version, top first, then the base. */
 
 import { badge, h } from '../shared/dom';
-import { RELATIVE_TIME_TICK, changeFamily, changeLabel, exactTime, relativeTime } from '../shared/format';
+import { RELATIVE_TIME_TICK, changeFamily, changeLabel, datasetName, exactTime, relativeTime } from '../shared/format';
 import type { BaseSummary, History, VersionSummary } from '../shared/types';
 import { VirtualList } from '../shared/vlist';
 
@@ -241,7 +241,7 @@ export class HistoryView {
         'div',
         { class: 'sds-row-line sds-row-head' },
         h('span', { class: 'sds-depth', title: 'the base store' }, 'base'),
-        h('span', { class: 'sds-row-title', title: b.dataset_id ?? '' }, b.dataset_id ?? 'base store'),
+        h('span', { class: 'sds-row-title', title: b.name ? `${b.name}\n${b.dataset_id ?? ''}` : (b.dataset_id ?? '') }, datasetName(b, 'base store')),
         this.boundMark(0)
       ),
       h('div', { class: 'sds-row-line sds-row-message', title: b.path }, b.path),

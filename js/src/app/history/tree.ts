@@ -8,7 +8,7 @@
  */
 
 import { h } from '../shared/dom';
-import { RELATIVE_TIME_TICK, exactTime, relativeTime } from '../shared/format';
+import { RELATIVE_TIME_TICK, datasetName, exactTime, relativeTime } from '../shared/format';
 import { unreadable } from './history';
 import { TransportError, type FailureKind, type Transport } from '../shared/transport';
 import type { Change, History, Tree, TreeNode, VersionSummary } from '../shared/types';
@@ -664,7 +664,9 @@ export class TreeSection {
     this.history = history;
     const id = history.error?.dataset_id;
     this.missing.hidden = !id;
-    this.missing.replaceChildren(id ? `Dataset ${id} below these versions is missing: add it to the workspace to read their data` : '');
+    this.missing.replaceChildren(
+      id ? `Dataset ${datasetName(history.error)} below these versions is missing: add it to the workspace to read their data` : ''
+    );
     if (id && this.opts.fetchMissing) {
       this.missing.append(
         ' or ',
@@ -693,17 +695,16 @@ export class TreeSection {
     void this.load(false);
   }
 
-  /** Ask the host to fetch the missing dataset; a failure is said on the row, in one line. */
+  /** Ask the host to fetch the missing dataset (it asks which project, shows progress and any failure). */
   private async fetch(id: string, button: HTMLButtonElement): Promise<void> {
     button.disabled = true;
-    button.textContent = 'Fetching…';
     try {
       await this.opts.fetchMissing!(id);
     } catch (err) {
-      button.disabled = false;
-      button.textContent = 'Fetch from Cirro';
       const message = TransportError.from(err).message;
       this.missing.append(h('span', { class: 'sds-fetch-error', role: 'alert' }, ` ${message}`));
+    } finally {
+      button.disabled = false;
     }
   }
 

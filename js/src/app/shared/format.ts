@@ -176,6 +176,14 @@ export function printWidth(w: number | string | null | undefined): string {
   return w;
 }
 
+/**
+ * A dataset as people know it: the workspace's folder-map name ("Xenium breast section") when the
+ * server sends one, else its ID. One rule for every place a base or a missing dataset is named.
+ */
+export function datasetName(d: { dataset_id?: string | null; name?: string } | null | undefined, fallback = ''): string {
+  return d?.name || d?.dataset_id || fallback;
+}
+
 /** "1 key", "2 keys", "1,024 rows": one place for counted nouns (`many` for irregular plurals). */
 export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n.toLocaleString('en')} ${n === 1 ? one : many}`;

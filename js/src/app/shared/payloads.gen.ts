@@ -96,6 +96,7 @@ export type ErrorInfo = {
   kind: ErrorKind;
   message: string;
   dataset_id?: string;
+  name?: string;
 };
 
 export type Change = {
@@ -120,6 +121,7 @@ export type VersionSummary = {
 export type BaseSummary = {
   depth: 0;
   dataset_id: string | null;
+  name?: string;
   path: string;
   kind: string;
   zarr_format: number;
@@ -172,6 +174,31 @@ export type TreeData = {
 
 export type Fingerprint = {
   fingerprint: string;
+};
+
+export type CirroProject = {
+  id: string;
+  name: string;
+};
+
+export type CirroProjectsData = {
+  projects: CirroProject[];
+  default: string | null;
+};
+
+export type CirroPlanData = {
+  name: string;
+  n_files: number;
+  n_bytes: number;
+};
+
+export type CirroUploadData = {
+  dataset_id: string;
+  project: string;
+};
+
+export type CirroFetchData = {
+  fetched: string[];
 };
 
 export type AnnotateData = {
@@ -618,6 +645,10 @@ export interface ReplyTypes {
   image_tile: ImageTileData;
   export: ExportData;
   annotate: AnnotateData;
+  cirro_projects: CirroProjectsData;
+  cirro_plan: CirroPlanData;
+  cirro_upload: CirroUploadData;
+  cirro_fetch: CirroFetchData;
 }
 
 /** Request name -> its parameters, from the service method's signature. */
@@ -646,10 +677,14 @@ export interface ParamTypes {
   image_tile: { version?: number | string | null; figure?: string; level?: number; x?: number; y?: number; ranges?: string };
   export: { version?: number | string | null; figure?: string; format?: string; dpi?: number; view?: string | null; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null; hidden?: string; channels?: string; limits?: string };
   annotate: { column: string; regions: Record<string, number[][] | Record<string, unknown>>; title: string; message?: string | null; figure?: string; version?: number | string | null };
+  cirro_projects: Record<string, never>;
+  cirro_plan: { version?: number | string | null };
+  cirro_upload: { project: string; version?: number | string | null };
+  cirro_fetch: { project: string };
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'embedding', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export', 'annotate'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'embedding', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export', 'annotate', 'cirro_projects', 'cirro_plan', 'cirro_upload', 'cirro_fetch'] as const;
 
 /** The requests that write a new version: posted (REST), never fetched with a GET. */
-export const GENERATED_WRITE_REQUESTS = ['annotate'] as const;
+export const GENERATED_WRITE_REQUESTS = ['annotate', 'cirro_upload', 'cirro_fetch'] as const;
