@@ -22,6 +22,8 @@ import numpy as np
 import zarr
 
 __all__ = [
+    "EXPORT_TIMEOUT_SECONDS",
+    "EXPORT_WORKER_DATA_BYTES",
     "MAX_ANNOTATE_BODY_BYTES",
     "MAX_ANNOTATION_CELLS",
     "MAX_ANNOTATION_REGIONS",
@@ -35,10 +37,13 @@ __all__ = [
     "MAX_CACHED_SERVICES",
     "MAX_CACHED_TABLES",
     "MAX_CELLS",
+    "MAX_CHANNELS_PARAM_BYTES",
+    "MAX_CHANNELS_PARAM_DEPTH",
     "MAX_CHUNK_BYTES",
     "MAX_COLUMN_BYTES",
     "MAX_CONCURRENT_READS",
     "MAX_COUNTS",
+    "MAX_EXPORT_PIXELS",
     "MAX_IMAGE_AXIS",
     "MAX_LEVELS",
     "MAX_LISTED_VERSIONS",
@@ -83,6 +88,27 @@ MAX_CONCURRENT_READS = 4
 #: The largest absolute coordinate of a requested region: no image lies beyond 10^15 (2^20 px at
 #: any plausible scale), and smaller numbers keep every division and rounding finite.
 MAX_REGION_COORDINATE = 1e15
+
+# ------------------------------------------------------------------ exports (export)
+
+#: The most pixels an exported figure's page may cover at its dpi (PNG, and SVG or PDF too: their
+#: cells and image may be one picture at that dpi). The renderers allocate the whole canvas at
+#: once, 4 bytes a pixel. 2^27 (134 Mpx, 512 MiB) holds a double-column figure (183 mm) the full
+#: height of a journal page (247 mm) at 1,200 dpi, 8,646 x 11,669 px; a 5,000 mm wide figure at
+#: 300 dpi (59,000 px across) is refused before anything is drawn.
+MAX_EXPORT_PIXELS = 2**27
+#: The memory (private writable data, RLIMIT_DATA) the export worker process may hold: the canvas
+#: of MAX_EXPORT_PIXELS (512 MiB) and a few copies of it (a resampled image, the PNG encoder's
+#: rows). Not an address-space bound: V8 (vl-convert) reserves far more address space than it uses.
+EXPORT_WORKER_DATA_BYTES = 4 * 1024**3
+#: The longest one export may take in the worker before it is stopped (the largest page of
+#: MAX_EXPORT_PIXELS takes well under a minute on one core).
+EXPORT_TIMEOUT_SECONDS = 300
+#: The longest ``channels`` parameter of an export (the image channels as the view's controls set
+#: them, JSON): a channel's settings take about 120 bytes, so 64 KiB holds hundreds.
+MAX_CHANNELS_PARAM_BYTES = 64 * 1024
+#: How deep that JSON may nest: a list of objects holding a list (contrast limits) is 3 levels.
+MAX_CHANNELS_PARAM_DEPTH = 4
 
 # ------------------------------------------------------------------ tables (canvas, cell, compare, palettes)
 

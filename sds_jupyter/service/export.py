@@ -9,7 +9,6 @@ lives here, above the studio's drawing code, so the studio never imports the ser
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Collection, Mapping, Sequence
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from sds_jupyter.errors import needs_extra, shown
+from sds_jupyter.limits import MAX_CHANNELS_PARAM_BYTES, MAX_CHANNELS_PARAM_DEPTH
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.features.cells import color_values
 from sds_jupyter.service.features.figures import figure_drawing
@@ -28,6 +28,7 @@ from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Opened, Session, session_of
 from sds_jupyter.service.types import ExportData
 from sds_jupyter.stack.atomic import replaced_file
+from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.studio.canvas import CanvasData
 from sds_jupyter.studio.errors import FigureError
 from sds_jupyter.studio.export import (
@@ -35,15 +36,17 @@ from sds_jupyter.studio.export import (
     MM_PER_INCH,
     PNG_DPI,
     CanvasExport,
+    canvas_page,
+    cells_in_region,
+    check_pixels,
     export_name,
     format_of,
     print_width_mm,
     rasterizes,
     recolored,
-    render_canvas,
-    render_chart,
     view_region,
 )
+from sds_jupyter.studio.worker import draw_in_worker
 
 __all__ = ["MEDIA_TYPES", "Export", "export_figure", "export_request", "render_export"]
 
@@ -115,8 +118,10 @@ def render_export(
     width_mm = print_width_mm(parsed.print_width)
     title = parsed.title or figure_id
     if not isinstance(drawing, CanvasData):
-        return Export(name, fmt, render_chart(drawing, fmt, width_mm, title, dpi))
+        return Export(name, fmt, draw_in_worker("chart", drawing, fmt, width_mm, title, dpi))
     region = view_region(drawing.payload, view)
+    page = canvas_page(drawing.payload, region, width_mm, title)
+    check_pixels(page.width_in, page.height_in, dpi)  # before the image is read at the export's size
     if drawing.payload["image"] is not None:
         drawing = _with_image_for(session, depth, figure_id, drawing, region, width_mm, dpi, channels)
     if coloring:
@@ -126,8 +131,10 @@ def render_export(
         drawing = recolored(drawing, hidden=hidden)
     if limits is not None:
         drawing = _clipped(drawing, limits)
-    data, cells = render_canvas(CanvasExport(drawing, region, title), fmt, width_mm, dpi)
-    return Export(name, fmt, data, cells, rasterizes(fmt, cells))
+    export = CanvasExport(drawing, region, title)
+    rasterized = rasterizes(fmt, cells_in_region(export))  # decided here, where VECTOR_CELL_LIMIT is read
+    data, cells = draw_in_worker("canvas", export, fmt, width_mm, dpi, rasterized)
+    return Export(name, fmt, data, cells, rasterized)
 
 
 def export_request(
@@ -196,15 +203,23 @@ def _limits(text: str) -> tuple[float, float] | None:
 
 
 def _channels(text: str) -> list[Any] | None:
-    """The JSON list of channel settings in ``text`` (None when empty; a RequestError when not a list)."""
+    """The JSON list of channel settings in ``text`` (None when empty; a RequestError when not a list).
+
+    Read within MAX_CHANNELS_PARAM_BYTES and MAX_CHANNELS_PARAM_DEPTH: the parameter comes from
+    the request, and 5,000 nested brackets would otherwise end in a RecursionError.
+    """
     if not text:
         return None
+    usage = "channels must be a JSON list of {name, color, visible, contrast_limits}"
     try:
-        channels = json.loads(text)
-    except ValueError:
-        channels = None
+        channels = loads_bounded(text, max_bytes=MAX_CHANNELS_PARAM_BYTES, max_depth=MAX_CHANNELS_PARAM_DEPTH)
+    except JSONRefused as exc:
+        raise RequestError(
+            f"{usage}, at most {MAX_CHANNELS_PARAM_BYTES} bytes and {MAX_CHANNELS_PARAM_DEPTH} levels deep "
+            f"(MAX_CHANNELS_PARAM_BYTES, MAX_CHANNELS_PARAM_DEPTH); this one is not: {exc}."
+        ) from None
     if not isinstance(channels, list):
-        raise RequestError("channels must be a JSON list of {name, color, visible, contrast_limits}.")
+        raise RequestError(f"{usage}.")
     return channels
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sds_jupyter.errors import shown
+from sds_jupyter.limits import MAX_EXPORT_PIXELS
 from sds_jupyter.studio.canvas import CanvasData
 from sds_jupyter.studio.errors import FigureError
 from sds_jupyter.studio.layouts import DRAWING, laid_out, named_buffers
@@ -28,8 +29,13 @@ from sds_jupyter.studio.layouts import DRAWING, laid_out, named_buffers
 __all__ = [
     "EXPORT_FORMATS",
     "PRINT_CONFIG",
+    "PRINT_WIDTH_RANGE",
     "VECTOR_CELL_LIMIT",
     "CanvasExport",
+    "CanvasPage",
+    "canvas_page",
+    "cells_in_region",
+    "check_pixels",
     "export_name",
     "format_of",
     "print_width_mm",
@@ -50,6 +56,9 @@ POINTS_PER_INCH = 72.0
 PNG_DPI = 300
 #: The dpi range an export takes: below 72 text is unreadable, above 1,200 a page-wide PNG passes 40,000 px.
 DPI_RANGE = (72, 1200)
+#: The print widths (mm) an export takes: 10 mm is a thumbnail's width, 1,200 mm a poster's (the long
+#: side of A0). A width of 1e-9 mm would draw an empty image, one of 5,000 mm a canvas of 59,000 px.
+PRINT_WIDTH_RANGE = (10.0, 1200.0)
 #: Cells drawn as vector shapes in an SVG or PDF up to this many in view; above it the cells are one
 #: picture at the export's dpi inside the vector frame (title, legend and scale bar stay vector).
 #: Why: a cell polygon costs about 300 bytes of SVG (benchmarks/bench_export.py: 100,000 demo cells
@@ -149,12 +158,36 @@ def range_ticks(column: str, low: float, high: float, inner: int = 1) -> list[tu
 
 
 def print_width_mm(value: Any) -> float:
-    """The figure width in millimetres from a spec's ``print_width``."""
+    """The figure width in millimetres from a spec's ``print_width``; a FigureError outside PRINT_WIDTH_RANGE."""
     if isinstance(value, str):
         return COLUMN_WIDTHS_MM.get(value, DEFAULT_WIDTH_MM)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-        return float(value)
-    return DEFAULT_WIDTH_MM
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return DEFAULT_WIDTH_MM
+    low, high = PRINT_WIDTH_RANGE
+    if not (math.isfinite(value) and low <= value <= high):
+        raise FigureError(
+            f"The figure's print_width {shown(value)} mm cannot be exported: give a width from {low:g} to "
+            f"{high:g} mm (or 'single'/'double' for a journal column) in its spec."
+        )
+    return float(value)
+
+
+def check_pixels(width_in: float, height_in: float, dpi: int) -> None:
+    """Refuse (FigureError) an export that would draw more than MAX_EXPORT_PIXELS at ``dpi``.
+
+    Why: the renderers allocate the whole canvas first (matplotlib's and vl-convert's PNG, and
+    the cells a vector file holds as one picture), so the size is checked before anything is
+    drawn; a tall region or a wide chart counts as much as a large print width.
+    """
+    wide, high = width_in * dpi, height_in * dpi
+    if not math.isfinite(wide * high) or wide * high > MAX_EXPORT_PIXELS:
+        raise FigureError(
+            f"This export would be {wide:,.0f} x {high:,.0f} px at {dpi} dpi, more than the "
+            f"{MAX_EXPORT_PIXELS:,} px an export may draw (MAX_EXPORT_PIXELS): lower the dpi or the print "
+            "width, or export a less tall region."
+        )
+    if wide < 1 or high < 1:
+        raise FigureError(f"This export would be {wide:.3g} x {high:.3g} px at {dpi} dpi, too small to draw.")
 
 
 def format_of(out: Path) -> str:
@@ -183,11 +216,23 @@ def render_chart(
     if title and "title" not in spec:
         spec["title"] = title
     spec["config"] = {**PRINT_CONFIG, **(spec.get("config") or {})}
+    svg = str(vl_convert.vegalite_to_svg(spec))
+    width_pt, height_pt = _svg_size(svg)
+    check_pixels(width_pt / POINTS_PER_INCH, height_pt / POINTS_PER_INCH, dpi)
     if fmt == ".svg":
-        return str(vl_convert.vegalite_to_svg(spec)).encode("utf-8")
+        return svg.encode("utf-8")
     if fmt == ".png":
         return _with_dpi(bytes(vl_convert.vegalite_to_png(spec, ppi=dpi)), dpi)
     return bytes(vl_convert.vegalite_to_pdf(spec))
+
+
+def _svg_size(svg: str) -> tuple[float, float]:
+    """The width and height (points: vl-convert draws 72 to the inch) of the chart ``svg`` (vl-convert's)."""
+    head = re.search(r"<svg\b[^>]*>", svg)
+    sizes = [re.search(rf'\s{name}="([0-9.eE+]+)"', head.group(0)) if head else None for name in ("width", "height")]
+    if sizes[0] is None or sizes[1] is None:
+        raise FigureError("The chart renderer gave a picture without a size; this chart cannot be exported.")
+    return float(sizes[0].group(1)), float(sizes[1].group(1))
 
 
 def _with_dpi(png: bytes, dpi: int) -> bytes:
@@ -280,14 +325,54 @@ class CanvasExport:
         return found
 
 
+@dataclass(frozen=True)
+class CanvasPage:
+    """A canvas export's page (inches): its whole size, the drawing's width, the legend's and the title's."""
+
+    width_in: float
+    height_in: float
+    draw_in: float
+    legend_in: float
+    title_in: float
+
+
+def canvas_page(
+    payload: Mapping[str, Any], region: tuple[float, float, float, float], width_mm: float, title: str | None
+) -> CanvasPage:
+    """The page a canvas export of ``region`` takes at ``width_mm``: the drawing keeps the region's aspect.
+
+    Why apart: the page's pixels are checked (:func:`check_pixels`) before the image is read
+    and anything drawn, from the payload alone.
+    """
+    x0, y0, x1, y1 = region
+    width_in = width_mm / MM_PER_INCH
+    has_legend = payload["color"]["mode"] in ("categorical", "continuous") or bool(_channel_entries(payload))
+    legend_in = min(width_in * 0.3, 110 / POINTS_PER_INCH) if has_legend else 0.0
+    draw_in = width_in - legend_in
+    title_in = 0.3 if title else 0.0
+    height_in = max(draw_in * (y1 - y0) / (x1 - x0), 0.5) + title_in
+    return CanvasPage(width_in, height_in, draw_in, legend_in, title_in)
+
+
+def _channel_entries(payload: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The image channels a canvas payload draws, as (name, color)."""
+    image = payload["image"]
+    return [(str(c["name"]), str(c["color"])) for c in (image["channels"] if image is not None else [])]
+
+
 def render_canvas(
-    export: CanvasExport, fmt: str, width_mm: float = DEFAULT_WIDTH_MM, dpi: int = PNG_DPI
+    export: CanvasExport,
+    fmt: str,
+    width_mm: float = DEFAULT_WIDTH_MM,
+    dpi: int = PNG_DPI,
+    rasterized: bool | None = None,
 ) -> tuple[bytes, int]:
     """A canvas figure drawn with matplotlib as ``fmt``: image, cells, title, legend and scale bar.
 
     Returns the file's bytes and how many cells it drew. In SVG and PDF the cells are vector
     shapes up to VECTOR_CELL_LIMIT in the region, else one picture at ``dpi`` inside the vector
-    frame (text, legend and scale bar stay vector either way).
+    frame (text, legend and scale bar stay vector either way); ``rasterized`` says which when
+    the caller decided it already (:func:`rasterizes` over :func:`cells_in_region`).
     """
     import matplotlib
 
@@ -297,23 +382,20 @@ def render_canvas(
     payload = export.drawn.payload
     color = payload["color"]
     x0, y0, x1, y1 = export.region
-    width_in = width_mm / MM_PER_INCH
+    page = canvas_page(payload, export.region, width_mm, export.title)
+    check_pixels(page.width_in, page.height_in, dpi)
+    width_in, draw_in, legend_in = page.width_in, page.draw_in, page.legend_in
     image = payload["image"]
-    channels = [(str(c["name"]), str(c["color"])) for c in (image["channels"] if image is not None else [])]
-    has_legend = color["mode"] in ("categorical", "continuous") or bool(channels)
-    legend_in = min(width_in * 0.3, 110 / POINTS_PER_INCH) if has_legend else 0.0
-    draw_in = width_in - legend_in
-    title_in = 0.3 if export.title else 0.0
-    height_in = max(draw_in * (y1 - y0) / (x1 - x0), 0.5) + title_in
-    figure = Figure(figsize=(width_in, height_in))
-    top = 1 - title_in / height_in
+    channels = _channel_entries(payload)
+    figure = Figure(figsize=(width_in, page.height_in))
+    top = 1 - page.title_in / page.height_in
     axes = figure.add_axes((0, 0, draw_in / width_in, top))
     axes.set_axis_off()
     pixels = export.buffer("image")
     if image is not None and pixels is not None:
         left, top_edge, right, bottom = image["bounds"]
         axes.imshow(pixels, extent=(left, right, bottom, top_edge), interpolation="nearest")
-    shown_cells = _draw_cells(axes, export, fmt, draw_in)
+    shown_cells = _draw_cells(axes, export, fmt, draw_in, rasterized)
     axes.set_xlim(x0, x1)
     axes.set_ylim(y1, y0)  # image coordinates: y grows downwards, as in the browser
     axes.set_aspect("equal")
@@ -381,10 +463,16 @@ def _in_region(export: CanvasExport) -> np.ndarray:
         return (x >= x0 - margin) & (x <= x1 + margin) & (y >= y0 - margin) & (y <= y1 + margin)
 
 
-def _draw_cells(axes: Any, export: CanvasExport, fmt: str, draw_in: float) -> int:
+def cells_in_region(export: CanvasExport) -> int:
+    """How many cells an export of ``export`` draws (those in its region)."""
+    return int(_in_region(export).sum())
+
+
+def _draw_cells(axes: Any, export: CanvasExport, fmt: str, draw_in: float, rasterized: bool | None) -> int:
     """The cells in the region as the view draws them (polygons, circles or points) in their colors.
 
-    Their artist is rasterised (at the export's dpi) above VECTOR_CELL_LIMIT cells in a vector format.
+    Their artist is rasterised (at the export's dpi) above VECTOR_CELL_LIMIT cells in a vector format,
+    unless ``rasterized`` says otherwise.
     """
     from matplotlib.collections import PatchCollection, PolyCollection
 
@@ -393,7 +481,7 @@ def _draw_cells(axes: Any, export: CanvasExport, fmt: str, draw_in: float) -> in
     count = int(inside.sum())
     colors = _cell_colors(payload["color"], export.buffer("values"))
     colors = colors[inside] if isinstance(colors, np.ndarray) else colors
-    rasterized = rasterizes(fmt, count)
+    rasterized = rasterizes(fmt, count) if rasterized is None else rasterized
     shapes = payload["shapes"]
     starts, vertices, radii = export.buffer("starts"), export.buffer("vertices"), export.buffer("radius")
     rows = np.flatnonzero(inside)

@@ -1,0 +1,138 @@
+"""Issue 38, item 5: exports are drawn in a worker process, so a renderer that fails is an error reply.
+
+A real Jupyter server runs in its own process under an address-space limit of 6 GiB, as
+``prlimit --as=6GiB`` sets it: under it vl-convert's V8 cannot reserve its heap and aborts the
+process it runs in (before, the whole server). The chart export must answer 400 saying so, a
+canvas export must still be drawn, and the server must keep answering. Export bombs (item 4)
+are refused there too, each before anything is drawn.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import resource
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_export_bounds import _with_figures
+from test_hostile_server import REFUSAL_PEAK_BYTES, Server, _free_port
+
+from sds_jupyter.service import unframe_reply
+from sds_jupyter.studio.errors import FigureError
+from sds_jupyter.studio.worker import ExportWorker
+
+pytest_plugins = ["fixtures_service"]
+
+#: The address space of the server: prlimit --as=6GiB, the configuration issue 38 found V8 aborting under.
+EXPORT_SERVER_ADDRESS_SPACE = 6 * 1024**3
+
+
+def _limit_server() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (EXPORT_SERVER_ADDRESS_SPACE, EXPORT_SERVER_ADDRESS_SPACE))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, studio_stack) -> Iterator[Server]:
+    import shutil
+
+    root = tmp_path_factory.mktemp("root")
+    datasets = Path(shutil.copytree(studio_stack.datasets, root / "datasets", symlinks=True))
+    _with_figures(datasets / "edit-2222", datasets / "wide-3333")
+    home = tmp_path_factory.mktemp("home")
+    token, port = secrets.token_hex(16), _free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+        "HOME": str(home),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+    }
+    env.pop("SDS_WORK_DIR", None)
+    command = [sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1", "--no-browser"]
+    command += [f"--ServerApp.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"]
+    command += ["--allow-root"] if os.geteuid() == 0 else []
+    log = (home / "server.log").open("wb")
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_limit_server)
+    started = Server(process, f"http://127.0.0.1:{port}", token, "wide-3333", {})
+    try:
+        deadline = time.monotonic() + 120
+        while not started.alive():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("the server did not start: " + (home / "server.log").read_text()[-2000:])
+            time.sleep(0.5)
+        yield started
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def _png_size(reply: bytes) -> tuple[int, int]:
+    from PIL import Image
+
+    _, buffers = unframe_reply(reply)
+    with Image.open(io.BytesIO(buffers[0])) as image:
+        return image.size
+
+
+def test_a_chart_whose_renderer_aborts_is_a_400_and_the_server_stays_up(server: Server) -> None:
+    for _ in range(2):  # the second export starts a new worker, which fails the same way
+        status, error = server.call("export", path="datasets/edit-2222", figure="fig_chart", format="png", dpi=72)
+        assert (status, error["kind"]) == (400, "figure"), error
+        assert "renderer process stopped" in error["message"] and "\n" not in error["message"]
+        assert server.alive()
+        # a canvas is drawn by matplotlib, which works within the limit: the next worker draws it
+        status, reply = server.call("export", path="datasets/edit-2222", figure="fig_canvas", format="png", dpi=72)
+        assert status == 200 and _png_size(reply)[0] == round(89 / 25.4 * 72)
+
+
+@pytest.mark.parametrize(
+    ("figure", "params", "words"),
+    [
+        ("fig_wide", {}, "print_width 5000 mm"),
+        ("fig_tiny_chart", {}, "print_width 1e-09 mm"),
+        ("fig_poster", {"dpi": 1200}, "MAX_EXPORT_PIXELS"),
+        ("fig_poster", {"format": "pdf", "dpi": 1200}, "MAX_EXPORT_PIXELS"),
+        ("fig_canvas", {"channels": "[" * 5000}, "MAX_CHANNELS_PARAM_DEPTH"),
+    ],
+)
+def test_export_bombs_are_refused_before_drawing_under_the_limit(
+    server: Server, figure: str, params: dict[str, object], words: str
+) -> None:
+    path = "datasets/edit-2222" if figure == "fig_canvas" else "datasets/wide-3333"
+    query = {"format": "png", **params}
+    status, error, peak = server.peak_of("export", path=path, figure=figure, **query)
+    assert status == 400 and words in error["message"], error
+    assert peak < REFUSAL_PEAK_BYTES, f"the server rose by {peak} bytes"
+    assert server.alive()
+
+
+# ------------------------------------------------------------------ the worker itself
+
+
+def test_a_worker_that_died_between_exports_is_replaced(studio_stack) -> None:
+    """The next drawing starts a new worker and gives the same bytes; refusals come back as FigureErrors."""
+    from sds_jupyter.service import StackService
+    from sds_jupyter.service.features.figures import figure_drawing
+
+    worker = ExportWorker()
+    _, drawing = figure_drawing(StackService(studio_stack.v2).session, 2, "fig_chart")
+    try:
+        first = worker.draw("chart", drawing, ".svg", 89.0, "Chart", 72)
+        pid = worker.pid
+        assert pid is not None and first.startswith(b"<svg")
+        os.kill(pid, signal.SIGKILL)
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # until it has died, leaving it to the worker to reap
+        assert worker.draw("chart", drawing, ".svg", 89.0, "Chart", 72) == first
+        assert worker.pid not in (None, pid)
+        with pytest.raises(FigureError, match="MAX_EXPORT_PIXELS"):
+            worker.draw("chart", drawing, ".png", 89.0, "Chart", 100_000)
+    finally:
+        worker.close()
+    assert worker.pid is None
