@@ -1,7 +1,7 @@
 """The Xenium-like demo: a 100,000-cell run and the versions an analysis of it saves.
 
-The base store is written by spatialdata (a 3-channel image pyramid, the cell
-polygons, the table), then each step of an analysis saves one version over the
+The base store is written by spatialdata (a 3-channel image pyramid, the cell and
+nucleus polygons, about 30 transcripts a cell as a points element, the table), then each step of an analysis saves one version over the
 one before, and one branch is saved from an earlier version, as two analysts
 sharing a dataset would.
 """
@@ -22,6 +22,7 @@ from sds_jupyter.demo import analysis
 from sds_jupyter.demo.ids import demo_dataset_id
 from sds_jupyter.demo.specs import TABLE, chart_spec, result_meta
 from sds_jupyter.demo.tissue import CELL_TYPES, HYPOXIA_GENES, PIXEL_SIZE_UM, Tissue, cell_frame, make_tissue
+from sds_jupyter.demo.transcripts import PART_ROWS, nucleus_rings, transcript_frame
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.writer import VersionWriter, no_auto_sharding
 
@@ -29,6 +30,8 @@ __all__ = ["build_xenium_demo"]
 
 IMAGE = "morphology_focus"
 SHAPES = "cell_boundaries"
+NUCLEI = "nucleus_boundaries"
+POINTS = "transcripts"
 CHANNELS = ("DAPI", "Boundary stain", "Interior RNA")
 CHANNEL_COLORS = ("#3b6cff", "#00e060", "#ff4fd8")
 CHANNEL_LIMITS = ((0.0, 230.0), (0.0, 200.0), (0.0, 180.0))
@@ -75,11 +78,9 @@ def build_xenium_demo(out: Path, *, n_cells: int = 100_000, side: int = 8192) ->
 
 def _write_base(tissue: Tissue, path: Path) -> None:
     import anndata as ad
-    import geopandas as gpd
-    import shapely
     import spatialdata
-    from spatialdata.models import Image2DModel, ShapesModel, TableModel
-    from spatialdata.transformations import Identity, Scale
+    from spatialdata.models import Image2DModel, TableModel
+    from spatialdata.transformations import Scale
 
     image = Image2DModel.parse(
         tissue.image,
@@ -89,10 +90,6 @@ def _write_base(tissue: Tissue, path: Path) -> None:
         chunks=(1, 1024, 1024),
         transformations={"global": Scale([PIXEL_SIZE_UM, PIXEL_SIZE_UM], axes=("y", "x"))},
     )
-    polygons = gpd.GeoDataFrame(
-        geometry=shapely.polygons(tissue.polygons), index=pd.Index(tissue.cell_id, name="cell_id")
-    )
-    shapes = ShapesModel.parse(polygons, transformations={"global": Identity()})
     obs = cell_frame(tissue)
     adata = ad.AnnData(
         X=tissue.counts,
@@ -101,10 +98,41 @@ def _write_base(tissue: Tissue, path: Path) -> None:
         obsm={"spatial": np.column_stack([tissue.x_um, tissue.y_um])},
     )
     table = TableModel.parse(adata, region=SHAPES, region_key="region", instance_key="cell_id")
-    sdata = spatialdata.SpatialData(images={IMAGE: image}, shapes={SHAPES: shapes}, tables={TABLE: table})
+    shapes = {SHAPES: _shapes(tissue, tissue.polygons), NUCLEI: _shapes(tissue, nucleus_rings(tissue))}
+    sdata = spatialdata.SpatialData(
+        images={IMAGE: image}, shapes=shapes, points={POINTS: _transcripts(tissue)}, tables={TABLE: table}
+    )
     with no_auto_sharding():
         sdata.write(path)
     _name_the_unit(path)
+
+
+def _shapes(tissue: Tissue, rings: np.ndarray) -> Any:
+    """A shapes element of one polygon a cell (closed ``rings`` in µm), indexed by cell id."""
+    import geopandas as gpd
+    import shapely
+    from spatialdata.models import ShapesModel
+    from spatialdata.transformations import Identity
+
+    frame = gpd.GeoDataFrame(geometry=shapely.polygons(rings), index=pd.Index(tissue.cell_id, name="cell_id"))
+    return ShapesModel.parse(frame, transformations={"global": Identity()})
+
+
+def _transcripts(tissue: Tissue) -> Any:
+    """The transcripts as spatialdata's points element: dask-parquet parts of at most PART_ROWS rows."""
+    import dask.dataframe as dd
+    from spatialdata.models import PointsModel
+    from spatialdata.transformations import Identity
+
+    frame = transcript_frame(tissue)
+    parts = max(1, -(-len(frame) // PART_ROWS))
+    return PointsModel.parse(
+        dd.from_pandas(frame, npartitions=parts, sort=False),
+        coordinates={"x": "x", "y": "y"},
+        feature_key="gene",
+        instance_key="cell_id",
+        transformations={"global": Identity()},
+    )
 
 
 def _name_the_unit(path: Path) -> None:
@@ -112,7 +140,8 @@ def _name_the_unit(path: Path) -> None:
 
     Why: the view draws a scale bar only where coordinates are physical, and Xenium's are.
     """
-    for element in (path / "images" / IMAGE, path / "shapes" / SHAPES):
+    elements = ("images", IMAGE), ("shapes", SHAPES), ("shapes", NUCLEI), ("points", POINTS)
+    for element in (path / kind / name for kind, name in elements):
         meta_path = element / "zarr.json"
         meta = json.loads(meta_path.read_text())
         _rename_units(meta)
