@@ -50,6 +50,12 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "image_region": {"version": 2, "figure": "fig_canvas", "region": "0,0,40,40"},
     "image_tile": {"version": 2, "figure": "fig_canvas", "level": 0, "x": 0, "y": 0},
     "export": {"version": 2, "figure": "fig_canvas", "format": "png", "dpi": 72},
+    "points": {"version": 2, "element": "blobs_points"},
+    "points_tile": lambda s: {
+        "version": 2,
+        "element": "blobs_points",
+        "key": dispatch(s, "points", {"version": 2, "element": "blobs_points"}).data["index"]["key"],
+    },
     "annotate": {"column": "drawn", "regions": {"all": [[-1e6, -1e6], [1e6, -1e6], [0, 1e6]]}, "title": "Drawn"},
 }
 
@@ -189,6 +195,8 @@ BINARY_CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("xenium", "embedding", {"figure": XENIUM_FIGURE, "key": "X_pca"}),
     ("xenium", "color_values", {"figure": XENIUM_FIGURE, "gene": "<first gene>"}),
     ("xenium", "cell_outlines", {"figure": XENIUM_FIGURE, "key": "<cells key>", "column": 0, "row": 0}),
+    ("xenium", "points_tile", {"element": "transcripts", "key": "<points key>", "level": 0, "x": 0, "y": 0}),
+    ("xenium", "points_tile", {"element": "transcripts", "key": "<points key>", "genes": "EPCAM,CD3E"}),
 ]
 
 
@@ -210,6 +218,8 @@ def _filled(service: StackService, request: str, params: dict[str, Any]) -> dict
         params = {**params, "gene": str(service.table_view(None).var_names[0])}
     if params.get("key") == "<cells key>":
         params = {**params, "key": service.canvas(None, params["figure"]).data["cells_key"]}
+    if params.get("key") == "<points key>":
+        params = {**params, "key": dispatch(service, "points", {"element": params["element"]}).data["index"]["key"]}
     return params
 
 

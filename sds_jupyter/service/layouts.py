@@ -52,6 +52,11 @@ LAYOUTS: dict[str, Layout] = {
     "image_region": (_PLANES,),
     "image_tile": (_PLANES,),
     "export": (BufferRule("file", "uint8", length=Count(("size",))),),
+    "points_tile": (
+        BufferRule("x", "uint16", length=Count(("n",))),
+        BufferRule("y", "uint16", length=Count(("n",))),
+        BufferRule("gene", "uint16", length=Count(("n",))),
+    ),
 }
 
 

@@ -59,6 +59,10 @@ __all__ = [
     "OpenAdataData",
     "OpenVersionData",
     "PartStatus",
+    "PointsData",
+    "PointsGene",
+    "PointsInfo",
+    "PointsTileData",
     "ResultChange",
     "ResultCsv",
     "ResultMeta",
@@ -335,6 +339,51 @@ class ImageTileData(TypedDict):
     #: Where the tile's pixels sit, in the figure's coordinate system: x0, y0, x1, y1.
     bounds: Bounds
     channels: int
+
+
+class PointsGene(TypedDict):
+    """A gene of a points element and how many of its points name it."""
+
+    name: str
+    count: int
+
+
+class PointsInfo(TypedDict):
+    """A points element's spatial index: what the view needs to ask for its tiles."""
+
+    element: str
+    #: Names the index (the element's stored objects and the coordinate system): ``points_tile`` checks it.
+    key: str
+    n_points: int
+    #: The indexed square, x0, y0, x1, y1 in the coordinate system: level k cuts it into 2**k x 2**k tiles.
+    bounds: Bounds
+    #: The finest level: its tiles are sent whole; coarser ones as a sample of at most ``tile_points``.
+    finest_level: int
+    tile_points: int
+    #: Every gene named, in code order: a tile's gene buffer indexes this list ("" for points without one).
+    genes: list[PointsGene]
+
+
+class PointsData(TypedDict):
+    """The ``points`` request: the version's points elements; for the one asked, its index."""
+
+    elements: list[str]
+    index: PointsInfo | None
+
+
+class PointsTileData(TypedDict):
+    """The ``points_tile`` request: x, y (uint16 steps across ``bounds``) and gene (uint16 codes) follow, ``n`` each."""
+
+    key: str
+    level: int
+    x: int
+    y: int
+    #: The tile, x0, y0, x1, y1: a point's x is x0 + step / 65535 * (x1 - x0).
+    bounds: Bounds
+    n: int
+    #: Points of the asked genes in the tile (more than ``n`` when ``sampled``).
+    total: int
+    sampled: bool
 
 
 class ExportData(TypedDict):

@@ -34,6 +34,7 @@ export interface BufferTypes {
   image_region: { planes: Uint8Array[] };
   image_tile: { planes: Uint8Array[] };
   export: { file: Uint8Array };
+  points_tile: { x: Uint16Array; y: Uint16Array; gene: Uint16Array };
 }
 
 /** Each binary request's buffer layout (sds_jupyter/service/layouts.py LAYOUTS). */
@@ -74,6 +75,11 @@ export const LAYOUTS: { [request in keyof BufferTypes]: BufferLayout } = {
   ],
   export: [
     {"name": "file", "dtype": "uint8", "length": {"factors": ["size"], "plus": 0}}
+  ],
+  points_tile: [
+    {"name": "x", "dtype": "uint16", "length": {"factors": ["n"], "plus": 0}},
+    {"name": "y", "dtype": "uint16", "length": {"factors": ["n"], "plus": 0}},
+    {"name": "gene", "dtype": "uint16", "length": {"factors": ["n"], "plus": 0}}
   ]
 };
 

@@ -292,6 +292,37 @@ export type ImageTileData = {
   channels: number;
 };
 
+export type PointsGene = {
+  name: string;
+  count: number;
+};
+
+export type PointsInfo = {
+  element: string;
+  key: string;
+  n_points: number;
+  bounds: Bounds;
+  finest_level: number;
+  tile_points: number;
+  genes: PointsGene[];
+};
+
+export type PointsData = {
+  elements: string[];
+  index: PointsInfo | null;
+};
+
+export type PointsTileData = {
+  key: string;
+  level: number;
+  x: number;
+  y: number;
+  bounds: Bounds;
+  n: number;
+  total: number;
+  sampled: boolean;
+};
+
 export type ExportData = {
   name: string;
   format: string;
@@ -643,6 +674,8 @@ export interface ReplyTypes {
   store_key: StoreKeyData;
   image_region: ImageRegionData;
   image_tile: ImageTileData;
+  points: PointsData;
+  points_tile: PointsTileData;
   export: ExportData;
   annotate: AnnotateData;
   cirro_projects: CirroProjectsData;
@@ -675,6 +708,8 @@ export interface ParamTypes {
   store_key: { version?: number | string | null; key?: string };
   image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
   image_tile: { version?: number | string | null; figure?: string; level?: number; x?: number; y?: number; ranges?: string };
+  points: { version?: number | string | null; element?: string; coordinate_system?: string };
+  points_tile: { version?: number | string | null; element?: string; key?: string; level?: number; x?: number; y?: number; genes?: string; coordinate_system?: string };
   export: { version?: number | string | null; figure?: string; format?: string; dpi?: number; view?: string | null; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null; hidden?: string; channels?: string; limits?: string };
   annotate: { column: string; regions: Record<string, number[][] | Record<string, unknown>>; title: string; message?: string | null; figure?: string; version?: number | string | null };
   cirro_projects: Record<string, never>;
@@ -684,7 +719,7 @@ export interface ParamTypes {
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'embedding', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'export', 'annotate', 'cirro_projects', 'cirro_plan', 'cirro_upload', 'cirro_fetch'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'embedding', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'points', 'points_tile', 'export', 'annotate', 'cirro_projects', 'cirro_plan', 'cirro_upload', 'cirro_fetch'] as const;
 
 /** The requests that write a new version: posted (REST), never fetched with a GET. */
 export const GENERATED_WRITE_REQUESTS = ['annotate', 'cirro_upload', 'cirro_fetch'] as const;

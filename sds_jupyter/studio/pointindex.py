@@ -1,0 +1,422 @@
+"""A spatial index over a points element: every point sorted once by gene and Z-order, on disk.
+
+Why: a view of 30 million transcripts can neither receive nor draw them all, and a view
+zoomed in to a few cells must show every transcript there. The index cuts the element's
+extent (a square) into a quadtree of tiles, level ``k`` being ``2**k`` tiles a side down to
+the finest level :attr:`PointIndex.level`, whose fullest tile holds at most
+:data:`FULL_TILE_POINTS`. Points are stored sorted by block (a coarse tile), then gene, then
+Morton code at the finest level, so the points of any tile and gene are one contiguous run
+found by a binary search. A tile at the finest level is sent whole; a coarser one sends an
+even sample of at most :data:`TILE_POINTS` of its points (evenly spaced in Z-order, so spread
+over the tile), and says so.
+
+Memory stays bounded whatever the element's size: the element is read a row group at a
+time, the sort is an external one (points go to block files on disk, each block sorted on its
+own, at most about :data:`BUCKET_POINTS` points at once unless one block is denser), and the
+sorted columns are memory-mapped. The files live in a private temporary folder removed when
+the index is dropped (or the process ends). Beyond about 10^8 points the same build runs
+unchanged (it is a stream); reading the parts in parallel (dask's ``read_parquet`` with one
+task a part, each appending to the block files) is how it would go faster.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sds_jupyter.errors import shown
+from sds_jupyter.studio.errors import ElementError
+from sds_jupyter.studio.points import PointBatch
+
+__all__ = [
+    "BUCKET_POINTS",
+    "FULL_TILE_POINTS",
+    "MAX_LEVEL",
+    "TILE_POINTS",
+    "IndexSizes",
+    "PointIndex",
+    "PointTile",
+    "build_point_index",
+]
+
+#: At most this many points in a coarse tile's sample (6 bytes each on the wire: ~100 KB).
+TILE_POINTS = 16_384
+#: The finest level is the coarsest whose fullest tile holds at most this many points.
+FULL_TILE_POINTS = 32_768
+#: The finest level there can be (1,024 tiles a side): past it a tile's points are sent however many.
+MAX_LEVEL = 10
+#: The most points a tile sends (a refusal beyond: points that dense are stacked on one spot).
+MAX_TILE_POINTS = 1 << 20
+#: About the most points sorted in memory at once (a block of the external sort).
+BUCKET_POINTS = 4_000_000
+#: The most block files the sort writes (4**5).
+_MAX_BLOCK_LEVEL = 5
+#: The most distinct genes (codes are uint16 on the wire).
+MAX_GENES = 65_535
+#: Records read back from disk at once while counting and scattering.
+_CHUNK = 1 << 20
+
+_RAW = np.dtype([("gene", "<u2"), ("x", "<f4"), ("y", "<f4")])
+_BUCKET = np.dtype([("code", "<u4"), ("gene", "<u2"), ("x", "<f4"), ("y", "<f4")])
+
+
+def _spread(v: np.ndarray) -> np.ndarray:
+    """The bits of ``v`` (< 2**10) spread to the even bit positions."""
+    v = v.astype(np.uint32)
+    v = (v | (v << 8)) & 0x00FF00FF
+    v = (v | (v << 4)) & 0x0F0F0F0F
+    v = (v | (v << 2)) & 0x33333333
+    spread: np.ndarray = (v | (v << 1)) & 0x55555555
+    return spread
+
+
+def morton(column: np.ndarray | int, row: np.ndarray | int) -> np.ndarray:
+    """The Z-order code of tile (column, row): the bits of both interleaved (column lowest)."""
+    code: np.ndarray = _spread(np.asarray(column)) | (_spread(np.asarray(row)) << 1)
+    return code
+
+
+@dataclass(frozen=True)
+class PointTile:
+    """One tile's points: positions as uint16 steps across ``bounds``, and each point's gene code."""
+
+    level: int
+    column: int
+    row: int
+    bounds: list[float]
+    x: np.ndarray
+    y: np.ndarray
+    gene: np.ndarray
+    #: Points of the asked genes in the tile; more than sent when ``sampled``.
+    total: int
+    sampled: bool
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.x.nbytes + self.y.nbytes + self.gene.nbytes)
+
+
+@dataclass
+class PointIndex:
+    """The sorted points of one element (memory-mapped) and where each block and gene starts."""
+
+    folder: Path
+    n_points: int
+    #: The indexed square: x0, y0 and its side, in the canvas coordinate system.
+    origin: tuple[float, float]
+    side: float
+    level: int
+    block_level: int
+    genes: list[str]
+    gene_counts: np.ndarray
+    #: (4**block_level, n_genes + 1): where gene g of block b starts; column n_genes, where the block ends.
+    offsets: np.ndarray
+    codes: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    #: Points dropped for a coordinate that is not a finite number.
+    skipped: int = 0
+    #: The most points a coarse tile sends (its sample's size).
+    tile_points: int = TILE_POINTS
+    _cleanup: weakref.finalize | None = field(default=None, repr=False)
+
+    @property
+    def nbytes(self) -> int:
+        """What keeping it costs: its files on disk (12 bytes a point) and its offsets in memory."""
+        return 12 * self.n_points + int(self.offsets.nbytes + self.gene_counts.nbytes) + 64 * len(self.genes)
+
+    @property
+    def bounds(self) -> list[float]:
+        return [self.origin[0], self.origin[1], self.origin[0] + self.side, self.origin[1] + self.side]
+
+    def tile_bounds(self, level: int, column: int, row: int) -> list[float]:
+        size = self.side / (1 << level)
+        x0, y0 = self.origin[0] + column * size, self.origin[1] + row * size
+        return [x0, y0, x0 + size, y0 + size]
+
+    def gene_codes(self, names: Sequence[str] | None) -> np.ndarray:
+        """The codes of ``names`` (None: every gene); an unknown name is refused."""
+        if names is None:
+            return np.arange(len(self.genes))
+        known = {name: code for code, name in enumerate(self.genes)}
+        missing = [name for name in names if name not in known]
+        if missing:
+            raise ElementError(f"No gene {shown(missing[0])} in these points; ask for genes the index lists.")
+        return np.asarray(sorted({known[name] for name in names}), dtype=np.int64)
+
+    def tile(self, level: int, column: int, row: int, genes: Sequence[str] | None = None) -> PointTile:
+        """Tile (``column``, ``row``) of ``level``: every point of ``genes`` at the finest level, else a sample."""
+        if not 0 <= level <= self.level:
+            raise ElementError(f"Points level {level} is not in this index (levels 0 to {self.level}).")
+        count = 1 << level
+        if not (0 <= column < count and 0 <= row < count):
+            raise ElementError(f"Points tile ({column}, {row}) is outside level {level}'s {count} x {count} tiles.")
+        starts, lengths, owners = self._segments(level, column, row, self.gene_codes(genes))
+        total = int(lengths.sum())
+        sampled = level < self.level and total > self.tile_points
+        if not sampled and total > MAX_TILE_POINTS:
+            raise ElementError(
+                f"Points tile ({column}, {row}) of level {level} holds {total:,} points, more than {MAX_TILE_POINTS:,}; "
+                "ask for fewer genes."
+            )
+        taken = _sample(lengths, self.tile_points / total) if sampled else lengths
+        index = np.repeat(starts - np.concatenate([[0], np.cumsum(taken)[:-1]]), taken) + np.arange(int(taken.sum()))
+        if sampled:  # evenly spaced within each run, not its first points
+            within = index - np.repeat(starts, taken)
+            index = np.repeat(starts, taken) + (within * np.repeat(lengths, taken)) // np.maximum(
+                np.repeat(taken, taken), 1
+            )
+        bounds = self.tile_bounds(level, column, row)
+        return PointTile(
+            level,
+            column,
+            row,
+            bounds,
+            _steps(np.asarray(self.x[index]), bounds[0], bounds[2]),
+            _steps(np.asarray(self.y[index]), bounds[1], bounds[3]),
+            np.repeat(owners, taken).astype(np.uint16),
+            total,
+            sampled,
+        )
+
+    def _segments(
+        self, level: int, column: int, row: int, genes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The runs of sorted points in the tile: their starts, lengths and genes."""
+        code = int(morton(column, row))
+        offsets = self.offsets
+        if level <= self.block_level:
+            shift = 2 * (self.block_level - level)
+            blocks = np.arange(code << shift, (code + 1) << shift)
+            starts = offsets[blocks[:, None], genes[None, :]]
+            ends = offsets[blocks[:, None], genes[None, :] + 1]
+            owners = np.broadcast_to(genes[None, :], starts.shape)
+            return starts.ravel(), (ends - starts).ravel(), owners.ravel()
+        block = code >> (2 * (level - self.block_level))
+        shift = 2 * (self.level - level)
+        low, high = code << shift, (code + 1) << shift
+        starts, lengths = [], []
+        for gene in genes:
+            a, b = int(offsets[block, gene]), int(offsets[block, gene + 1])
+            run = self.codes[a:b]
+            first = a + int(np.searchsorted(run, low, side="left"))
+            last = a + int(np.searchsorted(run, high, side="left"))
+            starts.append(first)
+            lengths.append(last - first)
+        return np.asarray(starts, dtype=np.int64), np.asarray(lengths, dtype=np.int64), genes.astype(np.int64)
+
+    def close(self) -> None:
+        """Remove the index's files now (they are removed anyway when it is dropped)."""
+        if self._cleanup is not None:
+            self._cleanup()
+
+
+def _sample(lengths: np.ndarray, fraction: float) -> np.ndarray:
+    """How many of each run a sample of ``fraction`` takes: proportional, the remainders to the largest runs."""
+    exact = lengths * fraction
+    taken = np.floor(exact).astype(np.int64)
+    short = round(float(exact.sum())) - int(taken.sum())
+    if short > 0:
+        taken[np.argsort(taken - exact)[:short]] += 1
+    sample: np.ndarray = np.minimum(taken, lengths)
+    return sample
+
+
+def _steps(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    """Positions as uint16 steps from ``low`` to ``high`` (the browser maps them back)."""
+    span = max(high - low, 1e-30)
+    return np.clip(np.rint((values.astype(np.float64) - low) / span * 65535), 0, 65535).astype(np.uint16)
+
+
+# ---------------------------------------------------------------------------- building
+
+
+@dataclass
+class _Survey:
+    n: int = 0
+    skipped: int = 0
+    box: list[float] = field(default_factory=lambda: [np.inf, np.inf, -np.inf, -np.inf])
+    genes: dict[str, int] = field(default_factory=dict)
+
+
+def _codes(batch: PointBatch, genes: dict[str, int]) -> np.ndarray:
+    """The batch's genes as the index's codes (a name seen first gets the next code)."""
+    if batch.codes is None:
+        names, codes = [""], np.zeros(len(batch.x), dtype=np.int64)
+    elif (batch.codes < 0).any():  # a point without a gene: named ""
+        names, codes = [*batch.names, ""], np.where(batch.codes < 0, len(batch.names), batch.codes)
+    else:
+        names, codes = batch.names, batch.codes
+    for name in names:
+        if name not in genes:
+            if len(genes) >= MAX_GENES:
+                raise ElementError(f"These points name more than {MAX_GENES:,} genes; at most that many are indexed.")
+            genes[name] = len(genes)
+    lookup = np.asarray([genes[name] for name in names], dtype=np.uint16)
+    return lookup[codes]
+
+
+def _write_raw(batches: Iterable[PointBatch], path: Path) -> _Survey:
+    """Pass one: every finite point as (gene, x, y) records on disk, the bounds and gene names on the way."""
+    survey = _Survey()
+    with path.open("wb") as out:
+        for batch in batches:
+            keep = np.isfinite(batch.x) & np.isfinite(batch.y)
+            survey.skipped += int(len(keep) - keep.sum())
+            records = np.empty(int(keep.sum()), dtype=_RAW)
+            records["gene"] = _codes(batch, survey.genes)[keep]
+            records["x"], records["y"] = batch.x[keep], batch.y[keep]
+            if len(records):
+                box = survey.box
+                box[:] = [
+                    min(box[0], float(records["x"].min())),
+                    min(box[1], float(records["y"].min())),
+                    max(box[2], float(records["x"].max())),
+                    max(box[3], float(records["y"].max())),
+                ]
+            survey.n += len(records)
+            out.write(records.tobytes())
+    return survey
+
+
+def _chunks(path: Path, dtype: np.dtype, n: int) -> Iterable[np.ndarray]:
+    if n == 0:
+        return
+    mapped = np.memmap(path, dtype=dtype, mode="r", shape=(n,))
+    for start in range(0, n, _CHUNK):
+        yield np.asarray(mapped[start : start + _CHUNK])
+    del mapped
+
+
+def _cell_codes(records: np.ndarray, origin: tuple[float, float], side: float, level: int) -> np.ndarray:
+    count = 1 << level
+    column = np.clip(((records["x"] - origin[0]) / side * count).astype(np.int64), 0, count - 1)
+    row = np.clip(((records["y"] - origin[1]) / side * count).astype(np.int64), 0, count - 1)
+    return morton(column, row)
+
+
+def _levels(histogram: np.ndarray, full_tile: int, bucket: int) -> tuple[int, int]:
+    """The finest level (its fullest tile within ``full_tile`` points) and the sort's block level (``bucket``)."""
+
+    def fullest(level: int) -> int:
+        return int(histogram.reshape(-1, 4 ** (MAX_LEVEL - level)).sum(axis=1).max()) if histogram.sum() else 0
+
+    level = next((k for k in range(MAX_LEVEL + 1) if fullest(k) <= full_tile), MAX_LEVEL)
+    cap = min(level, _MAX_BLOCK_LEVEL)
+    block = next((k for k in range(cap + 1) if fullest(k) <= bucket), cap)
+    return level, block
+
+
+@dataclass(frozen=True)
+class IndexSizes:
+    """The sizes an index is cut to (the defaults above; tests make them small to see every level on little data)."""
+
+    tile_points: int = TILE_POINTS
+    full_tile_points: int = FULL_TILE_POINTS
+    bucket_points: int = BUCKET_POINTS
+
+
+def build_point_index(
+    batches: Iterable[PointBatch], where: str | Path | None = None, sizes: IndexSizes = IndexSizes()
+) -> PointIndex:
+    """Index ``batches`` (a points element read by :func:`~sds_jupyter.studio.points.point_batches`).
+
+    ``where``: the folder the private temporary folder is made in (default: the system's).
+    """
+    folder = Path(tempfile.mkdtemp(prefix="sds-points-", dir=where))
+    try:
+        index = _build(batches, folder, sizes)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    # the files go with the index (dropped from its cache and collected), or when the process ends
+    index._cleanup = weakref.finalize(index, shutil.rmtree, str(folder), True)
+    return index
+
+
+def _build(batches: Iterable[PointBatch], folder: Path, sizes: IndexSizes) -> PointIndex:
+    raw = folder / "raw.bin"
+    survey = _write_raw(batches, raw)
+    x0, y0, x1, y1 = survey.box if survey.n else [0.0, 0.0, 1.0, 1.0]
+    side = max(x1 - x0, y1 - y0) * (1 + 1e-6) or 1.0
+    origin = (x0, y0)
+    histogram = np.zeros(4**MAX_LEVEL, dtype=np.int64)
+    for records in _chunks(raw, _RAW, survey.n):
+        histogram += np.bincount(_cell_codes(records, origin, side, MAX_LEVEL), minlength=4**MAX_LEVEL)
+    level, block_level = _levels(histogram, sizes.full_tile_points, sizes.bucket_points)
+    shift = 2 * (level - block_level)
+    for records in _chunks(raw, _RAW, survey.n):
+        _scatter(records, _cell_codes(records, origin, side, level), shift, folder)
+    raw.unlink()
+    genes = [""] * len(survey.genes)
+    for name, code in survey.genes.items():
+        genes[code] = name
+    offsets = _sort_blocks(folder, 4**block_level, len(genes))
+    codes, x, y = (
+        _column(folder / name, dtype, survey.n) for name, dtype in (("codes", "<u4"), ("x", "<f4"), ("y", "<f4"))
+    )
+    counts = (offsets[:, 1:] - offsets[:, :-1]).sum(axis=0) if len(genes) else np.zeros(0, np.int64)
+    return PointIndex(
+        folder,
+        survey.n,
+        origin,
+        side,
+        level,
+        block_level,
+        genes,
+        counts,
+        offsets,
+        codes,
+        x,
+        y,
+        skipped=survey.skipped,
+        tile_points=sizes.tile_points,
+    )
+
+
+def _column(path: Path, dtype: str, n: int) -> np.ndarray:
+    """A sorted column, memory-mapped read-only (empty when there are no points)."""
+    return np.memmap(path, dtype=dtype, mode="r", shape=(n,)) if n else np.zeros(0, dtype=dtype)
+
+
+def _scatter(records: np.ndarray, codes: np.ndarray, shift: int, folder: Path) -> None:
+    """Append each record to its block's file (the block: the code's top bits)."""
+    blocks = codes >> shift
+    order = np.argsort(blocks, kind="stable")
+    blocks, codes, records = blocks[order], codes[order], records[order]
+    bucket = np.empty(len(records), dtype=_BUCKET)
+    bucket["code"], bucket["gene"], bucket["x"], bucket["y"] = codes, records["gene"], records["x"], records["y"]
+    edges = np.flatnonzero(np.diff(blocks)) + 1
+    for start, end in zip(np.concatenate([[0], edges]), np.concatenate([edges, [len(blocks)]]), strict=True):
+        if end > start:
+            with (folder / f"block-{int(blocks[start])}.bin").open("ab") as out:
+                out.write(bucket[start:end].tobytes())
+
+
+def _sort_blocks(folder: Path, n_blocks: int, n_genes: int) -> np.ndarray:
+    """Sort each block by gene then code into the three column files; where each block and gene starts."""
+    offsets = np.zeros((n_blocks, n_genes + 1), dtype=np.int64)
+    written = 0
+    outputs = {name: (folder / name).open("wb") for name in ("codes", "x", "y")}
+    try:
+        for block in range(n_blocks):
+            path = folder / f"block-{block}.bin"
+            records = np.fromfile(path, dtype=_BUCKET) if path.exists() else np.zeros(0, dtype=_BUCKET)
+            path.unlink(missing_ok=True)
+            records = records[np.lexsort((records["code"], records["gene"]))]
+            counts = np.bincount(records["gene"], minlength=n_genes)
+            offsets[block, :n_genes] = written + np.concatenate([[0], np.cumsum(counts)[:-1]])
+            written += len(records)
+            offsets[block, n_genes] = written
+            for name in ("codes", "x", "y"):
+                outputs[name].write(np.ascontiguousarray(records[name if name != "codes" else "code"]).tobytes())
+    finally:
+        for handle in outputs.values():
+            handle.close()
+    return offsets

@@ -1,0 +1,194 @@
+"""Reading a SpatialData points element (transcripts) a batch at a time, straight from a zarr group.
+
+A points element is a folder of parquet parts (dask's ``to_parquet``) with the element's
+attributes beside them (``spatialdata_attrs.feature_key`` names the gene column). A
+Xenium or CosMx run holds tens to hundreds of millions of rows, so nothing here reads a
+part whole: each part is opened through ranged reads of the store (its footer, then one
+row group's columns at a time), and each row group's size is checked against
+:data:`MAX_ROW_GROUP_BYTES` before it is decompressed.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import zarr
+from zarr.abc.store import RangeByteRequest
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+
+from sds_jupyter.errors import shown
+from sds_jupyter.studio.errors import ElementError
+from sds_jupyter.studio.transforms import Axial, element_transform
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["MAX_ROW_GROUP_BYTES", "PointBatch", "PointsElement", "open_points", "point_batches", "points_names"]
+
+#: The most bytes one row group may decompress to (its footer's figure, checked before reading):
+#: 2M transcripts of x, y, gene and a few more columns are about 40 MB.
+MAX_ROW_GROUP_BYTES = 512 * 1024 * 1024
+#: Rows handed on at once: bounds the reader's temporaries whatever a row group holds.
+BATCH_ROWS = 1 << 20
+#: The most parts an element may list (dask writes one a partition).
+MAX_PARTS = 100_000
+
+
+@dataclass(frozen=True)
+class PointsElement:
+    """A points element opened (nothing read but its attributes and the list of its parts)."""
+
+    name: str
+    #: Store keys (relative to the group) of its parquet parts, in order.
+    parts: tuple[str, ...]
+    #: The gene column (``feature_key``), None when the element names none.
+    feature_key: str | None
+    transform: Axial
+
+
+@dataclass(frozen=True)
+class PointBatch:
+    """Up to BATCH_ROWS points: positions in the canvas system and each one's gene as text codes."""
+
+    x: np.ndarray
+    y: np.ndarray
+    #: Index into ``names`` (int32), or None without a gene column.
+    codes: np.ndarray | None
+    names: list[str]
+
+
+def _node_path(root: zarr.Group) -> str:
+    return f"{root.path}/" if root.path else ""
+
+
+def points_names(root: zarr.Group) -> list[str]:
+    """The points elements of the store, sorted."""
+    try:
+        group = root["points"]
+    except KeyError:
+        return []
+    return sorted(group.group_keys()) if isinstance(group, zarr.Group) else []
+
+
+def open_points(root: zarr.Group, name: str, system: str | None = None) -> PointsElement:
+    """Points element ``name``: its parts, gene column and transformation into ``system``."""
+    try:
+        element = root[f"points/{name}"]
+    except KeyError:
+        raise ElementError(f"No points element {name!r} in this store.") from None
+    if not isinstance(element, zarr.Group):
+        raise ElementError(f"The points element {name!r} is not a group.")
+    attrs: dict[str, Any] = element.attrs.asdict()
+    meta = attrs.get("spatialdata_attrs")
+    feature = meta.get("feature_key") if isinstance(meta, Mapping) else None
+    prefix = f"{_node_path(root)}points/{name}/points.parquet"
+
+    async def listed() -> list[str]:
+        return [key async for key in root.store.list_prefix(prefix)]
+
+    keys = sorted(k for k in sync(listed()) if k.endswith(".parquet") and (k == prefix or k.startswith(prefix + "/")))
+    if not keys:
+        raise ElementError(f"Points element {name!r} has no parquet parts.")
+    if len(keys) > MAX_PARTS:
+        raise ElementError(f"Points element {name!r} lists {len(keys):,} parts; at most {MAX_PARTS:,} are read.")
+    transform = element_transform(attrs.get("coordinateTransformations"), system)
+    parts = tuple(_natural(k) for k in keys)
+    return PointsElement(name, tuple(k for _, k in sorted(parts)), str(feature) if feature else None, transform)
+
+
+def _natural(key: str) -> tuple[tuple[int, str], str]:
+    """Sort key putting ``part.10`` after ``part.9`` (dask numbers its parts)."""
+    stem = key.rsplit("/", 1)[-1].removesuffix(".parquet")
+    number = stem.rsplit(".", 1)[-1]
+    return ((int(number), stem) if number.isdigit() else (-1, stem)), key
+
+
+class _StoreFile(io.RawIOBase):
+    """One store object as a seekable file read by ranges: pyarrow reads the footer and the row groups it needs."""
+
+    def __init__(self, store: Any, key: str) -> None:
+        self.store, self.key, self.position = store, key, 0
+        self.size = int(sync(store.getsize(key)))
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        end = min(self.size, self.position + len(view))
+        if end <= self.position:
+            return 0
+        found = sync(
+            self.store.get(
+                self.key, prototype=default_buffer_prototype(), byte_range=RangeByteRequest(self.position, end)
+            )
+        )
+        data = b"" if found is None else found.to_bytes()
+        view[: len(data)] = data
+        self.position += len(data)
+        return len(data)
+
+
+def _columns(schema: pa.Schema, feature: str | None, name: str) -> list[str]:
+    missing = [c for c in ("x", "y") if c not in schema.names]
+    if missing:
+        raise ElementError(f"Points element {name!r} has no {missing[0]!r} column.")
+    return ["x", "y", *([feature] if feature and feature in schema.names else [])]
+
+
+def point_batches(root: zarr.Group, element: PointsElement) -> Iterator[PointBatch]:
+    """Every point of ``element``, a row group (at most BATCH_ROWS rows) at a time.
+
+    Why ranged reads: a part of 2M rows is tens of MB; only the three columns the view draws
+    are read, one row group at a time, so memory stays bounded however large the element is.
+    """
+    import pyarrow.parquet as pq
+
+    for key in element.parts:
+        handle = pq.ParquetFile(io.BufferedReader(_StoreFile(root.store, _node_path(root) + key), 1 << 20))
+        columns = _columns(handle.schema_arrow, element.feature_key, element.name)
+        metadata = handle.metadata
+        for group in range(metadata.num_row_groups):
+            size = metadata.row_group(group).total_byte_size
+            if size > MAX_ROW_GROUP_BYTES:
+                raise ElementError(
+                    f"Points element {element.name!r}: a row group of {shown(key)} decompresses to {size:,} bytes, "
+                    f"more than {MAX_ROW_GROUP_BYTES:,}; rewrite it with smaller row groups."
+                )
+            for batch in handle.iter_batches(batch_size=BATCH_ROWS, row_groups=[group], columns=columns):
+                yield _batch(batch, element)
+
+
+def _batch(batch: pa.RecordBatch, element: PointsElement) -> PointBatch:
+    """One Arrow batch as canvas positions and gene codes (dictionary-encoded whatever the stored type)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    x = batch.column("x").to_numpy(zero_copy_only=False).astype(np.float64)
+    y = batch.column("y").to_numpy(zero_copy_only=False).astype(np.float64)
+    x, y = element.transform.apply(x, y)
+    codes: np.ndarray | None = None
+    names: list[str] = []
+    if element.feature_key and element.feature_key in batch.schema.names:
+        genes = batch.column(element.feature_key)
+        if not pa.types.is_dictionary(genes.type):
+            genes = pc.dictionary_encode(genes.cast(pa.string()))
+        names = [str(v) for v in genes.dictionary.to_pylist()]
+        codes = genes.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+    return PointBatch(np.asarray(x), np.asarray(y), codes, names)

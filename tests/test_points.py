@@ -1,0 +1,197 @@
+"""Transcripts: the demo's points element, the spatial index over it, and its tiles through the service.
+
+Every element here is written by spatialdata (the Xenium-like base's transcripts, the blobs
+demo's points); the answers are checked against the same element read back by spatialdata.
+"""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import zarr
+
+from sds_jupyter.service import StackService
+from sds_jupyter.service.errors import RequestError
+from sds_jupyter.service.layouts import LAYOUTS
+from sds_jupyter.service.requests import dispatch
+from sds_jupyter.studio.errors import ElementError
+from sds_jupyter.studio.layouts import named_buffers
+from sds_jupyter.studio.pointindex import IndexSizes, PointIndex, build_point_index
+from sds_jupyter.studio.points import open_points, point_batches
+
+SMALL = IndexSizes(tile_points=500, full_tile_points=800, bucket_points=3_000)
+
+
+@pytest.fixture(scope="module")
+def transcripts(xenium_root: zarr.Group) -> pd.DataFrame:
+    """The transcripts of the 500-cell Xenium-like base, as spatialdata reads them."""
+    import spatialdata
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sdata = spatialdata.read_zarr(xenium_root.store.root)
+    frame: pd.DataFrame = sdata.points["transcripts"].compute()
+    return frame
+
+
+@pytest.fixture(scope="module")
+def index(xenium_root: zarr.Group) -> PointIndex:
+    return build_point_index(point_batches(xenium_root, open_points(xenium_root, "transcripts")), sizes=SMALL)
+
+
+def test_demo_writes_transcripts_and_nuclei_with_spatialdata(
+    xenium_root: zarr.Group, transcripts: pd.DataFrame
+) -> None:
+    """About 30 transcripts a cell, genes from the panel, each inside its own cell; nucleus outlines beside the cells."""
+    import spatialdata
+
+    from sds_jupyter.demo.transcripts import TRANSCRIPTS_PER_CELL
+
+    sdata = spatialdata.read_zarr(xenium_root.store.root)
+    cells = sdata.shapes["cell_boundaries"]
+    assert len(transcripts) == TRANSCRIPTS_PER_CELL * len(cells)
+    assert sdata.points["transcripts"].attrs["spatialdata_attrs"]["feature_key"] == "gene"
+    assert set(transcripts["gene"].astype(str)) <= set(sdata.tables["table"].var_names)
+    sample = transcripts.iloc[:: max(1, len(transcripts) // 2000)]
+    owners = cells.loc[sample["cell_id"].to_numpy(), "geometry"]
+    import shapely
+
+    inside = shapely.contains_xy(owners.to_numpy(), sample["x"].to_numpy(), sample["y"].to_numpy())
+    assert inside.all()
+    nuclei = sdata.shapes["nucleus_boundaries"]
+    assert len(nuclei) == len(cells) and (nuclei.area.to_numpy() < cells.area.to_numpy()).all()
+
+
+def _finest_tiles(index: PointIndex, genes: list[str] | None = None) -> pd.DataFrame:
+    side = 1 << index.level
+    rows = []
+    for row in range(side):
+        for column in range(side):
+            tile = index.tile(index.level, column, row, genes)
+            assert not tile.sampled and tile.total == len(tile.x)
+            x0, y0, x1, y1 = tile.bounds
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "x": x0 + tile.x / 65535 * (x1 - x0),
+                        "y": y0 + tile.y / 65535 * (y1 - y0),
+                        "gene": np.asarray(index.genes)[tile.gene],
+                    }
+                )
+            )
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_finest_tiles_hold_every_point_once(index: PointIndex, transcripts: pd.DataFrame) -> None:
+    """No sampling at full zoom: the finest tiles together are the element, each point once, with its gene."""
+    assert index.level >= 2 and index.block_level >= 1  # several levels and sort blocks on this little data
+    assert index.n_points == len(transcripts)
+    from scipy.spatial import cKDTree
+
+    got = _finest_tiles(index)
+    want = transcripts[["x", "y"]].astype(np.float64).assign(gene=transcripts["gene"].astype(str))
+    names = {name: code for code, name in enumerate(index.genes)}
+
+    def places(frame: pd.DataFrame) -> np.ndarray:  # a gene apart is far apart: matches stay within a gene
+        return np.column_stack([frame["x"], frame["y"], frame["gene"].map(names).to_numpy() * 1e6])
+
+    step = index.side / (1 << index.level) / 65535
+    distance, match = cKDTree(places(want)).query(places(got))
+    assert distance.max() <= step and len(np.unique(match)) == len(want)
+
+
+def test_a_gene_tile_has_exactly_that_gene(index: PointIndex, transcripts: pd.DataFrame) -> None:
+    gene = transcripts["gene"].astype(str).value_counts().index[3]
+    got = _finest_tiles(index, [gene])
+    assert set(got["gene"]) == {gene}
+    assert len(got) == int((transcripts["gene"].astype(str) == gene).sum())
+
+
+def test_coarse_tiles_are_an_even_sample_that_says_so(index: PointIndex, transcripts: pd.DataFrame) -> None:
+    """Level 0 holds every point; it sends at most tile_points of them, spread over the tissue, and the true total."""
+    tile = index.tile(0, 0, 0)
+    assert tile.sampled and tile.total == len(transcripts) and len(tile.x) <= index.tile_points
+    assert len(tile.x) >= index.tile_points - 2
+    x = tile.bounds[0] + tile.x / 65535 * index.side
+    assert x.min() < np.percentile(transcripts["x"], 10) and x.max() > np.percentile(transcripts["x"], 90)
+    # the sample keeps each gene's share
+    share = pd.Series(np.asarray(index.genes)[tile.gene]).value_counts(normalize=True)
+    truth = transcripts["gene"].astype(str).value_counts(normalize=True)
+    assert abs(share.iloc[0] - truth[share.index[0]]) < 0.02
+
+
+def test_tiles_off_the_index_and_unknown_genes_are_refused(index: PointIndex) -> None:
+    with pytest.raises(ElementError, match="not in this index"):
+        index.tile(index.level + 1, 0, 0)
+    with pytest.raises(ElementError, match="outside level 1"):
+        index.tile(1, 2, 0)
+    with pytest.raises(ElementError, match="No gene 'NOT-A-GENE'"):
+        index.tile(0, 0, 0, ["NOT-A-GENE"])
+
+
+def test_the_index_files_go_when_it_does(xenium_root: zarr.Group) -> None:
+    built = build_point_index(point_batches(xenium_root, open_points(xenium_root, "transcripts")), sizes=SMALL)
+    folder = built.folder
+    assert folder.is_dir() and not list(folder.glob("block-*")) and not (folder / "raw.bin").exists()
+    del built
+    gc.collect()
+    assert not folder.exists()
+
+
+def test_row_groups_are_bounded_before_they_are_read(xenium_root: zarr.Group, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sds_jupyter.studio.points as points
+
+    monkeypatch.setattr(points, "MAX_ROW_GROUP_BYTES", 1000)
+    with pytest.raises(ElementError, match="decompresses to .* more than 1,000"):
+        next(point_batches(xenium_root, open_points(xenium_root, "transcripts")))
+
+
+# ------------------------------------------------------------------------------ the service
+
+
+@pytest.fixture
+def service(demo_top: Path) -> StackService:
+    return StackService(demo_top)
+
+
+def test_points_request_lists_and_indexes_the_blobs_points(service: StackService) -> None:
+    import spatialdata
+
+    answer = dispatch(service, "points").data
+    assert answer == {"elements": ["blobs_points"], "index": None}
+    info = dispatch(service, "points", {"element": "blobs_points"}).data["index"]
+    truth = spatialdata.read_zarr(_base_path(service)).points["blobs_points"].compute()
+    assert info["n_points"] == len(truth)
+    counts = truth["genes"].astype(str).value_counts()
+    assert {g["name"]: g["count"] for g in info["genes"]} == counts.to_dict()
+    again = dispatch(service, "points", {"element": "blobs_points"}).data["index"]
+    assert again["key"] == info["key"]
+
+
+def _base_path(service: StackService) -> Path:
+    local = service.stack.base.path.as_local()
+    assert local is not None
+    return Path(local)
+
+
+def test_points_tile_reply_follows_its_layout_and_is_named(service: StackService) -> None:
+    info = dispatch(service, "points", {"element": "blobs_points"}).data["index"]
+    gene = info["genes"][0]["name"]
+    params = {"element": "blobs_points", "key": info["key"], "level": 0, "x": 0, "y": 0, "genes": gene}
+    reply = dispatch(service, "points_tile", params)
+    buffers = named_buffers("points_tile", LAYOUTS["points_tile"], reply.data, reply.buffers)
+    genes = np.frombuffer(buffers["gene"], dtype="<u2")
+    assert reply.data["n"] == info["genes"][0]["count"] == len(genes)
+    assert set(genes.tolist()) == {[g["name"] for g in info["genes"]].index(gene)}
+    assert reply.addressed and reply.etag
+    with pytest.raises(RequestError, match="ask points again"):
+        dispatch(service, "points_tile", {**params, "key": "0" * 32})
+    with pytest.raises(RequestError, match="No gene"):
+        dispatch(service, "points_tile", {**params, "genes": "nope"})
+    with pytest.raises(RequestError, match="No points element"):
+        dispatch(service, "points", {"element": "blobs_labels"})
