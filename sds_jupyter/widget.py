@@ -220,7 +220,7 @@ class VersionBrowser(anywidget.AnyWidget):
         if namespace is not None and self.variable_name:
             namespace[self.variable_name] = adata
             _BINDINGS[(id(namespace), self.variable_name)] = self
-        self.bound = self.selected
+            self.bound = self.selected
         return adata
 
     def result(self, result: str, table: str = "table", version: int | str | None = None) -> Any:
@@ -313,11 +313,12 @@ class VersionBrowser(anywidget.AnyWidget):
         )
         depth = self.service.stack.depth
         namespace = self._target_namespace()
-        if namespace is not None and self.variable_name:
+        binds = namespace is not None and bool(self.variable_name)
+        if binds:
             _BINDINGS[(id(namespace), self.variable_name)] = self
         with self.hold_sync():
             self.selected = depth
-            self.bound = depth
+            self.bound = depth if binds else -1
             self.set_trait("path", os.fspath(top))  # the front end reloads the history on this
 
     # ------------------------------------------------------------------ messages
@@ -335,7 +336,9 @@ class VersionBrowser(anywidget.AnyWidget):
         if kind == "open_adata":
             version = content.get("version")
             adata = self.open(self.service.depth(version) if version is not None else self.service.stack.depth)
-            bound: OpenAdataData = {"message": self._bound_message(adata)}
+            bound: OpenAdataData = {
+                "message": self._bound_message(adata) if self._binds() else self._unbound_message(adata)
+            }
             return Reply(bound)
         raise RequestError(f"Unknown message type {kind!r}.")
 
@@ -360,10 +363,24 @@ class VersionBrowser(anywidget.AnyWidget):
         same = self.service.stack.at(stack.depth).fingerprint() == stack.fingerprint()
         return stack.depth if same else -1
 
+    def _binds(self) -> bool:
+        """Whether "Bind" sets a variable: only with a namespace (IPython's, or one given) and a name."""
+        return self._target_namespace() is not None and bool(self.variable_name)
+
+    def _selected_label(self) -> str:
+        top = self.service.stack.at(self.selected).top if self.selected else None  # the base alone has no top version
+        return "the base" if top is None else f"v{self.selected} “{top.label}”"
+
+    def _unbound_message(self, adata: Any) -> str:
+        """What "Bind" did where there is no IPython (plain Python, marimo, voila): selected, bound nothing."""
+        return (
+            f"Not bound: no IPython kernel here, so no variable `{self.variable_name or 'adata'}` was set. "
+            f"{self._selected_label()} is selected: use `browser.adata` ({adata.n_obs} cells × "
+            f"{adata.n_vars} variables), or give VersionBrowser a namespace=."
+        )
+
     def _bound_message(self, adata: Any) -> str:
-        stack = self.service.stack
-        top = stack.at(self.selected).top if self.selected else None  # the base alone has no top version
-        label = "the base" if top is None else f"v{self.selected} “{top.label}”"
+        label = self._selected_label()
         where = f"`{self.variable_name}`" if self.variable_name else "`browser.adata`"
         return (
             f"{where} is the AnnData of {label}: {adata.n_obs} cells × {adata.n_vars} variables. "

@@ -182,7 +182,9 @@ function render({ model, el }: RenderProps): () => void {
     void app.refresh().then(() => {
       app.select(target);
       markBound();
-      app.say(`v${target} saved from the notebook; \`${name}\` is bound to it.`);
+      // bound only where the kernel has a namespace (IPython); plain Python and marimo bind nothing
+      const bound = trait(model, 'bound', -1) === target;
+      app.say(`v${target} saved from the notebook${bound ? `; \`${name}\` is bound to it` : ''}.`);
     });
   };
   markBound();

@@ -174,6 +174,32 @@ describe('widget render', () => {
     expect(Object.values(model.changes).every(list => list.length === 0)).toBe(true);
   });
 
+  it('outside IPython a save binds nothing: no mark, and the message does not claim one', async () => {
+    // Issue 38, item 15: plain Python and marimo have no namespace; the kernel leaves `bound` at -1
+    const model = new FakeModel();
+    let depth = 2;
+    model.state = { bound_name: 'adata', bound: -1, selected: 2 };
+    model.answer = m => {
+      const id = m.id as number;
+      if (m.name === 'history') {
+        return [{ type: 'response', id, ok: true, data: history(depth) }, []];
+      }
+      return [{ type: 'response', id, ok: true, data: { ops: [], added: [], replaced: [], deleted: [] } }, []];
+    };
+    const el = document.createElement('div');
+    document.body.append(el);
+    const cleanup = widget.render({ model: model as never, el } as never);
+    await settle(10);
+    depth = 3;
+    model.state.selected = 3;
+    model.update('path', '/datasets/new');
+    await settle(10);
+    expect(el.querySelector<HTMLElement>('.sds-selected')!.dataset.depth).toBe('3');
+    expect(el.querySelector('.sds-bound')).toBeNull();
+    expect(text(el.querySelector('.sds-action-msg'))).toBe('v3 saved from the notebook.');
+    cleanup();
+  });
+
   it('a move in the tree is no save: no "saved" message, and Copy code names the version moved to', async () => {
     const model = new FakeModel();
     model.state = { bound_name: 'adata', bound: 3, selected: 3, path: '../datasets/top' };
