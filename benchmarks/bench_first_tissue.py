@@ -289,13 +289,14 @@ def browser_steps(top: Path, steps: list[tuple[int, str]], root: Path) -> dict[s
     frame, from inside the page), in the tier the page chose (software under SwiftShader).
     """
     import bench_canvas as lab
+
+    reason = lab.skip_reason()  # before importing playwright: without it, a skip, not a crash
+    if reason:
+        return reason
     import bench_webgl
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
-    reason = lab.skip_reason()
-    if reason:
-        return reason
     if not (lab.ROOT / "sds_jupyter" / "labextension" / "package.json").exists():
         return "no built labextension (cd js && npm run build)"
     work = root / "lab"

@@ -666,7 +666,7 @@ def test_cells_are_content_addressed_and_revalidate_to_304(root, fetch) -> None:
     key = canvas["cells_key"]
     params = {"path": "datasets/edit-2222", "version": 1, "figure": "fig_canvas", "key": key}
     first = _raw(fetch, "cells", **params)
-    assert first.code == 200 and first.headers["Etag"] == f'"{key}"'
+    assert first.code == 200 and first.headers["Etag"] == f'W/"{key}"'  # weak: the body may go gzipped
     assert "immutable" in first.headers["Cache-Control"]
     again = _raw(fetch, "cells", headers={"If-None-Match": f'"{key}"'}, **params)
     assert again.code == 304 and not again.body
@@ -687,9 +687,120 @@ def test_a_revisited_canvas_revalidates_to_304_and_another_version_does_not(root
     params = {"path": "datasets/edit-2222", "version": 1, "figure": "fig_canvas"}
     first = _raw(fetch, "canvas", **params)
     etag = first.headers["Etag"]
-    assert first.code == 200 and "no-cache" in first.headers["Cache-Control"] and len(etag) == 34
+    assert first.code == 200 and "no-cache" in first.headers["Cache-Control"] and len(etag) == 36
     again = _raw(fetch, "canvas", headers={"If-None-Match": etag}, **params)
     assert again.code == 304 and not again.body
     # version 2 colours its cells otherwise: the browser's copy of version 1 does not answer for it
     other = _raw(fetch, "canvas", headers={"If-None-Match": etag}, **{**params, "version": 2})
     assert other.code == 200 and other.headers["Etag"] != etag and other.body
+
+
+# ------------------------------------------------------------------ content-coding (issue 39)
+
+
+def _coded(fetch, name: str, accept: str | None, etag: str | None = None, **params: Any) -> Any:
+    """The response as sent (tornado's client neither asks for nor undoes a coding here)."""
+    headers = {"Accept-Encoding": accept} if accept is not None else {}
+    if etag is not None:
+        headers["If-None-Match"] = etag
+    try:
+        return fetch(
+            NAMESPACE,
+            "api",
+            name,
+            params={k: str(v) for k, v in params.items()},
+            headers=headers,
+            decompress_response=False,
+        )
+    except HTTPClientError as exc:
+        assert exc.response is not None
+        return exc.response
+
+
+def test_replies_are_gzipped_only_when_the_request_accepts_it(jp_root_dir, demo_top, fetch) -> None:
+    """Binary and JSON replies: identity without Accept-Encoding, gzip with it, the same bytes once decoded."""
+    import gzip
+
+    shutil.copytree(demo_top.parent, jp_root_dir / "demo")
+    path = f"demo/{demo_top.name}"
+    figures = _get(fetch, "figures", path=path)
+    figure = next(f["id"] for f in figures["figures"] if f["kind"] == "canvas")
+    for name, params in (
+        ("channels", {"figure": figure}),  # framed binary: the image overview's planes
+        ("image_tile", {"figure": figure, "level": 0, "x": 0, "y": 0}),  # framed binary, by tile
+        ("figures", {}),  # JSON
+    ):
+        plain = _coded(fetch, name, None, path=path, **params)
+        assert plain.code == 200 and "Content-Encoding" not in plain.headers
+        assert "Accept-Encoding" in plain.headers["Vary"]
+        zipped = _coded(fetch, name, "gzip, deflate", path=path, **params)
+        assert zipped.code == 200 and zipped.headers["Content-Encoding"] == "gzip", name
+        assert gzip.decompress(zipped.body) == plain.body and len(zipped.body) < len(plain.body)
+        assert "Accept-Encoding" in zipped.headers["Vary"]
+        refused = _coded(fetch, name, "gzip;q=0, identity", path=path, **params)
+        assert "Content-Encoding" not in refused.headers and refused.body == plain.body
+    # a revisit that holds the coded body still revalidates to 304 (the ETag is weak, compared weakly)
+    etag = _coded(fetch, "canvas", "gzip", path=path, figure=figure).headers["Etag"]
+    assert etag.startswith('W/"')
+    revisit = _coded(fetch, "canvas", "gzip", etag=etag, path=path, figure=figure)
+    assert revisit.code == 304 and not revisit.body
+
+
+def test_brotli_when_installed_and_asked_first(jp_root_dir, demo_top, fetch) -> None:
+    brotli = pytest.importorskip("brotli")
+    shutil.copytree(demo_top.parent, jp_root_dir / "demo")
+    path = f"demo/{demo_top.name}"
+    figure = next(f["id"] for f in _get(fetch, "figures", path=path)["figures"] if f["kind"] == "canvas")
+    plain = _coded(fetch, "channels", None, path=path, figure=figure)
+    coded = _coded(fetch, "channels", "gzip, deflate, br", path=path, figure=figure)
+    assert coded.headers["Content-Encoding"] == "br" and brotli.decompress(coded.body) == plain.body
+    # a client that weighs gzip higher gets gzip
+    assert _coded(fetch, "channels", "br;q=0.5, gzip", path=path, figure=figure).headers["Content-Encoding"] == "gzip"
+
+
+def test_a_png_export_is_not_coded_again(root, fetch) -> None:
+    """A PNG is compressed already: gzip would cost time and save nothing, so it goes as it is."""
+    params = {"path": "datasets/edit-2222", "version": 1, "figure": "fig_canvas", "format": "png", "dpi": 100}
+    sent = _coded(fetch, "export", "gzip, br", **params)
+    assert sent.code == 200 and "Content-Encoding" not in sent.headers
+    data, buffers = unframe_reply(sent.body)
+    assert data["media_type"] == "image/png" and buffers[0][:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("header", "codings"),
+    [
+        (None, []),
+        ("", []),
+        ("identity", []),
+        ("gzip", ["gzip"]),
+        ("GZIP;q=0.5", ["gzip"]),
+        ("gzip;q=0", []),
+        ("*", "all"),
+        ("*;q=0, gzip", ["gzip"]),
+        ("deflate, gzip;q=bad", []),
+        ("gzip, deflate, br", "all"),
+        ("br;q=0.5, gzip", ["gzip", "br"]),
+    ],
+)
+def test_accept_encoding_is_read_as_http_writes_it(header: str | None, codings: Any) -> None:
+    from sds_jupyter.server.encoding import CODINGS, negotiate
+
+    wanted = list(CODINGS) if codings == "all" else [c for c in codings if c in CODINGS]
+    assert list(negotiate(header)) == wanted
+
+
+def test_a_large_body_goes_gzip_even_where_brotli_is_preferred() -> None:
+    """brotli's extra saving costs more time than it saves past MAX_BROTLI_BYTES: gzip then, when taken."""
+    import gzip
+
+    import numpy as np
+
+    from sds_jupyter.server.encoding import MAX_BROTLI_BYTES, encode
+
+    body = np.arange(MAX_BROTLI_BYTES // 4 + 1024, dtype="<u4").tobytes()
+    sent, coding = encode(body, ("br", "gzip"))
+    assert coding == "gzip" and gzip.decompress(sent) == body
+    noise = np.random.default_rng(0).integers(0, 256, 200_000, dtype=np.uint8).tobytes()
+    assert encode(noise, ("gzip",)) == (noise, None)  # compresses to nothing less: sent as it is
+    assert encode(b"{}", ("gzip",)) == (b"{}", None)  # too short to gain

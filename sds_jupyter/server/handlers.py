@@ -32,6 +32,7 @@ except ImportError:
 
 from sds_jupyter.limits import MAX_ANNOTATE_BODY_BYTES, MAX_REQUEST_BODY_BYTES
 from sds_jupyter.server.cache import ServiceCache
+from sds_jupyter.server.encoding import encode, negotiate
 from sds_jupyter.server.notebook import (
     candidate_names,
     is_made_for,
@@ -147,7 +148,20 @@ class StackAPIHandler(APIHandler):
         return data
 
     def reply_json(self, data: Any) -> None:
-        self.finish(json.dumps(data, allow_nan=False))
+        body = json.dumps(data, allow_nan=False).encode("utf-8")
+        self.finish(self.coded(body, self.coding(), "application/json"))
+
+    def coding(self) -> tuple[str, ...]:
+        """The content-codings this request's ``Accept-Encoding`` takes, best first; says so in ``Vary``."""
+        self.set_header("Vary", "Accept-Encoding")
+        return negotiate(self.request.headers.get("Accept-Encoding"))
+
+    def coded(self, body: bytes, coding: tuple[str, ...], media_type: str | None) -> bytes:
+        """``body`` in ``coding`` with its ``Content-Encoding`` when that makes it shorter, else as it is."""
+        sent, used = encode(body, coding, media_type)
+        if used is not None:
+            self.set_header("Content-Encoding", used)
+        return sent
 
 
 #: Query keys Jupyter itself reads (authentication): they reach every handler and are not service parameters.
@@ -171,28 +185,38 @@ class RequestHandler(StackAPIHandler):
     @authorized
     async def get(self, name: str) -> None:
         params = {key: self.get_argument(key) for key in self.request.arguments if _is_parameter(key)}
+        coding = self.coding()
         try:
             service = await self.in_thread(self.services.service, self.get_argument("path", ""))
             reply = await self.in_thread(dispatch, service, name, params)
             if reply.etag is not None and self.answered_by_etag(
-                reply.etag, reply.addressed or params.get("key") == reply.etag
+                reply.etag, reply.addressed or params.get("key") == reply.etag, weak=bool(coding)
             ):
                 return
             binary = name in BINARY_REQUESTS
-            body = frame_reply(reply) if binary else json.dumps(self.root_relative(reply.data), allow_nan=False)
+            if binary:
+                body = frame_reply(reply)
+            else:
+                body = json.dumps(self.root_relative(reply.data), allow_nan=False).encode("utf-8")
+            media_type = reply.data.get("media_type") if isinstance(reply.data, dict) else None
+            body, used = await self.in_thread(encode, body, coding, media_type)  # off the loop: 12 MB take ms
+            if used is not None:
+                self.set_header("Content-Encoding", used)
         except Exception as exc:  # noqa: BLE001 - mapped once, in fail()
             self.fail(exc)
             return
         self.finish(body, set_content_type="application/octet-stream" if binary else "application/json")
 
-    def answered_by_etag(self, etag: str, addressed: bool) -> bool:
-        """Set the reply's strong ETag; True after answering 304 when the browser already holds it.
+    def answered_by_etag(self, etag: str, addressed: bool, weak: bool = False) -> bool:
+        """Set the reply's ETag; True after answering 304 when the browser already holds it.
 
         ``addressed``: the URL names the content (its ``key`` is the ETag), so the answer under it
         never changes and the browser may keep it without asking again (``immutable``); otherwise
-        it asks each time and gets a 304 while the content is the same.
+        it asks each time and gets a 304 while the content is the same. ``weak``: the body may go
+        content-coded, and a strong ETag would promise the same bytes in every coding (nginx
+        weakens it too); If-None-Match compares weakly, so a 304 still answers either.
         """
-        self.set_header("Etag", f'"{etag}"')
+        self.set_header("Etag", f'W/"{etag}"' if weak else f'"{etag}"')
         self.set_header("Cache-Control", IMMUTABLE if addressed else "private, no-cache")
         if self.check_etag_header():
             self.set_status(304)

@@ -153,6 +153,15 @@ export class FakeViewport {
     }
   }
 
+  /**
+   * Lay `node` out off screen without its observers hearing of it: a browser reports only the
+   * changes it sees between frames, so a node taken off the page and put back lower within one
+   * frame is never reported gone. Observing it anew reports where it is.
+   */
+  moveAway(node: Element): void {
+    this.shown.delete(node);
+  }
+
   /** Take `node` off screen again (scrolled past): its observers hear of it. */
   scrollAway(node: Element): void {
     this.shown.delete(node);

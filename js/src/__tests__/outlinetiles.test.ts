@@ -210,3 +210,35 @@ describe('a figure off screen asks for no outline tile', () => {
     stage.dispose();
   });
 });
+
+describe('a kept figure shown again below the fold asks for no tile until it is seen', () => {
+  it('parked on screen, unparked lower on the page within one frame: nothing; scrolled to: its tile', async () => {
+    const viewport = new FakeViewport(false);
+    viewport.install();
+    const { SpatialStage } = await import('../app/spatial/spatial');
+    const t = new FakeTransport().on('cell_outlines', p => tileReply(p.key!, p.column!, p.row!));
+    const payload = lodPayload();
+    const stage = new SpatialStage(payload, lodData(), {}, outlineTilesOf(t, 1, 'fig', payload));
+    const shown: boolean[] = [];
+    (stage as unknown as { callbacks: { onScreen: (on: boolean) => void } }).callbacks.onScreen = on => shown.push(on);
+    (stage as unknown as { ensureDeck: () => Promise<void> }).ensureDeck = () => Promise.resolve(); // no WebGL here
+    stage.start();
+    (stage as unknown as { size: [number, number] }).size = [100, 100];
+    viewport.scrollTo(stage.node);
+    await flush();
+    expect(stage.offScreen).toBe(false);
+    stage.park(); // another version selected: the figure leaves the page, kept
+    expect(stage.offScreen).toBe(true);
+    viewport.moveAway(stage.node); // this version shows it again, but below the fold: no report
+    stage.unpark();
+    stage.apply({ target: [250, 250], zoom: 2 }); // the view it comes back with wants tile (0, 0)
+    await flush();
+    expect(stage.offScreen).toBe(true);
+    expect(t.callsOf('cell_outlines')).toEqual([]);
+    viewport.scrollTo(stage.node);
+    await flush();
+    expect(stage.offScreen).toBe(false);
+    expect(t.callsOf('cell_outlines')).toEqual([{ version: 1, figure: 'fig', key: 'cells-k', column: 0, row: 0 }]);
+    stage.dispose();
+  });
+});

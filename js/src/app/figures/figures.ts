@@ -17,6 +17,13 @@ import type { AnnotateData, CanvasPayload, Figure, Figures as FiguresData, Param
 /** What a canvas export shows, beside the version, figure and format it is asked for. */
 type ExportShown = Omit<Params<'export'>, 'version' | 'figure' | 'format'>;
 
+/**
+ * How near the viewport a canvas figure's placeholder must come for it to ask anything: none. A
+ * tissue's colour column is 1 MB at a million cells, and a figure below the fold may never be
+ * scrolled to, so it asks nothing, not even its colours, until some of it is on screen.
+ */
+export const CANVAS_MARGIN = '0px';
+
 /** The formats the service draws a figure in (the one renderer of `sds-jupyter export`). */
 const EXPORT_FORMATS = ['svg', 'png', 'pdf'] as const;
 
@@ -202,8 +209,8 @@ export class FiguresView {
     keep: ((spatial: SpatialFigure) => void) | null = null
   ): Promise<void> {
     fill(body, loading('Loading cells…'));
-    body.dataset.lazy = 'waiting';
-    await whenVisible(body);
+    body.dataset.lazy = 'waiting'; // holds a view's height (base.css): the figures below stay off screen
+    await whenVisible(body, CANVAS_MARGIN);
     if (!current()) {
       return;
     }

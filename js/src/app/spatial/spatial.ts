@@ -219,7 +219,8 @@ export class SpatialStage {
   private creating: Promise<void> | null = null;
   private observer: IntersectionObserver | null = null;
   private resize: ResizeObserver | null = null;
-  private onScreen = false;
+  /** Whether the stage is on screen as its observer last said; null: not known since it came back on the page. */
+  private onScreen: boolean | null = false;
   /** Whether start() watches visibility: before, the stage is taken as shown (a stage used alone). */
   private watched = false;
   private size: [number, number] = [0, 0];
@@ -345,21 +346,32 @@ export class SpatialStage {
    * out of sight asks for no outline or image tile; what its view needs is asked when it is back.
    */
   get offScreen(): boolean {
-    return this.watched && !this.onScreen;
+    return this.watched && this.onScreen !== true;
   }
 
   /**
    * Taken off the page to be shown again later: keep the WebGL context (the keeper decides how
-   * many parked stages may, and calls release() on the others).
+   * many parked stages may, and calls release() on the others). Off the page is off screen.
    */
   park(): void {
     this.parked = true;
+    this.onScreen = false;
   }
 
-  /** Back on the page: draw again from what was kept (the first frame is measured as `sds:canvas-draw`). */
+  /**
+   * Back on the page: draw again from what was kept (the first frame is measured as `sds:canvas-draw`).
+   * Where it now sits is not known until its observer says (a version's figures lay out anew, and a
+   * park and unpark within one frame are never reported): until then it asks for no tile, and the
+   * observer is asked again, which always answers once.
+   */
   unpark(): void {
     this.parked = false;
     this.backAt = now();
+    if (this.observer) {
+      this.onScreen = null;
+      this.observer.unobserve(this.node);
+      this.observer.observe(this.node);
+    }
     this.deck?.redraw();
   }
 
