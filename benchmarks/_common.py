@@ -94,6 +94,7 @@ def alternate(
     before_b: Callable[[], Any] | None = None,
     after_a: Callable[[], Any] | None = None,
     after_b: Callable[[], Any] | None = None,
+    gc_during: bool = False,
 ) -> tuple[list[float], list[float]]:
     """Time ``a`` and ``b`` alternately, ``rounds`` times each, after ``warmup`` untimed pairs.
 
@@ -101,8 +102,9 @@ def alternate(
 
     ``before_*`` / ``after_*`` run outside the timed region (set-up and clean-up of
     one run, such as removing a flatten's output). The garbage collector is run
-    before, and disabled during, each timed call so that a collection one run
-    triggered is not billed to the other.
+    before each timed call, so that a collection one run triggered is not billed to
+    the other, and disabled during it unless ``gc_during``: with it, the call pays
+    for the collections its own allocations trigger, as it does where users run it.
     """
     times_a: list[float] = []
     times_b: list[float] = []
@@ -114,7 +116,8 @@ def alternate(
             if before is not None:
                 before()
             gc.collect()
-            gc.disable()
+            if not gc_during:
+                gc.disable()
             try:
                 start = time.perf_counter()
                 fn()

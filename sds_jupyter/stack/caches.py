@@ -30,6 +30,11 @@ The pieces, each bounded (each bound has one home, named below):
   manifests), and the folders seen keeping their manifest under ``data/``;
 * ``stacks``: resolved local stacks with what proves them unchanged
   (:class:`ResolvedStacks`, at most :data:`MAX_RESOLVED_STACKS`);
+* ``disk``: records of resolved stacks on disk, shared by this user's processes
+  (:class:`~sds_jupyter.stack.ondisk.DiskStacks`, at most
+  :data:`~sds_jupyter.stack.ondisk.MAX_RECORDS` records and
+  :data:`~sds_jupyter.stack.ondisk.RECORDS_BYTES`): only the process's own caches
+  have one unless a caller gives one;
 * ``opened``: what ``open_anndata`` read, kept for a later save (:class:`OpenedRecords`);
 * what callers compute from stored objects and name by those objects' identity (a tissue's
   cell geometry, an image's overview: :meth:`StackCaches.derived`), one
@@ -54,6 +59,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from sds_jupyter.limits import SCANS_CACHE_BYTES
 from sds_jupyter.stack.locator import CACHE_BYTES, ParsedManifests
 from sds_jupyter.stack.lru import ByteLRU
+from sds_jupyter.stack.ondisk import DiskStacks
 from sds_jupyter.stack.zipindex import CACHED_INDEXES, ZipIndexes
 
 __all__ = [
@@ -256,8 +262,12 @@ class StackCaches:
         scans: int = MAX_SCANS,
         scan_bytes: int = SCANS_CACHE_BYTES,
         stacks: int = MAX_RESOLVED_STACKS,
+        disk: DiskStacks | None = None,
     ) -> None:
         self.manifests = ParsedManifests(manifest_bytes)
+        #: Records of resolved stacks shared with this user's other processes; None: none
+        #: (the process's own caches use the user's folder, see :mod:`~sds_jupyter.stack.ondisk`).
+        self.disk = disk
         self.zip_indexes = ZipIndexes(zip_indexes)
         self.scans: TreeScans[Any] = TreeScans(scans, scan_bytes)
         self.stacks: ResolvedStacks[Any] = ResolvedStacks(stacks)
@@ -278,7 +288,8 @@ class StackCaches:
             return cache
 
     def clear(self) -> None:
-        """Forget everything: the next open, listing or save reads afresh (benchmarks time a cold open so)."""
+        """Forget everything in memory: the next open, listing or save reads afresh (benchmarks time a
+        cold open so). Records on disk are other processes' too: ``disk.clear()`` removes them."""
         self.manifests.clear()
         self.zip_indexes.clear()
         self.scans.clear()
@@ -300,7 +311,7 @@ _NBYTES: Any = operator.attrgetter("nbytes")
 #: A kept scan's size: the second of its (scan, size) entry.
 _SECOND: Any = operator.itemgetter(1)
 
-_PROCESS_CACHES = StackCaches()
+_PROCESS_CACHES = StackCaches(disk=DiskStacks())
 
 
 def default_caches(caches: StackCaches | None = None) -> StackCaches:

@@ -171,13 +171,22 @@ class ParsedManifests:
 
         ``read_at_ns`` is the time just before the read began: see :func:`settled`.
         """
-        if not settled(info.st_mtime_ns, info.st_ctime_ns, now_ns=read_at_ns) or manifest.source_bytes > self.budget:
+        if settled(info.st_mtime_ns, info.st_ctime_ns, now_ns=read_at_ns):
+            self.keep(real_path, identity(info), manifest)
+
+    def keep(self, real_path: str, file_identity: Identity, manifest: Manifest) -> None:
+        """Keep ``manifest`` as parsed from the file of ``file_identity``, already proven settled and unchanged.
+
+        For a stack's record from disk, whose proofs held just now: the listing then finds
+        these manifests as if this process had parsed them.
+        """
+        if manifest.source_bytes > self.budget:
             return
         with self._lock:
             old = self._entries.pop(real_path, None)
             if old is not None:
                 self._bytes -= old[1].source_bytes
-            self._entries[real_path] = (identity(info), manifest)
+            self._entries[real_path] = (file_identity, manifest)
             self._bytes += manifest.source_bytes
             while self._bytes > self.budget and self._entries:
                 _, (_, dropped) = self._entries.popitem(last=False)

@@ -44,6 +44,7 @@ __all__ = [
     "read_manifest",
     "read_manifest_with_stat",
     "supported_formats",
+    "unpacked_manifest",
 ]
 
 FORMAT = "spatial-data-studio.layer"
@@ -156,6 +157,78 @@ class Manifest:
         doc["changes"] = [dict(c) for c in self.changes]
         doc.update(self.extra)
         return doc
+
+    def packed(self) -> list[Any]:
+        """Every field in one JSON list, files as two flat lists: how a stack's record on disk keeps it.
+
+        Why not :meth:`to_json`: unpacking this takes no check and no object per file
+        (see :func:`unpacked_manifest`), which is what makes a record quicker than a walk.
+        """
+        return [
+            self.format.format,
+            self.format.version,
+            self.parent,
+            self.base,
+            self.depth,
+            self.title,
+            self.message,
+            self.created_at,
+            self.created_by,
+            self.app,
+            self.overlay,
+            self.files.keys,
+            self.files.sizes.tolist(),
+            self.deleted,
+            self.changes,
+            self.extra,
+            self.source_bytes,
+        ]
+
+
+def unpacked_manifest(row: list[Any]) -> Manifest:
+    """The manifest :meth:`Manifest.packed` gave, unchecked.
+
+    Only for a record this user's own process wrote from a manifest that passed
+    :func:`parse_manifest`, whose file is proven unchanged since (see
+    :mod:`sds_jupyter.stack.ondisk`); anything else goes through :func:`parse_manifest`.
+    A row of the wrong shape raises ``ValueError`` or ``TypeError``.
+    """
+    (
+        fmt,
+        version,
+        parent,
+        base,
+        depth,
+        title,
+        message,
+        created,
+        by,
+        app,
+        overlay,
+        keys,
+        sizes,
+        deleted,
+        changes,
+        extra,
+        n,
+    ) = row
+    return Manifest(
+        LayerFormat(fmt, version),
+        parent,
+        base,
+        depth,
+        title,
+        message,
+        created,
+        by,
+        app,
+        overlay,
+        FileList(keys, array("q", sizes)),
+        tuple(deleted),
+        tuple(changes),
+        extra,
+        n,
+    )
 
 
 _Parser = Callable[[Mapping[str, Any], str], Manifest]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from sds_jupyter._version import __version__
 from sds_jupyter.errors import (
     ManifestError,
     MissingDatasetError,
@@ -37,7 +38,7 @@ from sds_jupyter.stack.locator import (
     locate_version,
     settled,
 )
-from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest
+from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest, unpacked_manifest
 from sds_jupyter.stack.paths import dataset_places, is_within, linkless_opens
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
 from sds_jupyter.stack.tree import PartialChain
@@ -158,7 +159,7 @@ class Stack:
             (str(top), tuple(sorted(folder_map.items())), workspace_key()) if top.as_local() is not None else None
         )
         if cache_key is not None:
-            cached: Stack | None = caches.stacks.lookup(cache_key)
+            cached: Stack | None = caches.stacks.lookup(cache_key) or _from_disk(caches, cache_key, folder_map)
             if cached is not None:
                 return cached
         began = time.time_ns()
@@ -181,6 +182,7 @@ class Stack:
             proofs = _proofs(stack, reader, began)
             if proofs is not None:
                 caches.stacks.store(cache_key, stack, proofs)
+                _to_disk(caches, cache_key, stack, proofs)
         return stack
 
     @classmethod
@@ -421,6 +423,98 @@ def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | Non
     proofs = Proofs(files, list(folders.items()), missing, exact)
     # What was found empty during the walk must be empty now, or the walk raced a writer.
     return proofs if proofs.still_missing() else None
+
+
+# -- a resolved stack kept on disk, for this user's next process ------------------------------
+
+#: The form of a record and the release that wrote it: a record of another is not read.
+_RECORD_FORM = f"sds-jupyter {__version__} stack record 1"
+
+
+def _to_disk(caches: StackCaches, cache_key: tuple[Any, ...], stack: Stack, proofs: Proofs) -> None:
+    """Keep a stack just walked, with its proofs, in the caches' records on disk (if they have any).
+
+    Only a stack whose base nothing had to open (a folder: a zip's open index is not kept).
+    """
+    if caches.disk is None or stack.base.opened is not None:
+        return
+
+    def where(location: Location) -> list[Any]:
+        # whether the path is known to be real: a location rebuilt as real is joined without resolving
+        return [str(location), location.__dict__.get("_sds_real") == str(location)]
+
+    base = stack.base
+    record = {
+        "form": _RECORD_FORM,
+        "real_top": os.path.realpath(cache_key[0]),
+        "datasets_dir": where(stack.datasets_dir),
+        "base": [base.dataset_id, where(base.path), base.reference, base.kind, base.zarr_format],
+        "versions": [
+            [
+                v.dataset_id,
+                where(v.folder),
+                where(v.data_dir),
+                where(v.overlay_dir),
+                where(v.manifest_path),
+                v.depth,
+                v.manifest.packed(),
+            ]
+            for v in stack.versions
+        ],
+        "proofs": [proofs.files, proofs.folders, proofs.missing, proofs.exact],
+    }
+    caches.disk.save(repr(cache_key), record)
+
+
+def _from_disk(caches: StackCaches, cache_key: tuple[Any, ...], folder_map: FolderMap) -> Stack | None:
+    """The stack a record on disk keeps under ``cache_key``, if its proofs hold now; else None (walk).
+
+    The manifests in it are not checked again: they passed when walked, the record is this
+    user's own (:mod:`~sds_jupyter.stack.ondisk`), and each file is proven unchanged since.
+    The stack then joins the in-memory caches, as if this process had walked it.
+    """
+    record = None if caches.disk is None else caches.disk.load(repr(cache_key))
+    if record is None or record.get("form") != _RECORD_FORM:
+        return None
+    try:
+        files, folders, missing, exact = record["proofs"]
+        proofs = Proofs(
+            [(path, tuple(ident)) for path, ident in files],
+            [(path, tuple(ident)) for path, ident in folders],
+            [str(path) for path in missing],
+            [(path, tuple(ident), kind) for path, ident, kind in exact],
+        )
+        if os.path.realpath(cache_key[0]) != record["real_top"] or not proofs.hold():
+            return None
+        stack = _stack_from_record(record, folder_map)
+    except (KeyError, TypeError, ValueError):
+        return None  # not a record this code wrote: walk
+    caches.stacks.store(cache_key, stack, proofs)
+    for version, (path, ident) in zip(stack.versions, proofs.files):
+        caches.manifests.keep(path, ident, version.manifest)
+    return stack
+
+
+def _stack_from_record(record: dict[str, Any], folder_map: FolderMap) -> Stack:
+    def place(entry: list[Any]) -> Location:
+        path, real = entry
+        return real_location(path) if real else location_of(path)
+
+    versions = []
+    for dataset_id, folder, data_dir, overlay_dir, manifest_path, depth, packed in record["versions"]:
+        version = Version(
+            dataset_id=dataset_id,
+            folder=place(folder),
+            data_dir=place(data_dir),
+            overlay_dir=place(overlay_dir),
+            manifest=unpacked_manifest(packed),
+            depth=depth,
+        )
+        version.__dict__["manifest_path"] = place(manifest_path)
+        versions.append(version)
+    base_id, base_path, reference, kind, zarr_format = record["base"]
+    base = BaseInfo(base_id, place(base_path), reference, kind, zarr_format)
+    return Stack(tuple(versions), base, place(record["datasets_dir"]), folder_map)
 
 
 #: One walked version: its dataset ID, folder, data folder, overlay folder, manifest and the
