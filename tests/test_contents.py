@@ -15,6 +15,7 @@ import pytest
 
 from sds_jupyter.service import StackService, dispatch
 from sds_jupyter.stack import Stack
+from sds_jupyter.stack.open import open_anndata
 from sds_jupyter.stack.writer import VersionWriter
 
 pytest_plugins = ["fixtures_service"]
@@ -149,3 +150,25 @@ def test_contents_of_100k_cells(big_version) -> None:
         "leiden": "added",
         "score": "added",
     }
+
+
+def test_a_clustering_set_again_reads_against_the_one_below(big_version: Path) -> None:
+    """Issue 40, item 8: a renaming is told as one (no cell moved), moved cells are counted."""
+    leiden = open_anndata(Stack.resolve(big_version)).obs["leiden"]
+    renamed = leiden.cat.rename_categories({"0": "T cells", "1": "B cells"})
+    writer = VersionWriter(Stack.resolve(big_version))
+    writer.set_obs("table", "leiden", pd.Categorical(renamed))
+    v_renamed = writer.commit(big_version.parent / "v-renamed", title="Named")
+    moved = renamed.astype(str).to_numpy(dtype=object)
+    t_cells = np.flatnonzero(moved == "T cells")[:99]
+    moved[t_cells] = "B cells"
+    writer = VersionWriter(Stack.resolve(v_renamed))
+    writer.set_obs("table", "leiden", pd.Categorical(moved))
+    v_moved = writer.commit(big_version.parent / "v-moved", title="Moved")
+
+    detail = _json(dispatch(StackService(v_renamed), "changes", {}).data)["details"][0]
+    assert detail["agreement"]["n_moved"] == 0
+    pairs = {(p["a"], p["b"]) for p in detail["agreement"]["matched"] if p["a"] != p["b"]}
+    assert pairs == {("0", "T cells"), ("1", "B cells")}
+    detail = _json(dispatch(StackService(v_moved), "changes", {}).data)["details"][0]
+    assert detail["agreement"]["n_moved"] == 99 and detail["agreement"]["ari"] < 1

@@ -220,10 +220,10 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
         ].join('\n')
       )
     );
-    const total = expected.reduce((s, r) => s + r[2], 0);
     const headline = await page.locator('.sds-headline').innerText();
     assert.ok(headline.includes(moved ? `regions: ${moved} ${moved === 1 ? 'cell' : 'cells'} moved` : 'regions: same partition, renamed'), headline);
-    assert.match(await page.locator('.sds-obs-change[data-column="regions"] h4').innerText(), new RegExp(`: ${total} cells changed`));
+    // the column's heading tells the headline's story (moved cells, or a renaming), not the labels that differ
+    assert.match(await page.locator('.sds-obs-change[data-column="regions"] h4').innerText(), moved ? new RegExp(`: ${moved} cells? moved`) : /same partition, renamed/);
     assert.ok(/uns added: notes/.test(headline) && /figure added: Redrawn regions/.test(headline), headline);
     await page.waitForSelector('.sds-compare-chart svg', { timeout: 30000 });
     await checkAxe(page, 'Compare');

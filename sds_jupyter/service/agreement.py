@@ -13,6 +13,7 @@ A missing value is a group of its own: the cell is still there.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,7 @@ from scipy.optimize import linear_sum_assignment
 
 from sds_jupyter.service.types import Agreement, Contingency, MatchedPair
 
-__all__ = ["MAX_LABELS", "Crosstab", "agreement", "contingency_payload", "crosstab", "moved_cells"]
+__all__ = ["MAX_LABELS", "Crosstab", "agreement", "contingency_payload", "crosstab", "moved_cells", "natural_key"]
 
 #: Columns with more distinct values than this on either side get no agreement (an ID column, say).
 MAX_LABELS = 1000
@@ -135,10 +136,16 @@ def normalized_mutual_info(counts: np.ndarray) -> float:
 
 
 def contingency_payload(table: Crosstab) -> Contingency:
-    """The whole table for the heatmap: matched labels first, pair by pair, so they sit on the diagonal."""
-    pairs = _matching(table.counts)
-    order_a = [r for r, _, _ in pairs] + _rest(table.counts.sum(axis=1), {r for r, _, _ in pairs})
-    order_b = [c for _, c, _ in pairs] + _rest(table.counts.sum(axis=0), {c for _, c, _ in pairs})
+    """The whole table for the heatmap, matched labels first so the pairs sit on the diagonal.
+
+    The newer side's (``b``'s) matched labels run in their natural order (1, 2, 10, then text), the
+    order its legend reads, and ``a``'s follow them through the matching; the unmatched labels of
+    each side come after, in natural order too. So a clustering with a few moved cells reads 0, 1,
+    2, … down both axes, and a renaming shows which old name each new one took.
+    """
+    pairs = sorted(_matching(table.counts), key=lambda p: natural_key(table.labels_b[p[1]]))
+    order_a = [r for r, _, _ in pairs] + _rest(table.labels_a, {r for r, _, _ in pairs})
+    order_b = [c for _, c, _ in pairs] + _rest(table.labels_b, {c for _, c, _ in pairs})
     return {
         "a": [table.labels_a[i] for i in order_a],
         "b": [table.labels_b[j] for j in order_b],
@@ -146,6 +153,14 @@ def contingency_payload(table: Crosstab) -> Contingency:
     }
 
 
-def _rest(sizes: np.ndarray, taken: set[int]) -> list[int]:
-    """The unmatched labels, largest first."""
-    return sorted((i for i in range(len(sizes)) if i not in taken), key=lambda i: -int(sizes[i]))
+def natural_key(label: str | None) -> tuple[int, list[tuple[int, int | str]]]:
+    """Sorts labels as a person reads them: numbers by value ("2" before "10"), missing last."""
+    if label is None:
+        return (1, [])
+    parts = re.split(r"(\d+)", label)
+    return (0, [(0, int(p)) if p.isdigit() else (1, p.casefold()) for p in parts if p])
+
+
+def _rest(labels: list[str | None], taken: set[int]) -> list[int]:
+    """The unmatched labels, in natural order."""
+    return sorted((i for i in range(len(labels)) if i not in taken), key=lambda i: natural_key(labels[i]))

@@ -3,7 +3,9 @@
 An op in layer.json names what it set ("set-obs regions"), not what it set
 it to. The browser wants "Set obs regions (categorical: core 80, margin 75)",
 so each op is paired here with the value it left in the version: a column's
-counts or summary, a short uns value, a figure's or a result's title.
+counts or summary, a short uns value, a figure's or a result's title. A
+clustering set again is read against the one below it, so a renaming reads as
+one ("same cells, new names") rather than as every cell changed.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import zarr
 from anndata.io import read_elem
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.service.columns import column_summary
-from sds_jupyter.service.compare import NOT_SMALL, small_value
+from sds_jupyter.service.columns import column_kind, column_summary
+from sds_jupyter.service.compare import NOT_SMALL, obs_change, small_value
 from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import OpDetail
 from sds_jupyter.studio.figures import read_figure
@@ -44,7 +46,9 @@ def op_details(ops: list[dict[str, Any]], view_of: ViewOf, below_of: ViewOf) -> 
         except (StackError, KeyError, ValueError, TypeError):
             detail = {}
         try:
-            detail.update(_below(op, below_of(name)))
+            below = below_of(name)
+            detail.update(_below(op, below))
+            detail.update(_regrouped(op, view_of(name), below))
         except (StackError, KeyError, ValueError, TypeError):
             pass
         out.append(detail)
@@ -69,6 +73,18 @@ def _below(op: dict[str, Any], below: TableView) -> OpDetail:
     if name == "delete-figure" and isinstance(op.get("figure"), str):
         return {"title": read_figure(below.studio_uns(), op["figure"]).title}
     return {}
+
+
+def _regrouped(op: dict[str, Any], view: TableView, below: TableView) -> OpDetail:
+    """A categorical column set over one below: how its groups relate (renamed only, or cells moved)."""
+    column = op.get("column")
+    if op.get("op") != "set-obs" or not isinstance(column, str):
+        return {}
+    now, before = view.obs_named_column(column), below.obs_named_column(column)
+    if column_kind(now) != "categorical" or column_kind(before) != "categorical":
+        return {}
+    change = obs_change(column, before, now)
+    return {"agreement": change["agreement"]} if change is not None and "agreement" in change else {}
 
 
 def _detail(op: dict[str, Any], view: TableView) -> OpDetail:

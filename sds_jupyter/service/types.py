@@ -646,6 +646,8 @@ class OpDetail(TypedDict, total=False):
     method: str | None
     n_rows: int
     existed: bool
+    #: a categorical column set over one below: its groups against the ones below (B: below, A: this version)
+    agreement: Agreement
 
 
 ElementKind = Literal["images", "labels", "shapes", "points", "tables"]

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { compile } from 'vega-lite';
 import { parse, View } from 'vega';
-import { agreementText, changeText, contingencySpec, drawable } from '../app/compare/agreement';
+import { agreementNode, agreementText, changeText, contingencySpec, drawable, score } from '../app/compare/agreement';
 import { compareModel } from '../app/compare/compare';
 import { VEGA_LITE_SCHEMA } from '../app/shared/chart';
 import { percentileLimits, withLimits } from '../app/figures/colorlimits';
@@ -40,6 +40,25 @@ describe('the agreement of two clusterings', () => {
     expect(compareModel(c).headline[0].text).toBe('leiden: 13,076 cells moved (ARI 0.62, NMI 0.71)');
     // a column without an agreement (a string column) still counts the cells whose value differs
     expect(changeText({ column: 'note', kind: 'string', n_changed: 1200 })).toBe('note: 1,200 cells changed');
+  });
+
+  it('shows enough digits to tell a few moved cells from none (scores from scikit-learn)', () => {
+    // scikit-learn 1.9.1 adjusted_rand_score / normalized_mutual_info_score of a = arange(n) % 8 against
+    // the same with 99 cells of cluster 0 moved to 1 (n = 100,000), and with 1 cell moved (n = 1,000,000)
+    const moved99 = { ari: 0.9977459611361704, nmi: 0.9972204167014493, matched: [], n_moved: 99 };
+    expect(agreementText(moved99)).toBe('99 cells moved (ARI 0.9977, NMI 0.9972)');
+    expect(score(0.9999977142788571)).toBe('0.9999977');
+    expect(score(0.9999938752454635)).toBe('0.9999939');
+    // no change reads 1, and nothing short of it does, however close
+    expect(score(1)).toBe('1');
+    for (const x of [moved99.ari, moved99.nmi, 0.9999977142788571, 1 - 1e-12]) {
+      expect(Number(score(x).replace('> ', ''))).toBeLessThan(1);
+    }
+    // ordinary scores keep two decimals; ARI may be negative
+    expect(score(0.6234)).toBe('0.62');
+    expect(score(-0.0123)).toBe('-0.01');
+    const para = agreementNode({ column: 'leiden', kind: 'categorical', n_changed: 99, agreement: moved99 });
+    expect(para?.textContent).toContain('Adjusted Rand index 0.9977, normalised mutual information 0.9972.');
   });
 
   it('draws every pair, matched pairs outlined on the diagonal, counts formatted, labels never cut', () => {

@@ -328,6 +328,33 @@ describe('changes as sentences', () => {
     deleted: []
   };
 
+  it('tells a renamed clustering as a renaming, and counts moved cells, in the words of the groups (issue 40, item 8)', async () => {
+    const renamed = { ari: 1, nmi: 1, n_moved: 0, matched: [{ a: '3', b: 'T cells', count: 12500 }, { a: '0', b: '0', count: 40000 }] };
+    const moved = { ari: 0.9977459611361704, nmi: 0.9972204167014493, n_moved: 99, matched: [{ a: '0', b: '0', count: 12401 }] };
+    const changes: Changes = {
+      ops: [
+        { op: 'set-obs', table: 'table', column: 'leiden', kind: 'categorical' },
+        { op: 'set-obs', table: 'table', column: 'coarse', kind: 'categorical' }
+      ],
+      details: [{ agreement: renamed }, { agreement: moved }],
+      added: [],
+      replaced: Array.from({ length: 6 }, (_, i) => ({ key: `tables/table/obs/leiden/c/${i}`, size: 100 })),
+      deleted: [{ entry: 'tables/table/obs/leiden/categories', node: true }]
+    } as unknown as Changes;
+    const t = new FakeTransport().on('history', () => history(1)).on('changes', () => changes);
+    const el = mount(t, 'changes');
+    await settle();
+    const sentences = [...el.querySelectorAll('.sds-changes > .sds-ops > li')].map(li => text(li));
+    expect(sentences).toEqual([
+      'Renamed the groups of obs leiden (every cell stays in its group): 3 → T cells',
+      'Regrouped obs coarse (99 cells moved to another group)'
+    ]);
+    // the storage counts files, never reads as cells or values changed
+    const summary = text(el.querySelector('details.sds-files summary'));
+    expect(summary).toBe('How it is stored 6 files rewritten, 1 entry removed · 600 B');
+    expect(summary).not.toMatch(/added|replaced|deleted/);
+  });
+
   it('says what each op set, with its values, and keeps files and raw ops closed', async () => {
     const t = new FakeTransport().on('history', () => history(1)).on('changes', () => CHANGES);
     const el = mount(t, 'changes');
@@ -345,7 +372,7 @@ describe('changes as sentences', () => {
     ]);
     const files = el.querySelector<HTMLDetailsElement>('details.sds-files')!;
     expect(files.open).toBe(false);
-    expect(text(files.querySelector('summary'))).toBe('Files 1 added, 1 replaced, 0 deleted · 2.3 KiB');
+    expect(text(files.querySelector('summary'))).toBe('How it is stored 1 file written, 1 file rewritten · 2.3 KiB');
     expect(files.querySelectorAll('.sds-raw-ops li').length).toBe(8);
     expect(text(files.querySelector('.sds-keys-added'))).toContain('tables/table/obs/regions/codes/c/0');
     expect(el.querySelector('.sds-changes .sds-error')).toBeNull();

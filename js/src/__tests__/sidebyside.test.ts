@@ -196,6 +196,62 @@ describe('compare: A and B side by side', () => {
     expect(document.activeElement).toBe(button);
   });
 
+  it("colours B's groups through the matching: a renamed group keeps A's colour (issue 40, item 7)", async () => {
+    // A (v2) calls the groups "T cells" and "B cells"; B (side-9) called them "3" and "0", plus a group "7" that no A group matches
+    const own: Record<string, { categories: string[]; colors: string[] }> = {
+      '2': { categories: ['T cells', 'B cells'], colors: ['#ff0000', '#00ff00'] },
+      'side-9': { categories: ['0', '3', '7'], colors: ['#ff0000', '#00ff00', '#0000ff'] }
+    };
+    const renamed = (a: number | string, b: number): Comparison => {
+      const c = comparison(a, b);
+      c.obs.changed[0] = {
+        ...c.obs.changed[0],
+        agreement: {
+          ari: 1,
+          nmi: 1,
+          n_moved: 0,
+          matched: [
+            { a: '3', b: 'T cells', count: 2 },
+            { a: '0', b: 'B cells', count: 1 }
+          ]
+        }
+      };
+      return c;
+    };
+    const t = transport()
+      .on('compare', p => renamed(p.a, p.b as number))
+      .on('tree', () => TREE)
+      .on('fingerprint', () => ({ fingerprint: 'x' }))
+      .on('color_values', p => {
+        const codes = Uint16Array.from([0, 1, 0]);
+        return { data: { mode: 'categorical', column: 'regions', ...own[String(p.version)] }, buffers: [new DataView(codes.buffer)] } as never;
+      });
+    const el = mount(t);
+    await settle(10);
+    const selectB = el.querySelector<HTMLSelectElement>('select[aria-label^="Version B"]')!;
+    selectB.value = 'side-9';
+    selectB.dispatchEvent(new Event('change'));
+    await settle(10);
+    const button = el.querySelector<HTMLButtonElement>('.sds-obs-change[data-column="regions"] .sds-show-sides')!;
+    expect(button.title).toMatch(/in the colours of the A groups they match/);
+    button.click();
+    await settle(10);
+    const view = el.querySelector<HTMLElement>('.sds-sidebyside')!;
+    expect(view.dataset.drawn).toBe('regions');
+    const [a, b] = [...view.querySelectorAll('.sds-spatial')].map(n => (n as HTMLElement & { sdsSpatial: SpatialFigure }).sdsSpatial);
+    const colorsA = a.categoryColors()!;
+    const colorsB = b.categoryColors()!;
+    expect(colorsB.get('3')).toBe(colorsA.get('T cells'));
+    expect(colorsB.get('0')).toBe(colorsA.get('B cells'));
+    // the unmatched group keeps a colour of its own, none of A's matched ones
+    expect(colorsB.get('7')).toBe('#0000ff');
+    // and B's legend says so: its swatch for "3" is A's "T cells" red
+    const swatch = [...view.querySelectorAll('.sds-sidebyside-pane[data-side="B"] .sds-legend li, .sds-sidebyside-pane[data-side="B"] .sds-legend-toggle')].find(n =>
+      text(n).includes('3')
+    );
+    expect(swatch?.innerHTML).toMatch(/#ff0000|rgb\(255, 0, 0\)/);
+  });
+
   it('names the other version by title in the tissue view, never by its ID', async () => {
     const t = transport()
       .on('compare', p => comparison(p.a, p.b as number))
@@ -231,6 +287,11 @@ describe('compare: a clustering on the tissue', () => {
     const el = mount(t);
     await settle(10);
     expect(text(el.querySelector('.sds-headline li'))).toBe('regions: same partition, renamed');
+    // one story: the column's heading and its paragraph say the same, no "cells changed" beside it
+    const section = el.querySelector('.sds-obs-change[data-column="regions"]')!;
+    expect(text(section.querySelector('h4'))).toBe('regions categorical: same partition, renamed');
+    expect(text(section.querySelector('.sds-agreement'))).toMatch(/^Same partition, renamed\. Every cell stays with the same cells; one group has a new name: 0 → 1\./);
+    expect(text(section)).not.toMatch(/cells? changed|different label/);
     const show = el.querySelector<HTMLButtonElement>('.sds-obs-change[data-column="regions"] .sds-show-tissue')!;
     expect(show.title).toMatch(/moved to another group/);
     show.click();

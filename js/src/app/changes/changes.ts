@@ -8,7 +8,7 @@ import { badge, empty, fill, h, report } from '../shared/dom';
 import { changeLabel, formatBytes, plural, short, valuesText, valueText } from '../shared/format';
 import { cancelLoad, loadInto } from '../shared/load';
 import type { Transport } from '../shared/transport';
-import type { BaseSummary, Change, Changes, KeySize, OpDetail, Whiteout } from '../shared/types';
+import type { Agreement, BaseSummary, Change, Changes, KeySize, OpDetail, Whiteout } from '../shared/types';
 
 const STUDIO_RESULTS = 'spatial_data_studio/results/';
 
@@ -18,6 +18,10 @@ export function opSentence(op: Change, d: OpDetail = {}): (Node | string)[] {
   const again = d.existed ? 'Replaced' : 'Added';
   switch (op.op) {
     case 'set-obs': {
+      const regrouped = d.agreement ? regroupSentence(name('column'), d.agreement) : null;
+      if (regrouped) {
+        return regrouped;
+      }
       const c = d.column;
       const declared = [op.kind, op.dtype].find(v => typeof v === 'string');
       const values = c ? ` (${c.kind}: ${valuesText(c, 6)})` : declared ? ` (${String(declared)})` : '';
@@ -55,6 +59,26 @@ export function opSentence(op: Change, d: OpDetail = {}): (Node | string)[] {
     default:
       return [changeLabel(op)];
   }
+}
+
+/** Renamed groups spelled out before "and n more". */
+const MAX_RENAMES = 6;
+
+/**
+ * A clustering set over one below, as a biologist reads it: a renaming is only that (no
+ * cell changed group), and moved cells are counted. Null when nothing was renamed or moved.
+ * A pair's `a` is the label below, `b` the label now.
+ */
+function regroupSentence(column: Node, a: Agreement): (Node | string)[] | null {
+  const renamed = a.matched.filter(p => p.a !== p.b);
+  const names = renamed.slice(0, MAX_RENAMES).map(p => `${p.a ?? '(missing)'} → ${p.b ?? '(missing)'}`);
+  const more = renamed.length > MAX_RENAMES ? `, and ${renamed.length - MAX_RENAMES} more` : '';
+  const list = names.length ? `: ${names.join(', ')}${more}` : '';
+  if (a.n_moved === 0) {
+    return renamed.length ? ['Renamed the groups of obs ', column, ` (every cell stays in its group)${list}`] : null;
+  }
+  const moved = `${a.n_moved.toLocaleString('en')} ${a.n_moved === 1 ? 'cell' : 'cells'} moved to another group`;
+  return ['Regrouped obs ', column, ` (${moved}${renamed.length ? `; renamed${list}` : ''})`];
 }
 
 export class ChangesView {
@@ -106,12 +130,8 @@ export class ChangesView {
         h(
           'summary',
           {},
-          'Files ',
-          h(
-            'span',
-            { class: 'sds-count' },
-            `${added.length} added, ${replaced.length} replaced, ${deleted.length} deleted · ${formatBytes(bytes)}`
-          )
+          'How it is stored ',
+          h('span', { class: 'sds-count' }, storedText(added.length, replaced.length, deleted.length, bytes))
         ),
         ops.length
           ? h(
@@ -131,6 +151,19 @@ export class ChangesView {
       )
     );
   }
+}
+
+/**
+ * The storage summary in files, not cells: a rename rewrites a column's files, and a count of
+ * "replaced" files next to the sentences must not read as a count of changed values.
+ */
+export function storedText(added: number, replaced: number, deleted: number, bytes: number): string {
+  const parts = [
+    added ? `${plural(added, 'file')} written` : '',
+    replaced ? `${plural(replaced, 'file')} rewritten` : '',
+    deleted ? `${plural(deleted, 'entry', 'entries')} removed` : ''
+  ].filter(Boolean);
+  return `${parts.length ? parts.join(', ') : 'no files'} · ${formatBytes(bytes)}`;
 }
 
 function keyTable(title: string, keys: KeySize[]): HTMLElement {

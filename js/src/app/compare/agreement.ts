@@ -16,8 +16,23 @@ function count(n: number): string {
   return n.toLocaleString('en');
 }
 
-function score(x: number): string {
-  return x.toFixed(2);
+/** Decimals past which a score is not shown: a million cells with one moved still differ from 1 before this. */
+const MAX_DIGITS = 8;
+
+/**
+ * A score (ARI, NMI: 1 for the same partition) with enough decimals to tell it from 1: two at
+ * least, else one past the first that differs from 1, so 99 moved cells of 100,000 read 0.9983,
+ * never "1.00" like no change at all (rounded to that many decimals, x cannot round up to 1).
+ */
+export function score(x: number): string {
+  if (x === 1) {
+    return '1';
+  }
+  const gap = 1 - x;
+  const digits = gap > 0 ? Math.min(MAX_DIGITS, Math.max(2, Math.ceil(-Math.log10(gap)) + 1)) : 2;
+  const shown = x.toFixed(digits);
+  // past MAX_DIGITS a score still below 1 is said so rather than rounded up to it
+  return gap > 0 && Number(shown) >= 1 ? `> ${(1 - 10 ** -MAX_DIGITS).toFixed(MAX_DIGITS)}` : shown;
 }
 
 /** The headline's words for one clustering: "same partition, renamed" or "13,076 cells moved". */
@@ -36,22 +51,53 @@ export function changeText(ch: ObsChange): string {
   return `${ch.column}: ${count(ch.n_changed)} ${ch.n_changed === 1 ? 'cell' : 'cells'} changed`;
 }
 
-/** A one-paragraph reading of the agreement under the column's heading. */
+/** Up to this many renamed groups are spelled out ("0 → T cells"); the rest are counted. */
+const MAX_RENAMES = 6;
+
+/** The renamed pairs as "B's name → A's name" (a pair's `a` is B's label, `b` is A's: B is the request's `a`). */
+function renames(a: Agreement): string {
+  const pairs = a.matched.filter(p => p.a !== p.b);
+  const shown = pairs.slice(0, MAX_RENAMES).map(p => `${p.a ?? MISSING} → ${p.b ?? MISSING}`);
+  const more = pairs.length > MAX_RENAMES ? `, and ${pairs.length - MAX_RENAMES} more` : '';
+  return shown.join(', ') + more;
+}
+
+/**
+ * A one-paragraph reading of the agreement under the column's heading, in the heading's terms:
+ * a renaming is only that (the cells whose label text differs are not "changed"), and moved
+ * cells are counted apart from the groups that were only renamed.
+ */
 export function agreementNode(ch: ObsChange): HTMLElement | null {
   const a = ch.agreement;
   if (!a) {
     return null;
   }
   const renamed = a.matched.filter(p => p.a !== p.b).length;
+  const groups = `${a.matched.length} ${a.matched.length === 1 ? 'group pairs' : 'groups pair'} up one to one`;
+  const scores = ` Adjusted Rand index ${score(a.ari)}, normalised mutual information ${score(a.nmi)}.`;
+  if (a.n_moved === 0) {
+    return h(
+      'p',
+      { class: 'sds-agreement', 'data-moved': '0' },
+      h('strong', {}, 'Same partition, renamed.'),
+      ` Every cell stays with the same cells; ${renamed === 1 ? 'one group has' : `${count(renamed)} groups have`} a new name: ${renames(a)}.`,
+      scores
+    );
+  }
   return h(
     'p',
     { class: 'sds-agreement', 'data-moved': String(a.n_moved) },
-    h('strong', {}, a.n_moved === 0 ? 'Same partition, renamed.' : `${count(a.n_moved)} ${a.n_moved === 1 ? 'cell' : 'cells'} moved.`),
-    ` ${count(ch.n_changed)} ${ch.n_changed === 1 ? 'cell has' : 'cells have'} a different label; `,
-    `${a.matched.length} ${a.matched.length === 1 ? 'cluster pairs' : 'clusters pair'} up one to one`,
-    renamed ? ` (${renamed} renamed)` : '',
-    `. Adjusted Rand index ${score(a.ari)}, normalised mutual information ${score(a.nmi)}.`
+    h('strong', {}, `${count(a.n_moved)} ${a.n_moved === 1 ? 'cell' : 'cells'} moved to another group.`),
+    ` ${groups}`,
+    renamed ? ` (${renamed} renamed: ${renames(a)}; their cells did not move)` : '',
+    '.',
+    scores
   );
+}
+
+/** What a changed column's heading says after its name: a clustering's agreement, else the cells whose value differs. */
+export function headingText(ch: ObsChange): string {
+  return ch.agreement ? agreementText(ch.agreement) : `${count(ch.n_changed)} ${ch.n_changed === 1 ? 'cell' : 'cells'} changed`;
 }
 
 /** Pairs of labels past which the heatmap is not drawn (the transitions table and its chart stay). */

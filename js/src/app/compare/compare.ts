@@ -8,7 +8,7 @@
  * so a number in the headline is the number in its table.
  */
 
-import { agreementNode, changeText, contingencySpec, drawable } from './agreement';
+import { agreementNode, changeText, contingencySpec, drawable, headingText } from './agreement';
 import { VEGA_LITE_SCHEMA, type ChartRenderer, type ChartHandle } from '../shared/chart';
 import { empty, errorBox, fill, h } from '../shared/dom';
 import { cell, changeLabel, plural, valuesText, valueText } from '../shared/format';
@@ -385,7 +385,7 @@ export class CompareView {
             model.changed.map(ch =>
               this.obsChange(ch, from, to, pane ? (node, button) => this.showOnTissue(pane, ch, fromPick, to, node, button) : null, (node, button) => {
                 node.append(sides.node);
-                void sides.show(ch.column, button);
+                void sides.show(ch.column, button, ch.agreement?.matched);
               })
             ),
             model.added.length
@@ -447,7 +447,9 @@ export class CompareView {
           {
             type: 'button',
             class: 'sds-button sds-show-sides',
-            title: `A and B side by side, each colored by its own ${ch.column}; they pan and zoom together`,
+            title: ch.agreement
+              ? `A and B side by side, B's groups of ${ch.column} in the colours of the A groups they match; they pan and zoom together`
+              : `A and B side by side, each colored by its own ${ch.column}; they pan and zoom together`,
             hidden: ''
           },
           'A | B side by side'
@@ -460,7 +462,7 @@ export class CompareView {
         'h4',
         { class: 'sds-obs-change-head' },
         h('code', {}, ch.column),
-        ` ${kind}: ${plural(ch.n_changed, 'cell')} changed`,
+        ` ${kind}: ${headingText(ch)}`,
         kind === 'numeric' && ch.max_abs_delta !== undefined && ch.max_abs_delta !== null
           ? `, largest change ${cell(ch.max_abs_delta)}`
           : ''

@@ -1,6 +1,8 @@
 /**
  * A and B side by side: the two versions' tissues next to each other, each colored
- * by its own values of one obs column, with one camera. Comparing a clustering by
+ * by its own values of one obs column, with one camera. For a clustering, B's groups take
+ * the colours of the A groups they match (the compare's matching), so a renamed group keeps
+ * its colour and only cells that moved change colour. Comparing a clustering by
  * eye needs the same spot of tissue in both drawings, so a pan or zoom in either
  * moves the other to the same place (the versions share their coordinates).
  */
@@ -12,6 +14,7 @@ import { webglAvailable } from '../spatial/spatial';
 import { SpatialFigure } from '../figures/spatialfigure';
 import { NO_TISSUE } from '../figures/tissue';
 import { TransportError, type Transport } from '../shared/transport';
+import type { MatchedPair } from '../shared/types';
 
 /** What linking needs of a view: its camera, a way to set it, and word of its moves. */
 export type Linkable = {
@@ -117,8 +120,11 @@ export class SideBySide {
     );
   }
 
-  /** Draw A and B colored by their own `column`; resolves once both are drawn (or the reason they cannot be is shown). */
-  async show(column: string, from?: HTMLElement): Promise<void> {
+  /**
+   * Draw A and B colored by their own `column`, B's labels through `matched` (pairs of B's label
+   * `a` and A's label `b`) when given; resolves once both are drawn (or the reason they cannot be is shown).
+   */
+  async show(column: string, from?: HTMLElement, matched?: MatchedPair[]): Promise<void> {
     const token = ++this.token;
     this.back = from ?? null;
     this.node.hidden = false;
@@ -152,6 +158,9 @@ export class SideBySide {
       this.unlink = linkCameras(this.views);
       this.node.scrollIntoView?.({ block: 'nearest' });
       await Promise.all(this.views.map(v => v.colorBy({ column })));
+      if (token === this.token && matched) {
+        this.colorThroughMatching(matched);
+      }
       if (token === this.token) {
         this.node.dataset.drawn = column;
       }
@@ -161,6 +170,23 @@ export class SideBySide {
         fill(this.body, errorBox(e.message, e.kind));
       }
     }
+  }
+
+  /** B's matched labels in the colours of their A partners. */
+  private colorThroughMatching(matched: MatchedPair[]): void {
+    const [a, b] = this.views;
+    const colorsA = a.categoryColors();
+    if (!colorsA) {
+      return;
+    }
+    const given = new Map<string, string>();
+    for (const pair of matched) {
+      const color = pair.b !== null ? colorsA.get(pair.b) : undefined;
+      if (pair.a !== null && color) {
+        given.set(pair.a, color);
+      }
+    }
+    b.recolorCategories(given);
   }
 
   private async view(side: Side): Promise<SpatialFigure | null> {

@@ -673,6 +673,33 @@ export class SpatialFigure {
     return out;
   }
 
+  /** Each category's colour now (a categorical colouring), else null. */
+  categoryColors(): Map<string, string> | null {
+    const c = this.color;
+    return c.mode === 'categorical' ? new Map(c.categories.map((name, i) => [name, c.colors[i]])) : null;
+  }
+
+  /**
+   * Draw the named categories in the given colours, keeping the others' own unless a given
+   * category took that colour (then the next of its palette nobody was given): the other version
+   * of a side-by-side takes A's colours through the matching, so a renamed group keeps its colour.
+   */
+  recolorCategories(given: Map<string, string>): void {
+    const c = this.color;
+    if (c.mode !== 'categorical') {
+      return;
+    }
+    const taken = new Set(given.values());
+    const own = (i: number) => !given.has(c.categories[i]) && !taken.has(c.colors[i]);
+    const kept = new Set(c.colors.filter((_, i) => own(i)));
+    // the colours of this view's own palette nobody was given or keeps, in palette order
+    const spare = c.colors.filter(col => !taken.has(col) && !kept.has(col));
+    const colors = c.categories.map((name, i) => given.get(name) ?? (taken.has(c.colors[i]) ? (spare.shift() ?? c.colors[i]) : c.colors[i]));
+    this.color = { ...c, colors };
+    this.renderLegend();
+    this.redrawColors();
+  }
+
   /** The region of the data on screen (x0, y0, x1, y1): what an export shows when asked for the view on screen. */
   region(): Region {
     return this.stage ? this.stage.region() : this.plotRegion(this.plot!);

@@ -561,6 +561,7 @@ export type OpDetail = {
   method?: string | null;
   n_rows?: number;
   existed?: boolean;
+  agreement?: Agreement;
 };
 
 export type ElementSummary = {
