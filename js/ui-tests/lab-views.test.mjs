@@ -190,7 +190,9 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
     await page.locator('.sds-tab[data-tab="changes"]').click();
     await page.waitForFunction(() => /Set uns notes: 'Regions redrawn/.test(document.querySelector('.sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
     const sentences = await page.locator('.sds-changes > .sds-ops > li').allInnerTexts();
-    assert.ok(sentences.some(s => /^Set obs regions \(categorical: left 16 · right 10\)$/.test(s)), sentences.join(' | '));
+    // regions redrawn over the ones below: its values, and how many cells moved to another group (checked below)
+    const regrouped = sentences.find(s => /^Set obs regions \(categorical: left 16 · right 10\): \d+ cells? moved to another group$/.test(s));
+    assert.ok(regrouped, sentences.join(' | '));
     assert.ok(sentences.includes("Added result 'Spatial autocorrelation' (morans_i, moran): 3 rows"), sentences.join(' | '));
     assert.equal(await page.locator('details.sds-files').evaluate(d => d.open), false);
     await checkAxe(page, 'Changes');
@@ -220,6 +222,7 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
         ].join('\n')
       )
     );
+    assert.equal(Number(/: (\d+) cells? moved/.exec(regrouped)[1]), moved, 'Changes counts the moved cells Compare counts');
     const headline = await page.locator('.sds-headline').innerText();
     assert.ok(headline.includes(moved ? `regions: ${moved} ${moved === 1 ? 'cell' : 'cells'} moved` : 'regions: same partition, renamed'), headline);
     // the column's heading tells the headline's story (moved cells, or a renaming), not the labels that differ

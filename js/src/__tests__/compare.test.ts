@@ -347,7 +347,7 @@ describe('changes as sentences', () => {
     const sentences = [...el.querySelectorAll('.sds-changes > .sds-ops > li')].map(li => text(li));
     expect(sentences).toEqual([
       'Renamed the groups of obs leiden (every cell stays in its group): 3 → T cells',
-      'Regrouped obs coarse (99 cells moved to another group)'
+      'Set obs coarse (categorical): 99 cells moved to another group'
     ]);
     // the storage counts files, never reads as cells or values changed
     const summary = text(el.querySelector('details.sds-files summary'));

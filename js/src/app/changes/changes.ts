@@ -18,14 +18,10 @@ export function opSentence(op: Change, d: OpDetail = {}): (Node | string)[] {
   const again = d.existed ? 'Replaced' : 'Added';
   switch (op.op) {
     case 'set-obs': {
-      const regrouped = d.agreement ? regroupSentence(name('column'), d.agreement) : null;
-      if (regrouped) {
-        return regrouped;
-      }
       const c = d.column;
       const declared = [op.kind, op.dtype].find(v => typeof v === 'string');
       const values = c ? ` (${c.kind}: ${valuesText(c, 6)})` : declared ? ` (${String(declared)})` : '';
-      return ['Set obs ', name('column'), values];
+      return (d.agreement ? regroupSentence(name('column'), d.agreement, values) : null) ?? ['Set obs ', name('column'), values];
     }
     case 'delete-obs':
       return ['Removed obs ', name('column')];
@@ -65,20 +61,21 @@ export function opSentence(op: Change, d: OpDetail = {}): (Node | string)[] {
 const MAX_RENAMES = 6;
 
 /**
- * A clustering set over one below, as a biologist reads it: a renaming is only that (no
- * cell changed group), and moved cells are counted. Null when nothing was renamed or moved.
- * A pair's `a` is the label below, `b` the label now.
+ * A clustering set over one below, as a biologist reads it: a renaming is only that (no cell
+ * changed group, the new names listed); otherwise the sentence with its values says how many
+ * cells moved to another group. A pair's `a` is the label below, `b` the label now.
  */
-function regroupSentence(column: Node, a: Agreement): (Node | string)[] | null {
+function regroupSentence(column: Node, a: Agreement, values: string): (Node | string)[] | null {
   const renamed = a.matched.filter(p => p.a !== p.b);
+  if (a.n_moved > 0) {
+    return ['Set obs ', column, `${values}: ${plural(a.n_moved, 'cell')} moved to another group`];
+  }
+  if (!renamed.length) {
+    return null;
+  }
   const names = renamed.slice(0, MAX_RENAMES).map(p => `${p.a ?? '(missing)'} → ${p.b ?? '(missing)'}`);
   const more = renamed.length > MAX_RENAMES ? `, and ${renamed.length - MAX_RENAMES} more` : '';
-  const list = names.length ? `: ${names.join(', ')}${more}` : '';
-  if (a.n_moved === 0) {
-    return renamed.length ? ['Renamed the groups of obs ', column, ` (every cell stays in its group)${list}`] : null;
-  }
-  const moved = `${a.n_moved.toLocaleString('en')} ${a.n_moved === 1 ? 'cell' : 'cells'} moved to another group`;
-  return ['Regrouped obs ', column, ` (${moved}${renamed.length ? `; renamed${list}` : ''})`];
+  return ['Renamed the groups of obs ', column, ` (every cell stays in its group): ${names.join(', ')}${more}`];
 }
 
 export class ChangesView {
