@@ -266,3 +266,102 @@ def test_spatialdata_blobs_survive_a_chain_of_saves(tmp_path: Path) -> None:
     assert_equal(flat.tables["table"], expected)
     original.tables["table"] = flat.tables["table"]
     assert_spatial_data_objects_are_identical(flat, original)
+
+
+# -- issue 38, items 11-14 -------------------------------------------------------------------
+
+#: The nullable dtypes anndata's generator makes, each with missing values (item 12).
+NULLABLE_DTYPES = (pd.Int64Dtype(), pd.UInt16Dtype(), pd.Int8Dtype(), pd.BooleanDtype(), pd.StringDtype())
+
+
+def _anndata_writes(adata: anndata.AnnData) -> bool:
+    """Whether anndata itself can write ``adata`` (its own rule: a value it has no encoding for is refused)."""
+    try:
+        _as_anndata_reads_it(adata)
+    except Exception as exc:  # noqa: BLE001 - anndata's IORegistryError, by name below
+        assert type(exc).__name__ == "IORegistryError", exc
+        return False
+    return True
+
+
+def test_a_categorical_of_mixed_type_categories_is_refused_by_name(plain_base: Path) -> None:
+    """Item 11: [1, '1', 1.5] as categories would be stored as text, '1' twice: nothing is written."""
+    adata = open_anndata(plain_base)
+    adata.obs["mixed"] = pd.Categorical([1, "1", 1.5] * (N_OBS // 3))
+    _refused(plain_base, adata, r"obs column 'mixed' is categorical with categories of mixed types \(float, int, str\)")
+    adata.obs["mixed"] = adata.obs["mixed"].cat.rename_categories(["1", "1.5", "1 (text)"])
+    expected = _as_anndata_reads_it(adata)
+    assert_equal(open_anndata(save_version(plain_base, adata, title="one type")), expected)
+
+
+def test_nullable_columns_keep_their_dtype_and_missing_values(plain_base: Path) -> None:
+    """Item 12: what anndata's generator makes (Int*, UInt*, boolean, string, with NA) comes back exactly."""
+    adata = open_anndata(plain_base)
+    generated = gen_adata((N_OBS, 2), obs_dtypes=NULLABLE_DTYPES, random_state=np.random.default_rng(4))
+    assert generated.obs.isna().any().all(), "every generated column has missing values"
+    for column in generated.obs.columns:
+        adata.obs[f"n_{column}"] = generated.obs[column].array
+    expected = _as_anndata_reads_it(adata)
+    saved = open_anndata(save_version(plain_base, adata, title="nullable"))
+    assert_equal(saved, expected)
+    for column in generated.obs.columns:
+        assert saved.obs[f"n_{column}"].dtype == generated.obs[column].dtype, column
+        assert saved.obs[f"n_{column}"].isna().tolist() == generated.obs[column].isna().tolist(), column
+
+
+@pytest.mark.parametrize("dtype", ["Float64", "Float32"])
+def test_a_nullable_float_column_round_trips_or_is_refused_by_name(plain_base: Path, dtype: str) -> None:
+    """Item 12: a nullable Float64 never comes back as float64 with NaN for NA. anndata 0.12 cannot
+    write one (its generator makes none): then the save is refused naming the column, nothing written."""
+    adata = open_anndata(plain_base)
+    adata.obs["nullable_float"] = pd.array([1.5, None] * (N_OBS // 2), dtype=dtype)
+    if _anndata_writes(adata):
+        saved = open_anndata(save_version(plain_base, adata, title="nullable float"))
+        assert_equal(saved, _as_anndata_reads_it(adata))
+        assert str(saved.obs["nullable_float"].dtype) == dtype
+        return
+    _refused(plain_base, adata, rf"obs column 'nullable_float' holds {dtype} values, which this anndata cannot store")
+
+
+def test_the_obs_index_name_survives_saves_and_alone_is_a_change(plain_base: Path, tmp_path: Path) -> None:
+    """Item 13: anndata round-trips obs.index.name; so does a save, and renaming it alone saves a version."""
+    adata = open_anndata(plain_base)
+    assert adata.obs.index.name == "cell_id"
+    adata.obs["edited"] = np.arange(N_OBS)
+    top = save_version(plain_base, adata, title="edited")
+    assert open_anndata(top).obs.index.name == "cell_id"
+    for name in ("barcode", None):
+        adata = open_anndata(top)
+        adata.obs.index.name = name
+        expected = _as_anndata_reads_it(adata)
+        top = save_version(top, adata, title=f"index {name}")
+        saved = open_anndata(top)
+        assert saved.obs.index.name == name
+        assert_equal(saved, expected)
+        changes = json.loads((top / "layer.json").read_text())["changes"]
+        assert changes == [{"op": "set-obs", "table": "table", "column": name or "_index", "kind": "index"}]
+        assert check(top).problems == []
+        with pytest.raises(StackError, match="nothing to save"):
+            save_version(top, saved, title="again")
+    flatten(top, tmp_path / "flat")
+    assert_equal(anndata.read_zarr(tmp_path / "flat" / "tables" / "table"), expected)
+    adata = open_anndata(top)
+    adata.obs.index.name = "edited"  # a column's name: anndata refuses it too
+    _refused(plain_base, adata, "obs index name 'edited' is also the name of an obs column")
+
+
+def test_uns_and_obsm_keys_named_index_are_saved(plain_base: Path, tmp_path: Path) -> None:
+    """Item 14: anndata writes and reads uns['_index'] and obsm['_index']; a save does too (an obs column
+    named _index stays refused: anndata keeps the cell names there)."""
+    adata = open_anndata(plain_base)
+    adata.uns["_index"] = {"_index": np.arange(3)}
+    adata.obsm["_index"] = np.ones((N_OBS, 2))
+    expected = _as_anndata_reads_it(adata)
+    top = save_version(plain_base, adata, title="index keys")
+    assert_equal(open_anndata(top), expected)
+    assert check(top).problems == []
+    flatten(top, tmp_path / "flat")
+    assert_equal(anndata.read_zarr(tmp_path / "flat" / "tables" / "table"), expected)
+    adata = open_anndata(top)
+    adata.obs["_index"] = np.zeros(N_OBS)
+    _refused(plain_base, adata, "obs column '_index' is not a valid name")

@@ -89,7 +89,7 @@ def _regrouped(op: dict[str, Any], view: TableView, below: TableView) -> OpDetai
 
 def _detail(op: dict[str, Any], view: TableView) -> OpDetail:
     name = op.get("op")
-    if name == "set-obs" and isinstance(op.get("column"), str):
+    if name == "set-obs" and isinstance(op.get("column"), str) and op.get("kind") != "index":  # the index: no column
         return {"column": column_summary(op["column"], view.obs_column(op["column"]))}
     if name == "set-obsm" and isinstance(op.get("key"), str):
         node = view.group[f"obsm/{op['key']}"]

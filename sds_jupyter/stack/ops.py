@@ -68,9 +68,22 @@ class VersionOps:
 
     # -- staging --------------------------------------------------------------------------
 
-    def _put(self, path: str, value: Any) -> None:
-        """Replace the node at ``path`` with ``value`` encoded as anndata would."""
-        objects = encode_element(value)
+    def _put(self, path: str, value: Any, what: str | None = None) -> None:
+        """Replace the node at ``path`` with ``value`` encoded as anndata would.
+
+        A value anndata has no encoding for (a nullable Float64 column in anndata 0.12) is
+        refused naming ``what`` (the column or key), before anything is staged.
+        """
+        try:
+            objects = encode_element(value)
+        except Exception as exc:
+            if type(exc).__name__ != "IORegistryError":  # anndata's "no method registered for writing"
+                raise
+            kind = getattr(value, "dtype", type(value).__name__)
+            raise StackError(
+                f"{what or path} holds {kind} values, which this anndata cannot store; convert them "
+                "(a nullable Float64 column: .astype('float64'), missing values becoming NaN) and save again"
+            ) from None
         self.store.delete_node(path)
         for key, data in objects.items():
             self.store.write_raw(f"{path}/{key}", data)
@@ -119,10 +132,36 @@ class VersionOps:
                 f"obs column {column!r} has the name the table stores its cell names under; "
                 "rename the column (a version cannot replace the cell names)"
             )
-        self._put(f"{obs}/{column}", _column_values(column, series))
+        self._put(f"{obs}/{column}", _column_values(column, series), f"obs column {column!r}")
         if column not in columns:
             self._set_column_order(obs, [*columns, column])
         self._record({"op": "set-obs", "table": table, "column": column, "kind": _kind_of(series)})
+
+    def set_obs_index_name(self, table: str, name: str | None) -> None:
+        """Name the obs index (the node anndata keeps the cell names under, its ``_index`` attribute).
+
+        Recorded as a ``set-obs`` of that node, of kind ``index``: the cell names themselves are
+        the same objects, moved to the new name (``None`` or ``_index``: unnamed).
+        """
+        self._check_open()
+        obs = f"{self._table(table)}/obs"
+        doc = self._doc(f"{obs}/zarr.json")
+        attributes = doc.setdefault("attributes", {})
+        old, new = attributes.get("_index", "_index"), "_index" if name is None else name
+        if new == old:
+            return
+        if new != "_index":
+            _check_name(new, "obs index name")
+        if new in self.obs_columns(table):
+            raise StackError(f"obs index name {new!r} is also the name of an obs column; rename one of them")
+        for key in list(self.store.keys_raw(f"{obs}/{old}/")):
+            data = self.store.read_raw(key)
+            assert data is not None
+            self.store.write_raw(f"{obs}/{new}/{key[len(obs) + len(old) + 2 :]}", data)
+        self.store.delete_node(f"{obs}/{old}")
+        attributes["_index"] = new
+        self.store.write_raw(f"{obs}/zarr.json", json.dumps(doc, indent=2).encode())
+        self._record({"op": "set-obs", "table": table, "column": new, "kind": "index"})
 
     def delete_obs(self, table: str, column: str) -> None:
         """Remove an obs column (``delete-obs``)."""
@@ -144,7 +183,7 @@ class VersionOps:
     def set_obsm(self, table: str, key: str, value: Any) -> None:
         """Add or replace an obsm entry (``set-obsm``), e.g. an embedding."""
         self._check_open()
-        _check_name(key, "obsm key")
+        _check_name(key, "obsm key", index_ok=True)
         _check_inner_names(value, f"obsm {key!r}")
         array = _aligned_value(value)
         rows = len(array) if _is_awkward(array) else array.shape[0]
@@ -153,18 +192,18 @@ class VersionOps:
             raise StackError(f"obsm {key!r} has {rows} rows; table {table!r} has {n_obs}")
         path = f"{self._table(table)}/obsm"
         self._ensure_dict_group(path)
-        self._put(f"{path}/{key}", array)
+        self._put(f"{path}/{key}", array, f"obsm {key!r}")
         shape = [rows] if _is_awkward(array) else list(array.shape)
         self._record({"op": "set-obsm", "table": table, "key": key, "shape": shape})
 
     def set_uns(self, table: str, key: str, value: Any) -> None:
         """Add or replace a top-level uns entry (``set-uns``)."""
         self._check_open()
-        _check_name(key, "uns key")
+        _check_name(key, "uns key", index_ok=True)
         _check_inner_names(value, f"uns {key!r}")
         path = f"{self._table(table)}/uns"
         self._ensure_dict_group(path)
-        self._put(f"{path}/{key}", value)
+        self._put(f"{path}/{key}", value, f"uns {key!r}")
         self._record({"op": "set-uns", "table": table, "key": key})
 
     def delete_uns(self, table: str, key: str) -> None:
@@ -253,11 +292,13 @@ def _column_values(column: str, series: pd.Series) -> Any:
     does not read back as they were (or not at all), so such a column is refused by name.
     """
     dtype = series.dtype
-    if isinstance(dtype, pd.CategoricalDtype) or (
-        pd.api.types.is_extension_array_dtype(dtype)
-        and (pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype) or _nullable_strings(dtype))
-    ):
+    if isinstance(dtype, pd.CategoricalDtype):
+        _check_categories(column, dtype.categories)
         return series.array
+    if pd.api.types.is_extension_array_dtype(dtype) and (
+        pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype) or _nullable_strings(dtype)
+    ):
+        return series.array  # nullable: kept as it is, or refused by name when anndata has no encoding for it
     values = series.to_numpy()
     if values.dtype == object:
         odd = next((item for item in values if type(item) is not str), _ALL_STRINGS)
@@ -271,6 +312,20 @@ def _column_values(column: str, series: pd.Series) -> Any:
 
 
 _ALL_STRINGS = object()
+
+
+def _check_categories(column: str, categories: pd.Index) -> None:
+    """Refuse categories of mixed types (``[1, '1', 1.5]``): a store keeps object categories as text,
+    where 1 and '1' would be one category twice and the saved version would no longer open."""
+    if categories.dtype != object:
+        return
+    kinds = sorted({type(item).__name__ for item in categories})
+    if kinds != ["str"]:
+        raise StackError(
+            f"obs column {column!r} is categorical with categories of mixed types ({', '.join(kinds)}), "
+            "which a store keeps as text, where they may collide; make them one type "
+            "(.cat.rename_categories(str), or .astype(str).astype('category')) and save again"
+        )
 
 
 def _nullable_strings(dtype: Any) -> bool:
@@ -309,19 +364,25 @@ _NAME_CHARS_EXTRA = set("-_.")
 RESERVED_NAMES = frozenset({"zarr.json", ".zattrs", ".zgroup", ".zarray", ".zmetadata"})
 
 
-def _check_name(name: str, what: str) -> None:
-    """The SpatialData naming rules for element, column and key names."""
+def _check_name(name: str, what: str, *, index_ok: bool = False) -> None:
+    """The SpatialData naming rules for element, column and key names.
+
+    ``_index`` is refused only where anndata keeps a data frame's index under that name (obs
+    columns, figure and result IDs stay as they were); an obsm or uns key may be ``_index``
+    (``index_ok``), as anndata and spatialdata write and read such keys.
+    """
     if isinstance(name, str) and name.lower() in RESERVED_NAMES:
         raise StackError(f"{what} {name!r} is the name of a store's metadata document; rename it")
     if (
         not isinstance(name, str)
-        or name in ("", ".", "..", "_index")
+        or name in ("", ".", "..")
+        or (name == "_index" and not index_ok)
         or name.startswith("__")
         or not all(ch.isalnum() or ch in _NAME_CHARS_EXTRA for ch in name)
     ):
         raise StackError(
             f"{what} {name!r} is not a valid name: use letters, digits, '-', '_' and '.', "
-            "not starting with '__' (and not '_index')"
+            "not starting with '__'" + ("" if index_ok else " (and not '_index')")
         )
 
 

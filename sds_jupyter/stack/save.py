@@ -311,6 +311,7 @@ def _diff_obs(parent: _Parent, adata: Any, table: str, plan: SavePlan) -> None:
     parent_columns = parent.obs_columns()
     if not _obs_names_fit(adata.obs, parent, plan):
         return
+    _diff_index_name(parent, adata.obs, table, plan)
     for column in adata.obs.columns:
         values = adata.obs[column]
         if column not in parent_columns:
@@ -327,6 +328,24 @@ def _diff_obs(parent: _Parent, adata: Any, table: str, plan: SavePlan) -> None:
             "obs columns reordered (a version keeps the order of its parent's columns, new ones after "
             f"them: {', '.join(repr(c) for c in saved_order)}); put them in that order"
         )
+
+
+def _diff_index_name(parent: _Parent, obs: pd.DataFrame, table: str, plan: SavePlan) -> None:
+    """The obs index's name, as anndata keeps it (the node of the cell names; None is ``_index``)."""
+    stored, name = parent.obs_index_name(), obs.index.name
+    if stored is None or (name if name is not None else "_index") == stored:
+        return
+    if name is not None and not isinstance(name, str):
+        plan.refused.append(f"obs index named by a {type(name).__name__} ({name!r}); name it with text")
+        return
+    if name in obs.columns:
+        plan.refused.append(
+            f"obs index name {name!r} is also the name of an obs column (anndata cannot write that either); "
+            "rename one of them"
+        )
+        return
+    shown = "no name" if name in (None, "_index") else repr(name)
+    plan.add(f"obs index renamed to {shown}", _op(VersionWriter.set_obs_index_name, table, name))
 
 
 def _obs_names_fit(obs: pd.DataFrame, parent: _Parent, plan: SavePlan) -> bool:
