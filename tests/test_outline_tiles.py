@@ -72,10 +72,34 @@ def test_the_first_figure_sends_circles_of_each_cells_area_and_no_outline(large:
 
     _, shapes, cells = _first(StackService(large))
     assert shapes["kind"] == "circles" and shapes["outlines"]["n_vertices"] > N_CELLS * 4
-    assert [b.nbytes for b in cells.buffers] == [4 * N_CELLS] * 3  # x, y, radius: no vertex sent
-    radius = np.frombuffer(bytes(cells.buffers[2]), dtype=np.float32)
+    assert [b.nbytes for b in cells.buffers] == [2 * N_CELLS] * 3  # x, y, radius as uint16 codes: no vertex sent
+    step = cells.data["quantum"]["radius_step"]
+    radius = np.frombuffer(bytes(cells.buffers[2]), dtype="<u2") * step
     expected = np.sqrt(shapely.area(_stored_polygons(large)) / np.pi)  # the demo's polygons have no holes
-    np.testing.assert_allclose(radius, expected, rtol=1e-3)
+    np.testing.assert_allclose(radius, expected, rtol=1e-3, atol=step / 2)
+
+
+def test_a_large_tissues_positions_go_as_codes_within_half_a_step(large: Path) -> None:
+    """uint16 codes of the quantum read back to the float32 positions within half a step; NaN stays NaN."""
+    from sds_jupyter.service.pieces import NO_POSITION, quantized
+    from sds_jupyter.studio.canvas import build_canvas
+    from sds_jupyter.studio.figures import read_figure
+
+    service = StackService(large)
+    _, _, cells = _first(service)
+    quantum = cells.data["quantum"]
+    view = service.table_view(None)
+    drawn = build_canvas(read_figure(view.studio_uns(), FIGURE).require("canvas"), view, view.root, view.attrs)
+    x, y = (np.asarray(b, dtype=np.float64) for b in drawn.buffers[:2])
+    codes = [np.frombuffer(bytes(b), dtype="<u2") for b in cells.buffers[:2]]
+    for exact, code, origin in ((x, codes[0], quantum["x0"]), (y, codes[1], quantum["y0"])):
+        back = origin + code.astype(np.float64) * quantum["step"]
+        assert np.max(np.abs(back - exact)) <= quantum["step"] / 2 * 1.001
+    assert quantum["step"] <= max(np.ptp(x), np.ptp(y)) / 65_000
+    # a cell without a position or shape: NO_POSITION, read back as NaN
+    holes = np.array([1.0, np.nan, 3.0], dtype=np.float32)
+    got, (cx, _cy, cr) = quantized(holes, holes, holes)
+    assert cx.tolist() == [0, NO_POSITION, 65534] and cr[1] == NO_POSITION and got["step"] == 2 / 65534
 
 
 def test_each_tile_holds_exactly_the_cells_whose_polygon_meets_it(large: Path) -> None:

@@ -16,12 +16,12 @@ import numpy as np
 
 from sds_jupyter.service.reply import as_buffer
 from sds_jupyter.studio.layouts import (
-    CELL_BUFFERS,
     DRAWING,
     SHAPE_BUFFERS,
     BufferRule,
     Count,
     Layout,
+    OneOf,
     When,
     color_values,
     laid_out,
@@ -32,11 +32,20 @@ __all__ = ["DRAWING", "LAYOUTS", "reply_buffers"]
 #: One uint8 plane per image channel (``width`` x ``height``), ``range`` mapped onto 0-255.
 _PLANES = BufferRule("planes", "uint8", length=Count(("width", "height")), repeat="channels")
 
+#: x, y and radii as uint16 codes when the ``cells`` payload has a ``quantum`` (a large tissue), else float32.
+_CODED = OneOf(((When("quantum"), "uint16"),), "float32")
+_CELLS: Layout = (
+    BufferRule("x", _CODED, length=Count(("n_cells",))),
+    BufferRule("y", _CODED, length=Count(("n_cells",))),
+    *(rule for rule in SHAPE_BUFFERS if rule.name != "radius"),
+    BufferRule("radius", _CODED, When("shapes.kind", "==", "circles"), Count(("n_cells",))),
+)
+
 #: Request name -> the buffers its reply sends, in order.
 LAYOUTS: dict[str, Layout] = {
     # the colour column alone: the cells come by ``cells``, the image by ``channels``
     "canvas": (color_values("color"),),
-    "cells": (*CELL_BUFFERS, *SHAPE_BUFFERS),
+    "cells": _CELLS,
     "cell_outlines": (
         BufferRule("index", "uint32", length=Count(("n_cells",))),
         BufferRule("starts", "uint32", length=Count(("n_cells",), plus=1)),

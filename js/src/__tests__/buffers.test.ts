@@ -101,3 +101,25 @@ describe('splitting a reply by its generated layout', () => {
     expect(() => splitByLayout('canvas', LAYOUTS.canvas, payload, [])).toThrow(/missing its values buffer/);
   });
 });
+
+describe('a large tissue’s cells as uint16 codes of their quantum', () => {
+  it('reads back to data units within half a step, NaN for NO_POSITION, once per reply', async () => {
+    const { cellGeometry, NO_POSITION } = await import('../app/spatial/cellstore');
+    const quantum = { x0: 100, y0: -50, step: 0.5, radius_step: 0.01 };
+    const data: CellsData = { ...cells(3, { kind: 'circles', element: 'cells' }), quantum };
+    const reply = {
+      data,
+      buffers: [new Uint16Array([0, 10, NO_POSITION]).buffer, new Uint16Array([4, 0, 2]).buffer, new Uint16Array([500, NO_POSITION, 1]).buffer]
+    };
+    const geometry = cellGeometry(reply);
+    expect(geometry.x).toBeInstanceOf(Float32Array);
+    expect([...geometry.x]).toEqual([100, 105, NaN]);
+    expect([...geometry.y]).toEqual([-48, -50, -49]);
+    expect(geometry.radius![0]).toBeCloseTo(5, 5);
+    expect(Number.isNaN(geometry.radius![1])).toBe(true);
+    expect(cellGeometry(reply)).toBe(geometry); // decoded once, kept with the reply
+    // without a quantum the float32 buffers are the geometry as sent
+    const plain = { data: cells(2), buffers: [new Float32Array([1, 2]).buffer, new Float32Array([3, 4]).buffer] };
+    expect([...cellGeometry(plain).y]).toEqual([3, 4]);
+  });
+});

@@ -20,7 +20,13 @@ from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.genes import dot_plot as plot_dots
 from sds_jupyter.service.genes import gene_names, gene_position, typed_genes
 from sds_jupyter.service.layouts import reply_buffers
-from sds_jupyter.service.pieces import cached_geometry, cached_outline_tile, cached_outlines, cached_overview
+from sds_jupyter.service.pieces import (
+    cached_geometry,
+    cached_outline_tile,
+    cached_outlines,
+    cached_overview,
+    cells_sent,
+)
 from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Session
 from sds_jupyter.service.tables import TableView
@@ -90,7 +96,8 @@ def cells(session: Session, version: int | str | None = None, figure: str = "", 
     """The positions and shapes of a canvas figure's cells: x, y, then polygons or radii.
 
     A tissue past OUTLINES_AT_ONCE cells gets radii (circles of each polygon's area) and the
-    grid its outlines come by (``cell_outlines``): its fit view cannot show them anyway.
+    grid its outlines come by (``cell_outlines``): its fit view cannot show them anyway. Its
+    x, y and radii go as uint16 codes read back by ``quantum`` (half the bytes of float32).
 
     ``key`` (the canvas reply's ``cells_key``) makes the request content-addressed: it is
     refused when the figure's cells are no longer the ones it names, so an answer under a
@@ -100,7 +107,7 @@ def cells(session: Session, version: int | str | None = None, figure: str = "", 
     _checked_key(key)
     spec = session.canvas_spec(version, figure)
     view = session.table_view(version, spec.get("table"))
-    current, geometry = cached_geometry(view, spec)
+    current, geometry, quantum, buffers = cells_sent(view, spec)
     if key and key != current:
         raise RequestError(f"The cells of figure {figure!r} are not the ones key {key!r} names; ask canvas again.")
     payload: CellsData = {
@@ -108,8 +115,9 @@ def cells(session: Session, version: int | str | None = None, figure: str = "", 
         "n_cells": int(view.n_obs),
         "bounds": geometry.box,
         "shapes": geometry.shapes[0] if geometry.shapes is not None else None,
+        "quantum": quantum,
     }
-    return Reply(payload, reply_buffers("cells", payload, geometry.buffers), etag=current)
+    return Reply(payload, reply_buffers("cells", payload, buffers), etag=current)
 
 
 def cell_outlines(

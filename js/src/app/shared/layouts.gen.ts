@@ -25,7 +25,7 @@ export type BufferLayout = readonly BufferRule[];
 /** Each binary request's buffers once split by its layout. */
 export interface BufferTypes {
   canvas: { values?: Uint8Array | Uint16Array | Float32Array };
-  cells: { x: Float32Array; y: Float32Array; starts?: Uint32Array; vertices?: Float32Array; radius?: Float32Array };
+  cells: { x: Uint16Array | Float32Array; y: Uint16Array | Float32Array; starts?: Uint32Array; vertices?: Float32Array; radius?: Uint16Array | Float32Array };
   cell_outlines: { index: Uint32Array; starts: Uint32Array; vertices: Float32Array };
   embedding: { x?: Float32Array; y?: Float32Array };
   color_values: { values?: Uint8Array | Uint16Array | Float32Array };
@@ -43,11 +43,11 @@ export const LAYOUTS: { [request in keyof BufferTypes]: BufferLayout } = {
     {"name": "values", "dtype": {"cases": [[{"path": "color.codes", "op": "==", "value": "uint8"}, "uint8"], [{"path": "color.mode", "op": "==", "value": "categorical"}, "uint16"]], "otherwise": "float32"}, "when": {"path": "color.mode", "op": "!=", "value": "none"}, "length": {"factors": ["n_cells"], "plus": 0}}
   ],
   cells: [
-    {"name": "x", "dtype": "float32", "length": {"factors": ["n_cells"], "plus": 0}},
-    {"name": "y", "dtype": "float32", "length": {"factors": ["n_cells"], "plus": 0}},
+    {"name": "x", "dtype": {"cases": [[{"path": "quantum", "op": "present"}, "uint16"]], "otherwise": "float32"}, "length": {"factors": ["n_cells"], "plus": 0}},
+    {"name": "y", "dtype": {"cases": [[{"path": "quantum", "op": "present"}, "uint16"]], "otherwise": "float32"}, "length": {"factors": ["n_cells"], "plus": 0}},
     {"name": "starts", "dtype": "uint32", "when": {"path": "shapes.kind", "op": "==", "value": "polygons"}, "length": {"factors": ["n_cells"], "plus": 1}},
     {"name": "vertices", "dtype": "float32", "when": {"path": "shapes.kind", "op": "==", "value": "polygons"}, "length": {"factors": ["shapes.n_vertices", 2], "plus": 0}},
-    {"name": "radius", "dtype": "float32", "when": {"path": "shapes.kind", "op": "==", "value": "circles"}, "length": {"factors": ["n_cells"], "plus": 0}}
+    {"name": "radius", "dtype": {"cases": [[{"path": "quantum", "op": "present"}, "uint16"]], "otherwise": "float32"}, "when": {"path": "shapes.kind", "op": "==", "value": "circles"}, "length": {"factors": ["n_cells"], "plus": 0}}
   ],
   cell_outlines: [
     {"name": "index", "dtype": "uint32", "length": {"factors": ["n_cells"], "plus": 0}},

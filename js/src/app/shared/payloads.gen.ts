@@ -249,11 +249,19 @@ export type ImageLevel = {
   bounds: Bounds;
 };
 
+export type CellQuantum = {
+  x0: number;
+  y0: number;
+  step: number;
+  radius_step: number;
+};
+
 export type CellsData = {
   key: string;
   n_cells: number;
   bounds: Bounds | null;
   shapes: CanvasShapes | null;
+  quantum?: CellQuantum | null;
 };
 
 export type EmbeddingData = {

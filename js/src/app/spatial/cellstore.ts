@@ -141,11 +141,51 @@ export async function loadCanvas(transport: Transport, version: number | string,
     throw new Error(`the cells reply has ${cells.data.n_cells} cells, the figure ${payload.n_cells}`);
   }
   const shapes = cells.data.shapes;
-  const geometry = splitReply('cells', cells.data, cells.buffers);
+  const geometry = cellGeometry(cells);
   const { values } = splitReply('canvas', payload, reply.buffers);
   const image = payload.image ? overviewRGBA(payload, channels) : null;
   const data = { x: geometry.x, y: geometry.y, value: values ?? null, image, shapes: cellShapes(payload.n_cells, geometry) };
   return { payload: { ...payload, shapes }, data, channels };
+}
+
+/** The code that stands for NaN in a quantized cells reply (no position, no shape): `NO_POSITION` in pieces.py. */
+export const NO_POSITION = 65535;
+
+/** A cells reply's geometry in data units, decoded once per reply (the reply is what the cache keeps). */
+const decoded = new WeakMap<Reply<CellsData>, CellGeometry>();
+
+/** x, y and the shapes' buffers as the views draw them (float32). */
+export type CellGeometry = { x: Float32Array; y: Float32Array; starts?: Uint32Array; vertices?: Float32Array; radius?: Float32Array };
+
+/**
+ * A cells reply's x, y and radii in data units: a large tissue's come as uint16 codes of its
+ * `quantum` (value = origin + code × step, NO_POSITION for NaN: half the bytes), read back here once.
+ */
+export function cellGeometry(cells: Reply<CellsData>): CellGeometry {
+  const kept = decoded.get(cells);
+  if (kept) {
+    return kept;
+  }
+  const split = splitReply('cells', cells.data, cells.buffers);
+  const q = cells.data.quantum;
+  const geometry: CellGeometry = q
+    ? {
+        ...split,
+        x: fromCodes(split.x, q.x0, q.step),
+        y: fromCodes(split.y, q.y0, q.step),
+        radius: split.radius ? fromCodes(split.radius, 0, q.radius_step) : undefined
+      }
+    : (split as CellGeometry);
+  decoded.set(cells, geometry);
+  return geometry;
+}
+
+function fromCodes(codes: Uint16Array | Float32Array, origin: number, step: number): Float32Array {
+  const out = new Float32Array(codes.length);
+  for (let i = 0; i < codes.length; i++) {
+    out[i] = codes[i] === NO_POSITION ? NaN : origin + codes[i] * step;
+  }
+  return out;
 }
 
 /** The image as one RGBA picture blended from the overview's planes in their saved colors and limits. */
