@@ -45,6 +45,7 @@ BENCHMARKS = [
     "bench_obs_requests.py",  # builds 100k and 1M-cell stacks with 31 obs columns
     "bench_compare_branch.py",  # builds the Xenium demo (3,000 cells); compare with its branch
     "bench_export.py",  # builds the 100,000-cell tissue demo; exports it with vector and pictured cells
+    "bench_export_worker.py",  # builds the 3,000-cell tissue demo; exports drawn by the worker and in place
     "bench_canvas.py",  # needs Chromium (CHROMIUM, default /usr/bin/chromium) and playwright; skipped without
     "bench_webgl.py",  # the same needs; a ladder of sizes within a time budget, never fails on time
     "bench_tiles.py",  # the same needs; builds the big demo (about 2 minutes) and zooms into its image
