@@ -16,6 +16,7 @@ command line) hand to the front end unchanged::
         ├── StackChangedError       kind "changed"      a pickled store's stack changed before it was unpickled
         ├── StackTooDeepError       kind "too-deep"     a parent chain is longer than allowed
         ├── BaseStoreError          kind "base"         the store at the bottom cannot be read
+        │   └── InflationError                          a chunk would inflate past what its array declares
         ├── WriteRefusedError       kind "write-refused"  a save would touch something it must not
         ├── CirroError              kind "cirro"        the Cirro SDK failed (connecting, uploading, fetching)
         ├── MissingExtraError       kind "missing-extra"  a feature's libraries are not installed (also an ImportError)
@@ -34,6 +35,7 @@ __all__ = [
     "BaseStoreError",
     "CirroError",
     "ErrorKind",
+    "InflationError",
     "ManifestError",
     "MissingDatasetError",
     "MissingExtraError",
@@ -141,6 +143,11 @@ class StackTooDeepError(StackError):
 
 class BaseStoreError(StackError):
     kind = "base"
+
+
+class InflationError(BaseStoreError):
+    """A stored chunk would inflate past what its array declares (a decompression bomb), or cannot
+    be bounded before it is decompressed; refused before zarr decompresses it."""
 
 
 class WriteRefusedError(StackError):

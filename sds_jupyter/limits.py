@@ -53,10 +53,13 @@ __all__ = [
     "MAX_REGION_COORDINATE",
     "MAX_REQUEST_BODY_BYTES",
     "MAX_RESULT_BYTES",
+    "MAX_STORE_OBJECT",
+    "MAX_TEXT_VALUE_BYTES",
     "MAX_TITLE_MANIFEST_BYTES",
     "MAX_UNS_BYTES",
     "SCANS_CACHE_BYTES",
     "BoundedCache",
+    "chunk_bound",
     "claimed_bytes",
     "item_bytes",
 ]
@@ -120,6 +123,11 @@ MAX_CELLS = 2**27
 #: any table MAX_CELLS allows is refused.
 MAX_COLUMN_BYTES = 2 * 1024**3
 
+#: What one value of variable length (a text or bytes value) may take in a chunk, on average,
+#: where a chunk's declared shape says nothing of its bytes: cell names, categories and labels
+#: are tens of bytes, so 1 KiB each is generous; see :func:`chunk_bound`.
+MAX_TEXT_VALUE_BYTES = 1024
+
 #: The most cells one outline tile (``cell_outlines``) may hold. The grid is made fine enough that
 #: a tile holds about OUTLINE_TILE_CELLS (a few thousand), so a tile past 16,384 cells means the
 #: cells pile on one spot (a degenerate or hostile table): its answer would be megabytes built
@@ -168,6 +176,10 @@ MAX_LISTED_VERSIONS = 2000
 MAX_TITLE_MANIFEST_BYTES = 1024 * 1024
 #: The manifests of the remembered folder scans together, at most (bytes as stored).
 SCANS_CACHE_BYTES = 64 * 1024 * 1024
+#: The largest object ``store_key`` sends (a chunk or a metadata document, not a whole file),
+#: checked by its size before it is read: a zarr reader in the browser asks for chunks, and a
+#: chunk past 256 MiB is no tile a browser can use.
+MAX_STORE_OBJECT = 256 * 1024 * 1024
 #: The largest request body the server reads (``api/notebook`` takes a one-line JSON object).
 MAX_REQUEST_BODY_BYTES = 64 * 1024
 #: The largest ``api/annotate`` body read: drawn outlines, a few hundred thousand coordinates at most.
@@ -193,6 +205,24 @@ def claimed_bytes(node: zarr.Group | zarr.Array) -> int:
     if isinstance(node, zarr.Group):
         total += sum(claimed_bytes(group) for _, group in node.groups())
     return total
+
+
+def chunk_bound(chunk_items: int, array_items: int, itemsize: int | None) -> int:
+    """The most bytes one chunk of an array may decompress to: the one rule every read is held to.
+
+    Why: a chunk's codecs are chosen by whoever wrote the dataset, and a 10 MB gzip chunk can
+    inflate to 10 GB. A chunk of fixed-size values decodes to exactly its declared shape times
+    its item size. Where that declared chunk is larger than the whole array (a hostile chunk
+    shape over a small array), it may still take MAX_CHUNK_BYTES, the most any image chunk may
+    (writers pad chunks past an array's edge). Values of variable length (text) may take
+    MAX_TEXT_VALUE_BYTES each, plus numcodecs' 4-byte length, and at least MAX_CHUNK_BYTES (a
+    scalar string, a figure spec, is one value of up to a mebibyte). The stack's store checks
+    every chunk it hands to zarr against this (:mod:`sds_jupyter.stack.inflate`); a request's
+    reads are bounded further by what their arrays claim (MAX_COLUMN_BYTES, MAX_READ_BYTES).
+    """
+    if itemsize is None:
+        return max(MAX_CHUNK_BYTES, min(chunk_items, max(array_items, 1)) * (4 + MAX_TEXT_VALUE_BYTES) + 4)
+    return min(chunk_items * itemsize, max(array_items * itemsize, MAX_CHUNK_BYTES))
 
 
 def item_bytes(array: zarr.Array) -> int:

@@ -171,6 +171,10 @@ SQUARE = [[0, 0], [1, 0], [1, 1]]
         ("region", {"a": SQUARE}, "ties the table"),
         ("", {"a": SQUARE}, "must name an obs column"),
         ("a/b", {"a": SQUARE}, "is not a valid name"),
+        ("c" * 256, {"a": SQUARE}, "is 256 bytes long; a name is stored as a file name"),
+        ("é" * 128, {"a": SQUARE}, "at most 255 bytes (MAX_NAME_BYTES)"),  # 128 characters, 256 bytes
+        ("new", {"a": {"cells": [2**70]}}, "no table has a cell there"),  # not an OverflowError
+        ("new", {"a": {"cells": [0, -(2**64)]}}, "no table has a cell there"),
     ],
 )
 def test_refusals_are_one_line_and_write_nothing(demo: Path, column: str, regions: Any, says: str) -> None:
@@ -290,6 +294,8 @@ def test_rest_annotate_saves_the_version_the_panel_then_opens(
             "no parameter 'evil'",
         ),
         ([1, 2], 400, "not a JSON object"),
+        ({"path": "PATH", "column": "c" * 300, "regions": {"a": SQUARE}, "title": "t"}, 400, "MAX_NAME_BYTES"),
+        ({"path": "PATH", "column": "x", "regions": {"a": {"cells": [2**70]}}, "title": "t"}, 400, "out of range"),
     ],
 )
 def test_rest_refusals(served: str, jp_root_dir: Path, post, body: Any, status: int, says: str) -> None:

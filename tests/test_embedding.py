@@ -103,6 +103,28 @@ def test_refusals_are_one_line(xenium: Path, params: dict[str, Any], says: str) 
     assert says in str(info.value) and "\n" not in str(info.value)
 
 
+def test_text_valued_obsm_entries_are_not_offered(demo: Path) -> None:
+    """Issue 38 item 10: an obsm data frame of text (or text in its first two columns) is no embedding;
+    a numeric data frame beside it is listed and drawn."""
+    import pandas as pd
+
+    adata = sds.open_anndata(demo)
+    n = adata.n_obs
+    adata.obsm["X_text"] = pd.DataFrame({"a": [f"t{i}" for i in range(n)], "b": ["u"] * n}, index=adata.obs_names)
+    adata.obsm["X_half"] = pd.DataFrame(
+        {"a": np.arange(n, dtype=float), "b": pd.Categorical(["u"] * n)}, index=adata.obs_names
+    )
+    adata.obsm["X_frame"] = pd.DataFrame({"a": np.arange(n, dtype=float), "b": np.ones(n)}, index=adata.obs_names)
+    saved = sds.save_version(demo, adata, title="Text in obsm")
+    service = StackService(saved)
+    listed = dispatch(service, "embedding", {"figure": FIGURE}).data["keys"]
+    assert listed == ["X_frame", "X_pca"]
+    data, x, _ = _coordinates(service, key="X_frame")
+    assert data["columns"] == 2 and x.tolist() == list(range(n))
+    with pytest.raises(StackError, match="no embedding 'X_text'"):
+        dispatch(service, "embedding", {"figure": FIGURE, "key": "X_text"})
+
+
 def test_a_table_without_embeddings_lists_none(demo_top: Path) -> None:
     reply = dispatch(StackService(demo_top), "embedding", {"figure": "fig-clusters"})
     assert reply.data["keys"] == [] and reply.buffers == []

@@ -56,3 +56,23 @@ def test_anything_but_a_plain_relative_key_is_refused_in_one_line(service: Stack
 def test_the_manifest_beside_the_store_is_not_a_key(service: StackService) -> None:
     # layer.json sits in the version's folder, not in its store: the store does not have it
     assert not dispatch(service, "store_key", {"version": 1, "key": "layer.json"}).data["found"]
+
+
+def test_an_object_over_the_bound_is_refused_by_its_size_before_it_is_read(tmp_path: Path, demo_top: Path) -> None:
+    """Issue 38 item 2: a 300 MB object (a sparse file: no disk used) is refused without being held."""
+    import shutil
+    import tracemalloc
+
+    datasets = Path(shutil.copytree(demo_top.parent, tmp_path / "datasets", symlinks=True))
+    base = Path(str(Stack.resolve(datasets / demo_top.name).base.path))
+    with (base / "huge.bin").open("wb") as huge:
+        huge.truncate(300 * 1024 * 1024)
+    service = StackService(datasets / demo_top.name)
+    tracemalloc.start()
+    try:
+        with pytest.raises(RequestError, match=r"'huge.bin' is 314,572,800 bytes; .*\(MAX_STORE_OBJECT\)"):
+            dispatch(service, "store_key", {"version": 1, "key": "huge.bin"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024 * 1024, f"the refusal held {peak:,} bytes"

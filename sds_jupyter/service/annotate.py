@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sds_jupyter.errors import shown
-from sds_jupyter.limits import MAX_ANNOTATION_CELLS, MAX_ANNOTATION_REGIONS, MAX_ANNOTATION_VERTICES
+from sds_jupyter.limits import MAX_ANNOTATION_CELLS, MAX_ANNOTATION_REGIONS, MAX_ANNOTATION_VERTICES, MAX_CELLS
 from sds_jupyter.service.columns import column_kind
 from sds_jupyter.service.errors import RequestError
 
@@ -102,6 +102,10 @@ def _cells(where: str, cells: Any) -> np.ndarray:
     for cell in cells:
         if not isinstance(cell, (int, np.integer)) or isinstance(cell, bool):
             raise RequestError(f"{where} lists {shown(cell)}, not a cell's position (an integer).")
+        if not -MAX_CELLS <= cell < MAX_CELLS:  # also what keeps int64 from overflowing below
+            raise RequestError(
+                f"{where} lists cell {shown(cell, 40)}; no table has a cell there (at most {MAX_CELLS:,}, MAX_CELLS)."
+            )
     return np.asarray(cells, dtype=np.int64).reshape(-1)
 
 

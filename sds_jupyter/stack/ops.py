@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from sds_jupyter.errors import StackError, WriteRefusedError
+from sds_jupyter.errors import StackError, WriteRefusedError, shown
 from sds_jupyter.stack.cow import CopyOnWriteStore
 from sds_jupyter.stack.encode import STUDIO_KEY, encode_element, studio_path
 from sds_jupyter.stack.jsontext import loads_bounded
@@ -360,6 +360,9 @@ def _kind_of(series: pd.Series) -> str:
 _NAME_CHARS_EXTRA = set("-_.")
 
 
+#: The longest element, column or key name, in bytes of UTF-8: each is a folder of the store,
+#: and common file systems (ext4, XFS, APFS, NTFS) refuse a file name over 255 bytes.
+MAX_NAME_BYTES = 255
 #: Names that a store's own documents take: no column or key may have one (it would overwrite the document).
 RESERVED_NAMES = frozenset({"zarr.json", ".zattrs", ".zgroup", ".zarray", ".zmetadata"})
 
@@ -371,6 +374,12 @@ def _check_name(name: str, what: str, *, index_ok: bool = False) -> None:
     columns, figure and result IDs stay as they were); an obsm or uns key may be ``_index``
     (``index_ok``), as anndata and spatialdata write and read such keys.
     """
+    size = len(name.encode("utf-8", "surrogatepass")) if isinstance(name, str) else 0
+    if size > MAX_NAME_BYTES:
+        raise StackError(
+            f"{what} {shown(name, 40)} is {size:,} bytes long; a name is stored as a file name, "
+            f"so it may be at most {MAX_NAME_BYTES} bytes (MAX_NAME_BYTES): shorten it"
+        )
     if isinstance(name, str) and name.lower() in RESERVED_NAMES:
         raise StackError(f"{what} {name!r} is the name of a store's metadata document; rename it")
     if (

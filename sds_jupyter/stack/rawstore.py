@@ -49,6 +49,11 @@ class RawKeyStore(Store):
         """Immediate child names of ``prefix``, sorted, without trailing slashes."""
         raise NotImplementedError
 
+    def read_for_zarr(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """What zarr is handed for ``key``: :meth:`read_raw`, unless a subclass checks it first
+        (the stack's store checks every chunk's inflation, :mod:`sds_jupyter.stack.inflate`)."""
+        return self.read_raw(key, byte_range)
+
     # -- zarr's synchronous read protocol --------------------------------------------------
 
     def get_sync(
@@ -58,7 +63,7 @@ class RawKeyStore(Store):
         prototype: BufferPrototype | None = None,
         byte_range: ByteRequest | None = None,
     ) -> Buffer | None:
-        data = self.read_raw(key, byte_range)
+        data = self.read_for_zarr(key, byte_range)
         return None if data is None else (prototype or default_buffer_prototype()).buffer.from_bytes(data)
 
     # -- the zarr Store API ----------------------------------------------------------------
@@ -70,7 +75,7 @@ class RawKeyStore(Store):
         byte_range: ByteRequest | None = None,
     ) -> Buffer | None:
         # docstring inherited
-        data = await asyncio.to_thread(self.read_raw, key, byte_range)
+        data = await asyncio.to_thread(self.read_for_zarr, key, byte_range)
         return None if data is None else (prototype or default_buffer_prototype()).buffer.from_bytes(data)
 
     async def get_partial_values(

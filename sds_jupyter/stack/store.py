@@ -23,6 +23,7 @@ from zarr.core.buffer import Buffer
 
 from sds_jupyter.errors import BaseStoreError, StackChangedError
 from sds_jupyter.stack.caches import StackCaches, default_caches
+from sds_jupyter.stack.inflate import ChunkRules, check_chunk, check_stored_size
 from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.paths import ancestors
 from sds_jupyter.stack.rawstore import RawKeyStore
@@ -126,6 +127,15 @@ class LayerIndex:
         prefix = f"{node}/"
         position = bisect.bisect_left(self.whiteouts, prefix)
         return position < len(self.whiteouts) and self.whiteouts[position].startswith(prefix)
+
+
+def _rules_of(stack: Stack) -> ChunkRules:
+    """The chunk rules of a stack's arrays: found once per resolved stack (it never changes)."""
+    rules: ChunkRules | None = stack.__dict__.get("_sds_chunk_rules")
+    if rules is None:
+        rules = ChunkRules()
+        object.__setattr__(stack, "_sds_chunk_rules", rules)  # a frozen dataclass: derived data only
+    return rules
 
 
 def _index_of(stack: Stack) -> LayerIndex:
@@ -267,6 +277,31 @@ class StackStore(RawKeyStore):
                 "file; re-download that version"
             )
         return data
+
+    def read_for_zarr(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """``key``'s bytes as zarr reads them: a chunk only once checked to inflate within its bound.
+
+        Why here: every reader of a stack (the service, the widget, ``open_anndata``, a zarr
+        reader in the browser through ``store_key``) reads through this store, so one check
+        holds them all to :func:`~sds_jupyter.limits.chunk_bound`; copies (``read_raw``,
+        ``stream_raw``) move stored bytes without decompressing them and are not checked.
+        """
+        rule = _rules_of(self.stack).rule_for(key, self.read_raw)
+        if rule is None:
+            return self.read_raw(key, byte_range)
+        if byte_range is None:
+            check_stored_size(rule, key, self._cheap_size(key))  # before it is read
+        data = self.read_raw(key, byte_range)
+        if data is not None:
+            check_chunk(rule, key, data, ranged=byte_range is not None)
+        return data
+
+    def _cheap_size(self, key: str) -> int | None:
+        """The stored size of ``key`` when it costs no request (None in object storage's base)."""
+        number = self.index.locate(key)
+        if number == BASE and getattr(getattr(self._base, "root", None), "costly_requests", False):
+            return None
+        return self.size_raw(key) if number != HIDDEN else None
 
     def stream_raw(self, key: str) -> Iterator[bytes] | None:
         """The bytes of ``key`` in chunks, as :meth:`read_raw` composes them: copies never hold a whole object."""

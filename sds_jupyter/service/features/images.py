@@ -8,6 +8,7 @@ import numpy as np
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
+from sds_jupyter.limits import MAX_STORE_OBJECT
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.layouts import reply_buffers
 from sds_jupyter.service.pieces import cached_overview
@@ -23,8 +24,6 @@ __all__ = ["MAX_STORE_OBJECT", "channels", "checked_store_key", "image_region", 
 
 #: A plain zarr key: segments of letters, digits, ".", "_" and "-", joined by "/".
 _STORE_KEY = re.compile(r"[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")
-#: The largest object ``store_key`` sends (a chunk or a metadata document, not a whole file).
-MAX_STORE_OBJECT = 256 * 1024 * 1024
 
 
 def channels(session: Session, version: int | str | None = None, figure: str = "") -> Reply[ChannelsData]:
@@ -199,9 +198,17 @@ def store_key(session: Session, version: int | str | None = None, key: str = "")
     """
     checked = checked_store_key(key)
     store = StackStore(session.stack.at(session.depth(version)), caches=session.caches)
+    _check_object_size(checked, store.size_raw(checked))  # before reading: the object is never held
     data = sync(store.get(checked, prototype=default_buffer_prototype()))
     raw = b"" if data is None else data.to_bytes()
-    if len(raw) > MAX_STORE_OBJECT:
-        raise RequestError(f"{checked!r} is {len(raw):,} bytes; objects over {MAX_STORE_OBJECT:,} are not sent.")
+    _check_object_size(checked, len(raw))  # a file that grew since its size was taken
     payload: StoreKeyData = {"key": checked, "found": data is not None, "size": len(raw)}
     return Reply(payload, reply_buffers("store_key", payload, [raw] if data is not None else []))
+
+
+def _check_object_size(key: str, size: int | None) -> None:
+    """Refuse an object over MAX_STORE_OBJECT (None: absent, nothing to refuse)."""
+    if size is not None and size > MAX_STORE_OBJECT:
+        raise RequestError(
+            f"{key!r} is {size:,} bytes; objects over {MAX_STORE_OBJECT:,} (MAX_STORE_OBJECT) are not sent."
+        )

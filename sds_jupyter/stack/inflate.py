@@ -1,0 +1,485 @@
+"""Chunks checked before zarr decompresses them: none may inflate past what its array declares.
+
+Why: a version is downloaded, so its chunks are hostile input. A gzip chunk of 10 MB can
+inflate to 10 GB, and zarr's codecs inflate a chunk whole before they look at its size
+(numcodecs' gzip and zlib have no output bound, zstd and blosc allocate what their header
+claims, the vlen codecs allocate the item count their first four bytes claim). So every chunk
+the stack's store hands to zarr is checked first, against :func:`~sds_jupyter.limits.chunk_bound`
+of its array (what its metadata declares one chunk holds, capped by the array's own size):
+
+- gzip, zlib, bz2 and lzma are inflated as a stream with a bounded output, counted and
+  thrown away, stopping at the first byte past the bound (memory: one step, not the chunk);
+- zstd, blosc and lz4 state their decompressed size in their header: the claim is checked;
+  a zstd frame that states none is refused (numcodecs would inflate it without a bound);
+- the vlen codecs' item count must be at most the chunk's values;
+- a chunk larger, as stored, than its bound could compress to is refused by its size;
+- a codec that cannot be bounded (or ``pickle``, which runs code) is refused by name.
+
+A refusal is an :class:`~sds_jupyter.errors.InflationError` (a ``StackError``) naming the array,
+so a request answers 400 naming the column, and ``open_anndata`` refuses that version by name.
+Arrays are found from a chunk's key (the nearest folder above it with array metadata), and
+their rules are kept per resolved stack, which never changes.
+"""
+
+from __future__ import annotations
+
+import bz2
+import lzma
+import math
+import struct
+import threading
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from sds_jupyter.errors import InflationError, shown
+from sds_jupyter.limits import chunk_bound
+
+try:  # ISA-L inflates the same streams several times quicker
+    from isal import isal_zlib as _zlib
+except ImportError:  # pragma: no cover - the optional dependency is missing
+    _zlib = zlib  # type: ignore[misc]
+
+__all__ = ["METADATA_NAMES", "ChunkRule", "ChunkRules", "check_chunk", "check_stored_size", "rule_from_metadata"]
+
+#: The documents of a zarr node (v2 and v3): never chunks.
+METADATA_NAMES: Final = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
+#: How much of a stream is inflated at a time while counting (then thrown away).
+_STEP: Final = 1024 * 1024
+#: Bytes a compressor may add to incompressible data, beyond a sixty-fourth: headers, checksums,
+#: blosc's and lz4's block overhead, a shard's index. A chunk stored larger than its bound plus
+#: this cannot be one of its chunks.
+_SLACK: Final = 64 * 1024
+_VLEN: Final = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array"})
+_CHECKSUMS: Final = frozenset({"crc32c", "crc32", "adler32", "fletcher32", "jenkins_lookup3"})
+#: Codecs that never make more bytes than they are given (or that act on decoded values).
+_HARMLESS: Final = frozenset(
+    {"bytes", "transpose", "shuffle", "bitshuffle", "delta", "fixedscaleoffset", "quantize", "bitround", "astype"}
+    | {"categorize", "packbits", "json2", "msgpack2", "json", "msgpack", "base64"}
+)
+_V3_TEXT: Final = frozenset({"string", "bytes", "variable_length_utf8", "variable_length_bytes"})
+_ZSTD_MAGIC: Final = 0xFD2FB528
+_UNSEEN: Final = object()
+#: Rules remembered per stack, at most (a stack has as many arrays as it has columns and levels).
+_MAX_RULES: Final = 1 << 14
+
+
+@dataclass(frozen=True)
+class Codec:
+    """One codec of an array's chain: its numcodecs id (or zarr v3 name) and its configuration."""
+
+    name: str
+    config: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ChunkRule:
+    """What one chunk of an array may inflate to, and through which codecs."""
+
+    array: str
+    """The array's path in the store (what a refusal names)."""
+    bound: int
+    """The most bytes one chunk may decompress to (:func:`~sds_jupyter.limits.chunk_bound`)."""
+    items: int
+    """Values in one chunk (the most a vlen codec may claim)."""
+    compressors: tuple[Codec, ...]
+    """The byte codecs in the order a read undoes them."""
+    vlen: bool
+    """Whether the decoded bytes start with a vlen item count."""
+    shard: ShardLayout | None = None
+
+    @property
+    def stored_bound(self) -> int:
+        """The most bytes one chunk may be stored as: the bound, plus what a compressor may add."""
+        return self.bound + self.bound // 64 + _SLACK
+
+
+@dataclass(frozen=True)
+class ShardLayout:
+    """A sharded array's shard: its inner chunks' rule and where its index of them lies."""
+
+    inner: ChunkRule
+    count: int
+    index_at_end: bool
+    index_checksum: bool
+
+    @property
+    def index_bytes(self) -> int:
+        return self.count * 16 + (4 if self.index_checksum else 0)
+
+
+def _refuse(array: str, why: str) -> InflationError:
+    return InflationError(f"Array {shown(array, 120)} cannot be read: {why}; the dataset is damaged or hostile.")
+
+
+def check_chunk(rule: ChunkRule, key: str, data: bytes | bytearray | memoryview, ranged: bool = False) -> None:
+    """Raise an :class:`InflationError` if chunk ``data`` of ``rule``'s array would inflate past its bound.
+
+    ``ranged``: ``data`` is a byte range of the object (zarr reads a shard's index and inner
+    chunks so), checked as one inner chunk unless it is exactly the shard's index.
+    """
+    if rule.shard is not None:
+        _check_shard(rule, rule.shard, key, memoryview(data), ranged)
+        return
+    check_stored_size(rule, key, len(data))
+    size, head = _decoded(rule, key, memoryview(data))
+    if size > rule.bound:
+        raise _refuse(rule.array, f"chunk {shown(key, 80)} inflates past the {rule.bound:,} bytes its array declares")
+    if rule.vlen and len(head) >= 4 and struct.unpack("<I", head[:4])[0] > rule.items:
+        claimed = struct.unpack("<I", head[:4])[0]
+        raise _refuse(rule.array, f"chunk {shown(key, 80)} claims {claimed:,} values; its chunks hold {rule.items:,}")
+
+
+def check_stored_size(rule: ChunkRule, key: str, size: int | None) -> None:
+    """Refuse a chunk (or shard) stored larger than its values could ever compress to (None: not known)."""
+    limit = rule.stored_bound
+    if rule.shard is not None:
+        limit = rule.shard.count * rule.shard.inner.stored_bound + rule.shard.index_bytes
+    if size is not None and size > limit:
+        raise _refuse(
+            rule.array,
+            f"chunk {shown(key, 80)} is stored as {size:,} bytes, more than its "
+            f"{rule.bound:,} bytes of values could need",
+        )
+
+
+def _check_shard(rule: ChunkRule, shard: ShardLayout, key: str, data: memoryview, ranged: bool) -> None:
+    """A shard read whole (each inner chunk its index lists) or a range of it (the index, or one inner chunk)."""
+    if ranged:
+        if len(data) != shard.index_bytes:
+            check_chunk(shard.inner, key, data)
+        return
+    check_stored_size(rule, key, len(data))
+    if len(data) < shard.index_bytes:
+        return  # no index: zarr refuses it without inflating anything
+    index = data[len(data) - shard.index_bytes :] if shard.index_at_end else data[: shard.index_bytes]
+    pairs = np.frombuffer(index[: shard.count * 16], dtype="<u8").reshape(-1, 2)
+    for offset, nbytes in pairs.tolist():
+        if offset == 2**64 - 1 and nbytes == 2**64 - 1:
+            continue  # an empty inner chunk
+        if offset + nbytes > len(data):
+            raise _refuse(rule.array, f"shard {shown(key, 80)} lists an inner chunk beyond its end")
+        check_chunk(shard.inner, key, data[offset : offset + nbytes])
+
+
+def _decoded(rule: ChunkRule, key: str, data: memoryview) -> tuple[int, bytes]:
+    """How many bytes ``data`` decodes to through the rule's compressors (at most one past the
+    bound is ever counted), and the first four of them."""
+    stages = list(rule.compressors)
+    payload: bytes | memoryview = data
+    while stages:
+        codec = stages.pop(0)
+        if codec.name in _CHECKSUMS:
+            payload = _strip_checksum(codec, payload)
+            continue
+        keep = any(c.name not in _CHECKSUMS for c in stages)  # another compressor needs these bytes
+        size, out = _inflate(rule, codec, key, payload, keep)
+        if not keep or size > rule.bound:
+            return size, out[:4]
+        payload = out
+    return len(payload), bytes(payload[:4])
+
+
+def _strip_checksum(codec: Codec, data: bytes | memoryview) -> bytes | memoryview:
+    at_start = codec.name in ("crc32", "adler32") and codec.config.get("location", "start") == "start"
+    return data[4:] if at_start else data[: max(0, len(data) - 4)]
+
+
+def _inflate(rule: ChunkRule, codec: Codec, key: str, data: bytes | memoryview, keep: bool) -> tuple[int, bytes]:
+    """(decoded size, the decoded bytes when ``keep`` else the first four) of one compressor."""
+    name, limit = codec.name, rule.bound
+    if name in ("gzip", "zlib"):
+        return _stream(lambda: _zlib.decompressobj(31 if name == "gzip" else 15), data, limit, keep, name == "gzip")
+    if name == "bz2":
+        return _stream(bz2.BZ2Decompressor, data, limit, keep, True)
+    if name == "lzma":
+        return _stream(lambda: _lzma(codec.config), data, limit, keep, True)
+    if name in ("zstd", "blosc", "lz4"):
+        claimed = _claimed_size(rule, name, key, data)
+        if claimed <= limit and (keep or rule.vlen):  # a vlen count is in the decoded bytes
+            decoded = _decode_claimed(codec, data)
+            return claimed, decoded if keep else decoded[:4]
+        return claimed, b""
+    if name == "pickle":
+        raise _refuse(rule.array, "its chunks are pickled, and sds-jupyter never unpickles stored data")
+    raise _refuse(
+        rule.array,
+        f"its chunks are compressed with {shown(name, 40)}, whose output cannot be bounded "
+        "before decompressing (gzip, zlib, bz2, lzma, zstd, blosc and lz4 can)",
+    )
+
+
+def _stream(
+    make: Callable[[], Any], data: bytes | memoryview, limit: int, keep: bool, members: bool
+) -> tuple[int, bytes]:
+    """Inflate ``data`` a step at a time (every member of it when ``members``), counting the output.
+
+    Stops one step past ``limit``; keeps the output only when ``keep`` (then it is at most
+    ``limit`` plus a step), else its first four bytes.
+    """
+    total, kept = 0, bytearray()
+    rest: bytes | memoryview = data
+    while True:
+        decoder = make()
+        pending: bytes | memoryview = rest
+        while not decoder.eof:
+            out = _step(decoder, pending)
+            pending = getattr(decoder, "unconsumed_tail", b"")
+            total += len(out)
+            if keep or len(kept) < 4:
+                kept += out if keep else out[: 4 - len(kept)]
+            if total > limit:
+                return total, bytes(kept)
+            if not out and not pending and (not hasattr(decoder, "needs_input") or decoder.needs_input):
+                return total, bytes(kept)  # truncated: zarr's own decoder refuses it
+        rest = bytes(decoder.unused_data).lstrip(b"\0")
+        if not members or not rest:
+            return total, bytes(kept)
+
+
+def _step(decoder: Any, data: bytes | memoryview) -> bytes:
+    """At most one step of output (zlib takes its input again each call, bz2 and lzma keep it)."""
+    if hasattr(decoder, "unconsumed_tail"):
+        return bytes(decoder.decompress(data, _STEP))
+    if decoder.needs_input:
+        return bytes(decoder.decompress(data, _STEP))
+    return bytes(decoder.decompress(b"", _STEP))
+
+
+def _lzma(config: Mapping[str, Any]) -> lzma.LZMADecompressor:
+    fmt = int(config.get("format", lzma.FORMAT_AUTO) or lzma.FORMAT_AUTO)
+    if fmt == lzma.FORMAT_RAW:
+        return lzma.LZMADecompressor(format=fmt, filters=config.get("filters"))
+    return lzma.LZMADecompressor(format=lzma.FORMAT_AUTO if fmt == lzma.FORMAT_XZ else fmt)
+
+
+def _claimed_size(rule: ChunkRule, name: str, key: str, data: bytes | memoryview) -> int:
+    """The decompressed size a zstd, blosc or lz4 chunk states in its header (what the decoder allocates)."""
+    head = bytes(data[:18])
+    if name == "blosc" and len(head) >= 16:
+        return int(struct.unpack_from("<I", head, 4)[0])
+    if name == "lz4" and len(head) >= 4:
+        return int(struct.unpack_from("<I", head, 0)[0])
+    if name == "zstd":
+        size = _zstd_content_size(head)
+        if size is not None and (size > 0 or rule.items == 0):
+            return size
+        raise _refuse(rule.array, f"zstd chunk {shown(key, 80)} does not state how large it inflates")
+    raise _refuse(rule.array, f"{name} chunk {shown(key, 80)} is too short to hold its header")
+
+
+def _zstd_content_size(head: bytes) -> int | None:
+    """The Frame_Content_Size of a zstd frame (RFC 8878, 3.1.1.1), or None when it is absent."""
+    if len(head) < 6 or struct.unpack_from("<I", head, 0)[0] != _ZSTD_MAGIC:
+        return None
+    descriptor = head[4]
+    flag, single = descriptor >> 6, (descriptor >> 5) & 1
+    offset = 5 + (0 if single else 1) + (0, 1, 2, 4)[descriptor & 3]
+    width = (1 if single else 0, 2, 4, 8)[flag]
+    if width == 0 or len(head) < offset + width:
+        return None
+    value = int.from_bytes(head[offset : offset + width], "little")
+    return value + 256 if width == 2 else value
+
+
+def _decode_claimed(codec: Codec, data: bytes | memoryview) -> bytes:
+    """A chunk whose claimed size was checked, decoded (only when another compressor is under it)."""
+    import numcodecs  # type: ignore[import-untyped]
+
+    decoded = numcodecs.get_codec({"id": codec.name, **codec.config}).decode(bytes(data))
+    return bytes(memoryview(decoded).cast("B"))
+
+
+# ------------------------------------------------------------------ rules, from an array's metadata
+
+
+def rule_from_metadata(array: str, doc: Mapping[str, Any]) -> ChunkRule | None:
+    """The rule of the array whose metadata document (``zarr.json`` or ``.zarray``, parsed) is ``doc``.
+
+    None when ``doc`` is not an array's. Metadata too odd to read is given the loosest rule the
+    array's chunk shape allows: zarr then refuses it itself.
+    """
+    if "zarr_format" not in doc:
+        return None
+    if int(doc.get("zarr_format") or 0) == 2:
+        return _rule_v2(array, doc)
+    if doc.get("node_type") != "array":
+        return None
+    return _rule_v3(array, doc)
+
+
+def _rule_v2(array: str, doc: Mapping[str, Any]) -> ChunkRule:
+    itemsize = _v2_itemsize(doc.get("dtype"))
+    shape, chunks = _ints(doc.get("shape")), _ints(doc.get("chunks"))
+    filters = [_codec(f) for f in doc.get("filters") or []]
+    compressor = doc.get("compressor")
+    stages = ([_codec(compressor)] if compressor else []) + [f for f in reversed(filters) if f.name not in _VLEN]
+    if any(f.name == "pickle" for f in filters):
+        stages.insert(0, Codec("pickle", {}))
+    vlen = itemsize is None and any(f.name in _VLEN for f in filters)
+    return _rule(array, shape, chunks, itemsize, stages, vlen)
+
+
+def _rule_v3(array: str, doc: Mapping[str, Any]) -> ChunkRule:
+    itemsize = _v3_itemsize(doc.get("data_type"))
+    shape = _ints(doc.get("shape"))
+    grid = doc.get("chunk_grid") or {}
+    chunks = _ints((grid.get("configuration") or {}).get("chunk_shape") if isinstance(grid, Mapping) else None)
+    codecs = [_codec(c) for c in doc.get("codecs") or []]
+    sharding = next((c for c in codecs if c.name == "sharding_indexed"), None)
+    if sharding is not None:
+        return _sharded(array, shape, chunks, itemsize, sharding)
+    return _chain(array, shape, chunks, itemsize, codecs)
+
+
+def _chain(array: str, shape: list[int], chunks: list[int], itemsize: int | None, codecs: list[Codec]) -> ChunkRule:
+    """A v3 codec chain: what follows the array-to-bytes codec is undone first, last one first."""
+    names = [c.name for c in codecs]
+    vlen = any(name in _VLEN for name in names)
+    after = next((i for i, name in enumerate(names) if name in _VLEN or name == "bytes"), -1)
+    return _rule(array, shape, chunks, itemsize, list(reversed(codecs[after + 1 :])), vlen)
+
+
+def _sharded(array: str, shape: list[int], shard: list[int], itemsize: int | None, codec: Codec) -> ChunkRule:
+    config = codec.config
+    inner_shape = _ints(config.get("chunk_shape"))
+    inner_codecs = [_codec(c) for c in config.get("codecs") or []]
+    if any(c.name == "sharding_indexed" for c in inner_codecs):
+        raise _refuse(array, "its shards hold shards")
+    inner = _chain(array, shape, inner_shape, itemsize, inner_codecs)
+    count = math.prod(-(-s // max(c, 1)) for s, c in zip(shard, inner_shape, strict=False)) if inner_shape else 1
+    index_codecs = [_codec(c).name for c in config.get("index_codecs") or []]
+    layout = ShardLayout(inner, count, config.get("index_location", "end") != "start", "crc32c" in index_codecs)
+    return ChunkRule(array, inner.bound * count, inner.items * count, (), False, layout)
+
+
+def _rule(
+    array: str, shape: list[int], chunks: list[int], itemsize: int | None, stages: list[Codec], vlen: bool
+) -> ChunkRule:
+    items = math.prod(chunks) if chunks else 1
+    array_items = math.prod(shape) if shape else 1
+    return ChunkRule(array, chunk_bound(items, array_items, itemsize), items, tuple(_compressing(stages)), vlen)
+
+
+def _compressing(stages: Iterable[Codec]) -> Iterable[Codec]:
+    """The stages a check must undo: compressors and checksums (the others never grow their input)."""
+    return (s for s in stages if s.name not in _HARMLESS and s.name not in _VLEN)
+
+
+def _codec(value: Any) -> Codec:
+    """A codec entry of either format: v2 ``{"id": ..., ...}``, v3 ``{"name": ..., "configuration": ...}`` or a name."""
+    if isinstance(value, str):
+        return Codec(_plain(value), {})
+    if not isinstance(value, Mapping):
+        return Codec("?", {})
+    if "id" in value:
+        return Codec(_plain(str(value["id"])), {k: v for k, v in value.items() if k != "id"})
+    config = value.get("configuration")
+    return Codec(_plain(str(value.get("name"))), config if isinstance(config, Mapping) else {})
+
+
+def _plain(name: str) -> str:
+    """numcodecs' id of a codec however zarr v3 names it (``numcodecs.zlib`` is ``zlib``)."""
+    return name.removeprefix("numcodecs.")
+
+
+def _ints(value: Any) -> list[int]:
+    if not isinstance(value, list | tuple):
+        return []
+    return [int(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0 for v in value]
+
+
+def _v2_itemsize(dtype: Any) -> int | None:
+    """Bytes per value of a v2 dtype; None for objects (text) and anything numpy cannot read."""
+    try:
+        parsed = np.dtype([tuple(field) for field in dtype] if isinstance(dtype, list) else dtype)
+    except (TypeError, ValueError):
+        return None
+    return None if parsed.hasobject or parsed.itemsize == 0 else int(parsed.itemsize)
+
+
+def _v3_itemsize(data_type: Any) -> int | None:
+    """Bytes per value of a v3 data type; None for variable-length ones and unknown names."""
+    name = (
+        data_type
+        if isinstance(data_type, str)
+        else (data_type or {}).get("name")
+        if isinstance(data_type, Mapping)
+        else None
+    )
+    config = data_type.get("configuration") if isinstance(data_type, Mapping) else None
+    if not isinstance(name, str) or name in _V3_TEXT:
+        return None
+    if isinstance(config, Mapping) and isinstance(config.get("length_bytes"), int):
+        return int(config["length_bytes"])
+    if name.startswith(("numpy.datetime64", "numpy.timedelta64")):
+        return 8
+    if name[:1] == "r" and name[1:].isdigit():
+        return max(1, int(name[1:]) // 8)
+    try:
+        return int(np.dtype(name).itemsize) or None
+    except TypeError:
+        return None
+
+
+class ChunkRules:
+    """The rules of a store's arrays, found from chunk keys and remembered.
+
+    Why per stack and not per store: a store is made per request (``store_key``), and the
+    arrays of a resolved stack never change.
+    """
+
+    def __init__(self) -> None:
+        self._folders: dict[str, ChunkRule | str | None] = {}
+        self._lock = threading.Lock()
+
+    def __reduce__(self) -> tuple[type[ChunkRules], tuple[()]]:
+        """Pickled empty (a stack in object storage travels to Dask's workers): found again there."""
+        return (ChunkRules, ())
+
+    def rule_for(self, key: str, read: Callable[[str], bytes | None]) -> ChunkRule | None:
+        """The rule of the array whose chunk ``key`` is, or None (a metadata document, or no array's key).
+
+        ``read`` reads one key of the store as stored (None when absent).
+        """
+        parts = key.split("/")
+        if parts[-1] in METADATA_NAMES:
+            return None
+        for depth in range(len(parts) - 1, -1, -1):
+            found = self._folder("/".join(parts[:depth]), read)
+            if found != "none":
+                return found if isinstance(found, ChunkRule) else None
+        return None
+
+    def _folder(self, folder: str, read: Callable[[str], bytes | None]) -> ChunkRule | str | None:
+        """The rule of an array folder, None for a group's, "none" for a folder with no metadata."""
+        known = self._folders.get(folder, _UNSEEN)
+        if known is not _UNSEEN:
+            return known  # type: ignore[return-value]
+        found = self._look(folder, read)
+        with self._lock:
+            if len(self._folders) >= _MAX_RULES:
+                self._folders.clear()  # rules never go stale; this bounds memory
+            self._folders[folder] = found
+        return found
+
+    @staticmethod
+    def _look(folder: str, read: Callable[[str], bytes | None]) -> ChunkRule | str | None:
+        import json
+
+        lead = f"{folder}/" if folder else ""
+        for name in ("zarr.json", ".zarray"):
+            raw = read(f"{lead}{name}")
+            if raw is None:
+                continue
+            try:
+                doc = json.loads(raw)
+            except ValueError:
+                return None  # zarr refuses the document itself
+            if isinstance(doc, Mapping) and name == ".zarray":
+                doc = {"zarr_format": 2, **doc}
+            return rule_from_metadata(folder or "/", doc) if isinstance(doc, Mapping) else None
+        return None if read(f"{lead}.zgroup") is not None else "none"

@@ -1,0 +1,236 @@
+"""Issue 38 item 1: no chunk read through a stack inflates past what its array declares.
+
+The arrays are written by zarr itself (Zarr v2 and v3, each codec zarr and numcodecs offer for
+them); a bomb is a real chunk of 2^17 values under metadata edited to declare 1,000, which is
+what a hostile download looks like: a small array whose one chunk inflates a thousandfold.
+Each is refused by name before zarr decompresses it, and its honest neighbour reads as written.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+import zarr.codecs.numcodecs as zn
+from stackkit import write_version
+from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
+
+import sds_jupyter as sds
+from sds_jupyter.errors import InflationError, StackError
+from sds_jupyter.limits import chunk_bound
+from sds_jupyter.stack import Stack, StackStore
+from sds_jupyter.stack.inflate import rule_from_metadata
+
+#: Values in a bomb's one chunk (1 MiB of float64), and what its edited metadata declares.
+BOMB_VALUES, DECLARED = 2**17, 1000
+
+V2: dict[str, Callable[[], Any]] = {
+    "gzip": lambda: numcodecs.GZip(5),
+    "zlib": lambda: numcodecs.Zlib(5),
+    "zstd": lambda: numcodecs.Zstd(3),
+    "blosc": lambda: numcodecs.Blosc(),
+    "lz4": lambda: numcodecs.LZ4(),
+    "bz2": lambda: numcodecs.BZ2(),
+    "lzma": lambda: numcodecs.LZMA(),
+}
+V3: dict[str, Callable[[], Any]] = {
+    "gzip": lambda: GzipCodec(),
+    "zstd": lambda: ZstdCodec(),
+    "blosc": lambda: BloscCodec(),
+    "zlib": lambda: zn.Zlib(),
+    "lz4": lambda: zn.LZ4(),
+    "bz2": lambda: zn.BZ2(),
+}
+
+
+def _declare(meta_path: Path, shape: int, chunk: int, inner: int | None = None) -> None:
+    """Edit an array's own metadata document to declare ``shape`` values in chunks of ``chunk``."""
+    doc = json.loads(meta_path.read_text())
+    doc["shape"] = [shape]
+    if doc["zarr_format"] == 2:
+        doc["chunks"] = [chunk]
+    else:
+        doc["chunk_grid"]["configuration"]["chunk_shape"] = [chunk]
+        if inner is not None:
+            doc["codecs"][0]["configuration"]["chunk_shape"] = [inner]
+    meta_path.write_text(json.dumps(doc))
+
+
+def _stack_over(tmp_path: Path, fmt: int, write: Callable[[zarr.Group], None]) -> StackStore:
+    """A stack whose base is the store ``write`` fills with zarr (a version above it, empty)."""
+    root = zarr.open_group(tmp_path / "base-1111" / "store.zarr", mode="w", zarr_format=fmt)
+    write(root)
+    write_version(tmp_path, "top-2222", "cirro:::dataset:base-1111/store.zarr")
+    return StackStore(Stack.resolve(tmp_path / "top-2222"))
+
+
+def _honest_and_bomb(fmt: int, codec: str) -> Callable[[zarr.Group], None]:
+    def write(root: zarr.Group) -> None:
+        options = {"compressor": V2[codec]()} if fmt == 2 else {"compressors": [V3[codec]()]}
+        root.create_array("honest", shape=(DECLARED,), chunks=(DECLARED,), dtype="f8", **options)[:] = np.arange(
+            DECLARED
+        )
+        root.create_array("bomb", shape=(BOMB_VALUES,), chunks=(BOMB_VALUES,), dtype="f8", **options)[:] = 1.0
+        folder = Path(str(root.store.root)) / "bomb"
+        _declare(folder / (".zarray" if fmt == 2 else "zarr.json"), DECLARED, DECLARED)
+
+    return write
+
+
+@pytest.mark.parametrize(
+    ("fmt", "codec"), [(2, codec) for codec in V2] + [(3, codec) for codec in V3], ids=lambda value: str(value)
+)
+def test_a_chunk_inflating_past_its_declared_size_is_refused_by_name(tmp_path: Path, fmt: int, codec: str) -> None:
+    store = _stack_over(tmp_path, fmt, _honest_and_bomb(fmt, codec))
+    group = zarr.open_group(store, mode="r")
+    np.testing.assert_array_equal(group["honest"][:], np.arange(DECLARED))
+    with pytest.raises(InflationError) as info:
+        group["bomb"][:]
+    message = str(info.value)
+    assert "'bomb'" in message and f"{DECLARED * 8:,} bytes" in message and "\n" not in message
+
+
+def test_a_sharded_array_reads_and_its_inflating_inner_chunks_are_refused(tmp_path: Path) -> None:
+    def write(root: zarr.Group) -> None:
+        honest = root.create_array("honest", shape=(4096,), shards=(4096,), chunks=(512,), dtype="f8")
+        honest[:] = np.arange(4096)
+        root.create_array("bomb", shape=(BOMB_VALUES,), shards=(BOMB_VALUES,), chunks=(2**14,), dtype="f8")[:] = 1.0
+        # 8 inner chunks as written; declared: 8 inner chunks of 128 values (1 KiB each)
+        _declare(Path(str(root.store.root)) / "bomb" / "zarr.json", 1024, 1024, inner=128)
+
+    group = zarr.open_group(_stack_over(tmp_path, 3, write), mode="r")
+    np.testing.assert_array_equal(group["honest"][:], np.arange(4096))
+    np.testing.assert_array_equal(group["honest"][100:700], np.arange(100, 700))
+    with pytest.raises(InflationError, match="'bomb'"):
+        group["bomb"][:]
+    with pytest.raises(InflationError, match="'bomb'"):
+        group["bomb"][:10]
+
+
+def test_text_claiming_more_values_than_its_chunk_holds_is_refused(tmp_path: Path) -> None:
+    """numcodecs' vlen decoders allocate the item count a chunk's first 4 bytes claim."""
+
+    def write(root: zarr.Group) -> None:
+        root.create_array("names", shape=(3,), chunks=(3,), dtype=str)[:] = np.array(["a", "b", "c"])
+        root.create_array("bomb", shape=(50_000,), chunks=(50_000,), dtype=str)[:] = np.array(["x"] * 50_000)
+        _declare(Path(str(root.store.root)) / "bomb" / "zarr.json", 3, 3)
+
+    group = zarr.open_group(_stack_over(tmp_path, 3, write), mode="r")
+    assert list(group["names"][:]) == ["a", "b", "c"]
+    with pytest.raises(InflationError, match="claims 50,000 values; its chunks hold 3"):
+        group["bomb"][:]
+
+
+def test_a_chunk_stored_larger_than_its_values_is_refused_by_its_size(tmp_path: Path) -> None:
+    def write(root: zarr.Group) -> None:
+        root.create_array("raw", shape=(10,), chunks=(10,), dtype="f8", compressors=None)[:] = np.arange(10)
+        chunk = Path(str(root.store.root)) / "raw" / "c" / "0"
+        with chunk.open("ab") as grown:
+            grown.truncate(512 * 1024 * 1024)  # sparse: no disk used, and never read
+
+    group = zarr.open_group(_stack_over(tmp_path, 3, write), mode="r")
+    tracemalloc.start()
+    try:
+        with pytest.raises(InflationError, match="stored as 536,870,912 bytes"):
+            group["raw"][:]
+        assert tracemalloc.get_traced_memory()[1] < 4 * 1024 * 1024
+    finally:
+        tracemalloc.stop()
+
+
+def test_codecs_that_cannot_be_bounded_are_refused_and_pickle_never_runs() -> None:
+    for codec, says in [("zfpy", "'zfpy', whose output cannot be bounded"), ("pickle", "never unpickles")]:
+        rule = rule_from_metadata(
+            "a", {"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<f8", "compressor": {"id": codec}}
+        )
+        assert rule is not None
+        from sds_jupyter.stack.inflate import check_chunk
+
+        with pytest.raises(InflationError, match=says):
+            check_chunk(rule, "a/0", b"\x80\x04K\x01.")
+
+
+def test_the_bound_is_the_declared_chunk_capped_by_the_array() -> None:
+    """One rule (limits.chunk_bound): exact for fixed-size values; a chunk shape far past its
+    array's shape is held to the array's size or MAX_CHUNK_BYTES; text gets its per-value room."""
+    assert chunk_bound(1000, 1000, 8) == 8000
+    assert chunk_bound(2**40, 10, 8) == 64 * 1024 * 1024
+    assert chunk_bound(3, 3, None) == 64 * 1024 * 1024
+    assert chunk_bound(2**20, 2**20, None) == 2**20 * 1028 + 4
+
+
+# ------------------------------------------------------------------ through the library and the service
+
+
+#: The bomb of the issue at its real scale: 4 GiB inflated from some 4 MB.
+BOMB_BYTES = 4 * 1024**3
+
+
+@pytest.fixture(scope="module")
+def bombed(tmp_path_factory: pytest.TempPathFactory, demo_top: Path) -> Path:
+    """A version on the demo whose obs column ``bomb`` is one gzip chunk inflating to BOMB_BYTES."""
+    datasets = Path(shutil.copytree(demo_top.parent, tmp_path_factory.mktemp("bombed") / "datasets", symlinks=True))
+    adata = sds.open_anndata(datasets / demo_top.name)
+    adata.obs["bomb"] = np.zeros(adata.n_obs)
+    top = Path(sds.save_version(datasets / demo_top.name, adata, title="Bombed"))
+    return replace_chunk(top, "tables/table/obs/bomb/c/0", bomb_chunk(BOMB_BYTES))
+
+
+def bomb_chunk(size: int, member: int = 8 * 1024**2) -> bytes:
+    """A gzip chunk inflating to ``size`` bytes of ones (float64): one member zarr writes for
+    ``member`` bytes, repeated (gzip readers, numcodecs' among them, read every member)."""
+    store = zarr.storage.MemoryStore()
+    array = zarr.create_array(store, shape=(member // 8,), chunks=(member // 8,), dtype="f8", compressors=[GzipCodec()])
+    array[:] = 1.0
+    return bytes(store._store_dict["c/0"].to_bytes()) * (size // member)
+
+
+def replace_chunk(top: Path, key: str, data: bytes) -> Path:
+    """The version at ``top`` with its overlay object ``key`` replaced by ``data`` (its manifest says the new size)."""
+    manifest_path = top / "layer.json"
+    manifest = json.loads(manifest_path.read_text())
+    (top / manifest["overlay"] / key).write_bytes(data)
+    for entry in manifest["files"]:
+        if entry["key"] == key:
+            entry["size"] = len(data)
+    manifest_path.write_text(json.dumps(manifest))
+    return top
+
+
+def test_open_anndata_refuses_a_version_with_a_bomb_by_its_column(bombed: Path) -> None:
+    tracemalloc.start()
+    try:
+        with pytest.raises(InflationError, match=r"'tables/table/obs/bomb'") as info:
+            sds.open_anndata(bombed)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(info.value, StackError) and "\n" not in str(info.value)
+    assert peak < 64 * 1024**2, f"opening held {peak:,} bytes"
+
+
+@pytest.mark.parametrize(
+    ("request_name", "params"),
+    [
+        ("color_values", {"figure": "fig-clusters", "column": "bomb"}),
+        ("cell", {"figure": "fig-clusters", "index": 0}),
+        ("compare", {"a": 0, "b": "Bombed"}),
+    ],
+)
+def test_service_requests_on_a_bomb_answer_a_refusal_naming_the_column(
+    bombed: Path, request_name: str, params: dict[str, Any]
+) -> None:
+    from sds_jupyter.service import StackService, dispatch
+
+    service = StackService(bombed)
+    with pytest.raises(StackError, match="obs/bomb") as info:
+        dispatch(service, request_name, params)
+    assert info.value.kind == "base"
