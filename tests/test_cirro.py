@@ -1,38 +1,28 @@
-"""Upload to and fetch from Cirro through the real ``cirro`` SDK.
+"""Upload to and fetch from Cirro through the real ``cirro`` SDK, against the stand-in of ``cirro_standin.py``.
 
-Cirro itself is a local stand-in: an HTTPS server (a throwaway certificate the
-test trusts through ``REQUESTS_CA_BUNDLE`` / ``SSL_CERT_FILE``) answering the few
-endpoints the SDK calls (read from its source: ``/api/info/system``,
-``/projects/{p}/datasets/upload``, ``/projects/{p}/datasets/{d}``,
-``/projects/{p}/datasets/{d}/files``, ``/projects/{p}/s3-token``), and a moto S3
-server the SDK's boto3 reaches through ``AWS_ENDPOINT_URL_S3``. The SDK is not mocked.
+The SDK is not mocked: it talks HTTPS to the stand-in's endpoints and S3 to its moto server.
 """
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import os
-import re
 import shutil
-import ssl
 import subprocess
 import sys
 import textwrap
-import threading
-import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("cirro", reason="the cirro extra is not installed")
-boto3 = pytest.importorskip("boto3")
-jwt = pytest.importorskip("jwt")
-from moto.server import ThreadedMotoServer  # noqa: E402
+pytest.importorskip("boto3")
+pytest.importorskip("jwt")
+pytest.importorskip("moto")
+from cirro_standin import PROJECT, StandIn, running  # noqa: E402
+from cirro_standin import download_as_a_colleague as _download_as_a_colleague  # noqa: E402
 
 from sds_jupyter import open_anndata, save_version  # noqa: E402
 from sds_jupyter.errors import CirroError, StackError, UnsafePathError  # noqa: E402
@@ -41,201 +31,14 @@ from sds_jupyter.stack.manifest import read_manifest  # noqa: E402
 
 pytest_plugins = ["pytest_jupyter.jupyter_server", "fixtures_service"]
 
-PROJECT = "proj-1"
-BUCKET = "cirro-project-data"
-
-
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for localhost and 127.0.0.1, and its key."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=2))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
-    )
-    return cert_path, key_path
-
-
-class StandIn:
-    """What the stand-in Cirro knows: the datasets created, and extra files a listing may claim."""
-
-    def __init__(self, s3: Any) -> None:
-        self.s3 = s3
-        self.datasets: dict[str, dict[str, Any]] = {}
-        self.listed_extra: list[dict[str, Any]] = []
-        #: The bucket new datasets' files go to (one that does not exist makes every upload fail).
-        self.bucket = BUCKET
-        self.deleted: list[str] = []
-        #: The projects the signed-in user can use: ID -> name.
-        self.projects = {PROJECT: "Breast atlas", "proj-0": "A pilot"}
-
-    @staticmethod
-    def project(project_id: str, name: str) -> dict[str, Any]:
-        return {
-            "id": project_id,
-            "name": name,
-            "description": "",
-            "status": "COMPLETED",
-            "tags": [],
-            "organization": "lab",
-            "classificationIds": [],
-            "billingAccountId": "b-1",
-        }
-
-    def detail(self, dataset_id: str) -> dict[str, Any]:
-        record = self.datasets[dataset_id]
-        when = "2026-01-01T00:00:00+00:00"
-        return {
-            "id": dataset_id,
-            "name": record["name"],
-            "description": record.get("description", ""),
-            "s3": f"s3://{record.get('bucket', BUCKET)}/datasets/{dataset_id}",
-            "processId": record["processId"],
-            "projectId": PROJECT,
-            "sourceDatasetIds": [],
-            "sourceDatasets": [],
-            "sourceSampleIds": [],
-            "sourceSampleFilesMap": {},
-            "status": "COMPLETED",
-            "statusMessage": "",
-            "tags": [],
-            "params": {},
-            "info": {},
-            "isViewRestricted": False,
-            "createdBy": "tester",
-            "createdAt": when,
-            "updatedAt": when,
-        }
-
-    def listing(self, dataset_id: str) -> dict[str, Any]:
-        prefix = f"datasets/{dataset_id}/"
-        objects = self.s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
-        files = [{"path": o["Key"][len(prefix) :], "size": o["Size"]} for o in objects] + self.listed_extra
-        domain = f"s3://{BUCKET}/datasets/{dataset_id}"
-        return {"domain": domain, "files": files, "totalFiles": len(files), "artifacts": []}
-
-    def uploaded(self, dataset_id: str, name: str) -> bytes:
-        return self.s3.get_object(Bucket=BUCKET, Key=f"datasets/{dataset_id}/data/{name}")["Body"].read()
-
-
-def _not_found(path: str) -> dict[str, Any]:
-    """Cirro's error body (a PortalErrorResponse, as the SDK parses it) for a path it does not know."""
-    detail = f"{path.split('?')[0]} not found"
-    return {"statusCode": 404, "errorCode": "NOT_FOUND", "errorDetail": detail, "errors": [{"message": detail}]}
-
-
-def _handler(state: StandIn) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, code: int, body: Any) -> None:
-            raw = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def _body(self) -> Any:
-            return json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-
-        def do_GET(self) -> None:  # noqa: N802
-            path = self.path.split("?")[0]
-            if path == "/api/projects":
-                return self._send(200, [state.project(pid, name) for pid, name in state.projects.items()])
-            if path == "/api/info/system":
-                auth = {"sdkAppId": "app", "userPoolId": "pool", "endpoint": ""}
-                info = {"referencesBucket": "refs", "resourcesBucket": "res", "region": "us-east-1"}
-                return self._send(200, {"auth": auth, **info})
-            match = re.fullmatch(rf"/api/projects/{PROJECT}/datasets/([\w-]+)(/files)?", path)
-            if match and match[1] in state.datasets:
-                return self._send(200, state.listing(match[1]) if match[2] else state.detail(match[1]))
-            return self._send(404, _not_found(self.path))
-
-        def do_POST(self) -> None:  # noqa: N802
-            path, body = self.path.split("?")[0], self._body()
-            if path == f"/api/projects/{PROJECT}/datasets/upload":
-                dataset_id = str(uuid.uuid4())
-                state.datasets[dataset_id] = {**body, "bucket": state.bucket}
-                upload = f"s3://{BUCKET}/datasets/{dataset_id}/data"
-                return self._send(201, {"id": dataset_id, "message": "", "uploadPath": upload, "bucket": BUCKET})
-            if path == f"/api/projects/{PROJECT}/s3-token":
-                expires = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)).isoformat()
-                creds = {"accessKeyId": "testing", "secretAccessKey": "testing", "sessionToken": "testing"}
-                return self._send(200, {**creds, "expiration": expires, "region": "us-east-1"})
-            return self._send(404, _not_found(self.path))
-
-        def do_DELETE(self) -> None:  # noqa: N802
-            match = re.fullmatch(rf"/api/projects/{PROJECT}/datasets/([\w-]+)", self.path.split("?")[0])
-            if match and state.datasets.pop(match[1], None) is not None:
-                state.deleted.append(match[1])
-                self.send_response(202)
-                self.send_header("Content-Length", "0")
-                return self.end_headers()
-            return self._send(404, _not_found(self.path))
-
-    return Handler
-
 
 @pytest.fixture
 def cirro(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StandIn]:
     """The stand-in Cirro and S3, with the environment the SDK reads pointing at them."""
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    moto.start()
-    s3_url = f"http://127.0.0.1:{moto.get_host_and_port()[1]}"
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_url)
-    s3 = boto3.client("s3", endpoint_url=s3_url, region_name="us-east-1")
-    s3.create_bucket(Bucket=BUCKET)
-    state = StandIn(s3)
-    cert, key = _certificate(tmp_path)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    token = jwt.encode(
-        {"exp": 4102444800, "username": "tester"}, "the stand-in never checks this signature", algorithm="HS256"
-    )
-    monkeypatch.setenv("CIRRO_BASE_URL", f"localhost:{server.server_address[1]}")
-    # the SDK's own configuration, not the machine user's: no saved login, one attempt per file
-    (tmp_path / "cirro-home").mkdir()
-    (tmp_path / "cirro-home" / "config.ini").write_text("[General]\nauth_method =\ntransfer_max_retries = 1\n")
-    monkeypatch.setenv("CIRRO_HOME", str(tmp_path / "cirro-home"))
-    monkeypatch.setenv("CIRRO_ACCESS_TOKEN", token)
-    monkeypatch.setenv("CIRRO_PROJECT_ID", PROJECT)
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
-    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-    yield state
-    server.shutdown()
-    server.server_close()
-    moto.stop()
+    with running(tmp_path) as (state, env):
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        yield state
 
 
 @pytest.fixture
@@ -329,15 +132,6 @@ def test_a_version_on_a_not_yet_uploaded_one_resolves_once_both_are_in_cirro(
         mine.obs["second"]
     )
     assert _cli("fetch", str(colleague / second_id)).stdout.strip() == "nothing missing"
-
-
-def _download_as_a_colleague(cirro: StandIn, dataset_id: str, folder: Path) -> None:
-    """The dataset's files as a download lays them out (``data/...``), read straight from S3."""
-    for item in cirro.listing(dataset_id)["files"]:
-        target = folder / item["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        key = f"datasets/{dataset_id}/{item['path']}"
-        target.write_bytes(cirro.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read())
 
 
 def test_browser_upload_sends_the_selected_version(cirro: StandIn, workspace: dict) -> None:
@@ -504,11 +298,10 @@ def test_the_panel_uploads_then_a_fresh_workspace_fetches_and_opens_it(
     cirro: StandIn, demo_top: Path, jp_root_dir: Path, jp_fetch, jp_asyncio_loop, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 41, the workspace flow over the REST transport: upload -> the tag changes -> fetch elsewhere -> it opens."""
+    from test_contract import _validator
     from tornado.httpclient import HTTPClientError
 
     from sds_jupyter.server.handlers import NAMESPACE
-
-    from test_contract import _validator
 
     def call(name: str, **kwargs: Any) -> Any:
         response = jp_asyncio_loop.run_until_complete(jp_fetch(NAMESPACE, "api", name, **kwargs))
@@ -618,3 +411,33 @@ def test_an_overlay_holding_a_symbolic_link_is_not_uploaded(cirro: StandIn, work
     with pytest.raises(UnsafePathError, match="is a symbolic link or special file; upload refused"):
         upload_version(saved)
     assert cirro.datasets == {}
+
+
+def test_the_widget_uploads_and_fetches_through_its_comm(
+    cirro: StandIn, workspace: dict, tmp_path: Path, recorded_messages: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41, item 1 in a notebook: the widget's app sends the same requests as the panel, over the comm."""
+    from test_widget import _deliver, _responses
+
+    from sds_jupyter.widget import VersionBrowser
+
+    saved = _save(workspace["top"], "widget", "From the widget", workspace["versions"])
+    browser = VersionBrowser(saved, namespace={})
+    _deliver(browser, {"type": "request", "id": 1, "name": "cirro_projects", "params": {}})
+    _deliver(browser, {"type": "request", "id": 2, "name": "cirro_plan", "params": {}})
+    _deliver(browser, {"type": "request", "id": 3, "name": "cirro_upload", "params": {"project": PROJECT}})
+    projects, plan, uploaded = _responses(recorded_messages)
+    assert projects["ok"] and projects["data"]["default"] == PROJECT
+    assert plan["ok"] and plan["data"]["name"] == "From the widget"
+    assert uploaded["ok"] and uploaded["data"]["dataset_id"] in cirro.datasets
+    assert "not_in_cirro" not in _tree_node(browser.service, saved.name)
+
+    # a colleague's notebook: the version as downloaded, its parent fetched through the widget's comm
+    on_top = upload_version(_save(saved, "on_top", "On top", workspace["versions"]))
+    _download_as_a_colleague(cirro, on_top, tmp_path / "colleague" / on_top)
+    monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "colleague-versions"))
+    colleague = VersionBrowser(tmp_path / "colleague" / on_top, namespace={})
+    recorded_messages.clear()
+    _deliver(colleague, {"type": "request", "id": 4, "name": "cirro_fetch", "params": {"project": PROJECT}})
+    (fetched,) = _responses(recorded_messages)
+    assert fetched["ok"] and fetched["data"] == {"fetched": [uploaded["data"]["dataset_id"]]}

@@ -27,6 +27,7 @@ import {
   openListing,
   putNotebook,
   python,
+  repo,
   runCell,
   setSetting,
   shot,
@@ -494,6 +495,174 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
         lab.kill('SIGTERM');
         await new Promise(r => lab.once('exit', r));
       }
+    }
+  });
+
+  it('issue 41: Upload to Cirro from the panel (its chain checked first, a project picked), the tag goes; a fresh folder fetches the parent from Cirro and opens; light, dark, 420 px, axe', async () => {
+    // Cirro: the HTTPS stand-in and moto of tests/cirro_standin.py, the real SDK in the server
+    const standin = spawn(PYTHON, [join(repo, 'tests', 'cirro_standin.py'), join(work, 'cirro-standin')], { stdio: ['pipe', 'pipe', 'pipe'] });
+    mkdirSync(join(work, 'cirro-standin'), { recursive: true });
+    let out = '';
+    const said = [];
+    standin.stdout.on('data', d => {
+      out += d;
+      const lines = out.split('\n');
+      out = lines.pop();
+      said.push(...lines);
+    });
+    const waitFor = async (test, what) => {
+      for (let i = 0; !said.some(test); i++) {
+        assert.ok(i < 600 && standin.exitCode === null, `the Cirro stand-in: no ${what}`);
+        await new Promise(r => setTimeout(r, 200));
+      }
+      return said.splice(said.findIndex(test), 1)[0];
+    };
+    const cirroEnv = JSON.parse(await waitFor(l => l.startsWith('{'), 'environment'));
+    // a workspace: the demo mounted under names (the folder map), two versions saved here, one on the other
+    const home = join(work, 'cirro41');
+    const datasets = join(home, 'datasets');
+    const folders = {};
+    for (const id of readdirSync(join(work, 'root', 'datasets'))) {
+      const manifest = join(work, 'root', 'datasets', id, 'layer.json');
+      folders[id] = existsSync(manifest) ? `${JSON.parse(readFileSync(manifest, 'utf8')).title.replace(/[^\w -]+/g, '')} ${id.slice(0, 4)}` : 'Blobs section';
+      cpSync(join(work, 'root', 'datasets', id), join(datasets, folders[id]), { recursive: true, verbatimSymlinks: true });
+    }
+    const env = {
+      ...process.env, ...cirroEnv, JUPYTER_CONFIG_DIR: join(work, 'config'), HOME: home,
+      SDS_CIRRO_DATASETS: JSON.stringify(folders), SDS_DATASETS_DIR: datasets,
+      SDS_VERSIONS_DIR: join(home, 'sds-versions'), SDS_CIRRO_CACHE: join(home, 'cirro-cache')
+    };
+    const save = (on, title) => {
+      const code = `import sys\nfrom sds_jupyter import open_anndata, save_version\na = open_anndata(sys.argv[1])\na.obs[sys.argv[2].lower().replace(' ', '_')] = 1.0\nprint(save_version(sys.argv[1], a, title=sys.argv[2], into=sys.argv[3]))`;
+      const run = spawnSync(PYTHON, ['-c', code, on, title, env.SDS_VERSIONS_DIR], { encoding: 'utf8', env });
+      assert.equal(run.status, 0, run.stderr);
+      return run.stdout.trim().split('\n').pop();
+    };
+    const first = save(join(datasets, folders[top.split('/').pop()]), 'Margins reviewed');
+    const second = save(first, 'Tumour border');
+    const [firstId, secondId] = [first, second].map(f => f.split('/').pop());
+    const port = await freePort();
+    const wbase = `http://127.0.0.1:${port}`;
+    const lab = spawn(
+      PYTHON,
+      [
+        '-m', 'jupyterlab', '--no-browser', '--allow-root', `--port=${port}`, '--ip=127.0.0.1',
+        `--ServerApp.token=${TOKEN}`, `--ServerApp.root_dir=${home}`, '--ServerApp.jpserver_extensions={"sds_jupyter.server": True}',
+        '--LabApp.news_url=None', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'
+      ],
+      { env, stdio: ['ignore', 'ignore', 'pipe'] }
+    );
+    let log = '';
+    lab.stderr.on('data', d => (log += d));
+    const pages = [];
+    const open = async (folder, name) => {
+      const page = await newPage();
+      pages.push(page);
+      await page.goto(`${wbase}/lab/tree/${folder}?token=${TOKEN}&reset`);
+      await page.waitForSelector('.jp-DirListing-item', { timeout: 60000 });
+      await item(page, name).dblclick();
+      await page.waitForSelector('.sds-panel .sds-history-row', { timeout: 60000 });
+      return page;
+    };
+    const box = page => page.locator('.sds-panel:visible .sds-cirro');
+    try {
+      for (let i = 0; ; i++) {
+        try {
+          if ((await fetch(`${wbase}/api/status`, { headers: { Authorization: `token ${TOKEN}` } })).ok) break;
+        } catch {
+          // not up yet
+        }
+        assert.ok(i < 360 && lab.exitCode === null, `the workspace's jupyter lab did not start:\n${log.slice(-2000)}`);
+        await new Promise(r => setTimeout(r, 500));
+      }
+      const page = await open('sds-versions', secondId);
+      await page.waitForSelector('.sds-panel .sds-tree-tag-local', { timeout: 60000 });
+      assert.equal(await page.locator('.sds-panel .sds-tree-tag-local').count(), 2, 'both saved versions: not yet in Cirro');
+      // item 3: the base is named as the folder map names it, never its UUID
+      const told = await (await fetch(`${wbase}/sds-jupyter/api/history?path=${encodeURIComponent(`sds-versions/${secondId}`)}`, { headers: { Authorization: `token ${TOKEN}` } })).json();
+      assert.equal(told.base?.name, 'Blobs section', JSON.stringify(told.base));
+      await page.waitForFunction(() => /over Blobs section$/.test(document.querySelector('.sds-panel .sds-title-sub')?.textContent ?? ''), null, { timeout: 30000 });
+      assert.equal(await page.locator('.sds-panel .sds-base-row .sds-row-title').innerText(), 'Blobs section');
+      // item 1: the upload checks the chain first: the top's parent is not in Cirro yet, so nothing is offered
+      const upload = page.locator('.sds-panel .sds-upload-cirro');
+      await upload.waitFor({ timeout: 30000 });
+      await upload.click();
+      await box(page).locator('.sds-error').waitFor({ timeout: 60000 });
+      assert.match(await box(page).locator('.sds-error').innerText(), new RegExp(`version ${firstId} in .* is not in Cirro yet: upload .*${firstId} first`));
+      assert.equal(await box(page).locator('select').count(), 0);
+      assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'the refused upload, light');
+      await shot(page, 'issue41-upload-refused');
+      await box(page).locator('.sds-cirro-close').click();
+      // the parent first: a project picked (the workspace's own preselected), what goes up said, then progress and the new ID
+      await page.locator('.sds-panel .sds-history-row', { hasText: 'Margins reviewed' }).click();
+      await upload.click();
+      const picker = box(page).locator('select.sds-cirro-project');
+      await picker.waitFor({ timeout: 60000 });
+      assert.deepEqual(await picker.locator('option').allInnerTexts(), ['A pilot', 'Breast atlas']);
+      assert.equal(await picker.inputValue(), cirroEnv.CIRRO_PROJECT_ID);
+      assert.match(await box(page).locator('.sds-cirro-status').innerText(), /^Its parent chain is in Cirro\. It sends \d+ files \(.+\) as the dataset “Margins reviewed”\.$/);
+      assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'the upload box, light');
+      await shot(page, 'issue41-upload-box');
+      await sizePanel(page, 420);
+      assert.equal(await box(page).evaluate(el => el.scrollWidth <= el.clientWidth + 1), true, 'the box fits 420 px');
+      await shot(page, 'issue41-upload-box-420');
+      await page.setViewportSize({ width: 1400, height: 900 });
+      await box(page).locator('.sds-cirro-go').click();
+      await box(page).locator('.sds-cirro-done').waitFor({ timeout: 120000 });
+      const record = JSON.parse(readFileSync(join(home, 'sds-versions', '.sds-uploaded', `${firstId}.json`), 'utf8'));
+      assert.equal(await box(page).locator('.sds-cirro-done').innerText(), `Uploaded: now Cirro dataset ${record.dataset_id}.`);
+      // the tag goes from the uploaded version; the top keeps it until it goes up too
+      await page.waitForFunction(() => document.querySelectorAll('.sds-panel .sds-tree-tag-local').length === 1, null, { timeout: 60000 });
+      await page.locator('.sds-panel .sds-history-row', { hasText: 'Tumour border' }).click();
+      await upload.click();
+      await box(page).locator('.sds-cirro-go').click();
+      await box(page).locator('.sds-cirro-done').waitFor({ timeout: 120000 });
+      await page.waitForFunction(() => document.querySelectorAll('.sds-panel .sds-tree-tag-local').length === 0, null, { timeout: 60000 });
+      assert.equal(await upload.isHidden(), true);
+      await shot(page, 'issue41-uploaded');
+      assert.deepEqual(page.errors, []);
+      const secondCirro = JSON.parse(readFileSync(join(home, 'sds-versions', '.sds-uploaded', `${secondId}.json`), 'utf8')).dataset_id;
+
+      // a fresh folder holding only the top, as a colleague downloads it: its parent is fetched from Cirro (dark theme)
+      standin.stdin.write(`${JSON.stringify({ download: secondCirro, to: join(home, 'fresh', secondCirro) })}\n`);
+      await waitFor(l => l === 'ok', 'download');
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
+      try {
+        const dark = await open('fresh', secondCirro);
+        await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+        await dark.waitForSelector('.sds-panel .sds-missing-row:not([hidden])', { timeout: 60000 });
+        assert.match(await dark.locator('.sds-panel .sds-missing-row').innerText(), new RegExp(`^Dataset ${record.dataset_id} below these versions is missing`));
+        await dark.locator('.sds-panel .sds-fetch-missing').click();
+        const fetchPicker = box(dark).locator('select.sds-cirro-project');
+        await fetchPicker.waitFor({ timeout: 60000 });
+        assert.equal(await box(dark).locator('h3').innerText(), `Fetch ${record.dataset_id} from Cirro`);
+        assert.deepEqual(await axeViolations(dark, '.sds-panel .sds-app'), [], 'the fetch box, dark');
+        await shot(dark, 'issue41-fetch-box-dark');
+        await sizePanel(dark, 420);
+        await shot(dark, 'issue41-fetch-box-420-dark');
+        await dark.setViewportSize({ width: 1400, height: 900 });
+        await box(dark).locator('.sds-cirro-go').click();
+        await box(dark).locator('.sds-cirro-done').waitFor({ timeout: 120000 });
+        assert.equal(await box(dark).locator('.sds-cirro-done').innerText(), 'Fetched 1 dataset; the version reads whole now.');
+        // the version opens whole: no missing row, its chain down to the base, named by the folder map
+        await dark.waitForSelector('.sds-panel .sds-missing-row[hidden]', { state: 'attached', timeout: 60000 });
+        await dark.waitForFunction(() => /over Blobs section$/.test(document.querySelector('.sds-panel .sds-title-sub')?.textContent ?? ''), null, { timeout: 60000 });
+        assert.deepEqual((await dark.locator('.sds-panel .sds-history-row .sds-row-title').allInnerTexts()).slice(0, 2), ['Tumour border', 'Margins reviewed']);
+        assert.ok(existsSync(join(home, 'cirro-cache', record.dataset_id)), 'fetched into the fetch folder');
+        assert.deepEqual(await axeViolations(dark, '.sds-panel .sds-app'), [], 'fetched, dark');
+        await shot(dark, 'issue41-fetched-dark');
+        assert.deepEqual(dark.errors, []);
+      } finally {
+        await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+      }
+    } finally {
+      for (const p of pages) await p.close();
+      if (lab.exitCode === null) {
+        lab.kill('SIGTERM');
+        await new Promise(r => lab.once('exit', r));
+      }
+      standin.stdin.end();
+      if (standin.exitCode === null) await new Promise(r => standin.once('exit', r));
     }
   });
 

@@ -405,6 +405,39 @@ describe('opening another version keeps a Back (item 3)', () => {
     expect(back.hidden).toBe(true);
     expect(folders).toEqual(['datasets/b1', 'datasets/b2', 'datasets/b1', 'datasets/ds-3']);
   });
+
+  it('tells the host the way back, and a restored way back shows at once (issue 41, item 4: Back survives a reload)', async () => {
+    let opened = 'ds-3';
+    const told: string[][] = [];
+    const node = (id: string, parent: string | null, depth: number) =>
+      ({ dataset_id: id, parent, depth, title: `Title ${id}`, folder: `datasets/${id}`, created_at: null, created_by: null });
+    const t = new FakeTransport()
+      .on('history', () => history(3, { versions: [version(3, { dataset_id: opened, title: `Title ${opened}` }), version(2), version(1)] }))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({ current: opened, nodes: [node('b1', 'ds-2', 3), node('ds-3', 'ds-2', 3), node('ds-2', 'ds-1', 2), node('ds-1', null, 1)], base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const openVersion = async (folder: string) => {
+      opened = folder.split('/').pop()!;
+    };
+    const el = mount(t, { openVersion, onTrail: steps => told.push(steps.map(s => s.label)) });
+    await settle();
+    el.querySelector<HTMLElement>('.sds-tree-row[data-id="b1"]')!.click();
+    await settle();
+    expect(told).toEqual([['Title ds-3']]);
+    // the host restores the panel on b1 with that way back: Back is there before anything is clicked
+    opened = 'b1';
+    app?.dispose();
+    el.remove();
+    const again = mount(t, { openVersion, trail: [{ folder: 'datasets/ds-3', label: 'Title ds-3' }] });
+    await settle();
+    const back = again.querySelector<HTMLButtonElement>('.sds-back')!;
+    expect(back.hidden).toBe(false);
+    expect(back.textContent).toBe('← Back to Title ds-3');
+    back.click();
+    await settle();
+    expect(again.querySelector('.sds-title-text')!.textContent).toBe('Title ds-3');
+    expect(back.hidden).toBe(true);
+  });
 });
 
 describe('Compare above a missing dataset (item 5)', () => {

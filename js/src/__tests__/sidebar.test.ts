@@ -91,6 +91,25 @@ describe('the Versions sidebar', () => {
     box.dispatchEvent(new Event('input'));
   };
 
+  it('highlights the version the current panel shows, and follows it to a branch (issue 41, item 4)', async () => {
+    const { view, el } = await mounted();
+    const opened = () => rows(el).filter(r => r.classList.contains('sds-tree-current')).map(r => r.dataset.id);
+    const active = () => rows(el).filter(r => r.classList.contains('sds-active')).map(r => r.dataset.id);
+    expect(opened()).toEqual([]);
+    view.showOpened('datasets/v3');
+    expect(opened()).toEqual(['v3']);
+    expect(active()).toEqual(['v3']);
+    view.showOpened('datasets/b1'); // the panel moved onto the branch: the old highlight goes
+    expect(opened()).toEqual(['b1']);
+    expect(active()).toEqual(['b1']);
+    expect(rows(el).find(r => r.dataset.id === 'b1')!.querySelector('.sds-tree-tag-current')!.textContent).toBe('opened');
+    await view.load('datasets'); // a reload keeps it
+    await settle();
+    expect(opened()).toEqual(['b1']);
+    view.showOpened('elsewhere/x'); // a version not listed here: nothing highlighted
+    expect(opened()).toEqual([]);
+  });
+
   it('lists titles by base, newest first, the tops marked, never a bare ID where a title exists', async () => {
     const { el, view } = await mounted();
     const headings = [...el.querySelectorAll('.sds-sidebar-group-heading')].map(x => x.textContent);

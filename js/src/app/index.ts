@@ -45,6 +45,9 @@ export type AppAction = {
   run(version: number): Promise<string | void>;
 };
 
+/** One step of the way back: a version left (its folder, as the tree names it) and its label. */
+export type BackStep = { folder: string; label: string };
+
 export type AppOptions = {
   actions?: AppAction[];
   /** Called when the selected version changes (its depth). */
@@ -64,6 +67,10 @@ export type AppOptions = {
   openVersion?: (folder: string) => Promise<void>;
   /** Told the cells inside the regions drawn on a spatial view whenever they change. */
   onCellSelection?: (selection: CellSelection) => void;
+  /** The way back to restore (a reload): the versions left, oldest first. */
+  trail?: BackStep[];
+  /** Told the way back whenever it changes, so a host can keep it across a reload. */
+  onTrail?: (trail: BackStep[]) => void;
   /** Offer Cirro's upload and fetch (a host whose server cannot reach Cirro says false); on by default. */
   cirro?: boolean;
 };
@@ -162,7 +169,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
 
   const title = h('div', { class: 'sds-title' });
   // opening another version keeps the way back: one step per version left, newest last
-  const trail: { folder: string; label: string }[] = [];
+  const trail: BackStep[] = (options.trail ?? []).filter(s => typeof s?.folder === 'string' && typeof s?.label === 'string');
   let here: { folder: string; label: string } | null = null;
   const backButton = h('button', {
     class: 'sds-button sds-back',
@@ -249,6 +256,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const split = divider(root, main, side);
   main.append(split.node, detail);
   el.append(root);
+  showBack(); // a restored way back shows at once
 
   let actionTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -285,11 +293,16 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       trail.push(from);
     }
     here = null; // named again by the next tree reply
+    showBack();
+    options.onTrail?.([...trail]);
+    await refresh();
+  }
+
+  function showBack(): void {
     const back = trail[trail.length - 1];
     backButton.hidden = !back;
     backButton.textContent = back ? `← Back to ${back.label}` : '';
     backButton.title = back ? `Open ${back.label} again (${back.folder})` : '';
-    await refresh();
   }
 
   function showTab(name: TabName): void {

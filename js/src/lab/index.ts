@@ -7,6 +7,7 @@
  */
 
 import {
+  ILabShell,
   ILayoutRestorer,
   type JupyterFrontEnd,
   type JupyterFrontEndPlugin
@@ -17,7 +18,8 @@ import { IDefaultFileBrowser, type FileBrowser } from '@jupyterlab/filebrowser';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { folderIcon, historyIcon } from '@jupyterlab/ui-components';
 import { TabPanel, type Widget } from '@lumino/widgets';
-import { createVersionPanel, type VersionContent } from './panel';
+import { createVersionPanel, VersionContent } from './panel';
+import type { BackStep } from '../app';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 import { createNotebook, listVersions, RestTransport } from './transport';
 import { VersionsSidebar } from './sidebar';
@@ -118,7 +120,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       return origin;
     };
 
-    const open = (path: string, origin?: string): MainAreaWidget<VersionContent> => {
+    const open = (path: string, origin?: string, trail: BackStep[] = []): MainAreaWidget<VersionContent> => {
       const existing = tracker.find(w => w.content.path === path);
       if (existing) {
         showInMain(shell, existing);
@@ -143,7 +145,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
             return 'Refreshed';
           }
         }
-      ], origin ?? freshOrigin(path));
+      ], origin ?? freshOrigin(path), trail);
       panel.title.icon = folderIcon;
       if (!showInMain(shell, panel)) {
         panel.dispose();
@@ -177,7 +179,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           path = answer.value;
         }
         path = path.replace(/^\/+|\/+$/g, '');
-        return open(path, typeof args.origin === 'string' ? args.origin : undefined).id;
+        const trail = Array.isArray(args.trail) ? (args.trail as BackStep[]) : [];
+        return open(path, typeof args.origin === 'string' ? args.origin : undefined, trail).id;
       }
     });
 
@@ -250,7 +253,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (restorer) {
       void restorer.restore(tracker, {
         command: CommandIDs.openVersion,
-        args: w => ({ path: w.content.path, origin: w.content.origin }),
+        args: w => ({ path: w.content.path, origin: w.content.origin, trail: w.content.trail }),
         name: w => w.content.origin
       });
     }
@@ -306,8 +309,8 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
   // JupyterLab only: Notebook 7's tree page has no left area beside its file browser
   autoStart: !NOTEBOOK_PAGE,
   requires: [IDefaultFileBrowser],
-  optional: [ILayoutRestorer],
-  activate: (app: JupyterFrontEnd, browser: FileBrowser, restorer: ILayoutRestorer | null) => {
+  optional: [ILayoutRestorer, ILabShell],
+  activate: (app: JupyterFrontEnd, browser: FileBrowser, restorer: ILayoutRestorer | null, labShell: ILabShell | null) => {
     const contents = app.serviceManager.contents;
     const sidebar = new VersionsSidebar(
       {
@@ -318,6 +321,24 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
       { open: folder => void app.commands.execute(CommandIDs.openVersion, { path: folder }) }
     );
     sidebar.title.icon = historyIcon;
+    // the sidebar highlights the version the current panel shows, and follows it when it moves
+    const watched = new WeakSet<VersionContent>();
+    const followPanel = (): void => {
+      const w = app.shell.currentWidget;
+      if (w instanceof MainAreaWidget && w.content instanceof VersionContent) {
+        const content = w.content;
+        if (!watched.has(content)) {
+          watched.add(content);
+          content.pathChanged.connect(() => {
+            if (app.shell.currentWidget === w) {
+              sidebar.view.showOpened(content.path);
+            }
+          });
+        }
+        sidebar.view.showOpened(content.path);
+      }
+    };
+    labShell?.currentChanged.connect(followPanel);
     app.shell.add(sidebar, 'left', { rank: 150 });
     restorer?.add(sidebar, SIDEBAR_PLUGIN_ID);
     const here = () => contents.localPath(browser.model.path);

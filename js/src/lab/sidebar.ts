@@ -107,7 +107,9 @@ export class VersionsView {
   private readonly search: HTMLInputElement;
   private readonly status: HTMLElement;
   private readonly list: HTMLElement;
-  private views: { view: TreeView; section: HTMLElement }[] = [];
+  private views: { view: TreeView; section: HTMLElement; tree: Tree }[] = [];
+  /** The folder of the version the current panel shows: its row is highlighted as opened. */
+  private opened: string | null = null;
   private dir: string | null = null;
   private token = 0;
   private notes: string[] = [];
@@ -200,8 +202,17 @@ export class VersionsView {
     });
     view.setTree(group.tree, NO_HISTORY);
     const section = h('section', { class: 'sds-sidebar-group', 'data-group': String(i), 'aria-labelledby': id }, heading, view.node);
-    this.views.push({ view, section });
+    this.views.push({ view, section, tree: group.tree });
+    view.setOpened(group.tree.nodes.find(n => n.folder === this.opened)?.dataset_id ?? null);
     this.list.append(section);
+  }
+
+  /** Highlight the version at `folder` (from the server root) as the one opened; the others lose it. */
+  showOpened(folder: string | null): void {
+    this.opened = folder;
+    for (const { view, tree } of this.views) {
+      view.setOpened(tree.nodes.find(n => n.folder === folder)?.dataset_id ?? null);
+    }
   }
 
   /** Filter every group; a group with no match hides, and a search that matches nothing says so. */

@@ -247,6 +247,16 @@ export class TreeView {
     this.apply();
   }
 
+  /**
+   * Mark the version a panel shows as opened, and make it the highlighted row (null: none here).
+   * The sidebar's trees follow the panel this way: the highlight moves with it to a branch or a new version.
+   */
+  setOpened(id: string | null): void {
+    this.current = id;
+    this.active = id === null ? -1 : this.rows.findIndex(r => r.node.dataset_id === id);
+    this.list.refresh();
+  }
+
   /** Mark the version selected in the history (its dataset ID; null: none). */
   setSelected(id: string | null): void {
     if (id !== this.selected) {
@@ -298,7 +308,8 @@ export class TreeView {
         'aria-selected': String(i === this.active),
         'aria-label': [label, ...states, node.created_by ?? ''].filter(Boolean).join(', '),
         'data-id': node.dataset_id,
-        title: `${label}\n${node.dataset_id}${node.created_at ? `\n${exactTime(node.created_at)}` : ''}`
+        // the whole title and every tag, for a row too narrow to show them all
+        title: `${label}${states.length ? `\n${states.join(', ')}` : ''}\n${node.dataset_id}${node.created_at ? `\n${exactTime(node.created_at)}` : ''}`
       },
       this.graphCell(this.rows[i]),
       h('span', { class: 'sds-tree-title' }, label),
