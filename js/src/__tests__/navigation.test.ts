@@ -440,6 +440,27 @@ describe('opening another version keeps a Back (item 3)', () => {
   });
 });
 
+describe('a narrow panel folds the tree and history away (issue 41, item 5)', () => {
+  it('the fold button hides and shows the side, and says which it does', async () => {
+    const t = new FakeTransport()
+      .on('history', () => history(2))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({ current: 'ds-2', nodes: [], base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t);
+    await settle();
+    const fold = el.querySelector<HTMLButtonElement>('.sds-side-toggle')!;
+    const main = el.querySelector<HTMLElement>('.sds-main')!;
+    expect(fold.getAttribute('aria-controls')).toBe(el.querySelector('.sds-side')!.id);
+    expect([fold.textContent, fold.getAttribute('aria-expanded')]).toEqual(['Hide versions', 'true']);
+    fold.click();
+    expect(main.classList.contains('sds-side-folded')).toBe(true);
+    expect([fold.textContent, fold.getAttribute('aria-expanded')]).toEqual(['Show versions', 'false']);
+    fold.click();
+    expect(main.classList.contains('sds-side-folded')).toBe(false);
+  });
+});
+
 describe('Compare above a missing dataset (item 5)', () => {
   it('compares two readable versions by what they saved, without asking for cells it cannot read', async () => {
     const missing = { kind: 'missing-dataset' as const, message: 'dataset gone-1 is missing', dataset_id: 'gone-1' };

@@ -237,7 +237,31 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   // the panel scrolls: it takes focus so the keyboard can scroll it
   const panels = h('div', { class: 'sds-panels', role: 'tabpanel', id: `${uid}-panel`, tabindex: '0' });
   const sideStatus = h('div', { class: 'sds-side-status' });
-  const side = h('div', { class: 'sds-side' }, treeSection.node, sideStatus, historyView.node, treeSection.missing);
+  const side = h(
+    'div',
+    { class: 'sds-side', id: `${uid}-side` },
+    treeSection.node,
+    sideStatus,
+    historyView.node,
+    treeSection.missing
+  );
+  // a narrow panel stacks the tree and history above the views: they fold away to give the figure the room
+  const sideToggle = h(
+    'button',
+    {
+      class: 'sds-button sds-side-toggle',
+      type: 'button',
+      'aria-expanded': 'true',
+      'aria-controls': `${uid}-side`,
+      onclick: () => foldSide(sideToggle.getAttribute('aria-expanded') === 'true')
+    },
+    'Hide versions'
+  ) as HTMLButtonElement;
+  function foldSide(fold: boolean): void {
+    main.classList.toggle('sds-side-folded', fold);
+    sideToggle.setAttribute('aria-expanded', String(!fold));
+    sideToggle.textContent = fold ? 'Show versions' : 'Hide versions';
+  }
   const detail = h(
     'div',
     { class: 'sds-detail' },
@@ -248,7 +272,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   const root = h(
     'div',
     { class: 'sds-app' },
-    h('div', { class: 'sds-header' }, backButton, title, actionBar),
+    h('div', { class: 'sds-header' }, backButton, title, sideToggle, actionBar),
     cirroBox.node,
     banner,
     main
