@@ -16,11 +16,21 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sds_jupyter.service import StackService, dispatch
 from sds_jupyter.stack import Stack
 from sds_jupyter.stack.encode import studio_path
-from sds_jupyter.stack.jsontext import MAX_SPEC_BYTES, MAX_SPEC_DEPTH, JSONRefused, loads_bounded, loads_spec
+from sds_jupyter.stack.jsontext import (
+    MAX_SPEC_BYTES,
+    MAX_SPEC_DEPTH,
+    JSONRefused,
+    json_depth,
+    loads_bounded,
+    loads_spec,
+    text_depth,
+)
 from sds_jupyter.stack.writer import VersionWriter
 from sds_jupyter.studio.charts import column_of, vega_field
 from sds_jupyter.studio.figures import declared_fields, parse_figure
@@ -190,3 +200,28 @@ def test_uns_colors_reach_a_chart_only_as_hex() -> None:
     assert column_palette("x", cats, {"x_colors": ["red", "#00ff0080"]}) == ["#ff0000", "#00ff00"]
     hostile = {"x_colors": ["url(https://evil.example/#a)", "#000000"]}
     assert column_palette("x", cats, hostile) == fixed_palette(2)
+
+
+#: Strings full of what could pass for structure: brackets, quotes, backslashes, escapes.
+_tricky_text = st.text(alphabet=st.sampled_from(list('[]{}"\\,:ab\u00e9\n')), max_size=8)
+_json_docs = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _tricky_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_tricky_text, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(doc=_json_docs, ascii_only=st.booleans(), indent=st.sampled_from([None, 0, 2]))
+def test_the_depth_read_off_the_text_is_the_documents(doc: Any, ascii_only: bool, indent: int | None) -> None:
+    """loads_bounded measures nesting on the text (C-level passes): it must agree with the decoded document."""
+    text = json.dumps(doc, ensure_ascii=ascii_only, indent=indent)
+    assert text_depth(text) == json_depth(doc)
+    assert text_depth(text, limit=1) == min(json_depth(doc), 2)
+
+
+def test_nesting_past_the_limit_is_refused_at_any_size() -> None:
+    assert loads_bounded("[" * 64 + "]" * 64) is not None
+    for text in ("[" * 65 + "]" * 65, '{"a":' * 65 + "0" + "}" * 65, '[{"k": "]]]"}' + "," + "[" * 70 + "]" * 70 + "]"):
+        with pytest.raises(JSONRefused, match="nests more than 64 levels"):
+            loads_bounded(text)

@@ -25,15 +25,19 @@ def _depth_then_path(path: str) -> tuple[int, str]:
     return (path.count("/"), path)
 
 
-def consolidated_index(store: CopyOnWriteStore) -> dict[str, Any]:
+def consolidated_index(store: CopyOnWriteStore, below_root: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every node of the composed store, by path, sorted by depth then path.
 
     When the stack below already keeps an index, it is carried forward with this
     version's changes applied (nodes it removed dropped, documents it wrote put
     in); otherwise the node tree is walked for its documents (see
     :func:`node_documents`). Groups carry an empty nested index, as zarr writes them.
+    ``below_root`` is the stack's root document, when the caller decoded it already (it is
+    read only, never changed).
     """
-    below = loads_bounded(store.below.read_raw(_ROOT) or b"{}", strict=False).get("consolidated_metadata")
+    if below_root is None:
+        below_root = loads_bounded(store.below.read_raw(_ROOT) or b"{}", strict=False)
+    below = below_root.get("consolidated_metadata")
     if isinstance(below, dict) and isinstance(below.get("metadata"), dict):
         entries = {path: doc for path, doc in below["metadata"].items() if store.exists_raw(f"{path}/zarr.json")}
         for key in store.staged:
@@ -89,10 +93,8 @@ def _index_entry(raw: bytes) -> dict[str, Any]:
 def write_root_index(store: CopyOnWriteStore) -> None:
     """Stage the root document with the composed store's consolidated index in it."""
     root = loads_bounded(store.read_raw(_ROOT) or b"{}", strict=False)
-    root["consolidated_metadata"] = {
-        "kind": "inline",
-        "must_understand": False,
-        "metadata": consolidated_index(store),
-    }
+    # an unchanged root is the stack's: its index is decoded once (a deep stack's holds every node)
+    metadata = consolidated_index(store, None if _ROOT in store.staged else root)
+    root["consolidated_metadata"] = {"kind": "inline", "must_understand": False, "metadata": metadata}
     # compact: json's C encoder only runs without indent, 10x quicker on a big index
     store.write_raw(_ROOT, json.dumps(root, separators=(",", ":")).encode())

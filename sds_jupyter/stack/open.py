@@ -81,7 +81,7 @@ def open_anndata(
 
         return read_lazy(group)
     adata = anndata.read_zarr(group)
-    remember_opened(adata, stack, table, caches)  # so that a save need not read X, var... again to compare
+    remember_opened(adata, stack, table, caches, group=group)  # so that a save need not read X, var... again
     return adata
 
 

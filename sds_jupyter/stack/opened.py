@@ -77,6 +77,8 @@ class Opened:
     """The keys each aligned mapping had."""
     raw_var: pd.DataFrame | None = None
     has_raw: bool = False
+    obs_index: str | None = None
+    """The name obs stores the cell names under, as read (see :func:`stored_index_name`)."""
 
 
 def stack_key(stack: Stack) -> tuple[Any, ...]:
@@ -84,8 +86,20 @@ def stack_key(stack: Stack) -> tuple[Any, ...]:
     return (str(stack.base.path), tuple((str(v.data_dir), v.manifest) for v in stack.versions))
 
 
-def remember_opened(adata: Any, stack: Stack, table: str, caches: StackCaches | None = None) -> None:
-    """Fingerprint what ``adata`` holds, just read from table ``table`` of ``stack``; kept in ``caches``."""
+def stored_index_name(group: Any) -> str | None:
+    """The name a table's obs stores the cell names under (``_index`` unless anndata kept the
+    index's name), from the table's zarr ``group``; None when it is no text."""
+    attrs = group["obs"].attrs if "obs" in group else {}
+    name = attrs.get("_index", "_index")
+    return name if isinstance(name, str) else None
+
+
+def remember_opened(adata: Any, stack: Stack, table: str, caches: StackCaches | None = None, *, group: Any) -> None:
+    """Fingerprint what ``adata`` holds, just read from table ``table`` of ``stack``; kept in ``caches``.
+
+    ``group`` is the table's zarr group it was read from: its obs index name is kept too,
+    so a save need not open the table again to learn it.
+    """
     raw = adata.raw
     record = Opened(
         stack_key=stack_key(stack),
@@ -96,6 +110,7 @@ def remember_opened(adata: Any, stack: Stack, table: str, caches: StackCaches | 
         prints={"X": fingerprint(adata.X)},
         raw_var=None if raw is None else raw.var.copy(deep=True),
         has_raw=raw is not None,
+        obs_index=stored_index_name(group),
     )
     if raw is not None:
         record.prints["raw/X"] = fingerprint(raw.X)

@@ -24,7 +24,7 @@ from sds_jupyter.errors import StackError
 from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.jsontext import JSONRefused, loads_spec
 from sds_jupyter.stack.open import open_table_group
-from sds_jupyter.stack.opened import Opened, column_print, fingerprint, opened_record
+from sds_jupyter.stack.opened import Opened, column_print, fingerprint, opened_record, stored_index_name
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.store import StackStore
 from sds_jupyter.stack.writer import STUDIO_KEY, VersionWriter
@@ -196,9 +196,9 @@ class _Parent:
 
     def obs_index_name(self) -> str | None:
         """The name obs stores the cell names under (``_index`` unless anndata kept the index's name)."""
-        attrs = self.group["obs"].attrs if "obs" in self.group else {}
-        name = attrs.get("_index", "_index")
-        return name if isinstance(name, str) else None
+        if self.record is not None:
+            return self.record.obs_index
+        return stored_index_name(self.group)
 
     def var(self) -> pd.DataFrame | None:
         return self.record.var if self.record else _read(self.group, "var")
