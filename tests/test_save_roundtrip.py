@@ -258,6 +258,7 @@ def test_spatialdata_blobs_survive_a_chain_of_saves(tmp_path: Path) -> None:
             other = gen_adata((adata.n_obs, 2), obs_dtypes=OBS_DTYPES, random_state=np.random.default_rng(seed))
             for column in other.obs.columns:
                 adata.obs[f"s{seed}_{column}"] = other.obs[column].array
+            adata.uns["_index"], adata.obsm["_index"] = seed, np.full((adata.n_obs, 2), seed)  # issue 38, item 14
             expected = _as_anndata_reads_it(adata)
             top = save_version(top, adata, title=f"edit {seed}")
             assert check(top).problems == []
@@ -289,6 +290,9 @@ def test_a_categorical_of_mixed_type_categories_is_refused_by_name(plain_base: P
     adata = open_anndata(plain_base)
     adata.obs["mixed"] = pd.Categorical([1, "1", 1.5] * (N_OBS // 3))
     _refused(plain_base, adata, r"obs column 'mixed' is categorical with categories of mixed types \(float, int, str\)")
+    in_uns = open_anndata(plain_base)
+    in_uns.uns["mixed"] = pd.Categorical([1, "1"])
+    _refused(plain_base, in_uns, r"uns 'mixed' is categorical with categories of mixed types \(int, str\)")
     adata.obs["mixed"] = adata.obs["mixed"].cat.rename_categories(["1", "1.5", "1 (text)"])
     expected = _as_anndata_reads_it(adata)
     assert_equal(open_anndata(save_version(plain_base, adata, title="one type")), expected)

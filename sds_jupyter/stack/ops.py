@@ -293,7 +293,7 @@ def _column_values(column: str, series: pd.Series) -> Any:
     """
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
-        _check_categories(column, dtype.categories)
+        _check_categories(f"obs column {column!r}", dtype.categories)
         return series.array
     if pd.api.types.is_extension_array_dtype(dtype) and (
         pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype) or _nullable_strings(dtype)
@@ -314,7 +314,7 @@ def _column_values(column: str, series: pd.Series) -> Any:
 _ALL_STRINGS = object()
 
 
-def _check_categories(column: str, categories: pd.Index) -> None:
+def _check_categories(what: str, categories: pd.Index) -> None:
     """Refuse categories of mixed types (``[1, '1', 1.5]``): a store keeps object categories as text,
     where 1 and '1' would be one category twice and the saved version would no longer open."""
     if categories.dtype != object:
@@ -322,7 +322,7 @@ def _check_categories(column: str, categories: pd.Index) -> None:
     kinds = sorted({type(item).__name__ for item in categories})
     if kinds != ["str"]:
         raise StackError(
-            f"obs column {column!r} is categorical with categories of mixed types ({', '.join(kinds)}), "
+            f"{what} is categorical with categories of mixed types ({', '.join(kinds)}), "
             "which a store keeps as text, where they may collide; make them one type "
             "(.cat.rename_categories(str), or .astype(str).astype('category')) and save again"
         )
@@ -399,7 +399,12 @@ def _check_inner_names(value: Any, what: str) -> None:
     """Refuse names inside a value that anndata stores as nodes of their own (a data frame's columns
     and index name, a mapping's keys at any depth) when one is named like a metadata document: the
     node's document and the named child would be one file, and one of them would be lost."""
-    if isinstance(value, pd.DataFrame):
+    if isinstance(value, pd.Categorical):
+        _check_categories(what, value.categories)
+    elif isinstance(value, pd.DataFrame):
+        for column, dtype in value.dtypes.items():
+            if isinstance(dtype, pd.CategoricalDtype):
+                _check_categories(f"{what}[{column!r}]", dtype.categories)
         for name in [*value.columns, value.index.name]:
             if isinstance(name, str) and name.lower() in RESERVED_NAMES:
                 raise StackError(f"{what} has a column {name!r}, the name of a store's metadata document; rename it")
