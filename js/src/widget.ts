@@ -178,7 +178,7 @@ function render({ model, el }: RenderProps): () => void {
       return; // the tree's own move: the app reloads the history itself
     }
     // read it first: the reload reselects the old version and syncs that back
-    const target = trait(model, 'selected', 0);
+    const target = trait<number>(model, 'selected', 0);
     void app.refresh().then(() => {
       app.select(target);
       markBound();
