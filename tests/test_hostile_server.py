@@ -38,6 +38,7 @@ from urllib.parse import urlencode
 import numpy as np
 import pandas as pd
 import pytest
+from test_inflate import BOMB_BYTES, bomb_chunk, replace_chunk
 from test_server_bounds import FIGURE, HOSTILE_IMAGES, IMAGE_REQUESTS, _edit_nodes, claims_10_12_rows, hostile_datasets
 
 from sds_jupyter.demo.specs import TABLE
@@ -81,7 +82,7 @@ class Server:
     top: str
     hostile: dict[str, tuple[str, int]]
 
-    def call(self, name: str, method: str = "GET", body: bytes | None = None, **params: Any) -> tuple[int, Any]:
+    def call(self, name: str, method: str = "GET", body: Any = None, **params: Any) -> tuple[int, Any]:
         """``(status, JSON body or raw bytes)`` of one request to ``api/<name>``."""
         query = urlencode({**{k: str(v) for k, v in params.items()}, "token": self.token})
         request = urllib.request.Request(f"{self.base}/{NAMESPACE}/api/{name}?{query}", data=body, method=method)
@@ -92,7 +93,7 @@ class Server:
             status, payload, kind = error.code, error.read(), error.headers["Content-Type"]
         return status, json.loads(payload) if kind and kind.startswith("application/json") else payload
 
-    def peak_of(self, name: str, method: str = "GET", body: bytes | None = None, **params: Any) -> tuple[int, Any, int]:
+    def peak_of(self, name: str, method: str = "GET", body: Any = None, **params: Any) -> tuple[int, Any, int]:
         """``call``, and how far the server's resident memory rose above where it was, at its peak."""
         status_file = Path(f"/proc/{self.process.pid}/status")
         Path(f"/proc/{self.process.pid}/clear_refs").write_text("5")  # the peak mark starts again from now
@@ -106,6 +107,15 @@ class Server:
                 return response.status == 200 and self.process.poll() is None
         except OSError:
             return False
+
+
+def streamed(body: bytes) -> Iterator[bytes]:
+    """``body`` sent chunked (no Content-Length, so only counting can refuse it), a mebibyte at a time.
+
+    A body that announces its length over the bound is refused before it is sent, and a client
+    that writes all of it before reading the answer then finds the connection closed.
+    """
+    return (body[start : start + 1024 * 1024] for start in range(0, len(body), 1024 * 1024))
 
 
 def _status_bytes(status_file: Path, field: str) -> int:
@@ -142,6 +152,20 @@ def _hostile_results(top: Path, dest: Path) -> dict[str, Any]:
     }
 
 
+def _bombed(top: Path, dest: Path) -> tuple[str, int]:
+    """A copy of the demo's datasets with a version on top whose obs column ``bomb`` and obsm entry
+    ``X_bomb`` are each one gzip chunk inflating to 4 GiB (issue 38 item 1); its path and depth."""
+    datasets = Path(shutil.copytree(top.parent, dest, symlinks=True))
+    writer = VersionWriter(Stack.resolve(datasets / top.name))
+    n_obs = writer.n_obs(TABLE)
+    writer.set_obs(TABLE, "bomb", np.zeros(n_obs))
+    writer.set_obsm(TABLE, "X_bomb", np.zeros((n_obs, 2)))
+    version = writer.commit(datasets / "bombed-6666", title="bombed", message="m", created_by="c@example.org")
+    for key in (f"tables/{TABLE}/obs/bomb/c/0", f"tables/{TABLE}/obsm/X_bomb/c/0/0"):
+        replace_chunk(version, key, bomb_chunk(BOMB_BYTES))
+    return f"{dest.name}/{version.name}", Stack.resolve(version).depth
+
+
 def _padded_manifests(top: Path, dest: Path) -> int:
     """A copy of the demo's datasets whose every manifest is padded to PADDED_MANIFEST_BYTES; how many."""
     datasets = Path(shutil.copytree(top.parent, dest, symlinks=True))
@@ -175,6 +199,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     _edit_nodes(claimed, "obsm/spatial", claims_10_12_rows)  # positions of 10^12 cells
     hostile = _hostile_results(top, root / "results")
     _padded_manifests(top, root / "padded")
+    hostile["bombed"] = _bombed(top, root / "bombs")
     shutil.copytree(top.parent, root / "locked", symlinks=True)
     (root / "locked").chmod(0)
     shutil.copytree(top.parent, root / "sealed", symlinks=True)
@@ -221,9 +246,32 @@ def test_an_ordinary_tile_is_served_under_the_limit(server: Server) -> None:
 def test_a_huge_notebook_body_answers_413_without_being_held(server: Server) -> None:
     """99 MB streamed to api/notebook: 413, and the server's memory rises by far less than the body."""
     body = json.dumps({"path": f"good/{server.top}", "pad": "x" * (99 * 1024 * 1024)}).encode()
-    status, error, peak = server.peak_of("notebook", method="POST", body=body)
+    status, error, peak = server.peak_of("notebook", method="POST", body=streamed(body))
     assert (status, error["kind"]) == (413, "too-large"), error
     assert peak < 32 * 1024 * 1024, f"the server rose by {peak} bytes"
+    assert server.alive()
+
+
+def test_a_post_to_no_route_or_a_write_is_capped_before_reading_and_echoes_nothing(server: Server) -> None:
+    """Issue 38 item 8: 99 MB streamed to ``api/fetch`` (no route: 404) or ``api/cirro_fetch`` (413) is
+    never held; 300 MB announced but never sent is refused at once; a 404 quotes neither name nor path."""
+    body = json.dumps({"path": f"good/{server.top}", "pad": "x" * (99 * 1024 * 1024)}).encode()
+    for name, answer in (("fetch", (404, "http")), ("cirro_fetch", (413, "too-large"))):
+        status, error, peak = server.peak_of(name, method="POST", body=streamed(body))
+        assert (status, error["kind"]) == answer, (name, error)
+        assert peak < 32 * 1024 * 1024, f"{name} rose by {peak} bytes"
+    head = (
+        f"POST /{NAMESPACE}/api/cirro_fetch?token={server.token} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nContent-Length: 300000000\r\n\r\n"
+    )
+    port = int(server.base.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as connection:
+        connection.sendall(head.encode())  # and not a byte of the body
+        assert connection.recv(64).startswith(b"HTTP/1.1 413"), "refused before the body is sent"
+    marker = "zz-" + "q" * 40
+    for name, sent in ((f"fetch-{marker}", {"path": "x"}), ("cirro_fetch", {"path": marker, "dataset_id": "a-1"})):
+        status, error = server.call(name, method="POST", body=json.dumps(sent).encode())
+        assert status == 404 and marker not in error["message"] and "\n" not in error["message"], error
     assert server.alive()
 
 
@@ -243,6 +291,28 @@ def test_a_table_claiming_huge_shapes_answers_400(server: Server) -> None:
     status, error, peak = server.peak_of("canvas", path=f"claimed/{server.top}", figure=FIGURE)
     assert (status, error["kind"]) == (400, "element") and "MAX_COLUMN_BYTES" in error["message"], error
     assert peak < REFUSAL_PEAK_BYTES, f"the server rose by {peak} bytes"
+    assert server.alive()
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("color_values", {"figure": FIGURE, "column": "bomb"}),
+        ("cell", {"figure": FIGURE, "index": 0}),
+        ("compare", {"a": 0}),
+        ("embedding", {"figure": FIGURE, "key": "X_bomb"}),
+        ("store_key", {"key": f"tables/{TABLE}/obs/bomb/c/0"}),
+    ],
+)
+def test_a_decompression_bomb_answers_400_naming_it(server: Server, name: str, params: dict[str, Any]) -> None:
+    """Issue 38 item 1: a column and an obsm entry whose one gzip chunk inflates to 4 GiB, twice the
+    server's whole address space, are refused by name before they are inflated; the server stays up."""
+    path, depth = server.hostile["bombed"]
+    params = {**params, "b": depth} if name == "compare" else params
+    status, error, peak = server.peak_of(name, path=path, **params)
+    assert (status, error["kind"]) == (400, "base"), (name, error)
+    assert ("obs/bomb" in error["message"] or "obsm/X_bomb" in error["message"]) and "\n" not in error["message"]
+    assert peak < REFUSAL_PEAK_BYTES, f"{name} rose by {peak} bytes"
     assert server.alive()
 
 

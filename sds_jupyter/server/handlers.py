@@ -290,6 +290,10 @@ class BodyHandler(StackAPIHandler):
     async def prepare(self) -> None:  # type: ignore[override]
         self._body, self._body_bytes = bytearray(), 0
         await super().prepare()
+        announced = self.request.headers.get("Content-Length", "")
+        if announced.isdigit() and int(announced) > self.max_body:
+            self._body_bytes = int(announced)  # refused before a byte of it is read (the rest is dropped)
+            self.fail(self._too_large())
 
     def data_received(self, chunk: bytes) -> None:
         """Keep the body while it is within the bound; past it only count (and drop what was kept)."""
@@ -302,11 +306,13 @@ class BodyHandler(StackAPIHandler):
     def body(self) -> bytes:
         """The body as received; BodyTooLargeError (413) when it was over the bound."""
         if self._body_bytes > self.max_body:
-            raise BodyTooLargeError(
-                f"The request body is {self._body_bytes:,} bytes; at most {self.max_body:,} "
-                f"({self.max_body_name}) are read."
-            )
+            raise self._too_large()
         return bytes(self._body)
+
+    def _too_large(self) -> BodyTooLargeError:
+        return BodyTooLargeError(
+            f"The request body is {self._body_bytes:,} bytes; at most {self.max_body:,} ({self.max_body_name}) are read."
+        )
 
 
 class NotebookHandler(BodyHandler):
@@ -468,11 +474,16 @@ def _path_from_body(body: bytes) -> str:
     return relative
 
 
-class UnknownRequestHandler(StackAPIHandler):
-    """``api/<name>`` for a name no route serves: a JSON 404 that names it, not Jupyter's HTML page."""
+class UnknownRequestHandler(BodyHandler):
+    """``api/<name>`` for a name no route serves: a JSON 404, not Jupyter's HTML page.
+
+    A body handler, so that a POST to no route (``api/fetch`` of an older release) is never
+    held: a body announced over MAX_REQUEST_BODY_BYTES is refused (413) before it is read, and
+    a streamed one is dropped. The 404 does not quote the name: it came from the request.
+    """
 
     def _unknown(self, name: str) -> None:
-        self.fail(web.HTTPError(404, "There is no request %r here (an old or misspelt name?)", name))
+        self.fail(web.HTTPError(404, "There is no request of that name here (an old or misspelt name?)"))
 
     @web.authenticated
     @authorized

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from sds_jupyter.errors import StackError
+from sds_jupyter.errors import StackError, shown
 from sds_jupyter.stack import Stack, location_of
 from sds_jupyter.stack.caches import default_caches
 from sds_jupyter.stack.locator import ManifestReader, locate_version
@@ -81,19 +81,21 @@ def resolve_in_root(root: str | os.PathLike[str], relative: str) -> Path:
     """The folder or file ``relative`` names under ``root``, refusing anything outside it."""
     text = (relative or "").strip()
     if "\\" in text or "\x00" in text:
-        raise OutsideRootError(f"{text!r} is not a plain relative path")
+        raise OutsideRootError(f"{shown(text, 120)} is not a plain relative path")
     pure = PurePosixPath(text)
     if pure.is_absolute() or ".." in pure.parts:
-        raise OutsideRootError(f"{text!r} is outside the server root; give a path relative to it without '..'")
+        raise OutsideRootError(
+            f"{shown(text, 120)} is outside the server root; give a path relative to it without '..'"
+        )
     root_real = os.path.realpath(root)
     candidate = os.path.join(root_real, *pure.parts) if pure.parts else root_real
     if not _inside(os.path.realpath(candidate), root_real):
-        raise OutsideRootError(f"{text!r} leads outside the server root (through a symbolic link)")
-    _check_exists(root_real, pure.parts, text)
+        raise OutsideRootError(f"{shown(text, 120)} leads outside the server root (through a symbolic link)")
+    _check_exists(root_real, pure.parts)
     return Path(candidate)
 
 
-def _check_exists(root_real: str, parts: tuple[str, ...], text: str) -> None:
+def _check_exists(root_real: str, parts: tuple[str, ...]) -> None:
     """Refuse a missing path (404), or one behind a folder the server may not enter (403, naming that folder)."""
     folder = root_real
     for part in parts:
@@ -103,10 +105,18 @@ def _check_exists(root_real: str, parts: tuple[str, ...], text: str) -> None:
         except PermissionError:
             raise unreadable(root_real, folder) from None
         except OSError:
-            raise PathNotFoundError(f"{text!r} does not exist under the server root") from None
+            raise _not_found() from None
         folder = step
     if not parts and not os.path.exists(root_real):
-        raise PathNotFoundError(f"{text!r} does not exist under the server root")
+        raise _not_found()
+
+
+def _not_found() -> PathNotFoundError:
+    """The 404 of a missing path. It does not quote the path: that came from the request (a body of
+    up to 64 KiB), and an answer must not echo what a client sent."""
+    return PathNotFoundError(
+        "That path does not exist under the server root; choose a version folder in the file browser."
+    )
 
 
 def check_stack_inside(stack: Stack, root: str | os.PathLike[str]) -> None:
