@@ -20,7 +20,11 @@ the gzip of that column by ISA-L and by zlib (in pieces on threads), side by sid
 (with Icechunk installed) the commit of that column alone (``VersionWriter``) against
 Icechunk setting the same values into an array of that shape and committing. Goal 1.5.
 
-Goal: A / B <= 1.5, for both columns. The run also checks that the version wrote only the column's
+Then (issue 42) the random column saved on a table of 20 obs columns 500 versions up (each
+version adding an uns entry, so the root's consolidated index holds them all), against the same
+write_elem. Every timed run keeps the garbage collector on, as users run.
+
+Goal: A / B <= 1.5, for every column. The run also checks that the version wrote only the column's
 objects plus the metadata documents the format requires (here the root's index).
 """
 
@@ -29,6 +33,7 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 from _common import (
     QUICK_TABLE_SIZE,
@@ -40,11 +45,14 @@ from _common import (
     emit,
     fmt_time,
     median,
+    settle,
     table_base,
     workdir,
 )
 
 GOAL = 1.5
+#: Issue 42: the save measured 500 versions up as well.
+DEEP = 500
 
 
 def build(root: Path, n_obs: int, n_vars: int) -> Path:
@@ -55,6 +63,61 @@ def build(root: Path, n_obs: int, n_vars: int) -> Path:
     base, rng = table_base(datasets, n_obs, n_vars)
     leiden = pd.Categorical(rng.integers(0, 20, n_obs).astype(str))
     return commit_versions(base, datasets, [("leiden", lambda w: w.set_obs("table", "leiden", leiden))])
+
+
+def deep_save(
+    root: Path, rng: Any, n_obs: int, quick: bool, rounds: int, write_column: Any, fresh_group: Any
+) -> dict[str, Any]:
+    """Issue 42: the same save on a table of 20 obs columns, 500 versions up (each adding an uns entry,
+    so the root's consolidated index carries them all), against anndata's write_elem of the column."""
+    import numpy as np
+    import pandas as pd
+
+    from sds_jupyter import Stack, VersionWriter, open_anndata, save_version
+
+    depth = 50 if quick else DEEP
+    base = root / "datasets" / "base-0000" / "table.sdata.zarr"
+    deep = root / "deep"
+    writer = VersionWriter(Stack.resolve(base))
+    for number in range(16):  # 4 obs columns in the base: 20 with these
+        writer.set_obs("table", f"extra_{number}", pd.Series(rng.standard_normal(n_obs)))
+    top = writer.commit(deep / "v-0001", title="16 columns", created_by="bench")
+    for number in range(2, depth + 1):
+        writer = VersionWriter(Stack.resolve(top))
+        writer.set_uns("table", f"note_{number}", np.int64(number))
+        top = writer.commit(deep / f"v-{number:04d}", title=f"note {number}", created_by="bench")
+    settle()
+    adata = open_anndata(top)
+    assert adata.obs.shape[1] == 20 and Stack.resolve(top).depth == depth
+    adata.obs["n_counts"] = rng.random(n_obs)
+    saved: list[Path] = []
+
+    def save() -> None:
+        saved.append(save_version(top, adata, title="random n_counts", created_by="bench"))
+
+    def remove_saved() -> None:
+        while saved:
+            shutil.rmtree(saved.pop())
+
+    column = adata.obs["n_counts"].to_numpy()
+    ta, tb = alternate(
+        save,
+        lambda: write_column(column),
+        rounds,
+        warmup=1,
+        after_a=remove_saved,
+        before_b=fresh_group,
+        gc_during=True,
+    )
+    return comparison(
+        f"save one random column, 20 columns, depth {depth}",
+        f"save_version at depth {depth}",
+        "anndata write_elem of the column",
+        ta,
+        tb,
+        goal=GOAL,
+        unit="save",
+    )
 
 
 def main() -> None:
@@ -91,9 +154,9 @@ def main() -> None:
             shutil.rmtree(scratch, ignore_errors=True)
             scratch.mkdir()
 
-        def write_column() -> None:
+        def write_column(values: Any = None) -> None:
             group = zarr.open_group(scratch / "col.zarr", mode="w", zarr_format=3)
-            anndata.io.write_elem(group, "n_counts", column)
+            anndata.io.write_elem(group, "n_counts", column if values is None else values)
 
         def write_column_gzip() -> None:
             group = zarr.open_group(scratch / "col.zarr", mode="w", zarr_format=3)
@@ -115,7 +178,9 @@ def main() -> None:
         print(f"  the version holds {len(keys)} objects: {', '.join(keys)}")
         remove_saved()
 
-        times_a, times_b = alternate(save, write_column, rounds, warmup=1, after_a=remove_saved, before_b=fresh_group)
+        times_a, times_b = alternate(
+            save, write_column, rounds, warmup=1, after_a=remove_saved, before_b=fresh_group, gc_during=True
+        )
         result = comparison(
             "save one changed obs column",
             "save_version (diff + write + commit)",
@@ -129,7 +194,9 @@ def main() -> None:
         rng = np.random.default_rng(5)
         adata.obs["n_counts"] = rng.random(n_obs)
         column = adata.obs["n_counts"].to_numpy()
-        times_a, times_b = alternate(save, write_column, rounds, warmup=1, after_a=remove_saved, before_b=fresh_group)
+        times_a, times_b = alternate(
+            save, write_column, rounds, warmup=1, after_a=remove_saved, before_b=fresh_group, gc_during=True
+        )
         random_result = comparison(
             "save one random float64 column",
             "save_version (diff + write + commit)",
@@ -181,7 +248,11 @@ def main() -> None:
                 ice.commit("random n_counts")
 
             ta, tb = alternate(
-                commit_column, ice_commit, rounds, after_a=lambda: shutil.rmtree(dest, ignore_errors=True)
+                commit_column,
+                ice_commit,
+                rounds,
+                after_a=lambda: shutil.rmtree(dest, ignore_errors=True),
+                gc_during=True,
             )
             extra.append(
                 comparison(
@@ -194,6 +265,7 @@ def main() -> None:
                     unit="commit",
                 )
             )
+        extra.append(deep_save(root, rng, n_obs, args.quick, rounds, write_column, fresh_group))
         # Where A's time goes, and the column alone in the format's layout; and the diff of
         # an AnnData that open_anndata did not read (a copy): every element read back.
         stack = Stack.resolve(top)

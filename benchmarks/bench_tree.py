@@ -14,7 +14,8 @@ B: the least any reader of that folder must do: list it, then open, read and
    ``json.loads`` each ``layer.json`` (paths known in advance), or, for the warm
    case, ``stat`` each of them.
 
-Goals (absolute): cold <= 1 s, warm <= 20 ms. The fingerprint the browser polls
+Every timed run keeps the garbage collector on, as users run. Goals (absolute):
+cold <= 1 s, warm <= 20 ms (issue 42 asks 15 ms). The fingerprint the browser polls
 is timed too (not a goal).
 """
 
@@ -119,7 +120,7 @@ def main() -> None:
                 os.stat(path)
 
         results = []
-        ta, tb = alternate(tree, read_all, rounds, before_a=empty_cache)
+        ta, tb = alternate(tree, read_all, rounds, before_a=empty_cache, gc_during=True)
         results.append(
             comparison(
                 "tree, cold cache",
@@ -133,7 +134,7 @@ def main() -> None:
         )
         cold = median(ta)
         tree()  # fill the cache
-        ta, tb = alternate(tree, stat_all, rounds * 3)
+        ta, tb = alternate(tree, stat_all, rounds * 3, gc_during=True)
         results.append(
             comparison(
                 "tree, warm cache",
@@ -146,7 +147,7 @@ def main() -> None:
             )
         )
         warm = median(ta)
-        ta, tb = alternate(service.fingerprint, stat_all, rounds * 3)
+        ta, tb = alternate(service.fingerprint, stat_all, rounds * 3, gc_during=True)
         results.append(
             comparison(
                 "fingerprint (the poll)",

@@ -191,44 +191,29 @@ def unpacked_manifest(row: list[Any]) -> Manifest:
     Only for a record this user's own process wrote from a manifest that passed
     :func:`parse_manifest`, whose file is proven unchanged since (see
     :mod:`sds_jupyter.stack.ondisk`); anything else goes through :func:`parse_manifest`.
-    A row of the wrong shape raises ``ValueError`` or ``TypeError``.
+    A row of the wrong shape raises ``ValueError`` or ``TypeError``. The fields are set
+    in one step (a frozen dataclass's ``__init__`` sets each through ``object.__setattr__``:
+    a third of a deep stack's load from its record).
     """
-    (
-        fmt,
-        version,
-        parent,
-        base,
-        depth,
-        title,
-        message,
-        created,
-        by,
-        app,
-        overlay,
-        keys,
-        sizes,
-        deleted,
-        changes,
-        extra,
-        n,
-    ) = row
-    return Manifest(
-        LayerFormat(fmt, version),
-        parent,
-        base,
-        depth,
-        title,
-        message,
-        created,
-        by,
-        app,
-        overlay,
-        FileList(keys, array("q", sizes)),
-        tuple(deleted),
-        tuple(changes),
-        extra,
-        n,
+    fmt, version, *fields, keys, sizes, deleted, changes, extra, source_bytes = row
+    if len(fields) != len(_PACKED_BEFORE_FILES):
+        raise ValueError("not a packed manifest")
+    layer = _V1 if fmt == FORMAT and version == 1 else LayerFormat(fmt, version)
+    manifest: Manifest = object.__new__(Manifest)
+    manifest.__dict__.update(zip(_PACKED_BEFORE_FILES, fields))
+    manifest.__dict__.update(
+        format=layer,
+        files=FileList(keys, array("q", sizes)),
+        deleted=tuple(deleted),
+        changes=tuple(changes),
+        extra=extra,
+        source_bytes=source_bytes,
     )
+    return manifest
+
+
+#: The fields :meth:`Manifest.packed` lists between the format and the files, in order.
+_PACKED_BEFORE_FILES = ("parent", "base", "depth", "title", "message", "created_at", "created_by", "app", "overlay")
 
 
 _Parser = Callable[[Mapping[str, Any], str], Manifest]
@@ -335,11 +320,14 @@ def _flat(values: Iterable[Any]) -> bool:
     return set(map(type, values)) <= _SCALARS
 
 
-@register(LayerFormat(FORMAT, 1))
+_V1 = LayerFormat(FORMAT, 1)
+
+
+@register(_V1)
 def _parse_v1(doc: Mapping[str, Any], where: str) -> Manifest:
     try:
         return Manifest(
-            format=LayerFormat(FORMAT, 1),
+            format=_V1,
             parent=_required_str(doc, "parent"),
             base=_optional_str(doc, "base"),
             depth=_optional_depth(doc),

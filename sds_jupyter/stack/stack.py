@@ -496,9 +496,16 @@ def _from_disk(caches: StackCaches, cache_key: tuple[Any, ...], folder_map: Fold
 
 
 def _stack_from_record(record: dict[str, Any], folder_map: FolderMap) -> Stack:
+    made: dict[str, Location] = {}  # a version's folder is often its data folder: one object for both
+
     def place(entry: list[Any]) -> Location:
         path, real = entry
-        return real_location(path) if real else location_of(path)
+        if real:
+            found = made.get(path)
+            if found is None:
+                found = made[path] = real_location(path)
+            return found
+        return location_of(path)
 
     versions = []
     for dataset_id, folder, data_dir, overlay_dir, manifest_path, depth, packed in record["versions"]:
