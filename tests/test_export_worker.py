@@ -1,7 +1,7 @@
 """Issue 38, item 5: exports are drawn in a worker process, so a renderer that fails is an error reply.
 
 A real Jupyter server runs in its own process under an address-space limit of 6 GiB, as
-``prlimit --as=6GiB`` sets it: under it vl-convert's V8 cannot reserve its heap and aborts the
+``prlimit --as=6GiB`` sets it (and a data-size limit of 3 GiB): under it vl-convert's V8 cannot reserve its heap and aborts the
 process it runs in (before, the whole server). The chart export must answer 400 saying so, a
 canvas export must still be drawn, and the server must keep answering. Export bombs (item 4)
 are refused there too, each before anything is drawn.
@@ -24,6 +24,7 @@ import pytest
 from test_export_bounds import _with_figures
 from test_hostile_server import REFUSAL_PEAK_BYTES, Server, _free_port
 
+from sds_jupyter.limits import EXPORT_WORKER_DATA_BYTES
 from sds_jupyter.service import unframe_reply
 from sds_jupyter.studio.errors import FigureError
 from sds_jupyter.studio.worker import ExportWorker
@@ -32,10 +33,14 @@ pytest_plugins = ["fixtures_service"]
 
 #: The address space of the server: prlimit --as=6GiB, the configuration issue 38 found V8 aborting under.
 EXPORT_SERVER_ADDRESS_SPACE = 6 * 1024**3
+#: Its data size (prlimit --data): below the worker's own bound, which then keeps to it.
+EXPORT_SERVER_DATA = 3 * 1024**3
 
 
 def _limit_server() -> None:
+    """In the server's process before exec: the two limits; its export worker inherits both."""
     resource.setrlimit(resource.RLIMIT_AS, (EXPORT_SERVER_ADDRESS_SPACE, EXPORT_SERVER_ADDRESS_SPACE))
+    resource.setrlimit(resource.RLIMIT_DATA, (EXPORT_SERVER_DATA, EXPORT_SERVER_DATA))
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +76,10 @@ def server(tmp_path_factory: pytest.TempPathFactory, studio_stack) -> Iterator[S
         process.terminate()
         process.wait(timeout=30)
         log.close()
+
+
+def _finite(limits: tuple[int, int]) -> list[int]:
+    return [limit for limit in limits if limit != resource.RLIM_INFINITY]
 
 
 def _png_size(reply: bytes) -> tuple[int, int]:
@@ -127,6 +136,9 @@ def test_a_worker_that_died_between_exports_is_replaced(studio_stack) -> None:
         first = worker.draw("chart", drawing, ".svg", 89.0, "Chart", 72)
         pid = worker.pid
         assert pid is not None and first.startswith(b"<svg")
+        limits = Path(f"/proc/{pid}/limits").read_text()
+        data = next(line.split()[3] for line in limits.splitlines() if line.startswith("Max data size"))
+        assert int(data) == min([EXPORT_WORKER_DATA_BYTES, *_finite(resource.getrlimit(resource.RLIMIT_DATA))])
         os.kill(pid, signal.SIGKILL)
         os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # until it has died, leaving it to the worker to reap
         assert worker.draw("chart", drawing, ".svg", 89.0, "Chart", 72) == first

@@ -169,9 +169,10 @@ def draw_in_worker(renderer: str, *args: Any) -> Any:
 
 def serve() -> None:
     """The worker's loop: limit itself, then draw each request until its input closes."""
-    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    soft = EXPORT_WORKER_DATA_BYTES if hard == resource.RLIM_INFINITY else min(EXPORT_WORKER_DATA_BYTES, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    # never above a limit the caller already runs under (an administrator's lower one stays)
+    bounds = [b for b in (soft, hard) if b != resource.RLIM_INFINITY]
+    resource.setrlimit(resource.RLIMIT_DATA, (min([EXPORT_WORKER_DATA_BYTES, *bounds]), hard))
     requests = sys.stdin.buffer
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a library prints goes to standard error, never into an answer
