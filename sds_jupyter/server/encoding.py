@@ -28,7 +28,7 @@ __all__ = ["CODINGS", "MIN_CODED_BYTES", "code_body", "encode", "negotiate", "wo
 
 #: A body shorter than this is sent as is: the coding's header and the work cost more than they save.
 MIN_CODED_BYTES = 1024
-#: How much of a body is compressed first to judge whether the rest is worth it.
+#: How much of a body is compressed first (three pieces) to judge whether the rest is worth it.
 PROBE_BYTES = 64 * 1024
 #: A body whose probe does not shrink below this fraction is sent as is (compressed already, or noise).
 MAX_CODED_RATIO = 0.9
@@ -89,8 +89,11 @@ def worth_coding(body: bytes, media_type: str | None = None) -> bool:
         return False
     if len(body) <= PROBE_BYTES:
         return True  # the coding itself is as cheap as a probe; code_body's caller keeps the shorter
-    probe = memoryview(body)[len(body) // 2 - PROBE_BYTES // 2 :][:PROBE_BYTES]  # the middle: past any header
-    return len(_gzip.compress(probe, compresslevel=GZIP_LEVEL)) < MAX_CODED_RATIO * PROBE_BYTES
+    # a piece at the start, the middle and the end: a reply's buffers differ (random codes beside radii)
+    piece = PROBE_BYTES // 3
+    whole = memoryview(body)
+    probe = b"".join(whole[at : at + piece] for at in (0, len(body) // 2 - piece // 2, len(body) - piece))
+    return len(_gzip.compress(probe, compresslevel=GZIP_LEVEL)) < MAX_CODED_RATIO * len(probe)
 
 
 def code_body(body: bytes, coding: str) -> bytes:

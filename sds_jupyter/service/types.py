@@ -275,7 +275,8 @@ class ImageLevel(TypedDict):
 class CellQuantum(TypedDict):
     """How a large tissue's positions and radii go as uint16: value = origin + code x step.
 
-    Code 65535 (``NO_POSITION``) stands for NaN (a cell without a position or shape). One ``step``
+    x and y are sent as differences: cell i's code is the running sum of the buffer up to i,
+    modulo 65536. Code 65535 (``NO_POSITION``) stands for NaN (a cell without a position or shape). One ``step``
     for x and y (the larger side of the bounds over 65,534), so a position is off by at most half
     of it: 0.04 µm on a 5 mm tissue, far below a screen pixel until a cell fills the view, when
     its outline arrives by tile in float32.

@@ -109,7 +109,8 @@ describe('a large tissue’s cells as uint16 codes of their quantum', () => {
     const data: CellsData = { ...cells(3, { kind: 'circles', element: 'cells' }), quantum };
     const reply = {
       data,
-      buffers: [new Uint16Array([0, 10, NO_POSITION]).buffer, new Uint16Array([4, 0, 2]).buffer, new Uint16Array([500, NO_POSITION, 1]).buffer]
+      // x codes 0, 10, NO_POSITION and y codes 4, 0, 2 as differences modulo 2^16; radii as they are
+      buffers: [new Uint16Array([0, 10, NO_POSITION - 10]).buffer, new Uint16Array([4, 65532, 2]).buffer, new Uint16Array([500, NO_POSITION, 1]).buffer]
     };
     const geometry = cellGeometry(reply);
     expect(geometry.x).toBeInstanceOf(Float32Array);

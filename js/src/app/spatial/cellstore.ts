@@ -159,7 +159,8 @@ export type CellGeometry = { x: Float32Array; y: Float32Array; starts?: Uint32Ar
 
 /**
  * A cells reply's x, y and radii in data units: a large tissue's come as uint16 codes of its
- * `quantum` (value = origin + code × step, NO_POSITION for NaN: half the bytes), read back here once.
+ * `quantum` (value = origin + code × step, NO_POSITION for NaN: half the bytes; x and y as
+ * differences from the cell before, which compress), read back here once.
  */
 export function cellGeometry(cells: Reply<CellsData>): CellGeometry {
   const kept = decoded.get(cells);
@@ -171,19 +172,22 @@ export function cellGeometry(cells: Reply<CellsData>): CellGeometry {
   const geometry: CellGeometry = q
     ? {
         ...split,
-        x: fromCodes(split.x, q.x0, q.step),
-        y: fromCodes(split.y, q.y0, q.step),
-        radius: split.radius ? fromCodes(split.radius, 0, q.radius_step) : undefined
+        x: fromCodes(split.x, q.x0, q.step, true),
+        y: fromCodes(split.y, q.y0, q.step, true),
+        radius: split.radius ? fromCodes(split.radius, 0, q.radius_step, false) : undefined
       }
     : (split as CellGeometry);
   decoded.set(cells, geometry);
   return geometry;
 }
 
-function fromCodes(codes: Uint16Array | Float32Array, origin: number, step: number): Float32Array {
+/** Codes read back to data units; `delta`: the buffer holds differences (x, y), summed modulo 2^16 first. */
+function fromCodes(codes: Uint16Array | Float32Array, origin: number, step: number, delta: boolean): Float32Array {
   const out = new Float32Array(codes.length);
+  let code = 0;
   for (let i = 0; i < codes.length; i++) {
-    out[i] = codes[i] === NO_POSITION ? NaN : origin + codes[i] * step;
+    code = delta ? (code + codes[i]) & 0xffff : codes[i];
+    out[i] = code === NO_POSITION ? NaN : origin + code * step;
   }
   return out;
 }
