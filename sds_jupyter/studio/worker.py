@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
-import resource
 import signal
 import struct
 import subprocess
@@ -169,6 +168,8 @@ def draw_in_worker(renderer: str, *args: Any) -> Any:
 
 def serve() -> None:
     """The worker's loop: limit itself, then draw each request until its input closes."""
+    import resource  # POSIX only, and needed in the worker only
+
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
     # never above a limit the caller already runs under (an administrator's lower one stays)
     bounds = [b for b in (soft, hard) if b != resource.RLIM_INFINITY]
