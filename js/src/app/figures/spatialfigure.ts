@@ -22,6 +22,7 @@ import type { CanvasData } from '../spatial/raster';
 import { splitReply } from '../shared/buffers';
 import { SpatialStage } from '../spatial/spatial';
 import { TileGrid, type TileFrame } from '../spatial/tiles';
+import { TranscriptsLayer } from './transcripts';
 import { TransportError, type Transport } from '../shared/transport';
 import type { AnnotateData, CanvasColor, CanvasPayload, CellRow, ImageChannel } from '../shared/types';
 
@@ -165,6 +166,7 @@ export class SpatialFigure {
     this.renderLegend();
     if (this.stage) {
       void this.offerEmbeddings();
+      void this.offerTranscripts();
     }
     // the view's small API, reachable from its element (tests, other views)
     (this.node as HTMLElement & { sdsSpatial?: SpatialFigure }).sdsSpatial = this;
@@ -193,6 +195,27 @@ export class SpatialFigure {
     });
     bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Embedding' }, select));
     this.node.dataset.embeddings = keys.join(',');
+  }
+
+  /** The transcripts layer, when the version holds a points element (WebGL view only). */
+  transcripts: TranscriptsLayer | null = null;
+
+  /** Offer the version's first points element as a layer (nothing when it has none, or on an older server). */
+  private async offerTranscripts(): Promise<void> {
+    let elements: string[];
+    try {
+      elements = (await this.transport.request('points', { version: this.version })).data.elements;
+    } catch {
+      return;
+    }
+    const bar = this.node.querySelector('.sds-spatial-bar');
+    if (!elements.length || !bar || !this.stage) {
+      return;
+    }
+    this.transcripts = new TranscriptsLayer(this.transport, this.version, this.stage, elements[0]);
+    bar.append(this.transcripts.controls);
+    this.legendSlot.after(this.transcripts.legend);
+    this.node.dataset.pointsElement = elements[0];
   }
 
   /**
@@ -957,6 +980,7 @@ export class SpatialFigure {
     }
     this.updateScaleBar(region);
     this.askTiles(region);
+    void this.transcripts?.viewChanged(region);
     if (this.countTimer) {
       clearTimeout(this.countTimer);
     }

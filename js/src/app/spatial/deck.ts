@@ -12,9 +12,11 @@ import { CellDiscLayer, discData } from './disclayer';
 import { discVertices, edgeQuads } from './geometry';
 import { GPU_POINTS, GPU_POLYGONS, gpuCellLayers, type GpuCells } from './gpulayers';
 import { CellEdgeLayer, CellOutlineLayer, edgeData, outlineData } from './outlinelayer';
+import { pointLayers, type PointsScene } from './pointlayer';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
 export type { CellLayerData, PolygonLayerData } from './celldata';
+export type { PointsScene } from './pointlayer';
 export type { GpuCells };
 
 /** Many cells as one picture over `bounds` (x0, y0, x1, y1 in data units), made on the CPU (celllod.ts). */
@@ -53,6 +55,10 @@ export type DeckScene = {
   imageVisible: boolean;
   /** Bumped whenever the cells' arrays change, so deck re-uploads them. */
   colorVersion: number;
+  /** The transcripts in view (pointlayer.ts), drawn over the cells; null: none shown. */
+  points?: PointsScene | null;
+  /** Which tier draws them (the GPU tier's stock layer, or the software tier's quads). */
+  tier?: 'gpu' | 'software';
 };
 
 export type DeckHandlers = {
@@ -165,8 +171,12 @@ export class DeckView {
       layers.push(...cellLayers(scene, this.pixelRatio >= 1.5));
     }
     this.cellLayers = layers.slice(images);
-    this.deck.setProps({ layers });
+    this.pointLayers = pointLayers(scene.points ?? null, scene.tier ?? 'software');
+    this.deck.setProps({ layers: [...layers, ...this.pointLayers] });
   }
+
+  /** The transcripts' layers of the last scene (kept, as the cells', over an image-only change). */
+  private pointLayers: Layer[] = [];
 
   /**
    * Only the image changed (tiles arrived, channels recolored): new image layers over the same
@@ -174,7 +184,13 @@ export class DeckView {
    * every polygon on each tile: seconds per tile at 100,000 cells under software WebGL).
    */
   setImageLayers(scene: DeckScene): void {
-    this.deck.setProps({ layers: [...imageLayers(scene), ...this.cellLayers] });
+    this.deck.setProps({ layers: [...imageLayers(scene), ...this.cellLayers, ...this.pointLayers] });
+  }
+
+  /** Only the transcripts changed (tiles arrived, genes or size chosen): the image and cell layers stay. */
+  setPointLayers(scene: DeckScene): void {
+    this.pointLayers = pointLayers(scene.points ?? null, scene.tier ?? 'software');
+    this.deck.setProps({ layers: [...imageLayers(scene), ...this.cellLayers, ...this.pointLayers] });
   }
 
   redraw(): void {

@@ -24,7 +24,7 @@ import {
 } from './camera';
 import { buildIndex, containing, countIn, forEachIn, nearest, type CellIndex } from './cellindex';
 import { MARGIN, covers, grow, lodFor, planRaster, rasterizeCells, stale, MOVING_RESOLUTION, type RasterPlan } from './celllod';
-import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, GpuCells, ImageTileLayer } from './deck';
+import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, GpuCells, ImageTileLayer, PointsScene } from './deck';
 import { h } from '../shared/dom';
 import { OUTLINE, polygonsOf } from './geometry';
 import { tilesInView, type OutlineTileSet } from './outlinetiles';
@@ -879,8 +879,20 @@ export class SpatialStage {
       // every wanted tile is here: they cover the view (tilesIn covers the region asked for)
       imageCovered: !!this.tileFrame?.complete && this.tileFrame.level >= 0 && this.tiles.length > 0,
       imageVisible: this.imageVisible,
-      colorVersion: this.colorVersion
+      colorVersion: this.colorVersion,
+      points: this.points,
+      tier: this.tier
     };
+  }
+
+  /** The transcripts drawn over the cells (transcripts.ts gathers them), or null for none. */
+  private points: PointsScene | null = null;
+
+  /** Draw `points` over the cells (null: none); only the points' layer is made anew. */
+  setPoints(points: PointsScene | null): void {
+    this.points = points;
+    this.deck?.setPointLayers(this.scene());
+    this.deck?.redraw();
   }
 
   private async ensureDeck(): Promise<void> {

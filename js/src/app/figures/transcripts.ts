@@ -1,0 +1,248 @@
+/**
+ * The transcripts of a canvas figure's version: a layer toggle, the genes shown, the point
+ * size, a legend of the genes' colours, and the gene under the pointer.
+ *
+ * Offered when the version's store holds a points element (`points`). Turned on, the element's
+ * index is asked for (built once by the server), then the tiles the view touches at the level
+ * its zoom needs (pointtiles.ts): all genes, or those typed (comma separated), each gene in its
+ * own colour. The stage draws them over the cells (pointlayer.ts).
+ */
+
+import { h } from '../shared/dom';
+import { regionOf, type Region } from '../spatial/camera';
+import { levelFor, mergePoints, nearestPoint, pointTilesOf, tilesInView, type PointsDrawing, type PointTileSet } from '../spatial/pointtiles';
+import type { SpatialStage } from '../spatial/spatial';
+import { TransportError, type Transport } from '../shared/transport';
+import type { PointsInfo } from '../shared/types';
+
+/** The genes' colours (Tableau 10 then its lighter half): a gene's colour is its place in the list shown. */
+export const GENE_COLORS = [
+  '#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac',
+  '#a0cbe8', '#ffbe7d', '#ff9d9a', '#86bcb6', '#8cd17d', '#f1ce63', '#d4a6c8', '#fabfd2', '#d7b5a6', '#79706e'
+];
+/** Genes the legend names (the most frequent first); the rest are counted. */
+export const LEGEND_GENES = 12;
+/** The point radius a layer starts with (CSS px). */
+export const DEFAULT_POINT_RADIUS = 1.5;
+/** How near the pointer (CSS px) a transcript is named. */
+const HOVER_PX = 5;
+
+function rgb(hex: string): [number, number, number] {
+  const n = parseInt(hex.slice(1), 16);
+  return [(n >> 16) & 255, (n >> 8) & 255, n & 255];
+}
+
+/**
+ * RGBA bytes per gene code: the chosen genes in palette order (others hidden); with none chosen,
+ * every gene, coloured by its rank in count (the most frequent get the distinct colours).
+ */
+export function geneColors(info: PointsInfo, chosen: string[]): Uint8Array {
+  const rgba = new Uint8Array(4 * info.genes.length);
+  const rank = new Map<string, number>();
+  if (chosen.length) {
+    chosen.forEach((g, i) => rank.set(g, i));
+  } else {
+    [...info.genes.keys()].sort((a, b) => info.genes[b].count - info.genes[a].count).forEach((code, i) => rank.set(info.genes[code].name, i));
+  }
+  info.genes.forEach((gene, code) => {
+    const at = rank.get(gene.name);
+    if (at === undefined) {
+      return;
+    }
+    const [r, g, b] = rgb(GENE_COLORS[at % GENE_COLORS.length]);
+    rgba.set([r, g, b, 255], 4 * code);
+  });
+  return rgba;
+}
+
+/** The legend's entries: gene, colour and count, in the colours' order (at most LEGEND_GENES), and how many more. */
+export function legendEntries(info: PointsInfo, chosen: string[]): { entries: { name: string; color: string; count: number }[]; more: number } {
+  const counts = new Map(info.genes.map(g => [g.name, g.count]));
+  const names = chosen.length ? chosen : [...info.genes].sort((a, b) => b.count - a.count).map(g => g.name);
+  const entries = names.slice(0, LEGEND_GENES).map((name, i) => ({ name, color: GENE_COLORS[i % GENE_COLORS.length], count: counts.get(name) ?? 0 }));
+  return { entries, more: Math.max(0, names.length - LEGEND_GENES) };
+}
+
+export class TranscriptsLayer {
+  /** The toolbar group: toggle, genes, size. */
+  readonly controls: HTMLElement;
+  /** The legend, in the figure's side column (hidden while the layer is off). */
+  readonly legend: HTMLElement;
+  private readonly status: HTMLElement;
+  private readonly hoverNote: HTMLElement;
+  private info: PointsInfo | null = null;
+  private tiles: PointTileSet | null = null;
+  private genes: string[] = [];
+  private rgba: Uint8Array = new Uint8Array(0);
+  private drawing: PointsDrawing | null = null;
+  private radius = DEFAULT_POINT_RADIUS;
+  private on = false;
+  private version = 0;
+  private token = 0;
+
+  constructor(
+    private readonly transport: Transport,
+    private readonly figureVersion: number | string,
+    private readonly stage: SpatialStage,
+    readonly element: string,
+    private readonly system = ''
+  ) {
+    const toggle = h('input', { type: 'checkbox', class: 'sds-points-toggle' }) as HTMLInputElement;
+    toggle.addEventListener('change', () => void this.show(toggle.checked));
+    const genes = h('input', {
+      type: 'text',
+      class: 'sds-input sds-points-genes',
+      placeholder: 'all genes',
+      'aria-label': 'Transcripts of these genes (comma separated; empty: all)',
+      title: 'Transcripts of these genes (comma separated; empty: all)',
+      size: '12'
+    }) as HTMLInputElement;
+    genes.addEventListener('change', () => void this.setGenes(genes.value.split(',').map(g => g.trim()).filter(Boolean)));
+    const size = h('input', { type: 'range', min: '0.5', max: '6', step: '0.5', value: String(DEFAULT_POINT_RADIUS), class: 'sds-points-size', 'aria-label': 'Transcript size', title: 'Transcript size' }) as HTMLInputElement;
+    size.addEventListener('input', () => this.setRadius(Number(size.value)));
+    this.status = h('span', { class: 'sds-points-status', role: 'status' });
+    this.controls = h(
+      'span',
+      { class: 'sds-layer-group sds-points-controls', role: 'group', 'aria-label': 'Transcripts' },
+      h('label', { class: 'sds-check' }, toggle, ' Transcripts'),
+      genes,
+      size,
+      this.status
+    );
+    this.hoverNote = h('div', { class: 'sds-points-hover', 'aria-live': 'polite' });
+    this.legend = h('div', { class: 'sds-legend sds-points-legend', hidden: '' });
+    stage.node.addEventListener('pointermove', ev => this.hover(ev));
+    stage.node.addEventListener('pointerleave', () => this.named(null));
+  }
+
+  /** Turn the layer on (its index asked for once) or off. */
+  async show(on: boolean): Promise<void> {
+    this.on = on;
+    const box = this.controls.querySelector<HTMLInputElement>('.sds-points-toggle');
+    if (box) {
+      box.checked = on;
+    }
+    this.legend.hidden = !on;
+    if (!on) {
+      this.stage.setPoints(null);
+      delete this.stage.node.dataset.points;
+      return;
+    }
+    if (!this.info) {
+      const token = ++this.token;
+      this.status.textContent = 'Indexing transcripts…';
+      try {
+        const reply = await this.transport.request('points', { version: this.figureVersion, element: this.element, coordinate_system: this.system });
+        if (token !== this.token) {
+          return;
+        }
+        this.info = reply.data.index;
+        this.status.textContent = '';
+      } catch (err) {
+        this.status.textContent = TransportError.from(err).message;
+        throw err;
+      }
+    }
+    await this.setGenes(this.genes);
+  }
+
+  /** Show `genes` (empty: every gene); a name the element lacks is said, and nothing else changes. */
+  async setGenes(genes: string[]): Promise<void> {
+    const info = this.info;
+    if (!info) {
+      this.genes = genes;
+      return;
+    }
+    const known = new Set(info.genes.map(g => g.name));
+    const unknown = genes.find(g => !known.has(g));
+    if (unknown !== undefined) {
+      this.status.textContent = `No gene “${unknown}” in ${this.element}.`;
+      return;
+    }
+    this.status.textContent = '';
+    this.genes = genes;
+    this.rgba = geneColors(info, genes);
+    this.tiles = pointTilesOf(this.transport, this.figureVersion, info, genes, this.system);
+    this.renderLegend(info);
+    await this.viewChanged(this.stage.region());
+  }
+
+  setRadius(radius: number): void {
+    this.radius = radius;
+    this.redraw();
+  }
+
+  /** The camera moved: ask for the tiles now in view, draw what is held meanwhile. */
+  async viewChanged(region: Region): Promise<void> {
+    const tiles = this.tiles;
+    const info = this.info;
+    if (!this.on || !tiles || !info) {
+      return;
+    }
+    const width = this.stage.node.clientWidth || 1;
+    const wanted = tilesInView(info, region, levelFor(info, width / Math.max(region[2] - region[0], 1e-12)));
+    this.drawFrom(tiles, wanted);
+    if (await tiles.want(wanted)) {
+      if (tiles === this.tiles) {
+        this.drawFrom(tiles, wanted);
+      }
+    }
+  }
+
+  private drawFrom(tiles: PointTileSet, wanted: ReturnType<typeof tilesInView>): void {
+    const drawn = tiles.drawn(wanted);
+    this.drawing = mergePoints(drawn, this.rgba);
+    const sampled = drawn.some(t => t.sampled);
+    this.stage.node.dataset.points = String(this.drawing.n);
+    this.stage.node.dataset.pointsLevel = String(drawn.length ? Math.max(...drawn.map(t => t.level)) : -1);
+    this.status.textContent = sampled ? 'a sample at this zoom' : '';
+    this.redraw();
+  }
+
+  private redraw(): void {
+    if (this.on && this.drawing) {
+      this.stage.setPoints({ drawing: this.drawing, radius: this.radius, version: ++this.version });
+    }
+  }
+
+  private renderLegend(info: PointsInfo): void {
+    const { entries, more } = legendEntries(info, this.genes);
+    this.legend.replaceChildren(
+      h('div', { class: 'sds-legend-title' }, `${this.element} (${info.n_points.toLocaleString()})`),
+      h(
+        'ul',
+        { class: 'sds-legend-cats' },
+        entries.map(e =>
+          h('li', {}, h('span', { class: 'sds-swatch', style: `background:${e.color}` }), h('span', { class: 'sds-legend-label' }, `${e.name} · ${e.count.toLocaleString()}`))
+        )
+      ),
+      h('div', { class: 'sds-legend-more', hidden: more ? undefined : '' }, more ? `and ${more} more genes (colours repeat)` : ''),
+      this.hoverNote
+    );
+  }
+
+  /** Name the transcript under the pointer (the nearest within HOVER_PX), if any. */
+  private hover(ev: PointerEvent): void {
+    const drawing = this.drawing;
+    const vs = this.stage.viewState;
+    if (!this.on || !drawing || !vs || !this.info) {
+      return;
+    }
+    const rect = this.stage.node.getBoundingClientRect();
+    const region = regionOf(vs, rect.width, rect.height);
+    const perPx = (region[2] - region[0]) / Math.max(rect.width, 1);
+    const x = region[0] + (ev.clientX - rect.left) * perPx;
+    const y = region[1] + (ev.clientY - rect.top) * perPx;
+    const found = nearestPoint(drawing, x, y, HOVER_PX * perPx);
+    this.named(found < 0 ? null : this.info.genes[drawing.genes[found]].name);
+  }
+
+  private named(gene: string | null): void {
+    this.hoverNote.textContent = gene ? `Transcript: ${gene}` : '';
+    if (gene) {
+      this.stage.node.dataset.pointGene = gene;
+    } else {
+      delete this.stage.node.dataset.pointGene;
+    }
+  }
+}
