@@ -22,7 +22,7 @@ import type { CanvasData } from '../spatial/raster';
 import { splitReply } from '../shared/buffers';
 import { SpatialStage } from '../spatial/spatial';
 import { TileGrid, type TileFrame } from '../spatial/tiles';
-import { TranscriptsLayer } from './transcripts';
+import { TranscriptsLayer, pointsElements } from './transcripts';
 import { TransportError, type Transport } from '../shared/transport';
 import type { AnnotateData, CanvasColor, CanvasPayload, CellRow, ImageChannel } from '../shared/types';
 
@@ -204,7 +204,7 @@ export class SpatialFigure {
   private async offerTranscripts(): Promise<void> {
     let elements: string[];
     try {
-      elements = (await this.transport.request('points', { version: this.version })).data.elements;
+      elements = await pointsElements(this.transport, this.version);
     } catch {
       return;
     }

@@ -63,6 +63,25 @@ export function legendEntries(info: PointsInfo, chosen: string[]): { entries: { 
   return { entries, more: Math.max(0, names.length - LEGEND_GENES) };
 }
 
+/** Each transport's answers to "which points elements has this version", asked once per version. */
+const listed = new WeakMap<Transport, Map<string, Promise<string[]>>>();
+
+/** The version's points elements (every figure of a version shares one ask; a failure is asked again). */
+export function pointsElements(transport: Transport, version: number | string): Promise<string[]> {
+  let known = listed.get(transport);
+  if (!known) {
+    listed.set(transport, (known = new Map()));
+  }
+  const key = String(version);
+  let found = known.get(key);
+  if (!found) {
+    found = transport.request('points', { version }).then(r => r.data.elements);
+    known.set(key, found);
+    found.catch(() => known.delete(key));
+  }
+  return found;
+}
+
 export class TranscriptsLayer {
   /** The toolbar group: toggle, genes, size. */
   readonly controls: HTMLElement;
