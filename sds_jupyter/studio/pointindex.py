@@ -387,9 +387,10 @@ def _column(path: Path, dtype: str, n: int) -> np.ndarray:
 
 def _scatter(records: np.ndarray, codes: np.ndarray, shift: int, folder: Path) -> None:
     """Append each record to its block's file (the block: the code's top bits)."""
-    blocks = codes >> shift
-    order = np.argsort(blocks, kind="stable")
-    blocks, codes, records = blocks[order], codes[order], records[order]
+    blocks = (codes >> shift).astype(np.uint16)  # at most 4**5 blocks: a radix sort
+    if blocks.size and blocks.max() > 0:
+        order = np.argsort(blocks, kind="stable")
+        blocks, codes, records = blocks[order], codes[order], records[order]
     bucket = np.empty(len(records), dtype=_BUCKET)
     bucket["code"], bucket["gene"], bucket["x"], bucket["y"] = codes, records["gene"], records["x"], records["y"]
     edges = np.flatnonzero(np.diff(blocks)) + 1
@@ -409,7 +410,9 @@ def _sort_blocks(folder: Path, n_blocks: int, n_genes: int) -> np.ndarray:
             path = folder / f"block-{block}.bin"
             records = np.fromfile(path, dtype=_BUCKET) if path.exists() else np.zeros(0, dtype=_BUCKET)
             path.unlink(missing_ok=True)
-            records = records[np.lexsort((records["code"], records["gene"]))]
+            # one sort of a combined key (gene above code) instead of lexsort's two passes
+            key = (records["gene"].astype(np.uint64) << np.uint64(32)) | records["code"].astype(np.uint64)
+            records = records[np.argsort(key)]
             counts = np.bincount(records["gene"], minlength=n_genes)
             offsets[block, :n_genes] = written + np.concatenate([[0], np.cumsum(counts)[:-1]])
             written += len(records)
