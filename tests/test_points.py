@@ -195,3 +195,50 @@ def test_points_tile_reply_follows_its_layout_and_is_named(service: StackService
         dispatch(service, "points_tile", {**params, "genes": "nope"})
     with pytest.raises(RequestError, match="No points element"):
         dispatch(service, "points", {"element": "blobs_labels"})
+
+
+# ------------------------------------------------------------------------------ the spec's layer
+
+
+@pytest.fixture(scope="module")
+def xenium_top(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small Xenium-like demo: transcripts, nuclei and the figure saved with its transcripts shown."""
+    from sds_jupyter.demo.xenium import build_xenium_demo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_xenium_demo(tmp_path_factory.mktemp("points-demo"), n_cells=400, side=256)
+
+
+def test_a_saved_transcripts_layer_round_trips_through_the_spec(xenium_top: Path) -> None:
+    """The demo's figure saves its layer; the canvas payload carries it to the view, and its genes' tiles answer."""
+    from sds_jupyter.demo.xenium import TRANSCRIPT_GENES
+
+    service = StackService(xenium_top)
+    (spec,) = [f["spec"] for f in service.figures(None)["figures"] if f["id"] == "fig-transcripts"]
+    saved = dispatch(service, "canvas", {"figure": "fig-transcripts"}).data["points"]
+    assert saved == spec["points"] == {"element": "transcripts", "genes": list(TRANSCRIPT_GENES), "radius": 1.5}
+    assert dispatch(service, "canvas", {"figure": "fig-cell-types"}).data["points"] is None
+    info = dispatch(service, "points", {"element": saved["element"]}).data["index"]
+    params = {
+        "element": "transcripts",
+        "key": info["key"],
+        "level": 0,
+        "x": 0,
+        "y": 0,
+        "genes": ",".join(saved["genes"]),
+    }
+    tile = dispatch(service, "points_tile", params)
+    names = [g["name"] for g in info["genes"]]
+    shown = {names[code] for code in np.frombuffer(tile.buffers[2], dtype="<u2").tolist()}
+    assert shown and shown <= set(TRANSCRIPT_GENES)
+
+
+def test_a_bad_transcripts_layer_in_a_spec_is_named() -> None:
+    from sds_jupyter.studio.figures import parse_figure
+
+    base = {"kind": "canvas", "title": "t", "table": "table"}
+    assert parse_figure("ok", {**base, "points": {"element": "transcripts"}}).kind == "canvas"
+    for bad in ({"genes": ["A"]}, {"element": "t", "radius": -1}, {"element": "t", "colour": "red"}):
+        parsed = parse_figure("bad", {**base, "points": bad})
+        assert parsed.kind == "unsupported" and parsed.reason and "points" in parsed.reason

@@ -223,6 +223,7 @@ def _cell_types(writer: VersionWriter, run: Run) -> dict[str, str]:
     writer.set_obs(TABLE, "cell_type", cell_type)
     writer.set_uns(TABLE, "cell_type_colors", np.asarray(TYPE_COLORS))
     writer.set_figure(TABLE, "fig-cell-types", _canvas(run.tissue, "Cell types", "cell_type", zoom_in=False))
+    writer.set_figure(TABLE, "fig-transcripts", _transcripts_canvas(run.tissue))
     return _version(
         "Cell types", "Clusters named from their markers; two Leiden clusters are both tumor", "ben@example.org"
     )
@@ -299,6 +300,18 @@ def _coarser(writer: VersionWriter, run: Run) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------- figures
+
+
+#: The marker genes the demo's transcripts figure shows, one per cell type it tells apart.
+TRANSCRIPT_GENES = ("EPCAM", "CD3E", "MS4A1", "PECAM1", "CD68")
+
+
+def _transcripts_canvas(tissue: Tissue) -> dict[str, Any]:
+    """One tumor nest at cell scale with the transcripts of five marker genes over the cells."""
+    spec = _canvas(tissue, "Marker transcripts, one tumor nest", "cell_type", zoom_in=True)
+    spec["caption"] = "Transcripts of five marker genes, each in its colour, over the cells and the morphology image"
+    spec["points"] = {"element": POINTS, "genes": list(TRANSCRIPT_GENES), "radius": 1.5}
+    return spec
 
 
 def _canvas(

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         CanvasColor,
         CanvasImage,
         CanvasPayload,
+        CanvasPoints,
         CategoricalColor,
         ChannelInfo,
         ContinuousColor,
@@ -459,7 +460,16 @@ def canvas_payload(
         "unit": unit,
         "obs_columns": [str(column) for column in cells.obs_columns],
         "shapes": shapes[0] if shapes is not None else None,
+        "points": _points_layer(spec.get("points")),
     }
+
+
+def _points_layer(saved: Any) -> CanvasPoints | None:
+    """The spec's transcripts layer (validated by the schema) as the payload carries it."""
+    if not isinstance(saved, Mapping) or not saved.get("element"):
+        return None
+    genes = [str(gene) for gene in saved.get("genes") or []]
+    return {"element": str(saved["element"]), "genes": genes, "radius": float(saved.get("radius") or 1.5)}
 
 
 def build_canvas(

@@ -14,6 +14,7 @@ __all__ = [
     "CanvasColor",
     "CanvasImage",
     "CanvasPayload",
+    "CanvasPoints",
     "CanvasShapes",
     "CategoricalColor",
     "ChannelInfo",
@@ -126,6 +127,16 @@ class CanvasShapes(TypedDict):
     outlines: NotRequired[OutlineTiles]
 
 
+class CanvasPoints(TypedDict):
+    """A canvas figure's transcripts layer, as its spec saves it: which points element, genes and size."""
+
+    element: str
+    #: The genes shown (empty: every gene).
+    genes: list[str]
+    #: A point's radius on screen, CSS px.
+    radius: float
+
+
 class CanvasPayload(TypedDict):
     n_cells: int
     bounds: Bounds
@@ -144,6 +155,8 @@ class CanvasPayload(TypedDict):
     #: Set with an image in the browser's replies: the image is not among the buffers (its pixels
     #: come from ``channels`` and ``image_tile``); the ``channels`` reply of this key is the overview.
     image_key: NotRequired[str]
+    #: The transcripts layer the figure was saved with (the view shows it on opening), or None.
+    points: NotRequired[CanvasPoints | None]
 
 
 class ChannelInfo(TypedDict):

@@ -70,6 +70,12 @@ export type CanvasShapes = {
   outlines?: OutlineTiles;
 };
 
+export type CanvasPoints = {
+  element: string;
+  genes: string[];
+  radius: number;
+};
+
 export type CanvasPayload = {
   n_cells: number;
   bounds: Bounds;
@@ -82,6 +88,7 @@ export type CanvasPayload = {
   shapes?: CanvasShapes | null;
   cells_key?: string;
   image_key?: string;
+  points?: CanvasPoints | null;
 };
 
 export type ChannelInfo = {
