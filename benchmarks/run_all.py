@@ -43,6 +43,7 @@ BENCHMARKS = [
     "bench_cell_request.py",  # builds its own 1M and 10M-cell stacks, as the line above
     "bench_first_tissue.py",  # builds the demo (100k cells): bytes and server time per Figures step, sent once vs per figure
     "bench_obs_requests.py",  # builds 100k and 1M-cell stacks with 31 obs columns
+    "bench_points.py",  # a 3M-transcript points element written by spatialdata: index, first view, a pan at full zoom
     "bench_compare_branch.py",  # builds the Xenium demo (3,000 cells); compare with its branch
     "bench_export.py",  # builds the 100,000-cell tissue demo; exports it with vector and pictured cells
     "bench_export_worker.py",  # builds the 3,000-cell tissue demo; exports drawn by the worker and in place
