@@ -785,6 +785,101 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
     }
   });
 
+  it('issue 39: transcripts by gene over the tissue, in both tiers: tiles at the zoom, colour by gene, the gene under the pointer', async () => {
+    // 2,000 cells and their 60,000 transcripts (a spatialdata points element) and nucleus outlines
+    const out = join(work, 'root', 'transcripts');
+    const topPath = python(
+      `import warnings; warnings.simplefilter("ignore")\nfrom pathlib import Path\nfrom sds_jupyter.demo.xenium import build_xenium_demo\nprint(build_xenium_demo(Path(${JSON.stringify(out)}), n_cells=2000, side=1024))`
+    );
+    const name = topPath.split('/').pop();
+    for (const [tier, query] of [['software', ''], ['gpu', '&sds-tier=gpu']]) {
+      const page = await newPage();
+      try {
+        await page.goto(`${base}/lab/tree/transcripts/datasets?token=${TOKEN}&reset${query}`);
+        await item(page, name).waitFor({ timeout: 60000 });
+        await page.waitForTimeout(500);
+        await item(page, name).dblclick();
+        await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+        await page.locator('.sds-tab[data-tab="figures"]').click();
+        await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 90000 });
+        const figure = page.locator('.sds-spatial[data-points-element="transcripts"]').first();
+        await figure.waitFor({ timeout: 30000 });
+        const stage = figure.locator('.sds-deck-stage');
+        assert.equal(await stage.getAttribute('data-tier'), tier);
+        await figure.scrollIntoViewIfNeeded();
+        await figure.getByLabel('Image', { exact: true }).uncheck();
+        await figure.getByLabel('Cells', { exact: true }).uncheck(); // the pixels left are the transcripts' alone
+        await page.waitForTimeout(500);
+        const pixels = () =>
+          stage.locator('.sds-deck-canvas').evaluate(c => {
+            const copy = document.createElement('canvas');
+            copy.width = c.width;
+            copy.height = c.height;
+            const ctx = copy.getContext('2d');
+            ctx.fillStyle = '#000';
+            ctx.fillRect(0, 0, c.width, c.height);
+            ctx.drawImage(c, 0, 0);
+            return Array.from(ctx.getImageData(0, 0, c.width, c.height).data);
+          });
+        const count = (d, test) => {
+          let n = 0;
+          for (let i = 0; i < d.length; i += 4) if (test(d[i], d[i + 1], d[i + 2])) n++;
+          return n / (d.length / 4);
+        };
+        const lit = (r, g, b) => Math.max(r, g, b) > 40;
+        const empty = count(await pixels(), lit);
+        assert.ok(empty < 0.01, `${tier}: nothing drawn with cells and image off: ${empty}`);
+        await figure.getByRole('checkbox', { name: 'Transcripts', exact: true }).check();
+        await page.waitForFunction(el => Number(el.dataset.points) > 0, await stage.elementHandle(), { timeout: 60000 });
+        await page.waitForTimeout(800);
+        const all = count(await pixels(), lit);
+        assert.ok(all > 0.02, `${tier}: every gene's transcripts paint the tissue: ${all}`);
+        assert.ok(await figure.locator('.sds-points-legend li').count() >= 10, `${tier}: the legend lists the genes`);
+        await shot(page, `transcripts-${tier}-all`);
+        // one gene: only its colour (the first of the palette, #4e79a7) is left
+        const genes = figure.locator('.sds-points-genes');
+        await genes.fill('EPCAM');
+        await genes.press('Enter');
+        await page.waitForFunction(() => document.querySelector('.sds-points-legend li')?.textContent?.startsWith('EPCAM'), null, { timeout: 30000 });
+        await page.waitForTimeout(1000);
+        const one = await pixels();
+        // #4e79a7 over black, edges blended: blue above green above red (no other palette colour of the legend's first ten is)
+        const blueish = (r, g, b) => lit(r, g, b) && b >= g && g >= r && b - r > 25;
+        const blue = count(one, blueish);
+        const other = count(one, (r, g, b) => lit(r, g, b) && !blueish(r, g, b));
+        assert.ok(blue > 0.001 && blue < all, `${tier}: EPCAM's transcripts in its colour: ${blue} of ${all}`);
+        assert.ok(other < blue * 0.1, `${tier}: no other gene's colour: ${other} against ${blue}`);
+        await shot(page, `transcripts-${tier}-epcam`);
+        // zoomed in on an EPCAM point until the finest level: every point there, none a sample; hover names it
+        const at = await figure.evaluate(el => {
+          const layer = el.sdsSpatial.transcripts;
+          const p = layer.drawing.positions;
+          el.sdsSpatial.stage.apply({ target: [p[0], p[1]], zoom: el.sdsSpatial.stage.viewState.zoom + 5 });
+          return [p[0], p[1]];
+        });
+        await page.waitForFunction(el => el.dataset.pointsLevel === String(el.closest('.sds-spatial').sdsSpatial.transcripts.info.finest_level), await stage.elementHandle(), { timeout: 30000 });
+        await page.waitForTimeout(500);
+        const screen = await figure.evaluate((el, [x, y]) => {
+          const s = el.sdsSpatial.stage;
+          const r = s.node.getBoundingClientRect();
+          const region = s.region();
+          return [r.left + ((x - region[0]) / (region[2] - region[0])) * r.width, r.top + ((y - region[1]) / (region[3] - region[1])) * r.height];
+        }, at);
+        await page.mouse.move(screen[0], screen[1]);
+        await page.waitForFunction(el => el.dataset.pointGene === 'EPCAM', await stage.elementHandle(), { timeout: 10000 });
+        assert.equal(await figure.locator('.sds-points-hover').innerText(), 'Transcript: EPCAM');
+        assert.equal(await figure.locator('.sds-points-status').innerText(), '', `${tier}: no sample at the finest level`);
+        await shot(page, `transcripts-${tier}-zoomed`);
+        if (tier === 'software') {
+          await checkAxe(page, 'transcripts layer');
+        }
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+      }
+    }
+  });
+
   /**
    * Click each export button of `figure`: SVG, PNG and PDF download the files the service draws
    * (the renderer of `sds-jupyter export`), named `<prefix>-<figure id>` (the PNG `-300dpi.png`);

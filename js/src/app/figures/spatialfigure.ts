@@ -118,7 +118,14 @@ export class SpatialFigure {
         onView: (_vs, region) => this.viewChanged(region),
         onHover: index => this.hover(index),
         onPin: index => void this.showPin(index),
-        onScreen: shown => (shown ? this.askTiles(this.stage!.region()) : this.tiles?.hold()),
+        onScreen: shown => {
+          if (shown) {
+            this.askTiles(this.stage!.region());
+            this.transcripts?.onScreen();
+          } else {
+            this.tiles?.hold();
+          }
+        },
         onFallback: reason => this.fallBack(reason)
       }, outlineTilesOf(transport, version, figureId, payload));
     } else {
@@ -212,10 +219,20 @@ export class SpatialFigure {
     if (!elements.length || !bar || !this.stage) {
       return;
     }
-    this.transcripts = new TranscriptsLayer(this.transport, this.version, this.stage, elements[0]);
+    const saved = this.payload.points;
+    const element = saved && elements.includes(saved.element) ? saved.element : elements[0];
+    this.transcripts = new TranscriptsLayer(this.transport, this.version, this.stage, element);
     bar.append(this.transcripts.controls);
     this.legendSlot.after(this.transcripts.legend);
-    this.node.dataset.pointsElement = elements[0];
+    this.node.dataset.pointsElement = element;
+    if (saved && saved.element === element) {
+      // saved with its transcripts shown: shown as saved once the figure is on screen (an
+      // index built for a figure nobody scrolled to would slow the ones in view)
+      this.transcripts.restore(saved);
+      if (this.stage.node.dataset.live === 'true') {
+        this.transcripts.onScreen();
+      }
+    }
   }
 
   /**

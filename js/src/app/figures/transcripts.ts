@@ -13,7 +13,7 @@ import { regionOf, type Region } from '../spatial/camera';
 import { levelFor, mergePoints, nearestPoint, pointTilesOf, tilesInView, type PointsDrawing, type PointTileSet } from '../spatial/pointtiles';
 import type { SpatialStage } from '../spatial/spatial';
 import { TransportError, type Transport } from '../shared/transport';
-import type { PointsInfo } from '../shared/types';
+import type { CanvasPoints, PointsInfo } from '../shared/types';
 
 /** The genes' colours (Tableau 10 then its lighter half): a gene's colour is its place in the list shown. */
 export const GENE_COLORS = [
@@ -98,6 +98,8 @@ export class TranscriptsLayer {
   private on = false;
   private version = 0;
   private token = 0;
+  /** Restored from the figure's spec and not shown yet (shown when the figure comes on screen). */
+  private restored = false;
 
   constructor(
     private readonly transport: Transport,
@@ -132,6 +134,34 @@ export class TranscriptsLayer {
     this.legend = h('div', { class: 'sds-legend sds-points-legend', hidden: '' });
     stage.node.addEventListener('pointermove', ev => this.hover(ev));
     stage.node.addEventListener('pointerleave', () => this.named(null));
+  }
+
+  /** The genes and size a figure spec saved (`CanvasPoints`): set before the layer is shown. */
+  restore(saved: CanvasPoints): void {
+    this.restored = true;
+    this.genes = [...saved.genes];
+    this.radius = saved.radius;
+    const box = this.controls.querySelector<HTMLInputElement>('.sds-points-genes');
+    if (box) {
+      box.value = saved.genes.join(', ');
+    }
+    const size = this.controls.querySelector<HTMLInputElement>('.sds-points-size');
+    if (size) {
+      size.value = String(saved.radius);
+    }
+  }
+
+  /** The figure came on screen: a layer restored from its spec is shown now, once. */
+  onScreen(): void {
+    if (this.restored) {
+      this.restored = false;
+      this.show(true).catch(() => undefined);
+    }
+  }
+
+  /** What a figure spec saves of this layer (null while it is off): the inverse of `restore`. */
+  saved(): CanvasPoints | null {
+    return this.on ? { element: this.element, genes: [...this.genes], radius: this.radius } : null;
   }
 
   /** Turn the layer on (its index asked for once) or off. */
