@@ -53,6 +53,8 @@ __all__ = [
     "MAX_REGION_COORDINATE",
     "MAX_REQUEST_BODY_BYTES",
     "MAX_RESULT_BYTES",
+    "MAX_SHAPES",
+    "MAX_SHAPES_BYTES",
     "MAX_STORE_OBJECT",
     "MAX_TEXT_VALUE_BYTES",
     "MAX_TITLE_MANIFEST_BYTES",
@@ -133,6 +135,14 @@ MAX_TEXT_VALUE_BYTES = 1024
 #: cells pile on one spot (a degenerate or hostile table): its answer would be megabytes built
 #: per request, so it is refused and the view keeps drawing those cells as points.
 MAX_OUTLINE_TILE_CELLS = 16_384
+
+#: The most shapes (cell outlines, spots) a shapes element may hold to be read, from its parquet
+#: footer: 2^22 (4 million) outlines would already be past what a canvas sends as outlines
+#: (studio.shapes.MAX_VERTICES at 4 or more vertices each), and parquet stores a repeated
+#: polygon once, so a file of kilobytes may claim millions.
+MAX_SHAPES = 2**22
+#: The most decoded bytes a shapes parquet's row groups may claim: 4 million outlines of 16 points.
+MAX_SHAPES_BYTES = 1024**3
 
 # ------------------------------------------------------------------ results and compare
 

@@ -222,3 +222,21 @@ def test_rest_embedding_is_framed_binary_then_annotates(
     bad = {**body, "regions": {"a": {"embedding": "X_pca", "polygon": [[0, 0], [float("inf"), 0], [1, 1]]}}}
     refused = _fetch(jp_fetch, jp_asyncio_loop, "annotate", method="POST", body=json.dumps(bad))
     assert refused.code == 400 and "not a finite number" in json.loads(refused.body)["message"]
+
+
+def test_an_obsm_array_claiming_gigabytes_is_refused_before_reading(tmp_path: Path, xenium: Path) -> None:
+    """Issue 38 item 1: X_pca edited to claim 10^6 columns in one chunk (gigabytes): the widget's
+    path (StackService.embedding) and the request refuse it by name from its metadata."""
+    from test_server_bounds import _edit_nodes
+
+    datasets = Path(shutil.copytree(xenium.parent, tmp_path / "datasets", symlinks=True))
+
+    def wide(meta: dict[str, Any]) -> None:
+        meta["shape"] = [meta["shape"][0], 10**6]
+        meta["chunk_grid"]["configuration"]["chunk_shape"] = [meta["shape"][0], 10**6]
+
+    assert _edit_nodes(datasets, "obsm/X_pca", wide)
+    service = StackService(datasets / xenium.name)
+    with pytest.raises(StackError, match=r"'X_pca'.*MAX_COLUMN_BYTES") as info:
+        dispatch(service, "embedding", {"figure": FIGURE, "key": "X_pca"})
+    assert info.value.kind == "element" and "\n" not in str(info.value)

@@ -166,6 +166,22 @@ def _bombed(top: Path, dest: Path) -> tuple[str, int]:
     return f"{dest.name}/{version.name}", Stack.resolve(version).depth
 
 
+def _shapes_bomb(top: Path, dest: Path, count: int = 5_000_000) -> None:
+    """A copy of the demo's datasets whose cell outlines are ``count`` copies of one polygon: parquet
+    keeps a repeated value once, so the file stays a few hundred kilobytes (issue 38 item 3)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    datasets = Path(shutil.copytree(top.parent, dest, symlinks=True))
+    path = Path(str(Stack.resolve(datasets / top.name).base.path)) / "shapes" / "cell_boundaries" / "shapes.parquet"
+    honest = pq.read_table(path)
+    polygon = honest.column("geometry").chunk(0).slice(0, 1)
+    geometry = pa.DictionaryArray.from_arrays(pa.array(np.zeros(count, dtype=np.int32)), polygon.cast(pa.binary()))
+    columns = {"geometry": geometry, "cell_id": pa.array(np.zeros(count, dtype=np.int64))}
+    pq.write_table(pa.table(columns).replace_schema_metadata(honest.schema.metadata), path)
+    assert path.stat().st_size < 1024 * 1024
+
+
 def _padded_manifests(top: Path, dest: Path) -> int:
     """A copy of the demo's datasets whose every manifest is padded to PADDED_MANIFEST_BYTES; how many."""
     datasets = Path(shutil.copytree(top.parent, dest, symlinks=True))
@@ -200,6 +216,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     hostile = _hostile_results(top, root / "results")
     _padded_manifests(top, root / "padded")
     hostile["bombed"] = _bombed(top, root / "bombs")
+    _shapes_bomb(top, root / "shapes-bomb")
     shutil.copytree(top.parent, root / "locked", symlinks=True)
     (root / "locked").chmod(0)
     shutil.copytree(top.parent, root / "sealed", symlinks=True)
@@ -313,6 +330,16 @@ def test_a_decompression_bomb_answers_400_naming_it(server: Server, name: str, p
     assert (status, error["kind"]) == (400, "base"), (name, error)
     assert ("obs/bomb" in error["message"] or "obsm/X_bomb" in error["message"]) and "\n" not in error["message"]
     assert peak < REFUSAL_PEAK_BYTES, f"{name} rose by {peak} bytes"
+    assert server.alive()
+
+
+def test_millions_of_polygons_in_a_small_parquet_answer_400(server: Server) -> None:
+    """Issue 38 item 3: 5,000,000 outlines in a file of kilobytes are refused from the parquet footer,
+    before a polygon is built."""
+    status, error, peak = server.peak_of("canvas", path=f"shapes-bomb/{server.top}", figure=FIGURE)
+    assert (status, error["kind"]) == (400, "element") and "5,000,000 shapes" in error["message"], error
+    assert "MAX_SHAPES" in error["message"] and "\n" not in error["message"]
+    assert peak < REFUSAL_PEAK_BYTES, f"the canvas rose by {peak} bytes"
     assert server.alive()
 
 

@@ -19,14 +19,12 @@ import numpy as np
 import zarr
 from anndata.io import read_elem
 
-from sds_jupyter.limits import MAX_COLUMN_BYTES, item_bytes
 from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.tables import TableView, check_claim
+from sds_jupyter.service.tables import TableView, check_bytes, check_claim, slice_chunks_bytes
 from sds_jupyter.stack import StackStore
 from sds_jupyter.stack.caches import StackCaches
 from sds_jupyter.stack.identity import node_identity
 from sds_jupyter.stack.lru import ByteLRU
-from sds_jupyter.studio.errors import ElementError
 
 __all__ = [
     "EMBEDDING_CACHE_BYTES",
@@ -109,7 +107,7 @@ def embedding_keys(view: TableView) -> list[str]:
 def _read(view: TableView, key: str) -> Embedding:
     node = view.group[f"obsm/{key}"]
     if isinstance(node, zarr.Array):
-        _check_slice_claim(node, key)
+        check_bytes(slice_chunks_bytes(node, 2), f"Obsm entry {key!r} (the chunks of its first two columns)")
         first = np.asarray(node[:, :2], dtype=np.float32)  # the two columns' chunks only
         columns = int(node.shape[1])
     else:
@@ -130,23 +128,6 @@ def _read(view: TableView, key: str) -> Embedding:
         else None
     )
     return Embedding(x, y, columns, bounds)
-
-
-def _check_slice_claim(node: zarr.Array, key: str) -> None:
-    """Refuse an obsm array whose chunks holding its first two columns claim more than MAX_COLUMN_BYTES.
-
-    Why: a slice decompresses every chunk it touches whole, and a version stores an array in
-    one chunk, so two columns of a 10^9-column entry would read all of it.
-    """
-    rows, chunk_rows, chunk_columns = int(node.shape[0]), int(node.chunks[0]), int(node.chunks[1])
-    touched_rows = -(-rows // max(chunk_rows, 1)) * chunk_rows
-    touched_columns = -(-2 // max(chunk_columns, 1)) * chunk_columns
-    claimed = touched_rows * touched_columns * item_bytes(node)
-    if claimed > MAX_COLUMN_BYTES:
-        raise ElementError(
-            f"Obsm entry {key!r} claims {claimed:,} bytes in the chunks of its first two columns; "
-            f"at most {MAX_COLUMN_BYTES:,} (MAX_COLUMN_BYTES) are read."
-        )
 
 
 def embedding_name(view: TableView, key: str) -> str:

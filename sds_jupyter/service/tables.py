@@ -27,6 +27,7 @@ from sds_jupyter.limits import (
     MAX_UNS_BYTES,
     BoundedCache,
     claimed_bytes,
+    item_bytes,
 )
 from sds_jupyter.service.nodes import child_array, child_group, element_length
 from sds_jupyter.stack.caches import StackCaches, default_caches
@@ -279,6 +280,7 @@ class TableView:
         """The variable (gene) names, read from var's index alone."""
         var = child_group(self.group, "var")
         index_key = str(var.attrs.get("_index", "_index"))
+        check_claim(var[index_key], "The var index")
         return pd.Index([str(name) for name in read_elem(var[index_key])])
 
     def matrix_column(self, position: int, layer: str | None = None) -> np.ndarray:
@@ -290,9 +292,12 @@ class TableView:
         key = "X" if layer is None else f"layers/{layer}"
         node = self.group[key]
         if isinstance(node, zarr.Array):
+            check_bytes(slice_chunks_bytes(node, 1), f"Column {position} of {key}")
             return np.asarray(node[:, position], dtype=np.float32)
         encoding = str(node.attrs.get("encoding-type", ""))
         n_obs, _ = (int(n) for n in cast("list[int]", node.attrs["shape"]))  # a sparse matrix's [rows, columns]
+        for part in ("indptr", "indices", "data"):  # a CSR scan reads all three whole
+            check_claim(child_array(node, part), f"{key}'s {part}")
         indptr = np.asarray(child_array(node, "indptr")[:])
         column = np.zeros(n_obs, dtype=np.float32)
         if encoding == "csc_matrix":
@@ -343,13 +348,27 @@ def _value_at(node: zarr.Array | zarr.Group, position: int) -> pd.Series:
     return pd.Series(read_elem(node)[position : position + 1])
 
 
+def slice_chunks_bytes(node: zarr.Array, width: int) -> int:
+    """The bytes of the chunks that reading ``width`` columns of a 2-D array (every row) decompresses.
+
+    Why: a slice decompresses every chunk it touches whole, and a version stores an array in
+    one chunk, so one column of a 10^9-column matrix would read all of it.
+    """
+    rows, chunk_rows, chunk_columns = int(node.shape[0]), max(int(node.chunks[0]), 1), max(int(node.chunks[1]), 1)
+    return -(-rows // chunk_rows) * chunk_rows * -(-width // chunk_columns) * chunk_columns * item_bytes(node)
+
+
 def check_claim(node: zarr.Group | zarr.Array, what: str) -> None:
     """Refuse to read a stored column whose arrays claim more than MAX_COLUMN_BYTES (from metadata alone).
 
     Why: anndata allocates what the shapes claim; an edited shape of 10^12 would be a
     MemoryError (a 500) after swapping, instead of a refusal that names the column.
     """
-    claimed = claimed_bytes(node)
+    check_bytes(claimed_bytes(node), what)
+
+
+def check_bytes(claimed: int, what: str) -> None:
+    """Refuse a read whose arrays claim more than MAX_COLUMN_BYTES, naming what it reads."""
     if claimed > MAX_COLUMN_BYTES:
         raise ElementError(
             f"{what} claims {claimed:,} bytes; at most {MAX_COLUMN_BYTES:,} (MAX_COLUMN_BYTES) are read."

@@ -22,7 +22,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.errors import shown
-from sds_jupyter.limits import MAX_LEVELS, item_bytes
+from sds_jupyter.limits import MAX_LEVELS, MAX_SHAPES, MAX_SHAPES_BYTES, item_bytes
 from sds_jupyter.studio.bounds import READ_SLOTS, check_level_shape, check_read, check_scale
 from sds_jupyter.studio.errors import ElementError
 from sds_jupyter.studio.transforms import IDENTITY, Axial, element_transform, system_unit
@@ -388,7 +388,35 @@ def _read_parquet_table(root: zarr.Group, prefix: str) -> pa.Table | None:
     import pyarrow.parquet as pq
 
     whole = read_store_bytes(root, prefix)
-    return None if whole is None else pq.read_table(io.BytesIO(whole))
+    return None if whole is None else pq.read_table(_checked_parquet(whole, prefix))
+
+
+def _checked_parquet(data: bytes, prefix: str, rows_before: int = 0) -> io.BytesIO:
+    """A shapes parquet object, refused when its footer claims more shapes or bytes than are read.
+
+    Why: parquet stores a repeated polygon once, so 76 KB can hold 5,000,000 of them, and
+    reading them builds gigabytes of geometry. The footer's row count and the decoded size
+    its row groups claim are checked before a page is read (``rows_before``: the rows of the
+    parts read so far).
+    """
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO(data)
+    try:
+        meta = pq.ParquetFile(buffer).metadata
+    except Exception as exc:  # noqa: BLE001 - any unreadable footer is the same refusal
+        raise ElementError(
+            f"{shown(prefix, 120)} is not a parquet file pyarrow can read ({type(exc).__name__})."
+        ) from None
+    rows = rows_before + int(meta.num_rows)
+    claimed = sum(int(meta.row_group(i).total_byte_size) for i in range(meta.num_row_groups))
+    if rows > MAX_SHAPES or claimed > MAX_SHAPES_BYTES:
+        raise ElementError(
+            f"{shown(prefix, 120)} holds {rows:,} shapes of {claimed:,} bytes; at most {MAX_SHAPES:,} (MAX_SHAPES) "
+            f"of {MAX_SHAPES_BYTES:,} bytes (MAX_SHAPES_BYTES) are read."
+        )
+    buffer.seek(0)
+    return buffer
 
 
 def _read_parquet(root: zarr.Group, prefix: str) -> pd.DataFrame:
@@ -400,10 +428,11 @@ def _read_parquet(root: zarr.Group, prefix: str) -> pd.DataFrame:
     parts = [key for key in _list_prefix(root, prefix + "/") if key.endswith(".parquet")]
     if not parts:
         raise ElementError(f"No parquet object at {prefix!r}.")
-    frames = [
-        pq.read_table(io.BytesIO(read_store_bytes(root, key.removeprefix(_node_path(root))) or b"")).to_pandas()
-        for key in parts
-    ]
+    frames, rows = [], 0
+    for key in parts:
+        checked = _checked_parquet(read_store_bytes(root, key.removeprefix(_node_path(root))) or b"", key, rows)
+        frames.append(pq.read_table(checked).to_pandas())
+        rows += len(frames[-1])
     return pd.concat(frames)
 
 
