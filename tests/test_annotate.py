@@ -102,10 +102,22 @@ def test_two_regions_are_saved_with_shapely_counts_and_nothing_else_changes(demo
     assert top["title"] == "My regions" and top["depth"] == service.history()["top_depth"] + 1
     assert f"left ({counts['left']} cells)" in top["message"] and f"centre ({counts['centre']} cells)" in top["message"]
     changes = back.changes()
-    assert [op["op"] for op in changes["ops"]] == ["set-obs"] and changes["ops"][0]["column"] == "my_regions"
+    assert [op["op"] for op in changes["ops"]] == ["set-obs", "set-uns"] and changes["ops"][0]["column"] == "my_regions"
     summary = changes["details"][0]["column"]
     assert {c["value"]: c["count"] for c in summary["counts"]} == counts.to_dict()
     assert summary["n_missing"] == int(expected.isna().sum())
+    # issue 40, item 3: the regions are kept with the column, in the figure's coordinates, to be shown and redrawn
+    assert changes["ops"][1]["key"] == "sds_regions"
+    kept = back.adata().uns["sds_regions"]["my_regions"]
+    assert list(kept["labels"]) == ["left", "centre"] and list(kept["spaces"]) == ["global", "global"]
+    offsets = list(kept["offsets"])
+    for i, polygon in enumerate(regions.values()):
+        np.testing.assert_array_equal(kept["vertices"][offsets[i] : offsets[i + 1]], np.asarray(polygon, dtype=float))
+    # the regions redrawn from what was kept select the same cells
+    redrawn = {
+        str(label): kept["vertices"][offsets[i] : offsets[i + 1]].tolist() for i, label in enumerate(kept["labels"])
+    }
+    pd.testing.assert_series_equal(_expected(x, y, redrawn), expected)
 
 
 def test_an_existing_categorical_column_keeps_its_other_values(demo: Path) -> None:

@@ -1119,7 +1119,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     const saved = tree.nodes.find(n => n.title === 'My regions');
     assert.ok(saved, `the tree lists the new version: ${JSON.stringify(tree.nodes.map(n => n.title))}`);
     const changes = await (await api(`/sds-jupyter/api/changes?path=${encodeURIComponent(saved.folder)}`)).json();
-    assert.deepEqual(changes.ops.map(o => [o.op, o.column]), [['set-obs', 'my_regions']]);
+    assert.deepEqual(changes.ops.map(o => [o.op, o.column ?? o.key]), [['set-obs', 'my_regions'], ['set-uns', 'sds_regions']]); // the regions kept beside the column (issue 40, item 3)
     const stored = Object.fromEntries(changes.details[0].column.counts.map(c => [c.value, c.count]));
     assert.deepEqual(stored, { left: counts[0], centre: counts[1] });
     await page.locator('.sds-tab[data-tab="changes"]').click();
@@ -1190,6 +1190,32 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
           return [box.left + sx, box.top + sy];
         });
       }, points);
+    /**
+     * The veil's pixels under each cell of a surface ('' the tissue, else an embedding key), read back from its canvas:
+     * the selected cells in view (by the panel's codes), those whose centre pixel is clear, and the others veiled.
+     */
+    const veilPixels = (figure, space) =>
+      figure.evaluate((el, key) => {
+        const panel = el.sdsSpatial.annotation;
+        const { surface, veil } = panel.surfaces.get(key);
+        const view = surface.projection();
+        const [w, hgt] = [veil.width, veil.height];
+        const alpha = w && hgt ? veil.getContext('2d').getImageData(0, 0, w, hgt).data : new Uint8ClampedArray(0);
+        const out = { selected: 0, clear: 0, others: 0, veiled: 0 };
+        for (let i = 0; i < panel.codes.length; i++) {
+          const [sx, sy] = view.toScreen(surface.x[i], surface.y[i]);
+          if (!(sx >= 0 && sy >= 0 && sx < w && sy < hgt)) continue;
+          const a = alpha[(Math.floor(sy) * w + Math.floor(sx)) * 4 + 3];
+          if (panel.codes[i] >= 0) {
+            out.selected += 1;
+            out.clear += a === 0 ? 1 : 0;
+          } else {
+            out.others += 1;
+            out.veiled += a > 0 ? 1 : 0;
+          }
+        }
+        return out;
+      }, space);
     const page = await newPage();
     try {
       const figure = await openFigure(page);
@@ -1241,6 +1267,13 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       assert.equal(tissueMarked, facts.inside);
       assert.equal(Number(await overlay.getAttribute('data-marked')), facts.inside);
       assert.match(await figure.locator('.sds-annotate-selection').innerText(), new RegExp(`${facts.inside.toLocaleString('en-US')} cells selected`));
+      // issue 40, item 1: every selected cell shows through the veil on both surfaces, the others are veiled
+      for (const space of ['', 'X_pca']) {
+        const seen = await veilPixels(figure, space);
+        assert.equal(seen.selected, facts.inside, `${space || 'tissue'}: ${JSON.stringify(seen)}`);
+        assert.equal(seen.clear, facts.inside, `every selected cell in view is clear of the veil on ${space || 'the tissue'}: ${JSON.stringify(seen)}`);
+        assert.ok(seen.veiled >= 0.5 * seen.others, `the other cells are veiled on ${space || 'the tissue'}: ${JSON.stringify(seen)}`);
+      }
       await figure.scrollIntoViewIfNeeded();
       await shot(page, 'issue27-embedding-selected');
       await checkAxe(page, 'the embedding beside the tissue, a region drawn on it');
@@ -1254,12 +1287,109 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       const saved = tree.nodes.find(n => n.title === 'Picked on PCA');
       assert.ok(saved, `the tree lists the new version: ${JSON.stringify(tree.nodes.map(n => n.title))}`);
       const changes = await (await api(`/sds-jupyter/api/changes?path=${encodeURIComponent(saved.folder)}`)).json();
-      assert.deepEqual(changes.ops.map(o => [o.op, o.column]), [['set-obs', 'pca_pick']]);
+      assert.deepEqual(changes.ops.map(o => [o.op, o.column ?? o.key]), [['set-obs', 'pca_pick'], ['set-uns', 'sds_regions']]); // the regions kept beside the column (issue 40, item 3)
       const stored = Object.fromEntries(changes.details[0].column.counts.map(c => [c.value, c.count]));
       assert.equal(stored[`cluster ${facts.cluster}`], facts.inside);
       assert.deepEqual(page.errors, []);
     } finally {
       await page.close();
+    }
+    // issue 40, items 2 and 4: drawing by double-click on the tissue, Escape, the embedding's zoom and pan
+    const draw = await newPage();
+    try {
+      const figure = await openFigure(draw);
+      await figure.locator('.sds-annotate-toggle').click();
+      await figure.locator('.sds-tool-polygon').click();
+      const stage = figure.locator('.sds-deck-stage');
+      await stage.scrollIntoViewIfNeeded();
+      const box = await stage.boundingBox();
+      const at = (fx, fy) => [box.x + fx * box.width, box.y + fy * box.height];
+      // five outlines, each closed by a double-click on its last point: five regions of three points, none left open
+      for (let k = 0; k < 5; k++) {
+        const x0 = 0.1 + 0.16 * k;
+        for (const [fx, fy] of [[x0, 0.3], [x0 + 0.12, 0.3]]) {
+          await draw.mouse.click(...at(fx, fy));
+          await draw.waitForTimeout(350); // apart: never a double-click
+        }
+        await draw.mouse.dblclick(...at(x0 + 0.06, 0.5));
+        await draw.waitForFunction(n => document.querySelectorAll('.sds-annotate-region').length === n, k + 1, { timeout: 10000 });
+        const shape = await figure.evaluate(el => {
+          const d = el.sdsSpatial.annotation.drawing;
+          return { points: d.regions[d.regions.length - 1].polygon.length, draft: d.draft.length };
+        });
+        assert.deepEqual(shape, { points: 3, draft: 0 }, `outline ${k + 1} closed once by the double-click`);
+      }
+      // the outlines read on the tissue: a halo of the page's background under the brand-coloured line
+      const strokes = await figure.locator('.sds-deck-stage .sds-annotate-overlay').evaluate(o =>
+        ['.sds-annotate-halo', '.sds-annotate-outline'].map(sel => {
+          const cs = getComputedStyle(o.querySelector(sel));
+          return [cs.stroke, parseFloat(cs.strokeWidth)];
+        })
+      );
+      assert.ok(strokes[0][1] > strokes[1][1] && strokes[0][0] !== strokes[1][0], JSON.stringify(strokes));
+      await shot(draw, 'issue40-outlines-closed');
+      // Escape drops the outline in progress; the next clicks still draw (no pin, no zoom)
+      const zoomBefore = await stage.getAttribute('data-zoom');
+      await draw.mouse.click(...at(0.5, 0.8));
+      await draw.keyboard.press('Escape');
+      assert.equal(await figure.evaluate(el => el.sdsSpatial.annotation.drawing.draft.length), 0);
+      await draw.mouse.click(...at(0.55, 0.8));
+      await draw.waitForTimeout(400);
+      assert.equal(await figure.evaluate(el => el.sdsSpatial.annotation.drawing.draft.length), 1, 'a click after Escape adds a point');
+      assert.equal(await stage.getAttribute('data-zoom'), zoomBefore, 'and does not zoom');
+      assert.equal(await figure.locator('.sds-cell-pin').isVisible(), false, 'nor pin a cell');
+      await draw.keyboard.press('Escape');
+      await draw.keyboard.press('Escape'); // drawing stopped
+      // item 4: the tissue cannot be dragged off screen: cells stay in view however far it is dragged
+      for (let k = 0; k < 5; k++) {
+        await draw.mouse.move(...at(0.95, 0.95));
+        await draw.mouse.down();
+        await draw.mouse.move(...at(0.05, 0.05), { steps: 6 });
+        await draw.mouse.up();
+      }
+      await draw.waitForTimeout(800);
+      assert.ok(Number(await figure.getAttribute('data-in-view')) > 0, `cells in view after a long drag: ${await figure.getAttribute('data-in-view')}`);
+      // the embedding zooms under the wheel (the point under the pointer stays), pans by a drag, and hovers what is under the pointer after a zoom
+      const embedding = figure.locator('.sds-embedding');
+      const estage = figure.locator('.sds-embedding-stage');
+      await estage.scrollIntoViewIfNeeded();
+      const ebox = await estage.boundingBox();
+      const [cx, cy] = [ebox.x + ebox.width * 0.5, ebox.y + ebox.height * 0.5];
+      await draw.mouse.move(cx, cy);
+      await draw.mouse.wheel(0, -600);
+      await draw.waitForFunction(() => Number(document.querySelector('.sds-figure[data-figure="fig-leiden"] .sds-embedding')?.dataset.zoom) > 1.5, null, { timeout: 10000 });
+      await draw.waitForTimeout(300);
+      // the hover is a cell the pointer is on at the new zoom (within the 8 px hover reach), or none: never the cell of before
+      const hovered = await embedding.getAttribute('data-hover');
+      const reach = await figure.evaluate((el, [p, index]) => {
+        const v = el.sdsSpatial.embedding;
+        const r = v.stage.getBoundingClientRect();
+        const view = v.projection();
+        const distance = i => {
+          const [sx, sy] = view.toScreen(v.coords.x[i], v.coords.y[i]);
+          return Math.hypot(sx + r.left - p[0], sy + r.top - p[1]);
+        };
+        let nearest = Infinity;
+        for (let i = 0; i < v.coords.x.length; i++) nearest = Math.min(nearest, distance(i));
+        return { hovered: index === null ? null : distance(Number(index)), nearest };
+      }, [[cx, cy], hovered]);
+      assert.ok(
+        reach.nearest > 8 ? hovered === null : reach.hovered !== null && reach.hovered <= 8 && reach.hovered <= reach.nearest + 1,
+        `after the wheel zoom the hover names a cell under the pointer: ${JSON.stringify({ hovered, ...reach })}`
+      );
+      const before = await figure.evaluate(el => ({ ...el.sdsSpatial.embedding.cameraState() }));
+      await draw.mouse.down();
+      await draw.mouse.move(cx + 60, cy + 30, { steps: 5 });
+      await draw.mouse.up();
+      const after = await figure.evaluate(el => ({ ...el.sdsSpatial.embedding.cameraState() }));
+      assert.ok(Math.abs(after.dx - before.dx - 60) < 1 && Math.abs(after.dy - before.dy - 30) < 1, JSON.stringify({ before, after }));
+      assert.ok(Number(await embedding.getAttribute('data-drawn')) > 0);
+      await shot(draw, 'issue40-embedding-zoomed');
+      await figure.locator('.sds-embedding-fit').click();
+      await draw.waitForFunction(() => document.querySelector('.sds-figure[data-figure="fig-leiden"] .sds-embedding')?.dataset.zoom === '1.000', null, { timeout: 10000 });
+      assert.deepEqual(draw.errors, []);
+    } finally {
+      await draw.close();
     }
     // dark theme, a 420 px panel: the embedding goes below the tissue, nothing wider than the panel
     await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });

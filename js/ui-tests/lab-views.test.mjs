@@ -1332,6 +1332,24 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
       }
       await page.waitForFunction(() => document.querySelector('.sds-figure-canvas .sds-spatial')?.dataset.colorBy === 'EPCAM + KRT8 + CD3E', null, { timeout: 60000 });
       assert.deepEqual(await figure.locator('.sds-gene-channels li').evaluateAll(li => li.map(l => l.dataset.channel)), ['red', 'green', 'blue']);
+      // issue 40, item 5: a 4th gene is refused, saying so, and no colour moves; "none of them" is far from white
+      const chipsBefore = await figure.locator('.sds-gene-chip').allInnerTexts();
+      await input.fill('krt18');
+      await input.press('Enter');
+      await figure.locator('.sds-gene-list .sds-gene-note').waitFor({ timeout: 10000 });
+      assert.match(await figure.locator('.sds-gene-note').innerText(), /^Up to 3 genes at once \(EPCAM, KRT8, CD3E\): remove one \(×\) to add KRT18\.$/);
+      assert.deepEqual(await figure.locator('.sds-gene-chip').allInnerTexts(), chipsBefore);
+      assert.equal(await toolbar.getAttribute('data-color-by'), 'EPCAM + KRT8 + CD3E');
+      await input.press('Escape');
+      const none = await figure.locator('.sds-gene-channels .sds-muted .sds-swatch').evaluate(el => getComputedStyle(el).backgroundColor);
+      const [r, g, b] = none.match(/\d+/g).map(Number);
+      assert.ok(Math.max(r, g, b) < 128, `"none of them" reads dark, not near the white of all three: ${none}`);
+      // near-miss names while typing, before Enter
+      await input.fill('Ptprcx');
+      await figure.locator('.sds-gene-list .sds-gene-note').waitFor({ timeout: 10000 });
+      assert.match(await figure.locator('.sds-gene-note').innerText(), /^No gene “Ptprcx”\. Nearest:$/);
+      await input.fill('');
+      await input.press('Escape');
       await figure.scrollIntoViewIfNeeded();
       await shot(page, 'issue28-three-genes');
       await checkAxe(page, 'Three genes as channels');

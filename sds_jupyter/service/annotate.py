@@ -20,7 +20,19 @@ from sds_jupyter.limits import MAX_ANNOTATION_CELLS, MAX_ANNOTATION_REGIONS, MAX
 from sds_jupyter.service.columns import column_kind
 from sds_jupyter.service.errors import RequestError
 
-__all__ = ["Positions", "Region", "annotated_column", "annotation_message", "checked_regions", "region_codes"]
+__all__ = [
+    "REGIONS_KEY",
+    "Positions",
+    "Region",
+    "annotated_column",
+    "annotation_message",
+    "checked_regions",
+    "region_codes",
+    "regions_record",
+]
+
+#: The uns entry that keeps the regions an annotation was drawn as: ``uns[REGIONS_KEY][column]``.
+REGIONS_KEY = "sds_regions"
 
 #: Where an embedding's cells are: its name -> (x, y) in table order (the service reads them).
 Positions = Callable[[str], tuple[np.ndarray, np.ndarray]]
@@ -227,3 +239,32 @@ def annotation_message(column: str, labels: list[str], codes: np.ndarray) -> str
     counts = np.bincount(codes[codes >= 0], minlength=len(labels))
     regions = ", ".join(f"{label} ({int(n):,} cells)" for label, n in zip(labels, counts, strict=True))
     return f"Annotated obs column {column!r} from {len(labels)} drawn region{'s' * (len(labels) != 1)}: {regions}."
+
+
+def regions_record(regions: list[Region], coordinate_system: str, figure: str) -> dict[str, Any]:
+    """The drawn regions as they are kept beside the column they made, so they can be shown and redrawn.
+
+    Plain arrays (anndata writes them as such; labels may hold any text, so they are values, not
+    keys): ``labels``; ``spaces``, the coordinate system each polygon is in (the figure's, in its
+    own units, for one drawn on the tissue; ``obsm/<key>`` for one on an embedding; ``cells`` for a
+    list of cells); ``vertices``, every polygon's points one after the other (x, y) and
+    ``offsets``, where each region's points start (the last one: their count). A list of cells
+    keeps no points. ``figure`` names the view they were drawn on.
+    """
+    labels, spaces, offsets, points = [], [], [0], []
+    for region in regions:
+        labels.append(region.label)
+        if region.polygon is None:
+            spaces.append("cells")
+        else:
+            spaces.append(f"obsm/{region.embedding}" if region.embedding else coordinate_system)
+            points.append(np.asarray(region.polygon, dtype=np.float64).reshape(-1, 2))
+        offsets.append(offsets[-1] + (len(points[-1]) if region.polygon is not None else 0))
+    vertices = np.concatenate(points) if points else np.zeros((0, 2), dtype=np.float64)
+    return {
+        "labels": np.array(labels, dtype=object),
+        "spaces": np.array(spaces, dtype=object),
+        "offsets": np.array(offsets, dtype=np.int64),
+        "vertices": vertices,
+        "figure": figure,
+    }

@@ -116,7 +116,7 @@ def render_export(
     name = f"{stem}-{dpi}dpi.png" if fmt == ".png" else f"{stem}{fmt}"
     parsed, drawing = figure_drawing(session, depth, figure_id, channels=channels)
     width_mm = print_width_mm(parsed.print_width)
-    title = parsed.title or figure_id
+    title = recolored_title(parsed.title or figure_id, coloring)
     if not isinstance(drawing, CanvasData):
         return Export(name, fmt, draw_in_worker("chart", drawing, fmt, width_mm, title, dpi))
     region = view_region(drawing.payload, view)
@@ -135,6 +135,26 @@ def render_export(
     rasterized = rasterizes(fmt, cells_in_region(export))  # decided here, where VECTOR_CELL_LIMIT is read
     data, cells = draw_in_worker("canvas", export, fmt, width_mm, dpi, rasterized)
     return Export(name, fmt, data, cells, rasterized)
+
+
+def recolored_title(title: str, coloring: Mapping[str, Any] | None) -> str:
+    """The export's title: the figure's, unless the view was recolored, then what it is colored by now.
+
+    A figure titled "Cell types" exported while the view is colored by leiden must not say
+    "Cell types": the title names the colouring the picture shows (the file keeps the figure's id).
+    """
+    if not coloring:
+        return title
+    what = str(coloring.get("gene") or coloring.get("column") or "")
+    if not what:
+        return title
+    if coloring.get("gene") and "," in what:
+        what = " + ".join(g.strip() for g in what.split(","))
+    if coloring.get("highlight") not in (None, ""):
+        what = f"{what}: {coloring['highlight']}"
+    if coloring.get("against") not in (None, ""):
+        what = f"{what}, changed since {coloring['against']}"
+    return f"Colored by {what}"
 
 
 def export_request(

@@ -71,6 +71,9 @@ VECTOR_CELL_LIMIT = 50_000
 REFERENCE_WIDTH = 800
 #: Cells' color when the figure colors by nothing.
 NO_COLOR = "#444444"
+#: Cells fewer pixels across than this in a picture are painted as whole pixels in their own colour
+#: (an antialiased shape that small takes the colour of what lies under it).
+FOOTPRINT_PX = 2.0
 #: Short names of coordinate-system units, as the view's scale bar writes them.
 _UNIT_NAMES = {
     "µm": {"micrometer", "micrometre", "micron", "um", "µm", "μm"},
@@ -395,7 +398,7 @@ def render_canvas(
     if image is not None and pixels is not None:
         left, top_edge, right, bottom = image["bounds"]
         axes.imshow(pixels, extent=(left, right, bottom, top_edge), interpolation="nearest")
-    shown_cells = _draw_cells(axes, export, fmt, draw_in, rasterized)
+    shown_cells = _draw_cells(axes, export, fmt, draw_in, rasterized, dpi)
     axes.set_xlim(x0, x1)
     axes.set_ylim(y1, y0)  # image coordinates: y grows downwards, as in the browser
     axes.set_aspect("equal")
@@ -468,21 +471,28 @@ def cells_in_region(export: CanvasExport) -> int:
     return int(_in_region(export).sum())
 
 
-def _draw_cells(axes: Any, export: CanvasExport, fmt: str, draw_in: float, rasterized: bool | None) -> int:
+def _draw_cells(
+    axes: Any, export: CanvasExport, fmt: str, draw_in: float, rasterized: bool | None, dpi: int = PNG_DPI
+) -> int:
     """The cells in the region as the view draws them (polygons, circles or points) in their colors.
 
     Their artist is rasterised (at the export's dpi) above VECTOR_CELL_LIMIT cells in a vector format,
-    unless ``rasterized`` says otherwise.
+    unless ``rasterized`` says otherwise. Shapes under FOOTPRINT_PX pixels across in a picture are
+    painted as whole pixels in their own colours (:func:`_paint_footprint`).
     """
     from matplotlib.collections import PatchCollection, PolyCollection
 
     payload = export.drawn.payload
     inside = _in_region(export)
     count = int(inside.sum())
-    colors = _cell_colors(payload["color"], export.buffer("values"))
-    colors = colors[inside] if isinstance(colors, np.ndarray) else colors
     rasterized = rasterizes(fmt, count) if rasterized is None else rasterized
     shapes = payload["shapes"]
+    px_per_unit = draw_in * dpi / max(export.region[2] - export.region[0], 1e-12)
+    if shapes is not None and (fmt == ".png" or rasterized) and _cell_px(export, count, px_per_unit) < FOOTPRINT_PX:
+        _paint_footprint(axes, export, inside, px_per_unit)
+        return count
+    colors = _cell_colors(payload["color"], export.buffer("values"))
+    colors = colors[inside] if isinstance(colors, np.ndarray) else colors
     starts, vertices, radii = export.buffer("starts"), export.buffer("vertices"), export.buffer("radius")
     rows = np.flatnonzero(inside)
     artist: Any
@@ -506,6 +516,58 @@ def _draw_cells(axes: Any, export: CanvasExport, fmt: str, draw_in: float, raste
         return count
     axes.add_collection(artist)
     return count
+
+
+def _cell_px(export: CanvasExport, count: int, px_per_unit: float) -> float:
+    """How many pixels across a cell of the region is in the picture: the spacing of its cells (they tile the tissue)."""
+    x0, y0, x1, y1 = export.region
+    return math.sqrt(max((x1 - x0) * (y1 - y0), 0.0) / max(count, 1)) * px_per_unit
+
+
+def _paint_footprint(axes: Any, export: CanvasExport, inside: np.ndarray, px_per_unit: float) -> None:
+    """Cells a pixel or two across as whole pixels, each in its cell's own colour, over the image.
+
+    Why: a shape smaller than a pixel is antialiased, mixed with what lies under it (the dark
+    morphology image), so a million cells' picture drifts away from its legend's colours. Each
+    cell here paints the pixel block under its centre (the last drawn wins where two meet), so
+    every coloured pixel is exactly a cell's colour; a hidden category paints nothing.
+    """
+    x0, y0, x1, y1 = export.region
+    width = max(1, round((x1 - x0) * px_per_unit))
+    height = max(1, round((y1 - y0) * px_per_unit))
+    x, y = export.buffer("x"), export.buffer("y")
+    assert x is not None and y is not None
+    rgba = _cell_rgba(export.drawn.payload["color"], export.buffer("values"), len(x))[inside]
+    side = max(1, math.ceil(_cell_px(export, int(inside.sum()), px_per_unit)))
+    with np.errstate(invalid="ignore"):
+        cx = np.floor((x[inside] - x0) * px_per_unit - (side - 1) / 2).astype(np.int64)
+        cy = np.floor((y[inside] - y0) * px_per_unit - (side - 1) / 2).astype(np.int64)
+    shown = rgba[:, 3] > 0
+    picture = np.zeros((height, width, 4), dtype=np.uint8)
+    for dy in range(side):
+        for dx in range(side):
+            px, py = cx + dx, cy + dy
+            ok = shown & (px >= 0) & (px < width) & (py >= 0) & (py < height)
+            picture[py[ok], px[ok]] = rgba[ok]
+    axes.imshow(picture, extent=(x0, x1, y1, y0), interpolation="nearest", zorder=2)
+
+
+def _cell_rgba(color: Mapping[str, Any], values: np.ndarray | None, n: int) -> np.ndarray:
+    """Each cell's colour as RGBA bytes, from the palette or LUT the view is sent (converted once, not per cell)."""
+    from matplotlib.colors import to_rgba_array
+
+    def table(colors: Any) -> np.ndarray:
+        return np.asarray(np.round(to_rgba_array(list(colors)) * 255), dtype=np.uint8)
+
+    if color["mode"] == "categorical" and values is not None:
+        return table(color["colors"])[values.astype(np.int64)]
+    if color["mode"] == "continuous" and values is not None:
+        low, high = color["min"], color["max"]
+        scaled = np.clip((values.astype(np.float64) - low) / (high - low if high > low else 1.0), 0, 1)
+        index = np.nan_to_num(scaled * (len(color["lut"]) - 1), nan=0).astype(np.int64)
+        shaded: np.ndarray = table(color["lut"])[index]
+        return shaded
+    return np.repeat(table([NO_COLOR]), n, axis=0)
 
 
 def _draw_scale_bar(axes: Any, unit: str, units_per_inch: float, draw_in: float) -> None:

@@ -233,6 +233,39 @@ describe('Annotate panel', () => {
     expect(p.node.querySelectorAll('.sds-annotate-region').length).toBe(0);
   });
 
+  it('a double-click closes the outline once, at its first click; after Escape the clicks draw again (issue 40, item 2)', async () => {
+    const { p, overlay } = await panel();
+    const click = (px: number, py: number, detail: number) =>
+      overlay.dispatchEvent(new MouseEvent('click', { clientX: px, clientY: py, detail, bubbles: true }));
+    for (let round = 0; round < 5; round++) {
+      click(0, 0, 1);
+      click(40, 0, 1);
+      click(40, 20, 1);
+      click(40, 20, 2); // the double-click's second click
+      overlay.dispatchEvent(new MouseEvent('dblclick', { clientX: 40, clientY: 20, detail: 2, bubbles: true }));
+      expect(p.drawing.regions.length).toBe(round + 1);
+      const rounded = p.drawing.regions[round].polygon.map(([px, py]) => [Math.round(px * 1e6) / 1e6 + 0, Math.round(py * 1e6) / 1e6 + 0]);
+      expect(rounded).toEqual([
+        [0, 0],
+        [4, 0],
+        [4, 2]
+      ]);
+      expect(p.drawing.draft).toEqual([]);
+    }
+    // every selected cell counted as marked on the drawing (the cells under the triangles: 4 of them)
+    expect(overlay.dataset.selected).toBe('4');
+    expect(overlay.dataset.marked).toBe('4');
+    // the outline reads on any tissue: a halo under it
+    expect(overlay.querySelectorAll('.sds-annotate-halo').length).toBe(5);
+    // Escape drops the outline in progress; the drawing goes on, clicks still add points
+    click(10, 10, 1);
+    press(overlay, 'Escape');
+    expect(p.drawing.draft).toEqual([]);
+    expect(p.node.hidden).toBe(false);
+    click(20, 10, 1);
+    expect(p.drawing.draft.map(([px, py]) => [Math.round(px), Math.round(py)])).toEqual([[2, 1]]);
+  });
+
   it('a label given in the list is what is saved, and the saved version goes to the host', async () => {
     const saved: unknown[] = [];
     const { p, posted } = await panel(s => saved.push(s));

@@ -134,3 +134,29 @@ describe('the embedding panel', () => {
     await expect(loadEmbedding(transport, 2, 'fig', 'X_umap')).rejects.toThrow(/embedding reply is missing its x buffer/);
   });
 });
+
+describe('the embedding pans and zooms (issue 40, item 4)', () => {
+  it('a wheel zoom keeps the point under the pointer, a drag moves the picture, and it never leaves the panel', async () => {
+    const { FITTED, panEmbedding, zoomEmbedding } = await import('../app/figures/embedding');
+    const bounds: [number, number, number, number] = [0, 0, 10, 10];
+    const fitted = fitProjection(bounds, 200, 200, 12);
+    const under = fitted.toData(150, 60);
+    const zoomed = zoomEmbedding(FITTED, 4, 150, 60, 200, 200);
+    expect(zoomed.zoom).toBe(4);
+    const view = fitProjection(bounds, 200, 200, 12, zoomed);
+    const [sx, sy] = view.toScreen(under[0], under[1]);
+    expect(sx).toBeCloseTo(150, 6);
+    expect(sy).toBeCloseTo(60, 6);
+    // 4x: one data unit is 4 times as many pixels
+    expect(view.toScreen(1, 0)[0] - view.toScreen(0, 0)[0]).toBeCloseTo(4 * (fitted.toScreen(1, 0)[0] - fitted.toScreen(0, 0)[0]), 6);
+    const panned = panEmbedding(zoomed, -30, 20, 200, 200);
+    expect(fitProjection(bounds, 200, 200, 12, panned).toScreen(under[0], under[1])[0]).toBeCloseTo(120, 6);
+    // dragged far away: the panel's centre stays over the picture
+    const far = panEmbedding(FITTED, 1e6, -1e6, 200, 200);
+    const centre = fitProjection(bounds, 200, 200, 12, far).toData(100, 100);
+    expect(centre[0]).toBeGreaterThanOrEqual(0);
+    expect(centre[0]).toBeLessThanOrEqual(10);
+    expect(centre[1]).toBeGreaterThanOrEqual(0);
+    expect(centre[1]).toBeLessThanOrEqual(10);
+  });
+});

@@ -18,7 +18,7 @@ describe('genes as added colour channels', () => {
     );
     const top = LEVELS - 1;
     const colorOf = (i: number) => mix.color.colors[mix.codes[i]];
-    expect(colorOf(0)).toBe(NONE_COLOR); // none expressed: grey, not black on a light page
+    expect(colorOf(0)).toBe(NONE_COLOR); // none expressed: a dark grey, far from white (all three)
     expect(colorOf(1)).toBe('#ff0000'); // EPCAM only: red
     expect(colorOf(2)).toBe('#ffff00'); // EPCAM + KRT8: red + green
     expect(colorOf(3)).toBe('#0000ff'); // CD3E only
@@ -241,6 +241,69 @@ describe('the gene box over IDs with symbols', () => {
     await settle();
     expect(picks).toEqual([['ENSG01']]);
     expect(box.node.querySelector('.sds-gene-chip')?.textContent).toBe('EPCAM ×');
+    box.node.remove();
+  });
+});
+
+describe('the gene box says what it does (issue 40, item 5)', () => {
+  /** Relative luminance (sRGB), 0 black to 1 white. */
+  const luminance = (hex: string) => {
+    const [r, g, b] = [1, 3, 5].map(i => parseInt(hex.slice(i, i + 2), 16) / 255).map(c => (c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+
+  it('"none of them" reads far from white (all three), and apart from a light or dark page', () => {
+    const mix = additiveColoring(['A', 'B', 'C'], [Float32Array.from([0, 1]), Float32Array.from([0, 1]), Float32Array.from([0, 1])], [
+      { min: 0, max: 1 },
+      { min: 0, max: 1 },
+      { min: 0, max: 1 }
+    ]);
+    const all = mix.color.colors[mix.codes[1]];
+    expect(all).toBe('#ffffff');
+    expect(mix.color.colors[mix.codes[0]]).toBe(NONE_COLOR);
+    // WCAG contrast of "none" against "all three" (white) and against a dark page (#111111)
+    const contrast = (a: number, b: number) => (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    expect(contrast(luminance(NONE_COLOR), luminance(all))).toBeGreaterThan(4.5);
+    expect(contrast(luminance(NONE_COLOR), luminance('#111111'))).toBeGreaterThan(1.8);
+  });
+
+  it('refuses a 4th gene, saying how to make room, and keeps the three and their colours', async () => {
+    const { GeneBox } = await import('../app/figures/genebox');
+    const picks: string[][] = [];
+    const box = new GeneBox(
+      async () => ({ table: 'table', names: ['EPCAM', 'KRT8', 'CD3E', 'PTPRC'], symbol_column: null, symbols: null }),
+      genes => picks.push(genes)
+    );
+    document.body.append(box.node);
+    for (const g of ['epcam', 'krt8', 'cd3e', 'ptprc']) {
+      await type(box.input, g);
+      key(box.input, 'Enter');
+      await settle();
+    }
+    expect(picks).toEqual([['EPCAM'], ['EPCAM', 'KRT8'], ['EPCAM', 'KRT8', 'CD3E']]);
+    expect(box.picked).toEqual(['EPCAM', 'KRT8', 'CD3E']);
+    expect(box.node.querySelector('.sds-gene-note')?.textContent).toBe('Up to 3 genes at once (EPCAM, KRT8, CD3E): remove one (×) to add PTPRC.');
+    expect((box.node.querySelector('.sds-gene-list') as HTMLElement).hidden).toBe(false);
+    // room made: the 4th goes in
+    box.node.querySelector<HTMLButtonElement>('.sds-gene-chip')!.click();
+    await type(box.input, 'ptprc');
+    key(box.input, 'Enter');
+    await settle();
+    expect(box.picked).toEqual(['KRT8', 'CD3E', 'PTPRC']);
+    box.node.remove();
+  });
+
+  it('offers the nearest names while typing, before Enter', async () => {
+    const { GeneBox } = await import('../app/figures/genebox');
+    const box = new GeneBox(
+      async () => ({ table: 'table', names: ['EPCAM', 'KRT8', 'CD3E'], symbol_column: null, symbols: null }),
+      () => undefined
+    );
+    document.body.append(box.node);
+    await type(box.input, 'Epcm');
+    await settle();
+    expect(box.node.querySelector('.sds-gene-note')?.textContent).toBe('No gene “Epcm”. Nearest:');
+    expect(box.node.querySelector('[role=option]')?.textContent).toBe('EPCAM');
     box.node.remove();
   });
 });

@@ -224,7 +224,13 @@ describe('export buttons', () => {
       const buttons = exportButtons(t, 3, 'fig-regions', () => ({ view: '0,0,50,50', column: 'niche', hidden: '0,2' }));
       expect(buttons.map(b => b.textContent)).toEqual(['SVG', 'PNG', 'PDF']);
       buttons[2].click();
+      // issue 40, item 9: the button says an export is under way until the file is saved
+      expect(buttons[2].textContent).toBe('PDF…');
+      expect(buttons[2].disabled).toBe(true);
+      expect(buttons[2].getAttribute('aria-busy')).toBe('true');
       await new Promise(r => setTimeout(r, 0));
+      expect(buttons[2].textContent).toBe('PDF');
+      expect(buttons[2].disabled).toBe(false);
       expect(t.callsOf('export')).toEqual([{ version: 3, figure: 'fig-regions', format: 'pdf', view: '0,0,50,50', column: 'niche', hidden: '0,2' }]);
       expect(saved.map(s => s.name)).toEqual(['v3_Redrawn_regions-fig-regions.pdf']);
       expect(saved[0].blob.type).toBe('application/pdf');
@@ -410,5 +416,16 @@ describe('image tiles in the Canvas 2D drawing', () => {
     on.checked = false;
     on.dispatchEvent(new Event('change'));
     expect(JSON.parse(figure.coloring().channels!)).toEqual([{ name: 'DAPI', color: '#0000ff', visible: false, contrast_limits: [0, 255] }]);
+  });
+});
+
+describe('the camera keeps the tissue on screen (issue 40, item 4)', () => {
+  it('a drag takes the view to the tissue edge at most, never off it', async () => {
+    const { keepOnTissue } = await import('../app/spatial/camera');
+    const bounds: [number, number, number, number] = [0, 0, 100, 50];
+    expect(keepOnTissue([40, 20], bounds)).toEqual([40, 20]);
+    expect(keepOnTissue([-1e6, 1e6], bounds)).toEqual([0, 50]);
+    expect(keepOnTissue([250, -3], bounds)).toEqual([100, 0]);
+    expect(keepOnTissue([Number.NaN, 10], bounds)).toEqual([50, 10]);
   });
 });

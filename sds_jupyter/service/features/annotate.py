@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sds_jupyter.service.annotate import annotated_column, annotation_message, checked_regions, region_codes
+from sds_jupyter.service.annotate import (
+    REGIONS_KEY,
+    annotated_column,
+    annotation_message,
+    checked_regions,
+    region_codes,
+    regions_record,
+)
 from sds_jupyter.service.embedding import embedding_positions
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.pieces import cached_geometry
 from sds_jupyter.service.session import Session
+from sds_jupyter.service.tables import TableView
 from sds_jupyter.service.types import AnnotateData
 from sds_jupyter.studio.canvas import region_attrs
 from sds_jupyter.studio.errors import NoStudioDataError
 from sds_jupyter.studio.figures import read_figures
+
+if TYPE_CHECKING:
+    from sds_jupyter.stack.save import SavePlan
 
 __all__ = ["annotate"]
 
@@ -61,10 +72,26 @@ def annotate(
     existing = view.obs_column(column) if column in view.obs_columns else None
     values = annotated_column(existing, codes, labels, column)
     plan = obs_column_plan(table, column, values, existed=existing is not None)
+    _keep_regions(
+        plan, view, table, column, regions_record(checked, str(spec.get("coordinate_system") or "global"), figure)
+    )
     stack = session.stack.at(session.depth(version))
     text = message if isinstance(message, str) and message.strip() else annotation_message(column, labels, codes)
     folder = commit_plan(stack, plan, title=title, message=text)
     return {"folder": session.folder_text(folder), "dataset_id": folder.name}
+
+
+def _keep_regions(plan: SavePlan, view: TableView, table: str, column: str, record: dict[str, Any]) -> None:
+    """Add to ``plan`` the drawn regions, kept in ``uns[REGIONS_KEY][column]`` beside the other columns' (one set-uns)."""
+    from sds_jupyter.stack.writer import VersionWriter
+
+    below = view.uns.get(REGIONS_KEY)  # uns is read within MAX_UNS_BYTES
+    kept: dict[str, Any] = dict(below) if isinstance(below, Mapping) else {}
+    kept[column] = record
+    plan.add(
+        f"uns {REGIONS_KEY!r}: the regions of {column!r}",
+        lambda writer: VersionWriter.set_uns(writer, table, REGIONS_KEY, kept),
+    )
 
 
 def _annotated_figure(session: Session, version: int | str | None, figure: str) -> dict[str, Any]:

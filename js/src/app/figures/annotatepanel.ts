@@ -11,13 +11,12 @@
  */
 
 import { Drawing, cellList, regionCodes, regionCounts, saveAnnotation, selectedCells, type Point, type Spaces, type Tool } from './annotate';
+import { MIN_HOLE, VEIL_ALPHA, selectionMask, veilPixels } from './selectionveil';
 import { h } from '../shared/dom';
 import { TransportError, type Transport } from '../shared/transport';
 import type { AnnotateData } from '../shared/types';
 
 const SVG = 'http://www.w3.org/2000/svg';
-/** Selected cells marked on the overlay at most (beyond, the count and list still hold them all). */
-const MAX_MARKED = 5000;
 /** IDs listed under the selection. */
 const LISTED = 5;
 /** A lasso takes a point each time the pointer moved this far (CSS px). */
@@ -28,9 +27,16 @@ export type Projection = { toScreen(x: number, y: number): [number, number]; toD
 
 /**
  * A drawing regions can be drawn on besides the tissue (an embedding beside it): its element,
- * where it puts each cell (table order) and its projection (null before its first frame).
+ * where it puts each cell (table order) and its projection (null before its first frame);
+ * `radius`, how far a cell reaches on it now (CSS px), the size of a selected cell's hole in the veil.
  */
-export type Surface = { node: HTMLElement; x: ArrayLike<number>; y: ArrayLike<number>; projection(): Projection | null };
+export type Surface = {
+  node: HTMLElement;
+  x: ArrayLike<number>;
+  y: ArrayLike<number>;
+  projection(): Projection | null;
+  radius?(): number;
+};
 
 /** The tissue's key among the surfaces (an obsm key is never empty). */
 const TISSUE = '';
@@ -45,6 +51,8 @@ export type AnnotateHost = {
   stageNode: HTMLElement;
   /** The camera: data units per CSS px and the data point at the view's centre; null before the first frame. */
   camera(): { target: [number, number]; zoom: number } | null;
+  /** How far a cell reaches on the stage now (CSS px). */
+  cellRadius?(): number;
   /** The obs columns of the figure's table (offered as existing columns). */
   columns: string[];
   /** A cell's ID (its obs name). */
@@ -63,7 +71,7 @@ export class AnnotatePanel {
   /** Per cell, the region it falls in (-1 none), for the regions drawn so far. */
   codes: Int32Array;
   /** The drawings regions are drawn on, by space (TISSUE, or an embedding's key), each with its overlay. */
-  private readonly surfaces = new Map<string, { surface: Surface; overlay: SVGSVGElement }>();
+  private readonly surfaces = new Map<string, { surface: Surface; overlay: SVGSVGElement; veil: HTMLCanvasElement }>();
   private readonly regionList: HTMLElement;
   private readonly selection: HTMLElement;
   private readonly status: HTMLElement;
@@ -80,7 +88,13 @@ export class AnnotatePanel {
 
   constructor(private readonly host: AnnotateHost) {
     this.codes = new Int32Array(host.x.length).fill(-1);
-    this.addSurface(TISSUE, { node: host.stageNode, x: host.x, y: host.y, projection: () => cameraProjection(host) });
+    this.addSurface(TISSUE, {
+      node: host.stageNode,
+      x: host.x,
+      y: host.y,
+      projection: () => cameraProjection(host),
+      radius: () => host.cellRadius?.() ?? MIN_HOLE
+    });
 
     const tools = h('span', { class: 'sds-annotate-tools', role: 'group', 'aria-label': 'Selection tool' });
     for (const [tool, label] of [
@@ -163,8 +177,11 @@ export class AnnotatePanel {
     );
     overlay.dataset.space = space;
     overlay.style.display = this.active ? '' : 'none';
-    surface.node.append(overlay);
-    this.surfaces.set(space, { surface, overlay });
+    // under the overlay: the veil that dims all but the selected cells
+    const veil = h('canvas', { class: 'sds-annotate-veil', 'aria-hidden': 'true' }) as HTMLCanvasElement;
+    veil.style.display = overlay.style.display;
+    surface.node.append(veil, overlay);
+    this.surfaces.set(space, { surface, overlay, veil });
     this.listen(overlay, space);
     if (space !== TISSUE) {
       this.spaces[space] = { x: surface.x, y: surface.y };
@@ -175,6 +192,7 @@ export class AnnotatePanel {
   /** Stop drawing on an embedding (its panel closed); regions drawn on it still count on its positions. */
   removeSurface(space: string): void {
     this.surfaces.get(space)?.overlay.remove();
+    this.surfaces.get(space)?.veil.remove();
     this.surfaces.delete(space);
   }
 
@@ -182,8 +200,9 @@ export class AnnotatePanel {
   toggle(on = !this.active): void {
     this.active = on;
     this.node.hidden = !on;
-    for (const { overlay } of this.surfaces.values()) {
+    for (const { overlay, veil } of this.surfaces.values()) {
       overlay.style.display = on ? '' : 'none';
+      veil.style.display = on ? '' : 'none';
     }
     if (on) {
       this.redraw();
@@ -342,33 +361,55 @@ export class AnnotatePanel {
       if ((region.space ?? TISSUE) !== space) {
         return;
       }
-      parts.push(svg('path', { d: path(region.polygon, true), class: 'sds-annotate-outline' }));
+      const d = path(region.polygon, true);
+      parts.push(svg('path', { d, class: 'sds-annotate-halo' }), svg('path', { d, class: 'sds-annotate-outline' }));
       const [lx, ly] = at(region.polygon[0]);
       const label = svg('text', { x: lx.toFixed(1), y: (ly - 4).toFixed(1), class: 'sds-annotate-label' });
       label.textContent = `${region.label} (${counts[i].toLocaleString()})`; // text, never markup
       parts.push(label);
     });
-    const marks: string[] = [];
-    let marked = 0;
-    for (let i = 0; i < this.codes.length && marked < MAX_MARKED; i++) {
-      if (this.codes[i] >= 0) {
-        const [px, py] = view.toScreen(surface.x[i], surface.y[i]);
-        if (Number.isFinite(px) && Number.isFinite(py)) {
-          marks.push(`M${px.toFixed(1)},${py.toFixed(1)}h0`);
-          marked += 1;
-        }
-      }
-    }
-    overlay.dataset.marked = String(marked);
-    if (marks.length) {
-      parts.push(svg('path', { d: marks.join(''), class: 'sds-annotate-selected-cells' }));
-    }
+    this.paintVeil(entry, view);
     if (this.drawing.draft.length && (this.drawing.space ?? TISSUE) === space) {
-      parts.push(svg('path', { d: path(this.drawing.draft, false), class: 'sds-annotate-draft' }));
+      const d = path(this.drawing.draft, false);
+      parts.push(svg('path', { d, class: 'sds-annotate-halo' }), svg('path', { d, class: 'sds-annotate-draft' }));
     }
     const c = this.cursors.get(space) ?? [surface.node.clientWidth / 2, surface.node.clientHeight / 2];
     parts.push(svg('path', { d: `M${c[0] - 6},${c[1]}h12M${c[0]},${c[1] - 6}v12`, class: 'sds-annotate-cursor' }));
     overlay.replaceChildren(...parts);
+  }
+
+  /**
+   * Veil the drawing but for every selected cell in view (a hole each, ringed), so they show
+   * in their own colours at any count; `data-marked` on the overlay counts them, `data-selected`
+   * all the selected cells (those out of view too).
+   */
+  private paintVeil(entry: { surface: Surface; overlay: SVGSVGElement; veil: HTMLCanvasElement }, view: Projection): void {
+    const { surface, overlay, veil } = entry;
+    const w = surface.node.clientWidth;
+    const hgt = surface.node.clientHeight;
+    let selected = 0;
+    for (const code of this.codes) {
+      if (code >= 0) selected += 1;
+    }
+    overlay.dataset.selected = String(selected);
+    const empty = !selected || w <= 0 || hgt <= 0;
+    veil.width = empty ? 0 : w;
+    veil.height = empty ? 0 : hgt;
+    if (empty) {
+      overlay.dataset.marked = '0';
+      return;
+    }
+    const { mask, shown } = selectionMask(w, hgt, view.toScreen, surface.x, surface.y, this.codes, surface.radius?.() ?? MIN_HOLE);
+    const ctx = veil.getContext('2d');
+    if (ctx) {
+      const style = getComputedStyle(surface.node);
+      const image = ctx.createImageData(w, hgt);
+      const background = cssColor(ctx, style.getPropertyValue('--sds-bg'), '#ffffff');
+      const text = cssColor(ctx, style.getPropertyValue('--sds-fg'), '#222222');
+      veilPixels(mask, w, hgt, withAlpha(background, VEIL_ALPHA), text, new Uint32Array(image.data.buffer));
+      ctx.putImageData(image, 0, 0);
+    }
+    overlay.dataset.marked = String(shown);
   }
 
   dispose(): void {
@@ -400,6 +441,7 @@ export class AnnotatePanel {
       if (p) this.add(p, space);
     };
     o.addEventListener('pointerdown', ev => {
+      o.focus({ preventScroll: true }); // the keys (Enter, Escape, Backspace) go to the drawing drawn on
       const at = this.local(o, ev);
       const tool = this.drawing.tool;
       this.drawing.drawOn(space === TISSUE ? undefined : space);
@@ -435,16 +477,20 @@ export class AnnotatePanel {
       }
     });
     o.addEventListener('click', ev => {
-      if (this.drawing.tool === 'polygon') {
+      if (this.drawing.tool !== 'polygon') {
+        return;
+      }
+      // a double-click closes the outline at its first click's point: the second click (detail 2)
+      // adds nothing, and so the outline closes once, whether or not a dblclick event follows
+      if (ev.detail === 2) {
+        this.close();
+      } else if (ev.detail <= 1) {
         addAt(this.local(o, ev));
       }
     });
     o.addEventListener('dblclick', ev => {
-      ev.preventDefault();
-      if (this.drawing.tool === 'polygon') {
-        this.drawing.undo(); // the double-click's second click added a point on the first
-        this.close();
-      }
+      ev.preventDefault(); // the stage below zooms on a double-click: not while drawing
+      ev.stopPropagation();
     });
     o.addEventListener('keydown', ev => this.key(ev, space));
   }
@@ -503,6 +549,26 @@ function cameraProjection(host: AnnotateHost): Projection | null {
     toScreen: (x, y) => [(x - camera.target[0]) * scale + w / 2, (y - camera.target[1]) * scale + hgt / 2],
     toData: (px, py) => [camera.target[0] + (px - w / 2) / scale, camera.target[1] + (py - hgt / 2) / scale]
   };
+}
+
+/** A CSS colour (a theme variable's value) as packed RGBA, read through the canvas (any CSS form); `fallback` when empty. */
+function cssColor(ctx: CanvasRenderingContext2D, css: string, fallback: string): number {
+  ctx.fillStyle = fallback;
+  ctx.fillStyle = css.trim() || fallback;
+  const value = String(ctx.fillStyle);
+  const hex = /^#([0-9a-f]{6})$/i.exec(value);
+  const rgba = /^rgba?\(([\d.]+),\s*([\d.]+),\s*([\d.]+)(?:,\s*([\d.]+))?\)$/.exec(value);
+  const [r, g, b] = hex
+    ? [0, 2, 4].map(i => parseInt(hex[1].slice(i, i + 2), 16))
+    : rgba
+      ? [rgba[1], rgba[2], rgba[3]].map(Number)
+      : [255, 255, 255];
+  return ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+}
+
+/** A packed RGBA colour with another alpha (0-255). */
+function withAlpha(color: number, alpha: number): number {
+  return ((alpha << 24) | (color & 0xffffff)) >>> 0;
 }
 
 function svg(tag: string, attrs: Record<string, string>): SVGElement {

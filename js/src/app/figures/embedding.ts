@@ -33,15 +33,50 @@ export async function loadEmbedding(transport: Transport, version: number | stri
  * The projection that fits `bounds` into a `width` × `height` panel with `pad` CSS px around,
  * the same scale on both axes, y growing upwards (an embedding's axes are read as a plot's).
  */
-export function fitProjection(bounds: Bounds | null, width: number, height: number, pad = 12): Projection {
+export function fitProjection(bounds: Bounds | null, width: number, height: number, pad = 12, camera: EmbeddingCamera = FITTED): Projection {
   const [x0, y0, x1, y1] = bounds ?? [0, 0, 1, 1];
-  const scale = Math.min((width - 2 * pad) / Math.max(x1 - x0, 1e-12), (height - 2 * pad) / Math.max(y1 - y0, 1e-12));
+  const scale = camera.zoom * Math.min((width - 2 * pad) / Math.max(x1 - x0, 1e-12), (height - 2 * pad) / Math.max(y1 - y0, 1e-12));
   const cx = (x0 + x1) / 2;
   const cy = (y0 + y1) / 2;
+  const ox = width / 2 + camera.dx;
+  const oy = height / 2 + camera.dy;
   return {
-    toScreen: (x, y) => [width / 2 + (x - cx) * scale, height / 2 - (y - cy) * scale],
-    toData: (sx, sy) => [cx + (sx - width / 2) / scale, cy - (sy - height / 2) / scale]
+    toScreen: (x, y) => [ox + (x - cx) * scale, oy - (y - cy) * scale],
+    toData: (sx, sy) => [cx + (sx - ox) / scale, cy - (sy - oy) / scale]
   };
+}
+
+/** How far the embedding is zoomed (1: fitted) and panned (CSS px of its panel) from its fit. */
+export type EmbeddingCamera = { zoom: number; dx: number; dy: number };
+export const FITTED: EmbeddingCamera = { zoom: 1, dx: 0, dy: 0 };
+/** The zoom range of the embedding: from half its fitted size to 1,000 times it. */
+export const EMBEDDING_ZOOM: [number, number] = [0.5, 1000];
+
+/**
+ * `camera` zoomed by `factor` about (sx, sy) CSS px of a `width` × `height` panel (the point
+ * under the pointer stays put), then kept so the fitted picture's centre stays in the panel.
+ */
+export function zoomEmbedding(camera: EmbeddingCamera, factor: number, sx: number, sy: number, width: number, height: number): EmbeddingCamera {
+  const zoom = Math.max(EMBEDDING_ZOOM[0], Math.min(EMBEDDING_ZOOM[1], camera.zoom * factor));
+  const f = zoom / camera.zoom;
+  const ax = sx - width / 2;
+  const ay = sy - height / 2;
+  return keepInPanel({ zoom, dx: ax - (ax - camera.dx) * f, dy: ay - (ay - camera.dy) * f }, width, height);
+}
+
+/** `camera` panned by (mx, my) CSS px, kept in the panel. */
+export function panEmbedding(camera: EmbeddingCamera, mx: number, my: number, width: number, height: number): EmbeddingCamera {
+  return keepInPanel({ zoom: camera.zoom, dx: camera.dx + mx, dy: camera.dy + my }, width, height);
+}
+
+/**
+ * The panel's centre kept over the picture (the fitted box inside the panel's padding, zoomed):
+ * it can be dragged to an edge, never off screen.
+ */
+function keepInPanel(camera: EmbeddingCamera, width: number, height: number, pad = 12): EmbeddingCamera {
+  const rx = Math.max(0, width / 2 - pad) * camera.zoom;
+  const ry = Math.max(0, height / 2 - pad) * camera.zoom;
+  return { zoom: camera.zoom, dx: Math.max(-rx, Math.min(rx, camera.dx)), dy: Math.max(-ry, Math.min(ry, camera.dy)) };
 }
 
 /**

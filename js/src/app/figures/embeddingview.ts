@@ -8,11 +8,13 @@
 
 import type { Projection, Surface } from './annotatepanel';
 import { h } from '../shared/dom';
-import { PointGrid, fitProjection, paintEmbedding, type EmbeddingCoords } from './embedding';
+import { FITTED, PointGrid, fitProjection, paintEmbedding, panEmbedding, zoomEmbedding, type EmbeddingCamera, type EmbeddingCoords } from './embedding';
 import { colorFn, packColor } from '../spatial/raster';
 import type { CanvasColor } from '../shared/types';
 import type { CanvasData } from '../spatial/raster';
 
+/** A point's side on the panel (CSS px), as `paintEmbedding` paints it. */
+const POINT_PX = 3;
 /** How far from a point (CSS px) the pointer still hovers it. */
 const HOVER_PX = 8;
 
@@ -26,6 +28,10 @@ export class EmbeddingView {
   private readonly grid: PointGrid;
   private readonly resize: ResizeObserver | null;
   private marked = -1;
+  /** Zoom and pan from the fit: the wheel zooms about the pointer, a drag pans, Fit goes back. */
+  private camera: EmbeddingCamera = FITTED;
+  private drag: { x: number; y: number; id: number } | null = null;
+  private redrawQueued = false;
 
   constructor(
     readonly coords: EmbeddingCoords,
@@ -39,14 +45,17 @@ export class EmbeddingView {
       'aria-label': `${n} cells on the embedding ${coords.key} (its first two columns), in the tissue's colours`
     }) as HTMLCanvasElement;
     this.mark = h('div', { class: 'sds-link-mark', hidden: '' });
-    this.stage = h('div', { class: 'sds-embedding-stage' }, this.canvas, this.mark);
+    this.stage = h('div', { class: 'sds-embedding-stage', title: 'Wheel to zoom, drag to pan' }, this.canvas, this.mark);
     const caption = coords.columns > 2 ? `${coords.key} (components 1 and 2 of ${coords.columns})` : coords.key;
+    const fit = h('button', { type: 'button', class: 'sds-button sds-embedding-fit', title: 'Show the whole embedding again' }, 'Fit');
+    fit.addEventListener('click', () => this.setCamera(FITTED));
     this.node = h(
       'div',
       { class: 'sds-embedding', role: 'group', 'aria-label': `Embedding ${coords.key}`, 'data-key': coords.key },
-      h('div', { class: 'sds-embedding-title' }, caption),
+      h('div', { class: 'sds-embedding-title' }, caption, ' ', fit),
       this.stage
     );
+    this.listenCamera();
     this.grid = new PointGrid(coords.x, coords.y, coords.bounds);
     this.stage.addEventListener('pointermove', ev => this.pointer(ev));
     this.stage.addEventListener('pointerleave', () => {
@@ -61,13 +70,75 @@ export class EmbeddingView {
   projection(): Projection | null {
     const w = this.stage.clientWidth;
     const hgt = this.stage.clientHeight;
-    return w > 0 && hgt > 0 ? fitProjection(this.coords.bounds, w, hgt) : null;
+    return w > 0 && hgt > 0 ? fitProjection(this.coords.bounds, w, hgt, 12, this.camera) : null;
+  }
+
+  /** Zoom and pan as they stand (1, 0, 0: fitted). */
+  cameraState(): EmbeddingCamera {
+    return this.camera;
+  }
+
+  /** Move the camera and redraw once a frame (a wheel sends many events a frame). */
+  setCamera(camera: EmbeddingCamera): void {
+    this.camera = camera;
+    this.node.dataset.zoom = camera.zoom.toFixed(3);
+    if (this.redrawQueued) {
+      return;
+    }
+    this.redrawQueued = true;
+    const run = () => {
+      this.redrawQueued = false;
+      this.draw();
+    };
+    if (typeof requestAnimationFrame === 'function') {
+      requestAnimationFrame(run);
+    } else {
+      run();
+    }
+  }
+
+  /** Wheel zooms about the pointer; a drag pans (not while drawing a region: the overlay takes those). */
+  private listenCamera(): void {
+    const drawing = (ev: Event) => (ev.target as Element | null)?.closest?.('.sds-annotate-overlay') != null;
+    this.stage.addEventListener(
+      'wheel',
+      ev => {
+        ev.preventDefault();
+        const r = this.stage.getBoundingClientRect();
+        const factor = Math.pow(2, -ev.deltaY / (ev.deltaMode === 1 ? 8 : 240));
+        this.setCamera(zoomEmbedding(this.camera, factor, ev.clientX - r.left, ev.clientY - r.top, this.stage.clientWidth, this.stage.clientHeight));
+        this.pointer(ev as unknown as PointerEvent);
+      },
+      { passive: false }
+    );
+    this.stage.addEventListener('pointerdown', ev => {
+      if (drawing(ev) || ev.button !== 0) {
+        return;
+      }
+      this.drag = { x: ev.clientX, y: ev.clientY, id: ev.pointerId };
+      this.stage.setPointerCapture?.(ev.pointerId);
+    });
+    this.stage.addEventListener('pointermove', ev => {
+      const d = this.drag;
+      if (!d || d.id !== ev.pointerId) {
+        return;
+      }
+      this.setCamera(panEmbedding(this.camera, ev.clientX - d.x, ev.clientY - d.y, this.stage.clientWidth, this.stage.clientHeight));
+      this.drag = { x: ev.clientX, y: ev.clientY, id: d.id };
+    });
+    const end = (ev: PointerEvent) => {
+      if (this.drag?.id === ev.pointerId) {
+        this.drag = null;
+      }
+    };
+    this.stage.addEventListener('pointerup', end);
+    this.stage.addEventListener('pointercancel', end);
   }
 
   /** The panel as the annotate tools draw on it. */
   surface(onResize?: () => void): Surface {
     this.onResize = onResize ?? null;
-    return { node: this.stage, x: this.coords.x, y: this.coords.y, projection: () => this.projection() };
+    return { node: this.stage, x: this.coords.x, y: this.coords.y, projection: () => this.projection(), radius: () => POINT_PX / 2 + 0.5 };
   }
 
   private onResize: (() => void) | null = null;

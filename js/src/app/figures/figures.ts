@@ -266,12 +266,42 @@ export class FiguresView {
  * the view's coloring (`SpatialFigure.coloring`).
  */
 export function exportButtons(transport: Transport, version: number, figure: string, shown?: () => ExportShown): HTMLButtonElement[] {
-  return EXPORT_FORMATS.map(format =>
-    button(format.toUpperCase(), `Export for print as ${format.toUpperCase()}: title, legend and scale bar${format === 'png' ? ', 300 dpi' : ', vector'}`, async () => {
-      const reply = await transport.request('export', { version, figure, format, ...(shown ? shown() : {}) });
-      download(new Blob([splitReply('export', reply.data, reply.buffers).file as Uint8Array<ArrayBuffer>], { type: reply.data.media_type }), reply.data.name);
-    })
-  );
+  return EXPORT_FORMATS.map(format => {
+    const label = format.toUpperCase();
+    const b = button(label, `Export for print as ${label}: title, legend and scale bar${format === 'png' ? ', 300 dpi' : ', vector'}`, () =>
+      whileExporting(b, label, async () => {
+        const reply = await transport.request('export', { version, figure, format, ...(shown ? shown() : {}) });
+        download(new Blob([splitReply('export', reply.data, reply.buffers).file as Uint8Array<ArrayBuffer>], { type: reply.data.media_type }), reply.data.name);
+      })
+    );
+    return b;
+  });
+}
+
+/**
+ * Run an export with its button saying so: a large figure takes seconds to draw, so the button
+ * reads "PNG… 12 s" (counting), is busy and not clickable again until the file is saved; then
+ * its label comes back.
+ */
+async function whileExporting(b: HTMLButtonElement, label: string, run: () => Promise<void>): Promise<void> {
+  const started = Date.now();
+  const tick = () => {
+    const s = Math.floor((Date.now() - started) / 1000);
+    b.textContent = s > 0 ? `${label}… ${s} s` : `${label}…`;
+  };
+  tick();
+  b.disabled = true;
+  b.setAttribute('aria-busy', 'true');
+  b.classList.remove('sds-failed');
+  const timer = setInterval(tick, 1000);
+  try {
+    await run();
+  } finally {
+    clearInterval(timer);
+    b.textContent = label;
+    b.disabled = false;
+    b.removeAttribute('aria-busy');
+  }
 }
 
 /** A figure that cannot be drawn: the reason, and the spec as readable JSON. */

@@ -16,6 +16,8 @@ import type { GeneNames } from '../shared/types';
 const MAX_OPTIONS = 8;
 /** Genes a score combines. */
 export const MAX_GENES = 3;
+/** Characters typed before the nearest names are offered for a text no name holds. */
+const MIN_NEAR = 2;
 
 /** How several picked genes color the cells: one colour channel each, added, or their mean. */
 export type Combine = 'channels' | 'mean';
@@ -161,7 +163,13 @@ export class GeneBox {
     if (text !== this.input.value) {
       return;
     }
-    this.showOptions(matchGenes(entries, text));
+    const matches = matchGenes(entries, text);
+    // no name holds the text: the nearest names at once, as Enter would show them
+    if (!matches.length && text.trim().length >= MIN_NEAR) {
+      this.showMessage(`No gene “${text.trim()}”. Nearest:`, nearestGenes(entries, text.trim()));
+      return;
+    }
+    this.showOptions(matches);
   }
 
   private key(ev: KeyboardEvent): void {
@@ -200,11 +208,17 @@ export class GeneBox {
       this.showMessage(`No gene “${text}”. Nearest:`, nearestGenes(entries, text));
       return;
     }
+    if (!this.picked.includes(chosen.name) && this.picked.length >= MAX_GENES) {
+      // never drop a gene silently (every channel's colour would shift): say how to make room
+      const shownNames = this.picked.map(g => this.labels.get(g) ?? g).join(', ');
+      this.showMessage(`Up to ${MAX_GENES} genes at once (${shownNames}): remove one (×) to add ${chosen.symbol ?? chosen.name}.`, []);
+      return;
+    }
     this.input.value = '';
     this.close();
     this.labels.set(chosen.name, chosen.symbol ?? chosen.name);
     if (!this.picked.includes(chosen.name)) {
-      this.picked = [...this.picked, chosen.name].slice(-MAX_GENES);
+      this.picked = [...this.picked, chosen.name];
     }
     this.renderChips();
     this.onPick(this.picked);

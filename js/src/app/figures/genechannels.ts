@@ -20,8 +20,12 @@ export const CHANNEL_COLORS = ['#ff0000', '#00ff00', '#0000ff'] as const;
 const CHANNEL_NAMES = ['red', 'green', 'blue'];
 /** Brightness steps per channel. */
 export const LEVELS = 16;
-/** Cells that express none of the genes (all channels at 0): grey, so they stay visible on a light page. */
-export const NONE_COLOR = '#c8c8c8';
+/**
+ * Cells that express none of the genes (all channels at 0). The channels add up towards white
+ * (all three), so "none" sits at the dark end: a mid-dark grey, far from white, still seen on
+ * a dark page and without the hue of any channel.
+ */
+export const NONE_COLOR = '#505050';
 
 export type Channel = { gene: string; limits: Limits };
 export type Additive = { color: Extract<CanvasColor, { mode: 'categorical' }>; codes: Uint16Array; channels: Channel[] };

@@ -144,6 +144,7 @@ export class SpatialFigure {
         y: data.y,
         stageNode: stage.node,
         camera: () => stage.viewState,
+        cellRadius: () => stage.cellRadius(),
         columns: payload.obs_columns ?? [],
         cellName: index =>
           this.transport.request('cell', { version: this.version, figure: this.figureId, index }).then(r => r.data.name),

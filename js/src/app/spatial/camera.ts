@@ -91,6 +91,16 @@ export function zoomBy(vs: ViewState, steps: number, range: [number, number]): V
   return { target: [vs.target[0], vs.target[1]], zoom };
 }
 
+/**
+ * `target` kept within `bounds`: the view's centre stays over the tissue, so a drag can take it
+ * to the edge (a quarter of the view still shows it at a corner) but never entirely off screen.
+ */
+export function keepOnTissue(target: readonly number[], bounds: Bounds): [number, number] {
+  const [x0, y0, x1, y1] = bounds;
+  const clamp = (v: number, lo: number, hi: number) => (Number.isFinite(v) ? Math.max(Math.min(lo, hi), Math.min(Math.max(lo, hi), v)) : (lo + hi) / 2);
+  return [clamp(target[0], x0, x1), clamp(target[1], y0, y1)];
+}
+
 /** `vs` moved by (dx, dy) CSS pixels of the screen (positive dx: the data slide left). */
 export function panBy(vs: ViewState, dx: number, dy: number): ViewState {
   const scale = Math.pow(2, vs.zoom);

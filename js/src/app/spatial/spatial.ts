@@ -11,6 +11,7 @@
 
 import {
   fitViewState,
+  keepOnTissue,
   panBy,
   regionOf,
   savedRegion,
@@ -240,6 +241,8 @@ export class SpatialStage {
   private raster: { plan: RasterPlan; layer: CellRaster; version: number } | null = null;
   private settleTimer: ReturnType<typeof setTimeout> | null = null;
   private hovered = -1;
+  /** Where the pointer rests over the view (CSS px), null once it left: a zoom under it re-asks what it hovers. */
+  private pointer: [number, number] | null = null;
   /** A typical cell's width in data units (from its outline), to pick how cells are drawn at a zoom. */
   private cellSize = 0;
   private cellMode: CellMode = 'points';
@@ -385,6 +388,23 @@ export class SpatialStage {
     return zoomRange(this.payload.bounds, w || 1, hgt || 1, this.cellExtent());
   }
 
+  /**
+   * How far a typical cell reaches from its centre on screen now (CSS px): its disc or outline
+   * at this zoom, else the point size drawn. The annotate veil's hole over a selected cell.
+   */
+  cellRadius(): number {
+    const shapes = this.data.shapes;
+    const point = (this.payload.point_size || 2) / 2;
+    if (!shapes || (shapes.kind === 'polygons' && this.cellMode === 'points')) {
+      return point;
+    }
+    this.shapeExtent ??= this.cellExtent();
+    return Math.max(point, (this.shapeExtent / 2) * Math.pow(2, this.viewState?.zoom ?? 0));
+  }
+
+  /** `cellExtent()` of a tissue with shapes, worked out once (a median over every cell). */
+  private shapeExtent: number | null = null;
+
   /** A typical cell's size in data units (what the zoom-in limit shows filling the view). */
   private cellExtent(): number {
     const shapes = this.data.shapes;
@@ -425,7 +445,8 @@ export class SpatialStage {
   apply(vs: ViewState, mode: 'saved' | 'fit' | 'user' = 'user'): void {
     const [lo, hi] = this.range;
     const zoom = Math.max(lo, Math.min(hi, vs.zoom));
-    this.viewState = { target: [vs.target[0], vs.target[1]], zoom };
+    // the view's centre never leaves the tissue's bounds: it cannot be dragged off screen
+    this.viewState = { target: keepOnTissue(vs.target, this.payload.bounds), zoom };
     this.mode = mode;
     this.deck?.setView(this.viewState, this.range);
     this.node.dataset.zoom = zoom.toFixed(4);
@@ -442,6 +463,10 @@ export class SpatialStage {
     this.settleLater();
     this.node.dataset.target = this.viewState.target.map(v => v.toFixed(3)).join(',');
     this.callbacks.onView?.(this.viewState, this.region());
+    // a wheel zoom or a pan under a resting pointer brings another cell under it: hover that one
+    if (this.pointer) {
+      this.hover(this.pointer[0], this.pointer[1]);
+    }
   }
 
   region(): Region {
@@ -592,6 +617,7 @@ export class SpatialStage {
   private drawShapes(shapes: NonNullable<CanvasData['shapes']>): void {
     (this as { data: CanvasData }).data = { ...this.data, shapes };
     this.cellSize = shapes.kind === 'polygons' ? this.outlineSize : 0;
+    this.shapeExtent = null;
     this.cellMode = this.modeAt(this.viewState?.zoom ?? 0);
     this.node.dataset.cells = this.cellMode;
     this.node.dataset.outlines = shapes.kind === 'polygons' ? String(this.outlines?.size ?? 0) : '0';
@@ -837,6 +863,7 @@ export class SpatialStage {
 
   /** The pointer moved to (sx, sy) (negative: it left): the hovered cell, its ring and the host's tooltip. */
   private hover(sx: number, sy: number, picked?: number): void {
+    this.pointer = sx < 0 || sy < 0 ? null : [sx, sy];
     const i = sx < 0 || sy < 0 ? -1 : this.cellUnder(sx, sy, picked);
     if (i === this.hovered) {
       return;
