@@ -444,12 +444,13 @@ def main() -> None:
         print(f"demo built in {time.perf_counter() - start:.0f} s: {top}")
         steps = plan(top)
         if args.browser_only:
+            coded = wire(top, *steps[0])  # the first figure's replies on a cold server, coded and as they are
             seen = browser_steps(top, steps, root)
             if isinstance(seen, str):
                 print(f"  skipped: {seen}")
-                emit("first_tissue", [], browser=seen)
+                emit("first_tissue", [], wire=coded, browser=seen)
             else:
-                emit("first_tissue", [], browser=seen, **browser_verdicts(seen["steps"], goals(args.cells)))
+                emit("first_tissue", [], wire=coded, browser=seen, **browser_verdicts(seen["steps"], goals(args.cells)))
             return
         print(f"steps: {steps}; A's buffers are B's: {check(top, *steps[0])}")
         runs: dict[bool, list[list[tuple[float, int]]]] = {True: [], False: []}

@@ -676,6 +676,78 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
     await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
   });
 
+  it('issue 39: the first tissue comes coded and quantized over the wire; a figure below the fold asks for nothing until scrolled to', async () => {
+    // 6,000 cells (past OUTLINES_AT_ONCE: circles, uint16 positions) and several canvas figures
+    const out = join(work, 'root', 'bytes');
+    const topPath = python(
+      `import warnings; warnings.simplefilter("ignore")\nfrom pathlib import Path\nfrom sds_jupyter.demo.xenium import build_xenium_demo\nprint(build_xenium_demo(Path(${JSON.stringify(out)}), n_cells=6000, side=2048))`
+    );
+    const name = topPath.split('/').pop();
+    const page = await newPage();
+    const codings = new Map(); // API path and query -> Content-Encoding
+    page.on('response', r => r.url().includes('/sds-jupyter/api/') && codings.set(r.url(), r.headers()['content-encoding'] ?? 'identity'));
+    try {
+      await page.goto(`${base}/lab/tree/bytes/datasets?token=${TOKEN}&reset`);
+      await item(page, name).waitFor({ timeout: 60000 });
+      await page.waitForTimeout(500);
+      await item(page, name).dblclick();
+      await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+      const tab = page.locator('.sds-tab[data-tab="figures"]').first();
+      if ((await tab.getAttribute('aria-selected')) !== 'true') {
+        await tab.click();
+      }
+      await page.waitForSelector('.sds-figure-canvas', { timeout: 60000 });
+      await page.locator('.sds-figure-canvas').first().scrollIntoViewIfNeeded(); // the version's own figure may be a chart
+      await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 90000 }).catch(async err => {
+        await shot(page, 'first-tissue-not-drawn');
+        const state = await page.locator('.sds-figure').evaluateAll(ns => ns.map(n => [n.className, n.dataset.figure, n.querySelector('.sds-figure-body')?.dataset.lazy, n.textContent.slice(0, 120), n.getBoundingClientRect().top]));
+        throw new Error(`${err.message}: ${JSON.stringify(state)} ${JSON.stringify(page.errors)}`);
+      });
+      await page.waitForTimeout(1500); // whatever the first tissue asked for has arrived
+      await shot(page, 'first-tissue-below-the-fold');
+      const api = () =>
+        page.evaluate(() =>
+          performance.getEntriesByType('resource')
+            .filter(e => e.name.includes('/sds-jupyter/api/'))
+            .map(e => ({ url: e.name, request: e.name.split('/api/')[1].split('?')[0], figure: new URL(e.name).searchParams.get('figure'), sent: e.transferSize, body: e.encodedBodySize, decoded: e.decodedBodySize }))
+        );
+      const figures = await page.locator('.sds-figure-canvas').evaluateAll(nodes =>
+        nodes.map(n => ({ id: n.dataset.figure, lazy: n.querySelector('.sds-figure-body')?.dataset.lazy, top: n.getBoundingClientRect().top }))
+      );
+      const below = figures.filter(f => f.lazy === 'waiting');
+      assert.ok(figures.length >= 2 && below.length >= 1, `a figure below the fold: ${JSON.stringify(figures)}`);
+      const first = await api();
+      // counts, not timing: the figures still waiting asked for nothing, not even their colours
+      for (const f of below) {
+        assert.deepEqual(first.filter(e => e.figure === f.id).map(e => e.request), [], `${f.id} is off screen`);
+      }
+      const loaded = figures.filter(f => f.lazy === 'loaded').map(f => f.id);
+      assert.deepEqual([...new Set(first.filter(e => e.request === 'canvas').map(e => e.figure))].sort(), [...loaded].sort());
+      // the cells: 6,000 cells as uint16 x, y and radius (not 12 bytes a cell of float32), then coded
+      const cells = first.filter(e => e.request === 'cells');
+      assert.equal(cells.length, 1, JSON.stringify(first));
+      assert.ok(cells[0].decoded < 6000 * 6 + 2000, `cells body ${cells[0].decoded} bytes`);
+      assert.ok(['br', 'gzip'].includes(codings.get(cells[0].url)), `cells coded ${codings.get(cells[0].url)}`);
+      assert.ok(cells[0].body < cells[0].decoded, `cells ${cells[0].body} of ${cells[0].decoded} bytes`);
+      // the image overview's planes compress most: coded, and the first tissue's bytes well under its bodies
+      const planes = first.filter(e => e.request === 'channels');
+      assert.ok(planes.length === 1 && ['br', 'gzip'].includes(codings.get(planes[0].url)), JSON.stringify(planes));
+      const sent = first.reduce((n, e) => n + e.body, 0);
+      const bodies = first.reduce((n, e) => n + e.decoded, 0);
+      assert.ok(sent < 0.7 * bodies, `first tissue: ${sent} bytes sent for ${bodies} bytes of replies`);
+      writeFileSync(join(SHOTS, 'first-tissue-bytes.json'), JSON.stringify({ sent, bodies, requests: first.map(e => [e.request, e.figure, e.body, e.decoded, codings.get(e.url)]) }, null, 1));
+      // scrolled to, the last figure asks for its colours then
+      const last = below[below.length - 1];
+      await page.locator(`.sds-figure-canvas[data-figure="${last.id}"]`).scrollIntoViewIfNeeded();
+      await page.waitForFunction(id => document.querySelector(`.sds-figure-canvas[data-figure="${id}"] .sds-figure-body`)?.dataset.lazy === 'loaded', last.id, { timeout: 60000 });
+      const after = (await api()).filter(e => e.figure === last.id).map(e => e.request);
+      assert.ok(after.includes('canvas'), JSON.stringify(after));
+      assert.deepEqual(page.errors, []);
+    } finally {
+      await page.close();
+    }
+  });
+
   it('a tissue past the outline threshold: zoomed in, outline tiles arrive and the picture shows outlines, in both tiers', async () => {
     // 6,000 cells (OUTLINES_AT_ONCE is 5,000): the cells reply carries circles and an outline grid
     const out = join(work, 'root', 'outlines');
