@@ -30,14 +30,18 @@ def datasets(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _no_folder_map_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _no_folder_map_from_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Tests set SDS_CIRRO_DATASETS themselves when they mean to; no workspace folder of the machine is read
     (nor the user's records of resolved stacks)."""
     monkeypatch.delenv("SDS_CIRRO_DATASETS", raising=False)
     monkeypatch.delenv("SDS_DATASETS_DIR", raising=False)
     monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "sds-versions"))
     monkeypatch.setenv("SDS_CIRRO_CACHE", str(tmp_path / "cirro-cache"))
-    monkeypatch.setenv("SDS_STACK_CACHE", str(tmp_path / "stack-cache"))  # records of stacks: the test's own
+    # Records of resolved stacks: the test's own, beside tmp_path rather than in it, so tests that
+    # check what a folder holds see only what they wrote.
+    monkeypatch.setenv("SDS_STACK_CACHE", str(tmp_path_factory.mktemp("stack-cache")))
 
 
 @pytest.fixture(scope="session")
