@@ -10,9 +10,10 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -164,6 +165,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    """SIGTERM as KeyboardInterrupt: the download's partial folder is removed on the way out."""
+    raise KeyboardInterrupt
+
+
+def _progress(stream: TextIO | None = None) -> Callable[[str, int, int], None]:
+    """How a fetch tells its progress on stderr: one line rewritten in place on a terminal, else a
+    line at the first batch and at each tenth (no control sequence reaches a log file)."""
+    out = stream if stream is not None else sys.stderr
+    terminal = out.isatty()
+    told: dict[str, int] = {}
+
+    def tell(dataset_id: str, done: int, total: int) -> None:
+        line = f"fetching {dataset_id}: {done:,} of {total:,} files"
+        if terminal:
+            out.write(f"\r{line}" + ("\n" if done >= total else ""))
+            out.flush()
+            return
+        tenth = done * 10 // max(total, 1)
+        if tenth > told.get(dataset_id, -1):
+            told[dataset_id] = tenth
+            say(line, out)
+
+    return tell
+
+
 def _error(message: str, prefix: str = "sds-jupyter: error: ") -> None:
     # One line whatever the message holds: its newlines are escaped with the rest.
     say(prefix + message, sys.stderr)
@@ -218,7 +245,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "fetch":
         from sds_jupyter.stack.exchange import fetch_missing
 
-        fetched = fetch_missing(args.path, project=args.project, folders=args.folders)
+        previous = signal.signal(signal.SIGTERM, _interrupted)  # a kill cleans up as Ctrl-C does
+        try:
+            fetched = fetch_missing(args.path, project=args.project, folders=args.folders, progress=_progress())
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         for folder in fetched:
             say(f"fetched {folder}")
         say(f"fetched {len(fetched)} dataset(s); the stack resolves" if fetched else "nothing missing")

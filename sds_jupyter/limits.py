@@ -44,6 +44,7 @@ __all__ = [
     "MAX_CONCURRENT_READS",
     "MAX_COUNTS",
     "MAX_EXPORT_PIXELS",
+    "MAX_FETCH_FILES",
     "MAX_IMAGE_AXIS",
     "MAX_LEVELS",
     "MAX_LISTED_VERSIONS",
@@ -186,6 +187,10 @@ MAX_LISTED_VERSIONS = 2000
 MAX_TITLE_MANIFEST_BYTES = 1024 * 1024
 #: The manifests of the remembered folder scans together, at most (bytes as stored).
 SCANS_CACHE_BYTES = 64 * 1024 * 1024
+#: The most files a dataset fetched from Cirro may list (``sds-jupyter fetch``, the panel's fetch): a
+#: version's overlay holds tens to thousands, a base as a folder of chunks tens of thousands; a
+#: listing of more is refused before a file is downloaded.
+MAX_FETCH_FILES = 100_000
 #: The largest object ``store_key`` sends (a chunk or a metadata document, not a whole file),
 #: checked by its size before it is read: a zarr reader in the browser asks for chunks, and a
 #: chunk past 256 MiB is no tile a browser can use.

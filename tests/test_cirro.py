@@ -441,3 +441,66 @@ def test_the_widget_uploads_and_fetches_through_its_comm(
     _deliver(colleague, {"type": "request", "id": 4, "name": "cirro_fetch", "params": {"project": PROJECT}})
     (fetched,) = _responses(recorded_messages)
     assert fetched["ok"] and fetched["data"] == {"fetched": [uploaded["data"]["dataset_id"]]}
+
+
+# -- issue 38 item 9: a fetch of a huge listing is bounded, tells its progress, and cleans up when killed
+
+
+def _colleague_of(cirro: StandIn, workspace: dict, tmp_path: Path, pad: int = 0) -> tuple[Path, str]:
+    """A version downloaded by a colleague whose parent ("First", with ``pad`` small files more) is only in Cirro."""
+    first = _save(workspace["top"], "first", "First", workspace["versions"])
+    first_id = upload_version(first)
+    for number in range(pad):
+        cirro.s3.put_object(Bucket=cirro.bucket, Key=f"datasets/{first_id}/data/pad/{number}", Body=b"x")
+    second_id = upload_version(_save(first, "second", "Second", workspace["versions"]))
+    colleague = tmp_path / "colleague" / second_id
+    colleague.mkdir(parents=True)
+    (colleague / "layer.json").write_bytes(cirro.uploaded(second_id, "layer.json"))
+    return colleague, first_id
+
+
+def test_a_listing_past_the_bound_is_refused_before_a_file_is_fetched(
+    cirro: StandIn, workspace: dict, tmp_path: Path
+) -> None:
+    from sds_jupyter.limits import MAX_FETCH_FILES
+
+    colleague, first_id = _colleague_of(cirro, workspace, tmp_path)
+    cirro.listed_extra = [{"path": f"data/pad/{number}", "size": 1} for number in range(MAX_FETCH_FILES)]
+    with pytest.raises(
+        StackError, match=rf"dataset {first_id} lists 100,0\d\d files; at most 100,000 \(MAX_FETCH_FILES\)"
+    ):
+        fetch_missing(colleague)
+    assert list(Path(os.environ["SDS_CIRRO_CACHE"]).iterdir()) == []
+
+
+def test_the_cli_fetch_tells_its_progress_and_a_killed_one_leaves_nothing(
+    cirro: StandIn, workspace: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    colleague, first_id = _colleague_of(cirro, workspace, tmp_path, pad=1200)
+    monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "colleague-versions"))
+    cache = Path(os.environ["SDS_CIRRO_CACHE"])
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    command = [sys.executable, "-m", "sds_jupyter", "fetch", str(colleague)]
+    killed = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert killed.stderr is not None
+    before = []
+    for line in iter(killed.stderr.readline, ""):  # until the first batch is in: the download is under way
+        if line.startswith("fetching"):
+            break
+        before.append(line)
+    assert line.startswith(f"fetching {first_id}: 64 of "), (line, before)
+    killed.send_signal(signal.SIGTERM)
+    _, rest = killed.communicate(timeout=120)
+    assert killed.returncode == 130 and "interrupted" in rest, rest
+    assert list(cache.iterdir()) == [], "the hidden partial folder is removed"
+
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.startswith("fetching")]
+    assert lines[0].startswith(f"fetching {first_id}: 64 of ") and lines[-1].endswith(" files")
+    total = lines[-1].split(" of ")[1].removesuffix(" files")
+    assert lines[-1] == f"fetching {first_id}: {total} of {total} files" and len(lines) <= 12
+    assert "\r" not in done.stderr and "\x1b" not in done.stderr  # not a terminal: no control sequences
+    assert sorted(p.name for p in cache.iterdir()) == [first_id]

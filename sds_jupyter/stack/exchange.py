@@ -37,6 +37,7 @@ from sds_jupyter.errors import (
     WriteRefusedError,
     needs_extra,
 )
+from sds_jupyter.limits import MAX_FETCH_FILES
 from sds_jupyter.stack.location import location_of
 from sds_jupyter.stack.locator import is_version_folder
 from sds_jupyter.stack.manifest import MANIFEST_NAME, read_manifest
@@ -337,6 +338,10 @@ def _missing_id(path: Path, folders: str | Mapping[str, str] | None) -> str | No
     return None
 
 
+#: The fewest files one download call asks for (a listing is fetched in batches to tell progress).
+FETCH_BATCH = 64
+
+
 @contextmanager
 def _partial(cache: Path, dataset_id: str) -> Iterator[Path]:
     """A hidden folder in ``cache`` that becomes ``cache/<dataset_id>`` only when complete."""
@@ -349,19 +354,35 @@ def _partial(cache: Path, dataset_id: str) -> Iterator[Path]:
         shutil.rmtree(partial, ignore_errors=True)
 
 
-def _download(api: Any, project_id: str, dataset_id: str, cache: Path) -> Path:
+#: Told how a download goes: the dataset ID, the files fetched so far and how many it lists.
+Progress = Callable[[str, int, int], None]
+
+
+def _download(api: Any, project_id: str, dataset_id: str, cache: Path, progress: Progress | None = None) -> Path:
     listing = _sdk(
         f"listing dataset {dataset_id}", lambda: api.datasets.get_assets_listing(project_id, dataset_id).files
     )
+    if len(listing) > MAX_FETCH_FILES:
+        raise StackError(
+            f"dataset {dataset_id} lists {len(listing):,} files; at most {MAX_FETCH_FILES:,} (MAX_FETCH_FILES) "
+            "are fetched: it is no version or base a stack reads (a base of many files can be zipped, .zarr.zip)"
+        )
     for item in listing:  # the SDK writes each file at <folder>/<its path>: never let one climb out
         check_relative_path(item.relative_path, f"file of dataset {dataset_id}")
     if not listing:
         raise StackError(f"dataset {dataset_id} holds no files in Cirro project {project_id}")
+    # In about a hundred batches (at least FETCH_BATCH files each), so that progress can be told.
+    batch = max(FETCH_BATCH, -(-len(listing) // 100))
     with _partial(cache, dataset_id) as partial:
-        _sdk(
-            f"downloading dataset {dataset_id}",
-            lambda: api.datasets.download_files(project_id, dataset_id, str(partial), files=listing),
-        )
+        for start in range(0, len(listing), batch):
+            files = listing[start : start + batch]
+
+            def fetch(files: list[Any] = files) -> None:
+                api.datasets.download_files(project_id, dataset_id, str(partial), files=files)
+
+            _sdk(f"downloading dataset {dataset_id}", fetch)
+            if progress is not None:
+                progress(dataset_id, min(start + batch, len(listing)), len(listing))
     return cache / dataset_id
 
 
@@ -370,11 +391,14 @@ def fetch_missing(
     *,
     project: str | None = None,
     folders: str | Mapping[str, str] | None = None,
+    progress: Progress | None = None,
 ) -> list[Path]:
     """Download each dataset the stack at ``path`` misses, until it resolves; return the new folders.
 
     Each goes into the fetched-datasets folder, where the reader looks last; that
-    folder may not lie in the workspace's (read-only) datasets folder.
+    folder may not lie in the workspace's (read-only) datasets folder. ``progress`` is told
+    after each batch of files. A download interrupted (an exception, ``KeyboardInterrupt``)
+    removes its hidden partial folder; nothing half-fetched is ever named as the dataset.
     """
     target = Path(os.path.abspath(path))
     missing = _missing_id(target, folders)
@@ -392,6 +416,6 @@ def fetch_missing(
     while missing is not None:
         if (cache / missing).exists() or len(fetched) >= FETCH_LIMIT:
             raise StackError(f"dataset {missing} is still missing after fetching {len(fetched)} datasets")
-        fetched.append(_download(api, project_id, missing, cache))
+        fetched.append(_download(api, project_id, missing, cache, progress))
         missing = _missing_id(target, folders)
     return fetched
