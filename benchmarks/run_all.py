@@ -28,6 +28,7 @@ BENCHMARKS = [
     "bench_table_read.py",
     "bench_deep_get.py",
     "bench_meta_get.py",
+    "bench_inflate.py",  # every chunk's inflation checked: StackStore against zarr's LocalStore
     "bench_open.py",
     "bench_commit.py",
     "bench_listing.py",  # 100,000 files; bench_listing.py --full for 1,000,000
