@@ -77,15 +77,15 @@ def deep_save(
 
     depth = 50 if quick else DEEP
     base = root / "datasets" / "base-0000" / "table.sdata.zarr"
-    deep = root / "deep"
+    deep = root / "datasets"  # beside the base: parents are found in the datasets folder
     writer = VersionWriter(Stack.resolve(base))
     for number in range(16):  # 4 obs columns in the base: 20 with these
         writer.set_obs("table", f"extra_{number}", pd.Series(rng.standard_normal(n_obs)))
-    top = writer.commit(deep / "v-0001", title="16 columns", created_by="bench")
+    top = writer.commit(deep / "deep-0001", title="16 columns", created_by="bench")
     for number in range(2, depth + 1):
         writer = VersionWriter(Stack.resolve(top))
         writer.set_uns("table", f"note_{number}", np.int64(number))
-        top = writer.commit(deep / f"v-{number:04d}", title=f"note {number}", created_by="bench")
+        top = writer.commit(deep / f"deep-{number:04d}", title=f"note {number}", created_by="bench")
     settle()
     adata = open_anndata(top)
     assert adata.obs.shape[1] == 20 and Stack.resolve(top).depth == depth
