@@ -236,6 +236,17 @@ class TableView:
                 return None
         return series_categories(self.obs_column(name))
 
+    def distinct_values(self, name: str) -> int | None:
+        """A categorical column's number of categories, from its array's shape (nothing read); else None."""
+        node = self._obs_group()
+        if node is None or name not in node:
+            return None
+        element = node[name]
+        if isinstance(element, zarr.Group) and element.attrs.get("encoding-type") == "categorical":
+            categories = element["categories"]
+            return int(categories.shape[0]) if isinstance(categories, zarr.Array) else None
+        return None
+
     def obs_row(self, position: int) -> pd.DataFrame:
         """Obs row ``position`` as a one-row frame, each column read at that position alone.
 

@@ -459,9 +459,27 @@ def canvas_payload(
         "image": image,
         "unit": unit,
         "obs_columns": [str(column) for column in cells.obs_columns],
+        "color_columns": color_columns(cells),
         "shapes": shapes[0] if shapes is not None else None,
         "points": _points_layer(spec.get("points")),
     }
+
+
+def color_columns(cells: CellTable) -> list[str]:
+    """The obs columns a view offers to colour by: all but those holding one value and IDs.
+
+    Why: a column with a single category paints every cell alike, and one with a category
+    per cell (a cell ID) paints noise; both only lengthen the menu. Known from a categorical's
+    categories alone (their array's shape), so nothing is read; other columns are offered.
+    """
+    n = cells.n_obs
+    offered = []
+    for column in cells.obs_columns:
+        count = cells.distinct_values(column)
+        if count is not None and (count <= 1 or (n > 1 and count >= n)):
+            continue
+        offered.append(str(column))
+    return offered
 
 
 def _points_layer(saved: Any) -> CanvasPoints | None:

@@ -54,6 +54,10 @@ class CellTable(Protocol):
         """The name of the cell at ``position`` (IndexError when out of range)."""
         ...
 
+    def distinct_values(self, name: str) -> int | None:
+        """How many values obs column ``name`` can hold, when known without reading it (a categorical's categories), else None."""
+        ...
+
 
 @dataclass(frozen=True)
 class FrameCells:
@@ -90,6 +94,10 @@ class FrameCells:
         if not 0 <= position < len(self.obs):
             raise IndexError(position)
         return str(self.obs.index[position])
+
+    def distinct_values(self, name: str) -> int | None:
+        column = self.obs[name]
+        return len(column.cat.categories) if isinstance(column.dtype, pd.CategoricalDtype) else None
 
 
 def cell_table(table: AnnData | CellTable) -> CellTable:

@@ -148,6 +148,8 @@ class CanvasPayload(TypedDict):
     unit: NotRequired[str | None]
     #: The table's obs columns (what the view can color by).
     obs_columns: NotRequired[list[str]]
+    #: the obs columns offered as colourings: not one holding a single value, not an ID (a value per cell)
+    color_columns: NotRequired[list[str]]
     shapes: NotRequired[CanvasShapes | None]
     #: Set in the browser's replies: the cells' positions and shapes are not among the buffers
     #: but come once per element from the ``cells`` request under this key (content-addressed).

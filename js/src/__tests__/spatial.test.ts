@@ -138,6 +138,14 @@ describe('colorBy: another obs column or a gene', () => {
     expect(options).toEqual(['regions (saved)', 'regions', 'score']);
   });
 
+  it('offers the columns the service finds worth colouring by, not a single value or an ID (issue 40, item 5)', () => {
+    const given = { ...payload(), obs_columns: ['region', 'cell_id', 'regions', 'score'], color_columns: ['regions', 'score'] };
+    figure = new SpatialFigure(new FakeTransport(), 1, 'tissue', given, data(), false);
+    document.body.append(figure.node);
+    const options = [...figure.node.querySelectorAll('.sds-color-by option')].map(o => o.textContent);
+    expect(options).toEqual(['regions (saved)', 'regions', 'score']);
+  });
+
   it('the color dropdown says what the view shows: a gene, a highlight, a change, a column, the saved coloring', async () => {
     const categorical = {
       data: { mode: 'categorical' as const, column: 'regions', categories: ['tumor', 'stroma'], colors: ['#ff0000', '#888888'] },

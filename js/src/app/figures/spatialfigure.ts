@@ -933,7 +933,8 @@ export class SpatialFigure {
       toggle.setAttribute('aria-pressed', 'false');
       bar.append(toggle);
     }
-    const columns = this.payload.obs_columns ?? [];
+    // the columns worth colouring by (not a single value, not an ID), else every column
+    const columns = this.payload.color_columns ?? this.payload.obs_columns ?? [];
     if (columns.length) {
       const own = this.payload.color.mode === 'none' ? '' : this.payload.color.column;
       const select = h(

@@ -85,6 +85,7 @@ export type CanvasPayload = {
   image: CanvasImage | null;
   unit?: string | null;
   obs_columns?: string[];
+  color_columns?: string[];
   shapes?: CanvasShapes | null;
   cells_key?: string;
   image_key?: string;
