@@ -331,7 +331,8 @@ def test_the_panel_uploads_then_a_fresh_workspace_fetches_and_opens_it(
     with pytest.raises(HTTPClientError) as refused:
         call("cirro_plan", params={"path": path_2})
     assert refused.value.code == 400
-    assert f"version {first.name} in" in json.loads(refused.value.response.body)["message"]
+    message = json.loads(refused.value.response.body)["message"]
+    assert f"version {first.name} in" in message and message.endswith(": it is “First”")
     with pytest.raises(HTTPClientError):
         post("cirro_upload", path=path_2, project=PROJECT)
     assert cirro.datasets == {}

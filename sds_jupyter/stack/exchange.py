@@ -186,8 +186,21 @@ def _cirro_id_of(dataset_id: str, holder: Path, folders: Mapping[str, str]) -> s
         if recorded:
             return recorded
         if is_version_folder(location_of(place / dataset_id)):
-            raise StackError(f"version {dataset_id} in {place} is not in Cirro yet: upload {place / dataset_id} first")
+            raise StackError(
+                f"version {dataset_id} in {place} is not in Cirro yet: upload {place / dataset_id} first"
+                f"{_titled(place / dataset_id)}"
+            )
     return dataset_id  # a Cirro dataset this workspace has not attached
+
+
+def _titled(folder: Path) -> str:
+    """ ": it is “<title>”" for a version with a title (how people know it), else nothing."""
+    found = find_manifest(folder)
+    try:
+        title = read_manifest(Path(found.real_path)).title if found is not None else None
+    except StackError:
+        return ""
+    return f": it is “{title}”" if title else ""
 
 
 def _overlay_files(data_dir: Path, overlay: str) -> list[str]:

@@ -190,4 +190,13 @@ describe('the transitions heatmap (a column that is not a clustering)', () => {
     expect(spec.layer[1].encoding.text?.format).toBe(',');
     expect(() => compile(spec as never)).not.toThrow();
   });
+
+  it('puts its legend above the grid, where a narrow panel cannot clip it (issue 41, item 5)', async () => {
+    const { transitionSpec } = await import('../app/compare/compare');
+    const spec = transitionSpec([{ a: 'x', b: 'y', count: 5 }], 'v1', 'v2') as {
+      layer: { encoding: { color?: { legend?: { orient: string; direction: string } } } }[];
+    };
+    expect(spec.layer[0].encoding.color?.legend).toMatchObject({ orient: 'top', direction: 'horizontal' });
+    expect(() => compile(spec as never)).not.toThrow();
+  });
 });

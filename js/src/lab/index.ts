@@ -292,8 +292,10 @@ const fileBrowserPlugin: JupyterFrontEndPlugin<void> = {
         if (unreadableNote) {
           Notification.dismiss(unreadableNote);
         }
+        // JupyterLab cuts a note at 140 characters: what happened first, the reason after it (the
+        // folder's tooltip in the listing has the whole reason)
         unreadableNote = Notification.warning(
-          `${item.name} is not opened as a version: its layer.json cannot be read (${why}). Showing its files instead.`,
+          `${item.name}: its layer.json cannot be read, so its files are shown instead. ${why}`,
           { autoClose: false }
         );
       }

@@ -587,7 +587,14 @@ export function transitionSpec(rows: Transition[], from: string, to: string): ob
       {
         mark: 'rect',
         encoding: {
-          color: { field: 'cells', type: 'quantitative', title: 'cells', scale: { scheme: 'blues' }, legend: { format: ',d' } },
+          // the legend above the grid, not beside it: a narrow panel clipped it at the right ("ce")
+          color: {
+            field: 'cells',
+            type: 'quantitative',
+            title: 'cells',
+            scale: { scheme: 'blues' },
+            legend: { format: ',d', orient: 'top', direction: 'horizontal' }
+          },
           tooltip: [
             { field: 'from', title: `in ${from}` },
             { field: 'to', title: `in ${to}` },
