@@ -588,7 +588,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await upload.waitFor({ timeout: 30000 });
       await upload.click();
       await box(page).locator('.sds-error').waitFor({ timeout: 60000 });
-      assert.match(await box(page).locator('.sds-error').innerText(), new RegExp(`version ${firstId} in .* is not in Cirro yet: upload .*${firstId} first`));
+      assert.match(await box(page).locator('.sds-error').innerText(), new RegExp(`version ${firstId} in .* is not in Cirro yet: upload .*${firstId} first: it is “Margins reviewed”$`));
       assert.equal(await box(page).locator('select').count(), 0);
       assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'the refused upload, light');
       await shot(page, 'issue41-upload-refused');
@@ -1436,6 +1436,92 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     }
     return nav29b;
   }
+
+  it('issue 41 (4, 5, 6): the palette opens the selected folder; an unreadable layer.json says why; the sidebar follows the panel; Back survives a reload; same titles apart; the side folds at 420 px; light and dark, axe', async () => {
+    const ownTop = nav29bDemo();
+    const title = (await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(`nav29b/datasets/${ownTop}`)}`)).json()).versions[0].title;
+    for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
+      const tag = theme.includes('Dark') ? 'dark' : 'light';
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme });
+      const page = await newPage();
+      try {
+        await openListing(page, 'nav29b/datasets');
+        // item 6: "Open version" from the palette is filled with the folder selected in the file browser
+        await item(page, ownTop).click();
+        await page.keyboard.press('Control+Shift+c');
+        await page.locator('.lm-CommandPalette-input').fill('Open version');
+        await page.keyboard.press('Enter');
+        assert.equal(await page.locator('.jp-Dialog input').inputValue(), `nav29b/datasets/${ownTop}`);
+        await page.keyboard.press('Escape');
+        await page.locator('.jp-Dialog').waitFor({ state: 'detached' });
+        // item 6: a double-click on a folder whose layer.json cannot be read shows its files and says why
+        await page.waitForSelector('.jp-DirListing-item.sds-version-broken', { timeout: 30000 });
+        await item(page, 'corrupt-version').dblclick();
+        const note = page.locator('.Toastify__toast', { hasText: 'corrupt-version: its layer.json cannot be read' });
+        await note.waitFor({ timeout: 30000 });
+        assert.match(await note.innerText(), /corrupt-version: its layer\.json cannot be read, so its files are shown instead\. layer\.json is not valid JSON/);
+        await page.waitForFunction(() => /corrupt-version/.test(document.querySelector('.jp-BreadCrumbs')?.textContent ?? ''), null, { timeout: 30000 });
+        await page.waitForTimeout(800); // the note slides in
+        await shot(page, `issue41-unreadable-note-${tag}`);
+        await openListing(page, 'nav29b/datasets');
+        // item 4: the sidebar highlights the version the panel shows, and follows it onto a branch
+        await page.locator('.jp-SideBar .lm-TabBar-tab[data-id="sds-versions-sidebar"]').click();
+        const sideRow = name => page.locator('#sds-versions-sidebar .sds-tree-row', { hasText: name });
+        await sideRow('Coarser clusters').waitFor({ timeout: 60000 });
+        await sideRow(title).first().dblclick(); // the sidebar stands where the file browser was: it opens the version
+        await page.waitForSelector('.sds-panel:visible .sds-tree-row', { timeout: 60000 });
+        await page.waitForFunction(t => [...document.querySelectorAll('#sds-versions-sidebar .sds-tree-row.sds-tree-current')].map(r => r.textContent).join().includes(t), title, { timeout: 30000 });
+        await page.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
+        await page.waitForFunction(() => /Coarser clusters/.test([...document.querySelectorAll('#sds-versions-sidebar .sds-tree-row.sds-tree-current')].map(r => r.textContent).join()), null, { timeout: 30000 });
+        assert.equal(await page.locator('#sds-versions-sidebar .sds-tree-row.sds-tree-current').count(), 1, 'the old highlight went');
+        assert.deepEqual(await axeViolations(page, '#sds-versions-sidebar'), [], `the sidebar following the panel (${tag})`);
+        await shot(page, `issue41-sidebar-follows-${tag}`);
+        // item 4: Back survives a reload
+        await page.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 30000 });
+        await page.waitForTimeout(1500); // the layout is saved shortly after a change
+        await page.goto(`${base}/lab/tree/nav29b/datasets?token=${TOKEN}`);
+        await page.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 60000 });
+        assert.equal(await page.locator('.sds-panel:visible .sds-back').innerText(), `← Back to ${title}`);
+        assert.equal(await page.locator('.sds-panel:visible .sds-title-text').innerText(), 'Coarser clusters');
+        // item 5: at 420 px the tree and history fold away and the views get the height
+        await sizePanel(page, 420);
+        const fold = page.locator('.sds-panel:visible .sds-side-toggle');
+        assert.equal(await fold.innerText(), 'Hide versions');
+        const before = await page.locator('.sds-panel:visible .sds-detail').evaluate(el => el.getBoundingClientRect().height);
+        await fold.click();
+        assert.equal(await page.locator('.sds-panel:visible .sds-side').isHidden(), true);
+        assert.equal(await fold.getAttribute('aria-expanded'), 'false');
+        const after = await page.locator('.sds-panel:visible .sds-detail').evaluate(el => el.getBoundingClientRect().height);
+        assert.ok(after > before + 100, `the views grew: ${before} -> ${after}`);
+        assert.deepEqual(await axeViolations(page, '.sds-panel:not(.lm-mod-hidden) .sds-app'), [], `folded at 420 px (${tag})`);
+        await shot(page, `issue41-folded-420-${tag}`);
+        await fold.click();
+        await page.setViewportSize({ width: 1400, height: 900 });
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+      }
+    }
+    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    // item 4: two panels whose versions share a title carry different tab titles
+    cpSync(join(work, 'root', 'nav29b', 'datasets', ownTop), join(work, 'root', 'nav29b', 'copy', ownTop), { recursive: true });
+    const page = await newPage();
+    try {
+      await openListing(page, 'nav29b/datasets');
+      await item(page, ownTop).dblclick();
+      await page.waitForSelector('.sds-panel:visible .sds-history-row', { timeout: 60000 });
+      await page.waitForTimeout(1500); // the layout is saved shortly after a change
+      await page.goto(`${base}/lab/tree/nav29b/copy?token=${TOKEN}`); // no reset: the first panel comes back
+      await page.waitForSelector('.jp-DirListing-item', { timeout: 60000 });
+      await item(page, ownTop).dblclick();
+      await page.waitForFunction(() => document.querySelectorAll('.sds-panel').length >= 2, null, { timeout: 60000 });
+      await page.waitForFunction(t => [...document.querySelectorAll('.lm-DockPanel .lm-TabBar-tabLabel')].filter(l => l.textContent.startsWith(t)).length === 2, title, { timeout: 60000 });
+      const labels = (await page.locator('.lm-DockPanel .lm-TabBar-tabLabel').allInnerTexts()).filter(l => l.startsWith(title));
+      assert.deepEqual(new Set(labels), new Set([`${title} · datasets`, `${title} · copy`]), labels.join(', '));
+    } finally {
+      await page.close();
+    }
+  });
 
   it('issue 29 (7b, 8b, 7d): a wide panel shows the whole tissue drawing; Figures charts never scroll sideways; Escape closes the overlays', async () => {
     const ownTop = nav29bDemo();
