@@ -345,6 +345,16 @@ READ = """() => {
 
 
 def browser_steps(top: Path, steps: list[tuple[int, str]], root: Path) -> dict[str, Any] | str:
+    """The steps in the page (:func:`page_steps`); a page that never opened reads as a reason, so the
+    Python rounds' results are still written (a loaded machine can keep JupyterLab past a wait)."""
+    try:
+        return page_steps(top, steps, root)
+    except Exception as exc:  # noqa: BLE001 - playwright's timeouts and a lab that did not start alike
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"the browser steps stopped: {first}"
+
+
+def page_steps(top: Path, steps: list[tuple[int, str]], root: Path) -> dict[str, Any] | str:
     """The four steps in one JupyterLab page: time from the action to the tissue drawn, API bytes.
 
     Then pan and zoom frames on the first figure (``bench_webgl.drive``: a drag or wheel step a
