@@ -187,10 +187,11 @@ def bombed(tmp_path_factory: pytest.TempPathFactory, demo_top: Path) -> Path:
 def bomb_chunk(size: int, member: int = 8 * 1024**2) -> bytes:
     """A gzip chunk inflating to ``size`` bytes of ones (float64): one member zarr writes for
     ``member`` bytes, repeated (gzip readers, numcodecs' among them, read every member)."""
-    store = zarr.storage.MemoryStore()
+    written: dict[str, Any] = {}
+    store = zarr.storage.MemoryStore(written)
     array = zarr.create_array(store, shape=(member // 8,), chunks=(member // 8,), dtype="f8", compressors=[GzipCodec()])
     array[:] = 1.0
-    return bytes(store._store_dict["c/0"].to_bytes()) * (size // member)
+    return bytes(written["c/0"].to_bytes()) * (size // member)
 
 
 def replace_chunk(top: Path, key: str, data: bytes) -> Path:

@@ -448,11 +448,24 @@ class ChunkRules:
         parts = key.split("/")
         if parts[-1] in METADATA_NAMES:
             return None
-        for depth in range(len(parts) - 1, -1, -1):
-            found = self._folder("/".join(parts[:depth]), read)
+        folders = ["/".join(parts[:depth]) for depth in range(len(parts) - 1, -1, -1)]
+        for folder in folders:  # an array known above the key answers without a read (arrays hold no nodes)
+            known = self._folders.get(folder, _UNSEEN)
+            if isinstance(known, ChunkRule):
+                return known
+            if known is None:
+                break  # a group: whether an array lies between is not known yet
+        for folder in folders:
+            found = self._folder(folder, read)
             if found != "none":
                 return found if isinstance(found, ChunkRule) else None
         return None
+
+    def learn(self, key: str, raw: bytes) -> None:
+        """Remember the rule of a node whose metadata document ``key`` zarr just read (no read of its own)."""
+        folder, _, name = key.rpartition("/")
+        if name in ("zarr.json", ".zarray") and folder not in self._folders:
+            self._remember(folder, self._parse(folder, name, raw))
 
     def _folder(self, folder: str, read: Callable[[str], bytes | None]) -> ChunkRule | str | None:
         """The rule of an array folder, None for a group's, "none" for a folder with no metadata."""
@@ -460,26 +473,33 @@ class ChunkRules:
         if known is not _UNSEEN:
             return known  # type: ignore[return-value]
         found = self._look(folder, read)
+        self._remember(folder, found)
+        return found
+
+    def _remember(self, folder: str, found: ChunkRule | str | None) -> None:
         with self._lock:
             if len(self._folders) >= _MAX_RULES:
                 self._folders.clear()  # rules never go stale; this bounds memory
             self._folders[folder] = found
-        return found
 
-    @staticmethod
-    def _look(folder: str, read: Callable[[str], bytes | None]) -> ChunkRule | str | None:
-        import json
-
+    @classmethod
+    def _look(cls, folder: str, read: Callable[[str], bytes | None]) -> ChunkRule | str | None:
         lead = f"{folder}/" if folder else ""
         for name in ("zarr.json", ".zarray"):
             raw = read(f"{lead}{name}")
-            if raw is None:
-                continue
-            try:
-                doc = json.loads(raw)
-            except ValueError:
-                return None  # zarr refuses the document itself
-            if isinstance(doc, Mapping) and name == ".zarray":
-                doc = {"zarr_format": 2, **doc}
-            return rule_from_metadata(folder or "/", doc) if isinstance(doc, Mapping) else None
+            if raw is not None:
+                return cls._parse(folder, name, raw)
         return None if read(f"{lead}.zgroup") is not None else "none"
+
+    @staticmethod
+    def _parse(folder: str, name: str, raw: bytes) -> ChunkRule | None:
+        """The rule a node's metadata document gives (None: a group's, or a document zarr itself refuses)."""
+        import json
+
+        try:
+            doc = json.loads(raw)
+        except ValueError:
+            return None
+        if isinstance(doc, Mapping) and name == ".zarray":
+            doc = {"zarr_format": 2, **doc}
+        return rule_from_metadata(folder or "/", doc) if isinstance(doc, Mapping) else None

@@ -286,9 +286,13 @@ class StackStore(RawKeyStore):
         holds them all to :func:`~sds_jupyter.limits.chunk_bound`; copies (``read_raw``,
         ``stream_raw``) move stored bytes without decompressing them and are not checked.
         """
-        rule = _rules_of(self.stack).rule_for(key, self.read_raw)
+        rules = _rules_of(self.stack)
+        rule = rules.rule_for(key, self.read_raw)
         if rule is None:
-            return self.read_raw(key, byte_range)
+            data = self.read_raw(key, byte_range)
+            if data is not None and byte_range is None:
+                rules.learn(key, data)  # an array's metadata, as zarr reads it before its chunks
+            return data
         if byte_range is None:
             check_stored_size(rule, key, self._cheap_size(key))  # before it is read
         data = self.read_raw(key, byte_range)
