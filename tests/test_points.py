@@ -242,3 +242,23 @@ def test_a_bad_transcripts_layer_in_a_spec_is_named() -> None:
     for bad in ({"genes": ["A"]}, {"element": "t", "radius": -1}, {"element": "t", "colour": "red"}):
         parsed = parse_figure("bad", {**base, "points": bad})
         assert parsed.kind == "unsupported" and parsed.reason and "points" in parsed.reason
+
+
+def test_an_export_draws_the_saved_transcripts_with_their_legend(xenium_top: Path, tmp_path: Path) -> None:
+    """The figure's transcripts are in its export: the region's points of its genes, coloured as the view colours them."""
+    from sds_jupyter.demo.xenium import TRANSCRIPT_GENES
+    from sds_jupyter.service.export import render_export
+    from sds_jupyter.studio.points import GENE_COLORS, export_points
+
+    service = StackService(xenium_top)
+    root = service.table_view(None).root
+    region = (0.0, 0.0, 30.0, 30.0)
+    drawn = export_points(root, "transcripts", list(TRANSCRIPT_GENES), region, 1.5)
+    assert drawn.total == len(drawn.x) > 0
+    assert ((drawn.x >= 0) & (drawn.x <= 30) & (drawn.y >= 0) & (drawn.y <= 30)).all()
+    assert drawn.legend == [(gene, GENE_COLORS[i]) for i, gene in enumerate(TRANSCRIPT_GENES)]
+    assert set(drawn.colors) <= set(GENE_COLORS[: len(TRANSCRIPT_GENES)])
+    svg = render_export(service, None, "fig-transcripts", ".svg", 72, "whole").data.decode()
+    assert "Transcripts" in svg and all(gene in svg for gene in TRANSCRIPT_GENES)
+    plain = render_export(service, None, "fig-cell-types", ".svg", 72, "whole").data.decode()
+    assert "Transcripts" not in plain

@@ -30,7 +30,7 @@ from sds_jupyter.service.types import ExportData
 from sds_jupyter.stack.atomic import replaced_file
 from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.studio.canvas import CanvasData
-from sds_jupyter.studio.errors import FigureError
+from sds_jupyter.studio.errors import ElementError, FigureError
 from sds_jupyter.studio.export import (
     DPI_RANGE,
     MM_PER_INCH,
@@ -46,6 +46,7 @@ from sds_jupyter.studio.export import (
     recolored,
     view_region,
 )
+from sds_jupyter.studio.points import ExportPoints, export_points
 from sds_jupyter.studio.worker import draw_in_worker
 
 __all__ = ["MEDIA_TYPES", "Export", "export_figure", "export_request", "render_export"]
@@ -131,7 +132,7 @@ def render_export(
         drawing = recolored(drawing, hidden=hidden)
     if limits is not None:
         drawing = _clipped(drawing, limits)
-    export = CanvasExport(drawing, region, title)
+    export = CanvasExport(drawing, region, title, _export_points(session, depth, figure_id, drawing, region))
     rasterized = rasterizes(fmt, cells_in_region(export))  # decided here, where VECTOR_CELL_LIMIT is read
     data, cells = draw_in_worker("canvas", export, fmt, width_mm, dpi, rasterized)
     return Export(name, fmt, data, cells, rasterized)
@@ -155,6 +156,22 @@ def recolored_title(title: str, coloring: Mapping[str, Any] | None) -> str:
     if coloring.get("against") not in (None, ""):
         what = f"{what}, changed since {coloring['against']}"
     return f"Colored by {what}"
+
+
+def _export_points(
+    session: Session, depth: int, figure_id: str, drawing: CanvasData, region: tuple[float, float, float, float]
+) -> ExportPoints | None:
+    """The transcripts the figure's spec shows (``points``), read for the export's region; None without."""
+    saved = drawing.payload.get("points")
+    if not saved:
+        return None
+    spec = session.canvas_spec(depth, figure_id)
+    root = session.table_view(depth, spec.get("table")).root
+    system = spec.get("coordinate_system") or None
+    try:
+        return export_points(root, saved["element"], saved["genes"], region, saved["radius"], system)
+    except ElementError as exc:
+        raise RequestError(f"Figure {figure_id!r} shows transcripts that cannot be read: {exc}") from None
 
 
 def export_request(

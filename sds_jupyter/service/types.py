@@ -383,6 +383,8 @@ class PointsInfo(TypedDict):
     tile_points: int
     #: Every gene named, in code order: a tile's gene buffer indexes this list ("" for points without one).
     genes: list[PointsGene]
+    #: The genes' colours, in order: the shown genes' (or every gene's by count) place picks one (exports use the same).
+    palette: list[str]
 
 
 class PointsData(TypedDict):

@@ -25,6 +25,7 @@ from sds_jupyter.limits import MAX_EXPORT_PIXELS
 from sds_jupyter.studio.canvas import CanvasData
 from sds_jupyter.studio.errors import FigureError
 from sds_jupyter.studio.layouts import DRAWING, laid_out, named_buffers
+from sds_jupyter.studio.points import ExportPoints
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -93,6 +94,8 @@ PRINT_CONFIG: dict[str, Any] = {
     "header": {"labelFontSize": 8, "titleFontSize": 8},
     "text": {"fontSize": 7},
 }
+#: The heading of the transcripts' genes in a canvas figure's legend.
+TRANSCRIPTS_HEADING = "Transcripts"
 #: The heading of the image channels in a canvas figure's legend.
 CHANNELS_HEADING = "Image channels"
 #: Anything but ASCII letters, digits, dot, dash and underscore, in an export's file name.
@@ -320,6 +323,8 @@ class CanvasExport:
     drawn: CanvasData
     region: tuple[float, float, float, float]
     title: str | None = None
+    #: The transcripts the figure's spec shows over the cells (read for the region), or None.
+    points: ExportPoints | None = None
 
     def buffer(self, name: str) -> np.ndarray | None:
         """A buffer by its name in the drawing's layout (x, y, values, image, starts, vertices, radius); None if absent."""
@@ -349,7 +354,11 @@ def canvas_page(
     """
     x0, y0, x1, y1 = region
     width_in = width_mm / MM_PER_INCH
-    has_legend = payload["color"]["mode"] in ("categorical", "continuous") or bool(_channel_entries(payload))
+    has_legend = (
+        payload["color"]["mode"] in ("categorical", "continuous")
+        or bool(_channel_entries(payload))
+        or bool(payload.get("points"))
+    )
     legend_in = min(width_in * 0.3, 110 / POINTS_PER_INCH) if has_legend else 0.0
     draw_in = width_in - legend_in
     title_in = 0.3 if title else 0.0
@@ -399,13 +408,14 @@ def render_canvas(
         left, top_edge, right, bottom = image["bounds"]
         axes.imshow(pixels, extent=(left, right, bottom, top_edge), interpolation="nearest")
     shown_cells = _draw_cells(axes, export, fmt, draw_in, rasterized, dpi)
+    transcripts = _draw_points(axes, export.points, fmt)
     axes.set_xlim(x0, x1)
     axes.set_ylim(y1, y0)  # image coordinates: y grows downwards, as in the browser
     axes.set_aspect("equal")
     if export.title:
         figure.suptitle(_plain(export.title), fontsize=9, x=0.02, ha="left", fontweight="bold")
     if legend_in:
-        _legend(figure, color, channels, (draw_in / width_in, 0.05, legend_in / width_in, top - 0.1))
+        _legend(figure, color, channels, (draw_in / width_in, 0.05, legend_in / width_in, top - 0.1), transcripts)
     if payload.get("unit"):
         _draw_scale_bar(axes, str(payload["unit"]), (x1 - x0) / draw_in, draw_in)
     out = io.BytesIO()
@@ -414,6 +424,20 @@ def render_canvas(
     with matplotlib.rc_context({"svg.fonttype": "none", "pdf.fonttype": 42, "svg.hashsalt": "sds-jupyter"}):
         figure.savefig(out, format=fmt[1:], dpi=dpi, metadata=_NO_DATE.get(fmt))
     return out.getvalue(), shown_cells
+
+
+def _draw_points(axes: Any, points: ExportPoints | None, fmt: str) -> list[tuple[str, str]]:
+    """The transcripts over the cells, as the view draws them (a disc of their radius, CSS px); their legend entries.
+
+    Many (over VECTOR_CELL_LIMIT) are one picture inside a vector file, as many cells are.
+    """
+    if points is None or not len(points.x):
+        return []
+    size = (2 * points.radius * POINTS_PER_INCH / 96) ** 2  # CSS px (1/96 in) to a marker's area in pt²
+    many = fmt == ".png" or len(points.x) > VECTOR_CELL_LIMIT
+    axes.scatter(points.x, points.y, s=size, c=points.colors, linewidths=0, rasterized=many, zorder=3)
+    sampled = " (a sample)" if len(points.x) < points.total else ""
+    return [(f"{name}{sampled if i == 0 else ''}", colour) for i, (name, colour) in enumerate(points.legend)]
 
 
 #: savefig metadata that leaves the creation date out of vector files.
@@ -597,13 +621,28 @@ def _draw_scale_bar(axes: Any, unit: str, units_per_inch: float, draw_in: float)
     )
 
 
+def _after(channels: list[tuple[str, str]], transcripts: list[tuple[str, str]]) -> tuple[str, list[Any]]:
+    """The legend's lists after the cells' colours: the image channels, then the transcripts' genes."""
+    heading = CHANNELS_HEADING if channels else TRANSCRIPTS_HEADING
+    handles = _patches(channels) if channels else _patches(transcripts)
+    if channels and transcripts:
+        handles += [_heading(""), _heading(TRANSCRIPTS_HEADING), *_patches(transcripts)]
+    return heading, handles
+
+
 def _legend(
-    figure: Any, color: Mapping[str, Any], channels: list[tuple[str, str]], box: tuple[float, float, float, float]
+    figure: Any,
+    color: Mapping[str, Any],
+    channels: list[tuple[str, str]],
+    box: tuple[float, float, float, float],
+    transcripts: list[tuple[str, str]] | None = None,
 ) -> None:
     """The categories (visible ones, at most MAX_LEGEND_ITEMS) or the colorbar, in ``box`` of ``figure``,
-    then the image ``channels`` (name, color) drawn, as the browser's print legend lists them."""
+    then the image ``channels`` (name, color) drawn and the ``transcripts``' genes, as the browser lists them."""
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import ListedColormap, Normalize
+
+    heading, after = _after(channels, transcripts or [])
 
     if color["mode"] == "continuous":
         low, high = float(color["min"]), float(color["max"])
@@ -615,12 +654,12 @@ def _legend(
         ticks = range_ticks(str(color["column"]), low, high)
         colorbar.set_ticks([v for v, _ in ticks], labels=[label for _, label in ticks], fontsize=6)
         bar.set_title(f"{color['column']} ({color['colormap']})", fontsize=7, loc="left", fontweight="bold")
-        if channels:
-            _legend_list(figure, CHANNELS_HEADING, _patches(channels), (box[0], box[1] + box[3] * 0.3))
+        if after:
+            _legend_list(figure, heading, after, (box[0], box[1] + box[3] * 0.3))
         return
     if color["mode"] != "categorical":
-        if channels:
-            _legend_list(figure, CHANNELS_HEADING, _patches(channels), (box[0], box[1] + box[3]))
+        if after:
+            _legend_list(figure, heading, after, (box[0], box[1] + box[3]))
         return
     shown = [
         (str(label), str(col))
@@ -628,10 +667,9 @@ def _legend(
         if not re.fullmatch(r"#[0-9a-fA-F]{6}00", str(col))
     ]
     handles = _patches(shown)
-    if channels:
+    if after:
         # one list: a second legend's place would depend on the first one's drawn height
-        handles += [_heading(""), _heading(CHANNELS_HEADING)]
-        handles += _patches(channels)
+        handles += [_heading(""), _heading(heading), *after]
     _legend_list(figure, str(color["column"]), handles, (box[0], box[1] + box[3]))
 
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GENE_COLORS, LEGEND_GENES, geneColors, legendEntries } from '../app/figures/transcripts';
+import { LEGEND_GENES, geneColors, legendEntries } from '../app/figures/transcripts';
 import { MAX_VIEW_TILES, PointTileSet, TILE_PX, decodeTile, levelFor, mergePoints, nearestPoint, tilesInView, type TileAddress } from '../app/spatial/pointtiles';
 import type { Reply } from '../app/shared/transport';
 import type { PointsInfo, PointsTileData } from '../app/shared/types';
@@ -12,6 +12,7 @@ const INFO: PointsInfo = {
   bounds: [0, 0, 1024, 1024],
   finest_level: 3,
   tile_points: 100,
+  palette: ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2'],
   genes: [
     { name: 'EPCAM', count: 100 },
     { name: 'CD3E', count: 400 },
@@ -92,9 +93,9 @@ describe('tiles to points', () => {
     expect(drawing.n).toBe(3);
     const rgba = (i: number) => [...drawing.colors.subarray(4 * i, 4 * i + 4)];
     const hex = (c: string) => [1, 3, 5].map(k => parseInt(c.slice(k, k + 2), 16));
-    expect(rgba(0)).toEqual([...hex(GENE_COLORS[1]), 255]); // EPCAM, second chosen
+    expect(rgba(0)).toEqual([...hex(INFO.palette[1]), 255]); // EPCAM, second chosen
     expect(rgba(1)[3]).toBe(0); // CD3E not chosen: hidden
-    expect(rgba(2)).toEqual([...hex(GENE_COLORS[0]), 255]);
+    expect(rgba(2)).toEqual([...hex(INFO.palette[0]), 255]);
     // the hidden CD3E point is nearer (101, 100) than the EPCAM one is not: the shown one is named
     expect(nearestPoint(drawing, 101.6, 100, 5)).toBe(0);
     expect(nearestPoint(drawing, 300, 300, 5)).toBe(-1);

@@ -24,7 +24,7 @@ from sds_jupyter.stack.identity import node_identity
 from sds_jupyter.stack.lru import ByteLRU
 from sds_jupyter.studio.errors import ElementError
 from sds_jupyter.studio.pointindex import PointIndex, build_point_index
-from sds_jupyter.studio.points import open_points, point_batches, points_names
+from sds_jupyter.studio.points import GENE_COLORS, open_points, point_batches, points_names
 
 __all__ = ["MAX_TILE_GENES", "POINT_INDEX_BYTES", "points", "points_tile"]
 
@@ -83,6 +83,7 @@ def _info(element: str, key: str, index: PointIndex) -> PointsInfo:
         "genes": [
             {"name": name, "count": int(count)} for name, count in zip(index.genes, index.gene_counts, strict=True)
         ],
+        "palette": list(GENE_COLORS),
     }
 
 

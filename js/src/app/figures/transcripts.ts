@@ -15,11 +15,6 @@ import type { SpatialStage } from '../spatial/spatial';
 import { TransportError, type Transport } from '../shared/transport';
 import type { CanvasPoints, PointsInfo } from '../shared/types';
 
-/** The genes' colours (Tableau 10 then its lighter half): a gene's colour is its place in the list shown. */
-export const GENE_COLORS = [
-  '#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7', '#9c755f', '#bab0ac',
-  '#a0cbe8', '#ffbe7d', '#ff9d9a', '#86bcb6', '#8cd17d', '#f1ce63', '#d4a6c8', '#fabfd2', '#d7b5a6', '#79706e'
-];
 /** Genes the legend names (the most frequent first); the rest are counted. */
 export const LEGEND_GENES = 12;
 /** The point radius a layer starts with (CSS px). */
@@ -49,7 +44,7 @@ export function geneColors(info: PointsInfo, chosen: string[]): Uint8Array {
     if (at === undefined) {
       return;
     }
-    const [r, g, b] = rgb(GENE_COLORS[at % GENE_COLORS.length]);
+    const [r, g, b] = rgb(info.palette[at % info.palette.length]);
     rgba.set([r, g, b, 255], 4 * code);
   });
   return rgba;
@@ -59,7 +54,7 @@ export function geneColors(info: PointsInfo, chosen: string[]): Uint8Array {
 export function legendEntries(info: PointsInfo, chosen: string[]): { entries: { name: string; color: string; count: number }[]; more: number } {
   const counts = new Map(info.genes.map(g => [g.name, g.count]));
   const names = chosen.length ? chosen : [...info.genes].sort((a, b) => b.count - a.count).map(g => g.name);
-  const entries = names.slice(0, LEGEND_GENES).map((name, i) => ({ name, color: GENE_COLORS[i % GENE_COLORS.length], count: counts.get(name) ?? 0 }));
+  const entries = names.slice(0, LEGEND_GENES).map((name, i) => ({ name, color: info.palette[i % info.palette.length], count: counts.get(name) ?? 0 }));
   return { entries, more: Math.max(0, names.length - LEGEND_GENES) };
 }
 

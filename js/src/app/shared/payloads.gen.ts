@@ -321,6 +321,7 @@ export type PointsInfo = {
   finest_level: number;
   tile_points: number;
   genes: PointsGene[];
+  palette: string[];
 };
 
 export type PointsData = {
