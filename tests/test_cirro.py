@@ -479,7 +479,7 @@ def test_the_cli_fetch_tells_its_progress_and_a_killed_one_leaves_nothing(
 ) -> None:
     import signal
 
-    colleague, first_id = _colleague_of(cirro, workspace, tmp_path, pad=1200)
+    colleague, first_id = _colleague_of(cirro, workspace, tmp_path, pad=700)
     monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "colleague-versions"))
     cache = Path(os.environ["SDS_CIRRO_CACHE"])
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}

@@ -235,3 +235,26 @@ def test_service_requests_on_a_bomb_answer_a_refusal_naming_the_column(
     with pytest.raises(StackError, match="obs/bomb") as info:
         dispatch(service, request_name, params)
     assert info.value.kind == "base"
+
+
+def test_checking_reads_no_metadata_beyond_what_zarr_reads(tmp_path: Path) -> None:
+    """The rules come from the metadata documents zarr reads through the store: reading 64 chunks
+    of an array asks the store for no document more than zarr itself does (in object storage each
+    would be a request)."""
+
+    def write(root: zarr.Group) -> None:
+        root.create_array("image", shape=(64, 64), chunks=(8, 8), dtype="u2")[:] = np.arange(4096).reshape(64, 64)
+
+    store = _stack_over(tmp_path, 3, write)
+    asked: list[str] = []
+    read_raw = store.read_raw
+
+    def counting(key: str, byte_range: Any = None) -> bytes | None:
+        asked.append(key)
+        return read_raw(key, byte_range)
+
+    store.read_raw = counting  # type: ignore[method-assign]
+    np.testing.assert_array_equal(zarr.open_group(store, mode="r")["image"][:], np.arange(4096).reshape(64, 64))
+    documents = [key for key in asked if key.rsplit("/", 1)[-1] in ("zarr.json", ".zarray", ".zgroup")]
+    assert len([key for key in asked if "/c/" in key]) == 64
+    assert len(documents) == len(set(documents)) <= 3, documents
