@@ -428,40 +428,59 @@ def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | Non
 # -- a resolved stack kept on disk, for this user's next process ------------------------------
 
 #: The form of a record and the release that wrote it: a record of another is not read.
-_RECORD_FORM = f"sds-jupyter {__version__} stack record 1"
+_RECORD_FORM = f"sds-jupyter {__version__} stack record 2"
 
 
 def _to_disk(caches: StackCaches, cache_key: tuple[Any, ...], stack: Stack, proofs: Proofs) -> None:
     """Keep a stack just walked, with its proofs, in the caches' records on disk (if they have any).
 
     Only a stack whose base nothing had to open (a folder: a zip's open index is not kept).
+    Why this shape: loading a record is what a cold open costs, and decoding JSON costs per
+    object. So each path is written once, in a table the rest names by position (a version's
+    folder, its data folder, the proofs all share them), and identities are flat runs of integers.
     """
     if caches.disk is None or stack.base.opened is not None:
         return
+    paths: dict[str, int] = {}
+    unreal: list[int] = []
 
-    def where(location: Location) -> list[Any]:
-        # whether the path is known to be real: a location rebuilt as real is joined without resolving
-        return [str(location), location.__dict__.get("_sds_real") == str(location)]
+    def at(location: Location | str) -> int:
+        text = str(location)
+        number = paths.get(text)
+        if number is None:
+            number = paths[text] = len(paths)
+            # not known to be real: rebuilt as a path to resolve, never as a real one
+            if not isinstance(location, str) and location.__dict__.get("_sds_real") != text:
+                unreal.append(number)
+        return number
 
     base = stack.base
+    versions = [
+        [
+            v.dataset_id,
+            at(v.folder),
+            at(v.data_dir),
+            at(v.overlay_dir),
+            at(v.manifest_path),
+            v.depth,
+            v.manifest.packed(),
+        ]
+        for v in stack.versions
+    ]
     record = {
         "form": _RECORD_FORM,
         "real_top": os.path.realpath(cache_key[0]),
-        "datasets_dir": where(stack.datasets_dir),
-        "base": [base.dataset_id, where(base.path), base.reference, base.kind, base.zarr_format],
-        "versions": [
-            [
-                v.dataset_id,
-                where(v.folder),
-                where(v.data_dir),
-                where(v.overlay_dir),
-                where(v.manifest_path),
-                v.depth,
-                v.manifest.packed(),
-            ]
-            for v in stack.versions
-        ],
-        "proofs": [proofs.files, proofs.folders, proofs.missing, proofs.exact],
+        "datasets_dir": at(stack.datasets_dir),
+        "base": [base.dataset_id, at(base.path), base.reference, base.kind, base.zarr_format],
+        "versions": versions,
+        "files": [at(path) for path, _ in proofs.files],
+        "file_ids": [n for _, ident in proofs.files for n in ident],
+        "folders": [at(path) for path, _ in proofs.folders],
+        "folder_ids": [n for _, ident in proofs.folders for n in ident],
+        "missing": proofs.missing,
+        "exact": proofs.exact,
+        "paths": list(paths),
+        "unreal": unreal,
     }
     caches.disk.save(repr(cache_key), record)
 
@@ -477,17 +496,20 @@ def _from_disk(caches: StackCaches, cache_key: tuple[Any, ...], folder_map: Fold
     if record is None or record.get("form") != _RECORD_FORM:
         return None
     try:
-        files, folders, missing, exact = record["proofs"]
+        paths: list[str] = record["paths"]
+        if not all(isinstance(p, str) for p in paths):
+            return None
+        name = paths.__getitem__
         proofs = Proofs(
-            [(path, tuple(ident)) for path, ident in files],
-            [(path, tuple(ident)) for path, ident in folders],
-            [str(path) for path in missing],
-            [(path, tuple(ident), kind) for path, ident, kind in exact],
+            list(zip(map(name, record["files"]), zip(*[iter(record["file_ids"])] * 5), strict=True)),
+            list(zip(map(name, record["folders"]), zip(*[iter(record["folder_ids"])] * 2), strict=True)),
+            [str(path) for path in record["missing"]],
+            [(str(path), tuple(ident), kind) for path, ident, kind in record["exact"]],
         )
         if os.path.realpath(cache_key[0]) != record["real_top"] or not proofs.hold():
             return None
-        stack = _stack_from_record(record, folder_map)
-    except (KeyError, TypeError, ValueError):
+        stack = _stack_from_record(record, paths, folder_map)
+    except (KeyError, TypeError, ValueError, IndexError):
         return None  # not a record this code wrote: walk
     caches.stacks.store(cache_key, stack, proofs)
     for version, (path, ident) in zip(stack.versions, proofs.files):
@@ -495,17 +517,16 @@ def _from_disk(caches: StackCaches, cache_key: tuple[Any, ...], folder_map: Fold
     return stack
 
 
-def _stack_from_record(record: dict[str, Any], folder_map: FolderMap) -> Stack:
-    made: dict[str, Location] = {}  # a version's folder is often its data folder: one object for both
+def _stack_from_record(record: dict[str, Any], paths: list[str], folder_map: FolderMap) -> Stack:
+    unreal = set(record["unreal"])
+    made: dict[int, Location] = {}  # one object per path: a version's folder is often its data folder
 
-    def place(entry: list[Any]) -> Location:
-        path, real = entry
-        if real:
-            found = made.get(path)
-            if found is None:
-                found = made[path] = real_location(path)
-            return found
-        return location_of(path)
+    def place(number: int) -> Location:
+        found = made.get(number)
+        if found is None:
+            path = paths[number]
+            found = made[number] = location_of(path) if number in unreal else real_location(path)
+        return found
 
     versions = []
     for dataset_id, folder, data_dir, overlay_dir, manifest_path, depth, packed in record["versions"]:
