@@ -285,7 +285,7 @@ def test_a_post_to_no_route_or_a_write_is_capped_before_reading_and_echoes_nothi
     with socket.create_connection(("127.0.0.1", port), timeout=60) as connection:
         connection.sendall(head.encode())  # and not a byte of the body
         assert connection.recv(64).startswith(b"HTTP/1.1 413"), "refused before the body is sent"
-    marker = "zz-" + "q" * 40
+    marker = "zz-" + "q" * 80  # past what a request's name could be
     for name, sent in ((f"fetch-{marker}", {"path": "x"}), ("cirro_fetch", {"path": marker, "dataset_id": "a-1"})):
         status, error = server.call(name, method="POST", body=json.dumps(sent).encode())
         assert status == 404 and marker not in error["message"] and "\n" not in error["message"], error

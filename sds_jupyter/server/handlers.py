@@ -479,11 +479,14 @@ class UnknownRequestHandler(BodyHandler):
 
     A body handler, so that a POST to no route (``api/fetch`` of an older release) is never
     held: a body announced over MAX_REQUEST_BODY_BYTES is refused (413) before it is read, and
-    a streamed one is dropped. The 404 does not quote the name: it came from the request.
+    a streamed one is dropped. The 404 quotes the name only when it is short and plain, as a
+    request's name is (what else a client sent is not echoed).
     """
 
     def _unknown(self, name: str) -> None:
-        self.fail(web.HTTPError(404, "There is no request of that name here (an old or misspelt name?)"))
+        plain = re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name) is not None  # a name a request could have
+        named = f"{name!r}" if plain else "of that name"
+        self.fail(web.HTTPError(404, f"There is no request {named} here (an old or misspelt name?)"))
 
     @web.authenticated
     @authorized
