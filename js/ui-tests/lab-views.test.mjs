@@ -24,6 +24,7 @@ import {
   python,
   setSetting,
   shot,
+  sizePanel,
   skip,
   startLab,
   stopLab,
@@ -944,9 +945,33 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
         await shot(page, `transcripts-${tier}-zoomed`);
         if (tier === 'software') {
           await checkAxe(page, 'transcripts layer');
+          // dark theme, then a 420 px panel: the layer's controls and legend stay readable and in the panel
+          await figure.evaluate(el => el.sdsSpatial.stage.apply({ target: el.sdsSpatial.stage.viewState.target, zoom: el.sdsSpatial.stage.viewState.zoom - 5 }));
+          await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
+          await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
+          await page.locator('.lm-Menu-itemLabel', { hasText: /^JupyterLab Dark$/ }).click();
+          await page.waitForFunction(() => document.body.dataset.jpThemeName === 'JupyterLab Dark', null, { timeout: 30000 });
+          await page.waitForTimeout(800);
+          await shot(page, 'transcripts-software-dark');
+          assert.deepEqual(await axeViolations(page, '.sds-figures'), [], 'axe (transcripts, dark)');
+          await sizePanel(page, 420);
+          await figure.scrollIntoViewIfNeeded();
+          await page.waitForTimeout(800);
+          await shot(page, 'transcripts-software-narrow');
+          const fits = await figure.evaluate(el => {
+            const box = el.getBoundingClientRect();
+            return [...el.querySelectorAll('.sds-points-controls, .sds-points-legend')].every(c => {
+              const r = c.getBoundingClientRect();
+              return r.left >= box.left - 1 && r.right <= box.right + 1;
+            });
+          });
+          assert.ok(fits, 'the transcripts controls and legend fit a 420 px panel');
         }
         assert.deepEqual(page.errors, []);
       } finally {
+        if (tier === 'software') {
+          await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+        }
         await page.close();
       }
     }
