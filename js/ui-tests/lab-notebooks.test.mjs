@@ -1495,6 +1495,16 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
         assert.ok(after > before + 100, `the views grew: ${before} -> ${after}`);
         assert.deepEqual(await axeViolations(page, '.sds-panel:not(.lm-mod-hidden) .sds-app'), [], `folded at 420 px (${tag})`);
         await shot(page, `issue41-folded-420-${tag}`);
+        // the drawing tools open under the toolbar, above the drawing, its legend and channels
+        await page.locator('.sds-panel:visible .sds-tab[data-tab="figures"]').click();
+        const card = page.locator('.sds-panel:visible .sds-figure-canvas').first();
+        await card.locator('.sds-annotate-toggle').waitFor({ timeout: 60000 });
+        await card.locator('.sds-annotate-toggle').click();
+        await card.locator('.sds-annotate:not([hidden])').waitFor({ timeout: 30000 });
+        const tops = await card.evaluate(el => ['.sds-annotate', '.sds-spatial-drawing', '.sds-legend-slot'].map(s => el.querySelector(s).getBoundingClientRect().top));
+        assert.ok(tops[0] < tops[1] && tops[1] < tops[2], `tools ${tops[0]}, drawing ${tops[1]}, legend ${tops[2]}`);
+        await shot(page, `issue41-tools-420-${tag}`);
+        await page.keyboard.press('Escape');
         await fold.click();
         await page.setViewportSize({ width: 1400, height: 900 });
         assert.deepEqual(page.errors, []);

@@ -161,8 +161,10 @@ export class SpatialFigure {
       'div',
       { class: 'sds-spatial sds-canvas-wrap', 'data-renderer': this.stage ? 'webgl' : '2d' },
       this.toolbar(),
-      this.main,
+      // the drawing tools right under the toolbar's Annotate, above the drawing: a narrow card stacks
+      // the legend and channels below the drawing, and the tools would sit under them (issue 41)
       this.annotation?.node ?? null,
+      this.main,
       h(
         'div',
         { class: 'sds-spatial-foot' },
