@@ -27,7 +27,7 @@ function discSpans(r: number): [number, number][] {
 
 /**
  * The pixels of a `width` × `height` drawing covered by a disc of `radius` CSS px around each
- * cell whose `codes` entry is a region (≥ 0), placed by `toScreen`. `shown` counts the selected
+ * cell whose `codes` entry is a region (≥ 0), placed by `toScreen` (affine). `shown` counts the selected
  * cells whose centre falls on the drawing: each has its own hole, however many there are.
  */
 export function selectionMask(
@@ -45,11 +45,18 @@ export function selectionMask(
   const reach = Math.floor(r);
   let shown = 0;
   const n = Math.min(codes.length, x.length, y.length);
+  // both drawings project affinely (a scale, a flip, a shift): three points give the map, so a
+  // million cells cost no call and no array each
+  const [ox, oy] = toScreen(0, 0);
+  const [ax, ay] = toScreen(1, 0);
+  const [bx, by] = toScreen(0, 1);
+  const [xx, xy, yx, yy] = [ax - ox, ay - oy, bx - ox, by - oy];
   for (let i = 0; i < n; i++) {
     if (codes[i] < 0) {
       continue;
     }
-    const [sx, sy] = toScreen(x[i], y[i]);
+    const sx = ox + x[i] * xx + y[i] * yx;
+    const sy = oy + x[i] * xy + y[i] * yy;
     if (!Number.isFinite(sx) || !Number.isFinite(sy)) {
       continue;
     }
