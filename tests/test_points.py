@@ -262,3 +262,14 @@ def test_an_export_draws_the_saved_transcripts_with_their_legend(xenium_top: Pat
     assert "Transcripts" in svg and all(gene in svg for gene in TRANSCRIPT_GENES)
     plain = render_export(service, None, "fig-cell-types", ".svg", 72, "whole").data.decode()
     assert "Transcripts" not in plain
+
+
+def test_the_offsets_stay_bounded_for_a_large_gene_panel() -> None:
+    """Many genes: fewer sort blocks, so the offsets (a row of genes a block) keep within OFFSETS_BYTES."""
+    from sds_jupyter.studio.pointindex import MAX_LEVEL, OFFSETS_BYTES, _levels
+
+    histogram = np.full(4**MAX_LEVEL, 1000, dtype=np.int64)  # a billion points spread evenly: many blocks wanted
+    _, few_genes = _levels(histogram, 32_768, 4_000_000, 300)
+    _, many_genes = _levels(histogram, 32_768, 4_000_000, 60_000)
+    assert few_genes > many_genes
+    assert 4**many_genes * 60_001 * 8 <= OFFSETS_BYTES and 4**few_genes * 301 * 8 <= OFFSETS_BYTES

@@ -57,6 +57,8 @@ MAX_TILE_POINTS = 1 << 20
 BUCKET_POINTS = 4_000_000
 #: The most block files the sort writes (4**5).
 _MAX_BLOCK_LEVEL = 5
+#: The most bytes the index's offsets (a row of genes a block) take in memory.
+OFFSETS_BYTES = 64 * 1024 * 1024
 #: The most distinct genes (codes are uint16 on the wire).
 MAX_GENES = 65_535
 #: Records read back from disk at once while counting and scattering.
@@ -301,14 +303,19 @@ def _cell_codes(records: np.ndarray, origin: tuple[float, float], side: float, l
     return morton(column, row)
 
 
-def _levels(histogram: np.ndarray, full_tile: int, bucket: int) -> tuple[int, int]:
-    """The finest level (its fullest tile within ``full_tile`` points) and the sort's block level (``bucket``)."""
+def _levels(histogram: np.ndarray, full_tile: int, bucket: int, n_genes: int) -> tuple[int, int]:
+    """The finest level (its fullest tile within ``full_tile`` points) and the sort's block level (``bucket``).
+
+    The block level is also kept low enough that the offsets (a row of ``n_genes + 1`` a block)
+    stay within OFFSETS_BYTES: a panel of 5,000 genes gets fewer, larger blocks.
+    """
 
     def fullest(level: int) -> int:
         return int(histogram.reshape(-1, 4 ** (MAX_LEVEL - level)).sum(axis=1).max()) if histogram.sum() else 0
 
     level = next((k for k in range(MAX_LEVEL + 1) if fullest(k) <= full_tile), MAX_LEVEL)
-    cap = min(level, _MAX_BLOCK_LEVEL)
+    by_offsets = next((k for k in range(_MAX_BLOCK_LEVEL, 0, -1) if 4**k * (n_genes + 1) * 8 <= OFFSETS_BYTES), 0)
+    cap = min(level, _MAX_BLOCK_LEVEL, by_offsets)
     block = next((k for k in range(cap + 1) if fullest(k) <= bucket), cap)
     return level, block
 
@@ -349,7 +356,7 @@ def _build(batches: Iterable[PointBatch], folder: Path, sizes: IndexSizes) -> Po
     histogram = np.zeros(4**MAX_LEVEL, dtype=np.int64)
     for records in _chunks(raw, _RAW, survey.n):
         histogram += np.bincount(_cell_codes(records, origin, side, MAX_LEVEL), minlength=4**MAX_LEVEL)
-    level, block_level = _levels(histogram, sizes.full_tile_points, sizes.bucket_points)
+    level, block_level = _levels(histogram, sizes.full_tile_points, sizes.bucket_points, len(survey.genes))
     shift = 2 * (level - block_level)
     for records in _chunks(raw, _RAW, survey.n):
         _scatter(records, _cell_codes(records, origin, side, level), shift, folder)
