@@ -98,24 +98,28 @@ def _sdk(what: str, call: Callable[[], T]) -> T:
 
 
 #: Exception names (of the SDK's libraries: PyJWT, httpx, requests, botocore) that mean the login was refused.
-_LOGIN_REFUSED = {
-    "DecodeError",
-    "InvalidTokenError",
-    "ExpiredSignatureError",
-    "InvalidSignatureError",
-    "NoCredentialsError",
-}
+_LOGIN_REFUSED = frozenset(
+    {
+        "DecodeError",
+        "InvalidTokenError",
+        "ExpiredSignatureError",
+        "InvalidSignatureError",
+        "NoCredentialsError",
+    }
+)
 #: ... and that mean Cirro (or its storage) could not be reached.
-_UNREACHABLE = {
-    "ConnectError",
-    "ConnectTimeout",
-    "ConnectionError",
-    "ConnectTimeoutError",
-    "EndpointConnectionError",
-    "ReadTimeout",
-    "SSLError",
-    "TimeoutException",
-}
+_UNREACHABLE = frozenset(
+    {
+        "ConnectError",
+        "ConnectTimeout",
+        "ConnectionError",
+        "ConnectTimeoutError",
+        "EndpointConnectionError",
+        "ReadTimeout",
+        "SSLError",
+        "TimeoutException",
+    }
+)
 
 
 def _status_of(exc: BaseException) -> int | None:
