@@ -492,6 +492,20 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
       assert.ok(tip.includes(`ID ${row.name}`), `tooltip ${JSON.stringify(tip)} vs ${JSON.stringify(row)}`);
       assert.match(tip, /clusters: \d/, 'the color-by value');
       await shot(page, 'spatial-hover');
+      // issue 40, item 4: a wheel zoom under a resting pointer hovers the cell now under it, not the one of before
+      await page.mouse.move(sbox.x + at[0] + 5, sbox.y + at[1] + 5);
+      await page.mouse.wheel(0, -800);
+      await page.waitForTimeout(800);
+      const after = await figure.evaluate((el, p) => {
+        const stage = el.sdsSpatial.stage;
+        const r = stage.node.getBoundingClientRect();
+        return { hovered: stage.hovered, under: stage.pick(p[0] - r.left, p[1] - r.top), zoom: stage.viewState.zoom };
+      }, [sbox.x + at[0] + 5, sbox.y + at[1] + 5]);
+      assert.equal(after.hovered, after.under, `after a wheel zoom the hover is the cell under the pointer: ${JSON.stringify(after)}`);
+      if (after.hovered < 0) {
+        assert.equal(await figure.locator('.sds-tooltip').isVisible(), false, 'no cell under the pointer: no tooltip');
+      }
+      await figure.locator('.sds-saved-view').click();
       // click pins the cell and lists its obs row
       await page.mouse.click(sbox.x + at[0], sbox.y + at[1]);
       await page.waitForSelector('.sds-cell-pin .sds-cell-row tr', { timeout: 20000 });
