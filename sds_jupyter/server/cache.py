@@ -10,13 +10,12 @@ resolved (so attaching a missing parent is noticed on the next request).
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 from sds_jupyter.limits import MAX_CACHED_SERVICES
 from sds_jupyter.server.paths import check_datasets_dir_inside, check_stack_inside, resolve_in_root
 from sds_jupyter.service import StackService
+from sds_jupyter.stack.lru import ByteLRU
 
 __all__ = ["ServiceCache"]
 
@@ -41,9 +40,12 @@ class ServiceCache:
 
     def __init__(self, root_dir: str | os.PathLike[str], max_entries: int = MAX_CACHED_SERVICES) -> None:
         self.root_dir = os.path.realpath(root_dir)
-        self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[str, str], tuple[Signature | None, StackService]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: ByteLRU[tuple[Signature | None, StackService]] = ByteLRU(None, max_entries=max_entries)
+
+    @property
+    def max_entries(self) -> int:
+        """How many services are kept at most."""
+        return self._entries.max_entries or 0
 
     def resolve(self, relative: str) -> Path:
         """The absolute path a request names (see :func:`resolve_in_root`)."""
@@ -53,19 +55,12 @@ class ServiceCache:
         """The service of the version at ``relative`` (checked to stay inside the root)."""
         path = self.resolve(relative)
         key = (str(path), os.environ.get("SDS_CIRRO_DATASETS", ""))
-        with self._lock:
-            cached = self._entries.get(key)
-            if cached is not None:
-                self._entries.move_to_end(key)  # least recently used first: the one dropped when full
+        cached = self._entries.get(key)  # now the most recently used: the least is dropped when full
         if cached is not None and cached[0] is not None and _signature(cached[1]) == cached[0]:
             return cached[1]
         check_datasets_dir_inside(path, self.root_dir)
         service = StackService(path, relative_to=self.root_dir)
         if service.error is None:
             check_stack_inside(service.stack, self.root_dir)
-        with self._lock:
-            self._entries.pop(key, None)
-            while len(self._entries) >= self.max_entries:
-                self._entries.popitem(last=False)
-            self._entries[key] = (_signature(service), service)
+        self._entries.put(key, (_signature(service), service))
         return service

@@ -20,13 +20,31 @@ __all__ = ["ByteLRU"]
 V = TypeVar("V")
 
 
+def _no_size(value: object) -> int:
+    return 0
+
+
 class ByteLRU(Generic[V]):
     """Values by key, the least recently used dropped once their sizes pass ``max_bytes``
-    (or, when ``max_entries`` is given, once there are more of them than that)."""
+    (or, when ``max_entries`` is given, once there are more of them than that).
 
-    def __init__(self, max_bytes: int, size_of: Callable[[V], int], max_entries: int | None = None) -> None:
+    The project's one least-recently-used map: caches bounded by entries only pass
+    ``max_bytes=None``. With ``keep_newest`` the value just put is always kept, even
+    alone over the byte bound (a reader that was just opened is about to be used);
+    without it a value larger than the whole bound is not kept.
+    """
+
+    def __init__(
+        self,
+        max_bytes: int | None,
+        size_of: Callable[[V], int] = _no_size,
+        max_entries: int | None = None,
+        *,
+        keep_newest: bool = False,
+    ) -> None:
         self.max_bytes = max_bytes
         self.max_entries = max_entries
+        self.keep_newest = keep_newest
         self._size_of = size_of
         self._entries: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
         self._bytes = 0
@@ -44,29 +62,53 @@ class ByteLRU(Generic[V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
     def get(self, key: Hashable) -> V | None:
+        """The value under ``key`` (now the most recently used), or None."""
+        found = self.find(key)
+        return None if found is None else found[0]
+
+    def find(self, key: Hashable) -> tuple[V] | None:
+        """``(value,)`` when ``key`` is kept (now the most recently used), else None.
+
+        Why a tuple: some caches keep None as a value, which :meth:`get` cannot tell from a miss.
+        """
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
                 return None
             self._entries.move_to_end(key)
-            return entry[0]
+            return (entry[0],)
 
     def put(self, key: Hashable, value: V) -> None:
-        """Keep ``value`` (one larger than the whole bound is not kept)."""
+        """Keep ``value`` as the most recently used, dropping the least recently used past either bound."""
         size = self._size_of(value)
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= old[1]
-            if size > self.max_bytes:
+            if not self.keep_newest and self.max_bytes is not None and size > self.max_bytes:
                 return
             self._entries[key] = (value, size)
             self._bytes += size
-            limit = self.max_entries
-            while self._bytes > self.max_bytes or (limit is not None and len(self._entries) > limit):
+            floor = 1 if self.keep_newest else 0  # the newest stays, alone if need be
+            while len(self._entries) > floor and self._over():
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self._bytes -= dropped
+
+    def _over(self) -> bool:
+        """Whether the kept entries pass a bound (called under the lock)."""
+        over_bytes = self.max_bytes is not None and self._bytes > self.max_bytes
+        return over_bytes or (self.max_entries is not None and len(self._entries) > self.max_entries)
+
+    def discard(self, key: Hashable) -> None:
+        """Forget ``key`` if kept."""
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
 
     def keys(self) -> list[Hashable]:
         """The keys kept, least recently used first (a snapshot)."""

@@ -32,16 +32,15 @@ import itertools
 import operator
 import os
 import struct
-import threading
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterator
 from typing import IO, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from sds_jupyter.stack.lru import ByteLRU
 from sds_jupyter.stack.paths import check_relative_path
 
 __all__ = ["MAX_ZIP_RATIO", "MIN_RATIO_CHECK_BYTES", "ROOT_DOCS", "Member", "ZipIndex", "ZipIndexes", "read_index"]
@@ -503,9 +502,12 @@ class ZipIndexes:
     """
 
     def __init__(self, limit: int = CACHED_INDEXES) -> None:
-        self.limit = limit
-        self._entries: OrderedDict[tuple[object, ...], tuple[ZipIndex, int]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: ByteLRU[tuple[ZipIndex, int]] = ByteLRU(None, max_entries=limit)
+
+    @property
+    def limit(self) -> int:
+        """How many indexes are kept at most."""
+        return self._entries.max_entries or 0
 
     def index(self, handle: IO[bytes], real_path: str, zip_name: str) -> tuple[ZipIndex, int]:
         """The index of a local zip open as ``handle``, from the cache while the file is unchanged.
@@ -515,24 +517,18 @@ class ZipIndexes:
         """
         info = os.fstat(handle.fileno())
         identity = (real_path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        with self._lock:
-            hit = self._entries.get(identity)
-            if hit is not None:
-                self._entries.move_to_end(identity)
-                return hit
+        hit = self._entries.get(identity)
+        if hit is not None:
+            return hit
         built = read_index(handle, info.st_size, zip_name)
         if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < FRESH_SECONDS * 1e9:
             return built
-        with self._lock:
-            self._entries[identity] = built
-            while len(self._entries) > self.limit:
-                self._entries.popitem(last=False)
+        self._entries.put(identity, built)
         return built
 
     def clear(self) -> None:
         """Forget every cached index (benchmarks time a cold open with it)."""
-        with self._lock:
-            self._entries.clear()
+        self._entries.clear()
 
     def __len__(self) -> int:
         return len(self._entries)
