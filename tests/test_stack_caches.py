@@ -132,7 +132,7 @@ def test_the_bounds_still_hold(datasets: Path, top: Path, tmp_path: Path) -> Non
     sizes = [(datasets / f"v{n}" / "layer.json").stat().st_size for n in (1, 2, 3)]
     caches = StackCaches(manifest_bytes=2 * max(sizes), stacks=1, scans=2)
     Stack.resolve(top, caches=caches)
-    assert len(caches.manifests) == 2 and caches.manifests._bytes <= caches.manifests.budget
+    assert len(caches.manifests) == 2 and caches.manifests.nbytes <= caches.manifests.budget
     Stack.resolve(datasets / "v2", caches=caches)
     assert len(caches.stacks) == 1  # the newest stack only
     folders = [datasets]

@@ -53,7 +53,6 @@ import operator
 import os
 import threading
 import weakref
-from collections import OrderedDict
 from typing import Any, Generic, Protocol, TypeVar
 
 from sds_jupyter.limits import SCANS_CACHE_BYTES
@@ -159,38 +158,37 @@ class ResolvedStacks(Generic[T]):
     """
 
     def __init__(self, limit: int = MAX_RESOLVED_STACKS) -> None:
-        self.limit = limit
-        self._entries: OrderedDict[tuple[Any, ...], tuple[T, str, _Proof]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: ByteLRU[tuple[T, str, _Proof]] = ByteLRU(None, max_entries=limit)
+        self._lock = threading.Lock()  # guards the counts
         self.hits = 0
         self.stored = 0
 
+    @property
+    def limit(self) -> int:
+        """How many stacks are kept at most."""
+        return self._entries.max_entries or 0
+
     def lookup(self, key: tuple[Any, ...]) -> T | None:
         """The stack kept under ``key`` (its first item the path opened), if its proofs still hold."""
-        with self._lock:
-            entry = self._entries.get(key)
+        entry = self._entries.peek(key)
         if entry is None:
             return None
         stack, real_top, proofs = entry
         if os.path.realpath(key[0]) != real_top or not proofs.hold():
             return None
+        self._entries.get(key)  # proven to resolve the same: now the most recently used
         with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
             self.hits += 1
         return stack
 
     def store(self, key: tuple[Any, ...], stack: T, proofs: _Proof) -> None:
         """Keep ``stack``, resolved from the path ``key[0]``, while ``proofs`` hold."""
+        self._entries.put(key, (stack, os.path.realpath(key[0]), proofs))
         with self._lock:
-            self._entries[key] = (stack, os.path.realpath(key[0]), proofs)
             self.stored += 1
-            while len(self._entries) > self.limit:
-                self._entries.popitem(last=False)
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+        self._entries.clear()
 
     def __len__(self) -> int:
         return len(self._entries)

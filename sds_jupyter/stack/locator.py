@@ -15,7 +15,6 @@ import os
 import stat
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -31,6 +30,7 @@ from sds_jupyter.errors import (
 )
 from sds_jupyter.stack import prefetch
 from sds_jupyter.stack.location import Location
+from sds_jupyter.stack.lru import ByteLRU
 from sds_jupyter.stack.manifest import (
     MANIFEST_NAME,
     MAX_MANIFEST_BYTES,
@@ -101,6 +101,11 @@ identity: Callable[[os.stat_result], Identity] = operator.attrgetter(
 )
 
 
+def _source_bytes(entry: tuple[Identity, Manifest]) -> int:
+    """What a kept manifest weighs: the bytes of its text (its parsed form grows with it)."""
+    return entry[1].source_bytes
+
+
 class ParsedManifests:
     """Manifests parsed, by real path and file identity (an LRU under a byte budget).
 
@@ -116,15 +121,23 @@ class ParsedManifests:
     """
 
     def __init__(self, budget: int = CACHE_BYTES) -> None:
-        self.budget = budget
-        self._entries: OrderedDict[str, tuple[Identity, Manifest]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._entries: ByteLRU[tuple[Identity, Manifest]] = ByteLRU(budget, _source_bytes)
+
+    @property
+    def budget(self) -> int:
+        """The bytes of manifest text kept at most."""
+        return self._entries.max_bytes or 0
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of manifest text kept now."""
+        return self._entries.nbytes
+
+    _bytes = nbytes  # the name it had when this class kept its own count
 
     def lookup(self, real_path: str) -> tuple[Manifest, Identity] | None:
         """The cached manifest of the file at ``real_path`` and its identity if it is unchanged, else None."""
-        with self._lock:
-            entry = self._entries.get(real_path)
+        entry = self._entries.peek(real_path)
         if entry is None:
             return None
         try:
@@ -133,9 +146,7 @@ class ParsedManifests:
             return None
         if not stat.S_ISREG(info.st_mode) or identity(info) != entry[0]:
             return None
-        with self._lock:
-            if real_path in self._entries:
-                self._entries.move_to_end(real_path)
+        self._entries.get(real_path)  # proven unchanged: now the most recently used
         return entry[1], entry[0]
 
     def parsed_as(self, real_path: str, file_identity: Identity) -> Manifest | None:
@@ -143,11 +154,10 @@ class ParsedManifests:
 
         For a caller that opened the file itself (and so knows its identity and how it got there).
         """
-        with self._lock:
-            entry = self._entries.get(real_path)
-            if entry is None or entry[0] != file_identity:
-                return None
-            self._entries.move_to_end(real_path)
+        entry = self._entries.peek(real_path)
+        if entry is None or entry[0] != file_identity:
+            return None
+        self._entries.get(real_path)
         return entry[1]
 
     def read(self, real_path: str, info: os.stat_result) -> Manifest:
@@ -156,11 +166,10 @@ class ParsedManifests:
         The listing's way in (it has the ``lstat`` already, so no second one is asked
         for): parsed when the cached entry's identity differs, kept under the same rule.
         """
-        with self._lock:
-            entry = self._entries.get(real_path)
-            if entry is not None and entry[0] == identity(info):
-                self._entries.move_to_end(real_path)
-                return entry[1]
+        entry = self._entries.peek(real_path)
+        if entry is not None and entry[0] == identity(info):
+            self._entries.get(real_path)
+            return entry[1]
         began = time.time_ns()
         manifest, read_info = read_manifest_with_stat(Path(real_path))
         self.store(real_path, read_info, manifest, began)
@@ -180,22 +189,10 @@ class ParsedManifests:
         For a stack's record from disk, whose proofs held just now: the listing then finds
         these manifests as if this process had parsed them.
         """
-        if manifest.source_bytes > self.budget:
-            return
-        with self._lock:
-            old = self._entries.pop(real_path, None)
-            if old is not None:
-                self._bytes -= old[1].source_bytes
-            self._entries[real_path] = (file_identity, manifest)
-            self._bytes += manifest.source_bytes
-            while self._bytes > self.budget and self._entries:
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped.source_bytes
+        self._entries.put(real_path, (file_identity, manifest))  # one larger than the budget is not kept
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+        self._entries.clear()
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -70,6 +70,15 @@ class ByteLRU(Generic[V]):
         found = self.find(key)
         return None if found is None else found[0]
 
+    def peek(self, key: Hashable) -> V | None:
+        """The value under ``key``, or None, leaving its recency as it was.
+
+        For callers that check an entry still holds (a file unchanged) before counting it as used.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            return None if entry is None else entry[0]
+
     def find(self, key: Hashable) -> tuple[V] | None:
         """``(value,)`` when ``key`` is kept (now the most recently used), else None.
 
