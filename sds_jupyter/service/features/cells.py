@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from sds_jupyter.service.branches import version_at
+from sds_jupyter.service.colorcache import ColorColumn, cached_colors, column_color_key, gene_color_key
 from sds_jupyter.service.compare import NEW_CELL, RENAMED, UNCHANGED, transition_labels
 from sds_jupyter.service.embedding import cached_embedding, embedding_keys
 from sds_jupyter.service.errors import RequestError
@@ -238,10 +241,11 @@ def color_values(
         **(spec.get("category_colors") or {} if spec.get("color_by") == column else {}),
     }
     if gene:
-        gene, values = _gene_values(view, gene, layer)
-        table = FrameCells(pd.DataFrame({gene: values}))
-        column = gene
-    elif column not in view.obs_columns:
+        settings = {"colors": colors, "color_by": spec.get("color_by"), "colormap": spec.get("colormap")}
+        key = gene_color_key(view, gene, layer, settings)
+        found = cached_colors(session.caches, key, lambda: _gene_colors(view, spec, gene, layer, colors))
+        return _color_reply(found, key)
+    if column not in view.obs_columns:
         raise RequestError(f"No obs column {column!r} in this version's table.")
     elif against is not None:
         other, depth = version_at(session, against)
@@ -256,13 +260,36 @@ def color_values(
         colors = {UNCHANGED: GREY, RENAMED: RENAMED_GREY, NEW_CELL: MISSING_COLOR}
     elif highlight is not None:
         table, colors, column = _highlighted(view, column, highlight, colors)
-    color_spec = {
+    else:  # a plain obs column: the same stored column, palette and settings colour alike in every figure and version
+        plain = _color_spec(spec, column, colors)
+        key = column_color_key(view, column, plain)
+        return _color_reply(cached_colors(session.caches, key, lambda: ColorColumn(*cell_colors(view, plain))), key)
+    color, buffer = cell_colors(table, _color_spec(spec, column, colors))
+    return Reply(color, reply_buffers("color_values", color, [buffer] if buffer is not None else []))
+
+
+def _color_spec(spec: Mapping[str, Any], column: str, colors: dict[str, str]) -> dict[str, Any]:
+    """How ``column`` is coloured: its palette, and the figure's colormap when the figure colours by it too."""
+    return {
         "color_by": column,
         "category_colors": colors,
         "colormap": spec.get("colormap") if spec.get("color_by") == column else None,
     }
-    color, buffer = cell_colors(table, color_spec)
-    return Reply(color, reply_buffers("color_values", color, [buffer] if buffer is not None else []))
+
+
+def _gene_colors(
+    view: TableView, spec: Mapping[str, Any], gene: str, layer: str | None, colors: dict[str, str]
+) -> ColorColumn:
+    """A gene's (or a score's) colours, read from X or ``layer``."""
+    name, values = _gene_values(view, gene, layer)
+    return ColorColumn(*cell_colors(FrameCells(pd.DataFrame({name: values})), _color_spec(spec, name, colors)))
+
+
+def _color_reply(found: ColorColumn, key: str | None) -> Reply[CanvasColor]:
+    """The reply of a cached colour column, its key (the stored objects' identity) as its ETag."""
+    buffers = [found.values] if found.values is not None else []
+    reply = Reply(found.color, reply_buffers("color_values", found.color, buffers), etag=key)
+    return reply if key is not None else reply.named_by_content()
 
 
 def _highlighted(
