@@ -50,6 +50,8 @@ PARAMS: dict[str, dict[str, Any] | Callable[[StackService], dict[str, Any]]] = {
     "image_region": {"version": 2, "figure": "fig_canvas", "region": "0,0,40,40"},
     "image_tile": {"version": 2, "figure": "fig_canvas", "level": 0, "x": 0, "y": 0},
     "export": {"version": 2, "figure": "fig_canvas", "format": "png", "dpi": 72},
+    "labels": {"version": 2, "element": "blobs_labels"},
+    "labels_tile": {"version": 2, "element": "blobs_labels", "level": 0, "x": 0, "y": 0},
     "points": {"version": 2, "element": "blobs_points"},
     "points_tile": lambda s: {
         "version": 2,
@@ -189,6 +191,7 @@ BINARY_CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("studio", "image_region", {"version": 2, "figure": "fig_canvas", "region": "0,0,40,40"}),
     ("studio", "image_tile", {"version": 2, "figure": "fig_canvas", "level": 0, "x": 0, "y": 0}),
     ("studio", "export", {"version": 2, "figure": "fig_canvas", "format": "png", "dpi": 72}),
+    ("studio", "labels_tile", {"version": 2, "element": "blobs_multiscale_labels", "level": 1, "style": "outline"}),
     ("xenium", "canvas", {"figure": XENIUM_FIGURE}),
     ("xenium", "cells", {"figure": XENIUM_FIGURE}),
     ("xenium", "embedding", {"figure": XENIUM_FIGURE}),

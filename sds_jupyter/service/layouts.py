@@ -61,6 +61,7 @@ LAYOUTS: dict[str, Layout] = {
     "image_region": (_PLANES,),
     "image_tile": (_PLANES,),
     "export": (BufferRule("file", "uint8", length=Count(("size",))),),
+    "labels_tile": (BufferRule("rgba", "uint8", length=Count(("width", "height", 4))),),
     "points_tile": (
         BufferRule("x", "uint16", length=Count(("n",))),
         BufferRule("y", "uint16", length=Count(("n",))),

@@ -20,7 +20,18 @@ from sds_jupyter.errors import shown
 from sds_jupyter.service import branches
 from sds_jupyter.service.errors import RequestError
 from sds_jupyter.service.export import export_request
-from sds_jupyter.service.features import annotate, cells, cirro, compare, figures, history, images, points, results
+from sds_jupyter.service.features import (
+    annotate,
+    cells,
+    cirro,
+    compare,
+    figures,
+    history,
+    images,
+    labels,
+    points,
+    results,
+)
 from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Opened, Session, session_of
 
@@ -52,6 +63,8 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "store_key": images.store_key,
     "image_region": images.image_region,
     "image_tile": images.image_tile,
+    "labels": labels.labels,
+    "labels_tile": labels.labels_tile,
     "points": points.points,
     "points_tile": points.points_tile,
     "export": export_request,

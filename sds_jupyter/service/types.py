@@ -51,6 +51,8 @@ __all__ = [
     "ImageTileData",
     "KeyEntry",
     "KeySize",
+    "LabelsData",
+    "LabelsTileData",
     "MatchedPair",
     "NumericSummary",
     "ObsChange",
@@ -360,6 +362,30 @@ class ImageTileData(TypedDict):
     #: Where the tile's pixels sit, in the figure's coordinate system: x0, y0, x1, y1.
     bounds: Bounds
     channels: int
+
+
+class LabelsData(TypedDict):
+    """The ``labels`` request: the version's labels elements; for the one asked, its pyramid (finest first)."""
+
+    elements: list[str]
+    element: str
+    #: What ``labels_tile`` serves, as the ``channels`` reply's levels ([] when no element was asked).
+    levels: list[ImageLevel]
+
+
+class LabelsTileData(TypedDict):
+    """The ``labels_tile`` request: one RGBA uint8 buffer follows (``width`` x ``height`` x 4, rows top first)."""
+
+    element: str
+    level: int
+    x: int
+    y: int
+    width: int
+    height: int
+    #: Where the tile's pixels sit, in the coordinate system: x0, y0, x1, y1.
+    bounds: Bounds
+    #: "fill" (translucent fill, opaque outline) or "outline" (outline alone).
+    style: str
 
 
 class PointsGene(TypedDict):

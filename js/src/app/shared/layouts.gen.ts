@@ -34,6 +34,7 @@ export interface BufferTypes {
   image_region: { planes: Uint8Array[] };
   image_tile: { planes: Uint8Array[] };
   export: { file: Uint8Array };
+  labels_tile: { rgba: Uint8Array };
   points_tile: { x: Uint16Array; y: Uint16Array; gene: Uint16Array };
 }
 
@@ -75,6 +76,9 @@ export const LAYOUTS: { [request in keyof BufferTypes]: BufferLayout } = {
   ],
   export: [
     {"name": "file", "dtype": "uint8", "length": {"factors": ["size"], "plus": 0}}
+  ],
+  labels_tile: [
+    {"name": "rgba", "dtype": "uint8", "length": {"factors": ["width", "height", 4], "plus": 0}}
   ],
   points_tile: [
     {"name": "x", "dtype": "uint16", "length": {"factors": ["n"], "plus": 0}},

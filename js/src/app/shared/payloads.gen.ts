@@ -308,6 +308,23 @@ export type ImageTileData = {
   channels: number;
 };
 
+export type LabelsData = {
+  elements: string[];
+  element: string;
+  levels: ImageLevel[];
+};
+
+export type LabelsTileData = {
+  element: string;
+  level: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  bounds: Bounds;
+  style: string;
+};
+
 export type PointsGene = {
   name: string;
   count: number;
@@ -692,6 +709,8 @@ export interface ReplyTypes {
   store_key: StoreKeyData;
   image_region: ImageRegionData;
   image_tile: ImageTileData;
+  labels: LabelsData;
+  labels_tile: LabelsTileData;
   points: PointsData;
   points_tile: PointsTileData;
   export: ExportData;
@@ -726,6 +745,8 @@ export interface ParamTypes {
   store_key: { version?: number | string | null; key?: string };
   image_region: { version?: number | string | null; figure?: string; region?: string; max_side?: number; ranges?: string };
   image_tile: { version?: number | string | null; figure?: string; level?: number; x?: number; y?: number; ranges?: string };
+  labels: { version?: number | string | null; element?: string; coordinate_system?: string };
+  labels_tile: { version?: number | string | null; element?: string; level?: number; x?: number; y?: number; style?: string; coordinate_system?: string };
   points: { version?: number | string | null; element?: string; coordinate_system?: string };
   points_tile: { version?: number | string | null; element?: string; key?: string; level?: number; x?: number; y?: number; genes?: string; coordinate_system?: string };
   export: { version?: number | string | null; figure?: string; format?: string; dpi?: number; view?: string | null; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null; hidden?: string; channels?: string; limits?: string };
@@ -737,7 +758,7 @@ export interface ParamTypes {
 }
 
 /** The request names, in the order of the Python request table. */
-export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'embedding', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'points', 'points_tile', 'export', 'annotate', 'cirro_projects', 'cirro_plan', 'cirro_upload', 'cirro_fetch'] as const;
+export const GENERATED_REQUESTS = ['history', 'changes', 'figures', 'canvas', 'cells', 'cell_outlines', 'embedding', 'results', 'result_page', 'result_csv', 'compare', 'tree', 'fingerprint', 'contents', 'cell', 'color_values', 'genes', 'dot_plot', 'channels', 'store_key', 'image_region', 'image_tile', 'labels', 'labels_tile', 'points', 'points_tile', 'export', 'annotate', 'cirro_projects', 'cirro_plan', 'cirro_upload', 'cirro_fetch'] as const;
 
 /** The requests that write a new version: posted (REST), never fetched with a GET. */
 export const GENERATED_WRITE_REQUESTS = ['annotate', 'cirro_upload', 'cirro_fetch'] as const;

@@ -1,0 +1,62 @@
+"""Segmentation masks (labels elements) as RGBA: each label id a stable colour, filled or outlined.
+
+Why RGBA on the server: a labels tile is an integer raster of any width (uint8 to uint64), which
+WebGL cannot sample as such; colouring it here sends the browser a picture it draws like an image
+tile, and the colour of an id depends on the id alone, so neighbouring tiles and levels agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sds_jupyter.studio.errors import ElementError
+
+__all__ = ["FILL_ALPHA", "LABEL_STYLES", "label_colors", "labels_rgba"]
+
+#: How a tile draws its labels: "fill" (a translucent fill and an opaque outline) or "outline" alone.
+LABEL_STYLES = ("fill", "outline")
+#: The opacity of a label's fill (its outline is opaque): the cells and image stay readable under it.
+FILL_ALPHA = 96
+
+
+def label_colors(ids: np.ndarray) -> np.ndarray:
+    """An (n, 3) uint8 colour for each label id: a hash of the id, each channel in 64..255 (never black)."""
+    mixed = np.asarray(ids).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)  # wraps: a multiplicative hash
+    mixed ^= mixed >> np.uint64(29)
+    channels = [(mixed >> np.uint64(shift)) & np.uint64(0xFF) for shift in (8, 24, 40)]
+    return np.stack([64 + (c % np.uint64(192)) for c in channels], axis=-1).astype(np.uint8)
+
+
+def _boundary(labels: np.ndarray) -> np.ndarray:
+    """Pixels of a label that touch another value left, right, above or below (the edge pixel repeated outside)."""
+    padded = np.pad(labels, 1, mode="edge")
+    centre = padded[1:-1, 1:-1]
+    differs = (
+        (padded[:-2, 1:-1] != centre)
+        | (padded[2:, 1:-1] != centre)
+        | (padded[1:-1, :-2] != centre)
+        | (padded[1:-1, 2:] != centre)
+    )
+    edge: np.ndarray = differs & (centre != 0)
+    return edge
+
+
+def labels_rgba(labels: np.ndarray, style: str, margin: tuple[int, int, int, int] = (0, 0, 0, 0)) -> np.ndarray:
+    """``labels`` (2-D integers, 0 the background) as (height, width, 4) uint8 RGBA, ``margin`` cut off.
+
+    ``margin`` (left, top, right, bottom) counts pixels read around a tile only so its outlines
+    are the ones the whole mask has at the tile's edges; they are not drawn.
+    """
+    if style not in LABEL_STYLES:
+        raise ElementError(f"A labels style is one of {', '.join(LABEL_STYLES)}, not {style[:40]!r}.")
+    if labels.ndim != 2 or not np.issubdtype(labels.dtype, np.integer):
+        raise ElementError(f"A labels element holds 2-D integers, not {labels.ndim}-D {labels.dtype}.")
+    left, top, right, bottom = margin
+    edge = _boundary(labels)[top : labels.shape[0] - bottom, left : labels.shape[1] - right]
+    inner = labels[top : labels.shape[0] - bottom, left : labels.shape[1] - right]
+    ids, inverse = np.unique(inner, return_inverse=True)
+    rgba = np.zeros((*inner.shape, 4), dtype=np.uint8)
+    rgba[..., :3] = label_colors(ids)[inverse.reshape(inner.shape)]
+    alpha = np.where(edge, 255, FILL_ALPHA if style == "fill" else 0)
+    rgba[..., 3] = np.where(inner != 0, alpha, 0)
+    return rgba
