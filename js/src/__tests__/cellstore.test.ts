@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { KeyedCache, cellCache, loadCanvas, overviewCache } from '../app/spatial/cellstore';
+import { KeyedCache, cellCache, colorCacheOf, loadCanvas, overviewCache, sharedColorValues } from '../app/spatial/cellstore';
 import { colorValues } from '../app/spatial/raster';
 import type { Reply } from '../app/shared/transport';
-import type { CanvasPayload, CellsData, ChannelsData } from '../app/shared/types';
+import type { CanvasColor, CanvasPayload, CellsData, ChannelsData } from '../app/shared/types';
 import { FakeTransport } from './fixtures';
 
 /** A figure's own part as the server sends it: payload with keys, the color column alone. */
@@ -114,5 +114,46 @@ describe('cells sent once', () => {
     expect(cache.bytes).toBe(8);
     await cache.get('b', reply(4)); // b was dropped: fetched again
     expect(cache.fetched).toBe(4);
+  });
+});
+
+describe('colour data once per column and version of the same cells', () => {
+  /** A transport whose color_values answers uint8 codes of the column asked (one request counted each). */
+  function colorTransport(): FakeTransport {
+    return new FakeTransport().on('color_values', params => ({
+      data: { mode: 'categorical', column: params.column ?? params.gene ?? '', categories: ['a', 'b'], colors: ['#ff0000', '#00ff00'], codes: 'uint8' } as CanvasColor,
+      buffers: [new Uint8Array([0, 1, 0]).buffer]
+    }));
+  }
+
+  it('two figures of a version coloured by the same column make one request, at once or later', async () => {
+    const transport = colorTransport();
+    const [a, b] = await Promise.all([
+      sharedColorValues(transport, { version: 2, figure: 'fig_a', column: 'niche' }, 'cells-1', 'c'),
+      sharedColorValues(transport, { version: 2, figure: 'fig_b', column: 'niche' }, 'cells-1', null)
+    ]);
+    const later = await sharedColorValues(transport, { version: 2, figure: 'fig_c', column: 'niche' }, 'cells-1', 'c');
+    expect(transport.callsOf('color_values')).toHaveLength(1);
+    expect(b).toBe(a);
+    expect(later.buffers[0]).toBe(a.buffers[0]);
+    expect(colorCacheOf(transport).fetched).toBe(1);
+  });
+
+  it('asks again where the colours may differ: own column, other cells, version, gene, highlight, transport', async () => {
+    const transport = colorTransport();
+    await sharedColorValues(transport, { version: 2, figure: 'fig_a', column: 'niche' }, 'cells-1', null);
+    await sharedColorValues(transport, { version: 2, figure: 'fig_b', column: 'niche' }, 'cells-1', 'niche'); // its own settings
+    await sharedColorValues(transport, { version: 2, figure: 'fig_a', column: 'niche' }, 'cells-2', null); // another table
+    await sharedColorValues(transport, { version: 1, figure: 'fig_a', column: 'niche' }, 'cells-1', null);
+    await sharedColorValues(transport, { version: 2, figure: 'fig_a', column: 'niche', highlight: 'a' }, 'cells-1', null);
+    await sharedColorValues(transport, { version: 2, figure: 'fig_a', gene: 'niche' }, 'cells-1', null);
+    expect(transport.callsOf('color_values')).toHaveLength(6);
+    await sharedColorValues(transport, { version: 'main', figure: 'fig_a', column: 'niche' }, 'cells-1', null);
+    await sharedColorValues(transport, { version: 'main', figure: 'fig_a', column: 'niche' }, 'cells-1', null);
+    await sharedColorValues(transport, { version: 2, figure: 'fig_a', column: 'niche' }, undefined, null);
+    expect(transport.callsOf('color_values')).toHaveLength(9); // a branch's top moves; no cells key, no name
+    const other = colorTransport(); // another panel's dataset: its version 2 is not this one's
+    await sharedColorValues(other, { version: 2, figure: 'fig_a', column: 'niche' }, 'cells-1', null);
+    expect(other.callsOf('color_values')).toHaveLength(1);
   });
 });

@@ -12,6 +12,7 @@ import { DEFAULT_PERCENTILES, percentileLimits, type Limits } from './colorlimit
 import { h } from '../shared/dom';
 import { rangeFormat } from '../shared/format';
 import { splitReply } from '../shared/buffers';
+import { sharedColorValues } from '../spatial/cellstore';
 import { TransportError, type Transport } from '../shared/transport';
 import type { CanvasColor } from '../shared/types';
 
@@ -78,12 +79,17 @@ export function additiveColoring(genes: string[], values: ArrayLike<number>[], l
 /** Each picked gene's values, asked of the service one by one (each found in any case, as the gene box offers it). */
 export async function geneValues(
   transport: Transport,
-  where: { version: number | string; figure: string; layer?: string },
+  where: { version: number | string; figure: string; layer?: string; cellsKey?: string; ownColumn?: string | null },
   genes: string[]
 ): Promise<{ genes: string[]; values: Float32Array[] }> {
   const replies = await Promise.all(
     genes.map(gene =>
-      transport.request('color_values', { version: where.version, figure: where.figure, gene, ...(where.layer ? { layer: where.layer } : {}) })
+      sharedColorValues(
+        transport,
+        { version: where.version, figure: where.figure, gene, ...(where.layer ? { layer: where.layer } : {}) },
+        where.cellsKey,
+        where.ownColumn ?? null
+      )
     )
   );
   const values = replies.map(r => {

@@ -17,7 +17,7 @@ import { CanvasPlot, legend } from '../spatial/canvasplot';
 import { embeddingKeys, loadEmbedding } from './embedding';
 import { EmbeddingView } from './embeddingview';
 import { composite, limitsInSteps, type ChannelState } from '../spatial/channels';
-import { figureChannels, outlineTilesOf } from '../spatial/cellstore';
+import { figureChannels, sharedColorValues, outlineTilesOf } from '../spatial/cellstore';
 import type { CanvasData } from '../spatial/raster';
 import { splitReply } from '../shared/buffers';
 import { SpatialStage } from '../spatial/spatial';
@@ -316,13 +316,18 @@ export class SpatialFigure {
     if (column || gene) {
       this.colorStatus.textContent = `Loading ${gene ?? column}…`;
       try {
-        const reply = await this.transport.request('color_values', {
-          version: this.version,
-          figure: this.figureId,
-          ...(gene ? { gene, ...(target.layer ? { layer: target.layer } : {}) } : { column: column! }),
-          ...(target.highlight !== undefined ? { highlight: target.highlight } : {}),
-          ...(target.against !== undefined ? { against: target.against } : {})
-        });
+        const reply = await sharedColorValues(
+          this.transport,
+          {
+            version: this.version,
+            figure: this.figureId,
+            ...(gene ? { gene, ...(target.layer ? { layer: target.layer } : {}) } : { column: column! }),
+            ...(target.highlight !== undefined ? { highlight: target.highlight } : {}),
+            ...(target.against !== undefined ? { against: target.against } : {})
+          },
+          this.payload.cells_key,
+          this.ownColumn()
+        );
         color = reply.data;
         const { values } = splitReply('color_values', color, reply.buffers);
         if (!values) {
@@ -353,13 +358,24 @@ export class SpatialFigure {
     this.redrawColors();
   }
 
+  /** The column the figure itself is colored by (its settings apply to that column only), if any. */
+  private ownColumn(): string | null {
+    return this.payload.color.mode === 'none' ? null : this.payload.color.column;
+  }
+
   /** Color by 2–3 genes, one channel each, added (see `genechannels.ts`). */
   private async colorByChannels(target: ColorTarget, genes: string[]): Promise<void> {
     const token = ++this.colorToken;
     this.colorStatus.textContent = `Loading ${genes.join(', ')}…`;
     let mix: Additive;
     try {
-      const where = { version: this.version, figure: this.figureId, ...(target.layer ? { layer: target.layer } : {}) };
+      const where = {
+        version: this.version,
+        figure: this.figureId,
+        ...(target.layer ? { layer: target.layer } : {}),
+        cellsKey: this.payload.cells_key,
+        ownColumn: this.ownColumn()
+      };
       const found = await geneValues(this.transport, where, genes);
       mix = additiveColoring(found.genes, found.values);
     } catch (err) {

@@ -16,7 +16,7 @@ import { OutlineTileSet } from './outlinetiles';
 import { cellShapes, decodeCanvas, type CanvasData } from './raster';
 import { splitReply } from '../shared/buffers';
 import type { Reply, Transport } from '../shared/transport';
-import type { CanvasPayload, CellOutlinesData, CellsData, ChannelsData, ImageTileData } from '../shared/types';
+import type { CanvasColor, CanvasPayload, CellOutlinesData, CellsData, ChannelsData, ImageTileData, Params } from '../shared/types';
 
 /** Bytes of cell geometry kept in the page (a 100,000-cell tissue with outlines is about 20 MB). */
 export const CELL_CACHE_BYTES = 256 * 1024 * 1024;
@@ -106,6 +106,46 @@ export const overviewCache = new KeyedCache<Reply<ChannelsData>>(IMAGE_CACHE_BYT
 export const tileCache = new KeyedCache<Reply<ImageTileData>>(TILE_CACHE_BYTES);
 /** A large tissue's outline tiles by `<cells key>/<column>/<row>` (outlinetiles.ts), shared like the cells. */
 export const outlineCache = new KeyedCache<Reply<CellOutlinesData>>(OUTLINE_CACHE_BYTES);
+
+/** Bytes of colour columns kept in the page, per transport (a million cells' float32 values are 4 MB). */
+export const COLOR_CACHE_BYTES = 64 * 1024 * 1024;
+/** Colour replies per transport (a panel's dataset): version numbers name versions of that dataset only. */
+const colorCaches = new WeakMap<Transport, KeyedCache<Reply<CanvasColor>>>();
+
+/** The page's colour cache of `transport` (made on first use), for tests and measurements. */
+export function colorCacheOf(transport: Transport): KeyedCache<Reply<CanvasColor>> {
+  let cache = colorCaches.get(transport);
+  if (!cache) {
+    cache = new KeyedCache<Reply<CanvasColor>>(COLOR_CACHE_BYTES);
+    colorCaches.set(transport, cache);
+  }
+  return cache;
+}
+
+/**
+ * A figure's cells coloured another way (`color_values`), asked once for every figure of a version
+ * that draws the same cells. Why it may be shared: the colours follow from the version's table
+ * (named with its cells by `cells_key`), the request's column or gene, and the version's saved
+ * palettes; a figure's own settings count only for the column it is itself coloured by
+ * (`ownColumn`), so then the figure is part of the key. A version asked by name (a branch, whose
+ * top moves) or a figure without a cells key asks every time.
+ */
+export function sharedColorValues(
+  transport: Transport,
+  params: Params<'color_values'>,
+  cellsKey: string | null | undefined,
+  ownColumn: string | null
+): Promise<Reply<CanvasColor>> {
+  const ask = () => transport.request('color_values', params);
+  if (!cellsKey || typeof params.version !== 'number') {
+    return ask();
+  }
+  const { version, figure, ...what } = params;
+  const named = params.column ?? params.gene ?? '';
+  const own = ownColumn !== null && named === ownColumn ? figure : '';
+  const key = JSON.stringify([version, cellsKey, own, Object.entries(what).sort()]);
+  return colorCacheOf(transport).get(key, ask);
+}
 
 /** A canvas figure ready to draw: its payload, its buffers as the views use them, its image's channels. */
 export type LoadedCanvas = { payload: CanvasPayload; data: CanvasData; channels: Reply<ChannelsData> | null };
