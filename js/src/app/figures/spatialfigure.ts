@@ -22,6 +22,7 @@ import type { CanvasData } from '../spatial/raster';
 import { splitReply } from '../shared/buffers';
 import { SpatialStage } from '../spatial/spatial';
 import { TileGrid, type TileFrame } from '../spatial/tiles';
+import { LabelsLayer, labelsElements } from './labels';
 import { TranscriptsLayer, pointsElements } from './transcripts';
 import { TransportError, type Transport } from '../shared/transport';
 import type { AnnotateData, CanvasColor, CanvasPayload, CellRow, ImageChannel } from '../shared/types';
@@ -122,6 +123,7 @@ export class SpatialFigure {
           if (shown) {
             this.askTiles(this.stage!.region());
             this.transcripts?.onScreen();
+            this.labels?.viewChanged(this.stage!.region());
           } else {
             this.tiles?.hold();
           }
@@ -177,6 +179,7 @@ export class SpatialFigure {
     if (this.stage) {
       void this.offerEmbeddings();
       void this.offerTranscripts();
+      void this.offerLabels();
     }
     // the view's small API, reachable from its element (tests, other views)
     (this.node as HTMLElement & { sdsSpatial?: SpatialFigure }).sdsSpatial = this;
@@ -205,6 +208,29 @@ export class SpatialFigure {
     });
     bar.append(h('span', { class: 'sds-layer-group', role: 'group', 'aria-label': 'Embedding' }, select));
     this.node.dataset.embeddings = keys.join(',');
+  }
+
+  /** The labels layer, when the version holds a labels element (WebGL view only). */
+  labels: LabelsLayer | null = null;
+
+  /** Offer the version's labels elements as a layer: on at once when the figure draws no cells. */
+  private async offerLabels(): Promise<void> {
+    let elements: string[];
+    try {
+      elements = await labelsElements(this.transport, this.version);
+    } catch {
+      return;
+    }
+    const bar = this.node.querySelector('.sds-spatial-bar');
+    if (!elements.length || !bar || !this.stage) {
+      return;
+    }
+    this.labels = new LabelsLayer(this.transport, this.version, this.stage, elements);
+    bar.append(this.labels.controls);
+    this.node.dataset.labelsElements = elements.join(',');
+    if (this.payload.n_cells === 0) {
+      await this.labels.show(true);
+    }
   }
 
   /** The transcripts layer, when the version holds a points element (WebGL view only). */
@@ -1018,6 +1044,7 @@ export class SpatialFigure {
     this.updateScaleBar(region);
     this.askTiles(region);
     void this.transcripts?.viewChanged(region);
+    this.labels?.viewChanged(region);
     if (this.countTimer) {
       clearTimeout(this.countTimer);
     }

@@ -12,6 +12,8 @@ import { CellDiscLayer, discData } from './disclayer';
 import { discVertices, edgeQuads } from './geometry';
 import { GPU_POINTS, GPU_POLYGONS, gpuCellLayers, type GpuCells } from './gpulayers';
 import { CellEdgeLayer, CellOutlineLayer, edgeData, outlineData } from './outlinelayer';
+import { labelLayers } from './labellayer';
+import type { LabelTile } from './labeltiles';
 import { pointLayers, type PointsScene } from './pointlayer';
 import { OUTLINED_FILL_OPACITY, type CellMode } from './raster';
 
@@ -57,6 +59,8 @@ export type DeckScene = {
   colorVersion: number;
   /** The transcripts in view (pointlayer.ts), drawn over the cells; null: none shown. */
   points?: PointsScene | null;
+  /** The labels tiles in view (labellayer.ts), drawn over the cells and under the transcripts; null: none shown. */
+  labels?: LabelTile[] | null;
   /** Which tier draws them (the GPU tier's stock layer, or the software tier's quads). */
   tier?: 'gpu' | 'software';
 };
@@ -171,11 +175,11 @@ export class DeckView {
       layers.push(...cellLayers(scene, this.pixelRatio >= 1.5));
     }
     this.cellLayers = layers.slice(images);
-    this.pointLayers = pointLayers(scene.points ?? null, scene.tier ?? 'software');
+    this.pointLayers = [...labelLayers(scene.labels), ...pointLayers(scene.points ?? null, scene.tier ?? 'software')];
     this.deck.setProps({ layers: [...layers, ...this.pointLayers] });
   }
 
-  /** The transcripts' layers of the last scene (kept, as the cells', over an image-only change). */
+  /** The labels' and transcripts' layers of the last scene (kept, as the cells', over an image-only change). */
   private pointLayers: Layer[] = [];
 
   /**
@@ -187,9 +191,9 @@ export class DeckView {
     this.deck.setProps({ layers: [...imageLayers(scene), ...this.cellLayers, ...this.pointLayers] });
   }
 
-  /** Only the transcripts changed (tiles arrived, genes or size chosen): the image and cell layers stay. */
+  /** Only the labels or transcripts changed (tiles arrived, genes or size chosen): the image and cell layers stay. */
   setPointLayers(scene: DeckScene): void {
-    this.pointLayers = pointLayers(scene.points ?? null, scene.tier ?? 'software');
+    this.pointLayers = [...labelLayers(scene.labels), ...pointLayers(scene.points ?? null, scene.tier ?? 'software')];
     this.deck.setProps({ layers: [...imageLayers(scene), ...this.cellLayers, ...this.pointLayers] });
   }
 

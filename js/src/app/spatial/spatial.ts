@@ -28,6 +28,7 @@ import { MARGIN, covers, grow, lodFor, planRaster, rasterizeCells, stale, MOVING
 import type { CellLayerData, CellMode, CellRaster, DeckScene, DeckView, GpuCells, ImageTileLayer, PointsScene } from './deck';
 import { h } from '../shared/dom';
 import { OUTLINE, polygonsOf } from './geometry';
+import type { LabelTile } from './labeltiles';
 import { tilesInView, type OutlineTileSet } from './outlinetiles';
 import { cellModeAt, colorFn, packColor, rgbaCanvas, typicalWidth, type CanvasData } from './raster';
 import type { TileFrame } from './tiles';
@@ -908,12 +909,23 @@ export class SpatialStage {
       imageVisible: this.imageVisible,
       colorVersion: this.colorVersion,
       points: this.points,
+      labels: this.labels,
       tier: this.tier
     };
   }
 
   /** The transcripts drawn over the cells (transcripts.ts gathers them), or null for none. */
   private points: PointsScene | null = null;
+
+  /** The labels tiles drawn over the cells (labels.ts gathers them), or null for none. */
+  private labels: LabelTile[] | null = null;
+
+  /** Draw labels `tiles` over the cells (null: none); only the labels' and points' layers are made anew. */
+  setLabels(tiles: LabelTile[] | null): void {
+    this.labels = tiles;
+    this.deck?.setPointLayers(this.scene());
+    this.deck?.redraw();
+  }
 
   /** Draw `points` over the cells (null: none); only the points' layer is made anew. */
   setPoints(points: PointsScene | null): void {
