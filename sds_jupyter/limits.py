@@ -13,13 +13,13 @@ bottom of the import layers (beside ``errors``) so that the stack library and st
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import numpy as np
 import zarr
+
+from sds_jupyter.lru import ByteLRU
 
 __all__ = [
     "EXPORT_TIMEOUT_SECONDS",
@@ -257,42 +257,34 @@ class BoundedCache(Generic[K, V]):
     and, with ``max_bytes``, at most that many bytes by ``size`` (the newest value is always kept).
 
     Why: a service keeps opened readers per version and figure; a long session (or a
-    client walking every version) must not grow the server without end.
+    client walking every version) must not grow the server without end. The eviction is
+    :class:`~sds_jupyter.lru.ByteLRU`'s; this adds only make-on-miss.
     """
 
     def __init__(self, max_entries: int, max_bytes: int | None = None, size: Callable[[V], int] | None = None) -> None:
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self._size = size or (lambda value: 0)
-        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()  # the server reads in worker threads
+        self._entries: ByteLRU[V] = ByteLRU(max_bytes, size, max_entries, keep_newest=True)
+
+    @property
+    def max_entries(self) -> int:
+        return self._entries.max_entries or 0
+
+    @property
+    def max_bytes(self) -> int | None:
+        return self._entries.max_bytes
 
     def get(self, key: K, make: Callable[[], V]) -> V:
         """The value under ``key``, made (and the oldest evicted past either bound) when absent."""
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return self._entries[key][0]
+        found = self._entries.find(key)
+        if found is not None:
+            return found[0]
         value = make()  # outside the lock: a slow read must not hold up other keys
-        size = self._size(value)
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            self._entries[key] = (value, size)
-            self._bytes += size
-            while len(self._entries) > 1 and (
-                len(self._entries) > self.max_entries or (self.max_bytes is not None and self._bytes > self.max_bytes)
-            ):
-                _, (_, dropped) = self._entries.popitem(last=False)
-                self._bytes -= dropped
+        self._entries.put(key, value)
         return value
 
     @property
     def bytes(self) -> int:
         """The sizes of the kept values together (0 without a ``size`` function)."""
-        return self._bytes
+        return self._entries.nbytes
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -302,5 +294,4 @@ class BoundedCache(Generic[K, V]):
 
     def __iter__(self) -> Iterator[K]:
         """The kept keys, least recently used first (a snapshot)."""
-        with self._lock:
-            return iter(list(self._entries))
+        return iter(cast("list[K]", self._entries.keys()))

@@ -1,0 +1,172 @@
+"""The project's one least-recently-used cache, bounded by bytes and/or entries, safe across threads.
+
+It sits at the bottom of the import layers so that every cache (``limits.BoundedCache``,
+the stack's manifests, stacks and zip indexes, the server's services, the derived kinds
+below) evicts the same way and is tested once.
+
+Why bytes, not entries: one tissue's cell outlines are tens of megabytes and another
+figure's a few kilobytes, so a count bound would either waste memory or keep too little.
+The derived kinds' entries are keyed by the identity of the stored objects they were computed from
+(:func:`sds_jupyter.stack.identity.node_identity`), which never changes meaning, so an
+entry is never stale: it is only dropped when room is needed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
+from typing import Generic, TypeVar
+
+__all__ = ["ByteLRU"]
+
+V = TypeVar("V")
+
+
+def _no_size(value: object) -> int:
+    return 0
+
+
+class ByteLRU(Generic[V]):
+    """Values by key, the least recently used dropped once their sizes pass ``max_bytes``
+    (or, when ``max_entries`` is given, once there are more of them than that).
+
+    The project's one least-recently-used map: caches bounded by entries only pass
+    ``max_bytes=None``. With ``keep_newest`` the value just put is always kept, even
+    alone over the byte bound (a reader that was just opened is about to be used);
+    without it a value larger than the whole bound is not kept.
+    """
+
+    def __init__(
+        self,
+        max_bytes: int | None,
+        size_of: Callable[[V], int] | None = None,
+        max_entries: int | None = None,
+        *,
+        keep_newest: bool = False,
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.max_entries = max_entries
+        self.keep_newest = keep_newest
+        self._size_of = size_of or _no_size
+        self._entries: OrderedDict[Hashable, tuple[V, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        #: Computations under way, by key: a second thread missing the same key waits for the first's.
+        self._pending: dict[Hashable, Future[V]] = {}
+        #: Answers from the cache and computations, for tests and benchmarks.
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def get(self, key: Hashable) -> V | None:
+        """The value under ``key`` (now the most recently used), or None."""
+        found = self.find(key)
+        return None if found is None else found[0]
+
+    def peek(self, key: Hashable) -> V | None:
+        """The value under ``key``, or None, leaving its recency as it was.
+
+        For callers that check an entry still holds (a file unchanged) before counting it as used.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            return None if entry is None else entry[0]
+
+    def find(self, key: Hashable) -> tuple[V] | None:
+        """``(value,)`` when ``key`` is kept (now the most recently used), else None.
+
+        Why a tuple: some caches keep None as a value, which :meth:`get` cannot tell from a miss.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            self._entries.move_to_end(key)
+            return (entry[0],)
+
+    def put(self, key: Hashable, value: V) -> None:
+        """Keep ``value`` as the most recently used, dropping the least recently used past either bound."""
+        size = self._size_of(value)
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            if not self.keep_newest and self.max_bytes is not None and size > self.max_bytes:
+                return
+            self._entries[key] = (value, size)
+            self._bytes += size
+            floor = 1 if self.keep_newest else 0  # the newest stays, alone if need be
+            while len(self._entries) > floor and self._over():
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= dropped
+
+    def _over(self) -> bool:
+        """Whether the kept entries pass a bound (called under the lock)."""
+        over_bytes = self.max_bytes is not None and self._bytes > self.max_bytes
+        return over_bytes or (self.max_entries is not None and len(self._entries) > self.max_entries)
+
+    def discard(self, key: Hashable) -> None:
+        """Forget ``key`` if kept."""
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+
+    def keys(self) -> list[Hashable]:
+        """The keys kept, least recently used first (a snapshot)."""
+        with self._lock:
+            return list(self._entries)
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
+        """The value kept under ``key``, else ``compute()`` kept and returned.
+
+        Threads missing at once compute once: the first computes, the others wait for its
+        value (or its error). Why: a page opening four figures of one tissue asks for the same
+        cells four times at once; four computations of a million cells' outlines on two cores
+        made each answer four times as late.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return entry[0]
+            pending = self._pending.get(key)
+            computing = pending is None
+            if pending is None:
+                pending = self._pending[key] = Future()
+                self.misses += 1
+            else:
+                self.hits += 1
+        if not computing:
+            return pending.result()
+        try:
+            value = compute()
+        except BaseException as exc:
+            with self._lock:
+                del self._pending[key]
+            pending.set_exception(exc)
+            raise
+        self.put(key, value)
+        with self._lock:
+            del self._pending[key]
+        pending.set_result(value)
+        return value
+
+    def clear(self) -> None:
+        """Drop every entry and zero the counts."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+            self.hits = self.misses = 0
