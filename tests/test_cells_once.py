@@ -148,6 +148,24 @@ def test_the_byte_bound_drops_the_least_recently_used() -> None:
     assert cache.get("huge") is None and len(cache) == 2
 
 
+def test_entry_bounds_peek_and_keeping_the_newest() -> None:
+    """What the other caches need of the one LRU: a count bound alone, a look that is not a use,
+    None kept as a value, and (for readers just opened) the newest kept even alone over the bytes."""
+    counted: ByteLRU[str | None] = ByteLRU(None, max_entries=2)
+    counted.put("a", None)
+    counted.put("b", "kept")
+    assert counted.find("a") == (None,) and counted.get("a") is None  # None kept, told apart from a miss
+    assert counted.peek("b") == "kept"  # not a use: b stays the least recently used
+    counted.put("c", "new")
+    assert counted.keys() == ["a", "c"] and counted.find("b") is None
+    newest: ByteLRU[bytes] = ByteLRU(4, len, keep_newest=True)
+    newest.put("a", b"12")
+    newest.put("big", b"123456")
+    assert newest.keys() == ["big"] and newest.nbytes == 6
+    newest.discard("big")
+    assert len(newest) == 0 and newest.nbytes == 0
+
+
 def test_threads_missing_the_same_key_at_once_compute_it_once() -> None:
     """Four figures of one tissue asking at once: one computation, the others wait for it (and for its error)."""
     import threading
