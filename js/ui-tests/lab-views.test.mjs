@@ -1219,6 +1219,100 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
     });
   }
 
+  it('issue 39: labels as a layer over the tissue, in both tiers: each label in its own colour, filled or outlined', async () => {
+    // the blobs demo's mask: its biggest label's most interior pixel, and that label's colour (the server's rule)
+    const [id, px, py, r, g, b] = JSON.parse(
+      python(
+        `import json, warnings; warnings.simplefilter("ignore")\nimport numpy as np, zarr\nfrom scipy import ndimage\nfrom sds_jupyter.stack import Stack\nfrom sds_jupyter.studio.elements import open_pyramid\nfrom sds_jupyter.studio.labels import label_colors\n` +
+          `root = zarr.open_group(str(Stack.resolve(${JSON.stringify(join(work, 'root', top))}).base.path), mode="r")\n` +
+          `p = open_pyramid(root, "blobs_labels", kind="labels")\nm = p.read(0, 0, 0, p.levels[0].width, p.levels[0].height).data\n` +
+          `ids, counts = np.unique(m[m != 0], return_counts=True)\nbig = ids[np.argmax(counts)]\nd = ndimage.distance_transform_edt(m == big)\ny, x = np.unravel_index(np.argmax(d), d.shape)\n` +
+          `print(json.dumps([int(big), float(p.transform.sx * (x + 0.5) + p.transform.tx), float(p.transform.sy * (y + 0.5) + p.transform.ty), *[int(c) for c in label_colors(np.array([big]))[0]]]))`
+      )
+    );
+    assert.ok(id > 0);
+    const parts = top.split('/');
+    const name = parts.pop();
+    for (const [tier, query] of [['software', ''], ['gpu', '&sds-tier=gpu']]) {
+      const page = await newPage();
+      try {
+        await page.goto(`${base}/lab/tree/${parts.join('/')}?token=${TOKEN}&reset${query}`);
+        await item(page, name).waitFor({ timeout: 60000 });
+        await page.waitForTimeout(500);
+        await item(page, name).dblclick();
+        await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+        await page.locator('.sds-tab[data-tab="figures"]').click();
+        await page.waitForSelector('.sds-deck-stage[data-live="true"]', { timeout: 90000 });
+        const figure = page.locator('.sds-spatial[data-labels-elements="blobs_labels,blobs_multiscale_labels"]').first();
+        await figure.waitFor({ timeout: 30000 });
+        const stage = figure.locator('.sds-deck-stage');
+        assert.equal(await stage.getAttribute('data-tier'), tier);
+        await figure.scrollIntoViewIfNeeded();
+        const toggle = figure.getByRole('checkbox', { name: 'Labels', exact: true });
+        assert.equal(await toggle.isChecked(), false, 'off by default over cells');
+        await figure.getByLabel('Image', { exact: true }).uncheck();
+        await figure.getByLabel('Cells', { exact: true }).uncheck(); // the pixels left are the labels' alone
+        await page.waitForTimeout(500);
+        const pixels = () =>
+          stage.locator('.sds-deck-canvas').evaluate(c => {
+            const copy = document.createElement('canvas');
+            copy.width = c.width;
+            copy.height = c.height;
+            const ctx = copy.getContext('2d');
+            ctx.fillStyle = '#000';
+            ctx.fillRect(0, 0, c.width, c.height);
+            ctx.drawImage(c, 0, 0);
+            return { w: c.width, h: c.height, d: Array.from(ctx.getImageData(0, 0, c.width, c.height).data) };
+          });
+        const lit = ({ d }) => {
+          let n = 0;
+          for (let i = 0; i < d.length; i += 4) if (Math.max(d[i], d[i + 1], d[i + 2]) > 40) n++;
+          return n / (d.length / 4);
+        };
+        assert.ok(lit(await pixels()) < 0.01, `${tier}: nothing drawn with cells, image and labels off`);
+        await toggle.check();
+        await page.waitForFunction(el => Number(el.dataset.labels) > 0, await stage.elementHandle(), { timeout: 60000 });
+        await page.waitForTimeout(800);
+        const filled = await pixels();
+        // the biggest label's inmost pixel, on the canvas: its colour at the fill's opacity (96 of 255) over black
+        const [sx, sy] = await figure.evaluate((el, [x, y]) => {
+          const s = el.sdsSpatial.stage;
+          const region = s.region();
+          return [(x - region[0]) / (region[2] - region[0]), (y - region[1]) / (region[3] - region[1])];
+        }, [px, py]);
+        const at = 4 * (Math.round(sy * filled.h) * filled.w + Math.round(sx * filled.w));
+        const got = filled.d.slice(at, at + 3);
+        const want = [r, g, b].map(c => (c * 96) / 255);
+        assert.ok(got.every((c, i) => Math.abs(c - want[i]) <= 12), `${tier}: label ${id} drawn in its colour: ${got} against ${want}`);
+        await shot(page, `labels-${tier}-filled`);
+        await figure.locator('.sds-labels-style').selectOption('outline');
+        await page.waitForFunction(el => Number(el.dataset.labels) > 0, await stage.elementHandle(), { timeout: 60000 });
+        await page.waitForTimeout(1500);
+        const outlined = await pixels();
+        const inner = outlined.d.slice(at, at + 3);
+        assert.ok(Math.max(...inner) <= 12, `${tier}: outlines alone leave a label's inside clear: ${inner}`);
+        assert.ok(lit(outlined) > 0.002 && lit(outlined) < lit(filled), `${tier}: outlines, fewer pixels than fills: ${lit(outlined)} / ${lit(filled)}`);
+        await shot(page, `labels-${tier}-outlined`);
+        if (tier === 'software') {
+          await checkAxe(page, 'labels layer');
+          await sizePanel(page, 420);
+          await figure.scrollIntoViewIfNeeded();
+          await page.waitForTimeout(800);
+          await shot(page, 'labels-software-narrow');
+          const fits = await figure.evaluate(el => {
+            const box = el.getBoundingClientRect();
+            const c = el.querySelector('.sds-labels-controls').getBoundingClientRect();
+            return c.left >= box.left - 1 && c.right <= box.right + 1;
+          });
+          assert.ok(fits, 'the labels controls fit a 420 px panel');
+        }
+        assert.deepEqual(page.errors, []);
+      } finally {
+        await page.close();
+      }
+    }
+  });
+
   it('linked to the tissue: a gene or a cluster of a result, and a compared column, shown in the spatial view', async () => {
     // what the tissue must show, from Python: the regions' cells that moved v2 → v3 (off the label
     // pairs that keep the most cells together, found by scipy on pandas' crosstab)
