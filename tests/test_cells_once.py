@@ -88,6 +88,7 @@ def test_canvas_and_cells_together_are_the_whole_canvas(studio_stack, version) -
     whole = build_canvas(read_figure(view.studio_uns(), "fig_canvas").require("canvas"), view, view.root, view.attrs)
     payload = dict(canvas.data)
     assert payload.pop("cells_key") == cells.data["key"] and payload.pop("image_key") == channels.etag
+    assert set(payload.pop("color_keys")) == set(view.obs_columns)  # the browser's names, not part of a drawing
     assert payload == whole.payload
     x, y, value, _rgba = (bytes(b) for b in whole.buffers[:4])
     assert [bytes(b) for b in canvas.buffers] == [value]  # the figure's color column alone: no cells, no image

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from sds_jupyter.service import StackService, dispatch
+from sds_jupyter.service import RequestError, StackService, dispatch
 from sds_jupyter.service.colorcache import colors_cache
 from sds_jupyter.stack import Stack
 from sds_jupyter.stack.caches import default_caches
@@ -67,3 +67,19 @@ def test_a_gene_read_from_the_same_matrix_is_computed_once_and_a_layer_is_anothe
     assert (COLORS.misses, COLORS.hits) == (1, 1) and first.etag == again.etag
     other = dispatch(service, "genes", {"figure": "fig_canvas"}).data["names"][1]
     assert _colors(service, "fig_canvas", version=2, gene=other).etag != first.etag and COLORS.misses == 2
+
+
+def test_the_canvas_names_each_columns_colours_and_a_key_addresses_them(studio_copy, recolored):
+    below = StackService(studio_copy.v2)
+    named = dispatch(below, "canvas", {"figure": "fig_new"}).data["color_keys"]
+    assert (
+        dispatch(recolored, "canvas", {"figure": "fig_new"}).data["color_keys"]["region_class"] == named["region_class"]
+    )
+    first = _colors(below, "fig_new", column="region_class", key=named["region_class"])
+    assert first.etag == named["region_class"]  # the key the browser keeps it under is the one the server computed
+    v1 = dispatch(below, "canvas", {"figure": "fig_canvas", "version": 1}).data["color_keys"]
+    assert v1["region_class"] != named["region_class"]  # v2 rewrote the column
+    with pytest.raises(RequestError, match="ask canvas again"):
+        _colors(below, "fig_new", column="region_class", key=v1["region_class"])
+    with pytest.raises(RequestError, match="plain obs column"):
+        _colors(below, "fig_new", column="region_class", highlight="tumor", key=named["region_class"])

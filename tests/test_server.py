@@ -685,6 +685,21 @@ def test_cells_are_content_addressed_and_revalidate_to_304(root, fetch) -> None:
     assert unnamed.body == first.body and "no-cache" in unnamed.headers["Cache-Control"]
 
 
+def test_colour_values_under_their_key_are_immutable_and_revalidate_to_304(root, fetch) -> None:
+    canvas, _ = _get(fetch, "canvas", path="datasets/edit-2222", figure="fig_canvas")
+    key = canvas["color_keys"]["region_class"]
+    params = {"path": "datasets/edit-2222", "figure": "fig_canvas", "column": "region_class"}
+    first = _raw(fetch, "color_values", **params, key=key)
+    assert first.code == 200 and first.headers["Etag"] == f'W/"{key}"' and "immutable" in first.headers["Cache-Control"]
+    again = _raw(fetch, "color_values", headers={"If-None-Match": f'"{key}"'}, **params, key=key)
+    assert again.code == 304 and not again.body
+    # without the key in the URL: the same name, but revalidated each time
+    unnamed = _raw(fetch, "color_values", **params)
+    assert unnamed.body == first.body and "no-cache" in unnamed.headers["Cache-Control"]
+    stale = _raw(fetch, "color_values", **params, version=1, key=key)  # version 1's region_class is another column
+    assert stale.code == 400 and "ask canvas again" in json.loads(stale.body)["message"]
+
+
 def test_a_revisited_canvas_revalidates_to_304_and_another_version_does_not(root, fetch) -> None:
     params = {"path": "datasets/edit-2222", "version": 1, "figure": "fig_canvas"}
     first = _raw(fetch, "canvas", **params)

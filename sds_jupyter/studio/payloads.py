@@ -157,6 +157,9 @@ class CanvasPayload(TypedDict):
     #: Set with an image in the browser's replies: the image is not among the buffers (its pixels
     #: come from ``channels`` and ``image_tile``); the ``channels`` reply of this key is the overview.
     image_key: NotRequired[str]
+    #: Set in the browser's replies: per obs column, the name of its ``color_values``
+    #: (the stored objects and settings they follow from); the request with it as ``key`` may be kept.
+    color_keys: NotRequired[dict[str, str]]
     #: The transcripts layer the figure was saved with (the view shows it on opening), or None.
     points: NotRequired[CanvasPoints | None]
 

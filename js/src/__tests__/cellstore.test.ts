@@ -156,4 +156,18 @@ describe('colour data once per column and version of the same cells', () => {
     await sharedColorValues(other, { version: 2, figure: 'fig_a', column: 'niche' }, 'cells-1', null);
     expect(other.callsOf('color_values')).toHaveLength(1);
   });
+
+  it('a column the canvas names is asked once under its name, by any version or figure, the name in the request', async () => {
+    const transport = colorTransport();
+    const v1 = { niche: 'k-niche', cluster: 'k-cluster-1' };
+    const v2 = { niche: 'k-niche', cluster: 'k-cluster-2' }; // version 2 rewrote cluster
+    await sharedColorValues(transport, { version: 1, figure: 'fig_a', column: 'niche' }, 'cells-1', null, v1);
+    await sharedColorValues(transport, { version: 2, figure: 'fig_b', column: 'niche' }, 'cells-9', 'niche', v2);
+    expect(transport.callsOf('color_values')).toEqual([{ version: 1, figure: 'fig_a', column: 'niche', key: 'k-niche' }]);
+    await sharedColorValues(transport, { version: 1, figure: 'fig_a', column: 'cluster' }, 'cells-1', null, v1);
+    await sharedColorValues(transport, { version: 2, figure: 'fig_a', column: 'cluster' }, 'cells-1', null, v2);
+    await sharedColorValues(transport, { version: 2, figure: 'fig_a', column: 'niche', highlight: 'a' }, 'cells-1', null, v2);
+    expect(transport.callsOf('color_values')).toHaveLength(4);
+    expect(transport.callsOf('color_values')[3]).not.toHaveProperty('key'); // a highlight is not the named colours
+  });
 });

@@ -89,6 +89,7 @@ def canvas(session: Session, version: int | str | None = None, figure: str = "")
         image, unit = overview.canvas_image(), overview.unit
     payload = canvas_payload(spec, view, geometry.box, color, image, unit, geometry.shapes)
     payload["cells_key"] = key
+    payload["color_keys"] = _color_keys(session, version, spec, view, payload.get("obs_columns") or [])
     if shown is not None:
         payload["image_key"] = shown
     buffers = reply_buffers("canvas", payload, [values] if values is not None else [])
@@ -218,16 +219,22 @@ def color_values(
     layer: str | None = None,
     highlight: str | None = None,
     against: int | str | None = None,
+    key: str = "",
 ) -> Reply[CanvasColor]:
     """A canvas figure's cells colored another way, in the order of the canvas buffers.
 
     By an obs ``column``; by a ``gene``'s expression (from X, or ``layer``); the cells
     whose ``column`` is ``highlight`` against grey (a cluster, a group, a niche); or by
-    how ``column`` went from version ``against`` to this one (unchanged cells grey).
+    how ``column`` went from version ``against`` to this one (unchanged cells grey). ``key``
+    (the canvas reply's ``color_keys`` entry of a plain column) makes the request content-addressed,
+    refused when the column's colours are no longer the ones it names.
     Answers the ``color`` part of a CanvasPayload and one buffer (uint8 or uint16 category codes
     or float32 values).
     """
     _needs_figure("color_values", figure)
+    _checked_key(key)
+    if key and (gene or highlight is not None or against is not None):
+        raise RequestError("A colour key goes with a plain obs column (no gene, highlight or against).")
     if bool(column) == bool(gene):
         raise RequestError("Give either an obs column or a gene to color by.")
     if gene and (highlight is not None or against is not None):
@@ -235,16 +242,12 @@ def color_values(
     spec = session.canvas_spec(version, figure)
     view = session.table_view(version, spec.get("table"))
     table: CellTable = view
-    saved = saved_category_colors(f.spec for f in read_figures(session.studio_uns(version)) if f.kind == "canvas")
-    colors = {
-        **saved.get(column, {}),
-        **(spec.get("category_colors") or {} if spec.get("color_by") == column else {}),
-    }
+    colors = _palette(_saved_palettes(session, version), spec, column)
     if gene:
         settings = {"colors": colors, "color_by": spec.get("color_by"), "colormap": spec.get("colormap")}
-        key = gene_color_key(view, gene, layer, settings)
-        found = cached_colors(session.caches, key, lambda: _gene_colors(view, spec, gene, layer, colors))
-        return _color_reply(found, key)
+        named = gene_color_key(view, gene, layer, settings)
+        found = cached_colors(session.caches, named, lambda: _gene_colors(view, spec, gene, layer, colors))
+        return _color_reply(found, named)
     if column not in view.obs_columns:
         raise RequestError(f"No obs column {column!r} in this version's table.")
     elif against is not None:
@@ -262,10 +265,38 @@ def color_values(
         table, colors, column = _highlighted(view, column, highlight, colors)
     else:  # a plain obs column: the same stored column, palette and settings colour alike in every figure and version
         plain = _color_spec(spec, column, colors)
-        key = column_color_key(view, column, plain)
-        return _color_reply(cached_colors(session.caches, key, lambda: ColorColumn(*cell_colors(view, plain))), key)
+        current = column_color_key(view, column, plain)
+        if key and key != current:
+            raise RequestError(f"The colours of {column!r} are not the ones key {key!r} names; ask canvas again.")
+        found = cached_colors(session.caches, current, lambda: ColorColumn(*cell_colors(view, plain)))
+        return _color_reply(found, current)
     color, buffer = cell_colors(table, _color_spec(spec, column, colors))
     return Reply(color, reply_buffers("color_values", color, [buffer] if buffer is not None else []))
+
+
+def _saved_palettes(session: Session, version: int | str | None) -> dict[str, dict[str, str]]:
+    """The category colours the version's canvas figures saved, by column."""
+    return saved_category_colors(f.spec for f in read_figures(session.studio_uns(version)) if f.kind == "canvas")
+
+
+def _palette(saved: Mapping[str, dict[str, str]], spec: Mapping[str, Any], column: str) -> dict[str, str]:
+    """A column's category colours: the version's saved ones, the figure's own when it colours by that column."""
+    return {
+        **saved.get(column, {}),
+        **(spec.get("category_colors") or {} if spec.get("color_by") == column else {}),
+    }
+
+
+def _color_keys(
+    session: Session, version: int | str | None, spec: Mapping[str, Any], view: TableView, columns: list[str]
+) -> dict[str, str]:
+    """The name of each obs column's plain colours (as ``color_values`` names them), so the browser can share them."""
+    saved = _saved_palettes(session, version)
+    keys = {
+        column: column_color_key(view, column, _color_spec(spec, column, _palette(saved, spec, column)))
+        for column in columns
+    }
+    return {column: key for column, key in keys.items() if key is not None}
 
 
 def _color_spec(spec: Mapping[str, Any], column: str, colors: dict[str, str]) -> dict[str, Any]:

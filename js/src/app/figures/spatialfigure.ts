@@ -352,7 +352,8 @@ export class SpatialFigure {
             ...(target.against !== undefined ? { against: target.against } : {})
           },
           this.payload.cells_key,
-          this.ownColumn()
+          this.ownColumn(),
+          this.payload.color_keys
         );
         color = reply.data;
         const { values } = splitReply('color_values', color, reply.buffers);

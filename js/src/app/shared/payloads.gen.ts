@@ -89,6 +89,7 @@ export type CanvasPayload = {
   shapes?: CanvasShapes | null;
   cells_key?: string;
   image_key?: string;
+  color_keys?: Record<string, string>;
   points?: CanvasPoints | null;
 };
 
@@ -738,7 +739,7 @@ export interface ParamTypes {
   fingerprint: Record<string, never>;
   contents: { version?: number | string | null };
   cell: { version?: number | string | null; figure?: string; index?: number };
-  color_values: { version?: number | string | null; figure?: string; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null };
+  color_values: { version?: number | string | null; figure?: string; column?: string; gene?: string; layer?: string | null; highlight?: string | null; against?: number | string | null; key?: string };
   genes: { version?: number | string | null; figure?: string };
   dot_plot: { version?: number | string | null; figure?: string; gene?: string; groupby?: string; layer?: string | null };
   channels: { version?: number | string | null; figure?: string };

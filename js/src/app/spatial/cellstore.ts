@@ -108,7 +108,7 @@ export const tileCache = new KeyedCache<Reply<ImageTileData>>(TILE_CACHE_BYTES);
 export const outlineCache = new KeyedCache<Reply<CellOutlinesData>>(OUTLINE_CACHE_BYTES);
 
 /** Bytes of colour columns kept in the page, per transport (a million cells' float32 values are 4 MB). */
-export const COLOR_CACHE_BYTES = 64 * 1024 * 1024;
+export const PAGE_COLOR_BYTES = 64 * 1024 * 1024;
 /** Colour replies per transport (a panel's dataset): version numbers name versions of that dataset only. */
 const colorCaches = new WeakMap<Transport, KeyedCache<Reply<CanvasColor>>>();
 
@@ -116,7 +116,7 @@ const colorCaches = new WeakMap<Transport, KeyedCache<Reply<CanvasColor>>>();
 export function colorCacheOf(transport: Transport): KeyedCache<Reply<CanvasColor>> {
   let cache = colorCaches.get(transport);
   if (!cache) {
-    cache = new KeyedCache<Reply<CanvasColor>>(COLOR_CACHE_BYTES);
+    cache = new KeyedCache<Reply<CanvasColor>>(PAGE_COLOR_BYTES);
     colorCaches.set(transport, cache);
   }
   return cache;
@@ -128,21 +128,31 @@ export function colorCacheOf(transport: Transport): KeyedCache<Reply<CanvasColor
  * (named with its cells by `cells_key`), the request's column or gene, and the version's saved
  * palettes; a figure's own settings count only for the column it is itself coloured by
  * (`ownColumn`), so then the figure is part of the key. A version asked by name (a branch, whose
- * top moves) or a figure without a cells key asks every time.
+ * top moves) or a figure without a cells key asks every time. A plain column the canvas reply
+ * names (`colorKeys`, its `color_keys`) is asked under that name, which the server computed from
+ * the stored column and the settings: every version and figure with the same name shares one
+ * request, and over REST the name in the URL lets the browser keep the answer (`immutable`).
  */
 export function sharedColorValues(
   transport: Transport,
   params: Params<'color_values'>,
   cellsKey: string | null | undefined,
-  ownColumn: string | null
+  ownColumn: string | null,
+  colorKeys?: Record<string, string>
 ): Promise<Reply<CanvasColor>> {
+  const plain = params.column && !params.gene && (params.highlight ?? null) === null && (params.against ?? null) === null;
+  const named = plain ? colorKeys?.[params.column!] : undefined;
+  if (named) {
+    // named by the stored column and settings: any version or figure with this name shares it
+    return colorCacheOf(transport).get(named, () => transport.request('color_values', { ...params, key: named }));
+  }
   const ask = () => transport.request('color_values', params);
   if (!cellsKey || typeof params.version !== 'number') {
     return ask();
   }
   const { version, figure, ...what } = params;
-  const named = params.column ?? params.gene ?? '';
-  const own = ownColumn !== null && named === ownColumn ? figure : '';
+  const asked = params.column ?? params.gene ?? '';
+  const own = ownColumn !== null && asked === ownColumn ? figure : '';
   const key = JSON.stringify([version, cellsKey, own, Object.entries(what).sort()]);
   return colorCacheOf(transport).get(key, ask);
 }
