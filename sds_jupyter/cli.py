@@ -25,6 +25,7 @@ __all__ = ["main"]
 
 EXIT_REFUSED = 2
 EXIT_PROBLEMS = 1
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for cat in the same place
 
 
 def say(text: str, file: SupportsWrite[str] | None = None, *, block: bool = False) -> None:
@@ -147,6 +148,17 @@ def _count_of(what: str, least: int) -> Callable[[str], int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader left early (``sds-jupyter describe … | head``): stop quietly, as cat does, and
+        # point stdout at nothing so the interpreter's last flush cannot raise again on the way out.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "demo" and args.small and (args.cells or args.side):
@@ -156,6 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StackError as exc:
         _error(str(exc))
         return EXIT_REFUSED
+    except BrokenPipeError:
+        raise  # the reader left: main stops quietly, no error line
     except OSError as exc:
         where = f" ({os.fsdecode(exc.filename)})" if getattr(exc, "filename", None) else ""
         _error(f"{exc.strerror or exc}{where}")

@@ -210,3 +210,25 @@ def test_export_refusals_are_one_line(demo_top: Path, tmp_path: Path, args: list
     result = cli("export", *args, str(demo_top), figure, str(tmp_path / "x.png"))
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.parametrize("args", [("--help",), ("describe", "{top}"), ("describe", "--json", "{top}")])
+def test_a_reader_that_leaves_early_gets_no_traceback(demo_top: Path, args: tuple[str, ...]) -> None:
+    """``sds-jupyter … | head``: the pipe closes before the output is written (here, before the
+    program starts), and the command stops quietly with the shell's code for it."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "sds_jupyter", *(a.format(top=demo_top) for a in args)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == 141
