@@ -29,7 +29,7 @@ def test_every_request_on_a_stack_in_s3(s3_studio_stack, s3_options, studio_stac
     canvas_remote = dispatch(remote, "canvas", {"version": 1, "figure": "fig_canvas"})
     canvas_local = dispatch(local, "canvas", {"version": 1, "figure": "fig_canvas"})
     # the content keys name where the objects are stored too (an ID alone can be copied), so they differ
-    places = ("cells_key", "image_key")
+    places = ("cells_key", "image_key", "color_keys")
     assert {k: v for k, v in canvas_remote.data.items() if k not in places} == {
         k: v for k, v in canvas_local.data.items() if k not in places
     }
