@@ -10,11 +10,11 @@ const LEVELS: ImageLevel[] = [
   { width: 512, height: 512, tile: 512, bounds: [0, 0, 100, 100] }
 ];
 
-function reply(level: number, x: number, y: number, width: number, height: number): { data: LabelsTileData; buffers: Uint8Array[] } {
+function reply(level: number, x: number, y: number, width: number, height: number): { data: LabelsTileData; buffers: ArrayBuffer[] } {
   const rgba = new Uint8Array(width * height * 4);
   rgba.set([200, 100, 50, 255], 0); // the first pixel: an outline pixel
   const data: LabelsTileData = { element: 'cells', level, x, y, width, height, bounds: [0, 0, 50, 50], style: 'fill' };
-  return { data, buffers: [rgba] };
+  return { data, buffers: [rgba.buffer] };
 }
 
 describe('labels tiles', () => {
