@@ -111,8 +111,12 @@ def test_a_sharded_array_reads_and_its_inflating_inner_chunks_are_refused(tmp_pa
     np.testing.assert_array_equal(group["honest"][100:700], np.arange(100, 700))
     with pytest.raises(InflationError, match="'bomb'"):
         group["bomb"][:]
-    with pytest.raises(InflationError, match="'bomb'"):
+    # zarr 3.2+ reads part of a shard through get_ranges in a task group, so the refusal reaches the
+    # caller inside an ExceptionGroup there (zarr 3.1 raises it bare): either way it is ours, alone.
+    with pytest.raises((InflationError, ExceptionGroup)) as partial:
         group["bomb"][:10]
+    refusals = partial.value.exceptions if isinstance(partial.value, ExceptionGroup) else (partial.value,)
+    assert [type(e) for e in refusals] == [InflationError] and "'bomb'" in str(refusals[0])
 
 
 def test_text_claiming_more_values_than_its_chunk_holds_is_refused(tmp_path: Path) -> None:
