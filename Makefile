@@ -4,13 +4,16 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+JS_DEPS := js/node_modules/.package-lock.json
 DEMO_DIR ?= demo-data
 # JupyterLab refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: setup demo test test-python test-js test-vitest test-ui lint types bench clean
 
-$(VENV)/.installed: pyproject.toml
+# The front end's packages come first, once, from the lock (npm ci, below): the editable install's
+# build hook then finds them in place (its `npm install` changes nothing) and builds the front end.
+$(VENV)/.installed: pyproject.toml | $(JS_DEPS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
 	$(PY) -m pip install -e ".[test]"
@@ -40,7 +43,6 @@ test-python: setup
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The front end's packages (npm ci), again whenever package-lock.json changes.
-JS_DEPS := js/node_modules/.package-lock.json
 $(JS_DEPS): js/package-lock.json
 	cd js && npm ci
 
@@ -56,25 +58,27 @@ test-vitest: setup $(JS_DEPS)
 test-ui: setup $(JS_DEPS)
 	cd js && PATH="$(CURDIR)/$(VENV)/bin:$$PATH" SDS_PYTHON="$(CURDIR)/$(PY)" npm run test:ui
 
-# Habits: ruff (lint), mypy (the stack library strictly, the rest as configured),
+# Habits: ruff (lint), mypy (the stack library strictly, the rest as configured; and the tests' kit
+# with the contract test, whose helpers other tests lean on),
 # import-linter (layers, no cycles, no Jupyter below the service). Config in pyproject.toml.
 # The front end: ESLint (js/eslint.config.mjs) and no import cycles (madge), `npm run lint`.
 lint: setup $(JS_DEPS)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy sds_jupyter
+	MYPYPATH=tests $(VENV)/bin/mypy tests/kit tests/project/test_contract.py
 	$(VENV)/bin/lint-imports --no-cache
 	cd js && npm run lint
 
-# The protocol's payload types, generated from sds_jupyter/service/types.py:
+# The protocol's payload types, generated from sds_jupyter/protocol/types.py:
 # docs/payloads.schema.json and js/src/app/shared/payloads.gen.ts (re-run after changing types.py),
-# and the binary replies' buffer layouts from service/layouts.py: js/src/app/shared/layouts.gen.ts.
+# and the binary replies' buffer layouts from protocol/layouts.py: js/src/app/shared/layouts.gen.ts.
 types: setup
 	$(PY) -m sds_jupyter.service.contract
 
 bench: setup
 	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q -e ".[test,bench]"
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) build dist

@@ -18,6 +18,7 @@ import gc
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import sys
@@ -106,8 +107,7 @@ def alternate(
     the other, and disabled during it unless ``gc_during``: with it, the call pays
     for the collections its own allocations trigger, as it does where users run it.
     """
-    times_a: list[float] = []
-    times_b: list[float] = []
+    times_a, times_b = Timings(), Timings()
     for index in range(warmup + rounds):
         pair = [(a, before_a, after_a, times_a), (b, before_b, after_b, times_b)]
         if index % 2:
@@ -119,16 +119,43 @@ def alternate(
             if not gc_during:
                 gc.disable()
             try:
-                start = time.perf_counter()
+                start, cpu_start = time.perf_counter(), cpu_time()
                 fn()
-                elapsed = time.perf_counter() - start
+                elapsed, cpu = time.perf_counter() - start, cpu_time() - cpu_start
             finally:
                 gc.enable()
             if after is not None:
                 after()
             if index >= warmup:
                 sink.append(elapsed)
+                sink.cpu.append(cpu)
     return times_a, times_b
+
+
+def cpu_time() -> float:
+    """CPU seconds of this process (all its threads) and of the children it has waited for.
+
+    Why the children: a side that runs a program (``cp -r`` in ``bench_flatten``) spends its CPU
+    in another process; counting only this one's would bill that side almost nothing. A child
+    still running when the call returns (a worker started before timing) is not counted.
+    """
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+class Timings(list[float]):
+    """Wall times of the timed calls, with ``cpu``: the CPU time of each (:func:`cpu_time`).
+
+    Why both: on a shared machine a call waits for the CPU as long as it runs, so two rounds'
+    wall times swing several-fold with the others' load, and their ratio with them (a cold open
+    took 89 to 235 ms of wall time for 19 to 31 ms of CPU in one run at load 12 to 15). The CPU
+    time is what the call costs wherever it runs: its ratio travels between machines and loads.
+    It misses what a call waits for outside the process (a disk, a server), so both are given.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cpu: list[float] = []
 
 
 def median(values: list[float]) -> float:
@@ -184,12 +211,23 @@ def comparison(
     if goal_seconds is not None:
         met = med_a <= goal_seconds
         verdict = f"  goal A <= {fmt_time(goal_seconds)}: " + ("met" if met else "MISSED")
+    cpu_a, cpu_b = getattr(times_a, "cpu", None), getattr(times_b, "cpu", None)
+    cpu = None
+    if cpu_a and cpu_b and len(cpu_a) == len(times_a) and len(cpu_b) == len(times_b):
+        cpu_ratios = sorted(x / y for x, y in zip(cpu_a, cpu_b) if y > 0)
+        if cpu_ratios:
+            cpu = {"cpu_ratio": median(cpu_ratios), "cpu_a_s": median(cpu_a) / per, "cpu_b_s": median(cpu_b) / per}
     print(f"  {label_a:<44} median {fmt_time(med_a):>10} per {unit}")
     print(f"  {label_b:<44} median {fmt_time(med_b):>10} per {unit}")
     print(
         f"  ratio {ratio:.3f} (median of {len(pair_ratios)} rounds' A/B; quartiles "
         f"{low:.3f}..{high:.3f}; ratio of medians {of_medians:.3f}){verdict}"
     )
+    if cpu is not None:
+        print(
+            f"  CPU time: {fmt_time(cpu['cpu_a_s'])} / {fmt_time(cpu['cpu_b_s'])} per {unit}, "
+            f"ratio {cpu['cpu_ratio']:.3f} (median of the rounds' CPU A/B)"
+        )
     return {
         "name": name,
         "a": label_a,
@@ -205,6 +243,7 @@ def comparison(
         "goal": goal,
         "goal_seconds": goal_seconds,
         "met": met,
+        **(cpu or {}),
     }
 
 

@@ -24,7 +24,7 @@ def main() -> None:
     import numpy as np
     import shapely
 
-    from sds_jupyter.service.annotate import checked_regions, region_codes
+    from sds_jupyter.service.features.annotate.regions import checked_regions, region_codes
 
     n = 100_000 if args.quick else 1_000_000
     rounds = args.rounds or (3 if args.quick else 9)
@@ -38,7 +38,7 @@ def main() -> None:
         cx, cy = 3_500 + 1_500 * k, 5_000
         regions[f"r{k}"] = np.c_[cx + radii * np.cos(angles), cy + radii * np.sin(angles)].tolist()
     checked = checked_regions(regions)
-    polygons = [shapely.Polygon(points) for _, points in checked]
+    polygons = [shapely.Polygon(region.polygon) for region in checked]
     xd, yd = x.astype(np.float64), y.astype(np.float64)
 
     def ours() -> np.ndarray:

@@ -92,7 +92,7 @@ def build(root: Path, name: str, n_cells: int) -> Path:
     from spatialdata.models import TableModel
 
     from sds_jupyter.stack import Stack
-    from sds_jupyter.stack.writer import VersionWriter
+    from sds_jupyter.stack.write.writer import VersionWriter
 
     rng = np.random.default_rng(n_cells)
     datasets = root / "datasets"

@@ -64,7 +64,7 @@ def parse_args(doc: str | None = __doc__) -> argparse.Namespace:
 
 def stacks(root: Path, n_cells: int) -> tuple[Path, Path]:
     """The top of the N-cell stack and its flattened copy, built under ``root`` unless already there."""
-    from sds_jupyter.stack.flatten import flatten
+    from sds_jupyter.stack.flatcopy import flatten
 
     top = root / "datasets" / f"cells-{n_cells}-v1"
     flat = root / "flat" / f"cells-{n_cells}.zarr"
@@ -101,7 +101,7 @@ def plain_read(flat: Path) -> bytes:
 
 
 def same_bytes(top: Path, flat: Path) -> bool:
-    from sds_jupyter.service.framing import unframe_reply
+    from sds_jupyter.protocol.framing import unframe_reply
 
     _payload, buffers = unframe_reply(request(top))
     return b"".join(buffers) == plain_read(flat)

@@ -11,7 +11,7 @@ Besides the times, the file sizes are printed (and the bytes of A's cell group p
 export stops drawing cells as vectors at a count is the size and the weight of the
 file in an editor, not the time to write it.
 
-No goal on the ratio: the numbers back the stated limit in studio/export.py.
+No goal on the ratio: the numbers back the stated limit in studio/render.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def main() -> None:
     from sds_jupyter.demo.xenium import build_xenium_demo
     from sds_jupyter.service import StackService
     from sds_jupyter.service.export import render_export
-    from sds_jupyter.studio import export as studio_export
+    from sds_jupyter.studio import render as studio_export
 
     with workdir(args.keep) as work:
         top = build_xenium_demo(Path(work), n_cells=n_cells, side=2048 if args.quick else 8192)

@@ -26,7 +26,7 @@ def main() -> None:
     from sds_jupyter.demo.xenium import build_xenium_demo
     from sds_jupyter.service import StackService
     from sds_jupyter.service.features.figures import figure_drawing
-    from sds_jupyter.studio.export import CanvasExport, print_width_mm, render_canvas, render_chart, view_region
+    from sds_jupyter.studio.render import CanvasExport, print_width_mm, render_canvas, render_chart, view_region
     from sds_jupyter.studio.worker import ExportWorker, draw_in_worker
 
     with workdir(args.keep) as work:

@@ -65,7 +65,7 @@ def main() -> None:
     args = begin(__doc__)
     import zarr
 
-    from sds_jupyter.stack.writer import VersionWriter
+    from sds_jupyter.stack.write.writer import VersionWriter
 
     objects = 1_000_000 if args.full else (10_000 if args.quick else 100_000)
     rounds = args.rounds or (3 if args.quick or args.full else 7)

@@ -9,8 +9,9 @@ image, six versions; ``--quick``: 10,000 cells, 2,048 px). Four steps, as a pers
 Figures: the first figure of the top version, a second figure of that version, the first
 figure of the version below (the same cells), and a revisit of the first figure.
 
-A (now): what the browser asks for, with its caches: ``canvas`` (the colour column), then
-``cells`` and ``channels`` only for a ``cells_key`` / ``image_key`` the page has not kept
+A (now): what the browser asks for, with its caches: ``canvas`` (no buffers), then
+``cells``, ``color_values`` and ``channels`` only for a ``cells_key`` / ``color_keys`` entry /
+``image_key`` the page has not kept
 (the in-page cache, or the HTTP cache for the immutable ``cells`` URL); a ``canvas`` the
 browser holds is revalidated by its ETag and answered 304 (no body). The server starts cold
 (its geometry and overview caches empty), as after a restart.
@@ -53,7 +54,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import alternate, arg_parser, comparison, emit, fmt_time, quiet_warnings, workdir
+from _common import alternate, arg_parser, comparison, emit, fmt_time, load_average, quiet_warnings, workdir
 
 STEPS = ("first figure", "second figure, same version", "same figure, other version", "revisit")
 #: The issues' goals per step: (seconds, bytes); issue 39: the first tissue <= 2.5 MB on the wire at
@@ -132,9 +133,9 @@ class Browser:
 
     def ask(self, name: str, params: dict[str, Any]) -> tuple[Any, int]:
         """The reply and the bytes REST sends for it to Chromium (coded as the server codes it)."""
+        from sds_jupyter.protocol.framing import frame_reply
         from sds_jupyter.server.encoding import encode
         from sds_jupyter.service import dispatch
-        from sds_jupyter.service.framing import frame_reply
 
         reply = dispatch(self.service, name, params)
         body, _coding = encode(frame_reply(reply), BROWSER_ACCEPTS)
@@ -147,6 +148,10 @@ class Browser:
             sent = 0  # If-None-Match matched: 304, no body
         self.etags[(version, figure)] = canvas.etag
         wanted = [("cells", canvas.data["cells_key"], {"key": canvas.data["cells_key"]})]
+        color = canvas.data["color"]
+        if color["mode"] != "none":  # the figure's colours: color_values under the column's name
+            named = canvas.data["color_keys"][color["column"]]
+            wanted.append(("color_values", named, {"column": color["column"], "key": named}))
         if canvas.data.get("image_key"):
             wanted.append(("channels", canvas.data["image_key"], {}))
         for name, key, extra in wanted:
@@ -158,8 +163,8 @@ class Browser:
 
 def open_before(service: Any, version: int, figure: str) -> int:
     """The bytes the service sent before for one figure: the whole canvas and the 2,048 px channels."""
-    from sds_jupyter.service.framing import frame_reply
-    from sds_jupyter.service.reply import Reply, as_buffer
+    from sds_jupyter.protocol.framing import frame_reply
+    from sds_jupyter.protocol.reply import Reply, as_buffer
     from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, build_canvas, channel_planes
     from sds_jupyter.studio.elements import coarsest_level
 
@@ -205,12 +210,14 @@ def check(top: Path, version: int, figure: str) -> bool:
     service = StackService(top)
     canvas = dispatch(service, "canvas", {"version": version, "figure": figure})
     cells = dispatch(service, "cells", {"version": version, "figure": figure, "key": canvas.data["cells_key"]})
+    column = canvas.data["color"]["column"]
+    colors = dispatch(service, "color_values", {"version": version, "figure": figure, "column": column})
     spec = service.session.canvas_spec(version, figure)
     view = service.table_view(version)
     whole = build_canvas(spec, view, view.root, view.attrs)
     ours = (
         [bytes(b) for b in cells.buffers[:2]]
-        + [bytes(b) for b in canvas.buffers]
+        + [bytes(b) for b in colors.buffers]
         + [bytes(b) for b in cells.buffers[2:]]
     )
     theirs = [bytes(b) for i, b in enumerate(whole.buffers) if not (spec.get("image") and i == 3)]
@@ -259,13 +266,15 @@ def check(top: Path, version: int, figure: str) -> bool:
 def wire(top: Path, version: int, figure: str) -> dict[str, Any]:
     """The first figure's replies as REST codes them for Chromium (br, gzip) and as the widget's comm
     sends them (as they are: a comm cannot negotiate a coding), with the time coding took here."""
+    from sds_jupyter.protocol.framing import frame_reply
     from sds_jupyter.server.encoding import encode
     from sds_jupyter.service import StackService, dispatch
-    from sds_jupyter.service.framing import frame_reply
 
     service = StackService(top)
     canvas = dispatch(service, "canvas", {"version": version, "figure": figure})
     asked = [("canvas", {}), ("cells", {"key": canvas.data["cells_key"]})]
+    if canvas.data["color"]["mode"] != "none":
+        asked.append(("color_values", {"column": canvas.data["color"]["column"]}))
     if canvas.data.get("image_key"):
         asked.append(("channels", {}))
     out: dict[str, Any] = {}
@@ -294,8 +303,8 @@ def warm_cells(top: Path, version: int, figure: str, rounds: int) -> dict[str, A
     Warm: the service and its geometry cache kept from the request before, as a running server
     answers a second panel or a page reload. Cold: the geometry cache emptied before each run.
     """
+    from sds_jupyter.protocol.framing import frame_reply
     from sds_jupyter.service import StackService, dispatch
-    from sds_jupyter.service.framing import frame_reply
     from sds_jupyter.service.pieces import cells_cache
     from sds_jupyter.stack.caches import default_caches
 
@@ -336,8 +345,16 @@ READ = """() => {
   const end = draws[s.draws].startTime + draws[s.draws].duration;
   const api = performance.getEntriesByType('resource')
     .filter(e => e.name.includes('/sds-jupyter/api/') && e.startTime >= s.at && e.startTime <= end);
+  const ready = performance.getEntriesByName('sds:draw-ready', 'measure')
+    .filter(e => e.startTime + e.duration >= s.at && e.startTime + e.duration <= end + 1)[0];
   return { seconds: (end - s.at) / 1e3, bytes: api.reduce((n, e) => n + e.transferSize, 0),
+           ready: ready ? (ready.startTime + ready.duration - s.at) / 1e3 : null,
+           decoded: api.reduce((n, e) => n + e.decodedBodySize, 0),
            requests: api.map(e => e.name.split('/api/')[1].split('?')[0] + ':' + e.transferSize),
+           timeline: api.map(e => ({ name: e.name.split('/api/')[1].split('?')[0], sent: e.startTime - s.at,
+             ttfb: e.responseStart - e.startTime, end: e.responseEnd - s.at, bytes: e.transferSize,
+             decoded: e.decodedBodySize,
+             server: Object.fromEntries((e.serverTiming || []).map(t => [t.name, t.duration])) })),
            parts: performance.getEntriesByType('measure')
              .filter(e => e.name.startsWith('sds:') && e.startTime >= s.at && e.startTime + e.duration <= end + 1)
              .map(e => e.name.slice(4) + ':' + Math.round(e.duration)) };
@@ -355,7 +372,9 @@ def browser_steps(top: Path, steps: list[tuple[int, str]], root: Path) -> dict[s
 
 
 def page_steps(top: Path, steps: list[tuple[int, str]], root: Path) -> dict[str, Any] | str:
-    """The four steps in one JupyterLab page: time from the action to the tissue drawn, API bytes.
+    """The four steps in a JupyterLab page, then again in a new page asking no coding, then in the GPU
+    tier, each on a new server (cold, as after a restart): time from the action to the tissue drawn and
+    to its first draw call, API bytes (on the wire and decoded), each request's parts.
 
     Then pan and zoom frames on the first figure (``bench_webgl.drive``: a drag or wheel step a
     frame, from inside the page), in the tier the page chose (software under SwiftShader).
@@ -371,61 +390,199 @@ def page_steps(top: Path, steps: list[tuple[int, str]], root: Path) -> dict[str,
 
     if not (lab.ROOT / "sds_jupyter" / "labextension" / "package.json").exists():
         return "no built labextension (cd js && npm run build)"
-    work = root / "lab"
-    work.mkdir()
-    server, base, _log = lab.start_lab(work, top.parent.parent)
+    found: dict[Any, Any] = {}  # by page (coding, tier), and the frames
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=lab.CHROMIUM, args=lab.CHROMIUM_ARGS)
+        for number, (coding, tier) in enumerate(PAGES):  # a new server and a new context each: all cold alike
+            work = root / f"lab-{number}"
+            work.mkdir()
+            server, base, _log = lab.start_lab(work, top.parent.parent)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 900}, device_scale_factor=lab.DPR)
+                if coding == "identity":
+                    page.set_extra_http_headers({"Accept-Encoding": "identity"})
+                print(f"  browser, a new server and page asking {coding}, {tier} tier ({load_average()})")
+                address = f"{base}/lab/tree/datasets?sds-tier={tier}&"
+                found[(coding, tier)] = _one_page(page, address, top, steps, PlaywrightTimeout)
+                if number == 0:
+                    found["frames"] = _frames(page, bench_webgl)
+                page.close()
+            finally:
+                lab.stop_lab(server)
+        browser.close()
+    return {
+        "steps": found[PAGES[0]],
+        "identity_steps": found[PAGES[1]],
+        "gpu_steps": found[PAGES[2]],
+        "frames": found["frames"],
+    }
+
+
+#: The pages, each new (no cache shared): the coding asked and the render tier forced (``?sds-tier=``).
+#: What Chromium sends (br, gzip) in the software tier, which this machine's SwiftShader picks; then no
+#: coding (every reply as it is, as the widget's comm sends them); then the GPU tier (deck.gl's stock
+#: layers over every cell, drawn by SwiftShader here): both codings and both tiers in the same run.
+PAGES = (("br, gzip", "software"), ("identity", "software"), ("br, gzip", "gpu"))
+
+
+def _one_page(
+    page: Any, address: str, top: Path, steps: list[tuple[int, str]], timeout_error: type
+) -> list[dict[str, Any]]:
+    """The four steps in ``page`` (opened at ``address``, a query begun): each one's time to the tissue
+    drawn, to its first draw call (``ready``), and the API bytes sent meanwhile."""
+    import bench_canvas as lab
+
+    page.set_default_timeout(120_000)  # clicks on a page whose main thread is drawing in software
+    page.goto(f"{address}token={lab.TOKEN}&reset")
+    item = page.locator(".jp-DirListing-item", has_text=top.name).first
+    item.wait_for(timeout=60_000)
+    page.wait_for_timeout(500)
+
+    def open_version() -> None:
+        """As a user: double-click the folder; the version opens on its own figure, else on Figures."""
+        item.dblclick()
+        page.wait_for_selector(".sds-history-row", timeout=60_000)
+        tab = page.locator('.sds-tab[data-tab="figures"]').first
+        if tab.get_attribute("aria-selected") != "true":
+            tab.click()
+
+    actions = [
+        open_version,
+        lambda: page.locator(f'.sds-figure[data-figure="{steps[1][1]}"]').first.scroll_into_view_if_needed(),
+        lambda: page.locator(f'.sds-history-row[data-depth="{steps[2][0]}"]').first.click(),
+        lambda: page.locator(f'.sds-history-row[data-depth="{steps[3][0]}"]').first.click(),
+    ]
     out: list[dict[str, Any]] = []
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=lab.CHROMIUM, args=lab.CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 900}, device_scale_factor=lab.DPR)
-            page.goto(f"{base}/lab/tree/datasets?token={lab.TOKEN}&reset")
-            item = page.locator(".jp-DirListing-item", has_text=top.name).first
-            item.wait_for(timeout=60_000)
-            page.wait_for_timeout(500)
+    for name, action in zip(STEPS, actions, strict=True):
+        page.wait_for_timeout(1500)  # what the step before asked for has arrived
+        page.evaluate(ARM)
+        try:
+            # a page drawing a million cells in software holds its main thread for seconds: a click waits
+            action()
+            page.wait_for_function(READ, timeout=60_000, polling=50)
+        except timeout_error:  # e.g. the second figure was near the view and drawn with the first
+            print(f"  browser, {name}: no new tissue drawn within 60 s (or the action was not taken)")
+            out.append({"seconds": None, "bytes": None, "decoded": None, "requests": [], "ready": None})
+            continue
+        found = page.evaluate(READ)
+        if found["seconds"] < 0:  # drawn before the action (it was near the view), recorded after
+            print(f"  browser, {name}: drawn before the step began (with the one above); counted as 0 s")
+            found["seconds"] = 0.0
+        ready = "" if found["ready"] is None else f" (first draw call at {found['ready']:.2f} s)"
+        print(
+            f"  browser, {name}: {found['seconds']:.2f} s{ready}, {found['bytes'] / 1e6:.2f} MB on the wire "
+            f"({found['decoded'] / 1e6:.2f} MB decoded) {found['requests']}"
+        )
+        print(f"    of it (User Timing, ms): {found['parts']}")
+        for asked in found["timeline"]:
+            print(f"    {_request_line(asked)}")
+        out.append(found)
+    return out
 
-            def open_version() -> None:
-                """As a user: double-click the folder; the version opens on its own figure, else on Figures."""
-                item.dblclick()
-                page.wait_for_selector(".sds-history-row", timeout=60_000)
-                tab = page.locator('.sds-tab[data-tab="figures"]').first
-                if tab.get_attribute("aria-selected") != "true":
-                    tab.click()
 
-            actions = [
-                open_version,
-                lambda: page.locator(f'.sds-figure[data-figure="{steps[1][1]}"]').first.scroll_into_view_if_needed(),
-                lambda: page.locator(f'.sds-history-row[data-depth="{steps[2][0]}"]').first.click(),
-                lambda: page.locator(f'.sds-history-row[data-depth="{steps[3][0]}"]').first.click(),
-            ]
-            for name, action in zip(STEPS, actions, strict=True):
-                page.wait_for_timeout(1500)  # what the step before asked for has arrived
-                page.evaluate(ARM)
-                action()
-                try:
-                    page.wait_for_function(READ, timeout=60_000, polling=50)
-                except PlaywrightTimeout:  # e.g. the second figure was near the view and drawn with the first
-                    print(f"  browser, {name}: no new tissue drawn within 60 s")
-                    out.append({"seconds": None, "bytes": None, "requests": []})
-                    continue
-                found = page.evaluate(READ)
-                if found["seconds"] < 0:  # drawn before the action (it was near the view), recorded after
-                    print(f"  browser, {name}: drawn before the step began (with the one above); counted as 0 s")
-                    found["seconds"] = 0.0
-                print(f"  browser, {name}: {found['seconds']:.2f} s, {found['bytes'] / 1e6:.2f} MB {found['requests']}")
-                print(f"    of it (User Timing, ms): {found['parts']}")
-                out.append(found)
-            frames: dict[str, Any] = {"tier": page.locator(".sds-deck-stage").first.get_attribute("data-tier")}
-            for kind in ("pan", "zoom"):
-                got = bench_webgl.drive(page, kind)
-                frames[kind] = bench_webgl.median(got["frames"]) if got["frames"] else None
-                frames[f"{kind}_frames"] = len(got["frames"])
-                shown = "no frame drawn" if frames[kind] is None else f"{frames[kind] * 1e3:.1f} ms"
-                print(f"  browser, {kind} frame (median of {len(got['frames'])}, {frames['tier']} tier): {shown}")
-            browser.close()
-    finally:
-        lab.stop_lab(server)
-    return {"steps": out, "frames": frames}
+def _request_line(asked: dict[str, Any]) -> str:
+    """One request of a step: when it was sent and ended (ms after the action), its time to first byte,
+    the server's parts (``Server-Timing``) and its bytes on the wire and decoded."""
+    server = " ".join(f"{name} {ms:.0f}" for name, ms in asked["server"].items()) or "none (cached in the page)"
+    return (
+        f"{asked['name']:<14} sent {asked['sent']:6.0f}  end {asked['end']:6.0f}  ttfb {asked['ttfb']:6.0f}  "
+        f"server: {server}; {asked['bytes'] / 1e3:.0f} kB ({asked['decoded'] / 1e3:.0f} kB decoded)"
+    )
+
+
+def _frames(page: Any, bench_webgl: Any) -> dict[str, Any]:
+    """Pan and zoom frames on the first figure, in the tier the page chose."""
+    frames: dict[str, Any] = {"tier": page.locator(".sds-deck-stage").first.get_attribute("data-tier")}
+    for kind in ("pan", "zoom"):
+        got = bench_webgl.drive(page, kind)
+        frames[kind] = bench_webgl.median(got["frames"]) if got["frames"] else None
+        frames[f"{kind}_frames"] = len(got["frames"])
+        shown = "no frame drawn" if frames[kind] is None else f"{frames[kind] * 1e3:.1f} ms"
+        print(f"  browser, {kind} frame (median of {len(got['frames'])}, {frames['tier']} tier): {shown}")
+    return frames
+
+
+def byte_comparisons(seen: dict[str, Any]) -> list[dict[str, Any]]:
+    """The first tissue's and the other version's API bytes, coded (br, gzip) over none, from one run's two pages.
+
+    A ratio of bytes, not of times: ``run_all`` and ``compare_runs`` read it as any other ratio,
+    so a figure the docs quote has its same-run peer and its reproduction beside it.
+    """
+    out = []
+    for index, name in ((0, "first tissue"), (2, "same figure, other version")):
+        coded, plain = seen["steps"][index], seen["identity_steps"][index]
+        if not coded.get("bytes") or not plain.get("bytes"):
+            continue
+        ratio = coded["bytes"] / plain["bytes"]
+        print(
+            f"  bytes, {name}: {coded['bytes'] / 1e6:.3f} MB coded (br, gzip), {plain['bytes'] / 1e6:.3f} MB asking "
+            f"identity: {ratio:.2f}"
+        )
+        out.append(
+            {
+                "name": f"bytes of the {name}, coded / identity (JupyterLab page)",
+                "a": "br, gzip",
+                "b": "identity",
+                "measure": "bytes",
+                "bytes_a": coded["bytes"],
+                "bytes_b": plain["bytes"],
+                "median_a_s": None,
+                "median_b_s": None,
+                "ratio": ratio,
+                "ratio_of_medians": ratio,
+                "ratio_q1": ratio,
+                "ratio_q3": ratio,
+                "rounds": 1,
+                "unit": "step",
+                "goal": None,
+                "goal_seconds": None,
+                "met": None,
+            }
+        )
+    return out
+
+
+def time_comparisons(seen: dict[str, Any]) -> list[dict[str, Any]]:
+    """The first tissue's times, to its first draw call and drawn, against their same-run peers.
+
+    To the first draw call (``sds:draw-ready``'s end): the server's replies, the network, the page's
+    decode, cell index, deck.gl's context and layers, but no frame drawn, so what a GPU does not
+    speed up. Peers: the identity page (the same steps, nothing coded), and the other tier.
+    """
+    pages = {"coded": seen["steps"][0], "identity": seen["identity_steps"][0], "gpu": seen["gpu_steps"][0]}
+    pairs = [
+        ("coded", "identity", "ready", "first tissue to its first draw call, coded / identity (software tier)"),
+        ("coded", "identity", "seconds", "first tissue drawn under SwiftShader, coded / identity (software tier)"),
+        ("gpu", "coded", "ready", "first tissue to its first draw call, GPU tier / software tier (coded)"),
+        ("gpu", "coded", "seconds", "first tissue drawn under SwiftShader, GPU tier / software tier (coded)"),
+    ]
+    out = []
+    for a, b, field, name in pairs:
+        time_a, time_b = pages[a].get(field), pages[b].get(field)
+        if not time_a or not time_b:
+            continue
+        ratio = time_a / time_b
+        print(f"  {name}: {time_a:.2f} s against {time_b:.2f} s: {ratio:.2f}")
+        labels = {"coded": "br, gzip", "identity": "identity", "gpu": "GPU tier"}
+        out.append(
+            {
+                "name": name,
+                "a": labels[a],
+                "b": labels[b],
+                "median_a_s": time_a,
+                "median_b_s": time_b,
+                "ratio": ratio,
+                "ratio_of_medians": ratio,
+                "ratio_q1": ratio,
+                "ratio_q3": ratio,
+                "rounds": 1,
+                "unit": "step",
+                "goal": None,
+                "goal_seconds": None,
+                "met": None,
+            }
+        )
+    return out
 
 
 #: How run_all names each browser step's verdict (``browser_<slug>_met``).
@@ -460,7 +617,9 @@ def main() -> None:
                 print(f"  skipped: {seen}")
                 emit("first_tissue", [], wire=coded, browser=seen)
             else:
-                emit("first_tissue", [], wire=coded, browser=seen, **browser_verdicts(seen["steps"], goals(args.cells)))
+                verdicts = browser_verdicts(seen["steps"], goals(args.cells))
+                found = byte_comparisons(seen) + time_comparisons(seen)
+                emit("first_tissue", found, wire=coded, browser=seen, **verdicts)
             return
         print(f"steps: {steps}; A's buffers are B's: {check(top, *steps[0])}")
         runs: dict[bool, list[list[tuple[float, int]]]] = {True: [], False: []}
@@ -504,6 +663,7 @@ def main() -> None:
             print(f"  skipped: {seen}")
         else:
             verdicts = browser_verdicts(seen["steps"], target)
+            comparisons += byte_comparisons(seen) + time_comparisons(seen)
         emit(
             "first_tissue",
             comparisons,

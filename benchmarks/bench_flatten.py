@@ -84,7 +84,7 @@ def tree_stats(path: Path) -> tuple[int, int]:
 
 def main() -> None:
     args = begin(__doc__)
-    from sds_jupyter.stack.flatten import flatten
+    from sds_jupyter.stack.flatcopy import flatten
 
     n_obs = 20_000 if args.quick else 200_000
     length = 512 if args.quick else 1024

@@ -31,7 +31,7 @@ def build(root: Path, n_cells: int) -> tuple[Path, Path]:
     from zarr.codecs import GzipCodec
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from stackkit import write_version  # type: ignore[import-not-found]
+    from kit.stackkit import write_version  # type: ignore[import-not-found]
 
     base = root / "base-1111" / "store.zarr"
     group = zarr.open_group(base, mode="w", zarr_format=3)

@@ -41,7 +41,7 @@ def build(root: Path, n_cells: int) -> Path:
     from spatialdata.models import TableModel
 
     from sds_jupyter.stack import Stack
-    from sds_jupyter.stack.writer import VersionWriter
+    from sds_jupyter.stack.write.writer import VersionWriter
 
     rng = np.random.default_rng(n_cells)
     base = root / f"obs-{n_cells}-base" / "table.sdata.zarr"

@@ -149,7 +149,7 @@ def main() -> None:
 
     from sds_jupyter.demo import build_demo
     from sds_jupyter.stack import Stack
-    from sds_jupyter.stack.flatten import flatten
+    from sds_jupyter.stack.flatcopy import flatten
     from sds_jupyter.stack.open import open_anndata
 
     rounds = args.rounds or (2 if args.quick else 5)

@@ -36,7 +36,7 @@ def build(root: Path, n_obs: int, n_vars: int) -> tuple[Path, Path]:
     import numpy as np
     import pandas as pd
 
-    from sds_jupyter.stack.flatten import flatten
+    from sds_jupyter.stack.flatcopy import flatten
 
     datasets = root / "datasets"
     base, rng = table_base(datasets, n_obs, n_vars)

@@ -110,10 +110,11 @@ def main() -> None:
     import zarr
     from zarr.storage import ZipStore
 
-    from sds_jupyter.stack import open_stack, zipindex
+    from sds_jupyter.stack import open_stack
     from sds_jupyter.stack.caches import default_caches
-    from sds_jupyter.stack.location import location_of
-    from sds_jupyter.stack.sources import ZipSource
+    from sds_jupyter.stack.storage import zipindex
+    from sds_jupyter.stack.storage.location import location_of
+    from sds_jupyter.stack.storage.sources import ZipSource
 
     members = 1_000_000 if args.full else (20_000 if args.quick else 100_000)
     rounds = args.rounds or (3 if args.quick or args.full else 7)

@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/run_all.py            # or: make bench
     .venv/bin/python benchmarks/run_all.py --quick    # smoke run, small data
     .venv/bin/python benchmarks/run_all.py --full     # the million-member sizes (slow)
+    .venv/bin/python benchmarks/run_all.py --transcripts-30m bench_points   # or: make bench BENCH_ARGS=...
 
 Timing never fails the run: a missed goal is reported in the table. The exit
 status is non-zero only when a benchmark crashes.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -45,6 +47,7 @@ BENCHMARKS = [
     "bench_first_tissue.py",  # builds the demo (100k cells): bytes and server time per Figures step, sent once vs per figure
     "bench_obs_requests.py",  # builds 100k and 1M-cell stacks with 31 obs columns
     "bench_points.py",  # a 3M-transcript points element written by spatialdata: index, first view, a pan at full zoom
+    "bench_shape_tiles.py",  # builds the demo (100k cells): nucleus tile bytes coded vs identity; an index past MAX_SHAPES vs geopandas
     "bench_compare_branch.py",  # builds the Xenium demo (3,000 cells); compare with its branch
     "bench_export.py",  # builds the 100,000-cell tissue demo; exports it with vector and pictured cells
     "bench_export_worker.py",  # builds the 3,000-cell tissue demo; exports drawn by the worker and in place
@@ -56,8 +59,17 @@ BENCHMARKS = [
 ]
 
 
+def one_minute_load() -> float | None:
+    """The 1-minute load average (None where the platform has none)."""
+    try:
+        return round(os.getloadavg()[0], 1)
+    except OSError:  # pragma: no cover - not on this platform
+        return None
+
+
 def run_one(script: str, extra: list[str]) -> tuple[dict[str, Any] | None, float, int]:
     print(f"\n=== {script} ===", flush=True)
+    load_before = one_minute_load()
     start = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, str(HERE / script), *extra],
@@ -73,6 +85,9 @@ def run_one(script: str, extra: list[str]) -> tuple[dict[str, Any] | None, float
         else:
             print(line, end="", flush=True)
     code = process.wait()
+    if result is not None:
+        # the load the benchmark ran under, at its start and its end: a ratio is read beside it
+        result["load_1min"] = [load_before, one_minute_load()]
     return result, time.perf_counter() - start, code
 
 
@@ -80,7 +95,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small data, few rounds")
     parser.add_argument("--full", action="store_true", help="full sizes (1,000,000 zip members / files)")
+    parser.add_argument(
+        "--transcripts-30m",
+        action="store_true",
+        help="bench_points on 30,000,000 transcripts (the million-cell demo's count; minutes, GBs of disk)",
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument(
+        "--pass",
+        dest="passed",
+        default="",
+        metavar="ARGS",
+        help='arguments given to every benchmark run, e.g. --pass="--browser-only --top DIR" for bench_first_tissue',
+    )
     parser.add_argument("only", nargs="*", help="run only these benchmarks (e.g. bench_open)")
     args = parser.parse_args()
 
@@ -88,14 +115,15 @@ def main() -> int:
     if args.only:
         wanted = {name.removesuffix(".py") for name in args.only}
         scripts = [s for s in BENCHMARKS if s.removesuffix(".py") in wanted]
-    extra = (["--quick"] if args.quick else []) + (["--full"] if args.full else [])
+    extra = (["--quick"] if args.quick else []) + (["--full"] if args.full else []) + args.passed.split()
 
     print(f"machine: {machine()}")
     total_start = time.perf_counter()
     results: list[dict[str, Any]] = []
     crashed: list[str] = []
     for script in scripts:
-        result, elapsed, code = run_one(script, extra)
+        heavy = ["--points", "30000000"] if args.transcripts_30m and script == "bench_points.py" else []
+        result, elapsed, code = run_one(script, extra + heavy)
         if code != 0 or result is None:
             crashed.append(script)
             print(f"!!! {script} exited with status {code}", flush=True)
@@ -104,22 +132,29 @@ def main() -> int:
         results.append(result)
     total = time.perf_counter() - total_start
 
-    rows = [("benchmark", "A", "B", "median A", "median B", "A/B", "(quartiles)", "goal", "")]
+    rows = [("benchmark", "A", "B", "median A", "median B", "A/B", "(quartiles)", "CPU A/B", "load", "goal", "")]
     for result in results:
+        load = "..".join("?" if x is None else f"{x:g}" for x in result.get("load_1min", []))
         for c in result["comparisons"]:
             goal = "" if c["goal"] is None else f"<= {c['goal']:g}"
             if c.get("goal_seconds") is not None:
                 goal = f"A <= {fmt(c['goal_seconds'])}"
             verdict = "" if c["met"] is None else ("met" if c["met"] else "MISSED")
+            measured = (
+                (f"{c['bytes_a'] / 1e6:.3f} MB/{c['unit']}", f"{c['bytes_b'] / 1e6:.3f} MB/{c['unit']}")
+                if c.get("measure") == "bytes"  # a ratio of bytes (bench_first_tissue), not of times
+                else (fmt(c["median_a_s"]) + f"/{c['unit']}", fmt(c["median_b_s"]) + f"/{c['unit']}")
+            )
             rows.append(
                 (
                     c["name"],
                     c["a"],
                     c["b"],
-                    fmt(c["median_a_s"]) + f"/{c['unit']}",
-                    fmt(c["median_b_s"]) + f"/{c['unit']}",
+                    *measured,
                     f"{c['ratio']:.2f}",
                     f"({c['ratio_q1']:.2f}..{c['ratio_q3']:.2f})",
+                    f"{c['cpu_ratio']:.2f}" if "cpu_ratio" in c else "-",
+                    load,
                     goal,
                     verdict,
                 )

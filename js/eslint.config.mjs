@@ -36,6 +36,44 @@ const layerRules = Object.entries(APP_LAYERS).map(([folder, allowed]) => ({
   }
 }));
 
+// Inside spatial/: the layer factories (spatial/layers/, one file per data kind) sit below the
+// stage: they turn a scene into deck.gl layers and know nothing of who draws them, so they may
+// not import the stage (spatial.ts, deck.ts, tier.ts and the stage's parts) nor the feature folders.
+const STAGE = ['spatial', 'deck', 'tier', 'celldrawing', 'imagedrawing', 'framemeter', 'outlinegathering'];
+const layersRule = {
+  files: ['src/app/spatial/layers/**/*.ts'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            group: [...STAGE.map(m => `../${m}`), ...FOLDERS.filter(f => f !== 'shared' && f !== 'spatial').map(f => `**/${f}/*`), '../index', '**/lab/*', '**/widget*'],
+            message: 'src/app/spatial/layers/ sits below the stage: it may import deck.gl and spatial/ helpers, not the stage (eslint.config.mjs).'
+          }
+        ]
+      }
+    ]
+  }
+};
+
+// The UI flows read what a step changed once it is there, never after a guessed pause (a flow
+// read a status line before its reply and failed CI once): waits are for conditions, with the
+// harness's until/settled/layoutSaved; an absence is proved over the product's own interval
+// (harness.mjs pollIntervals).
+const flowsRule = {
+  files: ['ui-tests/**/*.mjs'],
+  rules: {
+    'no-restricted-syntax': [
+      'error',
+      {
+        selector: "CallExpression[callee.property.name='waitForTimeout']",
+        message: 'No fixed sleeps in UI flows: wait for the condition (locator.waitFor, waitForFunction, harness until/settled/layoutSaved).'
+      }
+    ]
+  }
+};
+
 export default tseslint.config(
   { ignores: ['lib/', 'node_modules/'] },
   js.configs.recommended,
@@ -51,5 +89,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' }]
     }
   },
-  ...layerRules
+  ...layerRules,
+  layersRule,
+  flowsRule
 );

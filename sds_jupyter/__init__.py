@@ -12,12 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 from sds_jupyter._version import __version__
 from sds_jupyter.errors import MissingDatasetError, StackError
-from sds_jupyter.stack import Stack, StackCaches, StackStore, open_stack
-from sds_jupyter.stack.flatten import flatten
-from sds_jupyter.stack.inspect import check, describe
-from sds_jupyter.stack.open import open_anndata, open_spatialdata
-from sds_jupyter.stack.save import save_version
-from sds_jupyter.stack.writer import VersionWriter
+from sds_jupyter.stack import (
+    Stack,
+    StackCaches,
+    StackStore,
+    VersionWriter,
+    check,
+    describe,
+    flatten,
+    open_anndata,
+    open_spatialdata,
+    open_stack,
+    save_version,
+)
 
 if TYPE_CHECKING:
     from sds_jupyter.service.export import export_figure

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
-from sds_jupyter.errors import StackError
+from sds_jupyter.errors import StackError, sole_refusal
 from sds_jupyter.terminal import escape_controls
 
 __all__ = ["main"]
@@ -168,6 +168,12 @@ def _main(argv: Sequence[str] | None) -> int:
     except StackError as exc:
         _error(str(exc))
         return EXIT_REFUSED
+    except BaseExceptionGroup as group:
+        refusal = sole_refusal(group)
+        if refusal is group:
+            raise
+        _error(str(refusal))
+        return EXIT_REFUSED
     except BrokenPipeError:
         raise  # the reader left: main stops quietly, no error line
     except OSError as exc:
@@ -211,8 +217,7 @@ def _error(message: str, prefix: str = "sds-jupyter: error: ") -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from sds_jupyter.stack.flatten import flatten
-    from sds_jupyter.stack.inspect import check, describe
+    from sds_jupyter.stack import check, describe, flatten
 
     if args.command == "describe":
         # a missing parent: what resolved, then what is missing (as the panel shows it), status 1
@@ -251,13 +256,13 @@ def _run(args: argparse.Namespace) -> int:
         say(f"wrote {out}")
         return 0
     if args.command == "upload":
-        from sds_jupyter.stack.exchange import upload_version
+        from sds_jupyter.stack import upload_version
 
         dataset_id = upload_version(args.path, project=args.project, process=args.process, folders=args.folders)
         say(f"uploaded {args.path} as Cirro dataset {dataset_id}")
         return 0
     if args.command == "fetch":
-        from sds_jupyter.stack.exchange import fetch_missing
+        from sds_jupyter.stack import fetch_missing
 
         previous = signal.signal(signal.SIGTERM, _interrupted)  # a kill cleans up as Ctrl-C does
         try:

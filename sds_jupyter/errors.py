@@ -20,7 +20,10 @@ command line) hand to the front end unchanged::
         ├── WriteRefusedError       kind "write-refused"  a save would touch something it must not
         ├── CirroError              kind "cirro"        the Cirro SDK failed (connecting, uploading, fetching)
         ├── MissingExtraError       kind "missing-extra"  a feature's libraries are not installed (also an ImportError)
-        └── (figure, result, element, no-studio-data: see sds_jupyter.studio.errors)
+        ├── FigureError             kind "figure"       a figure spec in uns cannot be drawn
+        ├── ResultError             kind "result"       a result entry in uns is missing or unreadable
+        ├── ElementError            kind "element"      a spatial element a figure names is missing or unreadable
+        └── NoStudioDataError       kind "no-studio-data"  the table keeps no spatial_data_studio section
 
 Messages are one line that says what is wrong and what to do about it.
 """
@@ -34,12 +37,16 @@ __all__ = [
     "EXTRA_MODULES",
     "BaseStoreError",
     "CirroError",
+    "ElementError",
     "ErrorKind",
+    "FigureError",
     "InflationError",
     "ManifestError",
     "MissingDatasetError",
     "MissingExtraError",
+    "NoStudioDataError",
     "ReferenceError_",
+    "ResultError",
     "SpecialFileError",
     "StackChangedError",
     "StackCycleError",
@@ -177,7 +184,28 @@ class MissingExtraError(StackError, ImportError):
         self.name = missing
 
 
-#: The modules each extra of pyproject.toml brings that the package imports (tests/test_install.py
+# What the app keeps in uns (figures, results) and the elements its figures draw.
+
+
+class FigureError(StackError):
+    kind = "figure"
+
+
+class ResultError(StackError):
+    kind = "result"
+
+
+class ElementError(StackError):
+    kind = "element"
+
+
+class NoStudioDataError(StackError):
+    """The table was never saved by the app, so it has no figures or results to show."""
+
+    kind = "no-studio-data"
+
+
+#: The modules each extra of pyproject.toml brings that the package imports (tests/project/test_install.py
 #: keeps this equal to the extras there). The browser draws and exports figures, so
 #: ``jupyter`` includes ``export``.
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
@@ -220,3 +248,26 @@ def needs_extra(extra: str, feature: str) -> None:
                 extra,
                 module,
             )
+
+
+def sole_refusal(exc: BaseException) -> BaseException:
+    """The refusal inside ``exc`` when it is an exception group of refusals only, else ``exc``.
+
+    zarr 3.2+ reads part of a shard in a task group, so a refusal our store raises there (a chunk
+    that would inflate past its array's size) reaches the caller wrapped in an ExceptionGroup. The
+    user should still read the one-line refusal, and transports answer it as the refusal it is
+    (400, not 500). A group holding anything else is a failure of its own and stays as it is.
+    """
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [exc]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(reversed(current.exceptions))
+        else:
+            leaves.append(current)
+    if leaves and all(isinstance(leaf, StackError) for leaf in leaves):
+        return leaves[0]
+    return exc

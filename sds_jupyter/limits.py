@@ -6,7 +6,7 @@ a results table that claims terabytes, a column of a million distinct values, a 
 100 MB or a client walking every version would otherwise become gigabytes of memory,
 minutes of reads or a 500. Each number below says why it is that number; every layer
 (the stack library, studio, the service, the server) imports it from here, and
-docs/safety.md lists them all (tests/test_docs.py checks it). This module sits at the
+docs/safety.md lists them all (tests/project/test_docs.py checks it). This module sits at the
 bottom of the import layers (beside ``errors``) so that the stack library and studio may use it too.
 """
 
@@ -19,7 +19,7 @@ from typing import Generic, TypeVar, cast
 import numpy as np
 import zarr
 
-from sds_jupyter.lru import ByteLRU
+from sds_jupyter.lru import ByteLRU, Turn
 
 __all__ = [
     "EXPORT_TIMEOUT_SECONDS",
@@ -46,6 +46,8 @@ __all__ = [
     "MAX_EXPORT_PIXELS",
     "MAX_FETCH_FILES",
     "MAX_IMAGE_AXIS",
+    "MAX_INDEXED_SHAPES",
+    "MAX_INDEXED_VERTICES",
     "MAX_LEVELS",
     "MAX_LISTED_VERSIONS",
     "MAX_OUTLINE_TILE_CELLS",
@@ -56,10 +58,12 @@ __all__ = [
     "MAX_RESULT_BYTES",
     "MAX_SHAPES",
     "MAX_SHAPES_BYTES",
+    "MAX_SHAPES_GROUP_BYTES",
     "MAX_STORE_OBJECT",
     "MAX_TEXT_VALUE_BYTES",
     "MAX_TITLE_MANIFEST_BYTES",
     "MAX_UNS_BYTES",
+    "MIN_WKB_BYTES",
     "SCANS_CACHE_BYTES",
     "BoundedCache",
     "chunk_bound",
@@ -144,6 +148,19 @@ MAX_OUTLINE_TILE_CELLS = 16_384
 MAX_SHAPES = 2**22
 #: The most decoded bytes a shapes parquet's row groups may claim: 4 million outlines of 16 points.
 MAX_SHAPES_BYTES = 1024**3
+#: The most shapes an element past MAX_SHAPES may hold to be outlined by tile (studio.shapeindex):
+#: it is read a row group at a time and its rings spilled to a private folder on disk (about 28
+#: bytes a shape and 8 a vertex there), so 2^25 (33 million) shapes of 16 vertices take ~5 GB.
+MAX_INDEXED_SHAPES = 2**25
+#: The most outline vertices such an element's rings may hold on disk (8 bytes each: 4 GiB).
+MAX_INDEXED_VERTICES = 2**29
+#: The most decoded bytes one row group's geometry (and radius) columns may claim in its footer
+#: to be read for that index: one row group is what a step of the build holds.
+MAX_SHAPES_GROUP_BYTES = 512 * 1024**2
+#: The fewest bytes one stored WKB value takes (a point: 21). A geometry column whose row group
+#: claims fewer decoded bytes than rows times this repeats a value by dictionary (kilobytes
+#: claiming millions of polygons): refused before a row is read, as MAX_SHAPES refuses it whole.
+MIN_WKB_BYTES = 21
 
 # ------------------------------------------------------------------ results and compare
 
@@ -222,6 +239,23 @@ def claimed_bytes(node: zarr.Group | zarr.Array) -> int:
     return total
 
 
+#: Bytes a stored form of a chunk may hold beyond its values (and a sixty-fourth of them, what a
+#: compressor adds to incompressible data): codec headers and checksums, blosc's and lz4's block
+#: overhead, a shard's index, parquet's page headers and levels. The one allowance every size
+#: check against :func:`chunk_bound` adds, through :func:`with_headroom`.
+CODEC_HEADROOM_BYTES = 64 * 1024
+
+
+def with_headroom(values: int) -> int:
+    """The most bytes ``values`` bytes of values may take with their framing: the one headroom rule.
+
+    Why one: the stack's chunk check (a chunk's stored size) and the points reader (a parquet
+    column's decompressed size with its page headers) hold stored bytes to :func:`chunk_bound`;
+    with two allowances the same bytes could pass one reader and be refused by the other.
+    """
+    return values + values // 64 + CODEC_HEADROOM_BYTES
+
+
 def chunk_bound(chunk_items: int, array_items: int, itemsize: int | None) -> int:
     """The most bytes one chunk of an array may decompress to: the one rule every read is held to.
 
@@ -272,14 +306,17 @@ class BoundedCache(Generic[K, V]):
     def max_bytes(self) -> int | None:
         return self._entries.max_bytes
 
+    def claim(self, key: K) -> Turn[V]:
+        """The caller's turn at ``key`` (:meth:`~sds_jupyter.lru.ByteLRU.claim`): the value kept, or
+        the duty to make it and ``fill`` it with its size (the oldest evicted past either bound)."""
+        return self._entries.claim(key)
+
     def get(self, key: K, make: Callable[[], V]) -> V:
         """The value under ``key``, made (and the oldest evicted past either bound) when absent."""
-        found = self._entries.find(key)
-        if found is not None:
-            return found[0]
-        value = make()  # outside the lock: a slow read must not hold up other keys
-        self._entries.put(key, value)
-        return value
+        with self._entries.claim(key) as turn:
+            if turn.missing:
+                turn.fill(make())  # outside the lock: a slow read holds up only this key
+        return turn.value
 
     @property
     def bytes(self) -> int:

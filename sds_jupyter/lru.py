@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Generic, TypeVar
 
-__all__ = ["ByteLRU"]
+__all__ = ["ByteLRU", "Turn"]
 
 V = TypeVar("V")
 
@@ -95,9 +95,13 @@ class ByteLRU(Generic[V]):
             self._entries.move_to_end(key)
             return (entry[0],)
 
-    def put(self, key: Hashable, value: V) -> None:
-        """Keep ``value`` as the most recently used, dropping the least recently used past either bound."""
-        size = self._size_of(value)
+    def put(self, key: Hashable, value: V, nbytes: int | None = None) -> None:
+        """Keep ``value`` as the most recently used, dropping the least recently used past either bound.
+
+        ``nbytes`` is its size when the caller knows it (else ``size_of(value)``): a caller that
+        passes the number is never called back to size what it just made.
+        """
+        size = self._size_of(value) if nbytes is None else nbytes
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
@@ -128,41 +132,47 @@ class ByteLRU(Generic[V]):
         with self._lock:
             return list(self._entries)
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
-        """The value kept under ``key``, else ``compute()`` kept and returned.
+    def claim(self, key: Hashable) -> Turn[V]:
+        """The caller's turn at ``key``: the value kept (or just computed by another thread), or the duty to make it.
 
-        Threads missing at once compute once: the first computes, the others wait for its
-        value (or its error). Why: a page opening four figures of one tissue asks for the same
-        cells four times at once; four computations of a million cells' outlines on two cores
-        made each answer four times as late.
+        Use it as ``with cache.claim(key) as turn: if turn.missing: turn.fill(make(), nbytes)``,
+        then read ``turn.value``. Threads missing at once compute once: the first gets the
+        turn (``missing``), the others wait here for its value (or its error, raised here).
+        Why: a page opening four figures of one tissue asks for the same cells four times at
+        once; four computations of a million cells' outlines on two cores made each answer
+        four times as late. Why the caller makes the value in its own frame rather than
+        handing this map a function to call: the cache stays a store of plain values, never
+        calling back into its owner (``tools/walk.py`` counts such returns).
         """
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
                 self.hits += 1
-                return entry[0]
+                return Turn(self, key, (entry[0],), None)
             pending = self._pending.get(key)
-            computing = pending is None
             if pending is None:
                 pending = self._pending[key] = Future()
                 self.misses += 1
-            else:
-                self.hits += 1
-        if not computing:
-            return pending.result()
-        try:
-            value = compute()
-        except BaseException as exc:
-            with self._lock:
-                del self._pending[key]
-            pending.set_exception(exc)
-            raise
-        self.put(key, value)
+                return Turn(self, key, None, pending)
+            self.hits += 1
+        return Turn(self, key, (pending.result(),), None)
+
+    def _settle(self, key: Hashable, pending: Future[V], made: tuple[V] | None, error: BaseException | None) -> None:
+        """End a computing turn: the threads waiting on ``key`` get its value, or its error (nothing kept)."""
         with self._lock:
             del self._pending[key]
-        pending.set_result(value)
-        return value
+        if made is not None:
+            pending.set_result(made[0])
+        else:
+            pending.set_exception(error or LookupError(f"the turn at {key!r} ended without a value"))
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], V]) -> V:
+        """The value kept under ``key``, else ``compute()`` kept and returned (:meth:`claim` with a function)."""
+        with self.claim(key) as turn:
+            if turn.missing:
+                turn.fill(compute())
+        return turn.value
 
     def clear(self) -> None:
         """Drop every entry and zero the counts."""
@@ -170,3 +180,45 @@ class ByteLRU(Generic[V]):
             self._entries.clear()
             self._bytes = 0
             self.hits = self.misses = 0
+
+
+class Turn(Generic[V]):
+    """One caller's turn at a key of a :class:`ByteLRU` (from :meth:`ByteLRU.claim`), used as a context.
+
+    ``missing`` says the caller is to make the value and :meth:`fill` it; on leaving the
+    ``with`` block the threads waiting on the key get the value, or the error that ended the
+    block (a failure is not kept: the next claim tries again).
+    """
+
+    def __init__(self, lru: ByteLRU[V], key: Hashable, found: tuple[V] | None, pending: Future[V] | None) -> None:
+        self._lru = lru
+        self._key = key
+        self._found = found
+        self._pending = pending
+
+    @property
+    def missing(self) -> bool:
+        """Whether this caller is to make the value (nobody had it, nobody was making it)."""
+        return self._found is None
+
+    @property
+    def value(self) -> V:
+        """The value kept, waited for, or filled by this caller."""
+        if self._found is None:
+            raise LookupError(f"the turn at {self._key!r} has no value yet")
+        return self._found[0]
+
+    def fill(self, value: V, nbytes: int | None = None) -> None:
+        """Keep ``value`` (of ``nbytes``, else as the map sizes it) as this turn's answer."""
+        if self._pending is None:
+            raise RuntimeError("only the turn that found the key missing fills it")
+        self._found = (value,)
+        self._lru.put(self._key, value, nbytes)
+
+    def __enter__(self) -> Turn[V]:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._lru._settle(self._key, pending, self._found, error)

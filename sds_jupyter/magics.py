@@ -28,7 +28,7 @@ except ImportError:
     needs_extra("jupyter", "the %sds_open and %sds_save magics")
     raise
 
-from sds_jupyter.stack.location import is_url
+from sds_jupyter.stack import is_url
 
 __all__ = ["StackMagics", "load_ipython_extension", "parse_magic_line"]
 

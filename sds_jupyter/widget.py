@@ -25,9 +25,9 @@ import hashlib
 import html
 import os
 import weakref
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 
@@ -40,10 +40,21 @@ except ImportError:
     needs_extra("jupyter", "the notebook widget (VersionBrowser)")
     raise
 
+from sds_jupyter.protocol.types import (
+    OpenAdataData,
+    OpenVersionData,
+    WidgetAnswered,
+    WidgetApp,
+    WidgetAskApp,
+    WidgetOpenAdata,
+    WidgetOpenVersion,
+    WidgetRequest,
+    WidgetResponse,
+    message_kind,
+)
 from sds_jupyter.service import Reply, StackService, dispatch, error_payload
-from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.types import OpenAdataData, OpenVersionData, WidgetApp, WidgetResponse
-from sds_jupyter.stack.stack import Stack
+from sds_jupyter.service.errormap import RequestError
+from sds_jupyter.stack import Stack
 
 __all__ = ["STATIC_DIR", "VersionBrowser", "bound_browser"]
 
@@ -242,7 +253,7 @@ class VersionBrowser(anywidget.AnyWidget):
         :func:`sds_jupyter.save_version` for what is saved and what is refused.
         Returns the new version's folder.
         """
-        from sds_jupyter.stack.save import save_version
+        from sds_jupyter.stack import save_version
 
         if adata is None:
             adata = self._bound_value()
@@ -268,7 +279,7 @@ class VersionBrowser(anywidget.AnyWidget):
         See :func:`sds_jupyter.stack.exchange.upload_version` for what is sent and
         how versions saved on a not-yet-uploaded one keep resolving.
         """
-        from sds_jupyter.stack.exchange import upload_version
+        from sds_jupyter.stack import upload_version
 
         stack = self.service.stack
         top = stack.at(self.selected if version is None else version).versions[0]
@@ -325,22 +336,32 @@ class VersionBrowser(anywidget.AnyWidget):
 
     def answer(self, content: Mapping[str, Any]) -> Reply:
         """The reply to one message from the front end (raises what the service raises)."""
+        handlers: dict[str, Callable[[Mapping[str, Any]], Reply]] = {
+            message_kind(WidgetRequest): self._request,
+            message_kind(WidgetOpenVersion): lambda message: self._open_version(message.get("folder")),
+            message_kind(WidgetOpenAdata): self._open_adata,
+        }
         kind = content.get("type")
-        if kind == "request":
-            params = content.get("params") or {}
-            if not isinstance(params, Mapping):
-                raise RequestError("Request params must be an object.")
-            return dispatch(self.service, str(content.get("name")), params)
-        if kind == "open_version":
-            return self._open_version(content.get("folder"))
-        if kind == "open_adata":
-            version = content.get("version")
-            adata = self.open(self.service.depth(version) if version is not None else self.service.stack.depth)
-            bound: OpenAdataData = {
-                "message": self._bound_message(adata) if self._binds() else self._unbound_message(adata)
-            }
-            return Reply(bound)
-        raise RequestError(f"Unknown message type {kind!r}.")
+        handler = handlers.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            raise RequestError(f"Unknown message type {kind!r}.")
+        return handler(content)
+
+    def _request(self, content: Mapping[str, Any]) -> Reply:
+        """One request of the table, dispatched as every transport does."""
+        params = content.get("params") or {}
+        if not isinstance(params, Mapping):
+            raise RequestError("Request params must be an object.")
+        return dispatch(self.service, str(content.get("name")), params)
+
+    def _open_adata(self, content: Mapping[str, Any]) -> Reply:
+        """Bind a version's table (the top when none is named) and say what was bound."""
+        version = content.get("version")
+        adata = self.open(self.service.depth(version) if version is not None else self.service.stack.depth)
+        bound: OpenAdataData = {
+            "message": self._bound_message(adata) if self._binds() else self._unbound_message(adata)
+        }
+        return Reply(bound)
 
     def _open_version(self, folder: Any) -> Reply:
         """Move to another version of the datasets folder (a node of the tree); binds nothing."""
@@ -435,13 +456,13 @@ class VersionBrowser(anywidget.AnyWidget):
         return rows
 
     def _on_custom_message(self, _widget: Any, content: Any, buffers: list[Any]) -> None:
-        if isinstance(content, Mapping) and content.get("type") == "app":
+        if isinstance(content, Mapping) and content.get("type") == message_kind(WidgetAskApp):
             digest, source = _app_module()
             asked = content.get("id")
             app: WidgetApp = {"type": "app", "id": asked if isinstance(asked, str) else "", "hash": digest}
             self.send(app, [source])
             return
-        if not isinstance(content, Mapping) or content.get("type") not in ("request", "open_adata", "open_version"):
+        if not isinstance(content, Mapping) or content.get("type") not in _ANSWERED:
             return
         message_id = _message_id(content)
         try:
@@ -452,6 +473,10 @@ class VersionBrowser(anywidget.AnyWidget):
             return
         answered: WidgetResponse = {"type": "response", "id": message_id, "ok": True, "data": reply.data}
         self.send(answered, reply.buffers)
+
+
+#: The kinds of message answered with a WidgetResponse, read from their declared types.
+_ANSWERED = frozenset(message_kind(message) for message in get_args(WidgetAnswered))
 
 
 def _message_id(content: Mapping[str, Any]) -> int:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import zarr
-from backends import backend  # noqa: F401 - the local, zip and S3 backends
-from s3kit import requests, s3, s3_server, storage_options  # noqa: F401 - fixtures for every module
+from kit.backends import backend  # noqa: F401 - the local, zip and S3 backends
+from kit.s3kit import requests, s3, s3_server, storage_options  # noqa: F401 - fixtures for every module
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +19,20 @@ def demo_top(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return build_demo(tmp_path_factory.mktemp("demo"), small=True)
+
+
+@pytest.fixture(scope="session")
+def xenium_top(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small Xenium-like demo (1,500 cells; a 2,048 px, 3-channel pyramid in 1,024 px chunks; canvas
+    figures over it; six versions, ``X_pca`` saved by "Leiden clusters"): its top version's folder.
+
+    Built once per run for the requests that read it (tiles, embeddings); a test that writes copies it.
+    """
+    from sds_jupyter.demo.xenium import build_xenium_demo
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_xenium_demo(tmp_path_factory.mktemp("xenium"), n_cells=1500, side=2048)
 
 
 @pytest.fixture
@@ -34,7 +48,7 @@ def _no_folder_map_from_env(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Tests set SDS_CIRRO_DATASETS themselves when they mean to; no workspace folder of the machine is read
-    (nor the user's records of resolved stacks)."""
+    (nor the user's records of resolved stacks, nor their points indexes)."""
     monkeypatch.delenv("SDS_CIRRO_DATASETS", raising=False)
     monkeypatch.delenv("SDS_DATASETS_DIR", raising=False)
     monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "sds-versions"))
@@ -42,6 +56,8 @@ def _no_folder_map_from_env(
     # Records of resolved stacks: the test's own, beside tmp_path rather than in it, so tests that
     # check what a folder holds see only what they wrote.
     monkeypatch.setenv("SDS_STACK_CACHE", str(tmp_path_factory.mktemp("stack-cache")))
+    # Points indexes kept on disk: the test's own folder too (made 0700 on first use).
+    monkeypatch.setenv("SDS_POINTS_CACHE", str(tmp_path_factory.mktemp("points-cache") / "points"))
 
 
 @pytest.fixture(scope="session")

@@ -5,11 +5,11 @@
 import { Deck, OrthographicView } from '@deck.gl/core';
 import { PathLayer, ScatterplotLayer, SolidPolygonLayer } from '@deck.gl/layers';
 
-import { CellDiscLayer, discData } from '../../js/src/app/disclayer';
-import { discVertices, edgeQuads, polygonsOf } from '../../js/src/app/geometry';
+import { CellDiscLayer, discData } from '../../js/src/app/spatial/layers/disclayer';
+import { discVertices, edgeQuads, polygonsOf } from '../../js/src/app/spatial/geometry';
 
-import { CellEdgeLayer, CellOutlineLayer, edgeData, outlineData } from '../../js/src/app/outlinelayer';
-import { paintPoints } from '../../js/src/app/raster';
+import { CellEdgeLayer, CellOutlineLayer, edgeData, outlineData } from '../../js/src/app/spatial/layers/outlinelayer';
+import { paintPoints } from '../../js/src/app/spatial/raster';
 
 function octagons(n, side, radius) {
   const starts = new Uint32Array(n + 1);

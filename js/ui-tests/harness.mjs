@@ -79,17 +79,27 @@ export async function checkAxe(page, what) {
   assert.deepEqual(violations, [], `${what}: ${violations.join('\n')}`);
 }
 
-export async function newPage() {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, acceptDownloads: true });
+export async function newPage(viewport = { width: 1400, height: 900 }) {
+  const page = await browser.newPage({ viewport, acceptDownloads: true });
   page.errors = [];
   page.on('pageerror', e => page.errors.push(e.message));
+  // the product's requests in flight, and how many were ever sent: `settled` waits for their answers
+  page.sdsPending = new Set();
+  page.sdsSent = 0;
+  page.on('request', r => {
+    if (r.url().includes('/sds-jupyter/')) {
+      page.sdsPending.add(r);
+      page.sdsSent++;
+    }
+  });
+  for (const done of ['requestfinished', 'requestfailed']) page.on(done, r => page.sdsPending.delete(r));
   return page;
 }
 
 export async function openListing(page, folder = 'datasets', query = '') {
   await page.goto(`${base}/lab/tree/${folder}?token=${TOKEN}&reset${query}`);
   await page.waitForSelector('.jp-DirListing-item', { timeout: 60000 });
-  await page.waitForTimeout(1000);
+  await settled(page);
 }
 
 /** Write notebook `name` through the contents API: one code cell per source, for the python3 kernel. */
@@ -187,12 +197,320 @@ export async function sizePanel(page, width) {
     if (Math.abs(have - width) < 1) break;
     const vp = page.viewportSize();
     await page.setViewportSize({ width: Math.max(200, Math.round(vp.width + width - have)), height: vp.height });
-    await page.waitForTimeout(500);
+    await settled(page);
   }
   const got = await page.locator('.sds-panel:visible').first().evaluate(el => el.getBoundingClientRect().width);
   assert.ok(Math.abs(got - width) < 2, `panel ${got} px wide, not ${width}`);
 }
 
+
+/** The render tiers a spatial flow runs in, with what the URL adds for each: the software fallback, then deck.gl's stock layers. */
+export const TIERS = [
+  ['software', ''],
+  ['gpu', '&sds-tier=gpu']
+];
+
+/** The Xenium-like demos of this file's run: folder -> { key, top } (`top` a promise of its top version's folder name). */
+const demos = new Map();
+/** The Python processes building them (stopped with the server if still running). */
+const builders = new Set();
+
+/**
+ * Build Xenium-like demos (each `[folder, nCells, side]`: `nCells` cells over a `side` px, 3-channel
+ * pyramid, under the server root's `folder`) in one Python process, one after another, answering a
+ * promise per folder as each is written. Spatialdata is imported once for them all, and a flow file
+ * that starts them in its `before` has them built while its first flows run (which wait on the
+ * browser far more than they compute); `xeniumDemo` then only awaits its own.
+ */
+export function buildXeniumDemos(specs) {
+  const todo = specs.filter(([folder]) => !demos.has(folder));
+  if (todo.length === 0) return;
+  const script = [
+    'import json, sys, warnings',
+    'warnings.simplefilter("ignore")',
+    'from pathlib import Path',
+    'from sds_jupyter.demo.xenium import build_xenium_demo',
+    'for folder, out, n, side in json.loads(sys.argv[1]):',
+    '    print(json.dumps([folder, str(build_xenium_demo(Path(out), n_cells=n, side=side))]), flush=True)'
+  ].join('\n');
+  const child = spawn(PYTHON, ['-c', script, JSON.stringify(todo.map(([folder, n, side]) => [folder, join(work, 'root', folder), n, side]))], {
+    stdio: ['ignore', 'pipe', 'pipe']
+  });
+  builders.add(child);
+  const waiting = new Map();
+  for (const [folder, n, side] of todo) {
+    const top = new Promise((ok, fail) => waiting.set(folder, { ok, fail }));
+    top.catch(() => undefined); // a flow that never asks for it is not failed by it
+    demos.set(folder, { key: `${n}x${side}`, top });
+  }
+  let out = '';
+  let err = '';
+  child.stdout.on('data', d => {
+    out += d;
+    for (let end = out.indexOf('\n'); end >= 0; end = out.indexOf('\n')) {
+      const [folder, topPath] = JSON.parse(out.slice(0, end));
+      out = out.slice(end + 1);
+      waiting.get(folder)?.ok(topPath.split('/').pop());
+      waiting.delete(folder);
+    }
+  });
+  child.stderr.on('data', d => (err += d));
+  child.on('exit', code => {
+    builders.delete(child);
+    for (const [folder, { fail }] of waiting) fail(new Error(`the ${folder} demo was not built (exit ${code}):\n${err.slice(-2000)}`));
+  });
+}
+
+/**
+ * A Xenium-like demo (`nCells` cells over a `side` px, 3-channel pyramid) under the server root's
+ * `folder`: a promise of its top version's folder name. Built now unless the file's `before` started
+ * it already (`buildXeniumDemos`); asked twice, built once.
+ */
+export function xeniumDemo(folder, nCells, side) {
+  buildXeniumDemos([[folder, nCells, side]]);
+  const demo = demos.get(folder);
+  assert.equal(demo.key, `${nCells}x${side}`, `the ${folder} demo was started with other sizes`);
+  return demo.top;
+}
+
+/** Whether this run was narrowed to some flows by name (`--test-name-pattern`): then only what they ask for is built. */
+export const narrowed = process.execArgv.some(a => /^--test-(name|skip)-pattern|^--test-only/.test(a));
+
+/**
+ * Open version `name` from the listing of `folder` (`query` adds to the URL, e.g. a tier) as a user
+ * does, by double-click, and show its figures; answers once the panel lists the history, before any
+ * tissue is drawn (`waitForTissue` waits for that).
+ */
+export async function openFigures(page, folder, name, query = '') {
+  await page.goto(`${base}/lab/tree/${folder}?token=${TOKEN}&reset${query}`);
+  // a double-click opens the version browser once the listing knows the folder is a version (its mark)
+  await page.locator('.jp-DirListing-item.sds-version-item', { hasText: name }).first().waitFor({ timeout: 60000 });
+  await settled(page);
+  await item(page, name).dblclick();
+  await page.waitForSelector('.sds-history-row', { timeout: 60000 });
+  await page.locator('.sds-tab[data-tab="figures"]').click();
+}
+
+/**
+ * The cells figure `figure` (a `.sds-spatial`) says are in view, once that count is of what its
+ * drawing shows now (the figure counts a while after the camera rests): a read after a pan or a zoom.
+ */
+export async function inViewCount(figure) {
+  await figure.page().waitForFunction(
+    el => {
+      const stage = el.sdsSpatial?.stage;
+      return Boolean(stage) && el.dataset.inView === String(stage.countIn(stage.region()));
+    },
+    await figure.elementHandle(),
+    { timeout: 30000 }
+  );
+  return Number(await figure.getAttribute('data-in-view'));
+}
+
+/** Wait until a tissue is drawn: a deck stage is live (`extra` narrows it, e.g. `[data-tile-levels="5"]`). */
+export async function waitForTissue(page, extra = '') {
+  await page.waitForSelector(`.sds-deck-stage[data-live="true"]${extra}`, { timeout: 90000 });
+}
+
+/**
+ * What deck stage `stage` shows, as RGBA bytes over black (so anything drawn is lit, whatever the
+ * theme's background): `{ w, h, d }`, the whole drawing; or, given data point `at` ([x, y]), only the
+ * `size` x `size` device pixels around where the stage draws it now (`d` row by row, `w` = `h` = `size`).
+ * `d` is a Uint8Array. The bytes cross from the page as base64: a plain array of a drawing's
+ * millions of numbers takes Playwright minutes to serialize on a loaded machine, base64 under a second.
+ */
+export async function stagePixels(stage, at = null, size = 1) {
+  const { w, h, b64 } = await stage.locator('.sds-deck-canvas').evaluate(
+    (c, [at, size]) => {
+      const copy = document.createElement('canvas');
+      copy.width = c.width;
+      copy.height = c.height;
+      const ctx = copy.getContext('2d');
+      ctx.fillStyle = '#000';
+      ctx.fillRect(0, 0, c.width, c.height);
+      ctx.drawImage(c, 0, 0);
+      let box = [0, 0, c.width, c.height];
+      if (at) {
+        const region = c.closest('.sds-spatial').sdsSpatial.stage.region();
+        const sx = Math.round(((at[0] - region[0]) / (region[2] - region[0])) * c.width);
+        const sy = Math.round(((at[1] - region[1]) / (region[3] - region[1])) * c.height);
+        const half = Math.floor(size / 2);
+        box = [sx - half, sy - half, size, size];
+      }
+      const d = ctx.getImageData(...box).data;
+      let bytes = '';
+      for (let i = 0; i < d.length; i += 0x8000) bytes += String.fromCharCode(...d.subarray(i, i + 0x8000));
+      return { w: box[2], h: box[3], b64: btoa(bytes) };
+    },
+    [at, size]
+  );
+  return { w, h, d: new Uint8Array(Buffer.from(b64, 'base64')) };
+}
+
+/** A checksum of what `canvas` shows (a weighted sum of its pixels): equal before and after a step means the step changed nothing drawn. */
+export function canvasChecksum(canvas) {
+  return canvas.evaluate(glCanvas => {
+    const c = document.createElement('canvas');
+    c.width = glCanvas.width;
+    c.height = glCanvas.height;
+    const ctx = c.getContext('2d');
+    ctx.drawImage(glCanvas, 0, 0);
+    const d = ctx.getImageData(0, 0, c.width, c.height).data;
+    let sum = 0;
+    for (let i = 0; i < d.length; i += 4) sum += d[i] * 3 + d[i + 1] * 5 + d[i + 2] * 7;
+    return sum;
+  });
+}
+
+/**
+ * Poll `read()` until `ok(value)` holds, and answer that value; fail with `what` and the last value
+ * read if it never does within `timeout` ms. The flows' way to read what a step changes: a canvas,
+ * an attribute or a box is read once the step's effect is there, never after a guessed pause.
+ */
+export async function until(read, ok, what, timeout = 30000) {
+  const end = Date.now() + timeout;
+  let value;
+  for (;;) {
+    value = await read();
+    if (ok(value)) return value;
+    if (Date.now() > end) assert.fail(`${what} (after ${timeout} ms: ${JSON.stringify(value)?.slice(0, 300)})`);
+    await new Promise(r => setTimeout(r, 50)); // the poll's step, not a wait for anything
+  }
+}
+
+/**
+ * Wait until the page has settled: the product's requests answered, the fonts loaded, no finite CSS
+ * animation or transition running, and the boxes of the panel, its figures and deck stages (with
+ * each stage's frame count, zoom and what it drew, and the theme) the same over three animation
+ * frames. What a screenshot, a pixel or a layout read needs after a resize, a theme switch, a
+ * layer toggle or a scroll.
+ */
+export async function settled(page, timeout = 30000) {
+  // the product's requests answered first (a reply may change what is drawn), and none sent meanwhile
+  // (a flow that holds some requests back on purpose names them in `page.sdsHeld`: not waited for)
+  const open = () => [...(page.sdsPending ?? [])].filter(r => !(page.sdsHeld ?? []).some(part => r.url().includes(part))).length;
+  for (;;) {
+    await until(open, n => n === 0, 'the product\'s requests answered', 120000);
+    const sent = page.sdsSent;
+    await steady(page, timeout);
+    if (open() === 0 && page.sdsSent === sent) return;
+  }
+}
+
+/** The in-page half of `settled`: boxes, frame counts and theme unchanged over three animation frames, nothing animating. */
+async function steady(page, timeout) {
+  await page.evaluate(() => {
+    delete window.__sdsSteady;
+    delete window.__sdsLast;
+  });
+  await page.waitForFunction(
+    () => {
+      const boxes = [...document.querySelectorAll('.sds-panel, .sds-app, .sds-figure, .sds-deck-stage, .sds-embedding, .sds-side, .jp-DirListing')].map(n => {
+        const r = n.getBoundingClientRect();
+        return [r.x, r.y, r.width, r.height, n.dataset?.frames ?? '', n.dataset?.zoom ?? '', n.dataset?.drawn ?? ''];
+      });
+      const sig = JSON.stringify([boxes, document.body.dataset.jpThemeName, window.innerWidth, window.scrollY]);
+      // (a notification's countdown bar runs as long as the note stands: not a movement to wait out)
+      const moving = document
+        .getAnimations()
+        .some(a => a.playState === 'running' && a.effect?.getComputedTiming().iterations !== Infinity && !a.effect?.target?.closest?.('.Toastify__progress-bar'));
+      const w = /** @type {any} */ (window);
+      w.__sdsSteady = !moving && document.fonts.status === 'loaded' && w.__sdsLast === sig ? (w.__sdsSteady ?? 0) + 1 : 0;
+      w.__sdsLast = sig;
+      return w.__sdsSteady >= 3;
+    },
+    null,
+    { polling: 'raf', timeout }
+  );
+}
+
+/** The Jupyter workspace the page saves its layout into (Lab: the URL's workspace or "default"). */
+function workspaceOf(page) {
+  return page.evaluate(() => JSON.parse(document.getElementById('jupyter-config-data')?.textContent ?? '{}').workspace ?? 'default');
+}
+
+/**
+ * Wait until the layout the page keeps on the server (its workspace) names `text`, e.g. the folder of
+ * the version a panel shows: after that, a reload brings it back. JupyterLab saves the layout a
+ * while after a change; this waits for the saved layout itself.
+ */
+export async function layoutSaved(page, text) {
+  const workspace = await workspaceOf(page);
+  await until(
+    async () => JSON.stringify((await (await api(`/lab/api/workspaces/${encodeURIComponent(workspace)}`)).json()).data ?? {}),
+    saved => saved.includes(text),
+    `the layout of workspace ${workspace} saved with ${text}`,
+    60000
+  );
+}
+
+/** The history tree's poll interval (ms), read from the product's source: a flow that proves "not asked again" waits a number of these. */
+export const POLL_INTERVAL = Number(/export const POLL_INTERVAL = (\d+)/.exec(readFileSync(join(here, '..', 'src', 'app', 'history', 'tree.ts'), 'utf8'))[1]);
+
+/** Wait `n` of the tree's poll intervals: only to prove an absence (nothing asked again meanwhile). */
+export function pollIntervals(n) {
+  return new Promise(r => setTimeout(r, n * POLL_INTERVAL));
+}
+
+/**
+ * Read `read()` once the page has settled, do `act()`, and answer what `read()` gives once it
+ * differs from before and the page has settled again; fail with `what` if it never changes. How a
+ * flow proves a step changed the drawing: against the frame just before the step, never a guess.
+ */
+export async function changes(page, read, act, what) {
+  await settled(page);
+  const before = JSON.stringify(await read());
+  await act();
+  await until(read, v => JSON.stringify(v) !== before, what);
+  await settled(page);
+  return read();
+}
+
+export const THEMES_PLUGIN = '@jupyterlab/apputils-extension:themes';
+
+/**
+ * The theme loop of the flows: for each of `themes` ('light', 'dark'), set it as the user's theme,
+ * run `flow(page, tag)` on a fresh page (`viewport` its size), and close it; the light theme is put back whatever happens.
+ * A flow opens its page, then `await wearsTheme(page)` before reading colours or taking shots.
+ */
+export async function inThemes(themes, flow, viewport = undefined) {
+  try {
+    for (const tag of themes) {
+      await setSetting(THEMES_PLUGIN, { theme: tag === 'dark' ? 'JupyterLab Dark' : 'JupyterLab Light' });
+      const page = await newPage(viewport);
+      page.sdsTheme = tag;
+      try {
+        await flow(page, tag);
+      } finally {
+        await page.close();
+      }
+    }
+  } finally {
+    await setSetting(THEMES_PLUGIN, { theme: 'JupyterLab Light' });
+  }
+}
+
+/** Wait until a page opened inside `inThemes` wears its theme and has settled in it. */
+export async function wearsTheme(page) {
+  const light = String((page.sdsTheme ?? 'light') === 'light');
+  await page.waitForFunction(l => document.body.dataset.jpThemeLight === l, light, { timeout: 30000 });
+  await settled(page);
+}
+
+/** Set the window `width` px wide and wait until the page has settled at it (a narrow-window screenshot). */
+export async function narrowTo(page, width, height = 900) {
+  await page.setViewportSize({ width, height });
+  await settled(page);
+}
+
+/** Switch JupyterLab's theme from the Settings menu, as a user does, and wait until the page wears it. */
+export async function useTheme(page, theme) {
+  await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
+  await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
+  await page.locator('.lm-Menu-itemLabel', { hasText: new RegExp(`^${theme}$`) }).click();
+  await page.waitForFunction(name => document.body.dataset.jpThemeName === name, theme, { timeout: 30000 });
+  await settled(page);
+}
 
 /** Build the small demo, start JupyterLab on it and launch Chromium: each flow file's `before`. */
 export async function startLab() {
@@ -237,12 +555,74 @@ export async function startLab() {
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
 }
 
+/**
+ * Click export button `button` (a locator) and answer the file it downloads. The export is waited
+ * for as long as the button says it is under way (aria-busy, its seconds counting: a loaded machine
+ * draws a large figure slowly), never for a guessed time; it fails once the export ends without a
+ * file (the button marked failed, or no download following the end).
+ */
+export async function exportFile(button) {
+  const page = button.page();
+  const handle = await button.elementHandle();
+  const download = page.waitForEvent('download', { timeout: 0 });
+  download.catch(() => undefined); // answered below, or the page closed with the flow
+  await handle.click();
+  const ended = page.waitForFunction(el => el.getAttribute('aria-busy') !== 'true', handle, { timeout: 0, polling: 200 });
+  ended.catch(() => undefined);
+  const first = await Promise.race([download, ended.then(() => null)]);
+  if (first) return first;
+  assert.ok(!(await handle.evaluate(el => el.classList.contains('sds-failed'))), 'the export failed (its button says so)');
+  // the export ended well: its download event is on its way
+  let timer;
+  const late = new Promise((_, fail) => (timer = setTimeout(() => fail(new Error('the export ended without a download')), 30000)));
+  try {
+    return await Promise.race([download, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Close the browser, stop the server and remove the demo: each flow file's `after`. */
 export async function stopLab() {
+  for (const child of builders) child.kill('SIGTERM');
   await browser?.close();
   if (server && server.exitCode === null) {
     server.kill('SIGTERM');
     await new Promise(r => server.once('exit', r));
   }
   if (work) rmSync(work, { recursive: true, force: true });
+}
+
+/**
+ * The Layers menu of spatial view `figure` (a locator), opened as a user does (its button) when
+ * closed: its panel, to find a layer's controls in. Answers once the panel is on screen.
+ */
+export async function openLayers(figure) {
+  const button = figure.locator('.sds-layers-toggle').first();
+  if ((await button.getAttribute('aria-expanded')) !== 'true') {
+    await button.click();
+  }
+  const panel = figure.locator('.sds-layers-menu').first();
+  await panel.waitFor({ state: 'visible' });
+  return panel;
+}
+
+/** Close `figure`'s Layers menu from the keyboard (Escape, the focus in the menu) and wait until it is gone. */
+export async function closeLayers(figure) {
+  const panel = figure.locator('.sds-layers-menu').first();
+  if (await panel.isVisible()) {
+    await panel.locator('input, select').first().focus();
+    await figure.page().keyboard.press('Escape');
+  }
+  await panel.waitFor({ state: 'hidden' });
+}
+
+/**
+ * Tick (`on`) or clear layer `name`'s checkbox (Cells, Image, Transcripts, Labels) of `figure`
+ * through its Layers menu, then close the menu (the drawing under it uncovered again).
+ */
+export async function setLayer(figure, name, on) {
+  const box = (await openLayers(figure)).getByRole('checkbox', { name, exact: true });
+  await (on ? box.check() : box.uncheck());
+  await closeLayers(figure);
 }

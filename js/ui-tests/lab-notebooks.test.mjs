@@ -15,29 +15,74 @@ import {
   axeViolations,
   base,
   baseFolder,
-  browser,
   checkAxe,
   crumbs,
   currentTab,
   freePort,
+  inThemes,
+  inViewCount,
   item,
+  layoutSaved,
+  narrowTo,
   newPage,
   notebookReady,
   openAndSave,
   openListing,
+  pollIntervals,
   putNotebook,
   python,
   repo,
   runCell,
   setSetting,
+  settled,
   shot,
   sizePanel,
   skip,
   startLab,
   stopLab,
   top,
+  until,
+  useTheme,
+  wearsTheme,
   work
 } from './harness.mjs';
+
+/**
+ * Rows of `list` (a selector) shown whole: inside the list's box, its section's, the side's and the
+ * panel's. What a narrow panel gives the tree and the history, measured rather than read from the style.
+ */
+const rowsShown = (page, list, row) =>
+  page.locator(list).first().evaluate((el, row) => {
+    const boxes = [el, el.closest('.sds-tree-section'), el.closest('.sds-side'), el.closest('.sds-panel')].filter(Boolean).map(b => b.getBoundingClientRect());
+    const [top, bottom] = [Math.max(...boxes.map(b => b.top)), Math.min(...boxes.map(b => b.bottom))];
+    return [...el.querySelectorAll(row)].filter(r => {
+      const b = r.getBoundingClientRect();
+      return b.height > 0 && b.top >= top - 1 && b.bottom <= bottom + 1;
+    }).length;
+  }, row);
+
+/**
+ * A 420 px panel with the versions side open (the flows' stack: five versions and a base): the tree
+ * shows two rows whole and the history at least one beside the views' first screen in the flows'
+ * 900 px window, and four in a 1,200 px one (the side grows with a tall panel). Shot at both heights.
+ */
+async function narrowSideReads(page, name) {
+  const treeRows = () => until(() => rowsShown(page, '.sds-tree', '.sds-tree-row'), n => n >= 2, 'two tree rows whole at 420 px');
+  const historyRows = least => until(() => rowsShown(page, '.sds-history', '.sds-history-row'), n => n >= least, `${least} history rows whole at 420 px`);
+  const width = await page.locator('.sds-panel:visible').first().evaluate(el => Math.round(el.getBoundingClientRect().width));
+  assert.equal(width, 420);
+  await settled(page);
+  await shot(page, name);
+  const shown = { tree: await treeRows(), history: await historyRows(1) };
+  const viewport = page.viewportSize();
+  await page.setViewportSize({ width: viewport.width, height: 1200 });
+  await settled(page);
+  await shot(page, `${name}-tall`);
+  const tall = { tree: await treeRows(), history: await historyRows(4) };
+  await page.setViewportSize(viewport);
+  await settled(page);
+  return { shown, tall };
+}
 
 describe('JupyterLab version browser: notebooks, the tree and the sidebar', { skip, timeout: 1800000 }, () => {
   before(startLab);
@@ -49,7 +94,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await item(page, top.split('/').pop()).dblclick();
     await page.waitForSelector('.sds-history-row');
     const label = await currentTab(page).innerText();
-    await page.waitForTimeout(1500); // the layout is saved shortly after a change
+    await layoutSaved(page, top.split('/').pop());
     await page.goto(`${base}/lab/tree/datasets?token=${TOKEN}`);
     await page.waitForSelector('.sds-history-row', { timeout: 60000 });
     const tabs = await page.locator('.lm-DockPanel .lm-TabBar-tabLabel').allInnerTexts();
@@ -60,7 +105,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     const folder = await branch.getAttribute('data-id');
     await branch.click();
     await page.waitForFunction(id => document.querySelector('.sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, folder, { timeout: 60000 });
-    await page.waitForTimeout(1500);
+    await layoutSaved(page, folder);
     await page.goto(`${base}/lab/tree/datasets?token=${TOKEN}`);
     await page.waitForFunction(id => document.querySelector('.sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, folder, { timeout: 60000 });
     assert.equal((await currentTab(page).innerText()).trim(), 'Coarser clusters');
@@ -174,23 +219,14 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await page.locator('.jp-OutputArea .sds-divider[role="separator"]').focus();
     await page.keyboard.press('ArrowRight');
     await page.keyboard.press('ArrowRight');
-    await page.waitForTimeout(200);
-    assert.ok((await side.boundingBox()).width >= before + 24, `history ${before} px -> ${(await side.boundingBox()).width} px`);
+    await until(async () => (await side.boundingBox()).width, w => w >= before + 24, `history ${before} px wider by two steps`);
     // the same in the dark theme and in a narrow window (looked at by hand)
-    const theme = async name => {
-      await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
-      await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).hover();
-      await page.locator('.lm-Menu-itemLabel', { hasText: new RegExp(`^${name}$`) }).click();
-      await page.waitForFunction(light => document.body.dataset.jpThemeLight === light, String(name.includes('Light')), { timeout: 30000 });
-      await page.waitForTimeout(500);
-    };
-    await theme('JupyterLab Dark');
+    await useTheme(page, 'JupyterLab Dark');
     await shot(page, 'notebook-sds-save-dark');
-    await page.setViewportSize({ width: 640, height: 900 });
-    await page.waitForTimeout(500);
+    await narrowTo(page, 640);
     await shot(page, 'notebook-sds-save-narrow');
     await page.setViewportSize({ width: 1400, height: 900 });
-    await theme('JupyterLab Light');
+    await useTheme(page, 'JupyterLab Light');
     assert.deepEqual(page.errors, []);
     await page.close();
   });
@@ -211,9 +247,13 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     const folder = await branch.getAttribute('data-id');
     await branch.click();
     await page.waitForFunction(id => document.querySelector('.jp-OutputArea .sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, folder, { timeout: 60000 });
-    await page.waitForTimeout(1000);
-    assert.doesNotMatch(await app.locator('.sds-action-msg').innerText(), /saved from the notebook/, title);
+    // the move's history has come back over the comm (its rows list the branch's chain) before the
+    // line is read: a "saved" claim would be said on that reply's arrival
+    await page.waitForFunction(() => document.querySelector('.jp-OutputArea .sds-history-row.sds-selected') && !document.querySelector('.jp-OutputArea .sds-app .sds-loading'), null, { timeout: 60000 });
     await app.locator('.sds-tab[data-tab="results"]').click();
+    await app.locator('.sds-results').waitFor({ timeout: 60000 });
+    await page.waitForFunction(() => !document.querySelector('.jp-OutputArea .sds-results .sds-loading'), null, { timeout: 60000 });
+    assert.doesNotMatch(await app.locator('.sds-action-msg').innerText(), /saved from the notebook/, title);
     const copy = app.locator('.sds-copy-code').first();
     if (await copy.count()) {
       assert.match(await copy.getAttribute('title'), new RegExp(folder), 'Copy code names the branch');
@@ -221,9 +261,10 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await shot(page, 'widget-branch');
     await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Kernel' }).click();
     await page.locator('.lm-Menu-itemLabel', { hasText: /^Restart Kernel/ }).first().click();
+    // the restart is done (the old kernel and its comm gone) when the server answers its request
+    const restarted = page.waitForResponse(r => /\/api\/kernels\/[^/]+\/restart/.test(r.url()) && r.request().method() === 'POST', { timeout: 120000 });
     await page.locator('.jp-Dialog .jp-mod-accept').click();
-    await page.waitForSelector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', { timeout: 60000 }).catch(() => undefined);
-    await page.waitForTimeout(2000);
+    assert.ok((await restarted).ok(), 'the kernel restarted');
     await app.locator('.sds-tab[data-tab="compare"]').click();
     await page.waitForFunction(() => /run its cell again/.test(document.querySelector('.jp-OutputArea .sds-panels')?.textContent ?? ''), null, { timeout: 60000 });
     await shot(page, 'widget-after-restart');
@@ -262,7 +303,9 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
         null,
         { timeout: 120000 }
       );
-      await page.waitForTimeout(3000);
+      // every model came back (a model anywidget gave up on never gets its history): what is left to
+      // wait for is the page at rest before its shot and its errors are read
+      await settled(page);
     } catch (error) {
       await shot(page, 'FAILED-widget-reopened');
       const outputs = await page
@@ -309,7 +352,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await page.locator('.sds-search').fill('');
     // a version saved from Python while the panel is open
     const saved = python(
-      `from sds_jupyter.stack.writer import VersionWriter\n` +
+      `from sds_jupyter.stack.write.writer import VersionWriter\n` +
         `w = VersionWriter(${JSON.stringify(join(work, 'root', top))})\n` +
         `w.set_uns('table', 'live_note', {'saved': 'while the panel is open'})\n` +
         `print(w.commit(title='Saved live', message='written while the panel was open', created_by='ui@example.org'))`
@@ -387,19 +430,14 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     } finally {
       await gap.close();
     }
-    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
-    try {
-      const dark = await newPage();
+    await inThemes(['dark'], async dark => {
       await openGap(dark);
-      await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
       await dark.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+      await wearsTheme(dark);
       assert.deepEqual(await axeViolations(dark, '.sds-panel .sds-app'), [], 'a broken chain, dark');
       await shot(dark, 'issue29-missing-figures-dark');
       assert.deepEqual(dark.errors, []);
-      await dark.close();
-    } finally {
-      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
-    }
+    });
   });
 
   it('issue 26: datasets mounted read-only, %sds_save writes into the versions folder and the panel shows it live, not yet in Cirro', async t => {
@@ -499,8 +537,8 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
   });
 
   it('issue 41: Upload to Cirro from the panel (its chain checked first, a project picked), the tag goes; a fresh folder fetches the parent from Cirro and opens; light, dark, 420 px, axe', async () => {
-    // Cirro: the HTTPS stand-in and moto of tests/cirro_standin.py, the real SDK in the server
-    const standin = spawn(PYTHON, [join(repo, 'tests', 'cirro_standin.py'), join(work, 'cirro-standin')], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // Cirro: the HTTPS stand-in and moto of tests/kit/cirro_standin.py, the real SDK in the server
+    const standin = spawn(PYTHON, [join(repo, 'tests', 'kit', 'cirro_standin.py'), join(work, 'cirro-standin')], { stdio: ['pipe', 'pipe', 'pipe'] });
     mkdirSync(join(work, 'cirro-standin'), { recursive: true });
     let out = '';
     const said = [];
@@ -652,6 +690,26 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
         assert.deepEqual(await axeViolations(dark, '.sds-panel .sds-app'), [], 'fetched, dark');
         await shot(dark, 'issue41-fetched-dark');
         assert.deepEqual(dark.errors, []);
+        // item 4: "Margins reviewed" downloaded by hand, by its Cirro ID, outside the folder map: only Cirro can
+        // tell it from a version saved here, so it is tagged until the box asks; then it is said to be a copy,
+        // no upload is offered, and the tag goes
+        standin.stdin.write(`${JSON.stringify({ download: record.dataset_id, to: join(home, 'copy', record.dataset_id) })}\n`);
+        await waitFor(l => l === 'ok', 'download');
+        const copy = await open('copy', record.dataset_id);
+        await copy.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
+        await copy.waitForSelector('.sds-panel .sds-tree-row.sds-tree-current .sds-tree-tag-local', { timeout: 60000 });
+        await copy.locator('.sds-panel .sds-upload-cirro').click();
+        await box(copy).locator('.sds-cirro-status', { hasText: 'is in Cirro already' }).waitFor({ timeout: 60000 });
+        assert.equal(await box(copy).locator('.sds-cirro-status').innerText(), `“Margins reviewed” is in Cirro already: this folder is a copy of Cirro dataset ${record.dataset_id}; nothing to upload (a version saved on it can be uploaded)`);
+        assert.equal(await box(copy).locator('select, .sds-cirro-go, .sds-error').count(), 0, 'no project, no upload offered');
+        await copy.waitForFunction(() => !document.querySelector('.sds-panel .sds-tree-row.sds-tree-current .sds-tree-tag-local'), null, { timeout: 60000 });
+        assert.equal(await copy.locator('.sds-panel .sds-upload-cirro').isHidden(), true);
+        assert.deepEqual(await axeViolations(copy, '.sds-panel .sds-app'), [], 'a copy of a Cirro dataset, dark');
+        await shot(copy, 'issue41-copy-of-cirro-dark');
+        await sizePanel(copy, 420);
+        assert.equal(await box(copy).evaluate(el => el.scrollWidth <= el.clientWidth + 1), true, 'the box fits 420 px');
+        await shot(copy, 'issue41-copy-of-cirro-420-dark');
+        assert.deepEqual(copy.errors, []);
       } finally {
         await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
       }
@@ -697,7 +755,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     const showSidebar = async page => {
       await tab(page).click();
       await page.waitForFunction(s => document.querySelectorAll(`${s} .sds-tree-row`).length >= 5, SIDEBAR, { timeout: 60000 });
-      await page.waitForTimeout(300);
+      await settled(page);
     };
     // its own copy of the small demo: earlier flows add versions (and branch tops) to the shared one
     const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'sidebar')], { encoding: 'utf8' });
@@ -737,7 +795,10 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await page.waitForFunction(s => document.querySelectorAll(`${s} .sds-tree-row`).length >= 5, SIDEBAR);
       // a single click only moves to a row; Enter opens it in its panel, by its title
       await rows(page).nth(1).click();
-      await page.waitForTimeout(500);
+      // the click has landed (its row is the active one: an open on click would start in that same
+      // handler) and whatever it set off has been answered and drawn
+      await page.waitForFunction(s => document.querySelectorAll(`${s} .sds-tree-row`)[1]?.getAttribute('aria-selected') === 'true', SIDEBAR, { timeout: 30000 });
+      await settled(page);
       assert.equal(await page.locator('.sds-panel').count(), 0, 'a click opens nothing');
       const second = await rows(page).nth(1).locator('.sds-tree-title').innerText();
       await page.keyboard.press('Enter');
@@ -755,7 +816,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await page.mouse.down();
       await page.mouse.move(left + 420, from.y + 200, { steps: 8 });
       await page.mouse.up();
-      await page.waitForTimeout(500);
+      await settled(page);
       const width = (await page.locator(SIDEBAR).boundingBox()).width;
       assert.ok(Math.abs(width - 420) < 30, `sidebar ${width} px wide`);
       const overflow = await page.evaluate(s =>
@@ -775,19 +836,14 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     } finally {
       await page.close();
     }
-    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
-    try {
-      const dark = await newPage();
+    await inThemes(['dark'], async dark => {
       await openListing(dark, 'sidebar/datasets');
-      await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
       await showSidebar(dark);
+      await wearsTheme(dark);
       assert.deepEqual(await axeViolations(dark, SIDEBAR), [], 'the sidebar, dark');
       await shot(dark, 'sidebar-versions-dark');
       assert.deepEqual(dark.errors, []);
-      await dark.close();
-    } finally {
-      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
-    }
+    });
   });
 
   it('the history and tree pass axe in the light and dark themes, and read in a narrow panel', async () => {
@@ -795,7 +851,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await openListing(page);
       await item(page, top.split('/').pop()).dblclick();
       await page.waitForSelector('.sds-tree-row', { timeout: 30000 });
-      await page.waitForTimeout(500);
+      await wearsTheme(page);
     };
     const page = await newPage();
     await open(page);
@@ -814,6 +870,11 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await older.click();
     await page.waitForFunction(t => document.querySelector('.sds-tree-row.sds-tree-selected .sds-tree-title')?.textContent === t, olderTitle, { timeout: 10000 });
     assert.equal(await page.locator('.sds-tree-row.sds-tree-selected').count(), 1);
+    // at 420 px the tree and the history split the side (narrowSideReads: what each shows, at two window heights)
+    await sizePanel(page, 420);
+    await narrowSideReads(page, 'panel-tree-420-split');
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await settled(page);
     // taller than five rows, and the user drags it taller (its corner)
     const tree = page.locator('.sds-tree');
     const rowsShown = await tree.evaluate(el => Math.floor(el.clientHeight / el.querySelector('.sds-tree-row').getBoundingClientRect().height));
@@ -824,8 +885,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await page.mouse.down();
     await page.mouse.move(tb.x + tb.width - 3, tb.y + tb.height + 120, { steps: 6 });
     await page.mouse.up();
-    const taller = (await tree.boundingBox()).height;
-    assert.ok(taller > tb.height + 60, `dragged from ${tb.height} to ${taller} px`);
+    await until(async () => (await tree.boundingBox()).height, h => h > tb.height + 60, `the tree dragged taller than ${tb.height} px`);
     // search matches the branch by a column it set, and says when nothing matches
     await page.locator('.sds-search').fill('column:clusters');
     await page.waitForFunction(() => [...document.querySelectorAll('.sds-tree-row .sds-tree-title')].some(t => t.textContent === 'Coarser clusters'), null, { timeout: 10000 });
@@ -839,18 +899,14 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await sizePanel(page, 420);
     await shot(page, 'panel-tree-420');
     await page.close();
-    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
-    try {
-      const dark = await newPage();
+    await inThemes(['dark'], async dark => {
       await open(dark);
-      await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
-      await dark.waitForTimeout(500);
       assert.deepEqual(await axeViolations(dark, '.sds-side'), []);
       await shot(dark, 'panel-tree-dark');
-      await dark.close();
-    } finally {
-      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
-    }
+      await sizePanel(dark, 420);
+      await narrowSideReads(dark, 'panel-tree-420-split-dark');
+      assert.deepEqual(await axeViolations(dark, '.sds-side'), []);
+    });
   });
 
   it('the setting turns the double-click interception off', async () => {
@@ -915,11 +971,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     // dark (the theme switched in place, from the Settings menu): the same version in header and selection
     await page.setViewportSize({ width: 1400, height: 900 });
     try {
-      await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();
-      await page.locator('.lm-Menu-itemLabel', { hasText: /^Theme$/ }).click();
-      await page.locator('.lm-Menu-itemLabel', { hasText: /^JupyterLab Dark$/ }).click();
-      await page.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
-      await page.waitForTimeout(800);
+      await useTheme(page, 'JupyterLab Dark');
       assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
       assert.equal(await page.locator('.sds-panel .sds-history-row.sds-selected .sds-row-title').innerText(), 'Panel annotation');
       await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
@@ -993,8 +1045,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await item(page, top.split('/').pop()).dblclick();
       await page.waitForSelector('.sds-history-row:visible');
       assert.equal(await page.locator('.jp-TreePanel .lm-TabBar-tab', { hasText: title }).count(), 1);
-      await page.setViewportSize({ width: 640, height: 900 });
-      await page.waitForTimeout(500);
+      await narrowTo(page, 640);
       await shot(page, 'notebook7-tree-panel-narrow');
       // issue 29 item 3 here too: a branch opened from the tree keeps a Back; the header names it
       await page.setViewportSize({ width: 1400, height: 900 });
@@ -1002,8 +1053,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await page.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 30000 });
       assert.equal(await page.locator('.sds-panel:visible .sds-back').innerText(), `← Back to ${title}`);
       await page.locator('.sds-panel:visible .sds-title-text').filter({ hasText: 'Coarser clusters' }).waitFor({ timeout: 30000 });
-      await page.setViewportSize({ width: 420, height: 900 });
-      await page.waitForTimeout(500);
+      await narrowTo(page, 420);
       await shot(page, 'notebook7-back-420');
       // item 4 here too: a corrupt layer.json is marked in the file browser, with the reason
       nav29bDemo();
@@ -1014,23 +1064,18 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await page.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'notebook7-file-browser-420.png') });
       assert.deepEqual(ours(page), []);
       await page.close();
-      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
-      try {
-        const dark = await newPage();
+      await inThemes(['dark'], async dark => {
         await openTree(dark);
         await item(dark, top.split('/').pop()).click();
         await dark.waitForSelector('.sds-tree-row', { timeout: 30000 });
-        await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
-        await dark.waitForTimeout(500);
+        await wearsTheme(dark);
         await checkAxe(dark, 'Notebook 7 tree page, dark');
         await shot(dark, 'notebook7-tree-panel-dark');
         await openTree(dark, 'nav29b/datasets');
         await dark.waitForSelector('.jp-DirListing-item.sds-version-broken', { timeout: 30000 });
+        await settled(dark);
         await dark.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'notebook7-file-browser-dark.png') });
-        await dark.close();
-      } finally {
-        await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
-      }
+      });
     });
 
     it('in a Notebook 7 notebook the widget draws, binds an AnnData and shows a saved version', async () => {
@@ -1246,9 +1291,12 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await embedding.scrollIntoViewIfNeeded();
       const overlay = embedding.locator('.sds-annotate-overlay');
       await overlay.waitFor();
+      // each click a point of the draft before the next (each is its own click: never a double-click)
+      const draft = () => figure.evaluate(el => el.sdsSpatial.annotation.drawing.draft.length);
       for (const [px, py] of await onEmbedding(figure, facts.polygon)) {
+        const had = await draft();
         await page.mouse.click(px, py);
-        await page.waitForTimeout(350); // apart: never a double-click
+        await until(draft, n => n === had + 1, 'the click adds a point');
       }
       await figure.locator('.sds-annotate-close').click();
       await page.waitForFunction(() => document.querySelectorAll('.sds-annotate-region').length === 1, null, { timeout: 10000 });
@@ -1312,9 +1360,9 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       // five outlines, each closed by a double-click on its last point: five regions of three points, none left open
       for (let k = 0; k < 5; k++) {
         const x0 = 0.1 + 0.16 * k;
-        for (const [fx, fy] of [[x0, 0.3], [x0 + 0.12, 0.3]]) {
+        for (const [i, [fx, fy]] of [[x0, 0.3], [x0 + 0.12, 0.3]].entries()) {
           await draw.mouse.click(...at(fx, fy));
-          await draw.waitForTimeout(350); // apart: never a double-click
+          await until(() => figure.evaluate(el => el.sdsSpatial.annotation.drawing.draft.length), n => n === i + 1, `outline ${k + 1}: click ${i + 1} adds a point`);
         }
         await draw.mouse.dblclick(...at(x0 + 0.06, 0.5));
         await draw.waitForFunction(n => document.querySelectorAll('.sds-annotate-region').length === n, k + 1, { timeout: 10000 });
@@ -1339,8 +1387,9 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await draw.keyboard.press('Escape');
       assert.equal(await figure.evaluate(el => el.sdsSpatial.annotation.drawing.draft.length), 0);
       await draw.mouse.click(...at(0.55, 0.8));
-      await draw.waitForTimeout(400);
-      assert.equal(await figure.evaluate(el => el.sdsSpatial.annotation.drawing.draft.length), 1, 'a click after Escape adds a point');
+      await until(() => figure.evaluate(el => el.sdsSpatial.annotation.drawing.draft.length), n => n === 1, 'a click after Escape adds a point');
+      await settled(draw);
+      assert.equal(await figure.evaluate(el => el.sdsSpatial.annotation.drawing.draft.length), 1, 'one point, not more');
       assert.equal(await stage.getAttribute('data-zoom'), zoomBefore, 'and does not zoom');
       assert.equal(await figure.locator('.sds-cell-pin').isVisible(), false, 'nor pin a cell');
       await draw.keyboard.press('Escape');
@@ -1352,8 +1401,9 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
         await draw.mouse.move(...at(0.05, 0.05), { steps: 6 });
         await draw.mouse.up();
       }
-      await draw.waitForTimeout(800);
-      assert.ok(Number(await figure.getAttribute('data-in-view')) > 0, `cells in view after a long drag: ${await figure.getAttribute('data-in-view')}`);
+      await settled(draw);
+      const inView = await inViewCount(figure);
+      assert.ok(inView > 0, `cells in view after a long drag: ${inView}`);
       // the embedding zooms under the wheel (the point under the pointer stays), pans by a drag, and hovers what is under the pointer after a zoom
       const embedding = figure.locator('.sds-embedding');
       const estage = figure.locator('.sds-embedding-stage');
@@ -1363,7 +1413,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await draw.mouse.move(cx, cy);
       await draw.mouse.wheel(0, -600);
       await draw.waitForFunction(() => Number(document.querySelector('.sds-figure[data-figure="fig-leiden"] .sds-embedding')?.dataset.zoom) > 1.5, null, { timeout: 10000 });
-      await draw.waitForTimeout(300);
+      await settled(draw); // the zoom done: the hover is the one the product settled on
       // the hover is a cell the pointer is on at the new zoom (within the 8 px hover reach), or none: never the cell of before
       const hovered = await embedding.getAttribute('data-hover');
       const reach = await figure.evaluate((el, [p, index]) => {
@@ -1397,19 +1447,10 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await draw.close();
     }
     // dark theme, a 420 px panel: the embedding goes below the tissue, nothing wider than the panel
-    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
-    const dark = await newPage();
-    try {
+    await inThemes(['dark'], async dark => {
       const figure = await openFigure(dark);
       await dark.keyboard.press('Control+b');
-      for (let i = 0; i < 3; i++) {
-        const have = await dark.locator('.sds-panel').evaluate(el => el.getBoundingClientRect().width);
-        if (Math.abs(have - 420) < 1) break;
-        const vp = dark.viewportSize();
-        await dark.setViewportSize({ width: Math.round(vp.width + 420 - have), height: vp.height });
-        await dark.waitForTimeout(500);
-      }
-      await dark.waitForTimeout(500);
+      await sizePanel(dark, 420);
       const [tissueBox, embeddingBox] = await Promise.all([figure.locator('.sds-deck-stage').boundingBox(), figure.locator('.sds-embedding-stage').boundingBox()]);
       assert.ok(embeddingBox.y >= tissueBox.y + tissueBox.height - 1, `stacked at 420 px: ${JSON.stringify({ tissueBox, embeddingBox })}`);
       assert.ok(embeddingBox.width > 200, `the embedding keeps the panel's width: ${embeddingBox.width}`);
@@ -1436,10 +1477,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await shot(dark, 'issue27-embedding-420-dark');
       await checkAxe(dark, 'the embedding beside the tissue (dark, 420 px)');
       assert.deepEqual(dark.errors, []);
-    } finally {
-      await dark.close();
-      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
-    }
+    });
   });
 
   // issue 29, the remaining items (nav29b): its own copy of the small demo, a plain folder and a corrupt version beside it
@@ -1461,79 +1499,100 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
   it('issue 41 (4, 5, 6): the palette opens the selected folder; an unreadable layer.json says why; the sidebar follows the panel; Back survives a reload; same titles apart; the side folds at 420 px; light and dark, axe', async () => {
     const ownTop = nav29bDemo();
     const title = (await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(`nav29b/datasets/${ownTop}`)}`)).json()).versions[0].title;
-    for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
-      const tag = theme.includes('Dark') ? 'dark' : 'light';
-      await setSetting('@jupyterlab/apputils-extension:themes', { theme });
-      const page = await newPage();
-      try {
-        await openListing(page, 'nav29b/datasets');
-        // item 6: "Open version" from the palette is filled with the folder selected in the file browser
-        await item(page, ownTop).click();
-        await page.keyboard.press('Control+Shift+c');
-        await page.locator('.lm-CommandPalette-input').fill('Open version');
-        await page.keyboard.press('Enter');
-        assert.equal(await page.locator('.jp-Dialog input').inputValue(), `nav29b/datasets/${ownTop}`);
-        await page.keyboard.press('Escape');
-        await page.locator('.jp-Dialog').waitFor({ state: 'detached' });
-        // item 6: a double-click on a folder whose layer.json cannot be read shows its files and says why
-        await page.waitForSelector('.jp-DirListing-item.sds-version-broken', { timeout: 30000 });
-        await item(page, 'corrupt-version').dblclick();
-        const note = page.locator('.Toastify__toast', { hasText: 'corrupt-version: its layer.json cannot be read' });
-        await note.waitFor({ timeout: 30000 });
-        assert.match(await note.innerText(), /corrupt-version: its layer\.json cannot be read, so its files are shown instead\. layer\.json is not valid JSON/);
-        await page.waitForFunction(() => /corrupt-version/.test(document.querySelector('.jp-BreadCrumbs')?.textContent ?? ''), null, { timeout: 30000 });
-        await page.waitForTimeout(800); // the note slides in
-        await shot(page, `issue41-unreadable-note-${tag}`);
-        await openListing(page, 'nav29b/datasets');
-        // item 4: the sidebar highlights the version the panel shows, and follows it onto a branch
-        await page.locator('.jp-SideBar .lm-TabBar-tab[data-id="sds-versions-sidebar"]').click();
-        const sideRow = name => page.locator('#sds-versions-sidebar .sds-tree-row', { hasText: name });
-        await sideRow('Coarser clusters').waitFor({ timeout: 60000 });
-        await sideRow(title).first().dblclick(); // the sidebar stands where the file browser was: it opens the version
-        await page.waitForSelector('.sds-panel:visible .sds-tree-row', { timeout: 60000 });
-        await page.waitForFunction(t => [...document.querySelectorAll('#sds-versions-sidebar .sds-tree-row.sds-tree-current')].map(r => r.textContent).join().includes(t), title, { timeout: 30000 });
-        await page.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
-        await page.waitForFunction(() => /Coarser clusters/.test([...document.querySelectorAll('#sds-versions-sidebar .sds-tree-row.sds-tree-current')].map(r => r.textContent).join()), null, { timeout: 30000 });
-        assert.equal(await page.locator('#sds-versions-sidebar .sds-tree-row.sds-tree-current').count(), 1, 'the old highlight went');
-        assert.deepEqual(await axeViolations(page, '#sds-versions-sidebar'), [], `the sidebar following the panel (${tag})`);
-        await shot(page, `issue41-sidebar-follows-${tag}`);
-        // item 4: Back survives a reload
-        await page.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 30000 });
-        await page.waitForTimeout(1500); // the layout is saved shortly after a change
-        await page.goto(`${base}/lab/tree/nav29b/datasets?token=${TOKEN}`);
-        await page.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 60000 });
-        assert.equal(await page.locator('.sds-panel:visible .sds-back').innerText(), `← Back to ${title}`);
-        assert.equal(await page.locator('.sds-panel:visible .sds-title-text').innerText(), 'Coarser clusters');
-        // item 5: at 420 px the tree and history fold away and the views get the height
-        await sizePanel(page, 420);
-        const fold = page.locator('.sds-panel:visible .sds-side-toggle');
-        assert.equal(await fold.innerText(), 'Hide versions');
-        const before = await page.locator('.sds-panel:visible .sds-detail').evaluate(el => el.getBoundingClientRect().height);
+    await inThemes(['light', 'dark'], async (page, tag) => {
+      await openListing(page, 'nav29b/datasets');
+      // item 6: "Open version" from the palette is filled with the folder selected in the file browser
+      await item(page, ownTop).click();
+      await page.keyboard.press('Control+Shift+c');
+      await page.locator('.lm-CommandPalette-input').fill('Open version');
+      await page.keyboard.press('Enter');
+      assert.equal(await page.locator('.jp-Dialog input').inputValue(), `nav29b/datasets/${ownTop}`);
+      await page.keyboard.press('Escape');
+      await page.locator('.jp-Dialog').waitFor({ state: 'detached' });
+      // item 6: a double-click on a folder whose layer.json cannot be read shows its files and says why
+      await page.waitForSelector('.jp-DirListing-item.sds-version-broken', { timeout: 30000 });
+      await item(page, 'corrupt-version').dblclick();
+      const note = page.locator('.Toastify__toast', { hasText: 'corrupt-version: its layer.json cannot be read' });
+      await note.waitFor({ timeout: 30000 });
+      assert.match(await note.innerText(), /corrupt-version: its layer\.json cannot be read, so its files are shown instead\. layer\.json is not valid JSON/);
+      await page.waitForFunction(() => /corrupt-version/.test(document.querySelector('.jp-BreadCrumbs')?.textContent ?? ''), null, { timeout: 30000 });
+      await settled(page); // the note has slid in
+      await shot(page, `issue41-unreadable-note-${tag}`);
+      await openListing(page, 'nav29b/datasets');
+      // item 4: the sidebar highlights the version the panel shows, and follows it onto a branch
+      await page.locator('.jp-SideBar .lm-TabBar-tab[data-id="sds-versions-sidebar"]').click();
+      const sideRow = name => page.locator('#sds-versions-sidebar .sds-tree-row', { hasText: name });
+      await sideRow('Coarser clusters').waitFor({ timeout: 60000 });
+      await sideRow(title).first().dblclick(); // the sidebar stands where the file browser was: it opens the version
+      await page.waitForSelector('.sds-panel:visible .sds-tree-row', { timeout: 60000 });
+      await page.waitForFunction(t => [...document.querySelectorAll('#sds-versions-sidebar .sds-tree-row.sds-tree-current')].map(r => r.textContent).join().includes(t), title, { timeout: 30000 });
+      await page.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
+      await page.waitForFunction(() => /Coarser clusters/.test([...document.querySelectorAll('#sds-versions-sidebar .sds-tree-row.sds-tree-current')].map(r => r.textContent).join()), null, { timeout: 30000 });
+      assert.equal(await page.locator('#sds-versions-sidebar .sds-tree-row.sds-tree-current').count(), 1, 'the old highlight went');
+      assert.deepEqual(await axeViolations(page, '#sds-versions-sidebar'), [], `the sidebar following the panel (${tag})`);
+      await shot(page, `issue41-sidebar-follows-${tag}`);
+      // item 4: Back survives a reload
+      await page.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 30000 });
+      await layoutSaved(page, '"trail":[{'); // the panel's trail (its Back) is in the saved layout
+      await page.goto(`${base}/lab/tree/nav29b/datasets?token=${TOKEN}`);
+      await page.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 60000 });
+      assert.equal(await page.locator('.sds-panel:visible .sds-back').innerText(), `← Back to ${title}`);
+      assert.equal(await page.locator('.sds-panel:visible .sds-title-text').innerText(), 'Coarser clusters');
+      // item 5: at 420 px the tree and history fold away and the views get the height
+      await sizePanel(page, 420);
+      const fold = page.locator('.sds-panel:visible .sds-side-toggle');
+      assert.equal(await fold.innerText(), 'Hide versions');
+      const before = await page.locator('.sds-panel:visible .sds-detail').evaluate(el => el.getBoundingClientRect().height);
+      await fold.click();
+      assert.equal(await page.locator('.sds-panel:visible .sds-side').isHidden(), true);
+      assert.equal(await fold.getAttribute('aria-expanded'), 'false');
+      const after = await page.locator('.sds-panel:visible .sds-detail').evaluate(el => el.getBoundingClientRect().height);
+      assert.ok(after > before + 100, `the views grew: ${before} -> ${after}`);
+      assert.deepEqual(await axeViolations(page, '.sds-panel:not(.lm-mod-hidden) .sds-app'), [], `folded at 420 px (${tag})`);
+      await shot(page, `issue41-folded-420-${tag}`);
+      // the drawing tools open under the toolbar, above the drawing, its legend and channels
+      await page.locator('.sds-panel:visible .sds-tab[data-tab="figures"]').click();
+      const card = page.locator('.sds-panel:visible .sds-figure-canvas').first();
+      await card.locator('.sds-annotate-toggle').waitFor({ timeout: 60000 });
+      // item 3: folded, the side takes nothing and the whole tissue is in view, as wide as its card
+      // allows (a square tissue at 420 px is bound by the width: the height the tree and history
+      // took is what kept it out of view); measured again unfolded, for the comparison
+      await card.locator('.sds-spatial-drawing canvas').first().waitFor({ timeout: 60000 });
+      const room = () =>
+        page.evaluate(() => {
+          const panel = document.querySelector('.sds-panel:not(.lm-mod-hidden)');
+          const box = sel => panel.querySelector(sel).getBoundingClientRect();
+          const [app, side, detail, card, drawing] = ['.sds-app', '.sds-side', '.sds-detail', '.sds-figure-canvas', '.sds-figure-canvas .sds-spatial-drawing'].map(box);
+          const seen = Math.max(0, Math.min(drawing.bottom, detail.bottom, window.innerHeight) - Math.max(drawing.top, detail.top));
+          return { app: app.height, side: side.height, detail: detail.height, card: card.height, cardWidth: card.width, drawing: drawing.height, drawingWidth: drawing.width, seen, share: (drawing.height * drawing.width) / (card.height * card.width) };
+        });
+      const folded = await room();
+      const flip = async () => {
+        const said = await fold.innerText();
         await fold.click();
-        assert.equal(await page.locator('.sds-panel:visible .sds-side').isHidden(), true);
-        assert.equal(await fold.getAttribute('aria-expanded'), 'false');
-        const after = await page.locator('.sds-panel:visible .sds-detail').evaluate(el => el.getBoundingClientRect().height);
-        assert.ok(after > before + 100, `the views grew: ${before} -> ${after}`);
-        assert.deepEqual(await axeViolations(page, '.sds-panel:not(.lm-mod-hidden) .sds-app'), [], `folded at 420 px (${tag})`);
-        await shot(page, `issue41-folded-420-${tag}`);
-        // the drawing tools open under the toolbar, above the drawing, its legend and channels
-        await page.locator('.sds-panel:visible .sds-tab[data-tab="figures"]').click();
-        const card = page.locator('.sds-panel:visible .sds-figure-canvas').first();
-        await card.locator('.sds-annotate-toggle').waitFor({ timeout: 60000 });
-        await card.locator('.sds-annotate-toggle').click();
-        await card.locator('.sds-annotate:not([hidden])').waitFor({ timeout: 30000 });
-        const tops = await card.evaluate(el => ['.sds-annotate', '.sds-spatial-drawing', '.sds-legend-slot'].map(s => el.querySelector(s).getBoundingClientRect().top));
-        assert.ok(tops[0] < tops[1] && tops[1] < tops[2], `tools ${tops[0]}, drawing ${tops[1]}, legend ${tops[2]}`);
-        await shot(page, `issue41-tools-420-${tag}`);
-        await page.keyboard.press('Escape');
-        await fold.click();
-        await page.setViewportSize({ width: 1400, height: 900 });
-        assert.deepEqual(page.errors, []);
-      } finally {
-        await page.close();
-      }
-    }
-    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+        await until(() => fold.innerText(), t => t !== said, 'the side folds or unfolds');
+        await settled(page);
+      };
+      await flip();
+      const unfolded = await room();
+      await flip();
+      const say = r => `side ${Math.round(r.side)} px of ${Math.round(r.app)}, tissue ${Math.round(r.seen)} of its ${Math.round(r.drawing)} px in view (${Math.round((100 * r.seen) / r.app)}% of the panel's height), ${(100 * r.share).toFixed(1)}% of its card's area`;
+      console.log(`issue 41 item 3, 420 px (${tag}): folded: ${say(folded)}; unfolded: ${say(unfolded)}`);
+      assert.equal(folded.side, 0, 'the folded side takes no height');
+      assert.ok(folded.seen >= folded.drawing - 1, `folded, the whole tissue is in view: ${JSON.stringify(folded)}`);
+      assert.ok(folded.seen > unfolded.seen + 50, `folding brings more of the tissue into view: ${folded.seen} vs ${unfolded.seen}`);
+      assert.ok(folded.drawingWidth >= 0.9 * folded.cardWidth, `the tissue is as wide as its card allows: ${folded.drawingWidth} of ${folded.cardWidth}`);
+      await shot(page, `issue41-folded-figure-420-${tag}`);
+      await card.locator('.sds-annotate-toggle').click();
+      await card.locator('.sds-annotate:not([hidden])').waitFor({ timeout: 30000 });
+      const tops = await card.evaluate(el => ['.sds-annotate', '.sds-spatial-drawing', '.sds-legend-slot'].map(s => el.querySelector(s).getBoundingClientRect().top));
+      assert.ok(tops[0] < tops[1] && tops[1] < tops[2], `tools ${tops[0]}, drawing ${tops[1]}, legend ${tops[2]}`);
+      await shot(page, `issue41-tools-420-${tag}`);
+      await page.keyboard.press('Escape');
+      await fold.click();
+      await page.setViewportSize({ width: 1400, height: 900 });
+      assert.deepEqual(page.errors, []);
+    });
     // item 4: two panels whose versions share a title carry different tab titles
     cpSync(join(work, 'root', 'nav29b', 'datasets', ownTop), join(work, 'root', 'nav29b', 'copy', ownTop), { recursive: true });
     const page = await newPage();
@@ -1541,7 +1600,7 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await openListing(page, 'nav29b/datasets');
       await item(page, ownTop).dblclick();
       await page.waitForSelector('.sds-panel:visible .sds-history-row', { timeout: 60000 });
-      await page.waitForTimeout(1500); // the layout is saved shortly after a change
+      await layoutSaved(page, ownTop);
       await page.goto(`${base}/lab/tree/nav29b/copy?token=${TOKEN}`); // no reset: the first panel comes back
       await page.waitForSelector('.jp-DirListing-item', { timeout: 60000 });
       await item(page, ownTop).dblclick();
@@ -1554,129 +1613,205 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     }
   });
 
+  it('issue 41 (1, 2): a long title is read whole in the tree, the history and the sidebar (its row grows, the graph joins up); no tag is ever cut, at 1,400 and 420 px; light and dark, axe', async () => {
+    const LONG = 'Tumour margin regions redrawn after the second pathology review of the invasive front, with the immune infiltrate marked';
+    const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'long41')], { encoding: 'utf8' });
+    assert.equal(own.status, 0, own.stderr);
+    const ownTop = own.stdout.trim().split('\n').pop();
+    const saved = python(`
+from sds_jupyter import open_anndata, save_version
+adata = open_anndata(${JSON.stringify(ownTop)})
+adata.obs["reviewed"] = adata.obs_names.str.len().astype("int64")
+print(save_version(${JSON.stringify(ownTop)}, adata, title=${JSON.stringify(LONG)}).name)`);
+    const SIDEBAR = '#sds-versions-sidebar';
+    // every tag whole, every title whole and inside its row, in `scope`
+    const clipped = (page, scope) =>
+      page.evaluate(sel => {
+        const bad = [];
+        for (const root of document.querySelectorAll(sel)) {
+          for (const tag of root.querySelectorAll('.sds-tree-tag')) {
+            if (tag.scrollWidth > tag.clientWidth + 0.5) bad.push(`tag “${tag.textContent}” ${tag.scrollWidth}>${tag.clientWidth}`);
+          }
+          for (const title of root.querySelectorAll('.sds-tree-title, .sds-row-title')) {
+            const row = title.closest('.sds-tree-row, .sds-history-row').getBoundingClientRect();
+            const box = title.getBoundingClientRect();
+            if (title.scrollWidth > title.clientWidth + 0.5 || title.scrollHeight > title.clientHeight + 0.5) bad.push(`title “${title.textContent}” scrolls`);
+            if (box.bottom > row.bottom + 0.5 || box.right > row.right + 0.5) bad.push(`title “${title.textContent}” past its row`);
+          }
+          // the history's author, app and change badges: each whole, inside its row (they wrap)
+          for (const part of root.querySelectorAll('.sds-row-meta > *')) {
+            const row = part.closest('.sds-history-row').getBoundingClientRect();
+            const box = part.getBoundingClientRect();
+            if (part.scrollWidth > part.clientWidth + 0.5) bad.push(`badge “${part.textContent}” ${part.scrollWidth}>${part.clientWidth}`);
+            if (box.bottom > row.bottom + 0.5 || box.right > row.right + 0.5) bad.push(`badge “${part.textContent}” past its row`);
+          }
+          // the panel's header title (the top version's): whole, no tooltip needed
+          const head = root.closest('.sds-app')?.querySelector('.sds-header .sds-title-text');
+          if (head && (head.scrollWidth > head.clientWidth + 0.5 || head.scrollHeight > head.clientHeight + 0.5)) bad.push(`header title “${head.textContent}” ${head.scrollWidth}>${head.clientWidth}`);
+        }
+        return bad;
+      }, scope);
+    // the graph's lanes reach the bottom of a row however tall it is (the rows join up)
+    const graphFills = (page, scope) =>
+      page.evaluate(sel => [...document.querySelectorAll(`${sel} .sds-tree-row`)].every(row => Math.abs(row.querySelector('svg').getBoundingClientRect().height - row.getBoundingClientRect().height) < 1), scope);
+    await inThemes(['light', 'dark'], async (page, tag) => {
+      await openListing(page, 'long41/datasets');
+      await item(page, saved).dblclick();
+      await page.waitForSelector('.sds-panel:visible .sds-tree-row.sds-tree-current', { timeout: 60000 });
+      // selected and opened: the long title's row carries both tags
+      await page.locator('.sds-panel:visible .sds-history-row[data-depth]').first().click();
+      await page.waitForSelector('.sds-panel:visible .sds-tree-row.sds-tree-selected.sds-tree-current', { timeout: 30000 });
+      await page.waitForFunction(() => document.querySelectorAll('.sds-panel:not(.lm-mod-hidden) .sds-tree-row.sds-tree-current .sds-tree-tag').length === 2, null, { timeout: 30000 });
+      const longRow = page.locator('.sds-panel:visible .sds-tree-row.sds-tree-current');
+      assert.equal(await longRow.locator('.sds-tree-title').innerText(), LONG);
+      assert.deepEqual(await longRow.locator('.sds-tree-tag').allInnerTexts(), ['selected', 'opened']);
+      for (const width of [1400, 420]) {
+        if (width === 420) await sizePanel(page, 420);
+        await settled(page);
+        assert.deepEqual(await clipped(page, '.sds-panel:not(.lm-mod-hidden) .sds-side'), [], `the panel at ${width} px (${tag})`);
+        assert.ok(await graphFills(page, '.sds-panel:not(.lm-mod-hidden)'), `the graph fills every row at ${width} px`);
+        const rows = await page.evaluate(() => [...document.querySelectorAll('.sds-panel:not(.lm-mod-hidden) .sds-tree-row')].map(r => [r.querySelector('.sds-tree-title').textContent, r.getBoundingClientRect().top, r.getBoundingClientRect().height]));
+        const tall = rows.find(([t]) => t === LONG);
+        if (width === 420) assert.ok(tall[2] > 40, `the long title wraps to more lines at 420 px: ${tall[2]} px`);
+        const head = await page.locator('.sds-panel:not(.lm-mod-hidden) .sds-header .sds-title-text').evaluate(el => [el.textContent, el.clientHeight]);
+        assert.equal(head[0], LONG, 'the header names the top version');
+        if (width === 420) assert.ok(head[1] > 30, `the header title wraps to more lines at 420 px: ${head[1]} px`);
+        rows.sort((a, b) => a[1] - b[1]);
+        for (let i = 1; i < rows.length; i++) assert.ok(rows[i][1] >= rows[i - 1][1] + rows[i - 1][2] - 0.5, `rows overlap at ${width} px: ${JSON.stringify(rows)}`);
+        assert.deepEqual(await axeViolations(page, '.sds-panel:not(.lm-mod-hidden) .sds-side'), [], `the side at ${width} px (${tag})`);
+        await shot(page, `issue41-long-title-${width}-${tag}`);
+      }
+      await page.setViewportSize({ width: 1400, height: 900 });
+      // the sidebar at 420 px: the same title whole, its group as tall as its rows
+      await page.locator(`.jp-SideBar .lm-TabBar-tab[data-id="sds-versions-sidebar"]`).click();
+      await page.locator(`${SIDEBAR} .sds-tree-row`, { hasText: 'Coarser clusters' }).waitFor({ timeout: 60000 });
+      const handle = page.locator('#jp-main-split-panel > .lm-SplitPanel-handle').first();
+      const from = await handle.boundingBox();
+      const left = (await page.locator(SIDEBAR).boundingBox()).x;
+      await page.mouse.move(from.x + from.width / 2, from.y + 200);
+      await page.mouse.down();
+      await page.mouse.move(left + 420, from.y + 200, { steps: 8 });
+      await page.mouse.up();
+      await until(async () => (await page.locator(SIDEBAR).boundingBox()).width, w => Math.abs(w - 420) < 30, 'the sidebar dragged to 420 px');
+      await settled(page);
+      assert.deepEqual(await clipped(page, SIDEBAR), [], `the sidebar at 420 px (${tag})`);
+      assert.ok(await graphFills(page, SIDEBAR), 'the sidebar graph fills every row');
+      const group = await page.locator(`${SIDEBAR} .sds-tree`).first().evaluate(el => [el.clientHeight, [...el.querySelectorAll('.sds-tree-row')].reduce((end, r) => Math.max(end, r.offsetTop + r.offsetHeight), 0)]);
+      assert.ok(Math.abs(group[0] - group[1]) < 1, `the group is as tall as its rows: ${group}`);
+      assert.equal(await page.locator(`${SIDEBAR} .sds-tree-title`, { hasText: 'invasive front' }).innerText(), LONG);
+      assert.deepEqual(await axeViolations(page, SIDEBAR), [], `the sidebar at 420 px (${tag})`);
+      await shot(page, `issue41-long-title-sidebar-420-${tag}`);
+      assert.deepEqual(page.errors, []);
+    });
+  });
+
   it('issue 29 (7b, 8b, 7d): a wide panel shows the whole tissue drawing; Figures charts never scroll sideways; Escape closes the overlays', async () => {
     const ownTop = nav29bDemo();
-    for (const theme of ['JupyterLab Light', 'JupyterLab Dark']) {
-      const tag = theme.includes('Dark') ? 'dark' : 'light';
-      await setSetting('@jupyterlab/apputils-extension:themes', { theme });
-      const page = await browser.newPage({ viewport: { width: 1600, height: 800 } });
-      page.errors = [];
-      page.on('pageerror', e => page.errors.push(e.message));
-      try {
-        await openListing(page, 'nav29b/datasets');
-        await item(page, ownTop).dblclick();
-        await page.waitForSelector('.sds-history-row', { timeout: 30000 });
-        await page.keyboard.press('Control+b');
-        // 7a: the version opens on Figures, its own newest figure first
-        await page.waitForSelector('.sds-tab.sds-active[data-tab="figures"]', { timeout: 30000 });
-        const own = (await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(`nav29b/datasets/${ownTop}`)}`)).json()).versions[0];
-        const saved = own.changes.filter(c => c.op === 'set-figure').map(c => c.figure);
-        await page.waitForSelector('.sds-figures .sds-figure', { timeout: 30000 });
-        assert.ok(saved.includes(await page.locator('.sds-figures .sds-figure').first().getAttribute('data-figure')), `first figure of ${JSON.stringify(own.changes)}`);
-        await page.locator('.sds-tab[data-tab="figures"]').click();
-        const figure = page.locator('.sds-figure-canvas').first();
-        await figure.waitFor({ timeout: 30000 });
-        await figure.evaluate(el => el.scrollIntoView({ block: 'start' }));
-        await page.waitForSelector('.sds-figure-canvas .sds-deck-stage[data-live="true"]', { timeout: 30000 });
-        await page.waitForTimeout(800);
-        // the figures above it have drawn since (and grown): the figure's top at the panel's top again
-        await figure.evaluate(el => el.scrollIntoView({ block: 'start' }));
-        await page.waitForTimeout(500);
-        // 7b: the drawing (its scale bar at its bottom) is inside the panel and the window, its aspect kept
-        const boxes = await page.evaluate(() => {
-          const r = el => el.getBoundingClientRect();
-          const stage = document.querySelector('.sds-figure-canvas .sds-deck-stage');
-          const bar = document.querySelector('.sds-figure-canvas .sds-scalebar:not([hidden])');
-          return { stage: r(stage).toJSON(), panels: r(document.querySelector('.sds-panels')).toJSON(), bar: bar ? r(bar).toJSON() : null, aspect: getComputedStyle(stage).aspectRatio };
-        });
-        for (const box of [boxes.stage, boxes.bar].filter(Boolean)) {
-          assert.ok(box.bottom <= Math.min(800, boxes.panels.bottom) + 1 && box.top >= boxes.panels.top - 1, `on screen: ${JSON.stringify(boxes)}`);
-        }
-        const [aw, ah] = boxes.aspect.split('/').map(Number);
-        assert.ok(Math.abs(boxes.stage.width / boxes.stage.height - aw / ah) < 0.02, `aspect kept: ${JSON.stringify(boxes)}`);
-        await shot(page, `issue29-fit-wide-${tag}`);
-        // 8b: every figure drawn; no chart, figure or the panel scrolls sideways, wide and at 420 px
-        const overflowing = async () => {
-          for (const fig of await page.locator('.sds-figure').all()) {
-            await fig.scrollIntoViewIfNeeded();
-            await page.waitForTimeout(300);
-          }
-          await page.waitForFunction(() => [...document.querySelectorAll('.sds-figure-chart .sds-figure-body')].every(b => b.querySelector('svg, canvas, .sds-reason, .sds-error')), null, { timeout: 30000 });
-          await page.waitForTimeout(800);
-          return page.evaluate(() =>
-            [document.querySelector('.sds-panels'), ...document.querySelectorAll('.sds-figures .sds-chart, .sds-figures .sds-figure-body')]
-              .filter(el => el.scrollWidth > el.clientWidth + 1)
-              .map(el => `${el.className} ${el.scrollWidth}>${el.clientWidth}`)
-          );
-        };
-        assert.deepEqual(await overflowing(), [], `wide (${tag})`);
-        for (let i = 0; i < 3; i++) {
-          const have = await page.locator('.sds-panel').evaluate(el => el.getBoundingClientRect().width);
-          if (Math.abs(have - 420) < 1) break;
-          const vp = page.viewportSize();
-          await page.setViewportSize({ width: Math.round(vp.width + 420 - have), height: vp.height });
-          await page.waitForTimeout(500);
-        }
-        assert.deepEqual(await overflowing(), [], `420 px (${tag})`);
-        await page.locator('.sds-figure-chart').first().scrollIntoViewIfNeeded();
-        await shot(page, `issue29-figures-420-${tag}`);
-        // 8a: the Top markers chart (Leiden clusters saved it; the top deleted it): at 420 px and wide
-        await page.locator('.sds-history-row', { hasText: 'Leiden clusters' }).click();
-        await page.locator('.sds-tab[data-tab="figures"]').click();
-        const markers = page.locator('.sds-figure[data-figure="fig-markers"]');
-        await markers.locator('.sds-chart svg, .sds-chart canvas').first().waitFor({ timeout: 30000 });
-        assert.deepEqual(await overflowing(), [], `the markers at 420 px (${tag})`);
-        await markers.evaluate(el => el.scrollIntoView({ block: 'start' }));
-        await page.waitForTimeout(300);
-        await shot(page, `issue29-markers-420-${tag}`);
-        await page.setViewportSize({ width: 1600, height: 800 });
-        await page.waitForTimeout(500);
-        await markers.evaluate(el => el.scrollIntoView({ block: 'start' }));
-        await page.waitForTimeout(300);
-        await shot(page, `issue29-markers-wide-${tag}`);
-        await page.locator('.sds-history-row').first().click();
-        await page.locator('.sds-tab[data-tab="figures"]').click();
-        await figure.waitFor({ timeout: 30000 });
-        // 7d, in both themes: Escape stops drawing regions (the Annotate button gets the focus back)
-        await figure.scrollIntoViewIfNeeded();
-        await figure.locator('.sds-annotate-toggle').click();
-        await figure.locator('.sds-annotate:not([hidden])').waitFor();
-        await page.keyboard.press('Escape');
-        await figure.locator('.sds-annotate').waitFor({ state: 'hidden' });
-        assert.equal(await figure.locator('.sds-annotate-toggle').getAttribute('aria-pressed'), 'false');
-        assert.equal(await figure.locator('.sds-annotate-toggle').evaluate(el => el === document.activeElement), true);
-        // the result's tissue view, opened by a click: Escape at once closes it
-        await page.locator('.sds-tab[data-tab="results"]').click();
-        const card = page.locator('[data-result="markers-leiden"]');
-        const link = card.locator('.sds-tissue-link').first();
-        await link.waitFor({ timeout: 30000 });
-        await link.click();
-        await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn, null, { timeout: 60000 });
-        await shot(page, `issue29-escape-tissue-open-${tag}`);
-        assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], `the result's tissue view open (${tag})`);
-        await page.keyboard.press('Escape');
-        assert.equal(await card.locator('.sds-tissue').isHidden(), true, 'Escape closed the tissue view');
-        // A | B side by side with the branch: Escape at once closes it, the focus back on its button
-        await page.locator('.sds-tab[data-tab="compare"]').click();
-        const pickB = page.locator('.sds-compare select[aria-label^="Version B"]');
-        await pickB.locator('option', { hasText: 'Coarser clusters' }).waitFor({ state: 'attached', timeout: 30000 });
-        await pickB.selectOption({ label: await pickB.locator('option', { hasText: 'Coarser clusters' }).innerText() });
-        const sides = page.locator('.sds-show-sides:visible').first();
-        await sides.waitFor({ timeout: 60000 });
-        await sides.click();
-        await page.waitForFunction(() => document.querySelector('.sds-sidebyside:not([hidden])')?.dataset.drawn, null, { timeout: 60000 });
-        await page.waitForTimeout(500);
-        await shot(page, `issue29-escape-sides-open-${tag}`);
-        assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], `A | B side by side open (${tag})`);
-        await page.keyboard.press('Escape');
-        assert.equal(await page.locator('.sds-sidebyside:not([hidden])').count(), 0, 'Escape closed A | B side by side');
-        assert.equal(await sides.evaluate(el => el === document.activeElement), true, 'the focus is back on its button');
-        assert.deepEqual(page.errors, []);
-      } finally {
-        await page.close();
-        await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    await inThemes(['light', 'dark'], async (page, tag) => {
+      await openListing(page, 'nav29b/datasets');
+      await item(page, ownTop).dblclick();
+      await page.waitForSelector('.sds-history-row', { timeout: 30000 });
+      await page.keyboard.press('Control+b');
+      // 7a: the version opens on Figures, its own newest figure first
+      await page.waitForSelector('.sds-tab.sds-active[data-tab="figures"]', { timeout: 30000 });
+      const own = (await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(`nav29b/datasets/${ownTop}`)}`)).json()).versions[0];
+      const saved = own.changes.filter(c => c.op === 'set-figure').map(c => c.figure);
+      await page.waitForSelector('.sds-figures .sds-figure', { timeout: 30000 });
+      assert.ok(saved.includes(await page.locator('.sds-figures .sds-figure').first().getAttribute('data-figure')), `first figure of ${JSON.stringify(own.changes)}`);
+      await page.locator('.sds-tab[data-tab="figures"]').click();
+      const figure = page.locator('.sds-figure-canvas').first();
+      await figure.waitFor({ timeout: 30000 });
+      await figure.evaluate(el => el.scrollIntoView({ block: 'start' }));
+      await page.waitForSelector('.sds-figure-canvas .sds-deck-stage[data-live="true"]', { timeout: 30000 });
+      await settled(page);
+      // the figures above it have drawn since (and grown): the figure's top at the panel's top again
+      await figure.evaluate(el => el.scrollIntoView({ block: 'start' }));
+      await settled(page);
+      // 7b: the drawing (its scale bar at its bottom) is inside the panel and the window, its aspect kept
+      const boxes = await page.evaluate(() => {
+        const r = el => el.getBoundingClientRect();
+        const stage = document.querySelector('.sds-figure-canvas .sds-deck-stage');
+        const bar = document.querySelector('.sds-figure-canvas .sds-scalebar:not([hidden])');
+        return { stage: r(stage).toJSON(), panels: r(document.querySelector('.sds-panels')).toJSON(), bar: bar ? r(bar).toJSON() : null, aspect: getComputedStyle(stage).aspectRatio };
+      });
+      for (const box of [boxes.stage, boxes.bar].filter(Boolean)) {
+        assert.ok(box.bottom <= Math.min(800, boxes.panels.bottom) + 1 && box.top >= boxes.panels.top - 1, `on screen: ${JSON.stringify(boxes)}`);
       }
-    }
+      const [aw, ah] = boxes.aspect.split('/').map(Number);
+      assert.ok(Math.abs(boxes.stage.width / boxes.stage.height - aw / ah) < 0.02, `aspect kept: ${JSON.stringify(boxes)}`);
+      await shot(page, `issue29-fit-wide-${tag}`);
+      // 8b: every figure drawn; no chart, figure or the panel scrolls sideways, wide and at 420 px
+      const overflowing = async () => {
+        // each figure scrolled into view (a lazy figure draws once seen) until it has drawn
+        for (const fig of await page.locator('.sds-figure').all()) {
+          await fig.scrollIntoViewIfNeeded();
+          await settled(page);
+        }
+        await page.waitForFunction(() => [...document.querySelectorAll('.sds-figure-chart .sds-figure-body')].every(b => b.querySelector('svg, canvas, .sds-reason, .sds-error')), null, { timeout: 30000 });
+        await settled(page);
+        return page.evaluate(() =>
+          [document.querySelector('.sds-panels'), ...document.querySelectorAll('.sds-figures .sds-chart, .sds-figures .sds-figure-body')]
+            .filter(el => el.scrollWidth > el.clientWidth + 1)
+            .map(el => `${el.className} ${el.scrollWidth}>${el.clientWidth}`)
+        );
+      };
+      assert.deepEqual(await overflowing(), [], `wide (${tag})`);
+      await sizePanel(page, 420);
+      assert.deepEqual(await overflowing(), [], `420 px (${tag})`);
+      await page.locator('.sds-figure-chart').first().scrollIntoViewIfNeeded();
+      await shot(page, `issue29-figures-420-${tag}`);
+      // 8a: the Top markers chart (Leiden clusters saved it; the top deleted it): at 420 px and wide
+      await page.locator('.sds-history-row', { hasText: 'Leiden clusters' }).click();
+      await page.locator('.sds-tab[data-tab="figures"]').click();
+      const markers = page.locator('.sds-figure[data-figure="fig-markers"]');
+      await markers.locator('.sds-chart svg, .sds-chart canvas').first().waitFor({ timeout: 30000 });
+      assert.deepEqual(await overflowing(), [], `the markers at 420 px (${tag})`);
+      await markers.evaluate(el => el.scrollIntoView({ block: 'start' }));
+      await settled(page);
+      await shot(page, `issue29-markers-420-${tag}`);
+      await narrowTo(page, 1600, 800);
+      await markers.evaluate(el => el.scrollIntoView({ block: 'start' }));
+      await settled(page);
+      await shot(page, `issue29-markers-wide-${tag}`);
+      await page.locator('.sds-history-row').first().click();
+      await page.locator('.sds-tab[data-tab="figures"]').click();
+      await figure.waitFor({ timeout: 30000 });
+      // 7d, in both themes: Escape stops drawing regions (the Annotate button gets the focus back)
+      await figure.scrollIntoViewIfNeeded();
+      await figure.locator('.sds-annotate-toggle').click();
+      await figure.locator('.sds-annotate:not([hidden])').waitFor();
+      await page.keyboard.press('Escape');
+      await figure.locator('.sds-annotate').waitFor({ state: 'hidden' });
+      assert.equal(await figure.locator('.sds-annotate-toggle').getAttribute('aria-pressed'), 'false');
+      assert.equal(await figure.locator('.sds-annotate-toggle').evaluate(el => el === document.activeElement), true);
+      // the result's tissue view, opened by a click: Escape at once closes it
+      await page.locator('.sds-tab[data-tab="results"]').click();
+      const card = page.locator('[data-result="markers-leiden"]');
+      const link = card.locator('.sds-tissue-link').first();
+      await link.waitFor({ timeout: 30000 });
+      await link.click();
+      await page.waitForFunction(() => document.querySelector('[data-result="markers-leiden"] .sds-tissue')?.dataset.drawn, null, { timeout: 60000 });
+      await shot(page, `issue29-escape-tissue-open-${tag}`);
+      assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], `the result's tissue view open (${tag})`);
+      await page.keyboard.press('Escape');
+      assert.equal(await card.locator('.sds-tissue').isHidden(), true, 'Escape closed the tissue view');
+      // A | B side by side with the branch: Escape at once closes it, the focus back on its button
+      await page.locator('.sds-tab[data-tab="compare"]').click();
+      const pickB = page.locator('.sds-compare select[aria-label^="Version B"]');
+      await pickB.locator('option', { hasText: 'Coarser clusters' }).waitFor({ state: 'attached', timeout: 30000 });
+      await pickB.selectOption({ label: await pickB.locator('option', { hasText: 'Coarser clusters' }).innerText() });
+      const sides = page.locator('.sds-show-sides:visible').first();
+      await sides.waitFor({ timeout: 60000 });
+      await sides.click();
+      await page.waitForFunction(() => document.querySelector('.sds-sidebyside:not([hidden])')?.dataset.drawn, null, { timeout: 60000 });
+      await settled(page);
+      await shot(page, `issue29-escape-sides-open-${tag}`);
+      assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], `A | B side by side open (${tag})`);
+      await page.keyboard.press('Escape');
+      assert.equal(await page.locator('.sds-sidebyside:not([hidden])').count(), 0, 'Escape closed A | B side by side');
+      assert.equal(await sides.evaluate(el => el === document.activeElement), true, 'the focus is back on its button');
+      assert.deepEqual(page.errors, []);
+    }, { width: 1600, height: 800 });
   });
 
   it('issue 29 (1, 3, 4): titles beside folder names; a plain folder and a corrupt layer.json say so once and are not polled; another version keeps a Back, the first folder brings its own panel', async () => {
@@ -1684,6 +1819,9 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     const page = await newPage();
     const asked = [];
     page.on('request', r => r.url().includes('/sds-jupyter/api/') && asked.push(new URL(r.url()).search));
+    const pending = new Set();
+    page.on('request', r => r.url().includes('/sds-jupyter/api/') && pending.add(r));
+    for (const done of ['requestfinished', 'requestfailed']) page.on(done, r => pending.delete(r));
     try {
       await openListing(page, 'nav29b/datasets');
       await page.waitForSelector('.jp-DirListing-item.sds-version-item', { timeout: 30000 });
@@ -1714,9 +1852,10 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
         // that line alone: no empty search, tree or tabs below it, nothing to open in a notebook
         assert.equal(await page.locator('.sds-panel:visible .sds-main').isHidden(), true);
         assert.equal(await page.locator('.sds-panel:visible [data-action="open-in-notebook"]').isHidden(), true);
-        await page.waitForTimeout(1500);
+        // counted once the one line's own requests are answered, then again two of the tree's poll intervals later
+        await until(() => pending.size, n => n === 0, 'the requests of the one line answered');
         const before = asked.filter(q => q.includes(encodeURIComponent(folder))).length;
-        await page.waitForTimeout(9000); // two poll intervals
+        await pollIntervals(2);
         assert.equal(asked.filter(q => q.includes(encodeURIComponent(folder))).length, before, `${folder} asked again`);
         await shot(page, `issue29-not-a-version-${folder}`);
       }
@@ -1735,7 +1874,10 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       assert.equal(await page.locator('.sds-panel:visible .sds-history-row.sds-selected .sds-row-title').innerText(), 'Coarser clusters');
       assert.match(await page.locator('.sds-panel:visible .sds-tree-row.sds-tree-selected').innerText(), /Coarser clusters/);
       // the corrupt folder left out of the tree is named in its line
-      assert.equal(await page.locator('.sds-panel:visible .sds-tree-status').innerText(), 'Left out of the tree: corrupt-version');
+      // (the moved panel's tree reply may still be on its way: wait for its line, then read it whole)
+      const leftOutLine = page.locator('.sds-panel:visible .sds-tree-status');
+      await leftOutLine.filter({ hasText: 'Left out of the tree' }).waitFor({ timeout: 30000 });
+      assert.equal(await leftOutLine.innerText(), 'Left out of the tree: corrupt-version');
       await shot(page, 'issue29-back');
       await sizePanel(page, 420);
       await shot(page, 'issue29-back-420');
@@ -1756,12 +1898,10 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await page.close();
     }
     // dark: the titles and the unreadable mark in the file browser, the one line, the Back
-    await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Dark' });
-    try {
-      const dark = await newPage();
+    await inThemes(['dark'], async dark => {
       await openListing(dark, 'nav29b/datasets');
-      await dark.waitForFunction(() => document.body.dataset.jpThemeLight === 'false', null, { timeout: 30000 });
       await dark.waitForSelector('.jp-DirListing-item.sds-version-broken', { timeout: 30000 });
+      await wearsTheme(dark);
       await dark.locator('.jp-DirListing').screenshot({ path: join(SHOTS, 'issue29-file-browser-titles-dark.png') });
       await dark.keyboard.press('Control+Shift+c');
       await dark.locator('.lm-CommandPalette-input').fill('Open version');
@@ -1775,12 +1915,9 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
       await dark.waitForSelector('.sds-panel:visible .sds-tree-row', { timeout: 30000 });
       await dark.locator('.sds-panel:visible .sds-tree-row', { hasText: 'Coarser clusters' }).click();
       await dark.locator('.sds-panel:visible .sds-back:not([hidden])').waitFor({ timeout: 30000 });
-      await dark.waitForTimeout(500);
+      await settled(dark);
       await shot(dark, 'issue29-back-dark');
       assert.deepEqual(dark.errors, []);
-      await dark.close();
-    } finally {
-      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
-    }
+    });
   });
 });

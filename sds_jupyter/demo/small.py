@@ -20,8 +20,7 @@ import pandas as pd
 
 from sds_jupyter.demo.ids import demo_dataset_id
 from sds_jupyter.demo.specs import TABLE, chart_spec, result_meta
-from sds_jupyter.stack.stack import Stack
-from sds_jupyter.stack.writer import VersionWriter, no_auto_sharding
+from sds_jupyter.stack import Stack, VersionWriter, no_auto_sharding
 
 __all__ = ["build_small_demo"]
 
@@ -149,9 +148,12 @@ def _redrawn_regions(writer: VersionWriter, cells: pd.DataFrame) -> dict[str, st
         result_meta("morans_i", "Spatial autocorrelation", "moran", {"n_neighs": 6}, {"n_features": 3}),
     )
     writer.set_uns(TABLE, "notes", "Regions redrawn after pathology review")
-    writer.set_figure(
-        TABLE, "fig-regions", _canvas("Redrawn regions", "regions", {"left": "#9467bd", "right": "#8c564b"})
-    )
+    regions = _canvas("Redrawn regions", "regions", {"left": "#9467bd", "right": "#8c564b"})
+    # the segmentation the regions were redrawn over, outlined on opening (the flows and exports draw it)
+    regions["labels"] = {"element": "blobs_labels", "style": "outline", "visible": True, "opacity": 1.0}
+    # the blobs' polygons outlined beside them (a shapes element no table annotates: flows and exports draw it)
+    regions["shapes"] = [{"element": "blobs_polygons", "color": "#00e5ff", "visible": True, "opacity": 1.0}]
+    writer.set_figure(TABLE, "fig-regions", regions)
     return {
         "title": "Redrawn regions",
         "message": "Pathology review: split left and right",

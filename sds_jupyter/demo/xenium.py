@@ -22,9 +22,9 @@ from sds_jupyter.demo import analysis
 from sds_jupyter.demo.ids import demo_dataset_id
 from sds_jupyter.demo.specs import TABLE, chart_spec, result_meta
 from sds_jupyter.demo.tissue import CELL_TYPES, HYPOXIA_GENES, PIXEL_SIZE_UM, Tissue, cell_frame, make_tissue
-from sds_jupyter.demo.transcripts import PART_ROWS, nucleus_rings, transcript_frame
-from sds_jupyter.stack.stack import Stack
-from sds_jupyter.stack.writer import VersionWriter, no_auto_sharding
+from sds_jupyter.demo.transcripts import nucleus_rings, transcript_parts
+from sds_jupyter.stack import Stack, VersionWriter, no_auto_sharding
+from sds_jupyter.studio.shapes import default_shape_color
 
 __all__ = ["build_xenium_demo"]
 
@@ -119,15 +119,12 @@ def _shapes(tissue: Tissue, rings: np.ndarray) -> Any:
 
 
 def _transcripts(tissue: Tissue) -> Any:
-    """The transcripts as spatialdata's points element: dask-parquet parts of at most PART_ROWS rows."""
-    import dask.dataframe as dd
+    """The transcripts as spatialdata's points element: dask-parquet parts of about PART_ROWS rows, made as written."""
     from spatialdata.models import PointsModel
     from spatialdata.transformations import Identity
 
-    frame = transcript_frame(tissue)
-    parts = max(1, -(-len(frame) // PART_ROWS))
     return PointsModel.parse(
-        dd.from_pandas(frame, npartitions=parts, sort=False),
+        transcript_parts(tissue),
         coordinates={"x": "x", "y": "y"},
         feature_key="gene",
         instance_key="cell_id",
@@ -307,10 +304,14 @@ TRANSCRIPT_GENES = ("EPCAM", "CD3E", "MS4A1", "PECAM1", "CD68")
 
 
 def _transcripts_canvas(tissue: Tissue) -> dict[str, Any]:
-    """One tumor nest at cell scale with the transcripts of five marker genes over the cells."""
+    """One tumor nest at cell scale with the transcripts of five marker genes and the nuclei over the cells."""
     spec = _canvas(tissue, "Marker transcripts, one tumor nest", "cell_type", zoom_in=True)
-    spec["caption"] = "Transcripts of five marker genes, each in its colour, over the cells and the morphology image"
+    spec["caption"] = (
+        "Transcripts of five marker genes, each in its colour, and the nuclei outlined, over the cells and the morphology image"
+    )
     spec["points"] = {"element": POINTS, "genes": list(TRANSCRIPT_GENES), "radius": 1.5}
+    # each cell's nucleus outlined inside it, so opening the figure (and `make bench`) loads nucleus tiles
+    spec["shapes"] = [{"element": NUCLEI, "color": default_shape_color(NUCLEI), "visible": True, "opacity": 1.0}]
     return spec
 
 

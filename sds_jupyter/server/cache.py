@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 
 from sds_jupyter.limits import MAX_CACHED_SERVICES
-from sds_jupyter.server.paths import check_datasets_dir_inside, check_stack_inside, resolve_in_root
+from sds_jupyter.lru import ByteLRU
+from sds_jupyter.server.confine import check_datasets_dir_inside, check_stack_inside, resolve_in_root
 from sds_jupyter.service import StackService
-from sds_jupyter.stack.lru import ByteLRU
 
 __all__ = ["ServiceCache"]
 
@@ -23,14 +23,9 @@ Signature = tuple[tuple[str, int], ...]
 
 
 def _signature(service: StackService) -> Signature | None:
-    """Modification times of every manifest and the base; None when unresolved or unreadable."""
+    """Modification times of every manifest and the base; None when unresolved, unreadable or in object storage."""
     try:
-        stack = service.stack
-        files = [version.manifest_path for version in stack.versions] + [stack.base.path]
-        local = [found for path in files if (found := path.as_local()) is not None]
-        if len(local) != len(files):  # object storage: no modification times to watch
-            return None
-        return tuple((str(path), path.stat().st_mtime_ns) for path in local)
+        return service.stack.file_times()
     except (OSError, ValueError):
         return None
 
@@ -61,6 +56,6 @@ class ServiceCache:
         check_datasets_dir_inside(path, self.root_dir)
         service = StackService(path, relative_to=self.root_dir)
         if service.error is None:
-            check_stack_inside(service.stack, self.root_dir)
+            check_stack_inside(service, self.root_dir)
         self._entries.put(key, (_signature(service), service))
         return service

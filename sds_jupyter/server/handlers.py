@@ -30,8 +30,17 @@ except ImportError:
     needs_extra("jupyter", "the JupyterLab server extension")
     raise
 
+from sds_jupyter.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.limits import MAX_ANNOTATE_BODY_BYTES, MAX_REQUEST_BODY_BYTES
+from sds_jupyter.protocol.types import VersionSummary
 from sds_jupyter.server.cache import ServiceCache
+from sds_jupyter.server.confine import (
+    FolderUnreadableError,
+    OutsideRootError,
+    PathNotFoundError,
+    unreadable,
+    within_root,
+)
 from sds_jupyter.server.encoding import encode, negotiate
 from sds_jupyter.server.notebook import (
     candidate_names,
@@ -44,13 +53,7 @@ from sds_jupyter.server.notebook import (
     path_from_notebook,
     work_dir_in_root,
 )
-from sds_jupyter.server.paths import (
-    FolderUnreadableError,
-    OutsideRootError,
-    PathNotFoundError,
-    unreadable,
-    within_root,
-)
+from sds_jupyter.server.timing import ServerTiming
 from sds_jupyter.service import (
     BINARY_REQUESTS,
     REQUESTS,
@@ -59,10 +62,8 @@ from sds_jupyter.service import (
     dispatch,
     error_payload,
     frame_reply,
+    version_listing,
 )
-from sds_jupyter.service.types import VersionSummary
-from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
-from sds_jupyter.stack.tree import version_listing
 
 __all__ = ["NAMESPACE", "SETTINGS_KEY", "NotebookWriteError", "setup_handlers", "status_for"]
 
@@ -186,9 +187,13 @@ class RequestHandler(StackAPIHandler):
     async def get(self, name: str) -> None:
         params = {key: self.get_argument(key) for key in self.request.arguments if _is_parameter(key)}
         coding = self.coding()
+        timing = ServerTiming()  # each part's time goes in the Server-Timing header (timing.py)
         try:
             service = await self.in_thread(self.services.service, self.get_argument("path", ""))
+            timing.lap("open")
             reply = await self.in_thread(dispatch, service, name, params)
+            timing.lap("work")
+            self.set_header("Server-Timing", timing.header())  # a 304 ends here; set again below
             if reply.etag is not None and self.answered_by_etag(
                 reply.etag, reply.addressed or params.get("key") == reply.etag, weak=bool(coding)
             ):
@@ -198,13 +203,16 @@ class RequestHandler(StackAPIHandler):
                 body = frame_reply(reply)
             else:
                 body = json.dumps(self.root_relative(reply.data), allow_nan=False).encode("utf-8")
+            timing.lap("frame")
             media_type = reply.data.get("media_type") if isinstance(reply.data, dict) else None
             body, used = await self.in_thread(encode, body, coding, media_type)  # off the loop: 12 MB take ms
+            timing.lap("code")
             if used is not None:
                 self.set_header("Content-Encoding", used)
         except Exception as exc:  # noqa: BLE001 - mapped once, in fail()
             self.fail(exc)
             return
+        self.set_header("Server-Timing", timing.header())
         self.finish(body, set_content_type="application/octet-stream" if binary else "application/json")
 
     def answered_by_etag(self, etag: str, addressed: bool, weak: bool = False) -> bool:
@@ -249,7 +257,7 @@ def _version_key(relative: str, top: VersionSummary | None) -> str:
 class VersionsHandler(StackAPIHandler):
     """``GET api/versions?path=<folder>``: which entries of a folder are versions, with their titles.
 
-    One request per listing of the file browser, answered by :func:`~sds_jupyter.stack.tree.version_listing`
+    One request per listing of the file browser, answered by :func:`~sds_jupyter.stack.listing.version_listing`
     (the listing form of :func:`~sds_jupyter.stack.locator.locate_version`'s rule, with its manifest
     cache; a test holds the two to the same answer). Folders whose manifest is unreadable come apart,
     under ``unreadable`` with the reason, so the browser marks them as such; a listing

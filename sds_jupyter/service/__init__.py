@@ -7,10 +7,15 @@ exception once with :func:`error_payload`.
 
 from __future__ import annotations
 
-from sds_jupyter.service.errors import RequestError, error_payload
-from sds_jupyter.service.framing import frame_reply, unframe_reply
+from sds_jupyter.protocol.framing import frame_reply, unframe_reply
+from sds_jupyter.service.errormap import RequestError, error_payload
 from sds_jupyter.service.requests import BINARY_REQUESTS, REQUESTS, WRITE_REQUESTS, dispatch
 from sds_jupyter.service.service import Reply, StackService
+
+# What a transport asks of the library before it opens a service: whether a version's parents are
+# looked up inside its root, and the file browser's listing of a folder. Offered here so that the
+# transports reach the stack only through the service.
+from sds_jupyter.stack import parents_inside, version_listing
 
 __all__ = [
     "BINARY_REQUESTS",
@@ -22,5 +27,7 @@ __all__ = [
     "dispatch",
     "error_payload",
     "frame_reply",
+    "parents_inside",
     "unframe_reply",
+    "version_listing",
 ]

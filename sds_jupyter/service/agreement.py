@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import linear_sum_assignment
 
-from sds_jupyter.service.types import Agreement, Contingency, MatchedPair
+from sds_jupyter.protocol.types import Agreement, Contingency, MatchedPair
 
 __all__ = ["MAX_LABELS", "Crosstab", "agreement", "contingency_payload", "crosstab", "moved_cells", "natural_key"]
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.service.errors import RequestError
+from sds_jupyter.protocol.types import Fingerprint, TreeData, TreeNode
+from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.session import Session
 from sds_jupyter.service.tree import build_tree, chain_end
-from sds_jupyter.service.types import Fingerprint, TreeData, TreeNode
-from sds_jupyter.stack.tree import listing_fingerprint
-from sds_jupyter.stack.workspace import listed_beside
+from sds_jupyter.stack import listed_beside, listing_fingerprint
 from sds_jupyter.studio.jsonable import jsonable
 
 __all__ = ["fingerprint", "serving", "tree", "version_at"]
@@ -28,7 +27,7 @@ def tree(session: Session) -> TreeData:
 
     In object storage nothing is listed: the tree is the opened chain.
     """
-    versions, datasets_dir, folders = session.chain()
+    versions, local, folders = session.chain()
     current = versions[0].dataset_id if versions else None
     if session.resolved is not None:
         end = chain_end(session.resolved.base.reference)
@@ -36,7 +35,6 @@ def tree(session: Session) -> TreeData:
     else:
         assert session.partial is not None
         end, base = chain_end(None, session.partial.missing_id), None
-    local = datasets_dir.as_local()
     if local is None or not versions:  # object storage: nothing is listed
         nodes = [_tree_node(session, v, versions) for v in versions]
         note = ["object storage is not listed: only the opened chain is shown"] if versions else []
@@ -65,8 +63,7 @@ def fingerprint(session: Session) -> Fingerprint:
 
     The browser asks for it every few seconds and reloads the tree when it changes.
     """
-    _, datasets_dir, folders = session.chain()
-    local = datasets_dir.as_local()
+    _, local, folders = session.chain()
     if local is None:  # object storage is not listed
         return {"fingerprint": ""}
     listed = [local, *listed_beside(local)]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sds_jupyter.service.types import ColumnSummary, NumericSummary
+from sds_jupyter.protocol.types import ColumnSummary, NumericSummary
 
 __all__ = ["MAX_VALUES", "column_kind", "column_summary", "numeric_summary", "value_texts"]
 

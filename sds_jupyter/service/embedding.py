@@ -19,12 +19,10 @@ import numpy as np
 import zarr
 from anndata.io import read_elem
 
-from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.tables import TableView, check_bytes, check_claim, slice_chunks_bytes
-from sds_jupyter.stack import StackStore
-from sds_jupyter.stack.caches import StackCaches
-from sds_jupyter.stack.identity import node_identity
-from sds_jupyter.stack.lru import ByteLRU
+from sds_jupyter.lru import ByteLRU
+from sds_jupyter.service.errormap import RequestError
+from sds_jupyter.stack import StackCaches, StackStore, node_identity
+from sds_jupyter.studio.tableview import TableView, check_bytes, check_claim, slice_chunks_bytes
 
 __all__ = [
     "EMBEDDING_CACHE_BYTES",

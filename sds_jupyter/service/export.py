@@ -18,20 +18,23 @@ from typing import Any
 
 import numpy as np
 
-from sds_jupyter.errors import needs_extra, shown
+from sds_jupyter.atomic import replaced_file
+from sds_jupyter.errors import ElementError, FigureError, needs_extra, shown
+from sds_jupyter.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.limits import MAX_CHANNELS_PARAM_BYTES, MAX_CHANNELS_PARAM_DEPTH
-from sds_jupyter.service.errors import RequestError
+from sds_jupyter.protocol.layouts import LAYOUTS, reply_buffers
+from sds_jupyter.protocol.reply import Reply
+from sds_jupyter.protocol.types import ExportData
+from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.features.cells import color_values
 from sds_jupyter.service.features.figures import figure_drawing
-from sds_jupyter.service.layouts import LAYOUTS, reply_buffers
-from sds_jupyter.service.reply import Reply
+from sds_jupyter.service.features.shapes import element_outlines
 from sds_jupyter.service.session import Opened, Session, session_of
-from sds_jupyter.service.types import ExportData
-from sds_jupyter.stack.atomic import replaced_file
-from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.studio.canvas import CanvasData
-from sds_jupyter.studio.errors import ElementError, FigureError
-from sds_jupyter.studio.export import (
+from sds_jupyter.studio.elements import open_pyramid
+from sds_jupyter.studio.masks import ExportLabels, export_labels
+from sds_jupyter.studio.pointparts import ExportPoints, export_points
+from sds_jupyter.studio.render import (
     DPI_RANGE,
     MM_PER_INCH,
     PNG_DPI,
@@ -46,7 +49,7 @@ from sds_jupyter.studio.export import (
     recolored,
     view_region,
 )
-from sds_jupyter.studio.points import ExportPoints, export_points
+from sds_jupyter.studio.shapes import ExportShapes, export_shapes
 from sds_jupyter.studio.worker import draw_in_worker
 
 __all__ = ["MEDIA_TYPES", "Export", "export_figure", "export_request", "render_export"]
@@ -100,7 +103,7 @@ def render_export(
 
     Charts go through vl-convert with the Vega-Lite spec the browser shows; canvas figures
     through matplotlib with the payload the view is sent (its palette, channels and contrast
-    limits), over ``view`` (see :func:`~sds_jupyter.studio.export.view_region`). ``coloring``:
+    limits), over ``view`` (see :func:`~sds_jupyter.studio.render.view_region`). ``coloring``:
     the parameters of a ``color_values`` request the view was recolored with (a column, a gene,
     a highlight, a change against a version), so the export shows what the view shows;
     ``hidden``: the category codes the view's legend hides; ``channels``: the image channels as
@@ -132,7 +135,10 @@ def render_export(
         drawing = recolored(drawing, hidden=hidden)
     if limits is not None:
         drawing = _clipped(drawing, limits)
-    export = CanvasExport(drawing, region, title, _export_points(session, depth, figure_id, drawing, region))
+    points = _export_points(session, depth, figure_id, drawing, region)
+    labels = _export_labels(session, depth, figure_id, drawing, region, math.ceil(page.draw_in * dpi))
+    shapes = _export_shapes(session, depth, figure_id, drawing, region)
+    export = CanvasExport(drawing, region, title, points, labels, shapes)
     rasterized = rasterizes(fmt, cells_in_region(export))  # decided here, where VECTOR_CELL_LIMIT is read
     data, cells = draw_in_worker("canvas", export, fmt, width_mm, dpi, rasterized)
     return Export(name, fmt, data, cells, rasterized)
@@ -172,6 +178,53 @@ def _export_points(
         return export_points(root, saved["element"], saved["genes"], region, saved["radius"], system)
     except ElementError as exc:
         raise RequestError(f"Figure {figure_id!r} shows transcripts that cannot be read: {exc}") from None
+
+
+def _export_labels(
+    session: Session,
+    depth: int,
+    figure_id: str,
+    drawing: CanvasData,
+    region: tuple[float, float, float, float],
+    draw_px: int,
+) -> ExportLabels | None:
+    """The labels layer the figure's spec shows (``labels``, visible), read over the export's region at
+    about ``draw_px`` pixels across (bounded by MAX_EXPORT_IMAGE_SIDE); None without."""
+    saved = drawing.payload.get("labels")
+    if not saved or not saved["visible"]:
+        return None
+    spec = session.canvas_spec(depth, figure_id)
+    root = session.table_view(depth, spec.get("table")).root
+    system = spec.get("coordinate_system") or None
+    try:
+        pyramid = open_pyramid(root, saved["element"], system, kind="labels")
+        return export_labels(pyramid, saved["style"], region, min(draw_px, MAX_EXPORT_IMAGE_SIDE), saved["opacity"])
+    except ElementError as exc:
+        raise RequestError(f"Figure {figure_id!r} shows labels that cannot be read: {exc}") from None
+
+
+def _export_shapes(
+    session: Session, depth: int, figure_id: str, drawing: CanvasData, region: tuple[float, float, float, float]
+) -> list[ExportShapes]:
+    """The shapes elements the figure's spec outlines (``shapes``, visible ones), the rings meeting the region.
+
+    Read through the index the ``shapes_tile`` request serves from (:func:`element_outlines`), so
+    an export draws each element's outlines as the view's tiles give them.
+    """
+    layers = [layer for layer in drawing.payload.get("shape_layers") or [] if layer["visible"]]
+    if not layers:
+        return []
+    spec = session.canvas_spec(depth, figure_id)
+    root = session.table_view(depth, spec.get("table")).root
+    system = str(spec.get("coordinate_system") or "")
+    drawn = []
+    for layer in layers:
+        try:
+            rings, boxes = element_outlines(session.caches, root, layer["element"], system).in_region(list(region))
+        except RequestError as exc:
+            raise RequestError(f"Figure {figure_id!r} outlines shapes that cannot be read: {exc}") from None
+        drawn.append(export_shapes(layer["element"], rings, boxes, region, layer["color"], layer["opacity"]))
+    return drawn
 
 
 def export_request(

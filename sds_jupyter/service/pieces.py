@@ -20,39 +20,44 @@ from typing import Any
 import numpy as np
 
 from sds_jupyter.limits import MAX_OUTLINE_TILE_CELLS
-from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.tables import TableView
-from sds_jupyter.service.types import CellQuantum
-from sds_jupyter.stack import StackStore
-from sds_jupyter.stack.caches import StackCaches
-from sds_jupyter.stack.identity import node_identity
-from sds_jupyter.stack.lru import ByteLRU
-from sds_jupyter.studio.canvas import CellGeometry, cell_geometry, channel_planes, geometry_nodes
-from sds_jupyter.studio.elements import coarsest_level
-from sds_jupyter.studio.payloads import CanvasImage, ChannelInfo, OutlineTiles
+from sds_jupyter.lru import ByteLRU
+from sds_jupyter.protocol.payloads import CanvasImage, ChannelInfo, ImageLevel, OutlineTiles
+from sds_jupyter.protocol.types import CellQuantum
+from sds_jupyter.service.errormap import RequestError
+from sds_jupyter.stack import StackCaches, StackStore, node_identity
+from sds_jupyter.studio.canvas import CellGeometry, cell_geometry, channel_planes, geometry_nodes, planes_over
+from sds_jupyter.studio.elements import Pyramid, open_pyramid
+from sds_jupyter.studio.tableview import TableView
 
 __all__ = [
     "CELL_CACHE_BYTES",
     "IMAGE_CACHE_BYTES",
     "NO_POSITION",
     "OUTLINES_AT_ONCE",
+    "OUTLINE_CACHE_BYTES",
     "OUTLINE_TILE_CELLS",
     "OVERVIEW_SIDE",
     "OutlineTile",
     "Outlines",
     "Overview",
     "cached_geometry",
+    "cached_level_overview",
     "cached_outline_tile",
     "cached_outlines",
     "cached_overview",
     "cells_cache",
     "cells_key",
     "cells_sent",
+    "check_tile",
     "image_key",
+    "outline_boxes",
+    "outline_grid",
     "outline_tiles_cache",
     "outlines_cache",
     "overviews_cache",
     "quantized",
+    "rings_in_tile",
+    "too_dense",
 ]
 
 #: Bytes of cell geometry kept (a 100,000-cell tissue with outlines is about 20 MB).
@@ -89,6 +94,8 @@ class Overview:
     planes: list[np.ndarray]
     bounds: list[float]
     unit: str | None
+    #: The image's pyramid, finest first (what the browser picks an overview level and tiles from).
+    levels: list[ImageLevel]
 
     @property
     def width(self) -> int:
@@ -105,7 +112,14 @@ class Overview:
     def canvas_image(self) -> CanvasImage:
         """The canvas payload's ``image``: size, place and the channels drawn."""
         shown = [{"name": info["name"], "color": info["color"]} for info in self.infos if info["visible"]]
-        return {"width": self.width, "height": self.height, "bounds": self.bounds, "channels": shown}  # type: ignore[typeddict-item]
+        image = {"width": self.width, "height": self.height, "bounds": self.bounds, "channels": shown}
+        return {**image, "levels": self.levels, "level": self.level}  # type: ignore[typeddict-item]
+
+    @property
+    def level(self) -> int | None:
+        """The pyramid level these planes are (None: read with a stride, no level that size)."""
+        sizes = [(found["width"], found["height"]) for found in self.levels]
+        return sizes.index((self.width, self.height)) if (self.width, self.height) in sizes else None
 
 
 def cells_cache(caches: StackCaches) -> ByteLRU[CellGeometry]:
@@ -142,8 +156,10 @@ def cells_key(view: TableView, spec: Mapping[str, Any]) -> str:
 
 def _full_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellGeometry]:
     key = cells_key(view, spec)
-    system = spec.get("coordinate_system") or None
-    return key, cells_cache(view.caches).get_or_compute(key, lambda: cell_geometry(view, view.root, view.attrs, system))
+    with cells_cache(view.caches).claim(key) as turn:
+        if turn.missing:
+            turn.fill(cell_geometry(view, view.root, view.attrs, spec.get("coordinate_system") or None))
+    return key, turn.value
 
 
 def cached_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellGeometry]:
@@ -154,7 +170,15 @@ def cached_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Cell
     key, full = _full_geometry(view, spec)
     if not _tiled(full):
         return key, full
-    return key, outlines_cache(view.caches).get_or_compute(key, lambda: _outlines(full)).sent
+    return key, _kept_outlines(view, key, full).sent
+
+
+def _kept_outlines(view: TableView, key: str, full: CellGeometry) -> Outlines:
+    """A tiled tissue's outline index, built once per cells key."""
+    with outlines_cache(view.caches).claim(key) as turn:
+        if turn.missing:
+            turn.fill(_outlines(full))
+    return turn.value
 
 
 def image_key(view: TableView, spec: Mapping[str, Any]) -> str:
@@ -171,11 +195,55 @@ def cached_overview(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Over
 
     def read() -> Overview:
         system = spec.get("coordinate_system") or None
-        level = coarsest_level(view.root, "images", str(spec["image"]), max_side=OVERVIEW_SIDE, system=system)
+        pyramid = open_pyramid(view.root, str(spec["image"]), system)
+        level = pyramid.overview(OVERVIEW_SIDE)
         infos, planes = channel_planes(level, spec)
         extent_y, extent_x = level.extent_yx
         bounds = level.transform.box(0.0, 0.0, extent_x, extent_y)
-        return Overview(infos, [np.ascontiguousarray(plane) for plane in planes], bounds, level.unit)
+        planes = [np.ascontiguousarray(plane) for plane in planes]
+        return Overview(infos, planes, bounds, level.unit, _levels(pyramid))
+
+    return key, overviews_cache(view.caches).get_or_compute(key, read)
+
+
+def _levels(pyramid: Pyramid) -> list[ImageLevel]:
+    """Each level's size, tile side and place in the figure's coordinates, finest first."""
+    return [
+        {
+            "width": found.width,
+            "height": found.height,
+            "tile": found.tile,
+            "bounds": pyramid.bounds(index, 0, 0, found.width, found.height),
+        }
+        for index, found in enumerate(pyramid.levels)
+    ]
+
+
+def cached_level_overview(view: TableView, spec: Mapping[str, Any], level: int) -> tuple[str, Overview]:
+    """The overview at pyramid ``level`` (the browser's choice for its view) and its key, read once.
+
+    Why: a view a few hundred pixels wide shows no more of the image than a coarse level holds,
+    and OVERVIEW_SIDE's planes are four to sixteen times its bytes. The planes are scaled over the
+    OVERVIEW_SIDE overview's value ranges, as every tile is, so colours and contrast agree across
+    levels. A level over OVERVIEW_SIDE a side is refused: finer detail comes by tile.
+    """
+    shown, whole = cached_overview(view, spec)
+    if level == whole.level:
+        return shown, whole  # the default overview, asked by its level: the same reply
+    key = f"{shown}/level-{level}"
+
+    def read() -> Overview:
+        pyramid = open_pyramid(view.root, str(spec["image"]), spec.get("coordinate_system") or None)
+        found = pyramid.level(level)
+        if max(found.width, found.height) > OVERVIEW_SIDE:
+            raise RequestError(
+                f"Level {level} of image {pyramid.name!r} is {found.width} x {found.height} px; an overview is at most "
+                f"{OVERVIEW_SIDE} px a side (OVERVIEW_SIDE): ask a coarser level, and image_tile for detail."
+            )
+        spans = [(float(info["range"][0]), float(info["range"][1])) for info in whole.infos]
+        planes = planes_over(pyramid.read(level, 0, 0, found.width, found.height), spans)
+        bounds = pyramid.bounds(level, 0, 0, found.width, found.height)
+        return Overview(whole.infos, [np.ascontiguousarray(p) for p in planes], bounds, whole.unit, whole.levels)
 
     return key, overviews_cache(view.caches).get_or_compute(key, read)
 
@@ -241,7 +309,7 @@ def _tiled(geometry: CellGeometry) -> bool:
     return shapes is not None and shapes[0]["kind"] == "polygons" and len(geometry.x) > OUTLINES_AT_ONCE
 
 
-def _outline_boxes(starts: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def outline_boxes(starts: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each cell's outline bounds (n x 4) and the radius of a circle of its area (NaN: no outline)."""
     xy = vertices.reshape(-1, 2).astype(np.float64)
     counts = np.diff(starts.astype(np.int64))
@@ -260,7 +328,7 @@ def _outline_boxes(starts: np.ndarray, vertices: np.ndarray) -> tuple[np.ndarray
     return boxes, np.sqrt(area / np.pi).astype(np.float32)
 
 
-def _grid(boxes: np.ndarray) -> OutlineTiles:
+def outline_grid(boxes: np.ndarray) -> OutlineTiles:
     """The coarsest square grid (a power of two a side) whose fullest tile holds about OUTLINE_TILE_CELLS."""
     known = boxes[~np.isnan(boxes[:, 0])]
     x0, y0 = (float(known[:, 0].min()), float(known[:, 1].min())) if len(known) else (0.0, 0.0)
@@ -285,8 +353,8 @@ def _grid(boxes: np.ndarray) -> OutlineTiles:
 def _outlines(full: CellGeometry) -> Outlines:
     assert full.shapes is not None
     descriptor, (starts, vertices) = full.shapes
-    boxes, radius = _outline_boxes(starts, vertices)
-    grid = _grid(boxes)
+    boxes, radius = outline_boxes(starts, vertices)
+    grid = outline_grid(boxes)
     grid["n_vertices"] = int(descriptor.get("n_vertices", len(vertices) // 2))
     circles = {"kind": "circles", "element": descriptor["element"], "outlines": grid}
     sent = CellGeometry(full.x, full.y, (circles, [radius]))  # type: ignore[arg-type]
@@ -312,7 +380,7 @@ def quantized(x: np.ndarray, y: np.ndarray, radius: np.ndarray) -> tuple[CellQua
 
     Why: a million cells' float32 x, y and radius are 12 MB that gzip barely shrinks (random
     low bits); as codes on a grid of 65,534 steps over the tissue's longer side they are 6 MB,
-    each position within half a step (:class:`~sds_jupyter.service.types.CellQuantum`), and
+    each position within half a step (:class:`~sds_jupyter.protocol.types.CellQuantum`), and
     x and y go as differences from the cell before (:func:`_delta`), which compress.
     """
     finite = np.isfinite(x) & np.isfinite(y)
@@ -344,7 +412,7 @@ def cells_sent(
     key, full = _full_geometry(view, spec)
     if not _tiled(full):
         return key, full, None, full.buffers
-    outlines = outlines_cache(view.caches).get_or_compute(key, lambda: _outlines(full))
+    outlines = _kept_outlines(view, key, full)
     return key, outlines.sent, outlines.quantum, outlines.codes
 
 
@@ -353,25 +421,38 @@ def cached_outlines(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Outl
     key, full = _full_geometry(view, spec)
     if not _tiled(full):
         return key, None
-    return key, outlines_cache(view.caches).get_or_compute(key, lambda: _outlines(full))
+    return key, _kept_outlines(view, key, full)
 
 
 def _tile(outlines: Outlines, column: int, row: int) -> OutlineTile:
     """The outlines of the cells whose polygon meets tile (column, row), in table order."""
-    import shapely
-
-    grid = outlines.grid
-    x0, y0 = grid["x0"] + column * grid["size"], grid["y0"] + row * grid["size"]
-    box = [x0, y0, x0 + grid["size"], y0 + grid["size"]]
-    b = outlines.boxes
-    near = np.flatnonzero((b[:, 0] <= box[2]) & (b[:, 2] >= box[0]) & (b[:, 1] <= box[3]) & (b[:, 3] >= box[1]))
-    if len(near) > MAX_OUTLINE_TILE_CELLS:
-        raise RequestError(
-            f"Outline tile ({column}, {row}) meets {len(near)} cells, more than {MAX_OUTLINE_TILE_CELLS}; "
-            "the cells there pile up too densely for outlines, so they are drawn as circles."
-        )
     assert outlines.full.shapes is not None
     starts, vertices = outlines.full.shapes[1]
+    return rings_in_tile(outlines.boxes, outlines.grid, starts, vertices, column, row, what="cells")
+
+
+def rings_in_tile(
+    boxes: np.ndarray,
+    grid: OutlineTiles,
+    starts: np.ndarray,
+    vertices: np.ndarray,
+    column: int,
+    row: int,
+    what: str = "shapes",
+) -> OutlineTile:
+    """The rings (``starts``, ``vertices``; their bounds ``boxes``) that meet tile (column, row) of ``grid``, in order.
+
+    Why one function for cells and shapes elements: a nucleus element's tiles are cut as the
+    cells' are, so both layers load the same way and hold the same bound per tile.
+    """
+    import shapely
+
+    x0, y0 = grid["x0"] + column * grid["size"], grid["y0"] + row * grid["size"]
+    box = [x0, y0, x0 + grid["size"], y0 + grid["size"]]
+    b = boxes
+    near = np.flatnonzero((b[:, 0] <= box[2]) & (b[:, 2] >= box[0]) & (b[:, 1] <= box[3]) & (b[:, 3] >= box[1]))
+    if len(near) > MAX_OUTLINE_TILE_CELLS:
+        raise too_dense(column, row, len(near), what)
     xy = vertices.reshape(-1, 2)
     lengths = (starts[near + 1] - starts[near]).astype(np.int64)
     taken = np.repeat(starts[near].astype(np.int64) - (np.cumsum(lengths) - lengths), lengths) + np.arange(
@@ -386,15 +467,27 @@ def _tile(outlines: Outlines, column: int, row: int) -> OutlineTile:
     return OutlineTile(index, own, np.ascontiguousarray(xy[taken][keep]).ravel(), box)
 
 
+def too_dense(column: int, row: int, count: int, what: str) -> RequestError:
+    """The refusal of an outline tile that meets more than MAX_OUTLINE_TILE_CELLS rings."""
+    return RequestError(
+        f"Outline tile ({column}, {row}) meets {count} {what}, more than {MAX_OUTLINE_TILE_CELLS}; "
+        f"the {what} there pile up too densely for outlines, so they are drawn as circles."
+    )
+
+
 def cached_outline_tile(
     caches: StackCaches, outlines: Outlines, key: str, column: int, row: int
 ) -> tuple[str, OutlineTile]:
     """Tile (column, row) of a tissue's outlines and its name (the cells key and the tile), built once."""
-    grid = outlines.grid
+    check_tile(outlines.grid, column, row)
+    name = _digest([_TILE_FORMAT, key, str(column), str(row)])
+    return name, outline_tiles_cache(caches).get_or_compute(name, lambda: _tile(outlines, column, row))
+
+
+def check_tile(grid: OutlineTiles, column: int, row: int) -> None:
+    """Refuse a tile outside ``grid``, saying how large it is."""
     if not (0 <= column < grid["columns"] and 0 <= row < grid["rows"]):
         raise RequestError(
             f"Outline tile ({column}, {row}) is outside the grid of {grid['columns']} x {grid['rows']} tiles; "
             "ask for a column and row within it."
         )
-    name = _digest([_TILE_FORMAT, key, str(column), str(row)])
-    return name, outline_tiles_cache(caches).get_or_compute(name, lambda: _tile(outlines, column, row))

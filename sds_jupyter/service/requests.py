@@ -16,9 +16,10 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sds_jupyter.errors import shown
+from sds_jupyter.errors import shown, sole_refusal
+from sds_jupyter.protocol.reply import Reply
 from sds_jupyter.service import branches
-from sds_jupyter.service.errors import RequestError
+from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.export import export_request
 from sds_jupyter.service.features import (
     annotate,
@@ -31,8 +32,8 @@ from sds_jupyter.service.features import (
     labels,
     points,
     results,
+    shapes,
 )
-from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.session import Opened, Session, session_of
 
 __all__ = ["BINARY_REQUESTS", "REQUESTS", "WRITE_REQUESTS", "answers_buffers", "dispatch", "request_parameters"]
@@ -65,6 +66,8 @@ REQUESTS: dict[str, Callable[..., Any]] = {
     "image_tile": images.image_tile,
     "labels": labels.labels,
     "labels_tile": labels.labels_tile,
+    "shapes": shapes.shapes,
+    "shapes_tile": shapes.shapes_tile,
     "points": points.points,
     "points_tile": points.points_tile,
     "export": export_request,
@@ -182,4 +185,9 @@ def dispatch(service: Session | Opened, name: str, params: Mapping[str, Any] | N
         if re.search(r"missing \d+ required (positional|keyword-only) argument", str(exc)):
             raise RequestError(f"Request {name!r} is missing a parameter: {exc}.") from None
         raise
+    except BaseExceptionGroup as group:
+        refusal = sole_refusal(group)
+        if refusal is group:
+            raise
+        raise refusal from group
     return answer if isinstance(answer, Reply) else Reply(answer)

@@ -3,7 +3,7 @@
 One function per request of docs/service-protocol.md, in the feature modules of
 :mod:`sds_jupyter.service.features`, named by the request table
 (:data:`~sds_jupyter.service.requests.REQUESTS`). They return JSON-able payloads (typed in
-:mod:`sds_jupyter.service.types`), or a :class:`Reply` with binary buffers. Problems with
+:mod:`sds_jupyter.protocol.types`), or a :class:`Reply` with binary buffers. Problems with
 what a version holds (a figure that is not JSON, a result without meta, a table the app
 never saved) come back *inside* the payload so the rest still shows; problems with the
 request itself raise StackError subclasses, which transports map with :func:`error_payload`.
@@ -18,22 +18,20 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Unpack
 
 from sds_jupyter.errors import StackError
+from sds_jupyter.protocol.reply import Reply
 from sds_jupyter.service import branches
 from sds_jupyter.service.features import figures, results
 from sds_jupyter.service.features.results import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from sds_jupyter.service.reply import Reply
 from sds_jupyter.service.requests import REQUESTS
-from sds_jupyter.service.session import Folders, Session
-from sds_jupyter.service.tables import TableView
-from sds_jupyter.stack import Stack
-from sds_jupyter.stack.caches import StackCaches
-from sds_jupyter.stack.tree import PartialChain
-from sds_jupyter.studio.figures import ParsedFigure
-from sds_jupyter.studio.results import MAIN_TABLE, ResultTable
+from sds_jupyter.service.session import Folders, Opening, Session
+from sds_jupyter.stack import PartialChain, Stack
+from sds_jupyter.studio.figurespecs import ParsedFigure
+from sds_jupyter.studio.resultstore import MAIN_TABLE, ResultTable
+from sds_jupyter.studio.tableview import TableView
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 
@@ -41,11 +39,8 @@ __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "Reply", "StackService"]
 class StackService:
     """Answers the browser's requests about one stack; one instance per opened version.
 
-    ``path_or_stack`` is anything :meth:`Stack.resolve` takes (a local path, or an
-    object-storage URL with ``storage_options``), a Stack, or an opened :class:`Session`.
-    A stack that cannot be resolved (a missing parent, say) does not raise here:
-    ``history`` reports it in place and every other request raises it. ``caches`` go to
-    the :class:`Session` (see :class:`~sds_jupyter.stack.caches.StackCaches`).
+    It is opened as its :class:`Session` is (the same arguments, :class:`Opening`), or
+    over an opened one.
 
     Each request of :data:`REQUESTS` is a method of the same name taking the request's
     parameters (``service.canvas(2, "fig")``), called as given: the dispatcher's coercion
@@ -56,24 +51,12 @@ class StackService:
         self,
         path_or_stack: str | os.PathLike[str] | Stack | Session,
         folders: Folders = None,
-        *,
-        table: str = "table",
-        relative_to: str | os.PathLike[str] | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        caches: StackCaches | None = None,
+        **options: Unpack[Opening],
     ) -> None:
-        self.session = (
-            path_or_stack
-            if isinstance(path_or_stack, Session)
-            else Session(
-                path_or_stack,
-                folders,
-                table=table,
-                relative_to=relative_to,
-                storage_options=storage_options,
-                caches=caches,
-            )
-        )
+        if isinstance(path_or_stack, Session):
+            self.session = path_or_stack
+        else:
+            self.session = Session(path_or_stack, folders, **options)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         """Request ``name`` of the table, bound to this service's session."""

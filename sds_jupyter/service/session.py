@@ -15,11 +15,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, Unpack, runtime_checkable
 
 import zarr
 
-from sds_jupyter.errors import MissingDatasetError, StackError
+from sds_jupyter.errors import MissingDatasetError, NoStudioDataError, StackError
 from sds_jupyter.limits import (
     MAX_CACHED_ADATAS,
     MAX_CACHED_BRANCHES,
@@ -27,54 +27,64 @@ from sds_jupyter.limits import (
     MAX_CACHED_TABLES,
     BoundedCache,
 )
-from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.tables import TableView
+from sds_jupyter.protocol.types import BaseSummary
+from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.tree import sibling_folder
-from sds_jupyter.service.types import BaseSummary
-from sds_jupyter.stack import Stack, StackStore, Version
-from sds_jupyter.stack.caches import StackCaches, default_caches
-from sds_jupyter.stack.location import Location
-from sds_jupyter.stack.open import open_anndata, open_table_group
-from sds_jupyter.stack.refs import FolderMap
-from sds_jupyter.stack.tree import PartialChain
-from sds_jupyter.stack.workspace import listed_beside
+from sds_jupyter.stack import (
+    FolderMap,
+    Location,
+    PartialChain,
+    Stack,
+    StackCaches,
+    StackStore,
+    Version,
+    default_caches,
+    listed_beside,
+    open_anndata,
+    open_table_group,
+)
 from sds_jupyter.studio.elements import Pyramid
-from sds_jupyter.studio.errors import NoStudioDataError
-from sds_jupyter.studio.figures import ParsedFigure, read_figure
+from sds_jupyter.studio.figurespecs import ParsedFigure, read_figure, read_figures
 from sds_jupyter.studio.palette import obs_palettes, saved_category_colors
+from sds_jupyter.studio.tableview import TableView
 from sds_jupyter.studio.uns import STUDIO_KEY, studio_section
 
-__all__ = ["Folders", "Opened", "Session", "partial_depth", "session_of"]
+__all__ = ["Folders", "Opened", "Opening", "Session", "partial_depth", "session_of"]
 
 Folders = str | Mapping[str, str] | None
+
+
+class Opening(TypedDict, total=False):
+    """How a version is opened: the one statement of the options a :class:`Session` (and the
+    :class:`~sds_jupyter.service.StackService` over it) takes, each optional."""
+
+    #: The table read unless a figure names another ("table").
+    table: str
+    #: The folder paths are named relative to in replies (a server's root), or None.
+    relative_to: str | os.PathLike[str] | None
+    #: fsspec options for a stack in object storage.
+    storage_options: Mapping[str, Any] | None
+    #: Where the stack library keeps what it read for this session; the process's own when None.
+    #: The sessions opened for other versions (:meth:`Session.sibling`, other branches) share it.
+    caches: StackCaches | None
 
 
 class Session:
     """The stack of one opened version, its readers and caches; what each feature function takes.
 
     ``path_or_stack`` is anything :meth:`Stack.resolve` takes (a local path, or an
-    object-storage URL with ``storage_options``), or a Stack. A stack that cannot be
-    resolved (a missing parent, say) does not raise here: ``history`` reports it in place
-    and every other request raises it.
-
-    ``caches`` is where the stack library keeps what it read for this session (see
-    :class:`~sds_jupyter.stack.caches.StackCaches`); the process's own when None. The
-    sessions it opens for other versions (:meth:`sibling`, other branches) share it.
+    object-storage URL with ``storage_options``), or a Stack; ``folders`` is its folder map and
+    the rest is :class:`Opening`. A stack that cannot be resolved (a missing parent, say) does
+    not raise here: ``history`` reports it in place and every other request raises it.
     """
 
     def __init__(
-        self,
-        path_or_stack: str | os.PathLike[str] | Stack,
-        folders: Folders = None,
-        *,
-        table: str = "table",
-        relative_to: str | os.PathLike[str] | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        caches: StackCaches | None = None,
+        self, path_or_stack: str | os.PathLike[str] | Stack, folders: Folders = None, **options: Unpack[Opening]
     ) -> None:
         #: What the stack library remembers of the disk for this session: passed to every read.
-        self.caches = default_caches(caches)
-        self.table_name = table
+        self.caches = default_caches(options.get("caches"))
+        self.table_name = options.get("table", "table")
+        relative_to = options.get("relative_to")
         self.relative_to = Path(relative_to) if relative_to is not None else None
         #: The resolved stack, or None when it could not be resolved (then ``error`` says why).
         self.resolved: Stack | None = None
@@ -99,7 +109,7 @@ class Session:
         else:
             try:
                 self.resolved = Stack.resolve(
-                    path_or_stack, folders=folders, storage_options=storage_options, caches=self.caches
+                    path_or_stack, folders=folders, storage_options=options.get("storage_options"), caches=self.caches
                 )
             except StackError as exc:
                 self._error = exc
@@ -131,7 +141,7 @@ class Session:
 
         What the panel's "missing" row offers; see :func:`~sds_jupyter.stack.exchange.fetch_missing`.
         """
-        from sds_jupyter.stack.exchange import fetch_missing
+        from sds_jupyter.stack import fetch_missing
 
         if self.path is None:
             raise StackError("this stack was given whole: fetch by its folder")
@@ -147,12 +157,12 @@ class Session:
         if not key[1] or "/" in key[1] or key[1] in (".", ".."):
             raise RequestError(f"{key[1]!r} is not a table name.")
 
-        def opened() -> TableView:
-            store = StackStore(self.stack.at(key[0]), caches=self.caches)
-            group = open_table_group(store, key[1])
-            return TableView(zarr.open_group(store, mode="r"), group, key[1], self.caches)
-
-        return self.tables.get(key, opened)
+        with self.tables.claim(key) as turn:
+            if turn.missing:
+                store = StackStore(self.stack.at(key[0]), caches=self.caches)
+                group = open_table_group(store, key[1])
+                turn.fill(TableView(zarr.open_group(store, mode="r"), group, key[1], self.caches))
+        return turn.value
 
     def adata(self, version: int | str | None = None) -> Any:
         """The whole AnnData of the table at ``version`` (read once, for notebooks)."""
@@ -174,6 +184,24 @@ class Session:
     def canvas_spec(self, version: int | str | None, figure: str) -> dict[str, Any]:
         """The saved spec of canvas figure ``figure`` at ``version`` (refused when it is no canvas)."""
         return read_figure(self.studio_uns(version), figure).require("canvas")
+
+    def category_colors(
+        self, version: int | str | None, spec: Mapping[str, Any], columns: Iterable[str]
+    ) -> dict[str, dict[str, str]]:
+        """The category colours canvas figure ``spec`` sets for each of ``columns``: the one rule its view and export follow.
+
+        A category's colour is the one this figure saved when it colours by the column, else the
+        one another canvas figure of the version saved (the first wins), else the column's uns
+        colours or the fixed palette (:func:`~sds_jupyter.studio.palette.column_palette`). Why one
+        rule: the view, its ``color_values`` and the figure's export all ask here, so a category
+        has one colour on screen and on paper.
+        """
+        figures = read_figures(self.studio_uns(version))
+        saved = saved_category_colors(f.spec for f in figures if f.kind == "canvas")
+        own = spec.get("category_colors") or {}
+        return {
+            column: {**saved.get(column, {}), **(own if spec.get("color_by") == column else {})} for column in columns
+        }
 
     def palettes(self, version: int | str | None, figures: Iterable[ParsedFigure]) -> dict[str, dict[str, str]]:
         """Each categorical obs column's colors at ``version`` (see :mod:`sds_jupyter.studio.palette`)."""
@@ -219,18 +247,18 @@ class Session:
             summary["name"] = name
         return summary
 
-    def chain(self) -> tuple[tuple[Version, ...], Location, FolderMap]:
-        """The opened chain's versions, datasets folder and folder map (a broken chain's too)."""
+    def chain(self) -> tuple[tuple[Version, ...], Path | None, FolderMap]:
+        """The opened chain's versions, the datasets folder its versions are listed in (None in
+        object storage, where nothing is listed) and its folder map (a broken chain's too)."""
         if self.resolved is not None:
-            return self.resolved.versions, self.resolved.datasets_dir, self.resolved.folders
+            return self.resolved.versions, self.resolved.listing_dir, self.resolved.folders
         if self.partial is not None:
-            return self.partial.versions, self.partial.datasets_dir, self.partial.folders
-        return self.stack.versions, self.stack.datasets_dir, self.stack.folders  # raises
+            return self.partial.versions, self.partial.listing_dir, self.partial.folders
+        return self.stack.versions, self.stack.listing_dir, self.stack.folders  # raises
 
     def sibling(self, folder: str | os.PathLike[str]) -> Session:
         """A session for another version of this datasets folder (a node of the tree)."""
-        _, datasets_dir, folders = self.chain()
-        local = datasets_dir.as_local()
+        _, local, folders = self.chain()
         if local is None:
             raise StackError("moving to another version is not done in object storage; open it by its URL")
         path = sibling_folder(local, folder, self.relative_to, listed_beside(local), self.caches)

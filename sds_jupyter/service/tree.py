@@ -2,7 +2,7 @@
 
 Versions saved from an earlier version are branches; they never show in a
 stack's history (which follows one chain of parents down), so the tree lists
-the datasets folder (:func:`sds_jupyter.stack.tree.scan_versions`), follows each
+the datasets folder (:func:`sds_jupyter.stack.listing.scan_versions`), follows each
 version's parents among the versions found, and keeps those whose chain ends
 where the opened version's does: the same base, or, for a broken chain, the
 same missing dataset.
@@ -14,17 +14,22 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from sds_jupyter.errors import StackError, UnsafePathError
-from sds_jupyter.service.types import BaseSummary, TreeData, TreeNode
-from sds_jupyter.stack.caches import StackCaches, default_caches
-from sds_jupyter.stack.location import location_of
-from sds_jupyter.stack.locator import ManifestReader, is_version_folder
-from sds_jupyter.stack.paths import DATA_DIR, is_within
-from sds_jupyter.stack.refs import CirroRef, FolderMap
-from sds_jupyter.stack.stack import depth_above_missing
-from sds_jupyter.stack.tree import FoundVersion, scan_versions
-from sds_jupyter.stack.workspace import in_cirro
+from sds_jupyter.protocol.types import BaseSummary, TreeData, TreeNode
+from sds_jupyter.stack import (
+    DATA_DIR,
+    CirroRef,
+    FolderMap,
+    FoundVersion,
+    StackCaches,
+    depth_above_missing,
+    in_cirro,
+    is_version,
+    is_within,
+    scan_versions,
+)
 from sds_jupyter.studio.jsonable import jsonable
 
 __all__ = ["build_tree", "chain_end", "sibling_folder"]
@@ -68,7 +73,7 @@ def sibling_folder(
     roots = [Path(os.path.realpath(root)) for root in (datasets_dir, *beside)]
     if not any(is_within(real, root) and real != root for root in roots):
         raise UnsafePathError(f"{folder} is not a folder of the datasets folder {datasets_dir}; open it directly")
-    if not is_version_folder(location_of(real), ManifestReader(default_caches(caches).manifests)):
+    if not is_version(real, caches):
         raise StackError(f"{folder} holds no layer.json: it is not a version")
     return real
 
@@ -80,6 +85,24 @@ class _Node:
     base: End | None
     depth: int = 0
     end: End | None = None
+    shown: dict[str, Any] | None = None
+    """The payload's fields that depend on the manifest alone, made once per kept scan."""
+
+    def fields(self) -> dict[str, Any]:
+        """Why kept: a warm tree request is mostly its proof; converting every node's changes to
+        JSON again on each request cost a third as much again (100 nodes a base)."""
+        if self.shown is None:
+            manifest = self.found.manifest
+            self.shown = {
+                "dataset_id": self.found.dataset_id,
+                "parent": self.parent_id,
+                "depth": self.depth,
+                "title": manifest.title,
+                "created_at": manifest.created_at,
+                "created_by": manifest.created_by,
+                "changes": [jsonable(change) for change in manifest.changes],
+            }
+        return self.shown
 
 
 def _parents(scan_versions_: list[FoundVersion], notes: list[str]) -> dict[str, _Node]:
@@ -177,16 +200,7 @@ def build_tree(
     kept = by_end.get(end, []) if end is not None else []
     out: list[TreeNode] = []
     for node in kept:
-        item: TreeNode = {
-            "dataset_id": node.found.dataset_id,
-            "parent": node.parent_id,
-            "depth": node.depth,
-            "title": node.found.manifest.title,
-            "folder": folder_text(Path(node.found.folder)),
-            "created_at": node.found.manifest.created_at,
-            "created_by": node.found.manifest.created_by,
-            "changes": [jsonable(change) for change in node.found.manifest.changes],
-        }
+        item = cast(TreeNode, {**node.fields(), "folder": folder_text(Path(node.found.folder))})
         if not in_cirro(node.found.dataset_id, folders, Path(node.found.folder).parent):
             item["not_in_cirro"] = True
         out.append(item)

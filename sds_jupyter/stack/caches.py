@@ -4,7 +4,7 @@ Why an object and not module globals: a cache answers "have I read this before?"
 the answer belongs to whoever did the reading. A service's session (or a notebook, a
 test, a benchmark) makes one :class:`StackCaches` and passes it to every call that
 reads manifests, zips or folder listings (``Stack.resolve(..., caches=...)``, the
-listing functions of :mod:`sds_jupyter.stack.tree`, ``open_anndata``...); two owners
+listing functions of :mod:`sds_jupyter.stack.listing`, ``open_anndata``...); two owners
 then never serve each other's reads, and each empties exactly its own with
 :meth:`StackCaches.clear`. This follows Icechunk's ``Session`` (the state of a read
 lives in the handle you read through) and zarr's store kept apart from its
@@ -23,22 +23,22 @@ The pieces, each bounded (each bound has one home, named below):
   (:class:`~sds_jupyter.stack.locator.ParsedManifests`, at most
   :data:`~sds_jupyter.stack.locator.CACHE_BYTES` of manifests);
 * ``zip_indexes``: central directories of local ``.zarr.zip`` bases
-  (:class:`~sds_jupyter.stack.zipindex.ZipIndexes`, at most
-  :data:`~sds_jupyter.stack.zipindex.CACHED_INDEXES`);
+  (:class:`~sds_jupyter.stack.storage.zipindex.ZipIndexes`, at most
+  :data:`~sds_jupyter.stack.storage.zipindex.CACHED_INDEXES`);
 * ``scans``: the last scan of each datasets folder (:class:`TreeScans`, at most
   :data:`MAX_SCANS` scans and :data:`~sds_jupyter.limits.SCANS_CACHE_BYTES` of their
   manifests), and the folders seen keeping their manifest under ``data/``;
 * ``stacks``: resolved local stacks with what proves them unchanged
   (:class:`ResolvedStacks`, at most :data:`MAX_RESOLVED_STACKS`);
 * ``disk``: records of resolved stacks on disk, shared by this user's processes
-  (:class:`~sds_jupyter.stack.ondisk.DiskStacks`, at most
-  :data:`~sds_jupyter.stack.ondisk.MAX_RECORDS` records and
-  :data:`~sds_jupyter.stack.ondisk.RECORDS_BYTES`): only the process's own caches
+  (:class:`~sds_jupyter.stack.storage.ondisk.DiskStacks`, at most
+  :data:`~sds_jupyter.stack.storage.ondisk.MAX_RECORDS` records and
+  :data:`~sds_jupyter.stack.storage.ondisk.RECORDS_BYTES`): only the process's own caches
   have one unless a caller gives one;
 * ``opened``: what ``open_anndata`` read, kept for a later save (:class:`OpenedRecords`);
 * what callers compute from stored objects and name by those objects' identity (a tissue's
   cell geometry, an image's overview: :meth:`StackCaches.derived`), one
-  :class:`~sds_jupyter.stack.lru.ByteLRU` per kind, each bounded by the bytes its caller
+  :class:`~sds_jupyter.lru.ByteLRU` per kind, each bounded by the bytes its caller
   names. Versions never change what they store, so such an entry is never stale; keeping it
   here means whoever owns the reads owns what was made from them too.
 
@@ -56,10 +56,10 @@ import weakref
 from typing import Any, Generic, Protocol, TypeVar
 
 from sds_jupyter.limits import SCANS_CACHE_BYTES
+from sds_jupyter.lru import ByteLRU
 from sds_jupyter.stack.locator import CACHE_BYTES, ParsedManifests
-from sds_jupyter.stack.lru import ByteLRU
-from sds_jupyter.stack.ondisk import DiskStacks
-from sds_jupyter.stack.zipindex import CACHED_INDEXES, ZipIndexes
+from sds_jupyter.stack.storage.ondisk import DiskStacks
+from sds_jupyter.stack.storage.zipindex import CACHED_INDEXES, ZipIndexes
 
 __all__ = [
     "MAX_RESOLVED_STACKS",
@@ -85,11 +85,11 @@ T = TypeVar("T")
 class TreeScans(Generic[T]):
     """The last scan of each datasets folder (and folder map), reused while nothing changed.
 
-    Kept in a :class:`~sds_jupyter.stack.lru.ByteLRU` while the kept scans' manifests stay
+    Kept in a :class:`~sds_jupyter.lru.ByteLRU` while the kept scans' manifests stay
     within ``max_bytes`` and there are at most ``max_scans`` of them; the least recently used
     is dropped first. A scan is stored whole or not at all (one larger than ``max_bytes`` is
     not kept). The scan type is the
-    listing's (:class:`~sds_jupyter.stack.tree.Scan`); this module sits below it.
+    listing's (:class:`~sds_jupyter.stack.listing.Scan`); this module sits below it.
 
     ``under_data`` is the listing's hint of folders last seen keeping ``layer.json``
     under ``data/`` (so their top is asked about without an exception); a hint only,
@@ -264,7 +264,7 @@ class StackCaches:
     ) -> None:
         self.manifests = ParsedManifests(manifest_bytes)
         #: Records of resolved stacks shared with this user's other processes; None: none
-        #: (the process's own caches use the user's folder, see :mod:`~sds_jupyter.stack.ondisk`).
+        #: (the process's own caches use the user's folder, see :mod:`~sds_jupyter.stack.storage.ondisk`).
         self.disk = disk
         self.zip_indexes = ZipIndexes(zip_indexes)
         self.scans: TreeScans[Any] = TreeScans(scans, scan_bytes)

@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,12 +38,12 @@ from sds_jupyter.errors import (
     needs_extra,
 )
 from sds_jupyter.limits import MAX_FETCH_FILES
-from sds_jupyter.stack.location import location_of
+from sds_jupyter.stack.listing import find_manifest
 from sds_jupyter.stack.locator import is_version_folder
 from sds_jupyter.stack.manifest import MANIFEST_NAME, read_manifest
-from sds_jupyter.stack.paths import check_dataset_id, check_relative_path, is_within
 from sds_jupyter.stack.refs import CirroRef, parse_folder_map
-from sds_jupyter.stack.tree import find_manifest
+from sds_jupyter.stack.storage.location import location_of
+from sds_jupyter.stack.storage.paths import check_dataset_id, check_relative_path, is_within
 from sds_jupyter.stack.workspace import (
     UPLOADS_DIR,
     fetched_dir,
@@ -57,7 +57,10 @@ __all__ = [
     "PROCESS_ENV",
     "PROJECT_ENV",
     "TOKEN_ENV",
+    "AlreadyInCirro",
+    "Unproven",
     "UploadPlan",
+    "confirm_in_cirro",
     "fetch_missing",
     "list_projects",
     "plan_upload",
@@ -181,20 +184,39 @@ def list_projects() -> list[dict[str, str]]:
 # -- upload ---------------------------------------------------------------------------------------
 
 
-def _cirro_id_of(dataset_id: str, holder: Path, folders: Mapping[str, str]) -> str:
-    """The ID Cirro knows ``dataset_id`` by; refused when it names a version saved here and not uploaded."""
-    if dataset_id in folders:
+@dataclass(frozen=True)
+class Unproven:
+    """A dataset an uploaded ``layer.json`` names that this workspace cannot vouch for: Cirro is asked.
+
+    Why: a reference names a dataset by ID, and Cirro resolves it by that ID (in the project,
+    then any other the user can see). A folder the workspace did not attach, fetch or upload
+    may be a copy of a Cirro dataset named by its ID, a version saved here, or a store named
+    by hand; only Cirro can tell, and a version sent on a name Cirro does not know never opens there.
+    """
+
+    dataset_id: str
+    #: The local folder it was found in, if any (for the message).
+    folder: Path | None
+    is_version: bool
+
+
+def _cirro_id_of(dataset_id: str, holder: Path, folders: Mapping[str, str], unproven: list[Unproven]) -> str:
+    """The ID Cirro knows ``dataset_id`` by; one the workspace cannot vouch for goes into ``unproven``."""
+    if dataset_id in folders or _fetched(dataset_id):
         return dataset_id
-    for place in dict.fromkeys((holder, versions_dir())):
+    places = list(dict.fromkeys((holder, versions_dir())))
+    for place in places:
         recorded = uploaded_id(place, dataset_id)
         if recorded:
             return recorded
-        if is_version_folder(location_of(place / dataset_id)):
-            raise StackError(
-                f"version {dataset_id} in {place} is not in Cirro yet: upload {place / dataset_id} first"
-                f"{_titled(place / dataset_id)}"
-            )
-    return dataset_id  # a Cirro dataset this workspace has not attached
+    found = next((place / dataset_id for place in places if os.path.lexists(place / dataset_id)), None)
+    unproven.append(Unproven(dataset_id, found, found is not None and is_version_folder(location_of(found))))
+    return dataset_id
+
+
+def _fetched(dataset_id: str) -> bool:
+    """Whether ``dataset_id`` was fetched from Cirro (by that ID) into the fetch folder."""
+    return (fetched_dir() / dataset_id).is_dir()
 
 
 def _titled(folder: Path) -> str:
@@ -222,14 +244,14 @@ def _overlay_files(data_dir: Path, overlay: str) -> list[str]:
     return sorted(found)
 
 
-def _rewritten_manifest(raw: bytes, holder: Path, folders: Mapping[str, str]) -> bytes:
+def _rewritten_manifest(raw: bytes, holder: Path, folders: Mapping[str, str], unproven: list[Unproven]) -> bytes:
     """``layer.json`` with its parent and base references naming Cirro IDs (the same bytes when they do)."""
     doc = json.loads(raw)
     changed = False
     for name in ("parent", "base"):
         if isinstance(doc.get(name), str):
             ref = CirroRef.parse(doc[name])
-            cirro_id = _cirro_id_of(ref.dataset_id, holder, folders)
+            cirro_id = _cirro_id_of(ref.dataset_id, holder, folders, unproven)
             if cirro_id != ref.dataset_id:
                 doc[name] = str(CirroRef(dataset_id=cirro_id, path=ref.path, tenant=ref.tenant, project=ref.project))
                 changed = True
@@ -242,6 +264,7 @@ class UploadPlan:
 
     Why: a version whose parent chain cannot go up (a parent saved here and not
     uploaded, a mounted dataset, one uploaded already) is refused before a dataset is made.
+    What only Cirro can tell is in ``unproven``: :func:`confirm_in_cirro` asks it.
     """
 
     folder: Path
@@ -252,6 +275,7 @@ class UploadPlan:
     data_dir: Path
     overlay: list[str]
     n_bytes: int
+    unproven: tuple[Unproven, ...] = ()
 
 
 def plan_upload(folder: str | os.PathLike[str], *, folders: str | Mapping[str, str] | None = None) -> UploadPlan:
@@ -268,7 +292,10 @@ def plan_upload(folder: str | os.PathLike[str], *, folders: str | Mapping[str, s
     folder_map = parse_folder_map(os.environ.get("SDS_CIRRO_DATASETS") if folders is None else folders)
     if local_id in folder_map or uploaded_id(path.parent, local_id):
         raise StackError(f"version {local_id} is already in Cirro; nothing to upload")
-    sent = _rewritten_manifest(Path(found.real_path).read_bytes(), path.parent, folder_map)
+    if os.path.realpath(path.parent) == os.path.realpath(fetched_dir()):
+        raise StackError(f"{path} was fetched from Cirro: it is Cirro dataset {local_id} already; nothing to upload")
+    unproven: list[Unproven] = []
+    sent = _rewritten_manifest(Path(found.real_path).read_bytes(), path.parent, folder_map, unproven)
     overlay = _overlay_files(data_dir, manifest.overlay)
     return UploadPlan(
         folder=path,
@@ -279,7 +306,85 @@ def plan_upload(folder: str | os.PathLike[str], *, folders: str | Mapping[str, s
         data_dir=data_dir,
         overlay=overlay,
         n_bytes=len(sent) + sum((data_dir / name).stat().st_size for name in overlay),
+        unproven=tuple(unproven),
     )
+
+
+def confirm_in_cirro(plan: UploadPlan, project: str | None = None, api: Any = None) -> None:
+    """Ask Cirro what the workspace cannot vouch for before anything is sent; refuse what would be wrong.
+
+    The version itself, when Cirro knows its ID, is a copy of a Cirro dataset (downloaded by
+    hand, named by its ID): uploading it would make a second dataset, so it is refused and the
+    copy recorded (its "not yet in Cirro" tag goes). Each dataset its ``layer.json`` names that
+    Cirro does not know would leave the uploaded version unopenable there, so it is refused,
+    saying what to do instead. Cirro is asked in ``project`` (else ``$CIRRO_PROJECT_ID``), then
+    in every other project the user can see, as Cirro resolves a reference.
+    """
+    api = api if api is not None else _client()
+    asked = _AskedProjects(api, project or os.environ.get(PROJECT_ENV))
+    holder = asked.holding(plan.local_id)
+    if holder is not None:
+        with suppress(OSError):  # a folder that cannot take the record is still refused
+            _record(plan.folder.parent, plan.local_id, {"dataset_id": plan.local_id, "project": holder})
+        raise AlreadyInCirro(plan.local_id, plan.name)
+    for item in {u.dataset_id: u for u in plan.unproven}.values():  # a version on a store names it twice
+        if asked.holding(item.dataset_id) is None:
+            raise StackError(_unknown_to_cirro(item))
+
+
+class AlreadyInCirro(StackError):
+    """The version to upload is a copy of a Cirro dataset (Cirro knows its ID): nothing to upload."""
+
+    def __init__(self, dataset_id: str, name: str) -> None:
+        super().__init__(
+            f"“{name}” is in Cirro already: this folder is a copy of Cirro dataset {dataset_id}; "
+            "nothing to upload (a version saved on it can be uploaded)"
+        )
+        self.dataset_id = dataset_id
+
+
+def _unknown_to_cirro(item: Unproven) -> str:
+    """Why a dataset the version names keeps it from Cirro, and what to do instead."""
+    if item.is_version and item.folder is not None:
+        return f"version {item.dataset_id} in {item.folder.parent} is not in Cirro yet: upload {item.folder} first{_titled(item.folder)}"
+    where = f"the copy in {item.folder}" if item.folder is not None else f"dataset {item.dataset_id}"
+    return (
+        f"this version sits on {where}, which Cirro does not know as dataset {item.dataset_id}, so it would not open "
+        "in Cirro; nothing was sent. Open the dataset from Cirro instead (attach it to the workspace, or fetch it by "
+        "its Cirro ID), save your change on it, and upload that version"
+    )
+
+
+class _AskedProjects:
+    """The projects a dataset ID is looked up in: the chosen one first, then the others (listed once, when needed)."""
+
+    def __init__(self, api: Any, first: str | None) -> None:
+        self.api = api
+        self.first = first
+        self.others: list[str] | None = None
+
+    def _ids(self) -> Iterator[str]:
+        if self.first:
+            yield self.first
+        if self.others is None:
+            listed = _sdk("listing your Cirro projects", lambda: self.api.projects.list())
+            self.others = [str(p.id) for p in listed if str(p.id) != self.first]
+        yield from self.others
+
+    def holding(self, dataset_id: str) -> str | None:
+        """The first project in which Cirro knows ``dataset_id``, or None."""
+        for project_id in self._ids():
+            try:
+                detail = self.api.datasets.get(project_id, dataset_id)
+            except Exception as exc:  # a dataset (or project) Cirro does not show this user is no answer
+                if _status_of(exc) in (403, 404) or {"NotFoundException", "ForbiddenException"} & {
+                    cls.__name__ for cls in type(exc).__mro__
+                }:
+                    continue
+                raise CirroError(f"asking Cirro for dataset {dataset_id} failed: {in_users_words(exc)}") from None
+            if detail is not None:
+                return project_id
+        return None
 
 
 def upload_version(
@@ -294,11 +399,13 @@ def upload_version(
     Sends the ``layer.json`` (references rewritten to Cirro IDs, see the module
     docstring) and the overlay, named by the version's title. Records the new ID
     beside the version, so versions saved on it can be uploaded after it. Everything
-    :func:`plan_upload` checks is checked before Cirro is asked anything.
+    :func:`plan_upload` checks is checked before Cirro is asked anything, and what only
+    Cirro can tell (:func:`confirm_in_cirro`) before a dataset is made.
     """
     plan = plan_upload(folder, folders=folders)
     project_id = _project(project)
     api = _client()
+    confirm_in_cirro(plan, project_id, api)
     from cirro_api_client.v1.models import UploadDatasetRequest
 
     request = UploadDatasetRequest(

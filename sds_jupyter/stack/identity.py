@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 
-from sds_jupyter.stack.location import Location
+from sds_jupyter.stack.storage.location import Location
 from sds_jupyter.stack.store import BASE, StackStore
 
 __all__ = ["node_identity"]

@@ -11,7 +11,9 @@ of its array (what its metadata declares one chunk holds, capped by the array's 
   thrown away, stopping at the first byte past the bound (memory: one step, not the chunk);
 - zstd, blosc and lz4 state their decompressed size in their header: the claim is checked;
   a zstd frame that states none is refused (numcodecs would inflate it without a bound);
-- the vlen codecs' item count must be at most the chunk's values;
+- the vlen codecs' item count must be at most the chunk's values: a text chunk is decoded
+  (its claim checked first) to read it, and zarr is handed those decoded bytes in the codec's
+  own uncompressed framing (:func:`bounded_decode`), so the chunk is decompressed once, not twice;
 - a chunk larger, as stored, than its bound could compress to is refused by its size;
 - a codec that cannot be bounded (or ``pickle``, which runs code) is refused by name.
 
@@ -36,23 +38,31 @@ from typing import Any, Final
 import numpy as np
 
 from sds_jupyter.errors import InflationError, shown
-from sds_jupyter.limits import chunk_bound
+from sds_jupyter.limits import chunk_bound, with_headroom
 
 try:  # ISA-L inflates the same streams several times quicker
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover - the optional dependency is missing
     _zlib = zlib  # type: ignore[misc]
 
-__all__ = ["METADATA_NAMES", "ChunkRule", "ChunkRules", "check_chunk", "check_stored_size", "rule_from_metadata"]
+__all__ = [
+    "METADATA_NAMES",
+    "ChunkRule",
+    "ChunkRules",
+    "bounded_decode",
+    "check_chunk",
+    "check_stored_size",
+    "rule_from_metadata",
+]
 
 #: The documents of a zarr node (v2 and v3): never chunks.
 METADATA_NAMES: Final = frozenset({"zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata"})
 #: How much of a stream is inflated at a time while counting (then thrown away).
 _STEP: Final = 1024 * 1024
-#: Bytes a compressor may add to incompressible data, beyond a sixty-fourth: headers, checksums,
-#: blosc's and lz4's block overhead, a shard's index. A chunk stored larger than its bound plus
-#: this cannot be one of its chunks.
-_SLACK: Final = 64 * 1024
+#: Codecs whose header states the decoded size (checked before decoding, then decoded whole).
+_SIZED: Final = frozenset({"zstd", "blosc", "lz4"})
+#: A zstd block holds at most this many bytes (RFC 8878, 3.1.1.2.3).
+_ZSTD_BLOCK: Final = 128 * 1024
 _VLEN: Final = frozenset({"vlen-utf8", "vlen-bytes", "vlen-array"})
 _CHECKSUMS: Final = frozenset({"crc32c", "crc32", "adler32", "fletcher32", "jenkins_lookup3"})
 #: Codecs that never make more bytes than they are given (or that act on decoded values).
@@ -94,7 +104,7 @@ class ChunkRule:
     @property
     def stored_bound(self) -> int:
         """The most bytes one chunk may be stored as: the bound, plus what a compressor may add."""
-        return self.bound + self.bound // 64 + _SLACK
+        return with_headroom(self.bound)
 
 
 @dataclass(frozen=True)
@@ -115,22 +125,41 @@ def _refuse(array: str, why: str) -> InflationError:
     return InflationError(f"Array {shown(array, 120)} cannot be read: {why}; the dataset is damaged or hostile.")
 
 
-def check_chunk(rule: ChunkRule, key: str, data: bytes | bytearray | memoryview, ranged: bool = False) -> None:
-    """Raise an :class:`InflationError` if chunk ``data`` of ``rule``'s array would inflate past its bound.
+def check_chunk(
+    rule: ChunkRule, key: str, data: bytes | bytearray | memoryview, ranged: bool = False
+) -> bytes | bytearray | memoryview:
+    """The bytes zarr should read for chunk ``data`` of ``rule``'s array, once it is known not to
+    inflate past its bound (else an :class:`InflationError`).
 
+    That is ``data`` itself, or, for a chunk the check had to decode whole (text through zstd,
+    blosc or lz4), the same values in the codec's uncompressed framing: zarr undoes it with a copy.
     ``ranged``: ``data`` is a byte range of the object (zarr reads a shard's index and inner
     chunks so), checked as one inner chunk unless it is exactly the shard's index.
     """
     if rule.shard is not None:
-        _check_shard(rule, rule.shard, key, memoryview(data), ranged)
-        return
+        return _check_shard(rule, rule.shard, key, data, ranged)
+    decoded = bounded_decode(rule, key, data)
+    if decoded is None or len(rule.compressors) != 1:
+        return data
+    return _stored_frame(rule.compressors[0], decoded)
+
+
+def bounded_decode(rule: ChunkRule, key: str, data: bytes | bytearray | memoryview) -> bytes | None:
+    """The one reader of the rule: refuse chunk ``data`` if it would inflate past ``rule.bound``
+    (or, as text, claims more values than a chunk holds), decoding no more than the bound.
+
+    Returns the decoded bytes when they had to be decoded whole to be checked (text through
+    zstd, blosc or lz4, whose value count lies in the decoded bytes), so that the caller hands
+    them on instead of having the chunk decompressed a second time; None otherwise.
+    """
     check_stored_size(rule, key, len(data))
-    size, head = _decoded(rule, key, memoryview(data))
+    size, head, whole = _decoded(rule, key, memoryview(data))
     if size > rule.bound:
         raise _refuse(rule.array, f"chunk {shown(key, 80)} inflates past the {rule.bound:,} bytes its array declares")
     if rule.vlen and len(head) >= 4 and struct.unpack("<I", head[:4])[0] > rule.items:
         claimed = struct.unpack("<I", head[:4])[0]
         raise _refuse(rule.array, f"chunk {shown(key, 80)} claims {claimed:,} values; its chunks hold {rule.items:,}")
+    return whole
 
 
 def check_stored_size(rule: ChunkRule, key: str, size: int | None) -> None:
@@ -146,28 +175,32 @@ def check_stored_size(rule: ChunkRule, key: str, size: int | None) -> None:
         )
 
 
-def _check_shard(rule: ChunkRule, shard: ShardLayout, key: str, data: memoryview, ranged: bool) -> None:
-    """A shard read whole (each inner chunk its index lists) or a range of it (the index, or one inner chunk)."""
+def _check_shard(
+    rule: ChunkRule, shard: ShardLayout, key: str, data: bytes | bytearray | memoryview, ranged: bool
+) -> bytes | bytearray | memoryview:
+    """A shard read whole (each inner chunk its index lists) or a range of it (the index, or one
+    inner chunk, handed on as :func:`check_chunk` hands on a chunk); returns what zarr should read."""
     if ranged:
-        if len(data) != shard.index_bytes:
-            check_chunk(shard.inner, key, data)
-        return
+        return check_chunk(shard.inner, key, data) if len(data) != shard.index_bytes else data
     check_stored_size(rule, key, len(data))
     if len(data) < shard.index_bytes:
-        return  # no index: zarr refuses it without inflating anything
-    index = data[len(data) - shard.index_bytes :] if shard.index_at_end else data[: shard.index_bytes]
+        return data  # no index: zarr refuses it without inflating anything
+    view = memoryview(data)
+    index = view[len(view) - shard.index_bytes :] if shard.index_at_end else view[: shard.index_bytes]
     pairs = np.frombuffer(index[: shard.count * 16], dtype="<u8").reshape(-1, 2)
     for offset, nbytes in pairs.tolist():
         if offset == 2**64 - 1 and nbytes == 2**64 - 1:
             continue  # an empty inner chunk
-        if offset + nbytes > len(data):
+        if offset + nbytes > len(view):
             raise _refuse(rule.array, f"shard {shown(key, 80)} lists an inner chunk beyond its end")
-        check_chunk(shard.inner, key, data[offset : offset + nbytes])
+        bounded_decode(shard.inner, key, view[offset : offset + nbytes])
+    return data
 
 
-def _decoded(rule: ChunkRule, key: str, data: memoryview) -> tuple[int, bytes]:
+def _decoded(rule: ChunkRule, key: str, data: memoryview) -> tuple[int, bytes, bytes | None]:
     """How many bytes ``data`` decodes to through the rule's compressors (at most one past the
-    bound is ever counted), and the first four of them."""
+    bound is ever counted), the first four of them, and all of them when the last compressor
+    had to decode them whole (else None)."""
     stages = list(rule.compressors)
     payload: bytes | memoryview = data
     while stages:
@@ -178,9 +211,10 @@ def _decoded(rule: ChunkRule, key: str, data: memoryview) -> tuple[int, bytes]:
         keep = any(c.name not in _CHECKSUMS for c in stages)  # another compressor needs these bytes
         size, out = _inflate(rule, codec, key, payload, keep)
         if not keep or size > rule.bound:
-            return size, out[:4]
+            whole = out if rule.vlen and codec.name in _SIZED and len(out) == size and not stages else None
+            return size, out[:4], whole
         payload = out
-    return len(payload), bytes(payload[:4])
+    return len(payload), bytes(payload[:4]), None
 
 
 def _strip_checksum(codec: Codec, data: bytes | memoryview) -> bytes | memoryview:
@@ -189,7 +223,9 @@ def _strip_checksum(codec: Codec, data: bytes | memoryview) -> bytes | memoryvie
 
 
 def _inflate(rule: ChunkRule, codec: Codec, key: str, data: bytes | memoryview, keep: bool) -> tuple[int, bytes]:
-    """(decoded size, the decoded bytes when ``keep`` else the first four) of one compressor."""
+    """(decoded size, the decoded bytes when ``keep`` else at least the first four) of one compressor.
+
+    zstd, blosc and lz4 chunks decoded for their text's value count are returned whole."""
     name, limit = codec.name, rule.bound
     if name in ("gzip", "zlib"):
         return _stream(lambda: _zlib.decompressobj(31 if name == "gzip" else 15), data, limit, keep, name == "gzip")
@@ -200,8 +236,7 @@ def _inflate(rule: ChunkRule, codec: Codec, key: str, data: bytes | memoryview, 
     if name in ("zstd", "blosc", "lz4"):
         claimed = _claimed_size(rule, name, key, data)
         if claimed <= limit and (keep or rule.vlen):  # a vlen count is in the decoded bytes
-            decoded = _decode_claimed(codec, data)
-            return claimed, decoded if keep else decoded[:4]
+            return claimed, _decode_claimed(codec, data)
         return claimed, b""
     if name == "pickle":
         raise _refuse(rule.array, "its chunks are pickled, and sds-jupyter never unpickles stored data")
@@ -291,6 +326,29 @@ def _decode_claimed(codec: Codec, data: bytes | memoryview) -> bytes:
 
     decoded = numcodecs.get_codec({"id": codec.name, **codec.config}).decode(bytes(data))
     return bytes(memoryview(decoded).cast("B"))
+
+
+def _stored_frame(codec: Codec, decoded: bytes) -> bytes:
+    """``decoded`` framed as ``codec`` stores bytes it does not compress, so that zarr's own decode
+    of it is a copy: the chunk was already decompressed once, by :func:`bounded_decode`.
+
+    zstd: one frame of raw blocks stating its size; lz4 (numcodecs' framing): the size, then a
+    block of literals only; blosc: its own memcpy frame (level 0).
+    """
+    size = len(decoded)
+    if codec.name == "zstd":
+        blocks = [decoded[at : at + _ZSTD_BLOCK] for at in range(0, size, _ZSTD_BLOCK)] or [b""]
+        parts = [struct.pack("<IB", _ZSTD_MAGIC, 0xE0), size.to_bytes(8, "little")]  # one segment, 8-byte size
+        for number, block in enumerate(blocks):
+            last = number == len(blocks) - 1
+            parts += [((len(block) << 3) | int(last)).to_bytes(3, "little"), block]  # type 0: raw
+        return b"".join(parts)
+    if codec.name == "lz4":
+        extra = b"" if size < 15 else b"\xff" * ((size - 15) // 255) + bytes([(size - 15) % 255])
+        return b"".join([struct.pack("<I", size), bytes([min(size, 15) << 4]), extra, decoded])
+    import numcodecs.blosc  # type: ignore[import-untyped]
+
+    return bytes(numcodecs.blosc.compress(np.frombuffer(decoded, dtype="u1"), b"blosclz", 0, numcodecs.blosc.NOSHUFFLE))
 
 
 # ------------------------------------------------------------------ rules, from an array's metadata

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sds_jupyter.errors import MissingDatasetError, SpecialFileError, StackError
-from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
+from sds_jupyter.jsontext import JSONRefused, loads_bounded
 from sds_jupyter.stack.stack import Stack, Version
 from sds_jupyter.stack.store import StackStore
 

@@ -28,9 +28,8 @@ from sds_jupyter.errors import (
     StackError,
     UnsafePathError,
 )
+from sds_jupyter.lru import ByteLRU
 from sds_jupyter.stack import prefetch
-from sds_jupyter.stack.location import Location
-from sds_jupyter.stack.lru import ByteLRU
 from sds_jupyter.stack.manifest import (
     MANIFEST_NAME,
     MAX_MANIFEST_BYTES,
@@ -38,10 +37,11 @@ from sds_jupyter.stack.manifest import (
     load_manifest,
     read_manifest_with_stat,
 )
-from sds_jupyter.stack.paths import DATA_DIR, dataset_places, open_linkless
 from sds_jupyter.stack.refs import CirroRef, FolderMap
-from sds_jupyter.stack.sources import ROOT_DOCS, Source, ZipSource
-from sds_jupyter.stack.zipindex import ZipIndexes
+from sds_jupyter.stack.storage.location import Location
+from sds_jupyter.stack.storage.paths import DATA_DIR, dataset_places, open_linkless
+from sds_jupyter.stack.storage.sources import ROOT_DOCS, Source, ZipSource
+from sds_jupyter.stack.storage.zipindex import ZipIndexes
 
 __all__ = [
     "RACY_FINE_SECONDS",
@@ -101,11 +101,6 @@ identity: Callable[[os.stat_result], Identity] = operator.attrgetter(
 )
 
 
-def _source_bytes(entry: tuple[Identity, Manifest]) -> int:
-    """What a kept manifest weighs: the bytes of its text (its parsed form grows with it)."""
-    return entry[1].source_bytes
-
-
 class ParsedManifests:
     """Manifests parsed, by real path and file identity (an LRU under a byte budget).
 
@@ -121,7 +116,7 @@ class ParsedManifests:
     """
 
     def __init__(self, budget: int = CACHE_BYTES) -> None:
-        self._entries: ByteLRU[tuple[Identity, Manifest]] = ByteLRU(budget, _source_bytes)
+        self._entries: ByteLRU[tuple[Identity, Manifest]] = ByteLRU(budget)
 
     @property
     def budget(self) -> int:
@@ -189,7 +184,8 @@ class ParsedManifests:
         For a stack's record from disk, whose proofs held just now: the listing then finds
         these manifests as if this process had parsed them.
         """
-        self._entries.put(real_path, (file_identity, manifest))  # one larger than the budget is not kept
+        # weighed by the bytes of its text (its parsed form grows with it); one over the budget is not kept
+        self._entries.put(real_path, (file_identity, manifest), manifest.source_bytes)
 
     def clear(self) -> None:
         self._entries.clear()
@@ -335,7 +331,7 @@ def locate_version(path: Location, reader: ManifestReader | None = None) -> tupl
     """``(dataset folder, folder holding layer.json)`` of the version at ``path``; None for a store.
 
     ``path`` is a version's folder (``layer.json`` at its top or under ``data/``, in
-    the order of :func:`~sds_jupyter.stack.paths.dataset_places`), its ``data/``
+    the order of :func:`~sds_jupyter.stack.storage.paths.dataset_places`), its ``data/``
     folder, or its ``layer.json``. This is the one statement of that rule.
     """
     reader = reader or ManifestReader()
@@ -359,8 +355,8 @@ def locate_version(path: Location, reader: ManifestReader | None = None) -> tupl
 def is_version_folder(path: Location, reader: ManifestReader | None = None) -> bool:
     """Whether ``path`` is a version (its folder, ``data/`` or ``layer.json``): the one answer.
 
-    :func:`~sds_jupyter.stack.tree.find_manifest` is its fast form for listing a local
-    folder of thousands; tests/test_tree.py and tests/test_server.py keep the two equal.
+    :func:`~sds_jupyter.stack.listing.find_manifest` is its fast form for listing a local
+    folder of thousands; tests/service/test_tree.py and tests/server/test_server.py keep the two equal.
     A path a reference could not lead to (unsafe, a link out) is no version.
     """
     try:

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any, overload
 
 from sds_jupyter.errors import ManifestError, StackError
-from sds_jupyter.stack.jsontext import (
+from sds_jupyter.jsontext import (
     MAX_JSON_DEPTH,
     JSONRefused,
     json_depth,
     loads_bounded,
 )
-from sds_jupyter.stack.paths import (
+from sds_jupyter.stack.storage.paths import (
     MANIFEST_NAME,
     check_relative_path,
     check_whiteout,
@@ -190,7 +190,7 @@ def unpacked_manifest(row: list[Any]) -> Manifest:
 
     Only for a record this user's own process wrote from a manifest that passed
     :func:`parse_manifest`, whose file is proven unchanged since (see
-    :mod:`sds_jupyter.stack.ondisk`); anything else goes through :func:`parse_manifest`.
+    :mod:`sds_jupyter.stack.storage.ondisk`); anything else goes through :func:`parse_manifest`.
     A row of the wrong shape raises ``ValueError`` or ``TypeError``. The fields are set
     in one step (a frozen dataclass's ``__init__`` sets each through ``object.__setattr__``:
     a third of a deep stack's load from its record).

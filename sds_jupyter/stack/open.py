@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sds_jupyter.errors import StackError, needs_extra
-from sds_jupyter.stack.caches import StackCaches
-from sds_jupyter.stack.flatten import flatten
+from sds_jupyter.stack.caches import StackCaches, default_caches
+from sds_jupyter.stack.flatcopy import flatten
 from sds_jupyter.stack.opened import remember_opened
+from sds_jupyter.stack.rootindex import keep_root
 from sds_jupyter.stack.stack import Stack
 from sds_jupyter.stack.store import StackStore
 
@@ -68,20 +69,23 @@ def open_anndata(
     reader): nothing but metadata is read until they are computed, and the store
     pickles, so a ``dask.distributed`` cluster's workers read chunks themselves.
     ``caches`` are as for :meth:`Stack.resolve`; what was read is remembered there
-    for :func:`~sds_jupyter.stack.save.save_version` given the same caches.
+    for :func:`~sds_jupyter.stack.write.save.save_version` given the same caches.
     """
     import anndata
 
     if lazy:
         needs_extra("lazy", "open_anndata(lazy=True)")
     stack = _as_stack(path, folders, storage_options, caches)
-    group = open_table_group(StackStore(stack, caches=caches), table)
+    store = StackStore(stack, caches=caches)
+    group = open_table_group(store, table)
     if lazy:
         from anndata.experimental import read_lazy
 
         return read_lazy(group)
     adata = anndata.read_zarr(group)
     remember_opened(adata, stack, table, caches, group=group)  # so that a save need not read X, var... again
+    if stack.base.path.as_local() is not None:  # a save's root index, decoded now (saves are local only)
+        keep_root(store.read_raw("zarr.json"), default_caches(caches))
     return adata
 
 

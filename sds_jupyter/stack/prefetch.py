@@ -21,9 +21,9 @@ from concurrent.futures import ThreadPoolExecutor
 from zarr.abc.store import RangeByteRequest
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.stack.location import Location
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES
-from sds_jupyter.stack.paths import dataset_places
+from sds_jupyter.stack.storage.location import Location
+from sds_jupyter.stack.storage.paths import dataset_places
 
 __all__ = ["AFTER", "MAX_FOLDERS", "THREADS", "ManifestPrefetch"]
 

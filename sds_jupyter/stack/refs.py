@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from sds_jupyter.errors import ReferenceError_, UnsafePathError
-from sds_jupyter.stack.jsontext import JSONRefused, loads_bounded
-from sds_jupyter.stack.paths import MANIFEST_NAME, check_dataset_id, check_relative_path
+from sds_jupyter.jsontext import JSONRefused, loads_bounded
+from sds_jupyter.stack.storage.paths import MANIFEST_NAME, check_dataset_id, check_relative_path
 
 __all__ = [
     "FOLDER_MAP_ENV",

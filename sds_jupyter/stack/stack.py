@@ -28,20 +28,21 @@ from sds_jupyter.errors import (
     shown,
 )
 from sds_jupyter.stack.caches import StackCaches, default_caches
-from sds_jupyter.stack.location import LocalLocation, Location, location_of, real_location
+from sds_jupyter.stack.listing import PartialChain
 from sds_jupyter.stack.locator import (
     DatasetLocator,
     Identity,
     ManifestReader,
     NotPlain,
     identity,
+    is_version_folder,
     locate_version,
     settled,
 )
 from sds_jupyter.stack.manifest import MANIFEST_NAME, MAX_STACK_MANIFEST_BYTES, Manifest, unpacked_manifest
-from sds_jupyter.stack.paths import dataset_places, is_within, linkless_opens
 from sds_jupyter.stack.refs import CirroRef, FolderMap, parse_folder_map
-from sds_jupyter.stack.tree import PartialChain
+from sds_jupyter.stack.storage.location import LocalLocation, Location, location_of, real_location
+from sds_jupyter.stack.storage.paths import dataset_places, is_within, linkless_opens
 from sds_jupyter.stack.workspace import parent_roots, workspace_key
 
 __all__ = [
@@ -51,6 +52,8 @@ __all__ = [
     "Stack",
     "Version",
     "depth_above_missing",
+    "is_version",
+    "parents_inside",
 ]
 
 #: The longest chain of versions a reader follows.
@@ -229,7 +232,7 @@ class Stack:
         stack's set of folders: the cost is the depth of ``out``, not of the stack.
         """
         real_out = os.path.realpath(out)
-        protected = {folder.real_path(): folder for folder in self.protected_folders}
+        protected = self._protected_by_real_path()
         probe = real_out
         while True:
             folder = protected.get(probe)
@@ -242,6 +245,54 @@ class Stack:
             if above == probe:
                 return
             probe = above
+
+    def _protected_by_real_path(self) -> dict[str, LocalLocation]:
+        """:attr:`protected_folders` by real path, built once per stack: a stack's folders never change,
+        and a save 500 versions up asks this of 1,500 folders (a few milliseconds each time otherwise)."""
+        cached: dict[str, LocalLocation] | None = self.__dict__.get("_sds_protected")
+        if cached is None:
+            cached = {folder.real_path(): folder for folder in self.protected_folders}
+            object.__setattr__(self, "_sds_protected", cached)  # a frozen dataclass: derived data only
+        return cached
+
+    def outside(self, root: str | os.PathLike[str]) -> str | None:
+        """The name of the first place this stack reads (a version's overlay or data, the base) that is
+        not on this disk inside ``root`` (followed through links); None when every place is.
+
+        Why here: a server confines what it opens to its root, and only the stack knows its places
+        and which of them are on this disk (a place in object storage is never inside a local root).
+        """
+        root_real = os.path.realpath(root)
+        places = [(version.dataset_id, version.overlay_dir) for version in self.versions]
+        places += [(version.dataset_id, version.data_dir) for version in self.versions]
+        places.append((self.base.dataset_id or "the base", self.base.path))
+        for name, place in places:
+            local = place.as_local()
+            if local is None or not is_within(os.path.realpath(local), root_real):
+                return name
+        return None
+
+    def file_times(self) -> tuple[tuple[str, int], ...] | None:
+        """Each manifest's and the base's path with its modification time in ns; None when any of
+        them is in object storage (no times to watch) or cannot be read.
+
+        Why: whoever keeps a resolved stack compares two of these to notice a new download over an
+        old one, without knowing where the files are kept.
+        """
+        files = [version.manifest_path for version in self.versions] + [self.base.path]
+        local = [found for path in files if (found := path.as_local()) is not None]
+        if len(local) != len(files):
+            return None
+        try:
+            return tuple((str(path), path.stat().st_mtime_ns) for path in local)
+        except (OSError, ValueError):
+            return None
+
+    @property
+    def listing_dir(self) -> LocalLocation | None:
+        """The datasets folder this stack's other versions are listed in; None in object storage,
+        where nothing is listed (the tree is the opened chain)."""
+        return self.datasets_dir.as_local()
 
     def fingerprint(self) -> str:
         """Text that changes when any manifest of the stack or the base's root document changes.
@@ -320,13 +371,17 @@ class Proofs(NamedTuple):
     * ``files``: every manifest read, by real path, with the identity of what was read
       (device, inode, size, mtime, ctime: a rewrite in place, a replacement, a link
       swapped in all change it);
-    * ``folders``: every folder from the datasets folder down to each manifest, and each
-      overlay folder, by device and inode; still that folder, not a link. Their mtimes are no part of
-      it: a save adds a folder to the datasets folder, and must not void other stacks;
+    * ``folders``: every folder from the datasets folder down to each manifest (and an overlay
+      folder not right inside its data folder), by device and inode; still that folder, not a link.
+      Their mtimes are no part of it: a save adds a folder to the datasets folder, and must not
+      void other stacks;
     * ``missing``: every place looked at first and found empty (a manifest at a dataset
       folder's top before its ``data/``, a folder-map name before the ID): still empty;
     * ``exact``: the base store (its folder or zip) with its full identity: nothing
-      sds-jupyter writes touches it, and its root document's presence shows in its mtime.
+      sds-jupyter writes touches it, and its root document's presence shows in its mtime; and
+      each version's data folder holding its overlay, with its full identity: nothing writes
+      into a saved version's folder, and its overlay folder removed, renamed or swapped (for
+      another folder or a link) changes its mtime and ctime (:func:`_overlay_proof`).
     """
 
     files: list[tuple[str, Identity]]
@@ -405,24 +460,56 @@ def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | Non
                 break
             folder = os.path.dirname(folder)
     missing = list(dict.fromkeys(reader.missing))
-    for version in stack.versions:  # each overlay folder itself: a link swapped in for it must show
-        overlay = str(version.overlay_dir)
-        local_overlay = version.overlay_dir.as_local()
-        seen_overlay = local_overlay.joined_lstat() if local_overlay is not None else None
-        info = seen_overlay or _lstat(overlay)  # the walk's join saw it already, as it was then
-        if info is None:
-            missing.append(overlay)
-        elif stat.S_ISDIR(info.st_mode):
-            folders[overlay] = (info.st_dev, info.st_ino)
-        else:
-            return None
     base = _lstat(str(stack.base.path))
     if base is None or stat.S_ISLNK(base.st_mode) or not settled(base.st_mtime_ns, base.st_ctime_ns, now_ns=began_ns):
         return None
     exact = [(str(stack.base.path), identity(base), stat.S_IFMT(base.st_mode))]
+    for version in stack.versions:  # each overlay folder itself: a link swapped in for it must show
+        if not _overlay_proof(version, seen, folders, missing, exact, began_ns):
+            return None
     proofs = Proofs(files, list(folders.items()), missing, exact)
     # What was found empty during the walk must be empty now, or the walk raced a writer.
     return proofs if proofs.still_missing() else None
+
+
+def _overlay_proof(
+    version: Version,
+    seen: dict[str, os.stat_result | None],
+    folders: dict[str, tuple[int, int]],
+    missing: list[str],
+    exact: list[tuple[str, Identity, int]],
+    began_ns: int,
+) -> bool:
+    """Add what proves ``version``'s overlay folder is still the one walked; False if unsure.
+
+    An overlay right inside its data folder is proven by that folder's full identity, kept in
+    ``exact`` in place of its device and inode in ``folders``: an overlay removed, renamed, or
+    swapped for another folder or a link changes the data folder's mtime and ctime, so one
+    ``lstat`` proves both (a save 500 versions up proves 1,000 paths instead of 1,500; see
+    docs/safety.md). Any other overlay (nested deeper, or missing) is proven by itself.
+    """
+    overlay = str(version.overlay_dir)
+    data_dir = str(version.data_dir)
+    if os.path.dirname(overlay) == data_dir and data_dir in folders:
+        # as the walk's join saw it, else now: either way a change since the walk began is unsettled
+        held = seen.get(data_dir) or _lstat(data_dir)
+        if held is None or not stat.S_ISDIR(held.st_mode):
+            return False
+        if not settled(held.st_mtime_ns, held.st_ctime_ns, now_ns=began_ns):
+            return False
+        del folders[data_dir]
+        exact.append((data_dir, identity(held), stat.S_IFDIR))
+        return True
+    local_overlay = version.overlay_dir.as_local()
+    seen_overlay = local_overlay.joined_lstat() if local_overlay is not None else None
+    info = seen_overlay or _lstat(overlay)  # the walk's join saw it already, as it was then
+    if info is None:
+        missing.append(overlay)
+    elif stat.S_ISDIR(info.st_mode):
+        folders[overlay] = (info.st_dev, info.st_ino)
+    else:
+        return False
+    return True
 
 
 # -- a resolved stack kept on disk, for this user's next process ------------------------------
@@ -489,7 +576,7 @@ def _from_disk(caches: StackCaches, cache_key: tuple[Any, ...], folder_map: Fold
     """The stack a record on disk keeps under ``cache_key``, if its proofs hold now; else None (walk).
 
     The manifests in it are not checked again: they passed when walked, the record is this
-    user's own (:mod:`~sds_jupyter.stack.ondisk`), and each file is proven unchanged since.
+    user's own (:mod:`~sds_jupyter.stack.storage.ondisk`), and each file is proven unchanged since.
     The stack then joins the in-memory caches, as if this process had walked it.
     """
     record = None if caches.disk is None else caches.disk.load(repr(cache_key))
@@ -706,6 +793,29 @@ def _walk_chain(
         dataset_folder = locator.dataset_folder(ref.dataset_id)
         manifest_path = target  # resolve() gave its real location already
     return Stack(versions=_versions(chain), base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
+
+
+def parents_inside(
+    path: str | os.PathLike[str], root: str | os.PathLike[str], caches: StackCaches | None = None
+) -> bool:
+    """Whether the version at ``path`` would look for its parents inside ``root`` on this disk.
+
+    Parents are found beside the version's dataset folder, so that folder's parent must be inside
+    ``root`` (a version at ``root`` itself is not); a store has no parents, so nothing is looked up.
+    Asked before resolving, so a server never reads a manifest outside its root. Manifests are read
+    through ``caches`` (the process's when None).
+    """
+    located = locate_version(location_of(path), ManifestReader(default_caches(caches).manifests))
+    if located is None:
+        return True
+    parents_dir = located[0].parent.local_path()
+    return parents_dir is not None and is_within(os.path.realpath(parents_dir), os.path.realpath(root))
+
+
+def is_version(path: str | os.PathLike[str], caches: StackCaches | None = None) -> bool:
+    """Whether ``path`` is a version (its folder, ``data/`` or ``layer.json``), its manifest read
+    through ``caches`` (the process's when None): the locator's one answer, for callers above."""
+    return is_version_folder(location_of(path), ManifestReader(default_caches(caches).manifests))
 
 
 def depth_above_missing(manifest: Manifest, *, missing_is_version: bool) -> int:

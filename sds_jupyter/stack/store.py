@@ -24,11 +24,11 @@ from zarr.core.buffer import Buffer
 from sds_jupyter.errors import BaseStoreError, StackChangedError
 from sds_jupyter.stack.caches import StackCaches, default_caches
 from sds_jupyter.stack.inflate import ChunkRules, check_chunk, check_stored_size
-from sds_jupyter.stack.location import Location
-from sds_jupyter.stack.paths import ancestors
-from sds_jupyter.stack.rawstore import RawKeyStore
-from sds_jupyter.stack.sources import FolderSource, Source, open_source
 from sds_jupyter.stack.stack import Stack, Version
+from sds_jupyter.stack.storage.location import Location
+from sds_jupyter.stack.storage.paths import ancestors
+from sds_jupyter.stack.storage.rawstore import RawKeyStore
+from sds_jupyter.stack.storage.sources import FolderSource, Source, open_source
 
 __all__ = ["BASE", "HIDDEN", "LayerIndex", "StackStore", "open_stack"]
 
@@ -296,9 +296,10 @@ class StackStore(RawKeyStore):
         if byte_range is None:
             check_stored_size(rule, key, self._cheap_size(key))  # before it is read
         data = self.read_raw(key, byte_range)
-        if data is not None:
-            check_chunk(rule, key, data, ranged=byte_range is not None)
-        return data
+        if data is None:
+            return None
+        # a chunk the check decoded whole comes back in its codec's uncompressed framing: decompressed once
+        return bytes(check_chunk(rule, key, data, ranged=byte_range is not None))
 
     def _cheap_size(self, key: str) -> int | None:
         """The stored size of ``key`` when it costs no request (None in object storage's base)."""

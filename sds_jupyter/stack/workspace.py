@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sds_jupyter.errors import UnsafePathError, WriteRefusedError
-from sds_jupyter.stack.location import LocalLocation, Location, location_of
-from sds_jupyter.stack.paths import check_dataset_id
 from sds_jupyter.stack.refs import FOLDER_MAP_ENV
+from sds_jupyter.stack.storage.location import LocalLocation, Location, location_of
+from sds_jupyter.stack.storage.paths import check_dataset_id
 
 __all__ = [
     "DATASETS_DIR_ENV",
@@ -184,9 +184,15 @@ def in_cirro(dataset_id: str, folders: Mapping[str, str], holder: Path | None = 
     """Whether a version is a Cirro dataset as far as this workspace knows.
 
     Outside a workspace, always. In one, the folder map names every attached dataset,
-    so a version whose ID it does not name was saved here: it is in Cirro once its
-    upload from ``holder`` (the folder holding it) is recorded.
+    and the fetch folder holds datasets fetched from Cirro by their IDs; a version
+    elsewhere whose ID the map does not name was saved here (or copied by hand: only
+    Cirro can tell, when an upload asks it): it is in Cirro once its upload (or Cirro's
+    answer that it is a copy) is recorded beside it in ``holder``.
     """
     if not in_workspace() or dataset_id in folders:
         return True
-    return holder is not None and uploaded_id(holder, dataset_id) is not None
+    if holder is None:
+        return False
+    if os.path.realpath(holder) == os.path.realpath(fetched_dir()):
+        return True
+    return uploaded_id(holder, dataset_id) is not None

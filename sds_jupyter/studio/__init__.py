@@ -5,9 +5,9 @@ No Jupyter here: the service and the exporters sit on top of these modules.
 
 from __future__ import annotations
 
-from sds_jupyter.studio.errors import ElementError, FigureError, ResultError
-from sds_jupyter.studio.figures import ParsedFigure, parse_figure, read_figure, read_figures
-from sds_jupyter.studio.results import ResultEntry, read_result, read_results
+from sds_jupyter.errors import ElementError, FigureError, ResultError
+from sds_jupyter.studio.figurespecs import ParsedFigure, parse_figure, read_figure, read_figures
+from sds_jupyter.studio.resultstore import ResultEntry, read_result, read_results
 from sds_jupyter.studio.uns import STUDIO_KEY, studio_section
 
 __all__ = [

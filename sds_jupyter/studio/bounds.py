@@ -15,6 +15,7 @@ import math
 import threading
 from collections.abc import Sequence
 
+from sds_jupyter.errors import ElementError
 from sds_jupyter.limits import (
     MAX_CHUNK_BYTES,
     MAX_CONCURRENT_READS,
@@ -23,7 +24,6 @@ from sds_jupyter.limits import (
     MAX_READ_CHUNKS,
     MAX_REGION_COORDINATE,
 )
-from sds_jupyter.studio.errors import ElementError
 
 __all__ = ["READ_SLOTS", "check_level_shape", "check_read", "check_region", "check_scale"]
 

@@ -16,27 +16,30 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 import zarr
 
+from sds_jupyter.errors import ElementError, FigureError
+from sds_jupyter.protocol.buffers import DRAWING, laid_out
 from sds_jupyter.studio.cells import CellTable, cell_table
 from sds_jupyter.studio.elements import Level, Pyramid, label_centroids, open_pyramid, shape_centroids
-from sds_jupyter.studio.errors import ElementError, FigureError
-from sds_jupyter.studio.layouts import DRAWING, laid_out
 from sds_jupyter.studio.palette import column_palette
-from sds_jupyter.studio.shapes import CellShapes, cell_shapes
+from sds_jupyter.studio.shapeindex import ShapesNote, cell_shapes_or_note
+from sds_jupyter.studio.shapes import CellShapes, default_shape_color
 
 if TYPE_CHECKING:
     from anndata import AnnData
 
-    from sds_jupyter.studio.payloads import (
+    from sds_jupyter.protocol.payloads import (
         CanvasColor,
         CanvasImage,
+        CanvasLabels,
         CanvasPayload,
         CanvasPoints,
+        CanvasShapeLayer,
         CategoricalColor,
         ChannelInfo,
         ContinuousColor,
@@ -394,6 +397,8 @@ class CellGeometry:
     x: np.ndarray
     y: np.ndarray
     shapes: CellShapes | None
+    #: Why the cells have no shapes though their element has some (past MAX_SHAPES), else None.
+    note: ShapesNote | None = None
 
     @property
     def buffers(self) -> list[np.ndarray]:
@@ -419,8 +424,8 @@ def cell_geometry(
     """The cells' positions and shapes in coordinate system ``system`` (see :func:`cell_coordinates`)."""
     cells = cell_table(table)
     x, y = cell_coordinates(cells, root, table_attrs, system)
-    shapes = cell_shapes(cells, root, region_attrs(cells, table_attrs), system)
-    return CellGeometry(np.ascontiguousarray(x), np.ascontiguousarray(y), shapes)
+    shapes, note = cell_shapes_or_note(cells, root, region_attrs(cells, table_attrs), system)
+    return CellGeometry(np.ascontiguousarray(x), np.ascontiguousarray(y), shapes, note)
 
 
 def geometry_nodes(table: AnnData | CellTable, table_path: str, table_attrs: Mapping[str, Any] | None) -> list[str]:
@@ -446,6 +451,7 @@ def canvas_payload(
     image: CanvasImage | None,
     unit: str | None,
     shapes: CellShapes | None,
+    shapes_note: ShapesNote | None = None,
 ) -> CanvasPayload:
     """The payload's fields that do not depend on how the buffers travel."""
     boxes = [box for box in (cells_box, image["bounds"] if image else None) if box]
@@ -462,6 +468,11 @@ def canvas_payload(
         "color_columns": color_columns(cells),
         "shapes": shapes[0] if shapes is not None else None,
         "points": _points_layer(spec.get("points")),
+        "labels": _labels_layer(spec.get("labels")),
+        "shape_layers": shape_layers(spec.get("shapes")),
+        "shapes_note": shapes_note.text if shapes_note else None,
+        "shapes_by_tile": shapes_note.by_tile if shapes_note else None,
+        "coordinate_system": str(spec.get("coordinate_system") or ""),
     }
 
 
@@ -488,6 +499,41 @@ def _points_layer(saved: Any) -> CanvasPoints | None:
         return None
     genes = [str(gene) for gene in saved.get("genes") or []]
     return {"element": str(saved["element"]), "genes": genes, "radius": float(saved.get("radius") or 1.5)}
+
+
+def _labels_layer(saved: Any) -> CanvasLabels | None:
+    """The spec's labels layer (validated by the schema) as the payload carries it: filled, shown, opaque unless said."""
+    if not isinstance(saved, Mapping) or not saved.get("element"):
+        return None
+    style: Literal["fill", "outline"] = "outline" if saved.get("style") == "outline" else "fill"
+    opacity = float(saved.get("opacity", 1.0))
+    return {
+        "element": str(saved["element"]),
+        "style": style,
+        "visible": saved.get("visible", True) is not False,
+        "opacity": opacity,
+    }
+
+
+def shape_layers(saved: Any) -> list[CanvasShapeLayer]:
+    """The spec's shapes layers (validated by the schema) as the payload carries them: each element once,
+    in its default colour unless one is saved, shown and opaque unless said."""
+    layers: list[CanvasShapeLayer] = []
+    for entry in saved if isinstance(saved, list) else []:
+        if not isinstance(entry, Mapping) or not entry.get("element"):
+            continue
+        element = str(entry["element"])
+        if any(layer["element"] == element for layer in layers):
+            continue
+        layers.append(
+            {
+                "element": element,
+                "color": str(entry.get("color") or default_shape_color(element)),
+                "visible": entry.get("visible", True) is not False,
+                "opacity": float(entry.get("opacity", 1.0)),
+            }
+        )
+    return layers
 
 
 def build_canvas(
@@ -521,9 +567,9 @@ def build_canvas(
         image_info = {"width": int(rgba.shape[1]), "height": int(rgba.shape[0]), "bounds": bounds, "channels": channels}
         unit = level.unit
         buffers.append(rgba)
-    shapes = cell_shapes(cells, root, region_attrs(cells, table_attrs), system)
+    shapes, note = cell_shapes_or_note(cells, root, region_attrs(cells, table_attrs), system)
     if shapes is not None:
         buffers.extend(shapes[1])
-    payload = canvas_payload(spec, cells, _cell_box(x, y), color, image_info, unit, shapes)
+    payload = canvas_payload(spec, cells, _cell_box(x, y), color, image_info, unit, shapes, note)
     laid = laid_out("a canvas drawing", DRAWING, payload, [np.ascontiguousarray(buffer) for buffer in buffers])
     return CanvasData(payload, laid)

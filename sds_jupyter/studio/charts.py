@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sds_jupyter.studio.errors import FigureError
+from sds_jupyter.errors import FigureError
 from sds_jupyter.studio.jsonable import json_scalar
-from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry
+from sds_jupyter.studio.resultstore import MAIN_TABLE, ResultEntry
 
 __all__ = [
     "DEFAULT_CHARTS",

@@ -10,26 +10,146 @@ flat typed buffers the browser hands to WebGL as they are.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import zarr
 
+from sds_jupyter.errors import ElementError
+from sds_jupyter.protocol.payloads import CanvasShapes
 from sds_jupyter.studio.cells import CellTable
 from sds_jupyter.studio.elements import read_shapes_frame, read_shapes_table, shapes_transform
-from sds_jupyter.studio.payloads import CanvasShapes
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["MAX_VERTICES", "CellShapes", "cell_shapes"]
+__all__ = [
+    "CIRCLE_SIDES",
+    "MAX_VERTICES",
+    "SHAPE_COLORS",
+    "CellShapes",
+    "ElementRings",
+    "ExportShapes",
+    "cell_shapes",
+    "default_shape_color",
+    "element_rings",
+    "export_shapes",
+    "exteriors_of",
+]
 
 MAX_VERTICES = 12_000_000
 """Above this many outline vertices (~100 MB of float32 pairs) the cells are sent as points."""
 
 CellShapes = tuple[CanvasShapes, list[np.ndarray]]
 """The payload's ``shapes`` entry and its buffers, in protocol order."""
+
+CIRCLE_SIDES = 24
+"""Sides of the ring a circle (a Visium spot) is outlined by: round at any zoom a spot is drawn at."""
+
+
+SHAPE_COLORS = ("#00e5ff", "#ffd400", "#ff3dd4", "#7dff3a", "#ff8a1f", "#b69cff")
+"""Outline colours a shapes element is given unless its figure saved one: bright hues that show over a
+dark image and, as lines one pixel wide, over the light background too."""
+
+
+def default_shape_color(element: str) -> str:
+    """Shapes element ``element``'s outline colour unless a figure saved one: its name's alone.
+
+    Why by name: the view's layer row, the figure's payload and its export all show the same
+    colour for an element, without knowing what other elements the store holds.
+    """
+    import hashlib
+
+    digest = hashlib.sha256(element.encode("utf-8")).digest()
+    return SHAPE_COLORS[digest[0] % len(SHAPE_COLORS)]
+
+
+@dataclass(frozen=True)
+class ElementRings:
+    """Every shape of one shapes element as an outline, in the element's own order.
+
+    Why apart from :func:`cell_shapes`: a nucleus element is annotated by no table, so it has
+    no table order; it is drawn as outlines of its own (one layer per element), ring i the
+    element's row i, in the canvas coordinate system (x, y float32 pairs, ``starts`` uint32).
+    """
+
+    kind: str
+    starts: np.ndarray
+    vertices: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.starts) - 1
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.starts.nbytes + self.vertices.nbytes)
+
+
+def element_rings(root: zarr.Group, name: str, system: str | None = None) -> ElementRings | None:
+    """Shapes element ``name``'s outlines (circles as CIRCLE_SIDES-gons); None when neither polygons nor circles.
+
+    The element is read through the bounded readers (MAX_SHAPES from its footer), and refused
+    past MAX_VERTICES as the cells are.
+    """
+    found = _shapes_columns(root, name)
+    if found is None:
+        return ElementRings("polygons", np.zeros(1, np.uint32), np.zeros(0, np.float32))
+    wkb, _, radius = found
+    transform = shapes_transform(root, name, system)
+    outlined = exteriors_of(wkb, radius)
+    if outlined is None:
+        return None
+    kind, coords, counts = outlined
+    if len(coords) > MAX_VERTICES:
+        raise ElementError(
+            f"Shapes element {name!r} has {len(coords):,} outline vertices; at most {MAX_VERTICES:,} (MAX_VERTICES) are drawn."
+        )
+    x, y = transform.apply(coords[:, 0], coords[:, 1])
+    vertices = np.empty(2 * len(coords), dtype=np.float32)
+    vertices[0::2], vertices[1::2] = x, y
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.uint32)
+    return ElementRings(kind, starts, vertices)
+
+
+def exteriors_of(wkb: Any, radius: np.ndarray | None) -> tuple[str, np.ndarray, np.ndarray] | None:
+    """Geometries ``wkb`` (Arrow or an array of WKB) as outlines: their kind ("polygons" or "circles"),
+    every ring's coordinates (n x 2 float64) and vertices a ring; None when neither polygons nor circles.
+
+    Why one function: a whole element (:func:`element_rings`) and one batch of an element past
+    MAX_SHAPES (:mod:`~sds_jupyter.studio.shapeindex`) are outlined the same way.
+    """
+    import pyarrow as pa
+
+    if isinstance(wkb, pa.Array):
+        wkb = pa.chunked_array([wkb])
+    exteriors = _polygon_exteriors(wkb) if isinstance(wkb, pa.ChunkedArray) else None
+    if exteriors is not None:
+        return "polygons", exteriors[0], exteriors[1]
+    made = _shapely_exteriors(
+        np.asarray(wkb.to_numpy(zero_copy_only=False) if isinstance(wkb, pa.ChunkedArray) else wkb)
+    )
+    if made is None or (isinstance(made, str) and radius is None):
+        return None
+    if isinstance(made, str):
+        assert radius is not None
+        return ("circles", *_circle_rings(wkb, radius))
+    return "polygons", made[0], made[1]
+
+
+def _circle_rings(wkb: Any, radius: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each circle (a point and its radius) as a closed ring of CIRCLE_SIDES sides, in the element's units."""
+    import pyarrow as pa
+    import shapely
+
+    values = np.asarray(wkb.to_numpy(zero_copy_only=False) if isinstance(wkb, pa.ChunkedArray) else wkb)
+    centre = shapely.get_coordinates(shapely.from_wkb(values))
+    angle = np.linspace(0, 2 * np.pi, CIRCLE_SIDES + 1)
+    ring = np.stack([np.cos(angle), np.sin(angle)], axis=1)
+    coords = centre[:, None, :] + radius[:, None, None] * ring[None, :, :]
+    return coords.reshape(-1, 2), np.full(len(centre), CIRCLE_SIDES + 1, dtype=np.int64)
 
 
 def _annotated_shapes(root: zarr.Group, attrs: Mapping[str, Any]) -> str | None:
@@ -219,3 +339,43 @@ def _largest_part(geometry: np.ndarray) -> np.ndarray:
         parts = shapely.get_parts(geometry[index])
         out[index] = parts[int(np.argmax(shapely.area(parts)))] if len(parts) else shapely.Polygon()
     return out
+
+
+@dataclass(frozen=True)
+class ExportShapes:
+    """A shapes layer as an export draws it: the rings that meet the region, their colour and opacity."""
+
+    element: str
+    color: str
+    opacity: float
+    starts: np.ndarray
+    vertices: np.ndarray
+
+    def rings(self) -> list[np.ndarray]:
+        """Each ring as an (n, 2) array of x, y (what a matplotlib LineCollection takes)."""
+        xy = self.vertices.reshape(-1, 2)
+        return [xy[a:b] for a, b in zip(self.starts[:-1].tolist(), self.starts[1:].tolist(), strict=True)]
+
+
+def export_shapes(
+    element: str,
+    rings: ElementRings,
+    boxes: np.ndarray,
+    region: tuple[float, float, float, float],
+    color: str,
+    opacity: float,
+) -> ExportShapes:
+    """The rings of ``element`` whose bounds (``boxes``, one row of x0, y0, x1, y1 a ring) meet ``region``.
+
+    Why the bounds alone: a ring whose box meets the region but not the ring itself draws outside the
+    axes, which clip it, so the picture is the one the tiles give, with less work than an exact test.
+    """
+    x0, y0, x1, y1 = region
+    meets = (boxes[:, 0] <= x1) & (boxes[:, 2] >= x0) & (boxes[:, 1] <= y1) & (boxes[:, 3] >= y0)
+    near = np.flatnonzero(meets)
+    lengths = (rings.starts[near + 1] - rings.starts[near]).astype(np.int64)
+    taken = np.repeat(rings.starts[near].astype(np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    taken = taken + np.arange(int(lengths.sum()))
+    xy = rings.vertices.reshape(-1, 2)[taken]
+    starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return ExportShapes(element, color, opacity, starts, np.ascontiguousarray(xy).ravel())

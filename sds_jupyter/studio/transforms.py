@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sds_jupyter.studio.errors import ElementError
+from sds_jupyter.errors import ElementError
 
 __all__ = ["IDENTITY", "Axial", "element_transform", "system_unit"]
 

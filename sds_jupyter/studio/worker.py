@@ -30,9 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from sds_jupyter.errors import StackError
+from sds_jupyter.errors import FigureError, StackError
 from sds_jupyter.limits import EXPORT_TIMEOUT_SECONDS, EXPORT_WORKER_DATA_BYTES
-from sds_jupyter.studio.errors import FigureError
 
 __all__ = ["ExportWorker", "draw_in_worker", "serve"]
 
@@ -43,7 +42,7 @@ _DRAWN, _REFUSED, _FAILED = "drawn", "refused", "failed"
 
 def _renderers() -> dict[str, Callable[..., Any]]:
     """The drawings a worker makes, by name (imported in the worker only)."""
-    from sds_jupyter.studio.export import render_canvas, render_chart
+    from sds_jupyter.studio.render import render_canvas, render_chart
 
     return {"chart": render_chart, "canvas": render_canvas}
 
@@ -81,7 +80,7 @@ class ExportWorker:
         return process.pid if process is not None and process.poll() is None else None
 
     def draw(self, renderer: str, *args: Any) -> Any:
-        """``renderer`` ("chart" or "canvas", see studio.export) called with ``args`` in the worker.
+        """``renderer`` ("chart" or "canvas", see studio.render) called with ``args`` in the worker.
 
         Its StackErrors come back as FigureErrors with their message; any other failure,
         the worker's death or EXPORT_TIMEOUT_SECONDS passing is a FigureError saying so.

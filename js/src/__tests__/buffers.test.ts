@@ -98,7 +98,8 @@ describe('splitting a reply by its generated layout', () => {
     const split = splitDrawing(payload, [f(1), f(1), f(1), new Uint8Array(8).buffer, f(1)]);
     expect(split.image?.length).toBe(8);
     expect(split.radius?.length).toBe(1);
-    expect(() => splitByLayout('canvas', LAYOUTS.canvas, payload, [])).toThrow(/missing its values buffer/);
+    expect(() => splitByLayout('color_values', LAYOUTS.color_values, payload.color, [])).toThrow(/missing its values buffer/);
+    expect(splitByLayout('canvas', LAYOUTS.canvas, payload, [])).toEqual({}); // a figure's colours come by color_values
   });
 });
 

@@ -5,8 +5,8 @@ import type { Reply } from '../app/shared/transport';
 import type { CanvasColor, CanvasPayload, CellsData, ChannelsData } from '../app/shared/types';
 import { FakeTransport } from './fixtures';
 
-/** A figure's own part as the server sends it: payload with keys, the color column alone. */
-function canvasReply(cellsKey: string, image = false): Reply<CanvasPayload> {
+/** A figure's own part as the server sends it: the payload with the names of its parts, no buffers. */
+function canvasReply(cellsKey: string, image = false, colorKey = 'col-c'): Reply<CanvasPayload> {
   return {
     data: {
       n_cells: 3,
@@ -17,9 +17,18 @@ function canvasReply(cellsKey: string, image = false): Reply<CanvasPayload> {
       image: image ? { width: 2, height: 1, bounds: [0, 0, 2, 1], channels: [{ name: 'dapi', color: '#0000ff' }] } : null,
       shapes: { kind: 'circles', element: 'spots' },
       cells_key: cellsKey,
+      color_keys: { c: colorKey },
       ...(image ? { image_key: 'img-1' } : {})
     },
-    buffers: [new Uint16Array([0, 1, 0]).buffer]
+    buffers: []
+  };
+}
+
+/** The colours of column `c` as color_values answers them (uint8 codes, one a cell). */
+function colorsReply(): Reply<CanvasColor> {
+  return {
+    data: { mode: 'categorical', column: 'c', categories: ['a', 'b'], colors: ['#ff0000', '#00ff00'], codes: 'uint8' },
+    buffers: [new Uint8Array([0, 1, 0]).buffer]
   };
 }
 
@@ -46,12 +55,44 @@ afterEach(() => {
   overviewCache.clear();
 });
 
+describe('a figure\'s colours come by name, not in its canvas reply', () => {
+  it('two versions and figures coloured by the same stored column ask its colours once, under the name', async () => {
+    const colorKeys: Record<number, string> = { 1: 'col-c1', 2: 'col-c1', 3: 'col-c3' }; // version 3 rewrote c
+    const t = new FakeTransport()
+      .on('canvas', p => canvasReply('k', false, colorKeys[Number(p.version)]))
+      .on('cells', () => cellsReply('k', 0))
+      .on('color_values', colorsReply);
+    const first = await loadCanvas(t, 1, 'tissue');
+    await loadCanvas(t, 2, 'tissue');
+    await loadCanvas(t, 1, 'other');
+    expect(t.callsOf('color_values')).toEqual([{ version: 1, figure: 'tissue', column: 'c', key: 'col-c1' }]);
+    expect(first.data.value).toBeInstanceOf(Uint8Array);
+    expect([...first.data.value!]).toEqual([0, 1, 0]);
+    expect(first.payload.color).toEqual(colorsReply().data); // the description the values follow
+    await loadCanvas(t, 3, 'tissue');
+    expect(t.callsOf('color_values')).toHaveLength(2);
+  });
+
+  it('a figure that colours nothing asks for no colours', async () => {
+    const t = new FakeTransport()
+      .on('canvas', () => {
+        const reply = canvasReply('k');
+        return { ...reply, data: { ...reply.data, color: { mode: 'none' } } };
+      })
+      .on('cells', () => cellsReply('k', 0));
+    const { data } = await loadCanvas(t, 1, 'tissue');
+    expect(data.value).toBeNull();
+    expect(t.callsOf('color_values')).toEqual([]);
+  });
+});
+
 describe('cells sent once', () => {
   it('asks for the cells of a key once, whichever version or figure needs them', async () => {
     const keys: Record<number, string> = { 1: 'k-a', 2: 'k-a', 3: 'k-b' };
     const t = new FakeTransport()
       .on('canvas', p => canvasReply(keys[Number(p.version)]))
-      .on('cells', p => cellsReply(p.key!, p.key === 'k-a' ? 0 : 9));
+      .on('cells', p => cellsReply(p.key!, p.key === 'k-a' ? 0 : 9))
+      .on('color_values', colorsReply);
     const first = await loadCanvas(t, 1, 'tissue');
     const second = await loadCanvas(t, 2, 'tissue'); // another version, the same cells
     await loadCanvas(t, 1, 'other'); // another figure of the version
@@ -66,7 +107,7 @@ describe('cells sent once', () => {
 
   it('shares one request between figures asking at once, and keeps no failure', async () => {
     let fail = true;
-    const t = new FakeTransport().on('canvas', () => canvasReply('k')).on('cells', async () => {
+    const t = new FakeTransport().on('canvas', () => canvasReply('k')).on('color_values', colorsReply).on('cells', async () => {
       if (fail) {
         fail = false;
         throw new Error('offline');
@@ -84,12 +125,42 @@ describe('cells sent once', () => {
     const t = new FakeTransport()
       .on('canvas', () => canvasReply('k', true))
       .on('cells', () => cellsReply('k', 0))
+      .on('color_values', colorsReply)
       .on('channels', () => channelsReply);
+    const asked = performance.now();
     const { data, channels } = await loadCanvas(t, 1, 'tissue');
     expect([...data.image!]).toEqual([0, 0, 255, 255, 0, 0, 0, 255]); // blue where the plane is 255
+    // the page's part after the replies arrived (positions, colours, the overview blended) is measured
+    const decoded = performance.getEntriesByName('sds:canvas-decode', 'measure').filter(e => e.startTime >= asked);
+    expect(decoded).toHaveLength(1);
+    expect((decoded[0] as PerformanceMeasure).detail).toEqual({ n_cells: 3 });
     expect(channels).toBe(await overviewCache.get('img-1', () => Promise.reject(new Error('not asked again'))));
     await loadCanvas(t, 2, 'tissue');
     expect(t.callsOf('channels')).toHaveLength(1);
+  });
+
+  it('asks the overview at the level the view’s pixels need, kept per level', async () => {
+    const levels = [4, 2, 1].map(w => ({ width: w, height: 1, tile: 4, bounds: [0, 0, 2, 1] as [number, number, number, number] }));
+    const t = new FakeTransport()
+      .on('canvas', () => {
+        const reply = canvasReply('k', true);
+        return { ...reply, data: { ...reply.data, image: { ...reply.data.image!, width: 2, level: 1, levels } } };
+      })
+      .on('cells', () => cellsReply('k', 0))
+      .on('color_values', colorsReply)
+      .on('channels', p => (p.level === 2 ? { ...channelsReply, data: { ...channelsReply.data, width: 1 }, buffers: [new Uint8Array([255]).buffer] } : channelsReply));
+    const narrow = await loadCanvas(t, 1, 'tissue', 1); // one device pixel across: level 2 is enough
+    expect(t.callsOf('channels')).toEqual([{ version: 1, figure: 'tissue', level: 2 }]);
+    expect([narrow.payload.image!.level, narrow.payload.image!.width]).toEqual([2, 1]);
+    expect([...narrow.data.image!]).toEqual([0, 0, 255, 255]);
+    const wide = await loadCanvas(t, 1, 'tissue', 800); // wider than the default overview needs: the default
+    expect(t.callsOf('channels')).toEqual([
+      { version: 1, figure: 'tissue', level: 2 },
+      { version: 1, figure: 'tissue', level: 1 }
+    ]);
+    expect([wide.payload.image!.level, wide.payload.image!.width]).toEqual([1, 2]);
+    await loadCanvas(t, 2, 'tissue', 1);
+    expect(t.callsOf('channels')).toHaveLength(2); // the same image's level 2, kept
   });
 
   it('reads category codes as one byte a cell when the reply says so, else two', () => {

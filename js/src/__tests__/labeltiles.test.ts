@@ -41,12 +41,12 @@ describe('labels tiles', () => {
       .on('labels', () => ({ elements: ['cells'], element: 'cells', levels: LEVELS }))
       .on('labels_tile', p => reply(p.level ?? 0, p.x ?? 0, p.y ?? 0, 512, 512));
     let changes = 0;
-    const tiles = new LabelTiles(transport, 2, 'cells', 'outline', () => changes++);
+    const tiles = new LabelTiles({ transport, version: 2, system: '' }, 'cells', 'outline', () => changes++);
     await tiles.open();
     expect(tiles.frame([0, 0, 100, 100], 512 / 100)).toEqual([]);
     expect(tiles.frame([0, 0, 100, 100], 512 / 100)).toEqual([]); // on its way: not asked again
     await new Promise(resolve => setTimeout(resolve, 0));
-    expect(transport.callsOf('labels_tile')).toEqual([{ version: 2, element: 'cells', level: 1, x: 0, y: 0, style: 'outline' }]);
+    expect(transport.callsOf('labels_tile')).toEqual([{ version: 2, element: 'cells', level: 1, x: 0, y: 0, style: 'outline', coordinate_system: '' }]);
     expect(changes).toBe(1);
     expect(tiles.frame([0, 0, 100, 100], 512 / 100).map(t => t.key)).toEqual(['1/0/0']);
   });

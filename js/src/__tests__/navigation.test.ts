@@ -342,6 +342,28 @@ describe('the tree (item 6)', () => {
     expect(el.querySelector<HTMLElement>('.sds-no-matches')!.hidden).toBe(true);
   });
 
+  it('names each version alike in the tree and the history when their replies straddle the hour', async () => {
+    let now = NOW + 29 * 60_000; // ds-1 (an hour old) reads "1 hour ago" here, "2 hours ago" two minutes on
+    let release: () => void = () => undefined;
+    const late = new Promise<void>(resolve => (release = resolve));
+    const t = transport().on('tree', async () => {
+      await late;
+      return { current: 'ds-3', nodes: TREE_NODES, base: null, notes: [] };
+    });
+    const el = document.createElement('div');
+    document.body.append(el);
+    app = mountApp(el, t, { now: () => now, renderChart: fakeCharts().render });
+    await settle();
+    const history = () => el.querySelector('.sds-history-row[data-depth="1"] .sds-row-when')!.textContent;
+    expect(history()).toBe('1 hour ago');
+    now = NOW + 31 * 60_000; // the tree's reply comes after the boundary
+    release();
+    await settle();
+    const tree = el.querySelector('.sds-tree-row[data-id="ds-1"] .sds-tree-when')!.textContent;
+    expect(tree).toBe('2 hours ago');
+    expect(history()).toBe(tree); // one instant for both views
+  });
+
   it('ages its relative times with the history, from the same clock', async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {

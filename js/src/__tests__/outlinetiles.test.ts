@@ -180,19 +180,25 @@ describe('both tiers draw the outlines from tiles', () => {
   }
 });
 
+/** A started stage of the four squares, 100 px square, off screen in a fake viewport, its on-screen reports listed (no WebGL here). */
+async function watchedStage() {
+  const viewport = new FakeViewport(false);
+  viewport.install();
+  const { SpatialStage } = await import('../app/spatial/spatial');
+  const t = new FakeTransport().on('cell_outlines', p => tileReply(p.key!, p.column!, p.row!));
+  const payload = lodPayload();
+  const stage = new SpatialStage(payload, lodData(), {}, outlineTilesOf(t, 1, 'fig', payload));
+  const shown: boolean[] = [];
+  (stage as unknown as { callbacks: { onScreen: (on: boolean) => void } }).callbacks.onScreen = on => shown.push(on);
+  (stage as unknown as { ensureDeck: () => Promise<void> }).ensureDeck = () => Promise.resolve();
+  stage.start();
+  (stage as unknown as { size: [number, number] }).size = [100, 100];
+  return { viewport, t, stage, shown };
+}
+
 describe('a figure off screen asks for no outline tile', () => {
   it('zoomed in while scrolled away: nothing; back on screen: its view\'s tile; away again: nothing', async () => {
-    const viewport = new FakeViewport(false);
-    viewport.install();
-    const { SpatialStage } = await import('../app/spatial/spatial');
-    const t = new FakeTransport().on('cell_outlines', p => tileReply(p.key!, p.column!, p.row!));
-    const payload = lodPayload();
-    const stage = new SpatialStage(payload, lodData(), {}, outlineTilesOf(t, 1, 'fig', payload));
-    const shown: boolean[] = [];
-    (stage as unknown as { callbacks: { onScreen: (on: boolean) => void } }).callbacks.onScreen = on => shown.push(on);
-    (stage as unknown as { ensureDeck: () => Promise<void> }).ensureDeck = () => Promise.resolve(); // no WebGL here
-    stage.start();
-    (stage as unknown as { size: [number, number] }).size = [100, 100];
+    const { viewport, t, stage, shown } = await watchedStage();
     expect(stage.offScreen).toBe(true);
     stage.apply({ target: [250, 250], zoom: 2 }); // a view that wants tile (0, 0), e.g. after a resize
     await flush();
@@ -213,17 +219,7 @@ describe('a figure off screen asks for no outline tile', () => {
 
 describe('a kept figure shown again below the fold asks for no tile until it is seen', () => {
   it('parked on screen, unparked lower on the page within one frame: nothing; scrolled to: its tile', async () => {
-    const viewport = new FakeViewport(false);
-    viewport.install();
-    const { SpatialStage } = await import('../app/spatial/spatial');
-    const t = new FakeTransport().on('cell_outlines', p => tileReply(p.key!, p.column!, p.row!));
-    const payload = lodPayload();
-    const stage = new SpatialStage(payload, lodData(), {}, outlineTilesOf(t, 1, 'fig', payload));
-    const shown: boolean[] = [];
-    (stage as unknown as { callbacks: { onScreen: (on: boolean) => void } }).callbacks.onScreen = on => shown.push(on);
-    (stage as unknown as { ensureDeck: () => Promise<void> }).ensureDeck = () => Promise.resolve(); // no WebGL here
-    stage.start();
-    (stage as unknown as { size: [number, number] }).size = [100, 100];
+    const { viewport, t, stage } = await watchedStage();
     viewport.scrollTo(stage.node);
     await flush();
     expect(stage.offScreen).toBe(false);

@@ -8,6 +8,8 @@ import type { PointsInfo, PointsTileData } from '../app/shared/types';
 const INFO: PointsInfo = {
   element: 'transcripts',
   key: 'k1',
+  partial: false,
+  rows: 600,
   n_points: 600,
   bounds: [0, 0, 1024, 1024],
   finest_level: 3,
@@ -26,7 +28,7 @@ function reply(t: TileAddress, at: [number, number][], genes: number[]): Reply<P
   const bounds: [number, number, number, number] = [t.x * size, t.y * size, (t.x + 1) * size, (t.y + 1) * size];
   const step = (v: number, lo: number) => Math.round(((v - lo) / size) * 65535);
   return {
-    data: { key: 'k1', level: t.level, x: t.x, y: t.y, bounds, n: at.length, total: at.length, sampled: false },
+    data: { key: 'k1', level: t.level, x: t.x, y: t.y, bounds, n: at.length, total: at.length, sampled: false, partial: false },
     buffers: [
       Uint16Array.from(at.map(p => step(p[0], bounds[0]))).buffer,
       Uint16Array.from(at.map(p => step(p[1], bounds[1]))).buffer,

@@ -45,6 +45,16 @@ function mount(t = new FakeTransport()): SpatialFigure {
 }
 
 describe('spatial figure (Canvas 2D, as without WebGL)', () => {
+  it('says under the drawing why its cells have no outlines when their shapes element is past MAX_SHAPES', () => {
+    const note = 'shapes/cells holds 5,000,000 shapes; at most 4,194,304 (MAX_SHAPES) are read. The cells are drawn at their positions, without outlines.';
+    figure = new SpatialFigure(new FakeTransport(), 1, 'tissue', { ...payload(), shapes_note: note }, data(), false);
+    expect(figure.node.querySelector('.sds-shapes-note')?.textContent).toBe(note);
+    expect(figure.node.querySelector('.sds-canvas-note')?.textContent).toBe('5 cells');
+    figure.dispose();
+    figure = new SpatialFigure(new FakeTransport(), 1, 'tissue', payload(), data(), false);
+    expect(figure.node.querySelector('.sds-shapes-note')).toBeNull();
+  });
+
   it('counts the cells of the saved region, zooms with the buttons and fits back', async () => {
     const f = mount();
     await settle();

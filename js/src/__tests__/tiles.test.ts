@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { tileCache } from '../app/spatial/cellstore';
 
 import type { ChannelState } from '../app/spatial/channels';
-import { BURST_MS, CONCURRENCY, LruCache, TileGrid, levelFor, tilesIn, type TileFrame } from '../app/spatial/tiles';
+import { BURST_MS, CONCURRENCY, TileGrid, levelFor, tilesIn, type TileFrame } from '../app/spatial/tiles';
 import type { ImageLevel } from '../app/shared/types';
 import { FakeTransport } from './fixtures';
 
@@ -40,20 +40,6 @@ describe('the level and the tiles a view needs', () => {
     const last = tilesIn([0, 0, 1500, 700], odd, 0);
     expect(last.map(t => t.key)).toEqual(['0/0/0', '0/1/0']);
     expect(last[1].bounds).toEqual([1024, 0, 1500, 700]);
-  });
-});
-
-describe('LruCache', () => {
-  it('drops the least recently used entry past its capacity', () => {
-    const c = new LruCache<number>(2);
-    c.set('a', 1);
-    c.set('b', 2);
-    expect(c.get('a')).toBe(1); // a is fresh now
-    c.set('c', 3);
-    expect(c.keys()).toEqual(['a', 'c']);
-    expect(c.peek('a')).toBe(1);
-    c.set('d', 4);
-    expect(c.keys()).toEqual(['c', 'd']); // peek did not refresh a
   });
 });
 

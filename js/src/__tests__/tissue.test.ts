@@ -2,8 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle, type TabName } from '../app';
 import { tissueLink } from '../app/results/results';
 import { NO_TISSUE } from '../app/figures/tissue';
-import type { CanvasPayload, Comparison, Figure, Result, ResultPage } from '../app/shared/types';
-import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
+import type { Figure, Result, ResultPage } from '../app/shared/types';
+import { FakeTransport, NOW, fakeCharts, settle, text } from './fixtures';
+import { CANVAS, comparison, tissueTransport } from './tissuekit';
 
 let app: AppHandle | null = null;
 afterEach(() => {
@@ -41,56 +42,10 @@ const PAGE: ResultPage = {
   total: 2
 } as ResultPage;
 
-const CANVAS: Figure = {
-  id: 'tissue',
-  title: 'Clusters on the tissue',
-  caption: null,
-  print_width: null,
-  kind: 'canvas',
-  spec: { kind: 'canvas', color_by: 'leiden' }
-} as Figure;
-
-function canvasReply() {
-  const payload: CanvasPayload = {
-    n_cells: 3,
-    bounds: [0, 0, 10, 10],
-    viewport: { target: [5, 5], zoom: 0, rotation: 0 },
-    color: { mode: 'categorical', column: 'leiden', categories: ['0', '1'], colors: ['#ff0000', '#00ff00'] },
-    point_size: 2,
-    image: null,
-    obs_columns: ['leiden']
-  } as CanvasPayload;
-  const x = Float32Array.from([1, 5, 9]);
-  const y = Float32Array.from([1, 5, 9]);
-  const codes = Uint16Array.from([0, 1, 0]);
-  return { data: payload, buffers: [new DataView(x.buffer), new DataView(y.buffer), new DataView(codes.buffer)] };
-}
-
-/** color_values as the service answers it: a gene continuous, a highlight or a change categorical. */
-function colorReply(p: { gene?: string; column?: string; highlight?: string | null; against?: unknown }) {
-  if (p.gene) {
-    const values = Float32Array.from([0, 3, 1]);
-    return {
-      data: { mode: 'continuous', column: p.gene, colormap: 'viridis', min: 0, max: 3, lut: ['#000000', '#ffffff'] },
-      buffers: [new DataView(values.buffer)]
-    };
-  }
-  const categories = p.highlight !== undefined ? [p.highlight, 'other cells'] : ['0 → 1', 'unchanged'];
-  const codes = Uint16Array.from([0, 1, 1]);
-  return {
-    data: { mode: 'categorical', column: `${p.column}`, categories, colors: ['#d62728', '#c8c8c8'] },
-    buffers: [new DataView(codes.buffer)]
-  };
-}
-
 function transport(figures: Figure[] = [CANVAS]): FakeTransport {
-  return new FakeTransport()
-    .on('history', () => history(2))
+  return tissueTransport(figures)
     .on('results', () => ({ results: [MARKERS] }))
-    .on('result_page', () => PAGE)
-    .on('figures', () => ({ figures }))
-    .on('canvas', () => canvasReply() as never)
-    .on('color_values', p => colorReply(p) as never);
+    .on('result_page', () => PAGE);
 }
 
 function mount(t: FakeTransport, tab: TabName, charts = fakeCharts()): HTMLElement {
@@ -179,40 +134,6 @@ describe('linked to the tissue: results', () => {
   });
 });
 
-function comparison(a: number | string, b: number): Comparison {
-  return {
-    a: typeof a === 'number' ? a : 3,
-    b,
-    obs: {
-      added: [],
-      removed: [],
-      changed: [
-        {
-          column: 'regions',
-          kind: 'categorical',
-          n_changed: 1,
-          transitions: [{ a: '0', b: '1', count: 1 }],
-          n_transitions: 1,
-          counts_a: {},
-          counts_b: {}
-        }
-      ],
-      added_columns: [],
-      removed_columns: [],
-      n_cells_a: 3,
-      n_cells_b: 3,
-      n_common: 3
-    },
-    obsm: { added: [], removed: [], changed: [] },
-    uns: { added: [], removed: [], changed: [] },
-    figures: { added: [], removed: [], changed: [] },
-    results: { added: [], removed: [], changed: [] },
-    obsm_changes: [],
-    uns_changes: [],
-    figure_changes: [],
-    result_changes: []
-  } as Comparison;
-}
 
 describe('compare: show on tissue, and versions on other branches', () => {
   it('colors A by how a column changed since B; a branch version is picked by its dataset ID', async () => {

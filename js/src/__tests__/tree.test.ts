@@ -175,6 +175,30 @@ describe('tree section', () => {
     expect(opened).toEqual(['datasets/b1']);
   });
 
+  it('keeps naming the folders left out while an opened version\'s tree is still on its way', async () => {
+    const notes = ["skipped 'corrupt-version': layer.json is not valid JSON"];
+    let finish: () => void = () => {};
+    let slow = false; // after the click, the tree's reply takes a while (a loaded server)
+    const read = () => ({ ...tree(NODES), notes });
+    const t = new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => (slow ? new Promise<Tree>(r => setTimeout(() => r(read()), 200)) : read()))
+      .on('fingerprint', () => ({ fingerprint: 'a' }));
+    const el = mount(t, () => new Promise<void>(resolve => (finish = resolve)));
+    await settle();
+    const status = el.querySelector<HTMLElement>('.sds-tree-status')!;
+    slow = true;
+    (el.querySelector('.sds-tree-row[data-id="b1"]') as HTMLElement).click();
+    expect(status.textContent).toMatch(/^Opening /);
+    // opened, the new tree not yet read: the line stands (never a blank), and stays once it is read
+    finish();
+    await settle();
+    expect(status.textContent).toBe('Left out of the tree: corrupt-version');
+    await new Promise(r => setTimeout(r, 250));
+    expect(status.textContent).toBe('Left out of the tree: corrupt-version');
+  });
+
   it('shows a missing dataset at the break', async () => {
     const broken = history(2, { base: null, error: { kind: 'missing-dataset', message: 'gone', dataset_id: 'gone-1' } });
     const t = new FakeTransport()
@@ -287,6 +311,33 @@ describe('tree section', () => {
     await settle(10);
     expect(t.callsOf('cirro_upload')).toEqual([{ project: 'p-1', version: 3 }]);
     expect(box.querySelector('.sds-cirro-done')!.textContent).toBe('Uploaded: now Cirro dataset c1a0-new.');
+    expect(el.querySelector('.sds-tree-tag-local')).toBeNull();
+    expect(upload.hidden).toBe(true);
+  });
+
+  it('says a copy of a Cirro dataset is one, offers no project, and the tag goes (issue 41, item 4)', async () => {
+    let recorded = false;
+    const said = '“v3 title” is in Cirro already: this folder is a copy of Cirro dataset ds-3; nothing to upload (a version saved on it can be uploaded)';
+    const t = new FakeTransport()
+      .on('history', () => history(3))
+      .on('changes', () => ({ ops: [], details: [], added: [], replaced: [], deleted: [] }))
+      .on('tree', () => ({ current: 'ds-3', nodes: [{ ...node('ds-3', 'ds-2', 3, 0), not_in_cirro: !recorded }], base: null, notes: [] }))
+      .on('fingerprint', () => ({ fingerprint: 'a' }))
+      .on('cirro_projects', () => ({ projects: [{ id: 'p-1', name: 'Breast atlas' }], default: null }))
+      .on('cirro_plan', () => {
+        recorded = true; // the server records Cirro's answer beside the copy
+        return { name: 'v3 title', n_files: 0, n_bytes: 0, copy_of: 'ds-3', said };
+      });
+    const el = mount(t);
+    await settle(10);
+    const upload = el.querySelector<HTMLButtonElement>('.sds-upload-cirro')!;
+    expect(upload.hidden).toBe(false); // the folder alone cannot tell a copy from a version saved here
+    upload.click();
+    await settle(10);
+    const box = el.querySelector<HTMLElement>('.sds-cirro')!;
+    expect(box.querySelector('.sds-cirro-status')!.textContent).toBe(said);
+    expect(box.querySelector('select, .sds-cirro-go, .sds-error')).toBeNull();
+    expect(box.querySelector('.sds-cirro-close')!.textContent).toBe('Close');
     expect(el.querySelector('.sds-tree-tag-local')).toBeNull();
     expect(upload.hidden).toBe(true);
   });

@@ -52,6 +52,24 @@ class FakeModel {
 
 afterEach(() => document.body.replaceChildren());
 
+/** The widget rendered over a model bound as `name` (nothing bound yet, v2 selected), its history `at.depth` deep. */
+async function boundWidget(name: string, at: { depth: number }) {
+  const model = new FakeModel();
+  model.state = { bound_name: name, bound: -1, selected: 2 };
+  model.answer = m => {
+    const id = m.id as number;
+    if (m.name === 'history') {
+      return [{ type: 'response', id, ok: true, data: history(at.depth) }, []];
+    }
+    return [{ type: 'response', id, ok: true, data: { ops: [], added: [], replaced: [], deleted: [] } }, []];
+  };
+  const el = document.createElement('div');
+  document.body.append(el);
+  const cleanup = widget.render({ model: model as never, el } as never);
+  await settle(10);
+  return { model, el, cleanup };
+}
+
 describe('CommTransport', () => {
   it('sends requests with ids and resolves each with its own response and buffers', async () => {
     const model = new FakeModel();
@@ -137,20 +155,8 @@ describe('widget render', () => {
   });
 
   it('names the variable on the button, marks the bound version, and follows a save', async () => {
-    const model = new FakeModel();
-    let depth = 2;
-    model.state = { bound_name: 'tbl', bound: -1, selected: 2 };
-    model.answer = m => {
-      const id = m.id as number;
-      if (m.name === 'history') {
-        return [{ type: 'response', id, ok: true, data: history(depth) }, []];
-      }
-      return [{ type: 'response', id, ok: true, data: { ops: [], added: [], replaced: [], deleted: [] } }, []];
-    };
-    const el = document.createElement('div');
-    document.body.append(el);
-    const cleanup = widget.render({ model: model as never, el } as never);
-    await settle(10);
+    const at = { depth: 2 }; // the history the kernel answers: Python's save moves it on
+    const { model, el, cleanup } = await boundWidget('tbl', at);
     expect(text(el.querySelector('[data-action="open-adata"]'))).toBe('Bind as `tbl`');
     expect(el.querySelector('.sds-bound')).toBeNull();
     model.update('bound', 1);
@@ -161,7 +167,7 @@ describe('widget render', () => {
     );
     expect(marked.closest<HTMLElement>('.sds-history-row')!.dataset.depth).toBe('1');
     // Python saved v3 and moved onto it: a new path reloads the history
-    depth = 3;
+    at.depth = 3;
     model.state.selected = 3;
     model.state.bound = 3;
     model.update('path', '/datasets/new');
@@ -176,21 +182,9 @@ describe('widget render', () => {
 
   it('outside IPython a save binds nothing: no mark, and the message does not claim one', async () => {
     // Issue 38, item 15: plain Python and marimo have no namespace; the kernel leaves `bound` at -1
-    const model = new FakeModel();
-    let depth = 2;
-    model.state = { bound_name: 'adata', bound: -1, selected: 2 };
-    model.answer = m => {
-      const id = m.id as number;
-      if (m.name === 'history') {
-        return [{ type: 'response', id, ok: true, data: history(depth) }, []];
-      }
-      return [{ type: 'response', id, ok: true, data: { ops: [], added: [], replaced: [], deleted: [] } }, []];
-    };
-    const el = document.createElement('div');
-    document.body.append(el);
-    const cleanup = widget.render({ model: model as never, el } as never);
-    await settle(10);
-    depth = 3;
+    const at = { depth: 2 }; // the history the kernel answers: Python's save moves it on
+    const { model, el, cleanup } = await boundWidget('adata', at);
+    at.depth = 3;
     model.state.selected = 3;
     model.update('path', '/datasets/new');
     await settle(10);

@@ -7,6 +7,7 @@
 import { ChangesView } from './changes/changes';
 import { vegaRenderer, type ChartRenderer } from './shared/chart';
 import { CompareView } from './compare/compare';
+import { Clock, pageClock } from './shared/clock';
 import { divider } from './shared/divider';
 import { ContentsView } from './changes/contents';
 import { empty, errorBox, fill, h, loading } from './shared/dom';
@@ -95,7 +96,8 @@ export type AppHandle = {
 };
 
 export function mountApp(el: HTMLElement, transport: Transport, options: AppOptions = {}): AppHandle {
-  const now = options.now ?? Date.now;
+  // relative times in every view come from one clock (the page's; tests pass a fixed source)
+  const clock = options.now ? new Clock(options.now) : pageClock();
   const renderChart = options.renderChart ?? vegaRenderer;
   let history: History | null = null;
   let selected: number | null = null;
@@ -116,11 +118,11 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     }
     await refresh();
   };
-  const results = new ResultsView(transport, renderChart, now, resultCodeFor(options.path));
+  const results = new ResultsView(transport, renderChart, clock.now, resultCodeFor(options.path));
   const compare = new CompareView(transport, renderChart);
   const contents = new ContentsView(transport);
   const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare, contents };
-  const historyView = new HistoryView(depth => onSelect(depth), now);
+  const historyView = new HistoryView(depth => onSelect(depth), clock);
   const treeSection = new TreeSection(transport, {
     selectDepth: depth => historyView.selectDepth(depth),
     openVersion: options.openVersion ? folder => moveTo(folder, true) : undefined,
@@ -143,7 +145,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
           .map(n => ({ id: n.dataset_id, label: `${n.title || n.dataset_id} (branch, v${n.depth})` }))
       );
     },
-    now
+    clock
   });
 
   // Cirro: an upload offered for a selected version saved here only, a fetch on the missing row
@@ -500,6 +502,9 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       figures.dispose();
       results.dispose();
       compare.dispose();
+      if (clock !== pageClock()) {
+        clock.dispose();
+      }
       root.remove();
     }
   };

@@ -10,8 +10,9 @@
  */
 
 import { Widget } from '@lumino/widgets';
+import { Clock, pageClock } from '../app/shared/clock';
 import { h } from '../app/shared/dom';
-import { TREE_ROW_HEIGHT, TreeView } from '../app/history/tree';
+import { TreeView } from '../app/history/tree';
 import { TransportError } from '../app/shared/transport';
 import type { History, Tree, TreeNode } from '../app/shared/types';
 import type { VersionEntry } from './versions';
@@ -97,6 +98,7 @@ const NO_HISTORY: History = { top_depth: 0, versions: [], base: null };
 export type VersionsViewOptions = {
   /** Open a version (its folder from the server root). */
   open(folder: string): void;
+  /** A fixed time source (tests); the page's clock otherwise. */
   now?: () => number;
 };
 
@@ -115,11 +117,14 @@ export class VersionsView {
   private notes: string[] = [];
   /** How many versions the groups hold. */
   private count = 0;
+  /** The page's clock, or one of its own over `opts.now` (then it stops it on dispose). */
+  private readonly clock: Clock;
 
   constructor(
     private readonly source: SidebarSource,
     private readonly opts: VersionsViewOptions
   ) {
+    this.clock = opts.now ? new Clock(opts.now) : pageClock();
     this.where = h('p', { class: 'sds-sidebar-where' });
     this.search = h('input', {
       class: 'sds-sidebar-search',
@@ -176,6 +181,9 @@ export class VersionsView {
   dispose(): void {
     this.token++;
     this.clear();
+    if (this.clock !== pageClock()) {
+      this.clock.dispose();
+    }
   }
 
   private clear(): void {
@@ -195,10 +203,14 @@ export class VersionsView {
     const view = new TreeView({
       selectDepth: () => undefined,
       open: node => this.opts.open(node.folder),
-      now: this.opts.now,
+      clock: this.clock,
       openOnDoubleClick: true,
       markTops: true,
-      label: `${groupHeading(group.tree)}: versions, newest first`
+      label: `${groupHeading(group.tree)}: versions, newest first`,
+      // a title wrapped to more lines makes its row taller: the group grows with it
+      onHeight: height => {
+        view.node.style.height = `${height}px`;
+      }
     });
     view.setTree(group.tree, NO_HISTORY);
     const section = h('section', { class: 'sds-sidebar-group', 'data-group': String(i), 'aria-labelledby': id }, heading, view.node);
@@ -223,7 +235,7 @@ export class VersionsView {
       view.setFilter(q);
       section.hidden = view.count() === 0;
       // each group as tall as its rows: the sidebar scrolls, not a box per group
-      view.node.style.height = `${view.count() * TREE_ROW_HEIGHT}px`;
+      view.node.style.height = `${view.height()}px`;
       shown += view.count();
     }
     const lines: string[] = [];

@@ -1,4 +1,9 @@
-"""The service's requests, one module per feature, each a set of functions of a :class:`~sds_jupyter.service.session.Session`.
+"""The service's requests, one room per feature, each a set of functions of a :class:`~sds_jupyter.service.session.Session`.
+
+A feature with logic of its own is a package whose ``__init__`` is the transport-facing entry the
+request table calls, with that logic beside it (``annotate/regions.py``; ``history/contents.py``
+and ``opdetails.py``; ``cells/genes.py`` and ``colorcache.py``); a feature that is one module stays
+one module.
 
 ``history`` (history, changes, contents), ``figures`` (the figure list, export drawings),
 ``cells`` (a canvas figure's cells and their colours, genes), ``images`` (image channels,

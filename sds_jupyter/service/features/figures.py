@@ -6,16 +6,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sds_jupyter.errors import StackError
-from sds_jupyter.service.errors import error_payload
+from sds_jupyter.protocol.types import FiguresData, FigureSummary
+from sds_jupyter.service.errormap import error_payload
 from sds_jupyter.service.session import Session, partial_depth
-from sds_jupyter.service.types import FiguresData, FigureSummary
-from sds_jupyter.stack.tree import PartialChain
+from sds_jupyter.stack import PartialChain
 from sds_jupyter.studio.canvas import build_canvas
 from sds_jupyter.studio.charts import chart_for_figure
-from sds_jupyter.studio.figures import ParsedFigure, declared_fields, parse_figure, read_figure, read_figures
+from sds_jupyter.studio.figurespecs import ParsedFigure, declared_fields, parse_figure, read_figure, read_figures
 from sds_jupyter.studio.jsonable import jsonable
 from sds_jupyter.studio.palette import recolor_chart
-from sds_jupyter.studio.results import read_result
+from sds_jupyter.studio.resultstore import read_result
 
 __all__ = ["figure_drawing", "figure_table", "figures"]
 
@@ -133,5 +133,8 @@ def figure_drawing(
     spec = parsed.require("canvas")
     if channels is not None:
         spec = parse_figure(figure, {**spec, "channels": channels}).require("canvas")
+    column = spec.get("color_by")
+    if isinstance(column, str) and column:  # the colours its view is sent (Session.category_colors), not its own alone
+        spec = {**spec, "category_colors": session.category_colors(version, spec, [column])[column]}
     view = session.table_view(version, spec.get("table"))
     return parsed, build_canvas(spec, view, view.root, view.attrs, draw_px)

@@ -9,12 +9,12 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from sds_jupyter.limits import MAX_STORE_OBJECT
-from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.layouts import reply_buffers
-from sds_jupyter.service.pieces import cached_overview
-from sds_jupyter.service.reply import Reply
+from sds_jupyter.protocol.layouts import reply_buffers
+from sds_jupyter.protocol.reply import Reply
+from sds_jupyter.protocol.types import ChannelsData, ImageRegionData, ImageTileData, StoreKeyData
+from sds_jupyter.service.errormap import RequestError
+from sds_jupyter.service.pieces import cached_level_overview, cached_overview
 from sds_jupyter.service.session import Session
-from sds_jupyter.service.types import ChannelsData, ImageLevel, ImageRegionData, ImageTileData, StoreKeyData
 from sds_jupyter.stack import StackStore
 from sds_jupyter.studio.bounds import check_region
 from sds_jupyter.studio.canvas import MAX_IMAGE_SIDE, planes_over
@@ -26,11 +26,15 @@ __all__ = ["MAX_STORE_OBJECT", "channels", "checked_store_key", "image_region", 
 _STORE_KEY = re.compile(r"[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*")
 
 
-def channels(session: Session, version: int | str | None = None, figure: str = "") -> Reply[ChannelsData]:
+def channels(
+    session: Session, version: int | str | None = None, figure: str = "", level: int | None = None
+) -> Reply[ChannelsData]:
     """A canvas figure's image channels, each as uint8 planes the browser blends (toggle, color, contrast).
 
     ``levels`` describes the image's pyramid, so the browser can ask ``image_tile`` for
-    the tiles of the level a zoom needs.
+    the tiles of the level a zoom needs. Without ``level`` the planes are the finest level
+    within OVERVIEW_SIDE; with it, that pyramid level (at most OVERVIEW_SIDE a side), which
+    the browser picks from the canvas reply's ``image.levels`` for the pixels its view has.
     """
     if not figure:
         raise RequestError("The channels request needs a figure id.")
@@ -38,23 +42,13 @@ def channels(session: Session, version: int | str | None = None, figure: str = "
     if not spec.get("image"):
         raise RequestError(f"Figure {figure!r} shows no image.")
     view = session.table_view(version, spec.get("table"))
-    shown, overview = cached_overview(view, spec)
-    pyramid, _ = _figure_image(session, version, figure)
-    levels: list[ImageLevel] = [
-        {
-            "width": found.width,
-            "height": found.height,
-            "tile": found.tile,
-            "bounds": pyramid.bounds(index, 0, 0, found.width, found.height),
-        }
-        for index, found in enumerate(pyramid.levels)
-    ]
+    shown, overview = cached_overview(view, spec) if level is None else cached_level_overview(view, spec, level)
     payload: ChannelsData = {
         "width": overview.width,
         "height": overview.height,
         "bounds": overview.bounds,
         "channels": overview.infos,
-        "levels": levels,
+        "levels": overview.levels,
     }
     return Reply(payload, reply_buffers("channels", payload, overview.planes), etag=shown)
 

@@ -3,7 +3,7 @@
 Why tiles like an image's: a labels element is an integer pyramid as large as the image it
 segments; the view asks for the tiles on screen of the level its zoom needs, each read through
 the one :class:`~sds_jupyter.studio.elements.Pyramid` reader (bounded chunk reads) and coloured
-here (:mod:`sds_jupyter.studio.labels`), one stable colour per label id.
+here (:mod:`sds_jupyter.studio.masks`), one stable colour per label id.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import re
 
 import zarr
 
-from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.layouts import reply_buffers
-from sds_jupyter.service.reply import Reply
+from sds_jupyter.errors import ElementError
+from sds_jupyter.protocol.layouts import reply_buffers
+from sds_jupyter.protocol.reply import Reply
+from sds_jupyter.protocol.types import ImageLevel, LabelsData, LabelsTileData
+from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.session import Session
-from sds_jupyter.service.types import ImageLevel, LabelsData, LabelsTileData
 from sds_jupyter.stack import StackStore
 from sds_jupyter.studio.elements import Pyramid, open_pyramid
-from sds_jupyter.studio.errors import ElementError
-from sds_jupyter.studio.labels import labels_rgba
+from sds_jupyter.studio.masks import labels_rgba
 
 __all__ = ["labels", "labels_tile"]
 

@@ -4,38 +4,58 @@ Why tiles: a Xenium run's 30 million transcripts are 180 MB even packed; the vie
 tiles on screen at the level its zoom needs, coarse ones as an even sample, the finest whole
 (:mod:`sds_jupyter.studio.pointindex`). The index is built once per element and coordinate
 system, named by the identity of the stored objects (versions never change them), and kept in
-the session's caches, so every version that leaves the element alone shares it.
+the session's caches, so every version that leaves the element alone shares it. On disk it is
+kept in the user's cache folder (:mod:`sds_jupyter.studio.pointstore`). Both caches key it by
+one identity that includes the element's parquet footers, so another process or a restarted
+server maps it instead of building it again, and an element rewritten in place, even under a
+running server, gets a new index and a new key.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
 
 import zarr
 
-from sds_jupyter.service.errors import RequestError
-from sds_jupyter.service.layouts import reply_buffers
-from sds_jupyter.service.reply import Reply
+from sds_jupyter.errors import ElementError
+from sds_jupyter.lru import ByteLRU
+from sds_jupyter.protocol.layouts import reply_buffers
+from sds_jupyter.protocol.reply import Reply
+from sds_jupyter.protocol.types import PointsData, PointsInfo, PointsTileData
+from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.session import Session
-from sds_jupyter.service.types import PointsData, PointsInfo, PointsTileData
-from sds_jupyter.stack import StackStore
-from sds_jupyter.stack.identity import node_identity
-from sds_jupyter.stack.lru import ByteLRU
-from sds_jupyter.studio.errors import ElementError
-from sds_jupyter.studio.pointindex import PointIndex, build_point_index
-from sds_jupyter.studio.points import GENE_COLORS, open_points, point_batches, points_names
+from sds_jupyter.stack import StackStore, node_identity
+from sds_jupyter.studio.pointindex import PointIndex, sample_index
+from sds_jupyter.studio.pointparts import (
+    GENE_COLORS,
+    PointsElement,
+    element_fingerprint,
+    open_points,
+    point_batches,
+    point_sample,
+    points_names,
+)
+from sds_jupyter.studio.pointstore import PointStore
 
-__all__ = ["MAX_TILE_GENES", "POINT_INDEX_BYTES", "points", "points_tile"]
+__all__ = ["MAX_TILE_GENES", "POINT_INDEX_BYTES", "SAMPLE_INDEX_BYTES", "points", "points_tile"]
 
 #: What the kept indexes may cost, counted as their files on disk (12 bytes a point) and
 #: their offsets in memory: 4 GiB keeps the indexes of about 350 million points.
 POINT_INDEX_BYTES = 4 * 1024**3
+#: What the samples shown while indexes build may cost together (a sample is about 3 MB).
+SAMPLE_INDEX_BYTES = 256 * 1024**2
 #: The most genes one tile request names (the view colours a few; "all" is the empty list).
 MAX_TILE_GENES = 64
 #: Part of every key: a change of how the index is built gets new keys, never old entries.
 _FORMAT = "points-index-1"
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
+#: Before a sample's key: the key of the sample of the element whose index has the rest of the key.
+_SAMPLE = "sample-"
+_STARTING = threading.Lock()
 
 
 def _indexes(session: Session) -> ByteLRU[PointIndex]:
@@ -52,22 +72,109 @@ def _checked_name(element: str) -> str:
     return element
 
 
-def _key(store: StackStore, element: str, system: str) -> str:
-    parts = [_FORMAT, system, node_identity(store, f"points/{element}")]
-    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:32]
+def _identity(store: StackStore, root: zarr.Group, opened: PointsElement, system: str) -> str:
+    """Everything that names the element's points: the layout, the system, who holds it and its parquet footers.
+
+    Why the footers too: the holder names where the element is stored, not what it holds, and a
+    base rewritten in place under a running server keeps its holder; its footers (row counts,
+    sizes, statistics) change. One identity serves both caches (this process's and the disk's).
+    """
+    parts = [_FORMAT, system, node_identity(store, f"points/{opened.name}"), element_fingerprint(root, opened)]
+    return "\n".join(parts)
 
 
-def _index(session: Session, version: int | str | None, element: str, system: str) -> tuple[str, PointIndex]:
+@dataclass(frozen=True)
+class _Element:
+    """A points element of a version, opened: where to read it and the key its index goes by."""
+
+    root: zarr.Group
+    opened: PointsElement
+    identity: str
+    key: str
+
+    def build(self) -> PointIndex:
+        """Its whole index: mapped from the disk's cache, else built there (one stream over the parts)."""
+        return PointStore().get(self.identity, lambda: point_batches(self.root, self.opened))
+
+
+def _element(session: Session, version: int | str | None, element: str, system: str) -> _Element:
     store = _store(session, version)
-    key = _key(store, element, system)
-
-    def build() -> PointIndex:
-        root = zarr.open_group(store, mode="r")
-        opened = open_points(root, element, system or None)
-        return build_point_index(point_batches(root, opened))
-
+    root = zarr.open_group(store, mode="r")
     try:
-        return key, _indexes(session).get_or_compute(key, build)
+        opened = open_points(root, element, system or None)
+        identity = _identity(store, root, opened, system)
+    except ElementError as exc:
+        raise RequestError(str(exc)) from None
+    key = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return _Element(root, opened, identity, key)
+
+
+def _whole(session: Session, found: _Element) -> PointIndex:
+    """The element's whole index, built here and now if no cache holds it (the caller waits)."""
+    try:
+        return _indexes(session).get_or_compute(found.key, found.build)
+    except ElementError as exc:
+        raise RequestError(str(exc)) from None
+
+
+def _builds(session: Session) -> ByteLRU[Future[PointIndex]]:
+    return session.caches.derived("point-builds", 1 << 20)
+
+
+def _ready(session: Session, found: _Element) -> PointIndex | None:
+    """The element's whole index if it is ready (its background build ended, or kept here or on disk), else None.
+
+    A background build that failed is said here, once: the next ask starts another. A build
+    that ended is forgotten here, so only the cache of indexes holds what it made.
+    """
+    build = _builds(session).peek(found.key)
+    if build is not None:
+        if not build.done():
+            return None
+        _builds(session).discard(found.key)
+        error = build.exception()
+        if isinstance(error, ElementError):
+            raise RequestError(str(error))
+        return build.result()
+    indexes = _indexes(session)
+    index = indexes.get(found.key)
+    if index is None:
+        index = PointStore().kept(found.identity)  # another process built it
+        if index is not None:
+            indexes.put(found.key, index)
+    return index
+
+
+def _start(session: Session, found: _Element) -> None:
+    """Start building the element's whole index in a thread of its own, unless a build of it is under way."""
+    with _STARTING:
+        if _builds(session).peek(found.key) is not None:
+            return
+        build: Future[PointIndex] = Future()
+        _builds(session).put(found.key, build, 1)
+    threading.Thread(
+        target=_build, args=(session, found, build), name=f"sds-points-{found.key[:8]}", daemon=True
+    ).start()
+
+
+def _build(session: Session, found: _Element, build: Future[PointIndex]) -> None:
+    """Build (or wait for) the element's whole index into the session's cache; ``build`` gets it or the error."""
+    try:
+        build.set_result(_indexes(session).get_or_compute(found.key, found.build))
+    except BaseException as exc:  # handed to the request that asks next
+        build.set_exception(exc)
+
+
+def _samples(session: Session) -> ByteLRU[PointIndex]:
+    return session.caches.derived("point-sample", SAMPLE_INDEX_BYTES)
+
+
+def _sample(session: Session, found: _Element) -> PointIndex:
+    """The element's sample index (:func:`~sds_jupyter.studio.pointparts.point_sample`), made once and kept."""
+    try:
+        return _samples(session).get_or_compute(
+            _SAMPLE + found.key, lambda: sample_index(point_sample(found.root, found.opened))
+        )
     except ElementError as exc:
         raise RequestError(str(exc)) from None
 
@@ -76,6 +183,8 @@ def _info(element: str, key: str, index: PointIndex) -> PointsInfo:
     return {
         "element": element,
         "key": key,
+        "partial": index.partial,
+        "rows": index.rows,
         "n_points": index.n_points,
         "bounds": index.bounds,
         "finest_level": index.level,
@@ -88,12 +197,19 @@ def _info(element: str, key: str, index: PointIndex) -> PointsInfo:
 
 
 def points(
-    session: Session, version: int | str | None = None, element: str = "", coordinate_system: str = ""
+    session: Session,
+    version: int | str | None = None,
+    element: str = "",
+    coordinate_system: str = "",
+    sample: bool = False,
 ) -> PointsData:
     """The version's points elements and, for ``element``, its index: extent, levels and genes with counts.
 
     Why the index here: the first ask builds it (one pass over the element, a stream), so the
     tiles that follow are binary searches; a version that leaves the element alone shares it.
+    With ``sample``, an index not ready yet is not waited for: its build goes on in the
+    background and the reply describes a sample of the element (``partial``), whose tiles
+    answer at once; asking again says when the whole index is ready.
     """
     store = _store(session, version)
     names = points_names(zarr.open_group(store, mode="r"))
@@ -101,8 +217,13 @@ def points(
     if element:
         if _checked_name(element) not in names:
             raise RequestError(f"No points element {element!r} in this version; it has: {', '.join(names) or 'none'}.")
-        key, index = _index(session, version, element, coordinate_system)
-        payload["index"] = _info(element, key, index)
+        found = _element(session, version, element, coordinate_system)
+        index = _ready(session, found) if sample else _whole(session, found)
+        if index is None:  # the sample first (it is quick), then the whole index's build behind it
+            payload["index"] = _info(element, _SAMPLE + found.key, _sample(session, found))
+            _start(session, found)
+        else:
+            payload["index"] = _info(element, found.key, index)
     return payload
 
 
@@ -137,8 +258,12 @@ def points_tile(
     """
     if not key:
         raise RequestError("The points_tile request needs the key of the points reply.")
-    current, index = _index(session, version, _checked_name(element), coordinate_system)
-    if key != current:
+    found = _element(session, version, _checked_name(element), coordinate_system)
+    if key == _SAMPLE + found.key:
+        index = _sample(session, found)
+    elif key == found.key:
+        index = _whole(session, found)
+    else:
         raise RequestError(f"The points of {element!r} are not the ones key {key[:40]!r} names; ask points again.")
     try:
         tile = index.tile(level, x, y, _genes(genes))
@@ -153,6 +278,7 @@ def points_tile(
         "n": len(tile.x),
         "total": tile.total,
         "sampled": tile.sampled,
+        "partial": index.partial,
     }
     name = hashlib.sha256(f"{key}\n{level}\n{x}\n{y}\n{genes}".encode()).hexdigest()[:32]
     return Reply(payload, reply_buffers("points_tile", payload, [tile.x, tile.y, tile.gene]), etag=name, addressed=True)

@@ -9,10 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sds_jupyter.errors import StackError
-from sds_jupyter.service.errors import RequestError, error_payload
-from sds_jupyter.service.session import Session
-from sds_jupyter.service.types import (
+from sds_jupyter.errors import ResultError, StackError
+from sds_jupyter.protocol.types import (
     Column,
     ResultCsv,
     ResultMeta,
@@ -21,12 +19,13 @@ from sds_jupyter.service.types import (
     ResultSummary,
     ResultTableSummary,
 )
+from sds_jupyter.service.errormap import RequestError, error_payload
+from sds_jupyter.service.session import Session
 from sds_jupyter.studio.charts import default_chart, with_index_column
-from sds_jupyter.studio.errors import ResultError
-from sds_jupyter.studio.figures import read_figures
+from sds_jupyter.studio.figurespecs import read_figures
 from sds_jupyter.studio.jsonable import json_scalar, jsonable
 from sds_jupyter.studio.palette import recolor_chart
-from sds_jupyter.studio.results import MAIN_TABLE, ResultEntry, ResultTable, read_result, read_results
+from sds_jupyter.studio.resultstore import MAIN_TABLE, ResultEntry, ResultTable, read_result, read_results
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",

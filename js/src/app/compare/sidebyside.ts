@@ -8,11 +8,12 @@
  */
 
 import type { ViewState } from '../spatial/camera';
-import { empty, errorBox, fill, h, loading } from '../shared/dom';
+import { devicePixelWidth, empty, errorBox, fill, h, loading } from '../shared/dom';
 import { loadCanvas } from '../spatial/cellstore';
 import { webglAvailable } from '../spatial/spatial';
 import { SpatialFigure } from '../figures/spatialfigure';
 import { NO_TISSUE } from '../figures/tissue';
+import { OverlayPane, firstCanvasFigures, type CanvasFigure } from '../figures/overlay';
 import { TransportError, type Transport } from '../shared/transport';
 import type { MatchedPair } from '../shared/types';
 
@@ -60,56 +61,30 @@ export function linkCameras(views: Linkable[]): () => void {
 /** A side of the comparison: the version as the service knows it (depth or dataset ID) and as a person does. */
 export type Side = { pick: number | string; label: string };
 
-let ids = 0;
-
 export class SideBySide {
-  readonly node: HTMLElement;
-  private readonly heading: HTMLElement;
-  private readonly body: HTMLElement;
+  private readonly pane: OverlayPane;
+  private readonly figure: (pick: number | string) => Promise<CanvasFigure | null>;
   private views: SpatialFigure[] = [];
   private unlink: (() => void) | null = null;
   private token = 0;
-  private back: HTMLElement | null = null;
-  private readonly closeButton: HTMLElement;
-  private readonly figures = new Map<string, Promise<string | null>>();
 
   constructor(
     private readonly transport: Transport,
     private readonly a: Side,
     private readonly b: Side
   ) {
-    const id = `sds-sidebyside-${++ids}`;
-    this.heading = h('h4', { class: 'sds-tissue-title', id });
-    const close = h('button', { class: 'sds-button sds-tissue-back', type: 'button', title: 'Close the side-by-side view' }, '← Back to the comparison');
-    close.addEventListener('click', () => this.close());
-    this.closeButton = close;
-    this.body = h('div', { class: 'sds-sidebyside-body' });
-    this.node = h(
-      'section',
-      { class: 'sds-tissue sds-sidebyside', 'aria-labelledby': id, hidden: '' },
-      h('header', { class: 'sds-tissue-head' }, this.heading, close),
-      this.body
-    );
-    this.node.addEventListener('keydown', ev => {
-      if (ev.key === 'Escape') {
-        ev.stopPropagation();
-        this.close();
-      }
+    this.pane = new OverlayPane({
+      className: 'sds-tissue sds-sidebyside',
+      bodyClass: 'sds-sidebyside-body',
+      backLabel: '← Back to the comparison',
+      backTitle: 'Close the side-by-side view',
+      onClose: () => this.close()
     });
+    this.figure = firstCanvasFigures(transport);
   }
 
-  /** A version's first drawable canvas figure, asked once. */
-  private figure(pick: number | string): Promise<string | null> {
-    const key = String(pick);
-    let fig = this.figures.get(key);
-    if (!fig) {
-      fig = this.transport
-        .request('figures', { version: pick })
-        .then(({ data }) => (data.figures ?? []).find(f => f.kind === 'canvas' && !f.reason)?.id ?? null);
-      fig.catch(() => this.figures.delete(key));
-      this.figures.set(key, fig);
-    }
-    return fig;
+  get node(): HTMLElement {
+    return this.pane.node;
   }
 
   /** Whether both versions have a spatial view (false when that cannot be read). */
@@ -126,15 +101,10 @@ export class SideBySide {
    */
   async show(column: string, from?: HTMLElement, matched?: MatchedPair[]): Promise<void> {
     const token = ++this.token;
-    this.back = from ?? null;
-    this.node.hidden = false;
-    // an overlay of the comparison: the focus moves into it, so Escape closes it at once
-    this.closeButton.focus({ preventScroll: true });
-    this.heading.textContent = `Side by side: ${column} in A and in B`;
-    this.node.dataset.showing = column;
-    delete this.node.dataset.drawn;
+    this.pane.open(`Side by side: ${column} in A and in B`, column, from);
     this.drop();
-    fill(this.body, loading('Loading both spatial views…'));
+    const body = this.pane.body;
+    fill(body, loading('Loading both spatial views…'));
     try {
       const views = await Promise.all([this.a, this.b].map(side => this.view(side)));
       if (token !== this.token) {
@@ -143,12 +113,12 @@ export class SideBySide {
       }
       if (views.some(v => v === null)) {
         views.forEach(v => v?.dispose());
-        fill(this.body, empty(NO_TISSUE));
+        fill(body, empty(NO_TISSUE));
         return;
       }
       this.views = views as SpatialFigure[];
       fill(
-        this.body,
+        body,
         this.views.map((v, i) => {
           const side = i === 0 ? this.a : this.b;
           return h('div', { class: 'sds-sidebyside-pane', 'data-side': i === 0 ? 'A' : 'B' }, h('p', { class: 'sds-sidebyside-name' }, `${i === 0 ? 'A' : 'B'}: ${side.label}`), v.node);
@@ -162,12 +132,12 @@ export class SideBySide {
         this.colorThroughMatching(matched);
       }
       if (token === this.token) {
-        this.node.dataset.drawn = column;
+        this.pane.drawn(column);
       }
     } catch (err) {
       if (token === this.token) {
         const e = TransportError.from(err);
-        fill(this.body, errorBox(e.message, e.kind));
+        fill(body, errorBox(e.message, e.kind));
       }
     }
   }
@@ -195,8 +165,8 @@ export class SideBySide {
       return null;
     }
     // through the page's cell store: the cells (and image) both sides share are sent once
-    const { payload, data } = await loadCanvas(this.transport, side.pick, fig);
-    return new SpatialFigure(this.transport, side.pick, fig, payload, data, webglAvailable());
+    const { payload, data } = await loadCanvas(this.transport, side.pick, fig.id, devicePixelWidth(this.pane.body) / 2); // two panes side by side
+    return new SpatialFigure(this.transport, side.pick, fig.id, payload, data, webglAvailable());
   }
 
   private drop(): void {
@@ -211,9 +181,7 @@ export class SideBySide {
   close(): void {
     this.token++;
     this.drop();
-    this.node.hidden = true;
-    delete this.node.dataset.showing;
-    this.back?.focus();
+    this.pane.hide();
   }
 
   dispose(): void {

@@ -1,7 +1,7 @@
 /** Figures of the selected version: charts (Vega-Lite), canvas views, and the rest as JSON. */
 
 import type { ChartHandle, ChartRenderer } from '../shared/chart';
-import { download, empty, errorBox, fill, h, loading, runDisposers } from '../shared/dom';
+import { devicePixelWidth, download, empty, errorBox, fill, h, loading, runDisposers } from '../shared/dom';
 import { printWidth } from '../shared/format';
 import { mark, measure } from '../spatial/canvasplot';
 import type { CanvasData } from '../spatial/raster';
@@ -220,7 +220,7 @@ export class FiguresView {
     try {
       const start = mark('sds:canvas-request:start');
       void preloadDeck()?.catch(() => undefined); // in parallel with the request; a failure shows when the view is made
-      ({ payload, data } = await loadCanvas(this.transport, version, fig.id));
+      ({ payload, data } = await loadCanvas(this.transport, version, fig.id, devicePixelWidth(body)));
       measure('sds:canvas-request', start, { version, figure: fig.id, n_cells: payload.n_cells });
       body.dataset.lazy = 'loaded';
     } catch (err) {

@@ -13,6 +13,8 @@
  * make a new one when shown again (still without a request). A view dropped is disposed.
  */
 
+import { Lru } from '../shared/lru';
+
 /** Views kept, whichever versions they show. */
 export const MAX_KEPT_VIEWS = 12;
 /** Bytes of buffers the kept views may hold (a 100,000-cell view holds about 20 MB). */
@@ -39,47 +41,45 @@ export interface Keepable {
 type Entry<V> = { view: V; owner: object };
 
 export class KeptViews<V extends Keepable> {
-  /** By key, least recently kept first. */
-  private readonly entries = new Map<string, Entry<V>>();
+  /** By key, least recently kept first; what the count and byte bounds drop is disposed. */
+  private readonly entries: Lru<Entry<V>>;
 
   constructor(
     readonly maxViews = MAX_KEPT_VIEWS,
     readonly maxBytes = MAX_KEPT_BYTES,
     readonly maxLive = MAX_LIVE_KEPT
-  ) {}
+  ) {
+    this.entries = new Lru({ maxEntries: maxViews, maxBytes, sizeOf: e => e.view.bytes, onDrop: (_, e) => e.view.dispose() });
+  }
 
   get size(): number {
     return this.entries.size;
   }
 
   get bytes(): number {
-    let sum = 0;
-    for (const { view } of this.entries.values()) {
-      sum += view.bytes;
-    }
-    return sum;
+    return this.entries.bytes;
   }
 
   /** Parked views holding a WebGL context. */
   get live(): number {
-    return [...this.entries.values()].filter(e => e.view.live).length;
+    return this.entries.entries().filter(([, e]) => e.view.live).length;
   }
 
   /** Park `view` under `key` (its owner's: only that owner takes it back), dropping what no longer fits. */
   keep(owner: object, key: string, view: V): void {
-    const old = this.entries.get(key);
+    const old = this.entries.peek(key);
     if (old && old.view !== view) {
       old.view.dispose();
     }
     this.entries.delete(key);
     view.park();
     this.entries.set(key, { view, owner });
-    this.trim();
+    this.releaseOldContexts();
   }
 
   /** The view kept under `key` for `owner`, taken out of the cache (the caller shows it, then keeps it again). */
   take(owner: object, key: string): V | null {
-    const found = this.entries.get(key);
+    const found = this.entries.peek(key);
     if (!found || found.owner !== owner) {
       return null;
     }
@@ -89,7 +89,7 @@ export class KeptViews<V extends Keepable> {
 
   /** Dispose every view `owner` kept (a panel closed: its transport goes with it). */
   drop(owner: object): void {
-    for (const [key, entry] of [...this.entries]) {
+    for (const [key, entry] of this.entries.entries()) {
       if (entry.owner === owner) {
         this.entries.delete(key);
         entry.view.dispose();
@@ -97,18 +97,10 @@ export class KeptViews<V extends Keepable> {
     }
   }
 
-  private trim(): void {
-    let bytes = this.bytes;
-    for (const [key, { view }] of this.entries) {
-      if (this.entries.size <= this.maxViews && bytes <= this.maxBytes) {
-        break;
-      }
-      this.entries.delete(key);
-      bytes -= view.bytes;
-      view.dispose();
-    }
+  /** Past `maxLive` parked contexts, the least recently kept views give theirs back. */
+  private releaseOldContexts(): void {
     let live = this.live;
-    for (const { view } of this.entries.values()) {
+    for (const [, { view }] of this.entries.entries()) {
       if (live <= this.maxLive) {
         break;
       }

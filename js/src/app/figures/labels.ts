@@ -8,82 +8,88 @@
  * draws over the cells (labellayer.ts).
  */
 
-import { h } from '../shared/dom';
 import type { Region } from '../spatial/camera';
+import { ShownWhenSeen, type LayerContext } from './layercontext';
 import { LabelTiles, type LabelStyle } from '../spatial/labeltiles';
-import type { SpatialStage } from '../spatial/spatial';
-import { TransportError, type Transport } from '../shared/transport';
+import { TransportError } from '../shared/transport';
+import type { CanvasLabels } from '../shared/types';
+import { layerControls, layerMenu, layerSlider, percent, type LayerSlider } from './layercontrols';
 
-/** Each transport's answers to "which labels elements has this version", asked once per version. */
-const listed = new WeakMap<Transport, Map<string, Promise<string[]>>>();
-
-/** The version's labels elements (every figure of a version shares one ask; a failure is asked again). */
-export function labelsElements(transport: Transport, version: number | string): Promise<string[]> {
-  let known = listed.get(transport);
-  if (!known) {
-    listed.set(transport, (known = new Map()));
-  }
-  const key = String(version);
-  let found = known.get(key);
-  if (!found) {
-    found = transport.request('labels', { version }).then(r => r.data.elements);
-    known.set(key, found);
-    found.catch(() => known.delete(key));
-  }
-  return found;
-}
 
 export class LabelsLayer {
-  /** The toolbar group: toggle, element, style. */
+  /** The Layers menu's row: toggle, element, style. */
   readonly controls: HTMLElement;
+  private readonly toggle: HTMLInputElement;
   private readonly status: HTMLElement;
+  private readonly pick: HTMLSelectElement;
+  private readonly styleMenu: HTMLSelectElement;
+  private readonly opacitySlider: LayerSlider;
   private tiles: LabelTiles | null = null;
   private element: string;
   private style: LabelStyle = 'fill';
+  private opacity = 1;
   private on = false;
   private region: Region | null = null;
+  private readonly restored = new ShownWhenSeen(on => this.show(on));
 
   constructor(
-    private readonly transport: Transport,
-    private readonly figureVersion: number | string,
-    private readonly stage: SpatialStage,
+    private readonly context: LayerContext,
     elements: string[]
   ) {
     this.element = elements[0];
-    const toggle = h('input', { type: 'checkbox', class: 'sds-labels-toggle' }) as HTMLInputElement;
-    toggle.addEventListener('change', () => void this.show(toggle.checked));
-    const pick = h(
-      'select',
-      { class: 'sds-select sds-labels-element', 'aria-label': 'Labels element', title: 'Labels element' },
-      elements.map(name => h('option', { value: name }, name))
-    ) as HTMLSelectElement;
+    const pick = layerMenu('sds-labels-element', 'Labels element', elements.map(name => [name, name]), value => void this.reopen(value, this.style));
     pick.hidden = elements.length < 2;
-    pick.addEventListener('change', () => void this.reopen(pick.value, this.style));
-    const style = h(
-      'select',
-      { class: 'sds-select sds-labels-style', 'aria-label': 'Labels drawn as', title: 'Labels drawn as' },
-      h('option', { value: 'fill' }, 'filled'),
-      h('option', { value: 'outline' }, 'outlines')
-    ) as HTMLSelectElement;
-    style.addEventListener('change', () => void this.reopen(this.element, style.value as LabelStyle));
-    this.status = h('span', { class: 'sds-labels-status', role: 'status' });
-    this.controls = h('span', { class: 'sds-layer-group sds-labels-controls', role: 'group', 'aria-label': 'Labels' }, h('label', { class: 'sds-check' }, toggle, ' Labels'), pick, style, this.status);
+    const style = layerMenu('sds-labels-style', 'Labels drawn as', [['fill', 'filled'], ['outline', 'outlines']], value => void this.reopen(this.element, value as LabelStyle));
+    const opacity = layerSlider('sds-labels-opacity', 'Opacity', { min: 0, max: 1, step: 0.05, value: 1 }, percent, value => this.setOpacity(value));
+    [this.pick, this.styleMenu, this.opacitySlider] = [pick, style, opacity];
+    const parts = layerControls('Labels', 'labels', on => void this.show(on), [pick, style, opacity.node]);
+    this.controls = parts.group;
+    this.toggle = parts.toggle;
+    this.status = parts.status;
+  }
+
+  /**
+   * The layer a figure spec saved (`CanvasLabels`): its element (when the version has it), style and
+   * opacity set now; shown once the figure is on screen when saved visible (onScreen).
+   */
+  restore(saved: CanvasLabels): void {
+    if ([...this.pick.options].some(o => o.value === saved.element)) {
+      this.element = this.pick.value = saved.element;
+    }
+    this.style = this.styleMenu.value = saved.style === 'outline' ? 'outline' : 'fill';
+    this.setOpacity(saved.opacity);
+    this.restored.restore(saved.visible);
+  }
+
+  /** The figure came on screen: a layer restored from its spec as shown is shown now, once. */
+  onScreen(): void {
+    this.restored.onScreen();
+  }
+
+  /** What a figure spec saves of this layer: the inverse of `restore`. */
+  saved(): CanvasLabels {
+    return { element: this.element, style: this.style, visible: this.on, opacity: this.opacity };
+  }
+
+  /** The layer's opacity, 0 to 1 (the stage redraws the tiles at it). */
+  setOpacity(opacity: number): void {
+    this.opacity = Math.max(0, Math.min(1, Number.isFinite(opacity) ? opacity : 1));
+    this.opacitySlider.set(this.opacity);
+    this.context.stage.labelsOpacity = this.opacity;
+    this.draw();
   }
 
   /** Turn the layer on (the element's pyramid asked for once) or off. */
   async show(on: boolean): Promise<void> {
     this.on = on;
-    const box = this.controls.querySelector<HTMLInputElement>('.sds-labels-toggle');
-    if (box) {
-      box.checked = on;
-    }
+    this.toggle.checked = on;
     if (!on) {
-      this.stage.setLabels(null);
-      delete this.stage.node.dataset.labels;
+      this.context.stage.setLabels(null);
+      delete this.context.stage.node.dataset.labels;
       return;
     }
     if (!this.tiles) {
-      const tiles = new LabelTiles(this.transport, this.figureVersion, this.element, this.style, () => this.draw());
+      const tiles = new LabelTiles(this.context, this.element, this.style, () => this.draw());
       try {
         await tiles.open();
         this.status.textContent = '';
@@ -113,13 +119,14 @@ export class LabelsLayer {
 
   private draw(): void {
     const tiles = this.tiles;
-    const region = this.region ?? this.stage.region();
-    if (!this.on || !tiles || this.stage.offScreen) {
+    const stage = this.context.stage;
+    const region = this.region ?? stage.region();
+    if (!this.on || !tiles || stage.offScreen) {
       return;
     }
-    const width = this.stage.screen()[0] || 1;
+    const width = stage.screen()[0] || 1;
     const drawn = tiles.frame(region, width / Math.max(region[2] - region[0], 1e-12));
-    this.stage.setLabels(drawn);
-    this.stage.node.dataset.labels = String(drawn.length);
+    stage.setLabels(drawn);
+    stage.node.dataset.labels = String(drawn.length);
   }
 }

@@ -6,8 +6,9 @@
  */
 
 import { loadCanvas } from '../spatial/cellstore';
-import { empty, errorBox, fill, h, loading } from '../shared/dom';
+import { devicePixelWidth, empty, errorBox, fill, h, loading } from '../shared/dom';
 import { SpatialFigure, type ColorTarget } from './spatialfigure';
+import { OverlayPane, firstCanvasFigures, type CanvasFigure } from './overlay';
 import { webglAvailable } from '../spatial/spatial';
 import { TransportError, type Transport } from '../shared/transport';
 
@@ -15,57 +16,30 @@ import { TransportError, type Transport } from '../shared/transport';
 export const NO_TISSUE =
   'This version has no spatial view: none of its figures places the cells on the tissue (a canvas figure).';
 
-let paneIds = 0;
-
 export class TissuePane {
-  readonly node: HTMLElement;
-  private readonly heading: HTMLElement;
-  private readonly body: HTMLElement;
+  private readonly pane: OverlayPane;
+  private readonly canvasFigure: () => Promise<CanvasFigure | null>;
   private spatial: SpatialFigure | null = null;
-  private figure: Promise<{ id: string; title: string } | null> | null = null;
   private token = 0;
-  private back: HTMLElement | null = null;
-  private readonly closeButton: HTMLElement;
 
   constructor(
     private readonly transport: Transport,
     private readonly version: number,
     backLabel = 'Back'
   ) {
-    const id = `sds-tissue-${++paneIds}`;
-    this.heading = h('h4', { class: 'sds-tissue-title', id });
-    const close = h(
-      'button',
-      { class: 'sds-button sds-tissue-back', type: 'button', title: 'Close the tissue view and go back' },
-      `← ${backLabel}`
-    );
-    close.addEventListener('click', () => this.close());
-    this.closeButton = close;
-    this.body = h('div', { class: 'sds-tissue-body' });
-    this.node = h(
-      'section',
-      { class: 'sds-tissue', 'aria-labelledby': id, hidden: '' },
-      h('header', { class: 'sds-tissue-head' }, this.heading, close),
-      this.body
-    );
-    this.node.addEventListener('keydown', ev => {
-      if (ev.key === 'Escape') {
-        ev.stopPropagation();
-        this.close();
-      }
+    this.pane = new OverlayPane({
+      className: 'sds-tissue',
+      bodyClass: 'sds-tissue-body',
+      backLabel: `← ${backLabel}`,
+      backTitle: 'Close the tissue view and go back',
+      onClose: () => this.close()
     });
+    const figures = firstCanvasFigures(transport);
+    this.canvasFigure = () => figures(version);
   }
 
-  /** The version's first drawable canvas figure (asked once). */
-  private canvasFigure(): Promise<{ id: string; title: string } | null> {
-    this.figure ??= this.transport.request('figures', { version: this.version }).then(({ data }) => {
-      const fig = (data.figures ?? []).find(f => f.kind === 'canvas' && !f.reason);
-      return fig ? { id: fig.id, title: fig.title || fig.id } : null;
-    });
-    this.figure.catch(() => {
-      this.figure = null;
-    });
-    return this.figure;
+  get node(): HTMLElement {
+    return this.pane.node;
   }
 
   /** Whether the version has a spatial view to show (a drawable canvas figure); false when that cannot be read. */
@@ -82,43 +56,37 @@ export class TissuePane {
    */
   async show(target: ColorTarget, what: string, from?: HTMLElement): Promise<void> {
     const token = ++this.token;
-    this.back = from ?? null;
-    this.node.hidden = false;
-    // the view is an overlay of the value clicked: the focus moves into it, so Escape closes it
-    // at once (and Back, focused, says how); close() gives the focus back to `from`
-    this.closeButton.focus({ preventScroll: true });
-    this.heading.textContent = `On the tissue: ${what}`;
-    this.node.dataset.showing = what;
-    delete this.node.dataset.drawn;
+    this.pane.open(`On the tissue: ${what}`, what, from);
+    const body = this.pane.body;
     try {
       if (!this.spatial) {
-        fill(this.body, loading('Loading the spatial view…'));
+        fill(body, loading('Loading the spatial view…'));
         const fig = await this.canvasFigure();
         if (token !== this.token) {
           return;
         }
         if (!fig) {
-          fill(this.body, empty(NO_TISSUE));
+          fill(body, empty(NO_TISSUE));
           return;
         }
-        const { payload, data } = await loadCanvas(this.transport, this.version, fig.id);
+        const { payload, data } = await loadCanvas(this.transport, this.version, fig.id, devicePixelWidth(body));
         if (token !== this.token) {
           return;
         }
         const spatial = new SpatialFigure(this.transport, this.version, fig.id, payload, data, webglAvailable());
         this.spatial = spatial;
-        fill(this.body, h('p', { class: 'sds-muted sds-tissue-source' }, `In the figure “${fig.title}”`), spatial.node);
+        fill(body, h('p', { class: 'sds-muted sds-tissue-source' }, `In the figure “${fig.title}”`), spatial.node);
         spatial.start();
       }
       this.node.scrollIntoView?.({ block: 'nearest' });
       await this.spatial.colorBy(target);
       if (token === this.token) {
-        this.node.dataset.drawn = what;
+        this.pane.drawn(what);
       }
     } catch (err) {
       if (token === this.token && !this.spatial) {
         const e = TransportError.from(err);
-        fill(this.body, errorBox(e.message, e.kind));
+        fill(body, errorBox(e.message, e.kind));
       }
       // with a view on screen, colorBy has put its one-line reason in the view's status
     }
@@ -127,9 +95,7 @@ export class TissuePane {
   /** Hide the view (it stays loaded for the next click) and give the focus back. */
   close(): void {
     this.token++;
-    this.node.hidden = true;
-    delete this.node.dataset.showing;
-    this.back?.focus();
+    this.pane.hide();
   }
 
   dispose(): void {

@@ -6,19 +6,31 @@
  * index is asked for (built once by the server), then the tiles the view touches at the level
  * its zoom needs (pointtiles.ts): all genes, or those typed (comma separated), each gene in its
  * own colour. The stage draws them over the cells (pointlayer.ts).
+ *
+ * The first visit to a large element does not wait for its index (minutes at 10^8 points): the
+ * server answers with a strided sample's index (`partial`) at once while the whole one builds,
+ * the layer draws it and says so, and asks again every WHOLE_POLL_MS until the whole index is
+ * ready, then draws from that (never a sample at full zoom).
  */
 
 import { h } from '../shared/dom';
 import { regionOf, type Region } from '../spatial/camera';
 import { levelFor, mergePoints, nearestPoint, pointTilesOf, tilesInView, type PointsDrawing, type PointTileSet } from '../spatial/pointtiles';
+import { ShownWhenSeen, type LayerContext } from './layercontext';
 import type { SpatialStage } from '../spatial/spatial';
-import { TransportError, type Transport } from '../shared/transport';
+import { layerControls, layerSlider, type LayerSlider } from './layercontrols';
+
+import { TransportError } from '../shared/transport';
 import type { CanvasPoints, PointsInfo } from '../shared/types';
 
 /** Genes the legend names (the most frequent first); the rest are counted. */
 export const LEGEND_GENES = 12;
 /** The point radius a layer starts with (CSS px). */
 export const DEFAULT_POINT_RADIUS = 1.5;
+/** How often a layer showing a sample asks whether the element's whole index is ready (ms). */
+export const WHOLE_POLL_MS = 1000;
+/** What the layer's line says while it shows the sample of an index still building. */
+export const SAMPLE_NOTE = 'Indexing transcripts… (showing a sample)';
 /** How near the pointer (CSS px) a transcript is named. */
 const HOVER_PX = 5;
 
@@ -58,30 +70,13 @@ export function legendEntries(info: PointsInfo, chosen: string[]): { entries: { 
   return { entries, more: Math.max(0, names.length - LEGEND_GENES) };
 }
 
-/** Each transport's answers to "which points elements has this version", asked once per version. */
-const listed = new WeakMap<Transport, Map<string, Promise<string[]>>>();
-
-/** The version's points elements (every figure of a version shares one ask; a failure is asked again). */
-export function pointsElements(transport: Transport, version: number | string): Promise<string[]> {
-  let known = listed.get(transport);
-  if (!known) {
-    listed.set(transport, (known = new Map()));
-  }
-  const key = String(version);
-  let found = known.get(key);
-  if (!found) {
-    found = transport.request('points', { version }).then(r => r.data.elements);
-    known.set(key, found);
-    found.catch(() => known.delete(key));
-  }
-  return found;
-}
-
 export class TranscriptsLayer {
-  /** The toolbar group: toggle, genes, size. */
+  /** The Layers menu's row: toggle, genes, size. */
   readonly controls: HTMLElement;
   /** The legend, in the figure's side column (hidden while the layer is off). */
   readonly legend: HTMLElement;
+  private readonly toggle: HTMLInputElement;
+  private readonly sizeSlider: LayerSlider;
   private readonly status: HTMLElement;
   private readonly hoverNote: HTMLElement;
   private info: PointsInfo | null = null;
@@ -93,18 +88,12 @@ export class TranscriptsLayer {
   private on = false;
   private version = 0;
   private token = 0;
-  /** Restored from the figure's spec and not shown yet (shown when the figure comes on screen). */
-  private restored = false;
+  private readonly restored = new ShownWhenSeen(on => this.show(on));
 
   constructor(
-    private readonly transport: Transport,
-    private readonly figureVersion: number | string,
-    private readonly stage: SpatialStage,
-    readonly element: string,
-    private readonly system = ''
+    private readonly context: LayerContext,
+    readonly element: string
   ) {
-    const toggle = h('input', { type: 'checkbox', class: 'sds-points-toggle' }) as HTMLInputElement;
-    toggle.addEventListener('change', () => void this.show(toggle.checked));
     const genes = h('input', {
       type: 'text',
       class: 'sds-input sds-points-genes',
@@ -114,44 +103,36 @@ export class TranscriptsLayer {
       size: '12'
     }) as HTMLInputElement;
     genes.addEventListener('change', () => void this.setGenes(genes.value.split(',').map(g => g.trim()).filter(Boolean)));
-    const size = h('input', { type: 'range', min: '0.5', max: '6', step: '0.5', value: String(DEFAULT_POINT_RADIUS), class: 'sds-points-size', 'aria-label': 'Transcript size', title: 'Transcript size' }) as HTMLInputElement;
-    size.addEventListener('input', () => this.setRadius(Number(size.value)));
-    this.status = h('span', { class: 'sds-points-status', role: 'status' });
-    this.controls = h(
-      'span',
-      { class: 'sds-layer-group sds-points-controls', role: 'group', 'aria-label': 'Transcripts' },
-      h('label', { class: 'sds-check' }, toggle, ' Transcripts'),
-      genes,
-      size,
-      this.status
-    );
+    this.sizeSlider = layerSlider('sds-points-size', 'Size', { min: 0.5, max: 6, step: 0.5, value: DEFAULT_POINT_RADIUS }, v => `${v} px`, value => this.setRadius(value));
+    const parts = layerControls('Transcripts', 'points', on => void this.show(on), [genes, this.sizeSlider.node]);
+    this.controls = parts.group;
+    this.toggle = parts.toggle;
+    this.status = parts.status;
     this.hoverNote = h('div', { class: 'sds-points-hover', 'aria-live': 'polite' });
     this.legend = h('div', { class: 'sds-legend sds-points-legend', hidden: '' });
-    stage.node.addEventListener('pointermove', ev => this.hover(ev));
-    stage.node.addEventListener('pointerleave', () => this.named(null));
+    context.stage.node.addEventListener('pointermove', ev => this.hover(ev));
+    context.stage.node.addEventListener('pointerleave', () => this.named(null));
+  }
+
+  private get stage(): SpatialStage {
+    return this.context.stage;
   }
 
   /** The genes and size a figure spec saved (`CanvasPoints`): set before the layer is shown. */
   restore(saved: CanvasPoints): void {
-    this.restored = true;
+    this.restored.restore(true);
     this.genes = [...saved.genes];
     this.radius = saved.radius;
     const box = this.controls.querySelector<HTMLInputElement>('.sds-points-genes');
     if (box) {
       box.value = saved.genes.join(', ');
     }
-    const size = this.controls.querySelector<HTMLInputElement>('.sds-points-size');
-    if (size) {
-      size.value = String(saved.radius);
-    }
+    this.sizeSlider.set(saved.radius);
   }
 
   /** The figure came on screen: a layer restored from its spec is shown now, once. */
   onScreen(): void {
-    if (this.restored) {
-      this.restored = false;
-      this.show(true).catch(() => undefined);
-    }
+    this.restored.onScreen();
   }
 
   /** What a figure spec saves of this layer (null while it is off): the inverse of `restore`. */
@@ -162,32 +143,65 @@ export class TranscriptsLayer {
   /** Turn the layer on (its index asked for once) or off. */
   async show(on: boolean): Promise<void> {
     this.on = on;
-    const box = this.controls.querySelector<HTMLInputElement>('.sds-points-toggle');
-    if (box) {
-      box.checked = on;
-    }
+    this.toggle.checked = on;
     this.legend.hidden = !on;
     if (!on) {
       this.stage.setPoints(null);
       delete this.stage.node.dataset.points;
+      if (this.info?.partial) {
+        this.info = null; // stop asking; shown again, the layer asks anew
+        this.token++;
+      }
       return;
     }
     if (!this.info) {
       const token = ++this.token;
       this.status.textContent = 'Indexing transcripts…';
       try {
-        const reply = await this.transport.request('points', { version: this.figureVersion, element: this.element, coordinate_system: this.system });
+        const info = await this.ask();
         if (token !== this.token) {
           return;
         }
-        this.info = reply.data.index;
+        this.info = info;
         this.status.textContent = '';
+        if (info?.partial) {
+          void this.untilWhole(token);
+        }
       } catch (err) {
         this.status.textContent = TransportError.from(err).message;
         throw err;
       }
     }
     await this.setGenes(this.genes);
+  }
+
+  /** The element's index: the whole one if it is ready, else (at once) a sample's while it builds. */
+  private async ask(): Promise<PointsInfo | null> {
+    const { transport, version, system } = this.context;
+    const reply = await transport.request('points', { version, element: this.element, coordinate_system: system, sample: true });
+    return reply.data.index;
+  }
+
+  /** Ask again every WHOLE_POLL_MS until the whole index is ready, then draw from it (stops if the layer is asked anew). */
+  private async untilWhole(token: number): Promise<void> {
+    while (token === this.token) {
+      await new Promise(resolve => setTimeout(resolve, WHOLE_POLL_MS));
+      if (token !== this.token) {
+        return;
+      }
+      let info: PointsInfo | null;
+      try {
+        info = await this.ask();
+      } catch (err) {
+        this.status.textContent = TransportError.from(err).message;
+        return;
+      }
+      if (token === this.token && info && !info.partial) {
+        this.info = info;
+        await this.setGenes(this.genes);
+        return;
+      }
+    }
   }
 
   /** Show `genes` (empty: every gene); a name the element lacks is said, and nothing else changes. */
@@ -198,7 +212,7 @@ export class TranscriptsLayer {
       return;
     }
     const known = new Set(info.genes.map(g => g.name));
-    const unknown = genes.find(g => !known.has(g));
+    const unknown = info.partial ? undefined : genes.find(g => !known.has(g)); // a sample may miss a rare gene
     if (unknown !== undefined) {
       this.status.textContent = `No gene “${unknown}” in ${this.element}.`;
       return;
@@ -206,7 +220,7 @@ export class TranscriptsLayer {
     this.status.textContent = '';
     this.genes = genes;
     this.rgba = geneColors(info, genes);
-    this.tiles = pointTilesOf(this.transport, this.figureVersion, info, genes, this.system);
+    this.tiles = pointTilesOf(this.context, info, genes);
     this.renderLegend(info);
     await this.viewChanged(this.stage.region());
   }
@@ -239,7 +253,8 @@ export class TranscriptsLayer {
     const sampled = drawn.some(t => t.sampled);
     this.stage.node.dataset.points = String(this.drawing.n);
     this.stage.node.dataset.pointsLevel = String(drawn.length ? Math.max(...drawn.map(t => t.level)) : -1);
-    this.status.textContent = sampled ? 'a sample at this zoom' : '';
+    this.stage.node.dataset.pointsPartial = String(Boolean(this.info?.partial));
+    this.status.textContent = this.info?.partial ? SAMPLE_NOTE : sampled ? 'a sample at this zoom' : '';
     this.redraw();
   }
 
@@ -252,7 +267,13 @@ export class TranscriptsLayer {
   private renderLegend(info: PointsInfo): void {
     const { entries, more } = legendEntries(info, this.genes);
     this.legend.replaceChildren(
-      h('div', { class: 'sds-legend-title' }, `${this.element} (${info.n_points.toLocaleString()})`),
+      h(
+        'div',
+        { class: 'sds-legend-title' },
+        info.partial
+          ? `${this.element} (a sample of ${info.n_points.toLocaleString()} of ${info.rows.toLocaleString()}; counts in the sample)`
+          : `${this.element} (${info.n_points.toLocaleString()})`
+      ),
       h(
         'ul',
         { class: 'sds-legend-cats' },

@@ -5,7 +5,9 @@
  * workspace's own preselected) instead of a flag; for an upload, the version's parent chain
  * is checked first (`cirro_plan`: nothing is sent), then the upload runs with what it sends
  * named and a progress bar, and its new dataset ID is said when done (the server records it,
- * so the tree's "not yet in Cirro" tag goes on the refresh that follows). Every failure is the
+ * so the tree's "not yet in Cirro" tag goes on the refresh that follows). A folder that is a copy
+ * of a Cirro dataset (downloaded by hand: Cirro knows its ID) is said to be one, and not offered
+ * an upload; its tag goes the same way. Every failure is the
  * service's one line, in the panel's style: the service words Cirro's errors for people.
  */
 
@@ -55,6 +57,14 @@ export class CirroBox {
     if (failed !== null) {
       status.replaceWith(errorBox(TransportError.from(failed).message));
       close.textContent = 'Close';
+      return;
+    }
+    // a copy of a Cirro dataset (Cirro knows its ID): nothing to upload; it is recorded, so a reload drops the tag
+    const copy = plan.status === 'fulfilled' ? plan.value?.data : null;
+    if (copy?.copy_of) {
+      status.replaceChildren(copy.said ?? `This folder is a copy of Cirro dataset ${copy.copy_of}; nothing to upload.`);
+      close.textContent = 'Close';
+      await this.opts.done();
       return;
     }
     const { projects: list, default: preferred } = (projects as PromiseFulfilledResult<{ data: { projects: { id: string; name: string }[]; default: string | null } }>).value.data;

@@ -1,7 +1,8 @@
 /** History: one row per version, top first, then the base. */
 
+import { Clock, pageClock } from '../shared/clock';
 import { badge, h } from '../shared/dom';
-import { RELATIVE_TIME_TICK, changeFamily, changeLabel, datasetName, exactTime, relativeTime } from '../shared/format';
+import { changeFamily, changeLabel, datasetName, exactTime, relativeTime } from '../shared/format';
 import type { BaseSummary, History, VersionSummary } from '../shared/types';
 import { VirtualList } from '../shared/vlist';
 
@@ -34,13 +35,13 @@ export class HistoryView {
   private selected = -1;
   private bound: { depth: number; label: string } | null = null;
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private readonly tick: ReturnType<typeof setInterval>;
+  private readonly untick: () => void;
   private readonly onSelect: (depth: number) => void;
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
-  constructor(onSelect: (depth: number) => void, now: () => number = Date.now) {
+  constructor(onSelect: (depth: number) => void, clock: Clock = pageClock()) {
     this.onSelect = onSelect;
-    this.now = now;
+    this.clock = clock;
     this.node = h('div', {
       class: 'sds-history',
       role: 'listbox',
@@ -53,13 +54,13 @@ export class HistoryView {
     });
     this.node.addEventListener('click', this.onClick);
     this.node.addEventListener('keydown', this.onKey);
-    // relative times ("3 minutes ago") age: redraw the rows in view each minute
-    this.tick = setInterval(() => this.list.refresh(), RELATIVE_TIME_TICK);
+    // relative times ("3 minutes ago") age: redrawn, with every other view, when the clock moves
+    this.untick = clock.onTick(() => this.list.refresh());
   }
 
   dispose(): void {
     clearTimeout(this.timer);
-    clearInterval(this.tick);
+    this.untick();
     this.list.dispose();
     this.node.removeEventListener('click', this.onClick);
     this.node.removeEventListener('keydown', this.onKey);
@@ -72,6 +73,7 @@ export class HistoryView {
       this.all.push({ kind: 'base', b: history.base });
     }
     this.selected = -1;
+    this.clock.advance(); // new rows: every view reads the time again, together
     this.applyFilter();
   }
 
@@ -205,7 +207,7 @@ export class HistoryView {
           ? h(
               'time',
               { class: 'sds-row-when', datetime: v.created_at, title: exactTime(v.created_at) },
-              relativeTime(v.created_at, this.now())
+              relativeTime(v.created_at, this.clock.now())
             )
           : null
       ),

@@ -7,14 +7,18 @@
  * the "missing dataset" row; the app places them around its history list.
  */
 
+import { pageClock, type Clock } from '../shared/clock';
 import { h } from '../shared/dom';
-import { RELATIVE_TIME_TICK, datasetName, exactTime, relativeTime } from '../shared/format';
+import { datasetName, exactTime, relativeTime } from '../shared/format';
 import { unreadable } from './history';
 import { TransportError, type FailureKind, type Transport } from '../shared/transport';
 import type { Change, History, Tree, TreeNode, VersionSummary } from '../shared/types';
 import { VirtualList } from '../shared/vlist';
 
+/** A row's least height (one line of title); a title that wraps makes its row taller. */
 export const TREE_ROW_HEIGHT = 28;
+/** How far down a row its graph's dot sits: level with the first line of the title (see tree.css). */
+const GRAPH_DOT_Y = TREE_ROW_HEIGHT / 2;
 /** Milliseconds between two polls of the datasets folder while the view is visible. */
 export const POLL_INTERVAL = 4000;
 const LANE_WIDTH = 14;
@@ -175,7 +179,8 @@ export type TreeViewOptions = {
   selectDepth(depth: number): void;
   /** A node off the opened chain was chosen: open its version. */
   open(node: TreeNode): void;
-  now?: () => number;
+  /** Whose instant relative times are drawn from (the page's by default). */
+  clock?: Clock;
   /**
    * Open on a double-click (or Enter) only, a click just moves to the row: a list to browse
    * (the Versions sidebar), where a click that opened a tab would be too eager.
@@ -185,6 +190,8 @@ export type TreeViewOptions = {
   markTops?: boolean;
   /** The listbox's name. */
   label?: string;
+  /** Told the rows' whole height when a long title wrapped a row taller (the sidebar sizes each group to its rows). */
+  onHeight?: (height: number) => void;
 };
 
 /** The graph: a virtual listbox of nodes, the opened chain highlighted. */
@@ -203,11 +210,11 @@ export class TreeView {
   private summaries = new Map<string, VersionSummary>();
   private selected: string | null = null;
   private tops = new Set<string>();
-  private readonly now: () => number;
-  private readonly tick: ReturnType<typeof setInterval>;
+  private readonly clock: Clock;
+  private readonly untick: () => void;
 
   constructor(private readonly opts: TreeViewOptions) {
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock ?? pageClock();
     this.node = h('div', {
       class: 'sds-tree',
       role: 'listbox',
@@ -217,17 +224,18 @@ export class TreeView {
     this.list = new VirtualList(this.node, {
       rowHeight: TREE_ROW_HEIGHT,
       renderRow: i => this.renderRow(i),
-      fallbackHeight: 200
+      fallbackHeight: 200,
+      onHeight: height => this.opts.onHeight?.(height)
     });
     this.node.addEventListener('click', this.onClick);
     this.node.addEventListener('dblclick', this.onDoubleClick);
     this.node.addEventListener('keydown', this.onKey);
-    // relative times age: redrawn on the history's tick, from the same clock, so both agree
-    this.tick = setInterval(() => this.list.refresh(), RELATIVE_TIME_TICK);
+    // relative times age: redrawn with the history when the shared clock moves, so both agree
+    this.untick = this.clock.onTick(() => this.list.refresh());
   }
 
   dispose(): void {
-    clearInterval(this.tick);
+    this.untick();
     this.list.dispose();
     this.node.removeEventListener('click', this.onClick);
     this.node.removeEventListener('dblclick', this.onDoubleClick);
@@ -244,6 +252,7 @@ export class TreeView {
     this.tops = this.opts.markTops ? tops(tree.nodes) : new Set();
     this.all = layoutGraph(topoOrder(tree.nodes), new Set(this.chain.keys()));
     this.lanes = Math.max(1, ...this.all.map(r => Math.max(r.lane + 1, r.above.length, r.below.length)));
+    this.clock.advance(); // new rows: every view reads the time again, together
     this.apply();
   }
 
@@ -273,6 +282,11 @@ export class TreeView {
   /** How many nodes are shown (after the filter). */
   count(): number {
     return this.rows.length;
+  }
+
+  /** The shown rows' whole height (a wrapped title makes its row taller than TREE_ROW_HEIGHT). */
+  height(): number {
+    return this.list.totalHeight();
   }
 
   private apply(): void {
@@ -312,20 +326,26 @@ export class TreeView {
         title: `${label}${states.length ? `\n${states.join(', ')}` : ''}\n${node.dataset_id}${node.created_at ? `\n${exactTime(node.created_at)}` : ''}`
       },
       this.graphCell(this.rows[i]),
-      h('span', { class: 'sds-tree-title' }, label),
-      isSelected ? h('span', { class: 'sds-tree-tag sds-tree-tag-selected' }, 'selected') : null,
-      isCurrent ? h('span', { class: 'sds-tree-tag sds-tree-tag-current' }, 'opened') : null,
-      isTop
-        ? h('span', { class: 'sds-tree-tag sds-tree-tag-top', title: 'the newest version of its line: nothing saved on it yet' }, 'top')
-        : null,
-      isNewer ? h('span', { class: 'sds-tree-tag sds-tree-tag-newer' }, 'newer') : null,
-      this.fresh.has(node.dataset_id) ? h('span', { class: 'sds-tree-tag sds-tree-tag-new' }, 'new') : null,
-      node.not_in_cirro
-        ? h('span', { class: 'sds-tree-tag sds-tree-tag-local', title: 'saved in this workspace only' }, 'not yet in Cirro')
-        : null,
-      node.created_at
-        ? h('time', { class: 'sds-tree-when', datetime: node.created_at }, relativeTime(node.created_at, this.now()))
-        : null
+      // the title wraps to as many lines as it needs and the tags keep their words: a narrow
+      // side shows the whole row, taller, instead of cutting the title or a tag
+      h(
+        'div',
+        { class: 'sds-tree-text' },
+        h('span', { class: 'sds-tree-title' }, label),
+        isSelected ? h('span', { class: 'sds-tree-tag sds-tree-tag-selected' }, 'selected') : null,
+        isCurrent ? h('span', { class: 'sds-tree-tag sds-tree-tag-current' }, 'opened') : null,
+        isTop
+          ? h('span', { class: 'sds-tree-tag sds-tree-tag-top', title: 'the newest version of its line: nothing saved on it yet' }, 'top')
+          : null,
+        isNewer ? h('span', { class: 'sds-tree-tag sds-tree-tag-newer' }, 'newer') : null,
+        this.fresh.has(node.dataset_id) ? h('span', { class: 'sds-tree-tag sds-tree-tag-new' }, 'new') : null,
+        node.not_in_cirro
+          ? h('span', { class: 'sds-tree-tag sds-tree-tag-local', title: 'saved in this workspace only' }, 'not yet in Cirro')
+          : null,
+        node.created_at
+          ? h('time', { class: 'sds-tree-when', datetime: node.created_at }, relativeTime(node.created_at, this.clock.now()))
+          : null
+      )
     );
     row.classList.toggle('sds-tree-chain', onChain);
     row.classList.toggle('sds-tree-current', isCurrent);
@@ -336,21 +356,26 @@ export class TreeView {
     return row;
   }
 
-  /** The lanes of one row as SVG (lines are data-free: only coordinates). */
+  /**
+   * The lanes of one row as SVG (lines are data-free: only coordinates). The SVG fills its row
+   * whatever its height: the dot sits level with the title's first line (GRAPH_DOT_Y) and the
+   * lanes run to the row's bottom ("100%"), as jupyterlab-git and GitKraken draw a commit whose
+   * message takes more lines; so rows of any height join up.
+   */
   private graphCell(row: GraphRow): Element {
     const filtered = !!this.query;
     const lanes = Math.min(this.lanes, MAX_LANES);
     const step = this.lanes > MAX_LANES ? (MAX_LANES * LANE_WIDTH) / this.lanes : LANE_WIDTH;
     const x = (lane: number) => step / 2 + lane * step;
-    const H = TREE_ROW_HEIGHT;
-    const mid = H / 2;
+    const bottom = '100%';
+    const mid = GRAPH_DOT_Y;
     const ns = 'http://www.w3.org/2000/svg';
     const svg = document.createElementNS(ns, 'svg');
     svg.setAttribute('class', 'sds-tree-graph');
     svg.setAttribute('width', String(lanes * LANE_WIDTH));
-    svg.setAttribute('height', String(H));
+    svg.setAttribute('height', '100%');
     svg.setAttribute('aria-hidden', 'true');
-    const line = (x1: number, y1: number, x2: number, y2: number, onChain: boolean, lane: number) => {
+    const line = (x1: number, y1: number, x2: number, y2: number | string, onChain: boolean, lane: number) => {
       const el = document.createElementNS(ns, 'line');
       el.setAttribute('x1', String(x1));
       el.setAttribute('y1', String(y1));
@@ -364,14 +389,14 @@ export class TreeView {
       row.above.forEach((id, j) => {
         if (id === null) return;
         const chainEdge = id === me ? this.chain.has(me) && this.chainChild(j, row) : false;
-        line(x(j), 0, id === me ? x(row.lane) : x(j), id === me ? mid : H, chainEdge, j);
+        line(x(j), 0, id === me ? x(row.lane) : x(j), id === me ? mid : bottom, chainEdge, j);
       });
       row.below.forEach((id, j) => {
         if (id === null) return;
         if (j === row.lane) {
-          line(x(j), mid, x(j), H, this.chain.has(me) && this.chain.has(id), j);
+          line(x(j), mid, x(j), bottom, this.chain.has(me) && this.chain.has(id), j);
         } else if (row.above[j] !== id) {
-          line(x(j), mid, x(j), H, false, j); // a lane opened beside this row (not drawn above)
+          line(x(j), mid, x(j), bottom, false, j); // a lane opened beside this row (not drawn above)
         }
       });
     }
@@ -384,7 +409,7 @@ export class TreeView {
       `sds-tree-dot sds-lane-${(filtered ? 0 : row.lane) % 6}${this.chain.has(me) ? ' sds-tree-dot-chain' : ''}`
     );
     svg.append(dot);
-    return svg;
+    return h('span', { class: 'sds-tree-graph-cell', style: `width: ${lanes * LANE_WIDTH}px` }, svg);
   }
 
   /** Whether the edge arriving in lane `j` comes from a node of the opened chain. */
@@ -601,7 +626,7 @@ export type TreeSectionOptions = {
   onFilter(match: ((v: VersionSummary) => boolean) | null): void;
   /** Every tree reply (the versions on this base, across branches). */
   onTree?: (tree: Tree) => void;
-  now?: () => number;
+  clock?: Clock;
 };
 
 /** Search, "N new versions", the graph and the missing-dataset row, around the history. */
@@ -621,6 +646,8 @@ export class TreeSection {
   private known: Set<string> | null = null;
   private fresh: TreeNode[] = [];
   private token = 0;
+  /** The last tree's notes: what the status line says whenever nothing more pressing is shown. */
+  private notes: string[] = [];
 
   constructor(
     private readonly transport: Transport,
@@ -629,7 +656,7 @@ export class TreeSection {
     this.view = new TreeView({
       selectDepth: d => opts.selectDepth(d),
       open: n => void this.open(n),
-      now: opts.now
+      clock: opts.clock
     });
     this.search = h('input', {
       class: 'sds-search',
@@ -696,6 +723,7 @@ export class TreeSection {
     if (unreadable(history)) {
       // nothing here is a readable version: the banner says why; nothing to poll or list
       this.poller.stop();
+      this.notes = [];
       this.status.textContent = '';
       return;
     }
@@ -754,8 +782,8 @@ export class TreeSection {
       this.newButton.title = n ? `Open ${this.fresh[0].title || this.fresh[0].dataset_id}` : '';
       const where = this.history.error?.dataset_id ? `above the missing dataset` : 'on this base';
       this.summary.textContent = `Tree: ${tree.nodes.length} version${tree.nodes.length === 1 ? '' : 's'} ${where}`;
-      this.status.textContent = leftOut(tree.notes);
-      this.status.title = tree.notes.join('\n');
+      this.notes = tree.notes;
+      this.sayLeftOut();
     } catch (err) {
       if (token === this.token) {
         if (!isTransient(err)) {
@@ -766,6 +794,12 @@ export class TreeSection {
         this.status.textContent = e.message === this.history?.error?.message ? '' : `Tree unavailable: ${e.message}`;
       }
     }
+  }
+
+  /** The status line names the folders the last tree left out (the reasons in its tooltip). */
+  private sayLeftOut(): void {
+    this.status.textContent = leftOut(this.notes);
+    this.status.title = this.notes.join('\n');
   }
 
   /** The version selected in the history (its depth in the opened chain). */
@@ -806,7 +840,8 @@ export class TreeSection {
       this.known = null; // the opened version moves: everything shown is known again
       this.fresh = [];
       await this.opts.openVersion(node.folder);
-      this.status.textContent = '';
+      // the new version's tree may have loaded while it opened: its line stands, not a blank
+      this.sayLeftOut();
     } catch (err) {
       this.status.textContent = TransportError.from(err).message;
     }

@@ -1,6 +1,6 @@
 /**
  * A binary reply's buffers split by its declared layout (layouts.gen.ts, generated from
- * sds_jupyter/service/layouts.py): typed views by name, with a one-line error naming the
+ * sds_jupyter/protocol/layouts.py): typed views by name, with a one-line error naming the
  * buffer that is missing, extra or of the wrong length. No decoder copies the order by hand.
  */
 

@@ -122,3 +122,19 @@ export function breakable(name: string): (string | HTMLElement)[] {
 export function badge(text: string, family = 'other'): HTMLElement {
   return h('span', { class: `sds-badge sds-badge-${family}`, title: text }, text);
 }
+
+/**
+ * Device pixels per CSS pixel as the views draw: devicePixelRatio, at most 2 (a canvas 3 or 4
+ * times its CSS size costs 2 to 4 times the pixels to draw for little the eye can tell).
+ */
+export function deviceRatio(): number {
+  return Math.min(2, globalThis.devicePixelRatio || 1);
+}
+
+/**
+ * How many device pixels wide `el` is as a view in it draws (`deviceRatio`): what it can show,
+ * so an image need not be sent finer than that. 0 while it is not laid out.
+ */
+export function devicePixelWidth(el: Element): number {
+  return el.clientWidth * deviceRatio();
+}

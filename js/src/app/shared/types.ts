@@ -1,7 +1,7 @@
 /**
  * The protocol's types as the app names them.
  *
- * Every payload and parameter type is generated from `sds_jupyter/service/types.py`
+ * Every payload and parameter type is generated from `sds_jupyter/protocol/types.py`
  * and the service's request table (`make types` writes `payloads.gen.ts`); this
  * module re-exports them and adds only the app's own names: shorter names for a
  * few replies, and the request helpers. A new request is a method in the Python

@@ -1,15 +1,23 @@
 /**
- * A fixed-row-height virtual list: only the rows in view (plus a few) are in
- * the DOM, so thousands of rows scroll and select without lag.
+ * A virtual list: only the rows in view (plus a few) are in the DOM, so thousands of
+ * rows scroll and select without lag.
+ *
+ * Rows are `rowHeight` tall until drawn; a drawn row taller than that (a long title
+ * wrapped to more lines in a narrow panel) is measured and the rows below it move down,
+ * so a row shows all of its text instead of cutting it. Heights are measured again when
+ * the list's width changes, as jupyterlab-git's and VS Code's lists of variable rows do.
  */
 
 export type VirtualListOptions = {
+  /** A row's least (and, until it is drawn, assumed) height. */
   rowHeight: number;
   renderRow: (index: number) => HTMLElement;
   /** Rows rendered beyond each edge of the view. */
   overscan?: number;
   /** Height assumed when the container has no layout yet (hidden, or tests). */
   fallbackHeight?: number;
+  /** Told the list's whole height when a measured row changed it (a host sizing the list to its rows). */
+  onHeight?: (height: number) => void;
 };
 
 let listIds = 0;
@@ -23,14 +31,19 @@ let listIds = 0;
 export class VirtualList {
   readonly node: HTMLElement;
   private readonly spacer: HTMLElement;
-  private readonly opts: Required<VirtualListOptions>;
+  private readonly opts: Required<Omit<VirtualListOptions, 'onHeight'>> & Pick<VirtualListOptions, 'onHeight'>;
   private count = 0;
   private first = -1;
   private last = -1;
   private raf = 0;
   private resize: ResizeObserver | null = null;
+  private width = -1;
   private readonly rows = new Map<number, HTMLElement>();
   private readonly idPrefix = `sds-vrow-${++listIds}`;
+  /** Each row's height: measured once drawn, else `rowHeight`. */
+  private heights: number[] = [];
+  /** `tops[i]`: where row `i` starts; `tops[count]`: the whole height. */
+  private tops: number[] = [0];
 
   constructor(node: HTMLElement, opts: VirtualListOptions) {
     this.node = node;
@@ -40,7 +53,8 @@ export class VirtualList {
     this.spacer.className = 'sds-vlist-spacer';
     this.node.append(this.spacer);
     this.node.addEventListener('scroll', this.onScroll, { passive: true });
-    // a taller view (panel resized, widget shown after being hidden) needs more rows
+    // a taller view (panel resized, widget shown after being hidden) needs more rows; a
+    // narrower one wraps titles to more lines, so rows are measured again
     if (typeof ResizeObserver !== 'undefined') {
       this.resize = new ResizeObserver(() => this.onScroll());
       this.resize.observe(this.node);
@@ -57,8 +71,14 @@ export class VirtualList {
 
   setCount(count: number): void {
     this.count = count;
-    this.spacer.style.height = `${count * this.opts.rowHeight}px`;
+    this.heights = new Array<number>(count).fill(this.opts.rowHeight);
+    this.layout();
     this.refresh();
+  }
+
+  /** The list's whole height: measured rows at their height, the others at `rowHeight`. */
+  totalHeight(): number {
+    return this.tops[this.count];
   }
 
   /** Re-render the rows in view (e.g. after the selection changed). */
@@ -74,13 +94,13 @@ export class VirtualList {
 
   /** Scroll the least distance that brings row `index` fully into view. */
   scrollToIndex(index: number): void {
-    const rh = this.opts.rowHeight;
     const height = this.viewHeight();
-    const top = index * rh;
+    const top = this.tops[index] ?? 0;
+    const bottom = this.tops[index + 1] ?? top + this.opts.rowHeight;
     if (top < this.node.scrollTop) {
       this.node.scrollTop = top;
-    } else if (top + rh > this.node.scrollTop + height) {
-      this.node.scrollTop = top + rh - height;
+    } else if (bottom > this.node.scrollTop + height) {
+      this.node.scrollTop = bottom - height;
     }
     this.update();
   }
@@ -113,12 +133,38 @@ export class VirtualList {
     });
   };
 
+  /** The row at height `y` (binary search over the row tops). */
+  private indexAt(y: number): number {
+    let lo = 0;
+    let hi = this.count - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.tops[mid] <= y) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return Math.max(0, lo);
+  }
+
+  private layout(): void {
+    const tops = new Array<number>(this.count + 1);
+    tops[0] = 0;
+    for (let i = 0; i < this.count; i++) {
+      tops[i + 1] = tops[i] + this.heights[i];
+    }
+    this.tops = tops;
+    this.spacer.style.height = `${tops[this.count]}px`;
+  }
+
   update(): void {
-    const { rowHeight: rh, overscan } = this.opts;
+    const { overscan } = this.opts;
     const top = this.node.scrollTop;
-    const first = Math.max(0, Math.floor(top / rh) - overscan);
-    const last = Math.min(this.count - 1, Math.ceil((top + this.viewHeight()) / rh) + overscan);
-    if (first === this.first && last === this.last) {
+    const first = Math.max(0, this.indexAt(top) - overscan);
+    const last = Math.min(this.count - 1, this.indexAt(top + this.viewHeight()) + overscan);
+    const width = this.node.clientWidth;
+    if (first === this.first && last === this.last && width === this.width) {
       this.syncActive();
       return;
     }
@@ -137,8 +183,8 @@ export class VirtualList {
       }
       const row = this.opts.renderRow(i);
       row.style.position = 'absolute';
-      row.style.top = `${i * rh}px`;
-      row.style.height = `${rh}px`;
+      row.style.top = `${this.tops[i]}px`;
+      row.style.minHeight = `${this.opts.rowHeight}px`;
       row.style.left = '0';
       row.style.right = '0';
       row.dataset.index = String(i);
@@ -150,7 +196,31 @@ export class VirtualList {
       this.rows.set(i, row);
       this.node.append(row);
     }
+    this.width = width;
+    this.measure();
     this.syncActive();
+  }
+
+  /** Take the drawn rows' heights; when one changed, move the rows below it and tell the host. */
+  private measure(): void {
+    let changed = false;
+    for (const [i, row] of this.rows) {
+      const height = row.offsetHeight; // 0 without layout (hidden, or tests): keep the assumed height
+      if (height > 0 && Math.abs(height - this.heights[i]) > 0.5) {
+        this.heights[i] = height;
+        changed = true;
+      }
+    }
+    if (!changed) {
+      return;
+    }
+    this.layout();
+    for (const [i, row] of this.rows) {
+      row.style.top = `${this.tops[i]}px`;
+    }
+    this.opts.onHeight?.(this.totalHeight());
+    // taller rows may have pushed rows out of (or shorter ones pulled rows into) the view
+    this.onScroll();
   }
 
   /** Point `aria-activedescendant` at the rendered selected row, or drop it. */

@@ -159,3 +159,31 @@ function unitLabel(unit: string): string {
 export function centreOf(b: Bounds): [number, number] {
   return [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2];
 }
+
+/** What a key does to a view: pan by CSS px, zoom by steps, or frame the saved view or all cells. */
+export type KeyMove = { dx: number; dy: number; zoom: number } | 'saved' | 'fit';
+
+/** CSS px an arrow key pans. */
+const KEY_STEP = 60;
+
+const KEY_MOVES: Record<string, KeyMove> = {
+  ArrowLeft: { dx: -KEY_STEP, dy: 0, zoom: 0 },
+  ArrowRight: { dx: KEY_STEP, dy: 0, zoom: 0 },
+  ArrowUp: { dx: 0, dy: -KEY_STEP, zoom: 0 },
+  ArrowDown: { dx: 0, dy: KEY_STEP, zoom: 0 },
+  '+': { dx: 0, dy: 0, zoom: 1 },
+  '=': { dx: 0, dy: 0, zoom: 1 },
+  '-': { dx: 0, dy: 0, zoom: -1 },
+  '0': 'saved',
+  Home: 'saved',
+  f: 'fit',
+  F: 'fit'
+};
+
+/**
+ * The view's keyboard, one map for the WebGL stage and the 2D drawing: arrows pan, + and -
+ * zoom, 0 or Home show the saved view, f fits. Null: the key is not the view's.
+ */
+export function keyMove(key: string): KeyMove | null {
+  return Object.prototype.hasOwnProperty.call(KEY_MOVES, key) ? KEY_MOVES[key] : null;
+}

@@ -6,7 +6,7 @@
  */
 
 import { fitViewState, savedRegion, viewStateFor, type ViewState } from './camera';
-import { h } from '../shared/dom';
+import { deviceRatio, h } from '../shared/dom';
 import { rangeFormat } from '../shared/format';
 import {
   cellPaths,
@@ -108,7 +108,7 @@ export class CanvasPlot {
   draw(): void {
     const start = mark('sds:canvas-draw:start');
     const [width, height] = this.size();
-    const ratio = this.pixelRatio ?? Math.min(2, (typeof window !== 'undefined' && window.devicePixelRatio) || 1);
+    const ratio = this.pixelRatio ?? deviceRatio();
     const view = this.view(width, height, ratio);
     this.canvas.width = view.width;
     this.canvas.height = view.height;

@@ -1,9 +1,10 @@
 /**
  * What canvas figures are drawn from, fetched once per page and shared.
  *
- * A `canvas` reply carries a figure's own part: its color column and settings. The cells'
- * positions and shapes belong to the element (`cells`, named by the reply's `cells_key`), and
- * the image's overview to the image (`channels`, named by `image_key`); both keys name the
+ * A `canvas` reply carries a figure's own part: its settings and the names of what it draws. The
+ * cells' positions and shapes belong to the element (`cells`, named by the reply's `cells_key`),
+ * the image's overview to the image (`channels`, named by `image_key`), and the colours to the
+ * stored column (`color_values`, named in `color_keys`); the keys name the
  * stored objects they were read from, so equal keys mean equal bytes, whichever figure,
  * version or transport asks. Each is fetched once and kept here, bounded by bytes: every
  * figure of a version, the same figure of another version that left the cells alone, and a
@@ -13,8 +14,11 @@
 
 import { composite } from './channels';
 import { OutlineTileSet } from './outlinetiles';
+import { overviewLevel } from './levels';
 import { cellShapes, decodeCanvas, type CanvasData } from './raster';
 import { splitReply } from '../shared/buffers';
+import { Lru } from '../shared/lru';
+import { measure, now } from '../shared/timing';
 import type { Reply, Transport } from '../shared/transport';
 import type { CanvasColor, CanvasPayload, CellOutlinesData, CellsData, ChannelsData, ImageTileData, Params } from '../shared/types';
 
@@ -28,19 +32,21 @@ export const OUTLINE_CACHE_BYTES = 64 * 1024 * 1024;
 export const TILE_CACHE_BYTES = 128 * 1024 * 1024;
 
 /**
- * Replies by content key, least recently used dropped once their buffers pass `maxBytes`.
- * A pending request is shared: two figures asking at once make one request.
+ * Replies by content key, least recently used dropped once their buffers pass `maxBytes`
+ * (the page's one LRU, shared/lru.ts). A pending request is shared: two figures asking at once
+ * make one request; it counts for nothing until it arrives, and a failure is not kept.
  */
 export class KeyedCache<T extends Reply<unknown>> {
-  private readonly entries = new Map<string, { reply: Promise<T>; bytes: number }>();
-  private total = 0;
+  private readonly entries: Lru<{ reply: Promise<T>; bytes: number }>;
   /** Requests made (misses), for tests and measurements. */
   fetched = 0;
 
-  constructor(readonly maxBytes: number) {}
+  constructor(readonly maxBytes: number) {
+    this.entries = new Lru({ maxBytes, sizeOf: entry => entry.bytes, keepNewest: true });
+  }
 
   get bytes(): number {
-    return this.total;
+    return this.entries.bytes;
   }
 
   get size(): number {
@@ -51,8 +57,6 @@ export class KeyedCache<T extends Reply<unknown>> {
   get(key: string, fetch: () => Promise<T>): Promise<T> {
     const found = this.entries.get(key);
     if (found) {
-      this.entries.delete(key); // re-insert: most recently used last
-      this.entries.set(key, found);
       return found.reply;
     }
     this.fetched++;
@@ -60,15 +64,13 @@ export class KeyedCache<T extends Reply<unknown>> {
     this.entries.set(key, entry);
     entry.reply.then(
       reply => {
-        if (this.entries.get(key) !== entry) {
-          return;
+        if (this.entries.peek(key) === entry) {
+          entry.bytes = reply.buffers.reduce((sum, b) => sum + b.byteLength, 0);
+          this.entries.set(key, entry); // counted now it has a size, older replies dropped to fit
         }
-        entry.bytes = reply.buffers.reduce((sum, b) => sum + b.byteLength, 0);
-        this.total += entry.bytes;
-        this.trim(key);
       },
       () => {
-        if (this.entries.get(key) === entry) {
+        if (this.entries.peek(key) === entry) {
           this.entries.delete(key);
         }
       }
@@ -76,22 +78,8 @@ export class KeyedCache<T extends Reply<unknown>> {
     return entry.reply;
   }
 
-  /** Drop the least recently used entries (never `keep`, the one just added) until within bounds. */
-  private trim(keep: string): void {
-    for (const [key, entry] of this.entries) {
-      if (this.total <= this.maxBytes) {
-        return;
-      }
-      if (key !== keep) {
-        this.entries.delete(key);
-        this.total -= entry.bytes;
-      }
-    }
-  }
-
   clear(): void {
     this.entries.clear();
-    this.total = 0;
   }
 }
 
@@ -160,42 +148,72 @@ export function sharedColorValues(
 /** A canvas figure ready to draw: its payload, its buffers as the views use them, its image's channels. */
 export type LoadedCanvas = { payload: CanvasPayload; data: CanvasData; channels: Reply<ChannelsData> | null };
 
-/** A figure's image overview as channel planes: kept under `key` (the canvas reply's `image_key`) when there is one. */
+/**
+ * A figure's image overview as channel planes, at pyramid `level` (the canvas reply's
+ * `image.level`, the server's default overview until `loadCanvas` chose one for the view; null:
+ * no level fits, the default read with a stride): kept under `key` (the canvas reply's
+ * `image_key`) and the level when there is a key.
+ */
 export function figureChannels(
   transport: Transport,
   version: number | string,
   figure: string,
-  key: string | undefined
+  key: string | undefined,
+  level: number | null = null
 ): Promise<Reply<ChannelsData>> {
-  const ask = () => transport.request('channels', { version, figure });
-  return key ? overviewCache.get(key, ask) : ask();
+  const ask = () => transport.request('channels', { version, figure, ...(level !== null ? { level } : {}) });
+  return key ? overviewCache.get(level !== null ? `${key}/${level}` : key, ask) : ask();
 }
 
 /**
- * Ask for a canvas figure and what it shares with others: its color column (`canvas`), then its
- * cells and image overview from the page's caches (fetched in parallel when missing). The
- * overview is blended here from the channel planes, as the channel controls blend it later.
+ * Ask for a canvas figure (`canvas`: what it draws and the names of its parts), then what it
+ * shares with others from the page's caches, fetched in parallel when missing: its cells, its
+ * image overview, and its colour column (`sharedColorValues` under the reply's `color_keys`, as
+ * the colour menu asks it, so a figure and a version colouring by the same stored column share
+ * one request). The overview is blended here from the channel planes, as the channel controls
+ * blend it later.
  */
-export async function loadCanvas(transport: Transport, version: number | string, figure: string): Promise<LoadedCanvas> {
+export async function loadCanvas(transport: Transport, version: number | string, figure: string, screenWidth = 0): Promise<LoadedCanvas> {
   const reply = await transport.request('canvas', { version, figure });
-  const payload = reply.data;
+  const payload = chooseOverview(reply.data, screenWidth);
   const key = payload.cells_key;
   if (!key) {
     return { payload, data: decodeCanvas(payload, reply.buffers), channels: null }; // everything in one reply
   }
-  const [cells, channels] = await Promise.all([
+  const column = payload.color.mode === 'none' ? null : payload.color.column;
+  const [cells, channels, colors] = await Promise.all([
     cellCache.get(key, () => transport.request('cells', { version, figure, key })),
-    payload.image ? figureChannels(transport, version, figure, payload.image_key) : Promise.resolve(null)
+    payload.image ? figureChannels(transport, version, figure, payload.image_key, payload.image.level ?? null) : Promise.resolve(null),
+    column ? sharedColorValues(transport, { version, figure, column }, key, column, payload.color_keys) : Promise.resolve(null)
   ]);
   if (cells.data.n_cells !== payload.n_cells) {
     throw new Error(`the cells reply has ${cells.data.n_cells} cells, the figure ${payload.n_cells}`);
   }
+  const arrived = now();
   const shapes = cells.data.shapes;
   const geometry = cellGeometry(cells);
-  const { values } = splitReply('canvas', payload, reply.buffers);
+  const color = colors?.data ?? payload.color; // the description the values follow
+  const values = colors ? splitReply('color_values', color, colors.buffers).values : null;
   const image = payload.image ? overviewRGBA(payload, channels) : null;
   const data = { x: geometry.x, y: geometry.y, value: values ?? null, image, shapes: cellShapes(payload.n_cells, geometry) };
-  return { payload: { ...payload, shapes }, data, channels };
+  // the replies read into what the views draw (positions, colours, the overview blended): the page's part before the stage
+  measure('sds:canvas-decode', arrived, now(), { n_cells: payload.n_cells });
+  return { payload: { ...payload, shapes, color }, data, channels };
+}
+
+/**
+ * The canvas payload with its image's overview at the level `screenWidth` device pixels need
+ * (`overviewLevel`): `image.level` names it, `width` and `height` are its pixels (the `channels`
+ * reply at that level). Unchanged when the server's default overview is the choice.
+ */
+function chooseOverview(payload: CanvasPayload, screenWidth: number): CanvasPayload {
+  const image = payload.image;
+  const level = image && payload.cells_key ? overviewLevel(image, payload.bounds, screenWidth) : null;
+  if (!image || level === null) {
+    return payload;
+  }
+  const { width, height } = image.levels![level];
+  return { ...payload, image: { ...image, level, width, height } };
 }
 
 /** The code that stands for NaN in a quantized cells reply (no position, no shape): `NO_POSITION` in pieces.py. */

@@ -10,10 +10,12 @@
  */
 
 import { splitReply } from '../shared/buffers';
-import type { Reply, Transport } from '../shared/transport';
+import type { Reply } from '../shared/transport';
 import type { Bounds, ImageLevel, LabelsTileData } from '../shared/types';
-import { LruCache, MAX_VISIBLE, levelFor, tilesIn, type TileRef } from './tiles';
+import { MAX_VISIBLE, levelFor, tilesIn, type TileRef } from './tiles';
+import { Lru } from '../shared/lru';
 import type { Region } from './camera';
+import type { LayerSource } from './layersource';
 
 /** Label tiles a page keeps per element and style (RGBA 512² is 1 MiB: 64 MiB at most). */
 export const LABEL_CACHE_TILES = 64;
@@ -62,13 +64,12 @@ export function labelFrame(levels: ImageLevel[], region: Region, screenPerUnit: 
 
 /** One labels element of one version in one style: its levels once, its tiles as asked for. */
 export class LabelTiles {
-  private readonly cache = new LruCache<LabelTile>(LABEL_CACHE_TILES);
+  private readonly cache = new Lru<LabelTile>({ maxEntries: LABEL_CACHE_TILES });
   private readonly asked = new Set<string>();
   levels: ImageLevel[] = [];
 
   constructor(
-    private readonly transport: Transport,
-    readonly version: number | string,
+    private readonly source: LayerSource,
     readonly element: string,
     readonly style: LabelStyle,
     private readonly changed: () => void
@@ -76,7 +77,8 @@ export class LabelTiles {
 
   /** The element's pyramid (the `labels` reply): nothing is drawn before it. */
   async open(): Promise<void> {
-    const reply = await this.transport.request('labels', { version: this.version, element: this.element });
+    const { transport, version, system } = this.source;
+    const reply = await transport.request('labels', { version, element: this.element, coordinate_system: system });
     this.levels = reply.data.levels;
   }
 
@@ -94,8 +96,9 @@ export class LabelTiles {
 
   private async load(ref: TileRef): Promise<void> {
     try {
-      const params = { version: this.version, element: this.element, level: ref.level, x: ref.x, y: ref.y, style: this.style };
-      this.cache.set(ref.key, decodeLabelTile(await this.transport.request('labels_tile', params)));
+      const { transport, version, system } = this.source;
+      const params = { version, element: this.element, level: ref.level, x: ref.x, y: ref.y, style: this.style, coordinate_system: system };
+      this.cache.set(ref.key, decodeLabelTile(await transport.request('labels_tile', params)));
       this.changed();
     } finally {
       this.asked.delete(ref.key);

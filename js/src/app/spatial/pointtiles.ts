@@ -12,8 +12,9 @@
 
 import { KeyedCache } from './cellstore';
 import { splitReply } from '../shared/buffers';
-import type { Reply, Transport } from '../shared/transport';
+import type { Reply } from '../shared/transport';
 import type { PointsInfo, PointsTileData } from '../shared/types';
+import type { LayerSource } from './layersource';
 
 /** A tile this many CSS px across (or less) on screen: a level finer is asked once tiles grow past it. */
 export const TILE_PX = 512;
@@ -196,7 +197,7 @@ export function nearestPoint(drawing: PointsDrawing, x: number, y: number, reach
 }
 
 /** A view's gatherer of one element's tiles for `genes` ("" every gene), through the page's cache. */
-export function pointTilesOf(transport: Transport, version: number | string, info: PointsInfo, genes: string[], system = ''): PointTileSet {
+export function pointTilesOf({ transport, version, system }: LayerSource, info: PointsInfo, genes: string[]): PointTileSet {
   const chosen = genes.join(',');
   return new PointTileSet(info, t =>
     pointTileCache.get(`${info.key}/${chosen}/${addressKey(t)}`, () =>

@@ -13,14 +13,14 @@
  */
 
 import { tileCache } from './cellstore';
+import { Lru } from '../shared/lru';
+import { DETAIL_AT, levelFor, pixelsPerUnit } from './levels';
 import { composite, type ChannelState } from './channels';
 import type { Region } from './camera';
 import { splitReply } from '../shared/buffers';
 import type { Transport } from '../shared/transport';
 import type { Bounds, ImageLevel } from '../shared/types';
 
-/** Screen pixels per image pixel beyond which a finer level is wanted (the overview's too). */
-export const DETAIL_AT = 1.5;
 /**
  * Tile requests on their way at once: a view's tiles (the level choice keeps them near 12) all
  * go out together, so they come back together and are drawn in one frame; the bound keeps a
@@ -38,6 +38,8 @@ export const CACHE_TILES = 96;
 /** Tiles on screen beyond which a level is not drawn (a guard: the level choice keeps it near 12). */
 export const MAX_VISIBLE = 64;
 
+export { DETAIL_AT, levelFor, pixelsPerUnit };
+
 /** One tile of one level: which, and where it sits in the figure's coordinate system. */
 export type TileRef = { level: number; x: number; y: number; key: string; bounds: Bounds };
 
@@ -53,24 +55,6 @@ export type Tile = TileRef & {
 
 export function tileKey(level: number, x: number, y: number): string {
   return `${level}/${x}/${y}`;
-}
-
-/** Image pixels of `level` per unit of the coordinate system (along x). */
-export function pixelsPerUnit(level: { width: number; bounds: Bounds }): number {
-  return level.width / Math.max(level.bounds[2] - level.bounds[0], 1e-12);
-}
-
-/**
- * The coarsest level whose pixel spans at most DETAIL_AT screen pixels at `screenPerUnit`
- * (screen px per unit), else the finest (0): the least data that still looks sharp.
- */
-export function levelFor(levels: ImageLevel[], screenPerUnit: number): number {
-  for (let i = levels.length - 1; i >= 0; i--) {
-    if (screenPerUnit / pixelsPerUnit(levels[i]) <= DETAIL_AT) {
-      return i;
-    }
-  }
-  return 0;
 }
 
 /** The tiles of level `index` that `region` shows, row by row (none when it misses the level). */
@@ -101,47 +85,6 @@ export function tilesIn(region: Region, levels: ImageLevel[], index: number): Ti
   return out;
 }
 
-/** A least-recently-used map: `get` refreshes an entry, `set` drops the oldest past `capacity`. */
-export class LruCache<V> {
-  private readonly map = new Map<string, V>();
-
-  constructor(readonly capacity: number) {}
-
-  get size(): number {
-    return this.map.size;
-  }
-
-  has(key: string): boolean {
-    return this.map.has(key);
-  }
-
-  get(key: string): V | undefined {
-    const value = this.map.get(key);
-    if (value !== undefined) {
-      this.map.delete(key);
-      this.map.set(key, value);
-    }
-    return value;
-  }
-
-  /** Look without refreshing (a stand-in search must not keep every coarse tile alive). */
-  peek(key: string): V | undefined {
-    return this.map.get(key);
-  }
-
-  set(key: string, value: V): void {
-    this.map.delete(key);
-    this.map.set(key, value);
-    while (this.map.size > this.capacity) {
-      this.map.delete(this.map.keys().next().value as string);
-    }
-  }
-
-  keys(): string[] {
-    return [...this.map.keys()];
-  }
-}
-
 function overlaps(a: Bounds, b: Bounds): boolean {
   return a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
 }
@@ -160,7 +103,7 @@ export type TileFrame = {
  * (at most CONCURRENCY on their way), caching what arrives, and coloring what is drawn.
  */
 export class TileGrid {
-  readonly cache = new LruCache<Tile>(CACHE_TILES);
+  readonly cache = new Lru<Tile>({ maxEntries: CACHE_TILES });
   /** The tiles wanted at the last update, in the order they are drawn. */
   private wanted: TileRef[] = [];
   private level = -1;

@@ -1,0 +1,63 @@
+"""Issue 38, item 15: the widget outside IPython (plain Python, marimo, voila: no ``get_ipython()``).
+
+"Bind as `adata`" there has no namespace to bind in: it must say so, and the history row must not
+claim "bound". Everything else keeps working (requests, ``browser.adata``, ``save``). Run in a
+plain Python process of its own, where IPython has never started.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+pytest_plugins = ["kit.fixtures_service"]
+
+#: The process's script: the widget used as marimo uses it, what it answered printed as JSON.
+SCRIPT = """
+import json, sys
+from pathlib import Path
+import numpy as np
+from sds_jupyter import widget
+
+for attribute, name in (("_ESM_PATH", "widget.js"), ("_APP_PATH", "widget-app.js"), ("_CSS_PATH", "widget.css")):
+    if not getattr(widget, attribute).is_file():  # the front end not built: stand-ins, as tests/fixtures_service does
+        stand_in = Path(sys.argv[2]) / name
+        stand_in.write_text("export default { render() {} };" if name.endswith(".js") else "")
+        setattr(widget, attribute, stand_in)
+
+browser = widget.VersionBrowser(sys.argv[1])
+history = browser.answer({"type": "request", "name": "history", "params": {}}).data
+reply = browser.answer({"type": "open_adata", "id": 1, "version": 1}).data
+opened = {"bound": browser.bound, "selected": browser.selected, "n_obs": browser.adata.n_obs}
+marks = [row.get("marks", "") for row in browser._summary_rows()]
+adata = browser.adata
+adata.obs["plain"] = np.arange(adata.n_obs, dtype=float)
+top = browser.save("saved from plain Python")
+print(json.dumps({
+    "ipython": "IPython" in sys.modules and sys.modules["IPython"].get_ipython() is not None,
+    "top_depth": history["top_depth"], "message": reply["message"], **opened, "marks": marks,
+    "saved": str(top), "after_save": {"bound": browser.bound, "selected": browser.selected},
+}))
+"""
+
+
+def test_bind_outside_ipython_says_nothing_was_bound(studio_copy, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(studio_copy.v2), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["ipython"] is False and seen["top_depth"] == 2
+    assert seen["message"].startswith("Not bound: no IPython kernel here, so no variable `adata` was set.")
+    assert "v1 “Studio section” is selected: use `browser.adata`" in seen["message"]
+    assert (seen["bound"], seen["selected"]) == (-1, 1)  # the row shows no "bound" mark
+    assert not any("bound" in mark for mark in seen["marks"]) and "selected" in seen["marks"][1]
+    assert seen["n_obs"] > 0
+    # the save went onto v1 (where browser.adata came from) and binds nothing either
+    assert Path(seen["saved"]).is_dir() and seen["after_save"] == {"bound": -1, "selected": 2}

@@ -1,0 +1,143 @@
+"""Building a points index: a build killed midway leaves nothing that is served; memory stays flat as the element grows.
+
+Elements are written by spatialdata in parts of 10,000 rows (dask partitions, as a Xenium
+conversion writes them), so the reader's share of memory is one part whatever the element.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import zarr
+
+from sds_jupyter.studio.pointindex import IndexSizes, build_point_index
+from sds_jupyter.studio.pointparts import open_points, point_batches, point_sample
+from sds_jupyter.studio.pointstore import PointStore
+
+PART_ROWS = 10_000
+#: Small enough that every stage of the sort is held to it on this little data.
+TIGHT = IndexSizes(tile_points=200, full_tile_points=2_000, bucket_points=5_000, chunk_points=5_000)
+SIZES = IndexSizes(tile_points=200, full_tile_points=300, bucket_points=1_000)
+
+
+def write_points(path: Path, n: int, seed: int) -> Path:
+    """``n`` points of 20 genes in parts of PART_ROWS, written by spatialdata as points element ``transcripts``."""
+    import dask.dataframe as dd
+    import spatialdata
+    from spatialdata.models import PointsModel
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {
+            "x": rng.uniform(0, 100, n).astype(np.float32),
+            "y": rng.uniform(0, 100, n).astype(np.float32),
+            "gene": pd.Categorical.from_codes(rng.integers(0, 20, n), categories=[f"G{i}" for i in range(20)]),
+        }
+    )
+    points = PointsModel.parse(
+        dd.from_pandas(frame, npartitions=n // PART_ROWS), coordinates={"x": "x", "y": "y"}, feature_key="gene"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spatialdata.SpatialData(points={"transcripts": points}).write(path, overwrite=True)
+    return path
+
+
+def _peak(path: Path) -> tuple[int, int]:
+    """The most bytes Python and numpy held at once while indexing the element at ``path``, and its points."""
+    root = zarr.open_group(str(path), mode="r")
+    batches = point_batches(root, open_points(root, "transcripts"), rows=PART_ROWS)
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        index = build_point_index(batches, sizes=TIGHT)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    n = index.n_points
+    index.close()
+    return peak, n
+
+
+def test_memory_stays_flat_as_the_element_grows(tmp_path: Path) -> None:
+    """Four times the points, the same peak: the build holds a part, a chunk and a bucket, never the element."""
+    small = _peak(write_points(tmp_path / "small.zarr", 40_000, seed=1))
+    large = _peak(write_points(tmp_path / "large.zarr", 160_000, seed=2))
+    assert (small[1], large[1]) == (40_000, 160_000)
+    # the fixed part (the 4**10 histogram and its bincount, 16 MiB) and a few chunks, parts and buckets
+    assert large[0] <= small[0] * 1.05 + 256 * 1024, (small, large)
+    assert large[0] < 24 * 1024**2, large
+
+
+_KILLED = """
+import sys, zarr
+from sds_jupyter.studio.pointindex import IndexSizes
+from sds_jupyter.studio.pointparts import open_points, point_batches
+from sds_jupyter.studio.pointstore import PointStore
+root = zarr.open_group(sys.argv[2], mode="r")
+
+def batches():
+    for count, batch in enumerate(point_batches(root, open_points(root, "transcripts"), rows=1_000)):
+        if count == 2:
+            print("midway", flush=True)
+            sys.stdin.read()  # held here until killed
+        yield batch
+
+PointStore(sys.argv[1]).get("element-1", batches, IndexSizes(tile_points=200, full_tile_points=300, bucket_points=1_000))
+"""
+
+
+def test_a_build_killed_midway_leaves_no_index_that_is_served(tmp_path: Path) -> None:
+    """A process killed while building leaves its build folder only; no one opens it; the next build replaces it."""
+    element = write_points(tmp_path / "p.zarr", 20_000, seed=3)
+    cache = tmp_path / "points-cache"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _KILLED, str(cache), str(element)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "midway\n"
+    finally:
+        process.kill()
+        process.communicate(timeout=60)
+    left = [p.name for p in cache.iterdir() if p.is_dir()]
+    assert len(left) == 1 and left[0].startswith(".build-")
+    store = PointStore(cache)
+    assert store.kept("element-1", SIZES) is None
+    root = zarr.open_group(str(element), mode="r")
+    index = store.get("element-1", lambda: point_batches(root, open_points(root, "transcripts")), SIZES)
+    assert index.built and index.n_points == 20_000
+    assert [p.name for p in cache.iterdir() if p.is_dir() and p.name.startswith(".")] == []  # the half one removed
+    assert store.kept("element-1", SIZES) is not None
+
+
+@pytest.mark.parametrize("points", [500, 5_000])
+def test_the_sample_reads_the_head_of_every_part_and_is_deterministic(tmp_path: Path, points: int) -> None:
+    """A sample of ``points`` reading at most 40,000 of 80,000 rows: the first rows of every part, the same twice."""
+    import spatialdata
+
+    element = write_points(tmp_path / "p.zarr", 80_000, seed=4)
+    root = zarr.open_group(str(element), mode="r")
+    opened = open_points(root, "transcripts")
+
+    def drawn() -> np.ndarray:
+        sample = point_sample(root, opened, points=points, read_rows=40_000)
+        assert sample.rows == 80_000
+        return np.concatenate([np.column_stack([batch.x, batch.y]) for batch in sample.batches])
+
+    first = drawn()
+    assert abs(len(first) - points) <= points * 0.05 + 8
+    assert np.array_equal(first, drawn())
+    stored = spatialdata.read_zarr(element).points["transcripts"].compute()[["x", "y"]].to_numpy()  # in part order
+    where = {(float(x), float(y)): i for i, (x, y) in enumerate(stored)}
+    rows = np.asarray([where[(float(x), float(y))] for x, y in first.astype(np.float32)])
+    assert (rows % PART_ROWS < 5_000).all() and set(rows // PART_ROWS) == set(range(8))  # every part's head
