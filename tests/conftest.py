@@ -48,7 +48,7 @@ def _no_folder_map_from_env(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """Tests set SDS_CIRRO_DATASETS themselves when they mean to; no workspace folder of the machine is read
-    (nor the user's records of resolved stacks, nor their points indexes)."""
+    (nor the user's records of resolved stacks, their points indexes or their cell geometry)."""
     monkeypatch.delenv("SDS_CIRRO_DATASETS", raising=False)
     monkeypatch.delenv("SDS_DATASETS_DIR", raising=False)
     monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "sds-versions"))
@@ -58,6 +58,8 @@ def _no_folder_map_from_env(
     monkeypatch.setenv("SDS_STACK_CACHE", str(tmp_path_factory.mktemp("stack-cache")))
     # Points indexes kept on disk: the test's own folder too (made 0700 on first use).
     monkeypatch.setenv("SDS_POINTS_CACHE", str(tmp_path_factory.mktemp("points-cache") / "points"))
+    # Cell geometry kept on disk: likewise the test's own (so no test maps another's entry).
+    monkeypatch.setenv("SDS_GEOMETRY_CACHE", str(tmp_path_factory.mktemp("geometry-cache") / "geometry"))
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,11 @@ named by the identity of the objects it was read from (:func:`node_identity`), a
 in the session's :class:`~sds_jupyter.stack.caches.StackCaches` (``derived``), bounded by
 bytes: the REST server's services (one per version folder) and the widget's are given the
 process's caches, so they share the entries and a version switch finds them there.
+
+Cell geometry (positions, outlines, and for a tissue whose outlines go by tile their bounds,
+areas, grid and wire codes) is also kept on disk under the same name
+(:func:`~sds_jupyter.studio.keptarrays.geometry_store`), so a new server or kernel maps the
+first tissue of a million cells from there rather than deriving it again (issue 39).
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.stack import StackCaches, StackStore, node_identity
 from sds_jupyter.studio.canvas import CellGeometry, cell_geometry, channel_planes, geometry_nodes, planes_over
 from sds_jupyter.studio.elements import Pyramid, open_pyramid
+from sds_jupyter.studio.keptarrays import KeptArrays, geometry_store
+from sds_jupyter.studio.shapeindex import ShapesNote
 from sds_jupyter.studio.tableview import TableView
 
 __all__ = [
@@ -72,6 +79,8 @@ OVERVIEW_SIDE = 1024
 _CELLS_FORMAT = "cells-4"
 _OVERVIEW_FORMAT = "overview-2"
 _TILE_FORMAT = "outline-tile-1"
+#: Part of the disk cache's identity of cell geometry: a change of what is kept there gets new entries.
+_DISK_FORMAT = "cells-disk-1"
 #: Tissues of more cells than this send their outlines by tile, and circles of their cells' area
 #: with the positions. Why 5,000: the demo's outlines cost about 76 bytes a cell, so up to here
 #: they add at most ~0.4 MB to the first figure (less than one outline tile of a large tissue
@@ -158,8 +167,77 @@ def _full_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellG
     key = cells_key(view, spec)
     with cells_cache(view.caches).claim(key) as turn:
         if turn.missing:
-            turn.fill(cell_geometry(view, view.root, view.attrs, spec.get("coordinate_system") or None))
+            full, outlines = _kept_on_disk(view, spec, key)
+            if outlines is not None:
+                outlines_cache(view.caches).put(key, outlines)
+            turn.fill(full)
     return key, turn.value
+
+
+def _kept_on_disk(view: TableView, spec: Mapping[str, Any], key: str) -> tuple[CellGeometry, Outlines | None]:
+    """A figure's cell geometry (and outline index, when tiled) mapped from the disk cache, else derived and kept there."""
+
+    def derive() -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        full = cell_geometry(view, view.root, view.attrs, spec.get("coordinate_system") or None)
+        return _entry_of(full, _outlines(full) if _tiled(full) else None)
+
+    found = _from_entry(geometry_store().get(f"{_DISK_FORMAT}\n{key}", derive, lambda e: _from_entry(e) is not None))
+    if found is None:  # derived just now, so this does not happen unless the derivation itself is wrong
+        raise RequestError("The cell geometry derived for this figure does not hold together.")
+    return found
+
+
+def _entry_of(full: CellGeometry, outlines: Outlines | None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """What the disk cache keeps of ``full`` (and its outline index): JSON and named arrays."""
+    shapes = full.shapes
+    meta: dict[str, Any] = {
+        "descriptor": shapes[0] if shapes is not None else None,
+        "n_shape_buffers": len(shapes[1]) if shapes is not None else 0,
+        "note": list(full.note) if full.note is not None else None,
+        "tiled": outlines is not None,
+    }
+    arrays = {"x": full.x, "y": full.y}
+    arrays.update({f"shape_{i}": buffer for i, buffer in enumerate(shapes[1] if shapes is not None else [])})
+    if outlines is not None:
+        meta.update({"grid": outlines.grid, "sent": outlines.sent.shapes[0], "quantum": outlines.quantum})  # type: ignore[index]
+        arrays.update({"boxes": outlines.boxes, "radius": outlines.sent.buffers[2]})
+        arrays.update({f"code_{i}": codes for i, codes in enumerate(outlines.codes)})
+    return meta, arrays
+
+
+def _from_entry(entry: KeptArrays) -> tuple[CellGeometry, Outlines | None] | None:
+    """The geometry (and outline index) an entry holds; None for one that does not hold together (rebuilt)."""
+    meta, arrays = entry.meta, entry.arrays
+    try:
+        x, y = arrays["x"], arrays["y"]
+        buffers = [arrays[f"shape_{i}"] for i in range(int(meta["n_shape_buffers"]))]
+        descriptor, note = meta["descriptor"], meta["note"]
+        shapes = (descriptor, buffers) if descriptor is not None else None
+        full = CellGeometry(x, y, shapes, ShapesNote(str(note[0]), note[1]) if note is not None else None)
+        if len(x) != len(y) or (
+            descriptor is not None and descriptor.get("kind") == "polygons" and not _rings_hold(full)
+        ):
+            raise ValueError("the kept cell geometry does not hold together")
+        if not meta["tiled"]:
+            return full, None
+        radius, boxes, codes = arrays["radius"], arrays["boxes"], [arrays[f"code_{i}"] for i in range(3)]
+        if boxes.shape != (len(x), 4) or any(len(c) != len(x) for c in [radius, *codes]):
+            raise ValueError("the kept outline index does not match its cells")
+        sent = CellGeometry(x, y, (meta["sent"], [radius]))
+        return full, Outlines(full, boxes, meta["grid"], sent, meta["quantum"], codes)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _rings_hold(full: CellGeometry) -> bool:
+    """Whether polygons' ``starts`` run in order from 0 to their vertices, one ring a cell: what tiles index by."""
+    assert full.shapes is not None
+    starts, vertices = full.shapes[1]
+    return (
+        len(starts) == len(full.x) + 1
+        and (len(starts) == 0 or (int(starts[0]) == 0 and int(starts[-1]) * 2 == len(vertices)))
+        and not (np.diff(starts.astype(np.int64)) < 0).any()
+    )
 
 
 def cached_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellGeometry]:
@@ -170,14 +248,14 @@ def cached_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Cell
     key, full = _full_geometry(view, spec)
     if not _tiled(full):
         return key, full
-    return key, _kept_outlines(view, key, full).sent
+    return key, _kept_outlines(view, spec, key, full).sent
 
 
-def _kept_outlines(view: TableView, key: str, full: CellGeometry) -> Outlines:
-    """A tiled tissue's outline index, built once per cells key."""
+def _kept_outlines(view: TableView, spec: Mapping[str, Any], key: str, full: CellGeometry) -> Outlines:
+    """A tiled tissue's outline index, built once per cells key (mapped from disk when kept there)."""
     with outlines_cache(view.caches).claim(key) as turn:
         if turn.missing:
-            turn.fill(_outlines(full))
+            turn.fill(_kept_on_disk(view, spec, key)[1] or _outlines(full))
     return turn.value
 
 
@@ -412,7 +490,7 @@ def cells_sent(
     key, full = _full_geometry(view, spec)
     if not _tiled(full):
         return key, full, None, full.buffers
-    outlines = _kept_outlines(view, key, full)
+    outlines = _kept_outlines(view, spec, key, full)
     return key, outlines.sent, outlines.quantum, outlines.codes
 
 
@@ -421,7 +499,7 @@ def cached_outlines(view: TableView, spec: Mapping[str, Any]) -> tuple[str, Outl
     key, full = _full_geometry(view, spec)
     if not _tiled(full):
         return key, None
-    return key, _kept_outlines(view, key, full)
+    return key, _kept_outlines(view, spec, key, full)
 
 
 def _tile(outlines: Outlines, column: int, row: int) -> OutlineTile:

@@ -1,0 +1,214 @@
+"""Named arrays and a little JSON kept on disk between processes, under the identity of what they were derived from.
+
+Why: a million cells' geometry (positions, outlines, their bounds, areas and the outline grid)
+takes seconds of reading and arithmetic to derive from the stored objects, which never change
+for their identity; a new server or kernel would otherwise derive it all again before its first
+tissue. An entry is one folder: ``entry.json`` (the identity, the caller's JSON, each array's
+name, dtype and shape) and one raw little-endian file per array, mapped read-only on open.
+
+The folder (``$SDS_GEOMETRY_CACHE``, else ``$XDG_CACHE_HOME/sds-jupyter/geometry``) follows the
+rules of :mod:`sds_jupyter.studio.keptfolders`: private, no links, published by rename, one
+builder at a time, least recently used evicted past :data:`GEOMETRY_CACHE_BYTES`. An entry opens
+only if its header names the identity asked for, lists only known dtypes and sane shapes, and
+every file is this user's regular file of exactly the size the header implies; anything else is
+rebuilt (and replaced), never read.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sds_jupyter.stack import cache_dir, own_regular
+from sds_jupyter.studio.keptfolders import KeptFolders
+
+__all__ = [
+    "GEOMETRY_CACHE_BYTES",
+    "GEOMETRY_CACHE_ENV",
+    "KEPT_HEADER_BYTES",
+    "KeptArrays",
+    "geometry_cache_dir",
+    "geometry_store",
+]
+
+#: Where derived cell geometry is kept: a folder, or ``off`` to keep none. Unset: ``$XDG_CACHE_HOME/sds-jupyter/geometry``.
+GEOMETRY_CACHE_ENV = "SDS_GEOMETRY_CACHE"
+#: The bytes the kept geometry may take together (the million-cell demo's is about 130 MB).
+GEOMETRY_CACHE_BYTES = 4 * 1024**3
+#: The largest ``entry.json`` read (it lists a few arrays and a little JSON).
+KEPT_HEADER_BYTES = 1024 * 1024
+
+_FORMAT = "kept-arrays-1"
+_HEADER = "entry.json"
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_DTYPES = frozenset({"<f4", "<f8", "<u2", "<u4", "<u8", "<i4", "<i8", "|u1"})
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+
+
+@dataclass
+class KeptArrays:
+    """An entry: the caller's JSON and arrays, and where they came from (``disk``, or ``built`` now)."""
+
+    meta: dict[str, Any]
+    arrays: dict[str, np.ndarray]
+    source: str = "built"
+    folder: Path | None = field(default=None, repr=False)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(array.nbytes) for array in self.arrays.values())
+
+
+def geometry_cache_dir() -> Path | None:
+    """The folder cell geometry is kept in, or None when ``$SDS_GEOMETRY_CACHE`` is ``off``."""
+    return cache_dir(GEOMETRY_CACHE_ENV, "geometry")
+
+
+class ArrayStore:
+    """Entries of named arrays kept in one private folder (``folder``, or ``default()`` at each use)."""
+
+    def __init__(
+        self,
+        default: Callable[[], Path | None],
+        folder: str | os.PathLike[str] | None = None,
+        max_bytes: int = GEOMETRY_CACHE_BYTES,
+        what: str = "cell geometry",
+    ) -> None:
+        chosen = None if folder is None else Path(os.path.abspath(folder))
+        self._folders: KeptFolders[KeptArrays] = KeptFolders(
+            lambda: chosen if chosen is not None else default(), max_bytes, what
+        )
+
+    @property
+    def folder(self) -> Path | None:
+        return self._folders.folder
+
+    def get(
+        self,
+        identity: str,
+        compute: Callable[[], tuple[Mapping[str, Any], Mapping[str, np.ndarray]]],
+        accept: Callable[[KeptArrays], bool] = lambda _entry: True,
+    ) -> KeptArrays:
+        """The entry of ``identity``: mapped from disk if kept (and ``accept``ed), else ``compute()``d, kept and mapped.
+
+        ``accept`` checks what sizes cannot (the arrays hold together): an entry it refuses is
+        rebuilt and replaced, as a truncated one is.
+        """
+
+        def opener(dir_fd: int, folder: Path, identity: str) -> KeptArrays | None:
+            entry = open_arrays(dir_fd, folder, identity)
+            return entry if entry is not None and accept(entry) else None
+
+        def write(folder: Path) -> None:
+            meta, arrays = compute()
+            write_arrays(folder, identity, meta, arrays)
+
+        def private() -> KeptArrays:
+            meta, arrays = compute()
+            return KeptArrays(dict(meta), {name: np.asarray(a) for name, a in arrays.items()})
+
+        def unkept(entry: KeptArrays, folder: Path) -> KeptArrays:
+            shutil.rmtree(folder, ignore_errors=True)  # the mappings outlive the files' names
+            entry.folder = None
+            return entry
+
+        entry, built = self._folders.get(identity, opener, write, private, unkept)
+        entry.source = "built" if built else "disk"
+        return entry
+
+
+def geometry_store(folder: str | os.PathLike[str] | None = None) -> ArrayStore:
+    """The store of derived cell geometry (``folder``, else :func:`geometry_cache_dir`)."""
+    return ArrayStore(geometry_cache_dir, folder)
+
+
+def write_arrays(folder: Path, identity: str, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` (one raw little-endian file each) then ``entry.json`` into ``folder`` (empty, the caller's own)."""
+    listed = []
+    for name, array in arrays.items():
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"array name {name!r} is not a plain lower-case word")
+        data = np.ascontiguousarray(array)
+        data = data.astype(data.dtype.newbyteorder("<"), copy=False)
+        if data.dtype.str not in _DTYPES:
+            raise ValueError(f"array {name!r} is {data.dtype.str}, not one of {sorted(_DTYPES)}")
+        with (folder / name).open("xb") as out:
+            data.tofile(out)
+        listed.append({"name": name, "dtype": data.dtype.str, "shape": [int(side) for side in data.shape]})
+    header = {"format": _FORMAT, "identity": identity, "meta": dict(meta), "arrays": listed}
+    (folder / _HEADER).write_text(json.dumps(header, allow_nan=False, ensure_ascii=False), encoding="utf-8")
+
+
+def open_arrays(dir_fd: int, folder: Path, identity: str) -> KeptArrays | None:
+    """The entry in the folder open as ``dir_fd`` if it is whole, this user's and built for ``identity``; else None.
+
+    Each file's size is checked against the header's dtype and shape before it is mapped.
+    """
+    header = _read_header(dir_fd)
+    if header is None or header.get("format") != _FORMAT or header.get("identity") != identity:
+        return None
+    meta, listed = header.get("meta"), header.get("arrays")
+    if not isinstance(meta, dict) or not isinstance(listed, list):
+        return None
+    arrays: dict[str, np.ndarray] = {}
+    for item in listed:
+        try:
+            name, dtype, shape = str(item["name"]), str(item["dtype"]), [int(side) for side in item["shape"]]
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not _NAME.fullmatch(name) or name in arrays or dtype not in _DTYPES or not 1 <= len(shape) <= 2:
+            return None
+        if any(side < 0 for side in shape):
+            return None
+        mapped = _mapped(dir_fd, name, dtype, int(np.prod(shape, dtype=object)))
+        if mapped is None:
+            return None
+        arrays[name] = mapped.reshape(shape)
+    return KeptArrays(meta, arrays, "disk", folder)
+
+
+def _read_header(dir_fd: int) -> dict[str, Any] | None:
+    try:
+        fd = os.open(_HEADER, _READ, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not own_regular(info) or info.st_size > KEPT_HEADER_BYTES:
+            return None
+        raw = os.read(fd, KEPT_HEADER_BYTES + 1)
+        header = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    return header if isinstance(header, dict) else None
+
+
+def _mapped(dir_fd: int, name: str, dtype: str, n: int) -> np.ndarray | None:
+    """File ``name`` as ``n`` values of ``dtype``, memory-mapped read-only; None unless it is exactly that."""
+    try:
+        fd = os.open(name, _READ, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not own_regular(info) or info.st_size != n * np.dtype(dtype).itemsize:
+            return None
+        if n == 0:
+            return np.zeros(0, dtype=dtype)
+        # the mapping outlives the descriptor and the file's name (an eviction unlinks it, readers keep reading)
+        return np.frombuffer(mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ), dtype=dtype)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
