@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_SAFE_INTEGER",
     "MAX_SPEC_BYTES",
     "MAX_SPEC_DEPTH",
+    "CompactFacts",
     "JSONRefused",
+    "compact_facts",
     "json_depth",
     "loads_bounded",
     "loads_spec",
@@ -156,15 +159,86 @@ def text_depth(text: str, limit: int | None = None) -> int:
     kind, each ``replace(b"[]", b"")`` removes one level (it does not look again at what it
     joined). Every step is one C-level pass. Stops counting past ``limit``.
     """
+    return _bracket_depth(_outside_strings(text), limit)
+
+
+class CompactFacts(NamedTuple):
+    """What :func:`compact_facts` reads off a JSON text."""
+
+    depth: int
+    """:func:`text_depth`."""
+    written: bool
+    """Whether every token is spelled as json's compact encoder spells its value (see :func:`compact_facts`)."""
+    keys: int
+    """How many object keys the text holds, repeated ones counted each time."""
+
+
+def compact_facts(text: str, limit: int | None = None) -> CompactFacts:
+    """The nesting, spelling and key count of the valid JSON ``text``, its strings taken out once for all three.
+
+    ``written`` is True when ``text`` is printable ASCII and every token in it is spelled as
+    ``json.dumps(..., separators=(",", ":"))`` spells the value it decodes to: no whitespace
+    outside strings, only the escapes that encoder writes (the seven short ones, and lowercase
+    ``\\uXXXX`` for what it does not write as itself), and numbers as ``repr`` writes them (an
+    int in plain digits, no ``-0``). A key repeated in one object it cannot see, but ``keys``
+    counts it: a caller that decodes ``text`` compares that with the keys its objects hold. With
+    both, each object or list in ``text`` is exactly its value encoded again, and a slice of the
+    text can be carried instead of encoded again.
+    """
+    outside = _outside_strings(text, '"')  # a quote where each string was: a key's is followed by ':'
+    depth = _bracket_depth(outside, limit)
+    written = text.isascii() and not text.encode("ascii").translate(None, _PRINTABLE_ASCII) and " " not in outside
+    if written and "\\" in text:
+        written = all(_written_escape(escape) for escape in set(_ESCAPE.findall(text)))
+    if written:
+        # no space outside strings: the separators made spaces leave the tokens between spaces
+        written = all(_written_token(token) for token in set(outside.translate(_SEPARATORS_TO_SPACE).split()))
+    return CompactFacts(depth, written, outside.count('":'))
+
+
+def _outside_strings(text: str, mark: str = "") -> str:
+    """``text`` with its strings taken out, each replaced by ``mark``."""
     # escapes only occur in strings, each a backslash and the next character: \\ pairs first
     plain = text.replace("\\\\", "").replace('\\"', "")
-    outside = "".join(plain.split('"')[::2])  # valid JSON: every other part lies outside strings
+    return mark.join(plain.split('"')[::2])  # valid JSON: every other part lies outside strings
+
+
+def _bracket_depth(outside: str, limit: int | None) -> int:
     brackets = outside.encode("ascii", "ignore").translate(_ONE_KIND, _NOT_BRACKETS)
     depth = 0
     while brackets and (limit is None or depth <= limit):
         brackets = brackets.replace(b"[]", b"")
         depth += 1
     return depth
+
+
+#: Printable ASCII (space to tilde): json's ASCII encoder escapes anything else in a string.
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
+_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)", re.DOTALL)
+_SHORT_ESCAPES = frozenset(['\\"', "\\\\", "\\b", "\\f", "\\n", "\\r", "\\t"])
+#: Code points json's ASCII encoder writes with a short escape (or as themselves, from space to tilde).
+_NOT_AS_U = frozenset([0x08, 0x09, 0x0A, 0x0C, 0x0D, *range(0x20, 0x7F)])
+_SEPARATORS_TO_SPACE = str.maketrans('[]{}:,"', "       ")
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_WORDS = frozenset(["true", "false", "null", "NaN", "Infinity", "-Infinity"])
+
+
+def _written_escape(escape: str) -> bool:
+    if escape in _SHORT_ESCAPES:
+        return True
+    digits = escape[2:]
+    return escape[1] == "u" and digits == digits.lower() and int(digits, 16) not in _NOT_AS_U
+
+
+def _written_token(token: str) -> bool:
+    if token in _WORDS:
+        return True
+    if _INT.fullmatch(token):
+        return token != "-0"
+    try:
+        return repr(float(token)) == token
+    except ValueError:
+        return False
 
 
 def loads_spec(raw: str | bytes) -> Any:

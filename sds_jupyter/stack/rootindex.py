@@ -8,16 +8,25 @@ is kept decoded, each entry as its encoded text, in the caller's
 decode the same, so an entry is never stale, whoever wrote the file. Kept when a table is
 opened (the save that follows finds it) and when a commit writes a root (the next save does).
 This module sits below the open and the write wing, which both keep entries.
+
+A root this package wrote (compact, as the encoder writes) is decoded without encoding its
+entries again: its text is checked as the full decode checks it (valid JSON, the nesting limit),
+then read member by member with json's own scanner, each entry's text being its slice of the
+document once the text is known to spell every value as the encoder would (see
+:func:`~sds_jupyter.jsontext.compact_facts`; keys repeated in one object are looked for while
+scanning). Any other text takes the full decode, so both give the same entries, byte for byte
+(a property test compares them on generated documents).
 """
 
 from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sds_jupyter.jsontext import loads_bounded
+from sds_jupyter.jsontext import MAX_JSON_DEPTH, compact_facts, loads_bounded
 from sds_jupyter.stack.caches import StackCaches
 
 __all__ = ["COMPACT", "ROOT_INDEX_CACHE_BYTES", "CarriedIndex", "carried", "keep_root", "root_key"]
@@ -46,6 +55,17 @@ class CarriedIndex:
 
     @classmethod
     def decode(cls, raw: bytes) -> CarriedIndex:
+        """``raw`` decoded: sliced when it is compact text as the encoder writes it, else in full.
+
+        Both give the same ``head`` and ``entries`` (texts equal byte for byte) and refuse the
+        same documents, with the same error: whatever the slicing cannot prove, it leaves to the
+        full decode."""
+        sliced = _sliced(raw)
+        return sliced if sliced is not None else cls.decode_full(raw)
+
+    @classmethod
+    def decode_full(cls, raw: bytes) -> CarriedIndex:
+        """``raw`` decoded whole, each index entry encoded again: what :meth:`decode` must equal."""
         doc = loads_bounded(raw, strict=False)
         head = doc if isinstance(doc, dict) else {}
         below = head.pop("consolidated_metadata", None)
@@ -54,6 +74,114 @@ class CarriedIndex:
         if isinstance(index, dict):
             entries = {path: json.dumps(entry, separators=COMPACT) for path, entry in index.items()}
         return cls(raw, head, entries)
+
+
+#: What the writer puts between the root's fields and its index's entries (see consolidate.py).
+_INDEX_OPEN = '"consolidated_metadata":{"kind":"inline","must_understand":false,"metadata":{'
+#: json's own scanners (C), untyped in typeshed: a string from just past its opening quote, and a
+#: value at a position, each giving where it ends. Root fields are decoded as the full decode
+#: decodes them (lenient: Zarr v2 fill values may be NaN).
+_Scan = Callable[[str, int], tuple[Any, int]]
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_scan_field: _Scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _sliced(raw: bytes) -> CarriedIndex | None:
+    """``raw`` decoded with each index entry as its slice of the text; None when that cannot be proven equal.
+
+    Takes only ``{fields,"consolidated_metadata":{"kind":"inline","must_understand":false,
+    "metadata":{entries}}}`` with no space, in ASCII, whose tokens are all spelled as the encoder
+    spells them (:func:`~sds_jupyter.jsontext.compact_facts`), nesting within the limit, and no
+    key twice in one object (the objects' keys, as decoded, add up to the keys in the text).
+    Every value is scanned by json's own scanner, as the full decode's, so what this accepts
+    the full decode accepts.
+    """
+    if not raw.startswith(b"{") or not raw.isascii():
+        return None
+    text = raw.decode("ascii")
+    if _INDEX_OPEN not in text:
+        return None
+    try:
+        facts = compact_facts(text, MAX_JSON_DEPTH)
+        if facts.depth > MAX_JSON_DEPTH or not facts.written:
+            return None
+        return _scan_root(raw, text, facts.keys)
+    except (ValueError, StopIteration, IndexError, RecursionError):
+        return None  # not JSON after all: the full decode says why
+
+
+class _KeyCounter:
+    """json's scanner (lenient, as the full decode's) counting the keys of the objects it decodes.
+
+    The objects are handed to a list as they are made and counted after each value (their
+    keys as decoded: a key repeated in one object counts once); the value scanned is not kept.
+    """
+
+    def __init__(self) -> None:
+        self.objects: list[dict[str, Any]] = []
+        self.keys = 0
+        self._scan: _Scan = json.JSONDecoder(object_hook=self.objects.append).scan_once  # type: ignore[attr-defined]
+
+    def skip(self, text: str, pos: int) -> int:
+        """Scan the value at ``pos``, count its objects' keys; where it ends."""
+        _, end = self._scan(text, pos)
+        if self.objects:
+            self.keys += sum(map(len, self.objects))
+            self.objects.clear()
+        return end
+
+
+def _scan_root(raw: bytes, text: str, keys: int) -> CarriedIndex | None:
+    head: dict[str, Any] = {}
+    entries: dict[str, str] | None = None
+    counter = _KeyCounter()
+    pos = 1
+    while text[pos] == '"':
+        if text.startswith(_INDEX_OPEN, pos):
+            if entries is not None:
+                return None  # the index twice: the full decode keeps the last
+            members = _scan_members(text, pos + len(_INDEX_OPEN), counter)
+            if members is None or text[members[1]] != "}":
+                return None
+            entries, pos = members[0], members[1] + 1
+            counter.keys += 4 + len(entries)  # consolidated_metadata, kind, must_understand, metadata
+        else:
+            key, pos = _scanstring(text, pos + 1, True)
+            if text[pos] != ":" or key in head or key == "consolidated_metadata":
+                return None
+            head[key], end = _scan_field(text, pos + 1)
+            pos = counter.skip(text, pos + 1)
+            counter.keys += 1
+            if pos != end:
+                return None
+        if text[pos] == ",":
+            pos += 1
+        elif text[pos] == "}" and pos + 1 == len(text) and entries is not None:
+            # a key repeated in one object leaves fewer keys decoded than written
+            return CarriedIndex(raw, head, entries) if counter.keys == keys else None
+        else:
+            return None
+    return None
+
+
+def _scan_members(text: str, pos: int, counter: _KeyCounter) -> tuple[dict[str, str], int] | None:
+    """The index's entries from ``pos`` (just inside its ``{``) as slices, and the position after its ``}``."""
+    entries: dict[str, str] = {}
+    if text[pos] == "}":
+        return entries, pos + 1
+    while text[pos] == '"':
+        path, start = _scanstring(text, pos + 1, True)
+        if text[start] != ":" or path in entries:
+            return None
+        start += 1
+        pos = counter.skip(text, start)
+        entries[path] = text[start:pos]
+        if text[pos] == "}":
+            return entries, pos + 1
+        if text[pos] != ",":
+            return None
+        pos += 1
+    return None
 
 
 def carried(raw: bytes, cache: Any) -> CarriedIndex:
