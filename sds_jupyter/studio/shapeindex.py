@@ -14,6 +14,9 @@ ones, kept apart) whose boxes meet it, read back from the mapped files.
 
 Memory: one row group's batch and a 1024 x 1024 histogram while building, the tile offsets
 after; the rings, boxes and ids are files in a private folder (0700), removed with the index.
+:func:`kept_shape_index` keeps the index on disk between processes instead, under the element's
+identity, beside the cells' geometry (:mod:`~sds_jupyter.studio.keptarrays`), so a new server
+maps it rather than reading the element again (issue 39).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from sds_jupyter.limits import (
 from sds_jupyter.protocol.payloads import OutlineTiles
 from sds_jupyter.studio.cells import CellTable
 from sds_jupyter.studio.elements import ShapesOverBound, shapes_transform
+from sds_jupyter.studio.keptarrays import ArrayStore, KeptArrays, geometry_store
 from sds_jupyter.studio.pointparts import _node_path, _StoreFile
 from sds_jupyter.studio.shapes import CellShapes, _annotated_shapes, cell_shapes, exteriors_of
 
@@ -47,7 +51,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-__all__ = ["FINEST_GRID", "ShapeIndex", "ShapesNote", "build_shape_index", "cell_shapes_or_note", "refusal"]
+__all__ = [
+    "FINEST_GRID",
+    "ShapeIndex",
+    "ShapesNote",
+    "build_shape_index",
+    "cell_shapes_or_note",
+    "kept_shape_index",
+    "refusal",
+]
 
 #: The finest grid (tiles a side) shapes are counted on, as the cells' outline grid's finest.
 FINEST_GRID = 1024
@@ -352,6 +364,70 @@ def _build(root: zarr.Group, name: str, system: str | None, tile_shapes: int, pl
     )
     weakref.finalize(index, shutil.rmtree, place, True)
     return index
+
+
+#: Part of a kept index's identity: a change of what is kept gets new entries.
+_KEPT_FORMAT = "shape-index-1"
+_KEPT_ARRAYS = ("boxes", "starts", "vertices", "order", "offsets", "wide")
+
+
+def kept_shape_index(
+    root: zarr.Group, name: str, system: str | None, tile_shapes: int, identity: str, store: ArrayStore | None = None
+) -> ShapeIndex:
+    """:func:`build_shape_index`, kept on disk under ``identity`` (the element's, with its system) by ``store``
+    (default: the cell geometry's folder): mapped from there when kept, else built once and kept.
+
+    An entry that does not hold together (rings out of order, ids past the shapes) is built again.
+    """
+
+    def build() -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        index = build_shape_index(root, name, system, tile_shapes)
+        meta = {"kind": index.kind, "n": index.n, "bounds": index.bounds, "grid": index.grid, "side": index.side}
+        return meta, {part: getattr(index, part) for part in _KEPT_ARRAYS}
+
+    chosen = store if store is not None else geometry_store()
+    entry = chosen.get(f"{_KEPT_FORMAT}\n{identity}\n{tile_shapes}", build, lambda e: _index_of(e) is not None)
+    index = _index_of(entry)
+    if index is None:  # built just now: only a wrong build itself lands here
+        raise ElementError(f"The outline index of shapes element {name!r} does not hold together.")
+    return index
+
+
+def _index_of(entry: KeptArrays) -> ShapeIndex | None:
+    """The shape index an entry holds; None unless its arrays agree with each other and its header."""
+    meta, arrays = entry.meta, entry.arrays
+    try:
+        n, side = int(meta["n"]), int(meta["side"])
+        boxes, starts, vertices, order, offsets, wide = (arrays[part] for part in _KEPT_ARRAYS)
+        if not (n >= 0 and 1 <= side <= FINEST_GRID) or boxes.shape != (n, 4) or len(starts) != n + 1:
+            return None
+        if starts.dtype != np.uint64 or vertices.dtype != np.float32 or order.dtype != np.uint32:
+            return None
+        if int(starts[0]) != 0 or int(starts[-1]) * 2 != len(vertices) or (np.diff(starts.astype(np.int64)) < 0).any():
+            return None
+        if len(offsets) != side * side + 1 or int(offsets[0]) != 0 or (np.diff(offsets) < 0).any():
+            return None
+        if int(offsets[-1]) > len(order) or (n and len(order) and int(order.max()) >= n):
+            return None
+        if len(wide) and (int(wide.min()) < 0 or int(wide.max()) >= n):
+            return None
+        bounds = meta["bounds"]
+        return ShapeIndex(
+            kind=str(meta["kind"]),
+            n=n,
+            bounds=None if bounds is None else [float(v) for v in bounds],
+            grid=meta["grid"],
+            side=side,
+            offsets=np.asarray(offsets, dtype=np.int64),
+            wide=np.asarray(wide, dtype=np.int64),
+            folder=entry.folder or Path(),
+            boxes=boxes,
+            starts=starts,
+            vertices=vertices,
+            order=order,
+        )
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def _mapped(path: Path, dtype: Any, n: int) -> np.ndarray:

@@ -42,7 +42,7 @@ from sds_jupyter.service.pieces import (
 from sds_jupyter.service.session import Session
 from sds_jupyter.stack import StackCaches, StackStore, node_identity
 from sds_jupyter.studio.elements import ShapesOverBound
-from sds_jupyter.studio.shapeindex import ShapeIndex, build_shape_index
+from sds_jupyter.studio.shapeindex import ShapeIndex, kept_shape_index
 from sds_jupyter.studio.shapes import ElementRings, default_shape_color, element_rings
 from sds_jupyter.studio.transforms import DEFAULT_SYSTEM
 
@@ -189,7 +189,7 @@ def element_outlines(
         try:
             rings = element_rings(root, element, system or None)
         except ShapesOverBound:
-            return _indexed(root, element, system, key)
+            return _indexed(root, element, system, key, identity)
         except ElementError as exc:
             raise RequestError(str(exc)) from None
         if rings is None:
@@ -205,10 +205,11 @@ def element_outlines(
     return cache.get_or_compute(key, read)
 
 
-def _indexed(root: zarr.Group, element: str, system: str, key: str) -> IndexedOutlines:
-    """Element ``element`` past MAX_SHAPES indexed by tile (read once, a row group at a time)."""
+def _indexed(root: zarr.Group, element: str, system: str, key: str, identity: str) -> IndexedOutlines:
+    """Element ``element`` past MAX_SHAPES indexed by tile (read once, a row group at a time; kept on disk by identity)."""
     try:
-        return IndexedOutlines(key, build_shape_index(root, element, system or None, OUTLINE_TILE_CELLS))
+        kept = f"{system}\n{identity}"
+        return IndexedOutlines(key, kept_shape_index(root, element, system or None, OUTLINE_TILE_CELLS, kept))
     except ElementError as exc:
         raise RequestError(str(exc)) from None
 
