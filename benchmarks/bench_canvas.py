@@ -175,6 +175,8 @@ def start_lab(work: Path, root: Path) -> tuple[subprocess.Popen, str, Path]:
     base = f"http://127.0.0.1:{port}"
     log = work / "lab.log"
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "HOME": str(work)}
+    # Each server its own cell-geometry cache (issue 39), so a server measured cold derives the geometry.
+    env["SDS_GEOMETRY_CACHE"] = str(work / "geometry-cache")
     built = ROOT / "sds_jupyter" / "labextension"
     if (built / "package.json").exists():
         # Serve this checkout's build (`cd js && npm run build`), not the copy an

@@ -45,6 +45,7 @@ BENCHMARKS = [
     "bench_canvas_request.py",  # builds 1M and 10M-cell stacks (one to two minutes)
     "bench_cell_request.py",  # builds its own 1M and 10M-cell stacks, as the line above
     "bench_first_tissue.py",  # builds the demo (100k cells): bytes and server time per Figures step, sent once vs per figure
+    "bench_tissue_disk.py",  # builds the demo and its million-cell variant (about 5 minutes): first tissue cold vs from disk
     "bench_obs_requests.py",  # builds 100k and 1M-cell stacks with 31 obs columns
     "bench_points.py",  # a 3M-transcript points element written by spatialdata: index, first view, a pan at full zoom
     "bench_shape_tiles.py",  # builds the demo (100k cells): nucleus tile bytes coded vs identity; an index past MAX_SHAPES vs geopandas
