@@ -101,27 +101,40 @@ class ArrayStore:
         """The entry of ``identity``: mapped from disk if kept (and ``accept``ed), else ``compute()``d, kept and mapped.
 
         ``accept`` checks what sizes cannot (the arrays hold together): an entry it refuses is
-        rebuilt and replaced, as a truncated one is.
+        rebuilt and replaced, as a truncated one is. A cache that cannot be written (a full disk,
+        a folder that refuses a build) does not fail the caller: what was computed is returned
+        from memory, nothing is left in the folder.
         """
+        computed: list[KeptArrays] = []
+        started: list[bool] = []
 
         def opener(dir_fd: int, folder: Path, identity: str) -> KeptArrays | None:
             entry = open_arrays(dir_fd, folder, identity)
             return entry if entry is not None and accept(entry) else None
 
-        def write(folder: Path) -> None:
-            meta, arrays = compute()
-            write_arrays(folder, identity, meta, arrays)
-
         def private() -> KeptArrays:
+            started.append(True)
             meta, arrays = compute()
-            return KeptArrays(dict(meta), {name: np.asarray(a) for name, a in arrays.items()})
+            computed.append(KeptArrays(dict(meta), {name: np.asarray(a) for name, a in arrays.items()}))
+            return computed[-1]
+
+        def write(folder: Path) -> None:
+            made = private()
+            write_arrays(folder, identity, made.meta, made.arrays)
 
         def unkept(entry: KeptArrays, folder: Path) -> KeptArrays:
             shutil.rmtree(folder, ignore_errors=True)  # the mappings outlive the files' names
             entry.folder = None
             return entry
 
-        entry, built = self._folders.get(identity, opener, write, private, unkept)
+        try:
+            entry, built = self._folders.get(identity, opener, write, private, unkept)
+        except OSError:
+            if computed:
+                return computed[-1]  # computed, then not written (a full disk): served from memory
+            if started:
+                raise  # the computation's own failure
+            return private()  # the folder refused the build (its lock, its build folder) before anything was computed
         entry.source = "built" if built else "disk"
         return entry
 

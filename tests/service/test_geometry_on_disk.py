@@ -180,3 +180,29 @@ def test_a_version_that_changes_the_shapes_misses_the_kept_entry(large, tmp_path
     after = _first_tissue(top, cache)
     assert after["key"] != before["key"]
     assert len(_entries(cache)) == 2  # a second entry: the first is not served for the new shapes
+
+
+_FULL_DISK = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))  # no file past 64 KiB: writes fail with EFBIG
+sys.argv = ["-c", *sys.argv[1:]]
+exec(compile(sys.stdin.read(), "<first tissue>", "exec"))
+"""
+
+
+def test_a_cache_that_cannot_be_written_serves_what_was_computed_and_keeps_nothing(large, unkept, tmp_path) -> None:
+    """A full disk (no file past 64 KiB here: the outlines' file cannot be written): the request is answered
+    from memory, as with no cache, and no entry or build folder is left."""
+    cache = tmp_path / "geometry"
+    env = {**os.environ, GEOMETRY_CACHE_ENV: str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(large), FIGURE],
+        input=_FIRST_TISSUE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == unkept
+    assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []
