@@ -3,7 +3,8 @@
 Data: the demo (``sds-jupyter demo``: 100,000 cells with outlines) and its million-cell variant
 (``--quick``: 10,000 and 100,000 cells), built once (``--data DIR`` keeps and reuses them).
 
-Each side runs in a new Python process (the imports done before its clock starts), on the top
+Each side runs in a new Python process (the imports done before its clock starts, the server's
+warmed modules among them: ``server/warm.py``'s ``WARM_MODULES``), on the top
 version's ``fig-cell-types``, as a restarted server or a new kernel meets it:
 
 A cold: ``canvas`` then ``cells`` through ``dispatch`` and ``frame_reply`` of the ``cells`` reply,
@@ -39,8 +40,11 @@ SIZES = (100_000, 1_000_000)
 QUICK_SIZES = (10_000, 100_000)
 
 _SERVE = """
-import hashlib, json, sys, time
+import hashlib, importlib, json, sys, time
 from sds_jupyter.service import StackService, dispatch, frame_reply
+from sds_jupyter.server.warm import WARM_MODULES
+for module in WARM_MODULES:  # as the server imports them while JupyterLab loads (server/warm.py)
+    importlib.import_module(module)
 start = time.perf_counter()
 service = StackService(sys.argv[1])
 canvas = dispatch(service, "canvas", {"figure": sys.argv[2]})
