@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import zarr
 from kit.backends import backend  # noqa: F401 - the local, zip and S3 backends
 from kit.s3kit import requests, s3, s3_server, storage_options  # noqa: F401 - fixtures for every module
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_caches(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Session and module fixtures (set up before any test's own folders below) keep nothing in the
+    user's caches either: their stack records, points indexes and cell geometry go to the run's folder."""
+    shared = tmp_path_factory.mktemp("session-caches")
+    with pytest.MonkeyPatch.context() as patch:
+        for env, leaf in (
+            ("SDS_STACK_CACHE", "stacks"),
+            ("SDS_POINTS_CACHE", "points"),
+            ("SDS_GEOMETRY_CACHE", "geometry"),
+        ):
+            patch.setenv(env, str(shared / leaf))
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,8 @@ from sds_jupyter.studio import pointparts
 from sds_jupyter.studio.pointparts import PointBatch
 
 ELEMENT = "transcripts"
+#: The element's real point stream, taken before any test wraps it (a wrapper wraps this, never another wrapper).
+_REAL_BATCHES = feature.point_batches
 
 
 @pytest.fixture(autouse=True)
@@ -65,11 +67,10 @@ def _build_ended() -> None:
 
 def _gated(gate: threading.Event, fail_after: int | None = None) -> Any:
     """The element's point stream, held until ``gate`` is set; failing after ``fail_after`` batches if given."""
-    real = feature.point_batches
 
     def batches(*args: Any, **kwargs: Any) -> Iterator[PointBatch]:
         assert gate.wait(timeout=300)
-        for count, batch in enumerate(real(*args, **kwargs, rows=5_000)):
+        for count, batch in enumerate(_REAL_BATCHES(*args, **kwargs, rows=5_000)):
             if fail_after is not None and count >= fail_after:
                 raise ElementError("A part of these points cannot be read; write the element again.")
             yield batch
@@ -147,8 +148,8 @@ def test_a_failed_build_is_said_once_and_leaves_no_index_behind(
     with pytest.raises(RequestError, match="cannot be read"):
         _ask(service)
     assert [p.name for p in cache.iterdir() if p.is_dir()] == []  # no index, no build folder
-    monkeypatch.undo()
-    monkeypatch.setattr(pointparts, "SAMPLE_POINTS", 2_000)
+    # The stream again without the failure (not monkeypatch.undo(): that would also undo the
+    # conftest's cache folders, and the index would go to, or come from, the user's own cache).
     gate = threading.Event()
     monkeypatch.setattr(feature, "point_batches", _gated(gate))
     assert _ask(service)["partial"]  # asked again: built again, from the start
