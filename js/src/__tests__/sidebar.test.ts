@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 
 import { TransportError } from '../app/shared/transport';
 import type { Tree, TreeNode } from '../app/shared/types';
-import { VersionsView, groupVersions, join, type SidebarSource } from '../lab/sidebar';
+import { datasetName } from '../app/shared/format';
+import { VersionsView, groupHeading, groupVersions, join, type SidebarSource } from '../lab/sidebar';
 import type { VersionEntry } from '../lab/versions';
 import { NOW, settle } from './fixtures';
 
@@ -205,5 +206,22 @@ describe('the Versions sidebar', () => {
     expect(view.folder).toBe('datasets');
     expect(view.node.querySelectorAll('.sds-tree-row')).toHaveLength(5);
     view.dispose();
+  });
+});
+
+describe('a base is named alike in the sidebar and the panel', () => {
+  const tree = (base: Tree['base']): Tree => ({ current: null, nodes: [], base, notes: [] });
+  const local = { depth: 0 as const, dataset_id: null, path: 'data/blobs.sdata.zarr', kind: 'zarr', zarr_format: 3 };
+
+  it("by the folder map's name, else the dataset's ID, else the base store's folder", () => {
+    const named = { ...baseOf('077c0c65'), name: 'Xenium breast section' };
+    for (const [base, said] of [
+      [named, 'Xenium breast section'],
+      [baseOf('077c0c65'), '077c0c65'],
+      [local, 'blobs.sdata.zarr']
+    ] as const) {
+      expect(groupHeading(tree(base))).toBe(`On base ${said}`);
+      expect(datasetName(base, 'the base')).toBe(said); // the panel's header and the history's base row
+    }
   });
 });

@@ -12,6 +12,7 @@
 import { Widget } from '@lumino/widgets';
 import { Clock, pageClock } from '../app/shared/clock';
 import { h } from '../app/shared/dom';
+import { datasetName } from '../app/shared/format';
 import { TreeView } from '../app/history/tree';
 import { TransportError } from '../app/shared/transport';
 import type { History, Tree, TreeNode } from '../app/shared/types';
@@ -83,11 +84,10 @@ function newestOf(nodes: TreeNode[]): string {
   return nodes.reduce((m, n) => ((n.created_at ?? '') > m ? (n.created_at ?? '') : m), '');
 }
 
-/** The heading of a group: its base's folder, or the dataset missing below it. */
+/** The heading of a group: its base named as the panel names it, or the dataset missing below it. */
 export function groupHeading(tree: Tree): string {
   if (tree.base) {
-    const name = tree.base.name || (tree.base.path.split('/').filter(Boolean).pop() ?? tree.base.path);
-    return `On base ${name}`;
+    return `On base ${datasetName(tree.base, tree.base.path)}`;
   }
   const bottom = [...tree.nodes].sort((a, b) => a.depth - b.depth)[0];
   return bottom?.parent ? `Above missing dataset ${bottom.parent}` : 'Versions';

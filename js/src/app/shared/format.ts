@@ -178,10 +178,16 @@ export function printWidth(w: number | string | null | undefined): string {
 
 /**
  * A dataset as people know it: the workspace's folder-map name ("Xenium breast section") when the
- * server sends one, else its ID. One rule for every place a base or a missing dataset is named.
+ * server sends one, else its ID, else (a base store of no dataset) its folder's name. One rule for
+ * every place a base or a missing dataset is named: the panel's header, the history's base row,
+ * Compare's choices and the Versions sidebar's headings.
  */
-export function datasetName(d: { dataset_id?: string | null; name?: string } | null | undefined, fallback = ''): string {
-  return d?.name || d?.dataset_id || fallback;
+export function datasetName(
+  d: { dataset_id?: string | null; name?: string; path?: string } | null | undefined,
+  fallback = ''
+): string {
+  const folder = d?.path?.split('/').filter(Boolean).pop();
+  return d?.name || d?.dataset_id || folder || fallback;
 }
 
 /** "1 key", "2 keys", "1,024 rows": one place for counted nouns (`many` for irregular plurals). */
