@@ -214,17 +214,30 @@ def _from_entry(entry: KeptArrays) -> tuple[CellGeometry, Outlines | None] | Non
         descriptor, note = meta["descriptor"], meta["note"]
         shapes = (descriptor, buffers) if descriptor is not None else None
         full = CellGeometry(x, y, shapes, ShapesNote(str(note[0]), note[1]) if note is not None else None)
-        if len(x) != len(y) or (
-            descriptor is not None and descriptor.get("kind") == "polygons" and not _rings_hold(full)
-        ):
+        kind = None if descriptor is None else descriptor["kind"]
+        wanted = {"polygons": ["<u4", "<f4"], "circles": ["<f4"], None: []}[kind]
+        if [b.dtype.str for b in [x, y, *buffers]] != ["<f4", "<f4", *wanted] or len(x) != len(y):
+            raise ValueError("the kept cell geometry is not what is sent")
+        if (kind == "polygons" and not _rings_hold(full)) or (kind == "circles" and len(buffers[0]) != len(x)):
             raise ValueError("the kept cell geometry does not hold together")
         if not meta["tiled"]:
             return full, None
         radius, boxes, codes = arrays["radius"], arrays["boxes"], [arrays[f"code_{i}"] for i in range(3)]
         if boxes.shape != (len(x), 4) or any(len(c) != len(x) for c in [radius, *codes]):
             raise ValueError("the kept outline index does not match its cells")
+        if [a.dtype.str for a in [boxes, radius, *codes]] != ["<f8", "<f4", "<u2", "<u2", "<u2"]:
+            raise ValueError("the kept outline index is not what is sent")
+        grid, quantum = meta["grid"], meta["quantum"]
+        numbers = [grid[k] for k in ("x0", "y0", "size")] + [quantum[k] for k in ("x0", "y0", "step", "radius_step")]
+        counts = [grid[k] for k in ("columns", "rows", "n_vertices")]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers):
+            raise ValueError("the kept grid or quantum is not numbers")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
+            raise ValueError("the kept grid's counts are not counts")
+        if meta["sent"].get("outlines") != grid or meta["sent"].get("kind") != "circles":
+            raise ValueError("the kept circles do not name the kept grid")
         sent = CellGeometry(x, y, (meta["sent"], [radius]))
-        return full, Outlines(full, boxes, meta["grid"], sent, meta["quantum"], codes)
+        return full, Outlines(full, boxes, grid, sent, quantum, codes)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError):
         return None
 

@@ -401,7 +401,8 @@ def _index_of(entry: KeptArrays) -> ShapeIndex | None:
         boxes, starts, vertices, order, offsets, wide = (arrays[part] for part in _KEPT_ARRAYS)
         if not (n >= 0 and 1 <= side <= FINEST_GRID) or boxes.shape != (n, 4) or len(starts) != n + 1:
             return None
-        if starts.dtype != np.uint64 or vertices.dtype != np.float32 or order.dtype != np.uint32:
+        typed = [a.dtype.str for a in (boxes, starts, vertices, order, offsets, wide)]
+        if typed != ["<f4", "<u8", "<f4", "<u4", "<i8", "<i8"]:
             return None
         if int(starts[0]) != 0 or int(starts[-1]) * 2 != len(vertices) or (np.diff(starts.astype(np.int64)) < 0).any():
             return None

@@ -135,7 +135,16 @@ def test_a_cache_folder_that_is_a_link_or_open_to_others_is_not_used(large, unke
 
 
 @pytest.mark.parametrize(
-    "damage", ["truncated", "garbled-header", "header-claims-more", "rings-out-of-order", "linked-file"]
+    "damage",
+    [
+        "truncated",
+        "garbled-header",
+        "header-claims-more",
+        "rings-out-of-order",
+        "linked-file",
+        "retyped-boxes",
+        "grid-not-numbers",
+    ],
 )
 def test_a_damaged_entry_is_rebuilt_and_never_served(large, unkept, tmp_path, damage) -> None:
     cache = tmp_path / "geometry"
@@ -151,6 +160,17 @@ def test_a_damaged_entry_is_rebuilt_and_never_served(large, unkept, tmp_path, da
         for item in header["arrays"]:
             if item["name"] == "x":
                 item["shape"] = [N_CELLS * 1000]
+        (entry / "entry.json").write_text(json.dumps(header))
+    elif damage == "retyped-boxes":  # the outline bounds' bytes read as uint64: sizes agree, types do not
+        header = json.loads((entry / "entry.json").read_text())
+        for item in header["arrays"]:
+            if item["name"] == "boxes":
+                item["dtype"] = "<u8"
+        (entry / "entry.json").write_text(json.dumps(header))
+    elif damage == "grid-not-numbers":
+        header = json.loads((entry / "entry.json").read_text())
+        header["meta"]["grid"]["columns"] = "many"
+        header["meta"]["sent"]["outlines"]["columns"] = "many"
         (entry / "entry.json").write_text(json.dumps(header))
     elif damage == "rings-out-of-order":
         starts = np.fromfile(entry / "shape_0", dtype="<u4")
