@@ -177,11 +177,11 @@ def _full_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellG
 def _kept_on_disk(view: TableView, spec: Mapping[str, Any], key: str) -> tuple[CellGeometry, Outlines | None]:
     """A figure's cell geometry (and outline index, when tiled) mapped from the disk cache, else derived and kept there."""
 
-    def derive() -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        full = cell_geometry(view, view.root, view.attrs, spec.get("coordinate_system") or None)
-        return _entry_of(full, _outlines(full) if _tiled(full) else None)
-
-    found = _from_entry(geometry_store().get(f"{_DISK_FORMAT}\n{key}", derive, lambda e: _from_entry(e) is not None))
+    with geometry_store().claim(f"{_DISK_FORMAT}\n{key}") as turn:
+        found = _from_entry(turn.entry) if turn.entry is not None else None
+        if found is None:  # none kept, or one that does not hold together: derived here, kept (replacing it)
+            full = cell_geometry(view, view.root, view.attrs, spec.get("coordinate_system") or None)
+            found = _from_entry(turn.fill(*_entry_of(full, _outlines(full) if _tiled(full) else None)))
     if found is None:  # derived just now, so this does not happen unless the derivation itself is wrong
         raise RequestError("The cell geometry derived for this figure does not hold together.")
     return found

@@ -16,12 +16,13 @@ rebuilt (and replaced), never read.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from sds_jupyter.stack import cache_dir, own_regular
-from sds_jupyter.studio.keptfolders import KeptFolders
+from sds_jupyter.studio.keptfolders import FolderTurn, KeptFolders
 
 __all__ = [
     "GEOMETRY_CACHE_BYTES",
     "GEOMETRY_CACHE_ENV",
     "KEPT_HEADER_BYTES",
+    "ArrayTurn",
     "KeptArrays",
     "geometry_cache_dir",
     "geometry_store",
@@ -92,6 +94,20 @@ class ArrayStore:
     def folder(self) -> Path | None:
         return self._folders.folder
 
+    @contextlib.contextmanager
+    def claim(self, identity: str) -> Iterator[ArrayTurn]:
+        """A turn at ``identity``: ``turn.entry`` is the kept entry, mapped (or None); ``turn.fill`` keeps a new one.
+
+        The owner checks the entry (what sizes cannot tell: that its arrays hold together) and,
+        when there is none or it does not, makes the arrays in its own frame and hands them to
+        ``fill``, which replaces what stood there. Held under the identity's lock, so one process
+        derives while the others wait, then map what it kept. A cache that cannot be used or
+        written (a full disk, a folder that refuses a build) does not fail the owner: ``fill``
+        gives back what it was handed, from memory, and leaves nothing in the folder.
+        """
+        with self._folders.turn(identity, open_arrays) as turn:
+            yield ArrayTurn(identity, turn)
+
     def get(
         self,
         identity: str,
@@ -100,27 +116,32 @@ class ArrayStore:
     ) -> KeptArrays:
         """The entry of ``identity``: mapped from disk if kept (and ``accept``ed), else ``compute()``d, kept and mapped.
 
-        ``accept`` checks what sizes cannot (the arrays hold together): an entry it refuses is
-        rebuilt and replaced, as a truncated one is. A cache that cannot be written (a full disk,
-        a folder that refuses a build) does not fail the caller: what was computed is returned
-        from memory, nothing is left in the folder.
+        For owners in the studio itself (the shapes index); an owner above it takes a
+        :meth:`claim`, so that the studio does not call it back.
         """
-        computed: list[KeptArrays] = []
-        started: list[bool] = []
+        with self.claim(identity) as turn:
+            if turn.entry is not None and accept(turn.entry):
+                return turn.entry
+            return turn.fill(*compute())
 
-        def opener(dir_fd: int, folder: Path, identity: str) -> KeptArrays | None:
-            entry = open_arrays(dir_fd, folder, identity)
-            return entry if entry is not None and accept(entry) else None
 
-        def private() -> KeptArrays:
-            started.append(True)
-            meta, arrays = compute()
-            computed.append(KeptArrays(dict(meta), {name: np.asarray(a) for name, a in arrays.items()}))
-            return computed[-1]
+class ArrayTurn:
+    """A turn at one identity of an :class:`ArrayStore` (see :meth:`ArrayStore.claim`)."""
+
+    def __init__(self, identity: str, turn: FolderTurn[KeptArrays]) -> None:
+        self._identity = identity
+        self._turn = turn
+        #: The kept entry, mapped from disk (``source`` "disk"), or None.
+        self.entry = turn.found
+
+    def fill(self, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> KeptArrays:
+        """Keep ``meta`` and ``arrays`` for this identity; the entry as mapped back (or from memory when not kept)."""
+        made = KeptArrays(dict(meta), {name: np.asarray(array) for name, array in arrays.items()})
+        if self._turn.publish is None:
+            return made
 
         def write(folder: Path) -> None:
-            made = private()
-            write_arrays(folder, identity, made.meta, made.arrays)
+            write_arrays(folder, self._identity, made.meta, made.arrays)
 
         def unkept(entry: KeptArrays, folder: Path) -> KeptArrays:
             shutil.rmtree(folder, ignore_errors=True)  # the mappings outlive the files' names
@@ -128,14 +149,10 @@ class ArrayStore:
             return entry
 
         try:
-            entry, built = self._folders.get(identity, opener, write, private, unkept)
+            entry = self._turn.publish(write, unkept)
         except OSError:
-            if computed:
-                return computed[-1]  # computed, then not written (a full disk): served from memory
-            if started:
-                raise  # the computation's own failure
-            return private()  # the folder refused the build (its lock, its build folder) before anything was computed
-        entry.source = "built" if built else "disk"
+            return made  # made, then not written (a full disk): served from memory
+        entry.source = "built"
         return entry
 
 

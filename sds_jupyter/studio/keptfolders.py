@@ -33,7 +33,7 @@ from typing import Generic, TypeVar
 
 from sds_jupyter.stack import open_private, own_regular
 
-__all__ = ["KeptFolders", "Opener", "name_of"]
+__all__ = ["FolderTurn", "KeptFolders", "Opener", "name_of"]
 
 T = TypeVar("T")
 
@@ -48,6 +48,16 @@ _BUILD, _TRASH, _LOCKED = ".build-", ".trash-", ".lock"
 def name_of(identity: str) -> str:
     """An entry's folder name: a digest of its identity (the identity itself is kept inside and compared)."""
     return hashlib.blake2b(identity.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+class FolderTurn(Generic[T]):
+    """What :meth:`KeptFolders.turn` hands its owner: the entry found (or None) and how to keep a new one."""
+
+    def __init__(self, found: T | None, publish: Callable[[Callable[[Path], None], Callable[[T, Path], T]], T] | None):
+        self.found = found
+        #: ``publish(write, unkept)``: ``write`` fills a fresh build folder, which is renamed into place and
+        #: opened (or, too large to keep, opened where it is and handed to ``unkept``). None: nothing is kept.
+        self.publish = publish
 
 
 class KeptFolders(Generic[T]):
@@ -104,6 +114,45 @@ class KeptFolders(Generic[T]):
                 return self._build(dir_fd, folder, name, identity, opener, write, unkept), True
         finally:
             os.close(dir_fd)
+
+    @contextlib.contextmanager
+    def turn(self, identity: str, opener: Opener[T]) -> Iterator[FolderTurn[T]]:
+        """A turn at ``identity``, held under its lock: ``turn.found`` is the kept entry or None, ``turn.publish`` keeps a new one.
+
+        Why a turn rather than callbacks: the owner checks what was found and makes what is
+        missing in its own frame, between the two, so the cache never calls back into its owner
+        (as ``ByteLRU.claim`` does in memory). One process builds an identity at a time: the
+        others wait at the lock, then find what it kept. Without a usable cache folder, or when
+        the lock cannot be taken, the turn finds nothing and keeps nothing (``publish`` is None).
+        """
+        held = self._held_turn(identity)
+        if held is None:
+            yield FolderTurn(None, None)
+            return
+        stack, dir_fd, folder, name = held
+        with stack:
+            found = _open_kept(dir_fd, folder, name, identity, opener)
+
+            def publish(write: Callable[[Path], None], unkept: Callable[[T, Path], T]) -> T:
+                return self._build(dir_fd, folder, name, identity, opener, write, unkept)
+
+            yield FolderTurn(found, publish)
+
+    def _held_turn(self, identity: str) -> tuple[contextlib.ExitStack, int, Path, str] | None:
+        """The cache folder open and ``identity``'s lock held (closed and released by the stack), or None."""
+        folder = self.folder
+        dir_fd = None if folder is None else open_private(folder, create=True)
+        if folder is None or dir_fd is None:
+            return None
+        stack = contextlib.ExitStack()
+        stack.callback(os.close, dir_fd)
+        name = name_of(identity)
+        try:
+            stack.enter_context(_locked(dir_fd, name + _LOCKED, self.what))
+        except OSError:
+            stack.close()
+            return None
+        return stack, dir_fd, folder, name
 
     def _build(
         self,

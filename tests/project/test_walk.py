@@ -16,12 +16,9 @@ from pathlib import Path
 from kit.repo import ROOT
 
 #: Distinct returns of the ``cells`` request on 2026-12-07: the feature room calling back into the
-#: service room that dispatched it (its session and readers), 3; and, since the cell geometry is
-#: kept on disk (issue 39), 3 more: ``studio.keptarrays.ArrayStore.get`` calls the service's
-#: ``accept`` and ``derive`` back, and ``derive`` calls down into the studio again. Raised on
-#: purpose, to be lowered by giving ArrayStore a turn (claim, then fill with plain arrays) as the
-#: LRU has; docs/architecture.md says the same.
-CELLS_RETURNS = 6
+#: service room that dispatched it (its session and readers). The geometry kept on disk (issue 39)
+#: added none once its store took a turn (claim, then fill with plain arrays) instead of callbacks.
+CELLS_RETURNS = 3
 
 
 def _counts(output: str, walk: str) -> tuple[int, int]:
