@@ -11,9 +11,8 @@
 import type { Region } from '../spatial/camera';
 import { ShownWhenSeen, type LayerContext } from './layercontext';
 import { LabelTiles, type LabelStyle } from '../spatial/labeltiles';
-import { TransportError } from '../shared/transport';
 import type { CanvasLabels } from '../shared/types';
-import { layerControls, layerMenu, layerSlider, percent, type LayerSlider } from './layercontrols';
+import { layerControls, layerMenu, layerSlider, openedOnce, percent, type LayerSlider } from './layercontrols';
 
 
 export class LabelsLayer {
@@ -90,14 +89,13 @@ export class LabelsLayer {
     }
     if (!this.tiles) {
       const tiles = new LabelTiles(this.context, this.element, this.style, () => this.draw());
-      try {
+      this.tiles = await openedOnce(this.status, '', async () => {
         await tiles.open();
-        this.status.textContent = '';
-      } catch (err) {
-        this.status.textContent = TransportError.from(err).message;
+        return tiles;
+      });
+      if (!this.tiles) {
         return;
       }
-      this.tiles = tiles;
     }
     this.draw();
   }

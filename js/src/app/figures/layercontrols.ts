@@ -7,6 +7,7 @@
  */
 
 import { h } from '../shared/dom';
+import { TransportError } from '../shared/transport';
 
 export type LayerControls = {
   /** The row (a group), added to the Layers menu. */
@@ -87,3 +88,21 @@ export function layerSlider(
 
 /** An opacity's words: "35%". */
 export const percent = (value: number): string => `${Math.round(value * 100)}%`;
+
+/**
+ * Open a layer's data source the first time the layer is shown: `busy` in its status line while
+ * `open` runs (empty for none), then the status cleared, or the error in the user's words and
+ * null. Why one: every tiled layer (labels, shapes) opens the same way, and a second copy of this
+ * drifted once (one said why it waited, the other did not).
+ */
+export async function openedOnce<T>(status: HTMLElement, busy: string, open: () => Promise<T>): Promise<T | null> {
+  status.textContent = busy;
+  try {
+    const opened = await open();
+    status.textContent = '';
+    return opened;
+  } catch (err) {
+    status.textContent = TransportError.from(err).message;
+    return null;
+  }
+}

@@ -11,9 +11,8 @@
 import type { Region } from '../spatial/camera';
 import { ShapeTiles, type ShapesDrawing } from '../spatial/shapetiles';
 import { h } from '../shared/dom';
-import { TransportError } from '../shared/transport';
 import type { CanvasShapeLayer } from '../shared/types';
-import { layerControls, layerSlider, percent, type LayerSlider } from './layercontrols';
+import { layerControls, layerSlider, openedOnce, percent, type LayerSlider } from './layercontrols';
 import { ShownWhenSeen, type LayerContext } from './layercontext';
 
 
@@ -104,15 +103,14 @@ export class ShapesRow {
     }
     if (!this.tiles) {
       const tiles = new ShapeTiles(this.context, this.element, () => this.draw());
-      this.status.textContent = 'Reading outlines…'; // an element past MAX_SHAPES is indexed first (seconds to minutes)
-      try {
+      // an element past MAX_SHAPES is indexed first (seconds to minutes)
+      this.tiles = await openedOnce(this.status, 'Reading outlines…', async () => {
         await tiles.open();
-        this.status.textContent = '';
-      } catch (err) {
-        this.status.textContent = TransportError.from(err).message;
+        return tiles;
+      });
+      if (!this.tiles) {
         return;
       }
-      this.tiles = tiles;
     }
     this.draw();
   }
