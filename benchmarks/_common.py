@@ -37,6 +37,12 @@ if str(ROOT) not in sys.path:
 
 RESULT_PREFIX = "RESULT "
 
+# A benchmark measures derived cell geometry as it is derived, and never writes into the user's
+# cache: the kept-geometry folder is off for every benchmark and the servers it starts (they inherit
+# this environment), unless the run names a folder. bench_tissue_disk.py measures the kept geometry
+# with a fresh folder of its own per round.
+os.environ.setdefault("SDS_GEOMETRY_CACHE", "off")
+
 
 def quiet_warnings() -> None:
     """anndata/zarr/spatialdata warn about things a benchmark does not care about."""
