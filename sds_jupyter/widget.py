@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import html
+import logging
 import os
 import weakref
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
@@ -54,6 +55,7 @@ from sds_jupyter.protocol.types import (
 )
 from sds_jupyter.service import Reply, StackService, dispatch, error_payload
 from sds_jupyter.service.errormap import RequestError
+from sds_jupyter.service.warm import warm_once
 from sds_jupyter.stack import Stack
 
 __all__ = ["STATIC_DIR", "VersionBrowser", "bound_browser"]
@@ -108,6 +110,9 @@ def _user_namespace() -> MutableMapping[str, Any] | None:
     return shell.user_ns if shell is not None else None
 
 
+_LOG = logging.getLogger("sds_jupyter.widget")
+
+
 class VersionBrowser(anywidget.AnyWidget):
     """Browse a stack's versions, figures and results; bind any version's AnnData.
 
@@ -153,6 +158,7 @@ class VersionBrowser(anywidget.AnyWidget):
         **kwargs: Any,
     ) -> None:
         _require_static()
+        warm_once(_LOG)  # the first figure's libraries, while the front end loads
         if isinstance(path, str) and (path == "~" or path.startswith("~/")):
             path = os.path.expanduser(path)
         self.service = StackService(path, folders=folders, table=table, storage_options=storage_options)

@@ -23,7 +23,7 @@ def _load_jupyter_server_extension(server_app: Any) -> None:
     needs_extra("jupyter", "the JupyterLab server extension")
     from sds_jupyter.server.cache import ServiceCache
     from sds_jupyter.server.handlers import NAMESPACE, setup_handlers
-    from sds_jupyter.server.warm import warm_imports
+    from sds_jupyter.service.warm import warm_imports
 
     setup_handlers(server_app.web_app, ServiceCache(server_app.root_dir))
     warm_imports(server_app.log)  # the first figure's libraries, while the browser loads JupyterLab

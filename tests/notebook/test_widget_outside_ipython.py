@@ -61,3 +61,39 @@ def test_bind_outside_ipython_says_nothing_was_bound(studio_copy, tmp_path: Path
     assert seen["n_obs"] > 0
     # the save went onto v1 (where browser.adata came from) and binds nothing either
     assert Path(seen["saved"]).is_dir() and seen["after_save"] == {"bound": -1, "selected": 2}
+
+
+#: A kernel's first widget: the first figure's libraries not imported by making it, imported by the
+#: warming thread it starts (the server does the same when it loads the extension).
+WARM_SCRIPT = """
+import sys
+from pathlib import Path
+from sds_jupyter import widget
+from sds_jupyter.service import warm
+
+for attribute, name in (("_ESM_PATH", "widget.js"), ("_APP_PATH", "widget-app.js"), ("_CSS_PATH", "widget.css")):
+    if not getattr(widget, attribute).is_file():
+        stand_in = Path(sys.argv[2]) / name
+        stand_in.write_text("export default { render() {} };" if name.endswith(".js") else "")
+        setattr(widget, attribute, stand_in)
+
+before = [m for m in warm.WARM_MODULES if m in sys.modules]
+first = widget.VersionBrowser(sys.argv[1])
+second = widget.VersionBrowser(sys.argv[1])
+thread = warm.warm_once(None)
+thread.join()
+print(before, [m for m in warm.WARM_MODULES if m not in sys.modules], thread.name)
+"""
+
+
+def test_a_kernels_first_widget_warms_the_first_figures_libraries(studio_copy, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", WARM_SCRIPT, str(studio_copy.v2), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    # none imported by making the widget's module, all of them once a widget was made; one thread for both widgets
+    assert done.stdout.strip().splitlines()[-1] == "[] [] sds-jupyter-warm"

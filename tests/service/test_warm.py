@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from sds_jupyter.server.warm import warm_imports
+from sds_jupyter.service.warm import warm_imports
 
 #: In a new interpreter: none of them imported by the extension's own imports, all of them after the thread.
 _FRESH = """
 import logging, sys
 import sds_jupyter.server.handlers  # what the server imports when it loads the extension
-from sds_jupyter.server.warm import WARM_MODULES, warm_imports
+from sds_jupyter.service.warm import WARM_MODULES, warm_imports
 before = [m for m in WARM_MODULES if m in sys.modules]
 warm_imports(logging.getLogger("warm")).join()
 print(before, [m for m in WARM_MODULES if m not in sys.modules])
