@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { CanvasData } from '../app/spatial/raster';
 import { discVertices, edgeQuads, polygonsOf } from '../app/spatial/geometry';
 import { SpatialFigure } from '../app/figures/spatialfigure';
+import { intensity } from '../app/figures/imagechannels';
 import type { CanvasPayload } from '../app/shared/types';
 import { FakeTransport } from './fixtures';
 
@@ -434,6 +435,38 @@ describe('image tiles in the Canvas 2D drawing', () => {
     on.checked = false;
     on.dispatchEvent(new Event('change'));
     expect(JSON.parse(figure.coloring().channels!)).toEqual([{ name: 'DAPI', color: '#0000ff', visible: false, contrast_limits: [0, 255] }]);
+  });
+
+  it('says a contrast limit in the image\'s own intensities, read aloud and on hover', async () => {
+    const bounds: [number, number, number, number] = [0, 0, 100, 100];
+    const p = { ...payload(), image: { width: 4, height: 4, bounds, channels: [{ name: 'DAPI', color: '#0000ff' }] } };
+    const d = { ...data(), image: new Uint8ClampedArray(4 * 4 * 4) };
+    const t = new FakeTransport().on('channels', () => ({
+      data: {
+        width: 4,
+        height: 4,
+        bounds,
+        // a 16-bit image whose limits sit inside its range
+        channels: [{ name: 'DAPI', color: '#0000ff', visible: true, contrast_limits: [1000, 40000], range: [0, 65535] }],
+        levels: [{ width: 4, height: 4, tile: 4, bounds }]
+      },
+      buffers: [new Uint8Array(16).buffer]
+    }));
+    figure = new SpatialFigure(t, 1, 'tissue', p as CanvasPayload, d, false);
+    document.body.append(figure.node);
+    figure.start();
+    await settle();
+    const [low, high] = [...figure.node.querySelectorAll<HTMLInputElement>('.sds-contrast')];
+    // the track's steps (0-255) stand for 0-65,535: the words are the intensity the step means
+    expect(low.getAttribute('aria-label')).toBe('DAPI contrast minimum');
+    expect(low.getAttribute('aria-valuetext')).toBe(intensity(0 + (Number(low.value) / 255) * 65535, [0, 65535]));
+    expect(high.getAttribute('aria-valuetext')).toBe(intensity((Number(high.value) / 255) * 65535, [0, 65535]));
+    expect(Number(high.getAttribute('aria-valuetext')!.replace(/,/g, ''))).toBeGreaterThan(39000);
+    high.value = '255';
+    high.dispatchEvent(new Event('input'));
+    expect(high.getAttribute('aria-valuetext')).toBe('65,535');
+    expect(high.title).toBe('DAPI contrast maximum: 65,535');
+    expect(intensity(0.123456, [0, 1])).toBe('0.123');
   });
 });
 

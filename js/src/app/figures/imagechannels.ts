@@ -160,6 +160,7 @@ export class ImageChannels {
         this.recomposite();
       });
       const [lo, hi] = limitsInSteps(state).map(v => Math.round(Math.max(0, Math.min(255, v))));
+      const raw = (step: number) => state.range[0] + (step / 255) * (state.range[1] - state.range[0]);
       const range = (label: string, value: number, set: (v: number) => void) => {
         const r = h('input', {
           type: 'range',
@@ -168,16 +169,22 @@ export class ImageChannels {
           step: '1',
           value: String(value),
           class: 'sds-contrast',
-          'aria-label': `${state.name} contrast ${label}`,
-          title: `${state.name} contrast ${label}`
+          'aria-label': `${state.name} contrast ${label}`
         }) as HTMLInputElement;
+        // the limit in the image's own intensities, read aloud and on hover (the track's 0-255 means nothing to a user)
+        const say = (): void => {
+          const words = intensity(raw(Number(r.value)), state.range);
+          r.setAttribute('aria-valuetext', words);
+          r.title = `${state.name} contrast ${label}: ${words}`;
+        };
+        say();
         r.addEventListener('input', () => {
           set(Number(r.value));
+          say();
           this.recomposite();
         });
         return r;
       };
-      const raw = (step: number) => state.range[0] + (step / 255) * (state.range[1] - state.range[0]);
       const low = range('minimum', lo, v => {
         state.contrast_limits = [raw(v), Math.max(raw(v), state.contrast_limits[1])];
       });
@@ -216,6 +223,12 @@ export class ImageChannels {
       ? JSON.stringify(this.channels.states.map(({ name, color, visible, contrast_limits }) => ({ name, color, visible, contrast_limits })))
       : undefined;
   }
+}
+
+/** An intensity as a person reads it: whole numbers where the image's range is wide, else three significant digits. */
+export function intensity(value: number, range: [number, number]): string {
+  const span = Math.abs(range[1] - range[0]);
+  return span >= 100 ? Math.round(value).toLocaleString('en-US') : Number(value.toPrecision(3)).toLocaleString('en-US', { maximumSignificantDigits: 3 });
 }
 
 function hex6(color: string): string {
