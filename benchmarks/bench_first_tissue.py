@@ -519,27 +519,37 @@ def byte_comparisons(seen: dict[str, Any]) -> list[dict[str, Any]]:
             f"identity: {ratio:.2f}"
         )
         out.append(
-            {
-                "name": f"bytes of the {name}, coded / identity (JupyterLab page)",
-                "a": "br, gzip",
-                "b": "identity",
-                "measure": "bytes",
-                "bytes_a": coded["bytes"],
-                "bytes_b": plain["bytes"],
-                "median_a_s": None,
-                "median_b_s": None,
-                "ratio": ratio,
-                "ratio_of_medians": ratio,
-                "ratio_q1": ratio,
-                "ratio_q3": ratio,
-                "rounds": 1,
-                "unit": "step",
-                "goal": None,
-                "goal_seconds": None,
-                "met": None,
-            }
+            one_step(
+                f"bytes of the {name}, coded / identity (JupyterLab page)",
+                ("br, gzip", "identity"),
+                ratio,
+                measure="bytes",
+                bytes_a=coded["bytes"],
+                bytes_b=plain["bytes"],
+                median_a_s=None,
+                median_b_s=None,
+            )
         )
     return out
+
+
+def one_step(name: str, sides: tuple[str, str], ratio: float, **measured: Any) -> dict[str, Any]:
+    """A comparison of one measured step per side (a page load): its ratio stands for every quantile."""
+    return {
+        "name": name,
+        "a": sides[0],
+        "b": sides[1],
+        **measured,
+        "ratio": ratio,
+        "ratio_of_medians": ratio,
+        "ratio_q1": ratio,
+        "ratio_q3": ratio,
+        "rounds": 1,
+        "unit": "step",
+        "goal": None,
+        "goal_seconds": None,
+        "met": None,
+    }
 
 
 def time_comparisons(seen: dict[str, Any]) -> list[dict[str, Any]]:
@@ -564,24 +574,7 @@ def time_comparisons(seen: dict[str, Any]) -> list[dict[str, Any]]:
         ratio = time_a / time_b
         print(f"  {name}: {time_a:.2f} s against {time_b:.2f} s: {ratio:.2f}")
         labels = {"coded": "br, gzip", "identity": "identity", "gpu": "GPU tier"}
-        out.append(
-            {
-                "name": name,
-                "a": labels[a],
-                "b": labels[b],
-                "median_a_s": time_a,
-                "median_b_s": time_b,
-                "ratio": ratio,
-                "ratio_of_medians": ratio,
-                "ratio_q1": ratio,
-                "ratio_q3": ratio,
-                "rounds": 1,
-                "unit": "step",
-                "goal": None,
-                "goal_seconds": None,
-                "met": None,
-            }
-        )
+        out.append(one_step(name, (labels[a], labels[b]), ratio, median_a_s=time_a, median_b_s=time_b))
     return out
 
 
