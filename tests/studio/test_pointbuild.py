@@ -9,13 +9,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import tracemalloc
-import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import zarr
+from kit.points import SMALL as SIZES
+from kit.points import write_points as write_kit_points
 
 from sds_jupyter.studio.pointindex import IndexSizes, build_point_index
 from sds_jupyter.studio.pointparts import open_points, point_batches, point_sample
@@ -24,30 +24,11 @@ from sds_jupyter.studio.pointstore import PointStore
 PART_ROWS = 10_000
 #: Small enough that every stage of the sort is held to it on this little data.
 TIGHT = IndexSizes(tile_points=200, full_tile_points=2_000, bucket_points=5_000, chunk_points=5_000)
-SIZES = IndexSizes(tile_points=200, full_tile_points=300, bucket_points=1_000)
 
 
 def write_points(path: Path, n: int, seed: int) -> Path:
-    """``n`` points of 20 genes in parts of PART_ROWS, written by spatialdata as points element ``transcripts``."""
-    import dask.dataframe as dd
-    import spatialdata
-    from spatialdata.models import PointsModel
-
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame(
-        {
-            "x": rng.uniform(0, 100, n).astype(np.float32),
-            "y": rng.uniform(0, 100, n).astype(np.float32),
-            "gene": pd.Categorical.from_codes(rng.integers(0, 20, n), categories=[f"G{i}" for i in range(20)]),
-        }
-    )
-    points = PointsModel.parse(
-        dd.from_pandas(frame, npartitions=n // PART_ROWS), coordinates={"x": "x", "y": "y"}, feature_key="gene"
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        spatialdata.SpatialData(points={"transcripts": points}).write(path, overwrite=True)
-    return path
+    """``n`` points of 20 genes in parts of PART_ROWS rows."""
+    return write_kit_points(path, n, seed, genes=20, part_rows=PART_ROWS)
 
 
 def _peak(path: Path) -> tuple[int, int]:

@@ -11,46 +11,20 @@ import json
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import zarr
+from kit.points import SMALL, write_points
 
 from sds_jupyter.service import StackService
 from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.requests import dispatch
 from sds_jupyter.stack.caches import StackCaches
-from sds_jupyter.studio.pointindex import IndexSizes, PointIndex, build_point_index
+from sds_jupyter.studio.pointindex import PointIndex, build_point_index
 from sds_jupyter.studio.pointparts import open_points, point_batches
 from sds_jupyter.studio.pointstore import PointStore
-
-SMALL = IndexSizes(tile_points=200, full_tile_points=300, bucket_points=1_000)
-
-
-def write_points(path: Path, n: int, seed: int) -> Path:
-    """``n`` points of 5 genes, written by spatialdata as points element ``transcripts``."""
-    import dask.dataframe as dd
-    import spatialdata
-    from spatialdata.models import PointsModel
-
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame(
-        {
-            "x": rng.uniform(0, 100, n).astype(np.float32),
-            "y": rng.uniform(0, 100, n).astype(np.float32),
-            "gene": pd.Categorical.from_codes(rng.integers(0, 5, n), categories=[f"G{i}" for i in range(5)]),
-        }
-    )
-    points = PointsModel.parse(
-        dd.from_pandas(frame, npartitions=2), coordinates={"x": "x", "y": "y"}, feature_key="gene"
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        spatialdata.SpatialData(points={"transcripts": points}).write(path, overwrite=True)
-    return path
 
 
 @pytest.fixture(scope="module")
