@@ -50,7 +50,9 @@ __all__ = [
     "IndexSizes",
     "PointIndex",
     "PointTile",
+    "PointsTooMany",
     "build_point_index",
+    "memory_point_index",
     "open_point_index",
     "sample_index",
     "write_point_index",
@@ -123,9 +125,10 @@ class PointTile:
 
 @dataclass
 class PointIndex:
-    """The sorted points of one element (memory-mapped) and where each block and gene starts."""
+    """The sorted points of one element (memory-mapped, or in memory) and where each block and gene starts."""
 
-    folder: Path
+    #: The folder its files are mapped from; None for an index built in memory (:func:`memory_point_index`).
+    folder: Path | None
     n_points: int
     #: The indexed square: x0, y0 and its side, in the canvas coordinate system.
     origin: tuple[float, float]
@@ -289,27 +292,45 @@ def _codes(batch: PointBatch, genes: dict[str, int]) -> np.ndarray:
     return lookup[codes]
 
 
+def _surveyed(batch: PointBatch, survey: _Survey) -> np.ndarray:
+    """The batch's finite points as (gene, x, y) records, counted into ``survey`` (bounds, gene names, skipped)."""
+    keep = np.isfinite(batch.x) & np.isfinite(batch.y)
+    survey.skipped += int(len(keep) - keep.sum())
+    records = np.empty(int(keep.sum()), dtype=_RAW)
+    records["gene"] = _codes(batch, survey.genes)[keep]
+    records["x"], records["y"] = batch.x[keep], batch.y[keep]
+    if len(records):
+        box = survey.box
+        box[:] = [
+            min(box[0], float(records["x"].min())),
+            min(box[1], float(records["y"].min())),
+            max(box[2], float(records["x"].max())),
+            max(box[3], float(records["y"].max())),
+        ]
+    survey.n += len(records)
+    return records
+
+
 def _write_raw(batches: Iterable[PointBatch], path: Path) -> _Survey:
     """Pass one: every finite point as (gene, x, y) records on disk, the bounds and gene names on the way."""
     survey = _Survey()
     with path.open("wb") as out:
         for batch in batches:
-            keep = np.isfinite(batch.x) & np.isfinite(batch.y)
-            survey.skipped += int(len(keep) - keep.sum())
-            records = np.empty(int(keep.sum()), dtype=_RAW)
-            records["gene"] = _codes(batch, survey.genes)[keep]
-            records["x"], records["y"] = batch.x[keep], batch.y[keep]
-            if len(records):
-                box = survey.box
-                box[:] = [
-                    min(box[0], float(records["x"].min())),
-                    min(box[1], float(records["y"].min())),
-                    max(box[2], float(records["x"].max())),
-                    max(box[3], float(records["y"].max())),
-                ]
-            survey.n += len(records)
-            out.write(records.tobytes())
+            out.write(_surveyed(batch, survey).tobytes())
     return survey
+
+
+def _square(survey: _Survey) -> tuple[tuple[float, float], float]:
+    """The indexed square of the surveyed points: its corner and side (a unit square when there are none)."""
+    x0, y0, x1, y1 = survey.box if survey.n else [0.0, 0.0, 1.0, 1.0]
+    return (x0, y0), max(x1 - x0, y1 - y0) * (1 + 1e-6) or 1.0
+
+
+def _gene_names(survey: _Survey) -> list[str]:
+    genes = [""] * len(survey.genes)
+    for name, code in survey.genes.items():
+        genes[code] = name
+    return genes
 
 
 def _chunks(path: Path, dtype: np.dtype, n: int, chunk: int = _CHUNK) -> Iterable[np.ndarray]:
@@ -376,20 +397,78 @@ def build_point_index(
     return removed_with(index)
 
 
-def sample_index(sample: PointSample, where: str | Path | None = None) -> PointIndex:
-    """A private index of ``sample`` (:func:`~sds_jupyter.studio.pointparts.point_sample`), marked partial.
+def sample_index(sample: PointSample) -> PointIndex:
+    """An index of ``sample`` (:func:`~sds_jupyter.studio.pointparts.point_sample`) in memory, marked partial.
 
     Why an index of its own: the view asks for its tiles as for any index (a few levels, every
-    tile saying it is sampled) while the element's own index builds; it is never kept on disk.
+    tile saying it is sampled) while the element's own index builds. Why in memory: it is small
+    (at most ``SAMPLE_POINTS``), comes before anything else, and must come on a full disk too.
     """
-    index = build_point_index(sample.batches, where)
+    index = memory_point_index(sample.batches)
     index.partial, index.rows = True, sample.rows
     return index
 
 
+class PointsTooMany(ElementError):
+    """More points than an index built in memory may hold (:func:`memory_point_index`'s ``max_points``)."""
+
+
+def memory_point_index(
+    batches: Iterable[PointBatch], sizes: IndexSizes = IndexSizes(), max_points: int | None = None
+) -> PointIndex:
+    """The index of ``batches`` built in memory, no file written: the same index as :func:`write_point_index`'s.
+
+    For a sample and for an element whose index cannot be written (a full disk, a cache folder
+    that refuses it): ``max_points`` bounds what it holds (about 26 bytes a point while it
+    sorts, 12 kept), and an element past it raises :class:`PointsTooMany` as it is read.
+    """
+    survey, parts = _Survey(), []
+    for batch in batches:
+        parts.append(_surveyed(batch, survey))
+        if max_points is not None and survey.n > max_points:
+            raise PointsTooMany(f"These points are more than {max_points:,}: too many to index in memory.")
+    records = np.concatenate(parts) if parts else np.zeros(0, dtype=_RAW)
+    del parts
+    origin, side = _square(survey)
+    histogram = np.bincount(_cell_codes(records, origin, side, MAX_LEVEL), minlength=4**MAX_LEVEL)
+    genes = _gene_names(survey)
+    level, block_level = _levels(histogram, sizes.full_tile_points, sizes.bucket_points, len(genes))
+    codes = _cell_codes(records, origin, side, level).astype(np.uint64)
+    blocks = codes >> np.uint64(2 * (level - block_level))
+    # the disk's order: block, then gene, then code, ties in reading order (its scatter and sort are stable)
+    key = (blocks << np.uint64(36)) | (records["gene"].astype(np.uint64) << np.uint64(20)) | codes
+    order = np.argsort(key, kind="stable")
+    del key
+    n_blocks, n_genes = 4**block_level, len(genes)
+    counts = np.bincount(blocks.astype(np.int64) * n_genes + records["gene"], minlength=n_blocks * n_genes).reshape(
+        n_blocks, n_genes
+    )
+    offsets = np.zeros((n_blocks, n_genes + 1), dtype=np.int64)
+    offsets[:, :n_genes] = (np.cumsum(counts.ravel()) - counts.ravel()).reshape(n_blocks, n_genes)
+    offsets[:, n_genes] = np.cumsum(counts.sum(axis=1))
+    return PointIndex(
+        None,
+        survey.n,
+        origin,
+        side,
+        level,
+        block_level,
+        genes,
+        counts.sum(axis=0) if n_genes else np.zeros(0, np.int64),
+        offsets,
+        codes[order].astype(np.uint32),
+        np.ascontiguousarray(records["x"][order]),
+        np.ascontiguousarray(records["y"][order]),
+        skipped=survey.skipped,
+        tile_points=sizes.tile_points,
+        rows=survey.n + survey.skipped,
+    )
+
+
 def removed_with(index: PointIndex) -> PointIndex:
     """``index``, its folder removed when it is dropped (or the process ends): an index no cache keeps."""
-    index._cleanup = weakref.finalize(index, shutil.rmtree, str(index.folder), True)
+    if index.folder is not None:
+        index._cleanup = weakref.finalize(index, shutil.rmtree, str(index.folder), True)
     return index
 
 
@@ -412,9 +491,7 @@ def write_point_index(batches: Iterable[PointBatch], folder: Path, identity: str
     """
     raw = folder / "raw.bin"
     survey = _write_raw(batches, raw)
-    x0, y0, x1, y1 = survey.box if survey.n else [0.0, 0.0, 1.0, 1.0]
-    side = max(x1 - x0, y1 - y0) * (1 + 1e-6) or 1.0
-    origin = (x0, y0)
+    origin, side = _square(survey)
     histogram = np.zeros(4**MAX_LEVEL, dtype=np.int64)
     for records in _chunks(raw, _RAW, survey.n, sizes.chunk_points):
         histogram += np.bincount(_cell_codes(records, origin, side, MAX_LEVEL), minlength=4**MAX_LEVEL)
@@ -423,9 +500,7 @@ def write_point_index(batches: Iterable[PointBatch], folder: Path, identity: str
     for records in _chunks(raw, _RAW, survey.n, sizes.chunk_points):
         _scatter(records, _cell_codes(records, origin, side, level), shift, folder)
     raw.unlink()
-    genes = [""] * len(survey.genes)
-    for name, code in survey.genes.items():
-        genes[code] = name
+    genes = _gene_names(survey)
     offsets = _sort_blocks(folder, 4**block_level, len(genes), sizes)
     (folder / "offsets").write_bytes(offsets.astype("<i8").tobytes())
     meta = {

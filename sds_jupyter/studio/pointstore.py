@@ -32,19 +32,25 @@ from sds_jupyter.studio.keptfolders import KeptFolders, name_of
 from sds_jupyter.studio.pointindex import (
     IndexSizes,
     PointIndex,
+    PointsTooMany,
     build_point_index,
+    memory_point_index,
     open_point_index,
     removed_with,
     write_point_index,
 )
 from sds_jupyter.studio.pointparts import PointBatch
 
-__all__ = ["POINTS_CACHE_BYTES", "POINTS_CACHE_ENV", "PointStore", "points_cache_dir"]
+__all__ = ["MEMORY_INDEX_POINTS", "POINTS_CACHE_BYTES", "POINTS_CACHE_ENV", "PointStore", "points_cache_dir"]
 
 #: Where indexes are kept: a folder, or ``off`` to keep none. Unset: ``$XDG_CACHE_HOME/sds-jupyter/points``.
 POINTS_CACHE_ENV = "SDS_POINTS_CACHE"
 #: The bytes the kept indexes may take together (12 bytes a point: about 700 million points).
 POINTS_CACHE_BYTES = 8 * 1024**3
+
+#: The most points indexed in memory when no index can be written (about 26 bytes a point while it
+#: sorts: 8,000,000 points take about 210 MB, then 96 MB kept). A larger element shows its sample.
+MEMORY_INDEX_POINTS = 8_000_000
 
 _DEFAULT_SIZES = IndexSizes()
 
@@ -57,11 +63,23 @@ def points_cache_dir() -> Path | None:
 class PointStore:
     """Indexes kept in one private folder (``folder``, or :func:`points_cache_dir` at each use)."""
 
-    def __init__(self, folder: str | os.PathLike[str] | None = None, max_bytes: int = POINTS_CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        folder: str | os.PathLike[str] | None = None,
+        max_bytes: int = POINTS_CACHE_BYTES,
+        memory_points: int | None = None,
+    ) -> None:
+        #: The most points indexed in memory when the disk refuses an index (see :meth:`get`; None:
+        #: :data:`MEMORY_INDEX_POINTS`, read at each use).
+        self._memory_points = memory_points
         chosen = None if folder is None else Path(os.path.abspath(folder))
         self._folders: KeptFolders[PointIndex] = KeptFolders(
             lambda: chosen if chosen is not None else points_cache_dir(), max_bytes, "points index"
         )
+
+    @property
+    def memory_points(self) -> int:
+        return MEMORY_INDEX_POINTS if self._memory_points is None else self._memory_points
 
     @property
     def folder(self) -> Path | None:
@@ -94,15 +112,29 @@ class PointStore:
         """The index of the element ``identity`` names: opened if kept, else built from ``batches()`` and kept.
 
         ``PointIndex.built`` says which. Without a usable folder it is built privately and
-        removed when dropped.
+        removed when dropped. When the disk refuses it (no space, a quota, a read-only or unusable
+        folder, for the cache and the private folder alike), it is built in memory if it holds at
+        most ``memory_points`` points, else :class:`~sds_jupyter.studio.pointindex.PointsTooMany`
+        is raised: the request does not fail, the view keeps the element's sample.
         """
         identity = f"{identity}\n{sizes}"
-        index, built = self._folders.get(
-            identity,
-            open_point_index,
-            lambda folder: write_point_index(batches(), folder, identity, sizes),
-            lambda: build_point_index(batches(), sizes=sizes),
-            lambda index, _folder: removed_with(index),
-        )
+        try:
+            index, built = self._folders.get(
+                identity,
+                open_point_index,
+                lambda folder: write_point_index(batches(), folder, identity, sizes),
+                lambda: build_point_index(batches(), sizes=sizes),
+                lambda index, _folder: removed_with(index),
+            )
+        except OSError as refused:
+            # the disk refused it (full, over quota, read-only, a folder that cannot be used): built in
+            # memory if it fits, else PointsTooMany (the view keeps its sample); a reading error comes again
+            try:
+                index, built = memory_point_index(batches(), sizes, self.memory_points), True
+            except PointsTooMany:
+                raise PointsTooMany(
+                    f"The points index could not be written ({refused.strerror or refused}) and these points are "
+                    f"more than {self.memory_points:,}, too many to index in memory: a sample is shown."
+                ) from refused
         index.built = built
         return index

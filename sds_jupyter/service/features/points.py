@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from sds_jupyter.protocol.types import PointsData, PointsInfo, PointsTileData
 from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.session import Session
 from sds_jupyter.stack import StackStore, node_identity
-from sds_jupyter.studio.pointindex import PointIndex, sample_index
+from sds_jupyter.studio.pointindex import PointIndex, PointsTooMany, sample_index
 from sds_jupyter.studio.pointparts import (
     GENE_COLORS,
     PointsElement,
@@ -41,13 +42,23 @@ from sds_jupyter.studio.pointparts import (
 )
 from sds_jupyter.studio.pointstore import PointStore
 
-__all__ = ["MAX_TILE_GENES", "POINT_INDEX_BYTES", "SAMPLE_INDEX_BYTES", "points", "points_tile"]
+__all__ = [
+    "MAX_TILE_GENES",
+    "POINT_INDEX_BYTES",
+    "REFUSED_RETRY_SECONDS",
+    "SAMPLE_INDEX_BYTES",
+    "points",
+    "points_tile",
+]
 
 #: What the kept indexes may cost, counted as their files on disk (12 bytes a point) and
 #: their offsets in memory: 4 GiB keeps the indexes of about 350 million points.
 POINT_INDEX_BYTES = 4 * 1024**3
 #: What the samples shown while indexes build may cost together (a sample is about 3 MB).
 SAMPLE_INDEX_BYTES = 256 * 1024**2
+#: After a build the disk refused (an element too large to index in memory), how long its sample is
+#: served before another build is tried (the view asks every second while it shows a sample).
+REFUSED_RETRY_SECONDS = 60.0
 #: The most genes one tile request names (the view colours a few; "all" is the empty list).
 MAX_TILE_GENES = 64
 #: Part of every key: a change of how the index is built gets new keys, never old entries.
@@ -110,14 +121,25 @@ def _element(session: Session, version: int | str | None, element: str, system: 
 
 
 def _whole(session: Session, found: _Element) -> PointIndex:
-    """The element's whole index, built here and now if no cache holds it (the caller waits)."""
+    """The element's whole index, built here and now if no cache holds it (the caller waits).
+
+    :class:`PointsTooMany` (the disk refused it, memory cannot hold it) is the caller's to say.
+    """
     try:
         return _indexes(session).get_or_compute(found.key, found.build)
+    except PointsTooMany:
+        raise
     except ElementError as exc:
         raise RequestError(str(exc)) from None
 
 
-def _builds(session: Session) -> ByteLRU[Future[PointIndex]]:
+class _Build(Future[PointIndex]):
+    """A background build of an element's index; ``ended``: when it failed (``time.monotonic``)."""
+
+    ended = 0.0
+
+
+def _builds(session: Session) -> ByteLRU[_Build]:
     return session.caches.derived("point-builds", 1 << 20)
 
 
@@ -125,14 +147,20 @@ def _ready(session: Session, found: _Element) -> PointIndex | None:
     """The element's whole index if it is ready (its background build ended, or kept here or on disk), else None.
 
     A background build that failed is said here, once: the next ask starts another. A build
-    that ended is forgotten here, so only the cache of indexes holds what it made.
+    that ended is forgotten here, so only the cache of indexes holds what it made. A build the
+    disk refused (:class:`PointsTooMany`) is not an error: the sample is served, and another
+    build tried after :data:`REFUSED_RETRY_SECONDS`.
     """
     build = _builds(session).peek(found.key)
     if build is not None:
         if not build.done():
             return None
-        _builds(session).discard(found.key)
         error = build.exception()
+        if isinstance(error, PointsTooMany) and time.monotonic() - build.ended < REFUSED_RETRY_SECONDS:
+            return None  # the build stays: no other starts meanwhile
+        _builds(session).discard(found.key)
+        if isinstance(error, PointsTooMany):
+            return None
         if isinstance(error, ElementError):
             raise RequestError(str(error))
         return build.result()
@@ -150,18 +178,19 @@ def _start(session: Session, found: _Element) -> None:
     with _STARTING:
         if _builds(session).peek(found.key) is not None:
             return
-        build: Future[PointIndex] = Future()
+        build = _Build()
         _builds(session).put(found.key, build, 1)
     threading.Thread(
         target=_build, args=(session, found, build), name=f"sds-points-{found.key[:8]}", daemon=True
     ).start()
 
 
-def _build(session: Session, found: _Element, build: Future[PointIndex]) -> None:
+def _build(session: Session, found: _Element, build: _Build) -> None:
     """Build (or wait for) the element's whole index into the session's cache; ``build`` gets it or the error."""
     try:
         build.set_result(_indexes(session).get_or_compute(found.key, found.build))
     except BaseException as exc:  # handed to the request that asks next
+        build.ended = time.monotonic()
         build.set_exception(exc)
 
 
@@ -218,10 +247,15 @@ def points(
         if _checked_name(element) not in names:
             raise RequestError(f"No points element {element!r} in this version; it has: {', '.join(names) or 'none'}.")
         found = _element(session, version, element, coordinate_system)
-        index = _ready(session, found) if sample else _whole(session, found)
+        refused = False
+        try:
+            index = _ready(session, found) if sample else _whole(session, found)
+        except PointsTooMany:  # waited for: the disk refused its index and memory cannot hold it
+            index, refused = None, True
         if index is None:  # the sample first (it is quick), then the whole index's build behind it
             payload["index"] = _info(element, _SAMPLE + found.key, _sample(session, found))
-            _start(session, found)
+            if not refused:
+                _start(session, found)
         else:
             payload["index"] = _info(element, found.key, index)
     return payload
@@ -262,7 +296,10 @@ def points_tile(
     if key == _SAMPLE + found.key:
         index = _sample(session, found)
     elif key == found.key:
-        index = _whole(session, found)
+        try:
+            index = _whole(session, found)
+        except PointsTooMany as exc:  # its index was dropped here and cannot be made again now
+            raise RequestError(f"{exc} Ask points again.") from None
     else:
         raise RequestError(f"The points of {element!r} are not the ones key {key[:40]!r} names; ask points again.")
     try:

@@ -1,0 +1,130 @@
+"""Points on a disk that refuses the index (issue 39): the request does not fail.
+
+A real process whose files may not grow past 64 KiB (``RLIMIT_FSIZE``: every write past it
+fails with EFBIG, as on a full disk) serves a real element written by spatialdata: the sample
+comes at once (built in memory, no file), the whole index is built in memory when it fits, the
+same index as one written to disk; an element past what memory may hold keeps its sample
+(``partial``), and nothing is left in the cache folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from kit.points import SMALL, write_points
+
+from sds_jupyter.studio.pointindex import PointsTooMany, build_point_index, memory_point_index, sample_index
+from sds_jupyter.studio.pointparts import open_points, point_batches, point_sample
+from sds_jupyter.studio.pointstore import PointStore
+
+N = 20_000  # 200 KB of scratch records: past the 64 KiB a file may grow to
+
+
+@pytest.fixture(scope="module")
+def element(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_points(tmp_path_factory.mktemp("points-full") / "p.zarr", N, seed=3)
+
+
+def _batches(path: Path, rows: int | None = None):  # type: ignore[no-untyped-def]
+    root = zarr.open_group(str(path), mode="r")
+    opened = open_points(root, "transcripts")
+    return point_batches(root, opened) if rows is None else point_batches(root, opened, rows=rows)
+
+
+def test_the_index_built_in_memory_is_the_index_written_to_disk(element: Path) -> None:
+    on_disk = build_point_index(_batches(element), sizes=SMALL)
+    in_memory = memory_point_index(_batches(element, rows=3_000), SMALL)  # other batches: the same index
+    assert in_memory.folder is None and on_disk.folder is not None
+    assert (in_memory.n_points, in_memory.level, in_memory.block_level) == (N, on_disk.level, on_disk.block_level)
+    assert in_memory.bounds == on_disk.bounds and in_memory.genes == on_disk.genes
+    assert np.array_equal(in_memory.offsets, on_disk.offsets)
+    for name in ("codes", "x", "y"):
+        assert np.array_equal(getattr(in_memory, name), getattr(on_disk, name)), name
+    for level in range(on_disk.level + 1):
+        a, b = in_memory.tile(level, 0, 0, ["G1", "G3"]), on_disk.tile(level, 0, 0, ["G1", "G3"])
+        assert np.array_equal(a.x, b.x) and np.array_equal(a.gene, b.gene) and a.total == b.total
+
+
+def test_memory_refuses_more_points_than_it_may_hold(element: Path) -> None:
+    with pytest.raises(PointsTooMany, match="more than 5,000"):
+        memory_point_index(_batches(element, rows=1_000), SMALL, max_points=5_000)
+
+
+def test_the_sample_writes_no_file(element: Path) -> None:
+    root = zarr.open_group(str(element), mode="r")
+    index = sample_index(point_sample(root, open_points(root, "transcripts"), points=2_000))
+    assert index.partial and index.folder is None and index.rows == N and 0 < index.n_points <= 2_000
+
+
+def test_a_cache_folder_that_cannot_be_used_builds_in_memory(tmp_path: Path, element: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("a file where the cache folder should be")
+    index = PointStore(taken / "points").get("element-1", lambda: _batches(element), SMALL)
+    assert index.built and index.n_points == N
+    assert index.folder is None or not index.folder.is_relative_to(taken)
+
+
+_FULL_DISK = """
+import json, resource, sys, threading
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))  # no file past 64 KiB: writes fail with EFBIG
+from sds_jupyter.service import StackService
+from sds_jupyter.service.requests import dispatch
+from sds_jupyter.studio import pointparts, pointstore
+pointparts.SAMPLE_POINTS = 2_000
+pointstore.MEMORY_INDEX_POINTS = int(sys.argv[2])
+service = StackService(sys.argv[1])
+ask = {"element": "transcripts", "sample": True}
+answers = []
+def asked(params):
+    info = dispatch(service, "points", params).data["index"]
+    tile = dispatch(service, "points_tile", {"element": "transcripts", "key": info["key"], "level": 0, "x": 0, "y": 0})
+    answers.append({"partial": info["partial"], "n": info["n_points"], "key": info["key"], "tile": tile.data["n"]})
+asked(ask)
+for thread in [t for t in threading.enumerate() if t.name.startswith("sds-points-")]:
+    thread.join(timeout=300)
+asked(ask)
+asked({"element": "transcripts"})
+print(json.dumps(answers))
+"""
+
+
+def _full_disk(element: Path, cache: Path, memory_points: int) -> list[dict]:
+    env = {**os.environ, "SDS_POINTS_CACHE": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(element), str(memory_points)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers: list[dict] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answers
+
+
+def _left(cache: Path) -> list[str]:
+    return sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) if cache.exists() else []
+
+
+def test_a_full_disk_serves_the_sample_then_the_index_built_in_memory(tmp_path: Path, element: Path) -> None:
+    cache = tmp_path / "points-cache"
+    first, ready, waited = _full_disk(element, cache, memory_points=N)
+    assert first["partial"] and 0 < first["n"] <= 2_000 and first["key"].startswith("sample-")
+    assert not ready["partial"] and ready["n"] == N and ready["tile"] > 0  # built in memory
+    assert waited == ready
+    assert _left(cache) == []  # no entry, no build folder
+
+
+def test_a_full_disk_and_too_many_points_for_memory_keep_the_sample(tmp_path: Path, element: Path) -> None:
+    cache = tmp_path / "points-cache"
+    first, again, waited = _full_disk(element, cache, memory_points=N // 4)
+    assert first["partial"] and again == first  # no error: the sample still
+    assert waited == first  # asked without sample, the same: no error either
+    assert _left(cache) == []
