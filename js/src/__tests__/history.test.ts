@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { mountApp, type AppHandle } from '../app';
+import { HistoryView } from '../app/history/history';
+import { Clock } from '../app/shared/clock';
 import { changeLabel, relativeTime } from '../app/shared/format';
 import { TransportError } from '../app/shared/transport';
 import { FakeTransport, NOW, fakeCharts, history, settle, text } from './fixtures';
@@ -115,6 +117,45 @@ describe('history', () => {
     expect(el.querySelector('.sds-selected')!.getAttribute('data-depth')).toBe('3');
     // v1 was passed over by two quick keys: never requested on the way
     expect(t.callsOf('changes')).toEqual([{ version: 3 }, { version: 1 }, { version: 2 }, { version: 3 }]);
+  });
+
+  it('names in aria-activedescendant a row that is still there after a redraw (the clock tick, new rows)', () => {
+    // Seen in a flow (lab-views, 420 px): the list's active descendant was read, a redraw came
+    // (another view's new rows move the shared clock), and the row it named was gone, because
+    // every redraw gave the rows new random ids. Ids are now the list's and the row's index.
+    const clock = new Clock(() => NOW, 1e9);
+    const view = new HistoryView(() => {}, clock);
+    const other = new HistoryView(() => {}, clock);
+    document.body.append(view.node, other.node);
+    try {
+      view.setHistory(history(3));
+      other.setHistory(history(2));
+      view.selectDepth(2);
+      const named = view.node.getAttribute('aria-activedescendant');
+      expect(named).toBeTruthy();
+      const present = () => {
+        const row = document.getElementById(named!);
+        return row && view.node.contains(row) ? row.dataset.depth : null;
+      };
+      expect(present()).toBe('2');
+      clock.advance(); // every view redraws its rows
+      expect(present()).toBe('2');
+      expect(view.node.getAttribute('aria-activedescendant')).toBe(named);
+      other.setHistory(history(4)); // another view's new rows: the clock moves again
+      expect(present()).toBe('2');
+      view.setBound({ depth: 1, label: 'adata' }); // the bound mark redraws the rows too
+      expect(present()).toBe('2');
+      // two lists never share an id
+      const ids = [...document.querySelectorAll('[role="option"]')].map(r => r.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      // new rows and no selection: the attribute is dropped, never left naming a row
+      view.setHistory(history(5));
+      expect(view.node.hasAttribute('aria-activedescendant')).toBe(false);
+    } finally {
+      view.dispose();
+      other.dispose();
+      clock.dispose();
+    }
   });
 
   it('virtualizes 500 versions and keeps the selection in view', async () => {

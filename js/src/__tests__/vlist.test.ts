@@ -54,3 +54,26 @@ describe('a virtual list of rows of different heights', () => {
     );
   });
 });
+
+describe('row ids', () => {
+  it('are the same after a redraw and differ between lists, whatever id the host gave', () => {
+    const render = () => {
+      const row = rowOf(28);
+      row.id = 'the-host-s-own'; // a host's id would change or clash: the list names its rows
+      return row;
+    };
+    const a = document.createElement('div');
+    const b = document.createElement('div');
+    document.body.append(a, b);
+    const first = new VirtualList(a, { rowHeight: 28, renderRow: render, fallbackHeight: 200, idPrefix: 'sds-tree' });
+    const second = new VirtualList(b, { rowHeight: 28, renderRow: render, fallbackHeight: 200, idPrefix: 'sds-tree' });
+    first.setCount(3);
+    second.setCount(3);
+    const ids = (node: HTMLElement) => [...node.querySelectorAll<HTMLElement>('[data-index]')].map(r => r.id);
+    const before = ids(a);
+    expect(before[0]).toMatch(/^sds-tree-\d+-0$/);
+    first.refresh();
+    expect(ids(a)).toEqual(before);
+    expect(new Set([...before, ...ids(b)]).size).toBe(6);
+  });
+});

@@ -50,7 +50,8 @@ export class HistoryView {
     });
     this.list = new VirtualList(this.node, {
       rowHeight: ROW_HEIGHT,
-      renderRow: i => this.renderRow(i)
+      renderRow: i => this.renderRow(i),
+      idPrefix: 'sds-history'
     });
     this.node.addEventListener('click', this.onClick);
     this.node.addEventListener('keydown', this.onKey);
@@ -185,7 +186,6 @@ export class HistoryView {
     const selected = i === this.selected;
     const row =
       entry.kind === 'version' ? this.versionRow(entry.v) : this.baseRow(entry.b);
-    row.id = `sds-history-${i}-${Math.random().toString(36).slice(2, 8)}`;
     row.setAttribute('role', 'option');
     row.setAttribute('aria-selected', String(selected));
     row.classList.toggle('sds-selected', selected);

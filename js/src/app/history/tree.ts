@@ -225,7 +225,8 @@ export class TreeView {
       rowHeight: TREE_ROW_HEIGHT,
       renderRow: i => this.renderRow(i),
       fallbackHeight: 200,
-      onHeight: height => this.opts.onHeight?.(height)
+      onHeight: height => this.opts.onHeight?.(height),
+      idPrefix: 'sds-tree'
     });
     this.node.addEventListener('click', this.onClick);
     this.node.addEventListener('dblclick', this.onDoubleClick);
@@ -318,7 +319,6 @@ export class TreeView {
       {
         class: 'sds-tree-row',
         role: 'option',
-        id: `sds-tree-${i}-${Math.random().toString(36).slice(2, 8)}`,
         'aria-selected': String(i === this.active),
         'aria-label': [label, ...states, node.created_by ?? ''].filter(Boolean).join(', '),
         'data-id': node.dataset_id,

@@ -18,6 +18,8 @@ export type VirtualListOptions = {
   fallbackHeight?: number;
   /** Told the list's whole height when a measured row changed it (a host sizing the list to its rows). */
   onHeight?: (height: number) => void;
+  /** The start of the rows' ids (`<idPrefix>-<list>-<index>`); `sds-vrow` unless given. */
+  idPrefix?: string;
 };
 
 let listIds = 0;
@@ -27,11 +29,15 @@ let listIds = 0;
  * since only some are in the DOM; and the list's `aria-activedescendant` names
  * the selected row (`aria-selected="true"`) only while that row is rendered, so
  * it never points at a row that scrolled away or was replaced by a refresh.
+ * A row's id is the list's and the row's index, the same at every redraw: a redraw
+ * (the clock's tick, a refresh) puts back the row the attribute names, so a reader
+ * who took the name just before it (a screen reader, a test) still finds the row.
+ * A host gives its rows no id of its own.
  */
 export class VirtualList {
   readonly node: HTMLElement;
   private readonly spacer: HTMLElement;
-  private readonly opts: Required<Omit<VirtualListOptions, 'onHeight'>> & Pick<VirtualListOptions, 'onHeight'>;
+  private readonly opts: Required<Omit<VirtualListOptions, 'onHeight' | 'idPrefix'>> & Pick<VirtualListOptions, 'onHeight'>;
   private count = 0;
   private first = -1;
   private last = -1;
@@ -39,7 +45,7 @@ export class VirtualList {
   private resize: ResizeObserver | null = null;
   private width = -1;
   private readonly rows = new Map<number, HTMLElement>();
-  private readonly idPrefix = `sds-vrow-${++listIds}`;
+  private readonly idPrefix: string;
   /** Each row's height: measured once drawn, else `rowHeight`. */
   private heights: number[] = [];
   /** `tops[i]`: where row `i` starts; `tops[count]`: the whole height. */
@@ -48,6 +54,7 @@ export class VirtualList {
   constructor(node: HTMLElement, opts: VirtualListOptions) {
     this.node = node;
     this.opts = { overscan: 4, fallbackHeight: 480, ...opts };
+    this.idPrefix = `${opts.idPrefix ?? 'sds-vrow'}-${++listIds}`;
     this.node.classList.add('sds-vlist');
     this.spacer = document.createElement('div');
     this.spacer.className = 'sds-vlist-spacer';
@@ -190,9 +197,7 @@ export class VirtualList {
       row.dataset.index = String(i);
       row.setAttribute('aria-setsize', String(this.count));
       row.setAttribute('aria-posinset', String(i + 1));
-      if (!row.id) {
-        row.id = `${this.idPrefix}-${i}`;
-      }
+      row.id = `${this.idPrefix}-${i}`;
       this.rows.set(i, row);
       this.node.append(row);
     }
