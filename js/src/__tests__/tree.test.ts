@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { TransportError, mountApp, type AppHandle } from '../app';
+import { TransportError, mountApp, type AppHandle, type Transport } from '../app';
 import { descendants, layoutGraph, leftOut, matchesQuery, topoOrder } from '../app/history/tree';
-import type { Tree, TreeNode } from '../app/shared/types';
+import type { Data, Params, RequestName, Tree, TreeNode } from '../app/shared/types';
 import { FakeTransport, NOW, fakeCharts, history, settle, version } from './fixtures';
 
 let app: AppHandle | null = null;
@@ -86,7 +86,7 @@ function tree(nodes: TreeNode[], current = 'ds-3'): Tree {
   return { current, nodes, base: history(3).base, notes: [] };
 }
 
-function mount(t: FakeTransport, openVersion?: (folder: string) => Promise<void>): HTMLElement {
+function mount(t: Transport, openVersion?: (folder: string) => Promise<void>): HTMLElement {
   const el = document.createElement('div');
   document.body.append(el);
   app = mountApp(el, t, { now: () => NOW, renderChart: fakeCharts().render, openVersion });
@@ -362,5 +362,91 @@ describe('tree section', () => {
     );
     expect(box.querySelector('select')).toBeNull();
     expect(box.querySelector('.sds-cirro-go')).toBeNull();
+  });
+});
+
+/**
+ * Folders that answer as the server does: each a stack of its own height, a request for a depth
+ * it lacks refused with the library's words. `path` moves as a panel's RestTransport does;
+ * `hold(path)` keeps that folder's history reply back until the returned function is called.
+ */
+class Folders implements Transport {
+  path = 'A';
+  asked: { path: string; name: string; version?: unknown }[] = [];
+  private held = new Map<string, Promise<void>>();
+
+  constructor(private readonly tops: Record<string, number>) {}
+
+  hold(path: string): () => void {
+    let release = () => {};
+    this.held.set(path, new Promise<void>(r => (release = r)));
+    return release;
+  }
+
+  pin(): Transport {
+    const path = this.path;
+    return { request: (name, params) => this.at(path, name, params) };
+  }
+
+  request<N extends RequestName>(name: N, params: Params<N>) {
+    return this.at(this.path, name, params);
+  }
+
+  private async at<N extends RequestName>(path: string, name: N, params: Params<N>) {
+    const version = (params as { version?: unknown }).version;
+    this.asked.push({ path, name, version });
+    const top = this.tops[path];
+    if (name === 'history') {
+      await this.held.get(path);
+    }
+    if (typeof version === 'number' && version > top) {
+      throw new TransportError('stack', `no version at depth ${version}: this stack has depths 0 (the base) to ${top}`);
+    }
+    const answers: Partial<Record<RequestName, unknown>> = {
+      history: history(top, { versions: history(top).versions.map(v => ({ ...v, title: `${path} v${v.depth}`, dataset_id: `${path}-${v.depth}` })) }),
+      changes: { ops: [], details: [], added: [], replaced: [], deleted: [] },
+      tree: { ...tree(NODES), current: `${path}-${top}` },
+      fingerprint: { fingerprint: path }
+    };
+    return { data: answers[name] as Data<N>, buffers: [] };
+  }
+}
+
+describe('a panel moving to another version', () => {
+  it('keeps its views asking the stack they show until the new history is shown, and drops a history reply for a folder it left again', async () => {
+    // Seen in a flow (issue 29, 1 3 4): a view of v4 asked after the panel moved to a stack of
+    // depths 0 to 3, and the page said "no version at depth 4: this stack has depths 0 (the base) to 3".
+    const folders = new Folders({ A: 4, B: 3, C: 2 });
+    const el = mount(folders, async folder => {
+      folders.path = folder === 'datasets/b1' ? 'B' : 'C';
+    });
+    await settle();
+    const title = () => el.querySelector('.sds-title-text')?.textContent ?? el.querySelector('.sds-banner')?.textContent;
+    expect(title()).toBe('A v4');
+    (el.querySelector('.sds-history-row[data-depth="3"]') as HTMLElement).click();
+    await settle();
+    // a key moves the selection to v4 now and asks for its details once the key rests: by then the
+    // panel has moved to B, whose history is still on its way
+    const list = el.querySelector('.sds-history')!;
+    const before = folders.asked.length;
+    list.dispatchEvent(new KeyboardEvent('keydown', { key: 'ArrowUp', bubbles: true }));
+    const releaseB = folders.hold('B');
+    (el.querySelector('.sds-tree-row[data-id="b1"]') as HTMLElement).click();
+    await new Promise(r => setTimeout(r, 200)); // past the key's rest (KEY_DELAY)
+    expect(folders.asked.slice(before).filter(a => a.name === 'changes')).toEqual([{ path: 'A', name: 'changes', version: 4 }]);
+    // while B's history is on its way, another move (to C) is made and shown first
+    folders.path = 'C';
+    await app!.refresh();
+    expect(title()).toBe('C v2');
+    releaseB();
+    await settle();
+    // B's late reply is for a folder the panel left: C stays, and its views ask C
+    expect(title()).toBe('C v2');
+    (el.querySelector('.sds-history-row[data-depth="1"]') as HTMLElement).click();
+    await settle();
+    expect(folders.asked).toContainEqual({ path: 'C', name: 'changes', version: 1 });
+    // no folder was ever asked about a depth it does not have
+    const beyond = folders.asked.filter(a => typeof a.version === 'number' && a.version > ({ A: 4, B: 3, C: 2 } as Record<string, number>)[a.path]);
+    expect(beyond).toEqual([]);
   });
 });

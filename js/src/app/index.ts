@@ -17,7 +17,7 @@ import { datasetName, plural } from './shared/format';
 import { ResultsView, resultCodeFor } from './results/results';
 import { tabKeyTarget } from './shared/tabs';
 import { TreeSection } from './history/tree';
-import { TransportError, type Transport } from './shared/transport';
+import { TransportError, pinned, type Transport } from './shared/transport';
 import { CirroBox } from './history/cirro';
 import type { History, Tree } from './shared/types';
 import type { CellSelection } from './figures/spatialfigure';
@@ -108,8 +108,21 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   let tab: TabName = options.initialTab ?? 'changes';
   const loaded: Partial<Record<TabName, number>> = {};
 
-  const changes = new ChangesView(transport);
-  const figures = new FiguresView(transport, renderChart);
+  // The views ask the stack whose history they show, through `asked` (the transport held to that
+  // stack). A move points `transport` at another folder before that folder's history is read;
+  // until it is, the views still show the stack left, with its depths, and keep asking it: a tile
+  // or a poll of version 4 is never put to a new stack that has depths 0 to 3. Their requests
+  // follow the panel when its new history is shown (refresh, below).
+  let asked: Transport = pinned(transport);
+  const stackTransport: Transport = {
+    request: (name, params) => asked.request(name, params),
+    pin: () => asked
+  };
+  /** Counts the history requests: a reply to one a newer one followed (the panel moved again) is dropped. */
+  let refreshes = 0;
+
+  const changes = new ChangesView(stackTransport);
+  const figures = new FiguresView(stackTransport, renderChart);
   // a saved annotation is a new version: open it (kernel-less, the panel moves there) or show it in the tree
   figures.onSelection = selection => options.onCellSelection?.(selection);
   figures.onAnnotated = async saved => {
@@ -118,12 +131,12 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     }
     await refresh();
   };
-  const results = new ResultsView(transport, renderChart, clock.now, resultCodeFor(options.path));
-  const compare = new CompareView(transport, renderChart);
-  const contents = new ContentsView(transport);
+  const results = new ResultsView(stackTransport, renderChart, clock.now, resultCodeFor(options.path));
+  const compare = new CompareView(stackTransport, renderChart);
+  const contents = new ContentsView(stackTransport);
   const views: Record<TabName, { node: HTMLElement }> = { changes, figures, results, compare, contents };
   const historyView = new HistoryView(depth => onSelect(depth), clock);
-  const treeSection = new TreeSection(transport, {
+  const treeSection = new TreeSection(stackTransport, {
     selectDepth: depth => historyView.selectDepth(depth),
     openVersion: options.openVersion ? folder => moveTo(folder, true) : undefined,
     fetchMissing:
@@ -149,7 +162,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   });
 
   // Cirro: an upload offered for a selected version saved here only, a fetch on the missing row
-  const cirroBox = new CirroBox(transport, { done: () => refresh() });
+  const cirroBox = new CirroBox(stackTransport, { done: () => refresh() });
   let lastTree: Tree | null = null;
   const uploadButton = h('button', {
     class: 'sds-button sds-upload-cirro',
@@ -386,9 +399,16 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
   }
 
   async function refresh(): Promise<void> {
+    const token = ++refreshes;
+    // the folder the panel is on now, held: the views ask it once its history is shown
+    const stack = pinned(transport);
     fill(sideStatus, loading('Loading history…'));
     try {
-      const { data } = await transport.request('history', {});
+      const { data } = await stack.request('history', {});
+      if (token !== refreshes) {
+        return; // the panel moved again (or was refreshed) since: the newer reply is the one shown
+      }
+      asked = stack;
       history = data;
       // a folder that is no readable version: the banner says why in one line, nothing else does
       fill(
@@ -468,6 +488,9 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
       }
       options.onHistory?.(data);
     } catch (err) {
+      if (token !== refreshes) {
+        return;
+      }
       // one message, in the banner; the history side stays empty
       const e = TransportError.from(err);
       fill(sideStatus, null);

@@ -84,6 +84,11 @@ export class RestTransport implements Transport {
     private readonly settings: ServerConnection.ISettings = ServerConnection.makeSettings()
   ) {}
 
+  /** This folder's transport, kept on it when this one moves (the views of the version left ask through it). */
+  pin(): RestTransport {
+    return new RestTransport(this.path, this.settings);
+  }
+
   request<N extends RequestName>(name: N, params: Params<N>): Promise<Reply<Data<N>>> {
     if (WRITE_REQUESTS.includes(name)) {
       // a write is a POST with a JSON body: JupyterLab's request adds the XSRF token

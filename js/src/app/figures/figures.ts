@@ -10,7 +10,7 @@ import { KeptViews, type Keepable } from './keptviews';
 import { loadCanvas } from '../spatial/cellstore';
 import { preloadDeck, webglAvailable } from '../spatial/spatial';
 import { loadInto, whenVisible, type Current } from '../shared/load';
-import { TransportError, type Transport } from '../shared/transport';
+import { TransportError, pinned, type Transport } from '../shared/transport';
 import { splitReply } from '../shared/buffers';
 import type { AnnotateData, CanvasPayload, Figure, Figures as FiguresData, Params } from '../shared/types';
 
@@ -109,9 +109,11 @@ export class FiguresView {
   show(version: number, _label?: string, own?: string | null, key?: string | null): Promise<void> {
     this.clear();
     const listed = key ? this.lists.get(key) : undefined;
+    // the figures of this version keep asking its stack, even once the panel moved on (kept views too)
+    const transport = pinned(this.transport);
     return loadInto(
       this.node,
-      () => (listed ? Promise.resolve({ data: listed }) : this.transport.request('figures', { version })),
+      () => (listed ? Promise.resolve({ data: listed }) : transport.request('figures', { version })),
       (data, current) => {
         if (key && !data.error) {
           this.lists.delete(key);
@@ -137,7 +139,7 @@ export class FiguresView {
               back.push(kept);
               return kept.node;
             }
-            return this.figure(version, fig, current, keptKey);
+            return this.figure(transport, version, fig, current, keptKey);
           })
         );
         for (const kept of back) {
@@ -147,7 +149,7 @@ export class FiguresView {
     );
   }
 
-  private figure(version: number, fig: Figure, current: Current, keptKey: string | null = null): HTMLElement {
+  private figure(transport: Transport, version: number, fig: Figure, current: Current, keptKey: string | null = null): HTMLElement {
     const body = h('div', { class: 'sds-figure-body' });
     const tools = h('div', { class: 'sds-figure-tools' });
     const width = printWidth(fig.print_width);
@@ -166,9 +168,9 @@ export class FiguresView {
     );
     try {
       if (fig.kind === 'chart' && fig.vega_lite) {
-        this.chart(body, tools, version, fig, fig.vega_lite, current);
+        this.chart(transport, body, tools, version, fig, fig.vega_lite, current);
       } else if (fig.kind === 'canvas') {
-        void this.canvas(body, tools, version, fig, current, keptKey ? spatial => this.shown.set(keptKey, new KeptFigure(node, spatial)) : null);
+        void this.canvas(transport, body, tools, version, fig, current, keptKey ? spatial => this.shown.set(keptKey, new KeptFigure(node, spatial)) : null);
       } else {
         unsupported(body, fig.reason ?? `figures of kind "${fig.kind}" are not drawn here`, fig.spec);
       }
@@ -178,7 +180,7 @@ export class FiguresView {
     return node;
   }
 
-  private chart(body: HTMLElement, tools: HTMLElement, version: number, fig: Figure, spec: object, current: Current): void {
+  private chart(transport: Transport, body: HTMLElement, tools: HTMLElement, version: number, fig: Figure, spec: object, current: Current): void {
     const target = h('div', { class: 'sds-chart' });
     fill(body, target);
     let handle: ChartHandle | null = null;
@@ -190,7 +192,7 @@ export class FiguresView {
           return;
         }
         handle = hd;
-        fill(tools, exportButtons(this.transport, version, fig.id));
+        fill(tools, exportButtons(transport, version, fig.id));
       },
       err => {
         if (current()) {
@@ -201,6 +203,7 @@ export class FiguresView {
   }
 
   private async canvas(
+    transport: Transport,
     body: HTMLElement,
     tools: HTMLElement,
     version: number,
@@ -220,7 +223,7 @@ export class FiguresView {
     try {
       const start = mark('sds:canvas-request:start');
       void preloadDeck()?.catch(() => undefined); // in parallel with the request; a failure shows when the view is made
-      ({ payload, data } = await loadCanvas(this.transport, version, fig.id, devicePixelWidth(body)));
+      ({ payload, data } = await loadCanvas(transport, version, fig.id, devicePixelWidth(body)));
       measure('sds:canvas-request', start, { version, figure: fig.id, n_cells: payload.n_cells });
       body.dataset.lazy = 'loaded';
     } catch (err) {
@@ -233,7 +236,7 @@ export class FiguresView {
     if (!current()) {
       return;
     }
-    const spatial = new SpatialFigure(this.transport, version, fig.id, payload, data, webglAvailable());
+    const spatial = new SpatialFigure(transport, version, fig.id, payload, data, webglAvailable());
     fill(body, spatial.node);
     spatial.start();
     spatial.onAnnotated = saved => this.onAnnotated?.(saved);
@@ -254,7 +257,7 @@ export class FiguresView {
     const shown = () => ({ view: where.value === 'screen' ? spatial.region().join(',') : where.value, ...spatial.coloring() });
     // a visible label (not only a title): screen readers and sighted users read the same words
     const label = h('label', { class: 'sds-export-view-label' }, 'Export ', where);
-    fill(tools, label, exportButtons(this.transport, version, fig.id, shown));
+    fill(tools, label, exportButtons(transport, version, fig.id, shown));
   }
 }
 

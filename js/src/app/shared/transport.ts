@@ -11,6 +11,21 @@ export type Reply<T> = { data: T; buffers: Buffer[] };
  */
 export interface Transport {
   request<N extends RequestName>(name: N, params: Params<N>): Promise<Reply<Data<N>>>;
+  /**
+   * A transport that keeps asking the stack this one asks now, wherever this one is moved later
+   * (a panel moved to another version). Absent: this transport never moves.
+   */
+  pin?(): Transport;
+}
+
+/**
+ * `transport` held to the stack it asks now (itself when it never moves). A view made for one
+ * stack asks through this: a depth it carries is a depth of that stack, so a request it makes
+ * after its panel moved on (a tile, a poll) is answered by the stack the depth belongs to, never
+ * asked of the new one ("no version at depth 4").
+ */
+export function pinned(transport: Transport): Transport {
+  return transport.pin?.() ?? transport;
 }
 
 /**
