@@ -420,6 +420,7 @@ EDITS = [
     "a.uns['params'] = {'resolution': 2.0}",
     "a.uns['params']['method'] = 'louvain'",
     "del a.uns['notes']",
+    "a.uns['notes'] = 'drawn by hand, again'",
     "a.uns['spatial_data_studio']['figures']['fig-a'] = '{\"kind\": \"chart\"}'",
 ]
 
@@ -440,6 +441,29 @@ def test_fingerprints_and_the_store_give_the_same_plan(hand_stack: Path, code: s
     recorded, read = plan_save(stack, adata), plan_save(stack, copy)
     assert recorded.summary == read.summary and recorded.refused == read.refused
     assert recorded.summary or recorded.refused
+
+
+def test_an_uns_scalar_is_unchanged_by_identity_or_by_value(hand_stack: Path) -> None:
+    """The very object printed at open is unchanged (scalars are immutable); an equal new object is
+    compared by its print; another value is a change."""
+    from sds_jupyter.stack import Stack
+    from sds_jupyter.stack.opened import fingerprint, opened_record, same_scalar_held
+    from sds_jupyter.stack.write.save import plan_save
+
+    stack = Stack.resolve(hand_stack)
+    adata = open_anndata(hand_stack)
+    record = opened_record(adata, stack, "table")
+    assert record is not None
+    known = record.prints["uns/notes"]
+    assert same_scalar_held(known, adata.uns["notes"])
+    equal = "".join(["drawn by", " hand"])
+    assert equal == adata.uns["notes"] and not same_scalar_held(known, equal)
+    assert fingerprint(equal) == known
+    assert not same_scalar_held(record.prints["uns/params"], adata.uns["params"])  # a dict: printed again
+    adata.uns["notes"] = equal
+    assert plan_save(stack, adata).summary == []
+    adata.uns["notes"] = "drawn by hand!"
+    assert plan_save(stack, adata).summary == ["uns 'notes' changed"]
 
 
 def test_a_record_applies_to_the_version_it_was_read_from_only(hand_stack: Path) -> None:

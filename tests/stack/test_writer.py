@@ -7,6 +7,7 @@ import os
 import shutil
 import warnings
 from pathlib import Path
+from typing import Any
 
 import anndata
 import numpy as np
@@ -169,6 +170,23 @@ def test_one_pass_encoding_writes_what_the_two_pass_encoding_writes(name: str) -
     assert _without_gzip_time(encode.encode_element(value)) == expected
     if one_pass is not None:
         assert _without_gzip_time(one_pass) == expected
+
+
+def test_a_numeric_array_is_written_where_none_is_yet_and_keeps_its_parent_group() -> None:
+    """The array's documents are zarr's own, made once: a parent group already there keeps its
+    attributes, and an array already at the path is refused by zarr, as before."""
+    from sds_jupyter.stack.write import encode
+
+    for _ in range(2):  # made, then reused
+        held: dict[str, Any] = {}
+        store = zarr.storage.MemoryStore(store_dict=held)
+        group = zarr.open_group(store, mode="w", zarr_format=3).create_group("e")
+        group.attrs["ordered"] = True
+        encode._write_numeric(store, held, "e/codes", np.arange(4, dtype="int8"))
+        assert json.loads(held["e/zarr.json"].to_bytes())["attributes"] == {"ordered": True}
+        assert zarr.open_array(store, path="e/codes", mode="r")[...].tolist() == [0, 1, 2, 3]
+    with pytest.raises(zarr.errors.ContainsArrayError):  # zarr's own refusal
+        encode._write_numeric(store, held, "e/codes", np.arange(4, dtype="int8"))
 
 
 def test_the_root_index_is_sorted_by_depth_then_path_and_complete(demo_copy: Path) -> None:

@@ -30,6 +30,7 @@ from sds_jupyter.stack.opened import (
     exact_print,
     fingerprint,
     opened_record,
+    same_scalar_held,
     stored_index_name,
 )
 from sds_jupyter.stack.stack import Stack
@@ -228,7 +229,7 @@ class _Parent:
         """Whether ``value`` is what the version holds at ``path`` (``X``, ``layers/counts``...)."""
         if self.record is not None:
             known = self.record.prints.get(path)
-            if known is not None and fingerprint(value) == known:
+            if known is not None and (same_scalar_held(known, value) or fingerprint(value) == known):
                 return True
         return (compare or _same_value)(value, _read(self.group, path))
 
