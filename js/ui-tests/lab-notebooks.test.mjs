@@ -291,9 +291,14 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await page.keyboard.press('Control+s');
     await page.waitForFunction(() => !document.querySelector('.jp-mod-dirty'), null, { timeout: 30000 }).catch(() => undefined);
     const cdp = await page.context().newCDPSession(page);
-    // 6x: slow enough that the widget's entry must load well inside anywidget's 2 s; at 12x, late in the
-    // suite, JupyterLab's own restore of the models from the kernel timed out now and then ("model not found")
-    await cdp.send('Emulation.setCPUThrottlingRate', { rate: 6 });
+    // 4x. What this guards is anywidget's 2 s for our entry: the app as the entry (1.8 MB) took ~1 s to
+    // import unthrottled under load 7 (commit 51086c8), so 4x puts it at twice the limit; the entry
+    // (a few kB) stays far inside it. Past that the throttle tests JupyterLab, not us: its renderer asks
+    // for a model for 2 s, polling every 100 ms, and if the restore from the kernel ends while that last
+    // timer waits behind a long task, it finds the manager restored and shows "Error displaying widget:
+    // model not found" for good (jupyterlab_widgets 3.0, renderModel). At 12x that came now and then,
+    // at 6x once in four fresh-clone CI runs beside the other flows (issue 43, item 6); never anywidget.
+    await cdp.send('Emulation.setCPUThrottlingRate', { rate: 4 });
     try {
       await page.reload();
       await page.waitForSelector('.jp-Notebook .jp-Cell', { timeout: 120000 });
