@@ -193,6 +193,7 @@ class RequestHandler(StackAPIHandler):
             timing.lap("open")
             reply = await self.in_thread(dispatch, service, name, params)
             timing.lap("work")
+            timing.sources = reply.sources
             self.set_header("Server-Timing", timing.header())  # a 304 ends here; set again below
             if reply.etag is not None and self.answered_by_etag(
                 reply.etag, reply.addressed or params.get("key") == reply.etag, weak=bool(coding)

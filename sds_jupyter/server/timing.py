@@ -21,6 +21,8 @@ class ServerTiming:
         self.started = time.perf_counter()
         self._last = self.started
         self.parts: list[tuple[str, float]] = []
+        #: Where the request's derived data came from: (what, source), named after the times.
+        self.sources: list[tuple[str, str]] = []
 
     def lap(self, name: str) -> None:
         """Close part ``name`` (a token: letters, digits, ``-``), timed from the part before."""
@@ -29,6 +31,11 @@ class ServerTiming:
         self._last = now
 
     def header(self) -> str:
-        """The header's value: each part, then ``total`` since the request began."""
+        """The header's value: each part, then ``total`` since the request began, then each source.
+
+        A source is an entry named by where the data came from (``built``, ``disk``, ``memory``),
+        its ``desc`` what it was (``points``, ``cells``): no duration, the parts above hold the time.
+        """
         total = (time.perf_counter() - self.started) * 1e3
-        return ", ".join(f"{name};dur={ms:.1f}" for name, ms in [*self.parts, ("total", total)])
+        times = [f"{name};dur={ms:.1f}" for name, ms in [*self.parts, ("total", total)]]
+        return ", ".join([*times, *(f'{source};desc="{what}"' for what, source in self.sources)])

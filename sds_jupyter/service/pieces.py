@@ -27,6 +27,7 @@ import numpy as np
 from sds_jupyter.limits import MAX_OUTLINE_TILE_CELLS
 from sds_jupyter.lru import ByteLRU
 from sds_jupyter.protocol.payloads import CanvasImage, ChannelInfo, ImageLevel, OutlineTiles
+from sds_jupyter.protocol.reply import served_from
 from sds_jupyter.protocol.types import CellQuantum
 from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.stack import StackCaches, StackStore, node_identity
@@ -171,14 +172,22 @@ def _full_geometry(view: TableView, spec: Mapping[str, Any]) -> tuple[str, CellG
             if outlines is not None:
                 outlines_cache(view.caches).put(key, outlines)
             turn.fill(full)
+        else:
+            served_from("cells", "memory")
     return key, turn.value
 
 
-def _kept_on_disk(view: TableView, spec: Mapping[str, Any], key: str) -> tuple[CellGeometry, Outlines | None]:
-    """A figure's cell geometry (and outline index, when tiled) mapped from the disk cache, else derived and kept there."""
+def _kept_on_disk(
+    view: TableView, spec: Mapping[str, Any], key: str, what: str = "cells"
+) -> tuple[CellGeometry, Outlines | None]:
+    """A figure's cell geometry (and outline index, when tiled) mapped from the disk cache, else derived and kept there.
+
+    ``what`` the request took from it (``cells``, or the ``outlines`` index) is said with its source.
+    """
 
     with geometry_store().claim(f"{_DISK_FORMAT}\n{key}") as turn:
         found = _from_entry(turn.entry) if turn.entry is not None else None
+        served_from(what, "disk" if found is not None else "built")
         if found is None:  # none kept, or one that does not hold together: derived here, kept (replacing it)
             full = cell_geometry(view, view.root, view.attrs, spec.get("coordinate_system") or None)
             found = _from_entry(turn.fill(*_entry_of(full, _outlines(full) if _tiled(full) else None)))
@@ -268,7 +277,9 @@ def _kept_outlines(view: TableView, spec: Mapping[str, Any], key: str, full: Cel
     """A tiled tissue's outline index, built once per cells key (mapped from disk when kept there)."""
     with outlines_cache(view.caches).claim(key) as turn:
         if turn.missing:
-            turn.fill(_kept_on_disk(view, spec, key)[1] or _outlines(full))
+            turn.fill(_kept_on_disk(view, spec, key, "outlines")[1] or _outlines(full))
+        else:
+            served_from("outlines", "memory")
     return turn.value
 
 

@@ -10,6 +10,7 @@ one line in :data:`REQUESTS` (docs/contributing.md lists the rest).
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import typing
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from sds_jupyter.errors import shown, sole_refusal
-from sds_jupyter.protocol.reply import Reply
+from sds_jupyter.protocol.reply import Reply, recording_sources
 from sds_jupyter.service import branches
 from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.export import export_request
@@ -180,7 +181,8 @@ def dispatch(service: Session | Opened, name: str, params: Mapping[str, Any] | N
     if "version" in kwargs:
         session, kwargs["version"] = branches.serving(session, kwargs["version"])
     try:
-        answer = method(session, **kwargs)
+        with recording_sources() as sources:
+            answer = method(session, **kwargs)
     except TypeError as exc:
         if re.search(r"missing \d+ required (positional|keyword-only) argument", str(exc)):
             raise RequestError(f"Request {name!r} is missing a parameter: {exc}.") from None
@@ -190,4 +192,5 @@ def dispatch(service: Session | Opened, name: str, params: Mapping[str, Any] | N
         if refusal is group:
             raise
         raise refusal from group
-    return answer if isinstance(answer, Reply) else Reply(answer)
+    reply = answer if isinstance(answer, Reply) else Reply(answer)
+    return dataclasses.replace(reply, sources=sources) if sources else reply

@@ -25,7 +25,7 @@ import zarr
 from sds_jupyter.errors import ElementError
 from sds_jupyter.lru import ByteLRU
 from sds_jupyter.protocol.layouts import reply_buffers
-from sds_jupyter.protocol.reply import Reply
+from sds_jupyter.protocol.reply import Reply, served_from
 from sds_jupyter.protocol.types import PointsData, PointsInfo, PointsTileData
 from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.session import Session
@@ -125,8 +125,16 @@ def _whole(session: Session, found: _Element) -> PointIndex:
 
     :class:`PointsTooMany` (the disk refused it, memory cannot hold it) is the caller's to say.
     """
+    made: list[PointIndex] = []
+
+    def build() -> PointIndex:
+        made.append(found.build())
+        return made[-1]
+
     try:
-        return _indexes(session).get_or_compute(found.key, found.build)
+        index = _indexes(session).get_or_compute(found.key, build)
+        served_from("points", _origin(made[-1]) if made else "memory")
+        return index
     except PointsTooMany:
         raise
     except ElementError as exc:
@@ -137,6 +145,11 @@ class _Build(Future[PointIndex]):
     """A background build of an element's index; ``ended``: when it failed (``time.monotonic``)."""
 
     ended = 0.0
+
+
+def _origin(index: PointIndex) -> str:
+    """Where an index this process had not held came from: built here, or mapped from the disk's cache."""
+    return "built" if index.built else "disk"
 
 
 def _builds(session: Session) -> ByteLRU[_Build]:
@@ -163,12 +176,16 @@ def _ready(session: Session, found: _Element) -> PointIndex | None:
             return None
         if isinstance(error, ElementError):
             raise RequestError(str(error))
+        served_from("points", _origin(build.result()))  # the background build's: its first reply
         return build.result()
     indexes = _indexes(session)
     index = indexes.get(found.key)
-    if index is None:
+    if index is not None:
+        served_from("points", "memory")
+    else:
         index = PointStore().kept(found.identity)  # another process built it
         if index is not None:
+            served_from("points", "disk")
             indexes.put(found.key, index)
     return index
 
@@ -200,10 +217,16 @@ def _samples(session: Session) -> ByteLRU[PointIndex]:
 
 def _sample(session: Session, found: _Element) -> PointIndex:
     """The element's sample index (:func:`~sds_jupyter.studio.pointparts.point_sample`), made once and kept."""
+    made: list[PointIndex] = []
+
+    def build() -> PointIndex:
+        made.append(sample_index(point_sample(found.root, found.opened)))
+        return made[-1]
+
     try:
-        return _samples(session).get_or_compute(
-            _SAMPLE + found.key, lambda: sample_index(point_sample(found.root, found.opened))
-        )
+        index = _samples(session).get_or_compute(_SAMPLE + found.key, build)
+        served_from("points sample", "built" if made else "memory")
+        return index
     except ElementError as exc:
         raise RequestError(str(exc)) from None
 
