@@ -47,7 +47,13 @@ from sds_jupyter.stack.stack import (
 from sds_jupyter.stack.storage.location import Location, RemotePath, is_url, location_of
 
 # The per-user cache folder's rules (owner-only, no links), for other records kept on disk (points indexes).
-from sds_jupyter.stack.storage.ondisk import cache_dir, open_private, own_regular, read_private_json
+from sds_jupyter.stack.storage.ondisk import (
+    cache_dir,
+    map_private_array,
+    open_private,
+    own_regular,
+    read_private_json,
+)
 from sds_jupyter.stack.storage.paths import DATA_DIR, is_within
 from sds_jupyter.stack.store import LayerIndex, StackStore, open_stack
 from sds_jupyter.stack.workspace import in_cirro, listed_beside
@@ -94,6 +100,7 @@ __all__ = [
     "listed_beside",
     "listing_fingerprint",
     "location_of",
+    "map_private_array",
     "no_auto_sharding",
     "node_identity",
     "obs_column_plan",

@@ -38,6 +38,7 @@ __all__ = [
     "label_centroids",
     "label_plane",
     "level_pixels",
+    "node_path",
     "open_pyramid",
     "read_shapes_frame",
     "read_shapes_table",
@@ -72,7 +73,8 @@ class Level:
         return int(self.data.shape[self.axes.index("x")])
 
 
-def _node_path(root: zarr.Group) -> str:
+def node_path(root: zarr.Group) -> str:
+    """The store key prefix of the group ``root`` ("" at the store's root, else its path and "/")."""
     path = root.path
     return f"{path}/" if path else ""
 
@@ -83,13 +85,13 @@ def read_store_view(root: zarr.Group, key: str) -> memoryview | None:
     Why a view, not ``bytes``: a million cells' shapes parquet is 140 MB, and copying
     it into ``bytes`` before parsing took 0.3 to 0.4 s of a cold first tissue (2026-12-07, load 16).
     """
-    buffer = sync(root.store.get(_node_path(root) + key, prototype=default_buffer_prototype()))
+    buffer = sync(root.store.get(node_path(root) + key, prototype=default_buffer_prototype()))
     return None if buffer is None else buffer.as_numpy_array().data.cast("B")
 
 
 def _list_prefix(root: zarr.Group, prefix: str) -> list[str]:
     async def collect() -> list[str]:
-        return [key async for key in root.store.list_prefix(_node_path(root) + prefix)]
+        return [key async for key in root.store.list_prefix(node_path(root) + prefix)]
 
     return sorted(sync(collect()))
 
@@ -440,7 +442,7 @@ def _read_parquet(root: zarr.Group, prefix: str) -> pd.DataFrame:
         raise ElementError(f"No parquet object at {prefix!r}.")
     frames, rows = [], 0
     for key in parts:
-        checked = _checked_parquet(read_store_view(root, key.removeprefix(_node_path(root))) or b"", key, rows)
+        checked = _checked_parquet(read_store_view(root, key.removeprefix(node_path(root))) or b"", key, rows)
         frames.append(pq.read_table(checked).to_pandas())
         rows += len(frames[-1])
     return pd.concat(frames)

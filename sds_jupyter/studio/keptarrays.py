@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import mmap
 import os
 import re
 import shutil
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from sds_jupyter.stack import cache_dir, own_regular
+from sds_jupyter.stack import cache_dir, map_private_array, read_private_json
 from sds_jupyter.studio.keptfolders import FolderTurn, KeptFolders
 
 __all__ = [
@@ -51,7 +50,6 @@ KEPT_HEADER_BYTES = 1024 * 1024
 
 _FORMAT = "kept-arrays-1"
 _HEADER = "entry.json"
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 _DTYPES = frozenset({"<f4", "<f8", "<u2", "<u4", "<u8", "<i4", "<i8", "|u1"})
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
@@ -183,7 +181,7 @@ def open_arrays(dir_fd: int, folder: Path, identity: str) -> KeptArrays | None:
 
     Each file's size is checked against the header's dtype and shape before it is mapped.
     """
-    header = _read_header(dir_fd)
+    header = read_private_json(dir_fd, _HEADER, KEPT_HEADER_BYTES)
     if header is None or header.get("format") != _FORMAT or header.get("identity") != identity:
         return None
     meta, listed = header.get("meta"), header.get("arrays")
@@ -199,46 +197,8 @@ def open_arrays(dir_fd: int, folder: Path, identity: str) -> KeptArrays | None:
             return None
         if any(side < 0 for side in shape):
             return None
-        mapped = _mapped(dir_fd, name, dtype, int(np.prod(shape, dtype=object)))
+        mapped = map_private_array(dir_fd, name, dtype, int(np.prod(shape, dtype=object)))
         if mapped is None:
             return None
         arrays[name] = mapped.reshape(shape)
     return KeptArrays(meta, arrays, "disk", folder)
-
-
-def _read_header(dir_fd: int) -> dict[str, Any] | None:
-    try:
-        fd = os.open(_HEADER, _READ, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not own_regular(info) or info.st_size > KEPT_HEADER_BYTES:
-            return None
-        raw = os.read(fd, KEPT_HEADER_BYTES + 1)
-        header = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)
-    return header if isinstance(header, dict) else None
-
-
-def _mapped(dir_fd: int, name: str, dtype: str, n: int) -> np.ndarray | None:
-    """File ``name`` as ``n`` values of ``dtype``, memory-mapped read-only; None unless it is exactly that."""
-    try:
-        fd = os.open(name, _READ, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not own_regular(info) or info.st_size != n * np.dtype(dtype).itemsize:
-            return None
-        if n == 0:
-            return np.zeros(0, dtype=dtype)
-        # the mapping outlives the descriptor and the file's name (an eviction unlinks it, readers keep reading)
-        return np.frombuffer(mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ), dtype=dtype)
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import mmap
 import os
 import shutil
 import tempfile
@@ -39,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from sds_jupyter.errors import ElementError, shown
-from sds_jupyter.stack import own_regular, read_private_json
+from sds_jupyter.stack import map_private_array, read_private_json
 from sds_jupyter.studio.pointparts import PointBatch, PointSample
 
 __all__ = [
@@ -81,7 +80,6 @@ INDEX_FORMAT = 1
 #: The most bytes of an index's ``index.json`` read (65,535 genes of long names).
 MAX_META_BYTES = 128 * 1024 * 1024
 _META = "index.json"
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 
 _RAW = np.dtype([("gene", "<u2"), ("x", "<f4"), ("y", "<f4")])
 _BUCKET = np.dtype([("code", "<u4"), ("gene", "<u2"), ("x", "<f4"), ("y", "<f4")])
@@ -537,8 +535,10 @@ def open_point_index(dir_fd: int, folder: Path, identity: str) -> PointIndex | N
         return None
     if not (0 <= block_level <= level <= MAX_LEVEL and n >= 0 and tile_points > 0):
         return None
-    columns = [_mapped(dir_fd, name, dtype, n) for name, dtype in (("codes", "<u4"), ("x", "<f4"), ("y", "<f4"))]
-    flat = _mapped(dir_fd, "offsets", "<i8", 4**block_level * (len(genes) + 1))
+    columns = [
+        map_private_array(dir_fd, name, dtype, n) for name, dtype in (("codes", "<u4"), ("x", "<f4"), ("y", "<f4"))
+    ]
+    flat = map_private_array(dir_fd, "offsets", "<i8", 4**block_level * (len(genes) + 1))
     if flat is None or any(column is None for column in columns):
         return None
     offsets = flat.reshape(4**block_level, len(genes) + 1)
@@ -567,26 +567,6 @@ def open_point_index(dir_fd: int, folder: Path, identity: str) -> PointIndex | N
 
 def _read_meta(dir_fd: int) -> dict | None:
     return read_private_json(dir_fd, _META, MAX_META_BYTES)
-
-
-def _mapped(dir_fd: int, name: str, dtype: str, n: int) -> np.ndarray | None:
-    """File ``name`` as ``n`` values of ``dtype``, memory-mapped read-only; None unless it is exactly that."""
-    try:
-        fd = os.open(name, _READ, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not own_regular(info) or info.st_size != n * np.dtype(dtype).itemsize:
-            return None
-        if n == 0:
-            return np.zeros(0, dtype=dtype)
-        # the mapping outlives the descriptor and the file's name (an eviction unlinks it, readers keep reading)
-        return np.frombuffer(mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ), dtype=dtype)
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)
 
 
 def _scatter(records: np.ndarray, codes: np.ndarray, shift: int, folder: Path) -> None:

@@ -25,6 +25,7 @@ from zarr.core.sync import sync
 
 from sds_jupyter import limits
 from sds_jupyter.errors import ElementError, shown
+from sds_jupyter.studio.elements import node_path
 from sds_jupyter.studio.transforms import Axial, element_transform
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ __all__ = [
     "PointBatch",
     "PointSample",
     "PointsElement",
+    "StoreFile",
     "element_fingerprint",
     "open_points",
     "point_batches",
@@ -77,10 +79,6 @@ class PointBatch:
     names: list[str]
 
 
-def _node_path(root: zarr.Group) -> str:
-    return f"{root.path}/" if root.path else ""
-
-
 def points_names(root: zarr.Group) -> list[str]:
     """The points elements of the store, sorted."""
     try:
@@ -101,7 +99,7 @@ def open_points(root: zarr.Group, name: str, system: str | None = None) -> Point
     attrs: dict[str, Any] = element.attrs.asdict()
     meta = attrs.get("spatialdata_attrs")
     feature = meta.get("feature_key") if isinstance(meta, Mapping) else None
-    prefix = f"{_node_path(root)}points/{name}/points.parquet"
+    prefix = f"{node_path(root)}points/{name}/points.parquet"
 
     async def listed() -> list[str]:
         return [key async for key in root.store.list_prefix(prefix)]
@@ -123,7 +121,7 @@ def _natural(key: str) -> tuple[tuple[int, str], str]:
     return ((int(number), stem) if number.isdigit() else (-1, stem)), key
 
 
-class _StoreFile(io.RawIOBase):
+class StoreFile(io.RawIOBase):
     """One store object as a seekable file read by ranges: pyarrow reads the footer and the row groups it needs."""
 
     def __init__(self, store: Any, key: str) -> None:
@@ -169,7 +167,7 @@ def element_fingerprint(root: zarr.Group, element: PointsElement) -> str:
     """
     digest = hashlib.sha256()
     for key in element.parts:
-        handle = _StoreFile(root.store, _node_path(root) + key)
+        handle = StoreFile(root.store, node_path(root) + key)
         handle.seek(-min(handle.size, 8), io.SEEK_END)
         end = handle.read(8) or b""
         length = int.from_bytes(end[:4], "little") if len(end) == 8 and end[4:] == b"PAR1" else 0
@@ -192,7 +190,7 @@ def _parts(root: zarr.Group, element: PointsElement) -> Iterator[tuple[str, pq.P
     import pyarrow.parquet as pq
 
     for key in element.parts:
-        handle = pq.ParquetFile(io.BufferedReader(_StoreFile(root.store, _node_path(root) + key), 1 << 20))
+        handle = pq.ParquetFile(io.BufferedReader(StoreFile(root.store, node_path(root) + key), 1 << 20))
         yield key, handle, _columns(handle.schema_arrow, element.feature_key, element.name)
 
 

@@ -42,10 +42,10 @@ from sds_jupyter.limits import (
 )
 from sds_jupyter.protocol.payloads import OutlineTiles
 from sds_jupyter.studio.cells import CellTable
-from sds_jupyter.studio.elements import ShapesOverBound, shapes_transform
+from sds_jupyter.studio.elements import ShapesOverBound, node_path, shapes_transform
 from sds_jupyter.studio.keptarrays import ArrayStore, KeptArrays, geometry_store
-from sds_jupyter.studio.pointparts import _node_path, _StoreFile
-from sds_jupyter.studio.shapes import CellShapes, _annotated_shapes, cell_shapes, exteriors_of
+from sds_jupyter.studio.pointparts import StoreFile
+from sds_jupyter.studio.shapes import CellShapes, annotated_shapes, cell_shapes, exteriors_of
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -132,7 +132,7 @@ def _parts(root: zarr.Group, name: str) -> list[str]:
     """The parquet objects of shapes element ``name``: one object, or the parts of a folder."""
     from zarr.core.sync import sync
 
-    key = f"{_node_path(root)}shapes/{name}/shapes.parquet"
+    key = f"{node_path(root)}shapes/{name}/shapes.parquet"
     if sync(root.store.exists(key)):
         return [key]
 
@@ -173,7 +173,7 @@ def _footers(root: zarr.Group, name: str) -> list[pq.ParquetFile]:
     past MAX_INDEXED_SHAPES or without a geometry column."""
     import pyarrow.parquet as pq
 
-    handles = [pq.ParquetFile(io.BufferedReader(_StoreFile(root.store, key), 1 << 20)) for key in _parts(root, name)]
+    handles = [pq.ParquetFile(io.BufferedReader(StoreFile(root.store, key), 1 << 20)) for key in _parts(root, name)]
     rows = sum(int(handle.metadata.num_rows) for handle in handles)
     if rows > MAX_INDEXED_SHAPES:
         raise ElementError(
@@ -457,7 +457,7 @@ def cell_shapes_or_note(
     try:
         return cell_shapes(cells, root, attrs, system), None
     except ShapesOverBound as exc:
-        name = _annotated_shapes(root, attrs) if root is not None else None
+        name = annotated_shapes(root, attrs) if root is not None else None
         why = "no element" if root is None or name is None else refusal(root, name)
         if why is None and name is not None:
             return None, ShapesNote(

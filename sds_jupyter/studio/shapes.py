@@ -32,6 +32,7 @@ __all__ = [
     "CellShapes",
     "ElementRings",
     "ExportShapes",
+    "annotated_shapes",
     "cell_shapes",
     "default_shape_color",
     "element_rings",
@@ -152,7 +153,7 @@ def _circle_rings(wkb: Any, radius: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return coords.reshape(-1, 2), np.full(len(centre), CIRCLE_SIDES + 1, dtype=np.int64)
 
 
-def _annotated_shapes(root: zarr.Group, attrs: Mapping[str, Any]) -> str | None:
+def annotated_shapes(root: zarr.Group, attrs: Mapping[str, Any]) -> str | None:
     """The one shapes element the table annotates, if it annotates exactly one and it is a shapes element."""
     region = attrs.get("region")
     regions = [region] if isinstance(region, str) else list(region or [])
@@ -179,7 +180,7 @@ def cell_shapes(
 
     if root is None:
         return None
-    name = _annotated_shapes(root, attrs)
+    name = annotated_shapes(root, attrs)
     if name is None:
         return None
     found = _shapes_columns(root, name)

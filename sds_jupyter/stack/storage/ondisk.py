@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import stat
 import uuid
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 __all__ = [
     "MAX_RECORDS",
@@ -37,6 +40,7 @@ __all__ = [
     "STACK_CACHE_ENV",
     "DiskStacks",
     "cache_dir",
+    "map_private_array",
     "open_private",
     "own_regular",
     "read_private_json",
@@ -249,3 +253,28 @@ def read_private_json(dir_fd: int, name: str, max_bytes: int) -> dict[str, Any] 
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def map_private_array(dir_fd: int, name: str, dtype: str, n: int) -> np.ndarray | None:
+    """File ``name`` of the private folder ``dir_fd`` as ``n`` values of ``dtype``, mapped read-only; else None.
+
+    Why one mapper: arrays kept on disk (points indexes, cell geometry) are opened the same
+    guarded way as :func:`read_private_json`: no link followed, this user's regular file of
+    exactly the size ``n`` values take; anything else reads as absent (the caller rebuilds).
+    The mapping outlives the descriptor and the file's name: an eviction unlinks it, readers keep reading.
+    """
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not own_regular(info) or info.st_size != n * np.dtype(dtype).itemsize:
+            return None
+        if n == 0:
+            return np.zeros(0, dtype=dtype)
+        return np.frombuffer(mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ), dtype=dtype)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
