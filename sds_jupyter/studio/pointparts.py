@@ -163,19 +163,46 @@ def element_fingerprint(root: zarr.Group, element: PointsElement) -> str:
 
     Why the footers: they name every row group's row count, sizes and column statistics, so a
     part rewritten with other points (a demo built again at the same path) fingerprints
-    differently, for two small ranged reads a part instead of reading the points.
+    differently, for a size and one small ranged read a part instead of reading the points.
+    Every request for points asks it again (an element rewritten under a running server gets a
+    new key), so the parts are asked all at once: one hop to zarr's event loop a request, not
+    three a part (45 hops for 15 parts, each a wait for a core on a loaded machine).
     """
+    keys = [node_path(root) + key for key in element.parts]
+    tails = sync(_tails(root.store, keys))
     digest = hashlib.sha256()
-    for key in element.parts:
-        handle = StoreFile(root.store, node_path(root) + key)
-        handle.seek(-min(handle.size, 8), io.SEEK_END)
-        end = handle.read(8) or b""
+    for key, path, (size, tail) in zip(element.parts, keys, tails, strict=True):
+        end = tail[-8:]
         length = int.from_bytes(end[:4], "little") if len(end) == 8 and end[4:] == b"PAR1" else 0
-        take = min(handle.size, length + 8, FOOTER_BYTES)
-        handle.seek(-take, io.SEEK_END)
-        digest.update(f"{key}\n{handle.size}\n".encode("utf-8", "surrogatepass"))
-        digest.update(handle.read(take) or b"")
+        take = min(size, length + 8, FOOTER_BYTES)
+        if take > len(tail):  # a footer longer than the tail read: its own ranged read
+            handle = StoreFile(root.store, path)
+            handle.seek(-take, io.SEEK_END)
+            tail = handle.read(take) or b""
+        digest.update(f"{key}\n{size}\n".encode("utf-8", "surrogatepass"))
+        digest.update(tail[len(tail) - take :] if take else b"")
     return digest.hexdigest()
+
+
+#: The bytes read from the end of every part at once for its fingerprint (a footer of a few row groups fits).
+TAIL_BYTES = 64 * 1024
+
+
+async def _tails(store: Any, keys: list[str]) -> list[tuple[int, bytes]]:
+    """Each object's size and its last ``TAIL_BYTES`` bytes (fewer when it is smaller), asked concurrently."""
+    import asyncio
+
+    async def tail(key: str) -> tuple[int, bytes]:
+        size = int(await store.getsize(key))
+        take = min(size, TAIL_BYTES)
+        if not take:
+            return size, b""
+        found = await store.get(
+            key, prototype=default_buffer_prototype(), byte_range=RangeByteRequest(size - take, size)
+        )
+        return size, b"" if found is None else found.to_bytes()
+
+    return list(await asyncio.gather(*(tail(key) for key in keys)))
 
 
 def _columns(schema: pa.Schema, feature: str | None, name: str) -> list[str]:

@@ -182,3 +182,15 @@ def test_an_element_rewritten_under_a_running_service_is_served_its_new_index(tm
     assert dispatch(service, "points_tile", {**tile, "key": after["key"]}).data["total"] == total == 2_600
     with pytest.raises(RequestError, match="ask points again"):
         dispatch(service, "points_tile", {**tile, "key": before["key"]})
+
+
+def test_the_fingerprint_is_the_same_whatever_the_tail_read_at_once(element: Path, monkeypatch) -> None:
+    """A footer longer than the tail read with the part's size takes a read of its own: the same digest."""
+    from sds_jupyter.studio import pointparts
+
+    root, opened = _opened(element)
+    whole = pointparts.element_fingerprint(root, opened)
+    monkeypatch.setattr(pointparts, "TAIL_BYTES", 16)  # shorter than any footer: every part read again
+    assert pointparts.element_fingerprint(root, opened) == whole
+    monkeypatch.setattr(pointparts, "TAIL_BYTES", 1 << 30)  # longer than any part: each read whole at once
+    assert pointparts.element_fingerprint(root, opened) == whole
