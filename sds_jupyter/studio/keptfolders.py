@@ -240,7 +240,8 @@ def _open_kept(dir_fd: int, folder: Path, name: str, identity: str, opener: Open
             return None
         entry = opener(fd, folder / name, identity)
         if entry is not None:
-            os.utime(fd)  # its last use, for the eviction's order
+            with contextlib.suppress(OSError):  # a read-only folder still serves what it holds
+                os.utime(fd)  # its last use, for the eviction's order
         return entry
     except OSError:
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -128,3 +129,34 @@ def test_a_full_disk_and_too_many_points_for_memory_keep_the_sample(tmp_path: Pa
     assert first["partial"] and again == first  # no error: the sample still
     assert waited == first  # asked without sample, the same: no error either
     assert _left(cache) == []
+
+
+_READ_ONLY = """
+import json, sys, zarr
+from kit.points import SMALL
+from sds_jupyter.studio.pointparts import open_points, point_batches
+from sds_jupyter.studio.pointstore import PointStore
+root = zarr.open_group(sys.argv[2], mode="r")
+index = PointStore(sys.argv[1]).get("element-1", lambda: point_batches(root, open_points(root, "transcripts")), SMALL)
+print(json.dumps({"built": index.built, "n": index.n_points, "mapped": index.folder is not None}))
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None, reason="a read-only mount needs root and unshare"
+)
+def test_a_read_only_cache_folder_still_serves_the_index_it_holds(tmp_path: Path, element: Path) -> None:
+    """The cache folder mounted read-only (a bind mount in a mount namespace of its own): its index is mapped, not built again."""
+    cache = tmp_path / "points-cache"
+    root = zarr.open_group(str(element), mode="r")
+    PointStore(cache).get("element-1", lambda: point_batches(root, open_points(root, "transcripts")), SMALL)
+    script = tmp_path / "read_only.py"
+    script.write_text(_READ_ONLY)
+    kit = Path(__file__).resolve().parents[1]
+    command = (
+        f"mount --bind {cache} {cache} && mount -o remount,ro,bind {cache} && "
+        f"PYTHONPATH={kit} {sys.executable} {script} {cache} {element}"
+    )
+    done = subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"built": False, "n": N, "mapped": True}
