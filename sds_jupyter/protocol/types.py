@@ -441,8 +441,19 @@ class PointsInfo(TypedDict):
     element: str
     #: Names the index (the element's stored objects and the coordinate system): ``points_tile`` checks it.
     key: str
-    #: A sample of the element, shown while its whole index builds: ask ``points`` again for the whole one.
+    #: A sample of the element, not every point (``partial_reason`` says why): ask ``points`` again for the whole one.
     partial: bool
+    #: Why ``partial`` (absent when the index is whole; a reply without it while ``partial`` reads as
+    #: ``building``): ``building``, the whole index is being built and asking again answers it once
+    #: ready; ``refused``, the disk refused the index and the element holds too many points to index
+    #: in memory, so the sample is all there is until the server tries again (``retry_seconds``).
+    partial_reason: NotRequired[Literal["building", "refused"]]
+    #: With ``refused``: why the disk refused the index, in the system's words (e.g. "No space left on device").
+    refused: NotRequired[str]
+    #: With ``refused``: the most points indexed in memory (``rows`` is more).
+    memory_points: NotRequired[int]
+    #: With ``refused``: seconds until the server tries another build (asking sooner answers the same sample).
+    retry_seconds: NotRequired[float]
     #: The rows the element holds; ``n_points`` (and the genes' counts) are the sample's when ``partial``.
     rows: int
     n_points: int

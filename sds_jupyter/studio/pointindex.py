@@ -408,7 +408,15 @@ def sample_index(sample: PointSample) -> PointIndex:
 
 
 class PointsTooMany(ElementError):
-    """More points than an index built in memory may hold (:func:`memory_point_index`'s ``max_points``)."""
+    """More points than an index built in memory may hold (:func:`memory_point_index`'s ``max_points``).
+
+    ``refused``: why the disk refused the index first, in the system's words (e.g. "No space
+    left on device"), when that is why memory was tried; else empty.
+    """
+
+    def __init__(self, message: str, refused: str = "") -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 def memory_point_index(

@@ -132,9 +132,11 @@ class PointStore:
             try:
                 index, built = memory_point_index(batches(), sizes, self.memory_points), True
             except PointsTooMany:
+                why = refused.strerror or str(refused)
                 raise PointsTooMany(
-                    f"The points index could not be written ({refused.strerror or refused}) and these points are "
-                    f"more than {self.memory_points:,}, too many to index in memory: a sample is shown."
+                    f"The points index could not be written ({why}) and these points are "
+                    f"more than {self.memory_points:,}, too many to index in memory: a sample is shown.",
+                    refused=why,
                 ) from refused
         index.built = built
         return index

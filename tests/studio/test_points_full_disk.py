@@ -9,6 +9,7 @@ same index as one written to disk; an element past what memory may hold keeps it
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -77,29 +78,37 @@ import json, resource, sys, threading
 resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))  # no file past 64 KiB: writes fail with EFBIG
 from sds_jupyter.service import StackService
 from sds_jupyter.service.requests import dispatch
+from sds_jupyter.service.features import points
 from sds_jupyter.studio import pointparts, pointstore
 pointparts.SAMPLE_POINTS = 2_000
 pointstore.MEMORY_INDEX_POINTS = int(sys.argv[2])
+points.REFUSED_RETRY_SECONDS = float(sys.argv[3])
 service = StackService(sys.argv[1])
 ask = {"element": "transcripts", "sample": True}
 answers = []
 def asked(params):
     info = dispatch(service, "points", params).data["index"]
     tile = dispatch(service, "points_tile", {"element": "transcripts", "key": info["key"], "level": 0, "x": 0, "y": 0})
-    answers.append({"partial": info["partial"], "n": info["n_points"], "key": info["key"], "tile": tile.data["n"]})
+    said = {k: info[k] for k in ("partial_reason", "refused", "memory_points", "retry_seconds") if k in info}
+    answers.append({"partial": info["partial"], "n": info["n_points"], "key": info["key"], "tile": tile.data["n"], **said})
+def built():
+    for thread in [t for t in threading.enumerate() if t.name.startswith("sds-points-")]:
+        thread.join(timeout=300)
 asked(ask)
-for thread in [t for t in threading.enumerate() if t.name.startswith("sds-points-")]:
-    thread.join(timeout=300)
+built()
 asked(ask)
 asked({"element": "transcripts"})
+asked(ask)  # past REFUSED_RETRY_SECONDS when it is 0: another build starts
+built()
+asked(ask)
 print(json.dumps(answers))
 """
 
 
-def _full_disk(element: Path, cache: Path, memory_points: int) -> list[dict]:
+def _full_disk(element: Path, cache: Path, memory_points: int, retry_seconds: float = 3600.0) -> list[dict]:
     env = {**os.environ, "SDS_POINTS_CACHE": str(cache)}
     done = subprocess.run(
-        [sys.executable, "-c", _FULL_DISK, str(element), str(memory_points)],
+        [sys.executable, "-c", _FULL_DISK, str(element), str(memory_points), str(retry_seconds)],
         env=env,
         capture_output=True,
         text=True,
@@ -116,18 +125,38 @@ def _left(cache: Path) -> list[str]:
 
 def test_a_full_disk_serves_the_sample_then_the_index_built_in_memory(tmp_path: Path, element: Path) -> None:
     cache = tmp_path / "points-cache"
-    first, ready, waited = _full_disk(element, cache, memory_points=N)
+    first, ready, waited, *later = _full_disk(element, cache, memory_points=N)
     assert first["partial"] and 0 < first["n"] <= 2_000 and first["key"].startswith("sample-")
+    assert first["partial_reason"] == "building" and "refused" not in first
     assert not ready["partial"] and ready["n"] == N and ready["tile"] > 0  # built in memory
-    assert waited == ready
+    assert "partial_reason" not in ready
+    assert waited == ready and later == [ready, ready]
     assert _left(cache) == []  # no entry, no build folder
 
 
 def test_a_full_disk_and_too_many_points_for_memory_keep_the_sample(tmp_path: Path, element: Path) -> None:
     cache = tmp_path / "points-cache"
-    first, again, waited = _full_disk(element, cache, memory_points=N // 4)
-    assert first["partial"] and again == first  # no error: the sample still
-    assert waited == first  # asked without sample, the same: no error either
+    first, again, waited, later, rebuilt = _full_disk(element, cache, memory_points=N // 4)
+    assert first["partial"] and first["partial_reason"] == "building"
+    sample = {k: first[k] for k in ("partial", "n", "key", "tile")}
+    # no error: the sample still, and the reply says why it will stay a sample and for how long
+    assert {k: again[k] for k in sample} == sample and again["partial_reason"] == "refused"
+    assert again["refused"] == os.strerror(errno.EFBIG) and again["memory_points"] == N // 4
+    assert 0 < again["retry_seconds"] <= 3600  # no timing: the wait is an hour here
+    # asked without sample, the same: no error either; that ask built again, so no wait is said
+    assert {k: waited[k] for k in sample} == sample and waited["partial_reason"] == "refused"
+    assert waited["retry_seconds"] == 0
+    assert later == again | {"retry_seconds": later["retry_seconds"]} and rebuilt["partial_reason"] == "refused"
+    assert _left(cache) == []
+
+
+def test_a_refused_build_is_tried_again_after_its_wait(tmp_path: Path, element: Path) -> None:
+    """REFUSED_RETRY_SECONDS 0: each ask after a refusal starts another build, and the reply says it builds."""
+    cache = tmp_path / "points-cache"
+    first, again, _waited, later, rebuilt = _full_disk(element, cache, memory_points=N // 4, retry_seconds=0)
+    assert first["partial_reason"] == "building"
+    assert again["partial_reason"] == "building"  # the refused build was over its wait: another started
+    assert later["partial_reason"] == "building" and rebuilt["partial_reason"] == "building"
     assert _left(cache) == []
 
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-import { SAMPLE_NOTE, TranscriptsLayer, WHOLE_POLL_MS } from '../app/figures/transcripts';
+import { pollDelay, REFUSED_POLL_MS, SAMPLE_NOTE, sampleNote, TranscriptsLayer, WHOLE_POLL_MS } from '../app/figures/transcripts';
 import type { PointsInfo, PointsTileData } from '../app/shared/types';
 import { FakeTransport } from './fixtures';
 import { layerContext, layerStage } from './layerkit';
@@ -39,6 +39,39 @@ function transport(building: number): FakeTransport {
     });
 }
 
+/** The server's sample when its disk refused the whole index and memory may not hold it (`retry` seconds until it tries again). */
+function refused(retry: number): PointsInfo {
+  return { ...info(true), partial_reason: 'refused', refused: 'No space left on device', memory_points: 3, retry_seconds: retry };
+}
+
+/** A server whose asks answer, in turn, `answers` (the last one again after). */
+function server(answers: PointsInfo[]): FakeTransport {
+  let asked = 0;
+  const fake = transport(0);
+  return fake.on('points', () => ({ elements: ['transcripts'], index: answers[Math.min(asked++, answers.length - 1)] }));
+}
+
+describe('what the layer says when the server cannot keep the whole index', () => {
+  it('says why only a sample shows and what to do, in the user\'s words', () => {
+    const note = sampleNote(refused(60));
+    expect(note).toContain('Showing a sample only');
+    expect(note).toContain('the disk refused the transcripts index (No space left on device)');
+    expect(note).toContain('4 transcripts are too many to index in memory; at most 3');
+    expect(note).toContain('Free disk space, or set SDS_POINTS_CACHE to a folder with room');
+    expect(note).toContain('tries again in 60 s');
+    expect(note).not.toContain('Indexing');
+    expect(sampleNote(refused(150))).toContain('tries again in 3 min');
+    expect(sampleNote({ ...info(true), partial_reason: 'building' })).toBe(SAMPLE_NOTE);
+    expect(sampleNote(info(true))).toBe(SAMPLE_NOTE); // a server that does not say why: building
+  });
+
+  it('asks again only when the server will try another build', () => {
+    expect(pollDelay(info(true))).toBe(WHOLE_POLL_MS);
+    expect(pollDelay(refused(60))).toBe(60_000 + WHOLE_POLL_MS);
+    expect(pollDelay(refused(0))).toBe(REFUSED_POLL_MS);
+  });
+});
+
 describe('the transcripts layer while the element is indexed', () => {
   beforeEach(() => {
     vi.useFakeTimers();
@@ -74,6 +107,55 @@ describe('the transcripts layer while the element is indexed', () => {
 
     await vi.advanceTimersByTimeAsync(5 * WHOLE_POLL_MS); // and asks no more
     expect(fake.callsOf('points')).toHaveLength(3);
+    s.dispose();
+  });
+
+  it('a build the disk refused: says so, stops asking every second, asks when the server tries again, then draws the whole', async () => {
+    const s = layerStage([10, 90], [10, 90]);
+    const fake = server([info(true), refused(60), { ...info(true), partial_reason: 'building' }, info(false)]);
+    const layer = new TranscriptsLayer(layerContext(fake, s), 'transcripts');
+    await layer.show(true);
+    const line = layer.controls.querySelector('.sds-points-status')!;
+    expect(line.textContent).toBe(SAMPLE_NOTE);
+    const tiles = fake.callsOf('points_tile').length;
+
+    await vi.advanceTimersByTimeAsync(WHOLE_POLL_MS); // the build was refused: the line says so, the sample stays
+    expect(fake.callsOf('points')).toHaveLength(2);
+    expect(line.textContent).toContain('Showing a sample only');
+    expect(line.textContent).toContain('SDS_POINTS_CACHE');
+    expect(line.textContent).not.toContain('Indexing');
+    expect(s.node.dataset.pointsReason).toBe('refused');
+    expect(s.node.dataset.pointsPartial).toBe('true');
+    expect(fake.callsOf('points_tile')).toHaveLength(tiles); // the same sample: no tile asked again
+
+    await vi.advanceTimersByTimeAsync(30 * WHOLE_POLL_MS); // nothing will change before the server tries again: no asks
+    expect(fake.callsOf('points')).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(60_000 + WHOLE_POLL_MS - 30 * WHOLE_POLL_MS); // the server tries again: building
+    expect(fake.callsOf('points')).toHaveLength(3);
+    expect(line.textContent).toBe(SAMPLE_NOTE);
+    expect(s.node.dataset.pointsReason).toBe('building');
+
+    await vi.advanceTimersByTimeAsync(WHOLE_POLL_MS); // built (room was made): the whole index replaces the sample
+    expect(fake.callsOf('points')).toHaveLength(4);
+    expect(s.node.dataset.pointsPartial).toBe('false');
+    expect(line.textContent).toBe('');
+    s.dispose();
+  });
+
+  it('a sample refused from the first ask is said at once, and an unknown gene\'s message is not overwritten', async () => {
+    const s = layerStage([10, 90], [10, 90]);
+    const fake = server([refused(60)]);
+    const layer = new TranscriptsLayer(layerContext(fake, s), 'transcripts');
+    await layer.show(true);
+    const line = layer.controls.querySelector('.sds-points-status')!;
+    expect(line.textContent).toContain('tries again in 60 s');
+    await vi.advanceTimersByTimeAsync(WHOLE_POLL_MS);
+    expect(fake.callsOf('points')).toHaveLength(1);
+    await layer.setGenes(['EPCAM']);
+    line.textContent = 'No gene “X” in transcripts.'; // another message on the line
+    await vi.advanceTimersByTimeAsync(60_000 + WHOLE_POLL_MS);
+    expect(fake.callsOf('points')).toHaveLength(2);
+    expect(line.textContent).toBe('No gene “X” in transcripts.');
     s.dispose();
   });
 

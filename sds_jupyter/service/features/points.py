@@ -156,21 +156,32 @@ def _builds(session: Session) -> ByteLRU[_Build]:
     return session.caches.derived("point-builds", 1 << 20)
 
 
+class _Refused(Exception):
+    """The disk refused an element's index and memory may not hold it (``too_many``); another build in ``retry`` seconds."""
+
+    def __init__(self, too_many: PointsTooMany, retry: float) -> None:
+        super().__init__(str(too_many))
+        self.too_many = too_many
+        self.retry = retry
+
+
 def _ready(session: Session, found: _Element) -> PointIndex | None:
     """The element's whole index if it is ready (its background build ended, or kept here or on disk), else None.
 
     A background build that failed is said here, once: the next ask starts another. A build
     that ended is forgotten here, so only the cache of indexes holds what it made. A build the
-    disk refused (:class:`PointsTooMany`) is not an error: the sample is served, and another
-    build tried after :data:`REFUSED_RETRY_SECONDS`.
+    disk refused (:class:`PointsTooMany`) is not an error: :class:`_Refused` says so (the sample
+    is served and the reply says why), and another build is tried after :data:`REFUSED_RETRY_SECONDS`.
     """
     build = _builds(session).peek(found.key)
     if build is not None:
         if not build.done():
             return None
         error = build.exception()
-        if isinstance(error, PointsTooMany) and time.monotonic() - build.ended < REFUSED_RETRY_SECONDS:
-            return None  # the build stays: no other starts meanwhile
+        if isinstance(error, PointsTooMany):
+            left = REFUSED_RETRY_SECONDS - (time.monotonic() - build.ended)
+            if left > 0:
+                raise _Refused(error, left)  # the build stays: no other starts meanwhile
         _builds(session).discard(found.key)
         if isinstance(error, PointsTooMany):
             return None
@@ -231,8 +242,8 @@ def _sample(session: Session, found: _Element) -> PointIndex:
         raise RequestError(str(exc)) from None
 
 
-def _info(element: str, key: str, index: PointIndex) -> PointsInfo:
-    return {
+def _info(element: str, key: str, index: PointIndex, refused: _Refused | None = None) -> PointsInfo:
+    info: PointsInfo = {
         "element": element,
         "key": key,
         "partial": index.partial,
@@ -246,6 +257,14 @@ def _info(element: str, key: str, index: PointIndex) -> PointsInfo:
         ],
         "palette": list(GENE_COLORS),
     }
+    if refused is not None:
+        info["partial_reason"] = "refused"
+        info["refused"] = refused.too_many.refused or str(refused.too_many)
+        info["memory_points"] = PointStore().memory_points
+        info["retry_seconds"] = round(refused.retry, 1)
+    elif index.partial:
+        info["partial_reason"] = "building"
+    return info
 
 
 def points(
@@ -270,14 +289,16 @@ def points(
         if _checked_name(element) not in names:
             raise RequestError(f"No points element {element!r} in this version; it has: {', '.join(names) or 'none'}.")
         found = _element(session, version, element, coordinate_system)
-        refused = False
+        refused: _Refused | None = None
         try:
             index = _ready(session, found) if sample else _whole(session, found)
-        except PointsTooMany:  # waited for: the disk refused its index and memory cannot hold it
-            index, refused = None, True
+        except _Refused as exc:  # a background build the disk refused: the sample until another is tried
+            index, refused = None, exc
+        except PointsTooMany as exc:  # waited for: the disk refused its index and memory cannot hold it
+            index, refused = None, _Refused(exc, 0.0)  # the next ask waits for another build
         if index is None:  # the sample first (it is quick), then the whole index's build behind it
-            payload["index"] = _info(element, _SAMPLE + found.key, _sample(session, found))
-            if not refused:
+            payload["index"] = _info(element, _SAMPLE + found.key, _sample(session, found), refused)
+            if refused is None:
                 _start(session, found)
         else:
             payload["index"] = _info(element, found.key, index)

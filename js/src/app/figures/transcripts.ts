@@ -10,7 +10,10 @@
  * The first visit to a large element does not wait for its index (minutes at 10^8 points): the
  * server answers with a strided sample's index (`partial`) at once while the whole one builds,
  * the layer draws it and says so, and asks again every WHOLE_POLL_MS until the whole index is
- * ready, then draws from that (never a sample at full zoom).
+ * ready, then draws from that (never a sample at full zoom). When the server cannot keep the
+ * whole index (`partial_reason` "refused": its disk refused it and the element is too large to
+ * index in memory), nothing is building: the layer says so and what to do, and asks again only
+ * when the server will try another build (`retry_seconds`, else every REFUSED_POLL_MS).
  */
 
 import { h } from '../shared/dom';
@@ -29,8 +32,40 @@ export const LEGEND_GENES = 12;
 export const DEFAULT_POINT_RADIUS = 1.5;
 /** How often a layer showing a sample asks whether the element's whole index is ready (ms). */
 export const WHOLE_POLL_MS = 1000;
+/** How often a layer asks again when the server cannot keep the whole index and names no wait (ms). */
+export const REFUSED_POLL_MS = 60_000;
 /** What the layer's line says while it shows the sample of an index still building. */
 export const SAMPLE_NOTE = 'Indexing transcripts… (showing a sample)';
+
+/** "in 45 s", "in 2 min": when the server tries again. */
+function inTime(seconds: number): string {
+  return seconds < 90 ? `in ${Math.max(1, Math.ceil(seconds))} s` : `in ${Math.ceil(seconds / 60)} min`;
+}
+
+/**
+ * What the layer's line says while it shows a sample (`info.partial`): that the whole index is on
+ * its way, or, when the server cannot keep it, why only a sample shows and what would fix it.
+ */
+export function sampleNote(info: PointsInfo): string {
+  if (info.partial_reason !== 'refused') {
+    return SAMPLE_NOTE; // "building", or a server that does not say
+  }
+  const why = info.refused ? ` (${info.refused})` : '';
+  const most = info.memory_points ? `; at most ${info.memory_points.toLocaleString()} are indexed in memory` : '';
+  const retry = info.retry_seconds ? `tries again ${inTime(info.retry_seconds)}` : 'tries again later';
+  return (
+    `Showing a sample only: the disk refused the transcripts index${why}, and ${info.rows.toLocaleString()} transcripts are too many to index in memory${most}. ` +
+    `Free disk space, or set SDS_POINTS_CACHE to a folder with room and restart Jupyter; the server ${retry}.`
+  );
+}
+
+/** How long to wait before asking again while `info` is a sample (ms): soon while it builds, else when the server tries again. */
+export function pollDelay(info: PointsInfo): number {
+  if (info.partial_reason !== 'refused') {
+    return WHOLE_POLL_MS;
+  }
+  return info.retry_seconds ? info.retry_seconds * 1000 + WHOLE_POLL_MS : REFUSED_POLL_MS;
+}
 /** How near the pointer (CSS px) a transcript is named. */
 const HOVER_PX = 5;
 
@@ -182,10 +217,13 @@ export class TranscriptsLayer {
     return reply.data.index;
   }
 
-  /** Ask again every WHOLE_POLL_MS until the whole index is ready, then draw from it (stops if the layer is asked anew). */
+  /**
+   * Ask again until the whole index is ready, then draw from it (stops if the layer is asked anew):
+   * every WHOLE_POLL_MS while it builds, only when the server will try again while it cannot keep it.
+   */
   private async untilWhole(token: number): Promise<void> {
     while (token === this.token) {
-      await new Promise(resolve => setTimeout(resolve, WHOLE_POLL_MS));
+      await new Promise(resolve => setTimeout(resolve, this.info ? pollDelay(this.info) : WHOLE_POLL_MS));
       if (token !== this.token) {
         return;
       }
@@ -200,6 +238,14 @@ export class TranscriptsLayer {
         this.info = info;
         await this.setGenes(this.genes);
         return;
+      }
+      if (token === this.token && info && this.info && info.key === this.info.key) {
+        const said = sampleNote(this.info);
+        this.info = info; // the same sample (its tiles too): only why it is a sample may have changed
+        if (this.on && this.status.textContent === said) {
+          this.status.textContent = sampleNote(info); // not over another message (an unknown gene)
+        }
+        this.stage.node.dataset.pointsReason = info.partial_reason ?? '';
       }
     }
   }
@@ -254,8 +300,14 @@ export class TranscriptsLayer {
     this.stage.node.dataset.points = String(this.drawing.n);
     this.stage.node.dataset.pointsLevel = String(drawn.length ? Math.max(...drawn.map(t => t.level)) : -1);
     this.stage.node.dataset.pointsPartial = String(Boolean(this.info?.partial));
-    this.status.textContent = this.info?.partial ? SAMPLE_NOTE : sampled ? 'a sample at this zoom' : '';
+    this.stage.node.dataset.pointsReason = this.info?.partial_reason ?? '';
+    this.status.textContent = this.notice(sampled);
     this.redraw();
+  }
+
+  /** The layer's line while it draws: why a sample shows, if it does. */
+  private notice(sampled = false): string {
+    return this.info?.partial ? sampleNote(this.info) : sampled ? 'a sample at this zoom' : '';
   }
 
   private redraw(): void {

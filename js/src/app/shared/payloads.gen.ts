@@ -388,6 +388,10 @@ export type PointsInfo = {
   element: string;
   key: string;
   partial: boolean;
+  partial_reason?: 'building' | 'refused';
+  refused?: string;
+  memory_points?: number;
+  retry_seconds?: number;
   rows: number;
   n_points: number;
   bounds: Bounds;
