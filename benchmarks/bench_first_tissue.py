@@ -354,7 +354,8 @@ READ = """() => {
            timeline: api.map(e => ({ name: e.name.split('/api/')[1].split('?')[0], sent: e.startTime - s.at,
              ttfb: e.responseStart - e.startTime, end: e.responseEnd - s.at, bytes: e.transferSize,
              decoded: e.decodedBodySize,
-             server: Object.fromEntries((e.serverTiming || []).map(t => [t.name, t.duration])) })),
+             server: Object.fromEntries((e.serverTiming || []).filter(t => !t.description).map(t => [t.name, t.duration])),
+             sources: (e.serverTiming || []).filter(t => t.description).map(t => t.description + ' ' + t.name) })),
            parts: performance.getEntriesByType('measure')
              .filter(e => e.name.startsWith('sds:') && e.startTime >= s.at && e.startTime + e.duration <= end + 1)
              .map(e => e.name.slice(4) + ':' + Math.round(e.duration)) };
@@ -482,11 +483,15 @@ def _one_page(
 
 def _request_line(asked: dict[str, Any]) -> str:
     """One request of a step: when it was sent and ended (ms after the action), its time to first byte,
-    the server's parts (``Server-Timing``) and its bytes on the wire and decoded."""
+    the server's timed parts (``Server-Timing`` entries with a ``dur``), where it took what it served
+    from (the entries with a ``desc`` and no ``dur``: ``points built``, ``points sample memory``), and
+    its bytes on the wire and decoded."""
     server = " ".join(f"{name} {ms:.0f}" for name, ms in asked["server"].items()) or "none (cached in the page)"
+    sources = asked.get("sources") or []
+    served = f" from: {', '.join(sources)};" if sources else ""
     return (
         f"{asked['name']:<14} sent {asked['sent']:6.0f}  end {asked['end']:6.0f}  ttfb {asked['ttfb']:6.0f}  "
-        f"server: {server}; {asked['bytes'] / 1e3:.0f} kB ({asked['decoded'] / 1e3:.0f} kB decoded)"
+        f"server: {server};{served} {asked['bytes'] / 1e3:.0f} kB ({asked['decoded'] / 1e3:.0f} kB decoded)"
     )
 
 
