@@ -9,7 +9,7 @@ DEMO_DIR ?= demo-data
 # JupyterLab refuses to run as root unless told; containers and CI machines often are root.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: setup demo test test-python test-js test-vitest test-ui lint types bench clean
+.PHONY: setup demo test test-python test-js test-vitest test-ui lint types bench bench-check clean
 
 # The front end's packages come first, once, from the lock (npm ci, below): the editable install's
 # build hook then finds them in place (its `npm install` changes nothing) and builds the front end.
@@ -79,6 +79,12 @@ types: setup
 bench: setup
 	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q -e ".[test,bench]"
 	$(PY) benchmarks/run_all.py $(BENCH_ARGS)
+
+# The published figures (benchmarks/published.json) beside a new run of their benchmarks: published
+# ratio, this run's, within 25 % or not, the load. Never fails on timing (BENCH_ARGS=--strict does).
+bench-check: setup
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(PY) -m pip install -q -e ".[test,bench]"
+	$(PY) benchmarks/reproduce.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(DEMO_DIR) build dist

@@ -14,7 +14,11 @@ and this script writes the table there. Several runs of the same benchmarks, quo
     <!-- bench:end -->
 
 get the table of whether each ratio reproduced across them (``compare_runs.py``; give the
-files as one argument, as the marker names them). ``tests/project/test_docs.py`` fails when the table differs
+files as one argument, as the marker names them). The published figures (``benchmarks/published.json``,
+which ``reproduce.py`` checks a new run against) are summarised between
+
+    <!-- bench:published benchmarks/published.json -->
+    <!-- bench:end --> ``tests/project/test_docs.py`` fails when the table differs
 from what its file gives, so nobody edits a figure by hand (see docs/contributing.md).
 """
 
@@ -32,7 +36,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import fmt_short_time as _time  # noqa: E402
 
 REGION = re.compile(
-    r"<!-- bench:(?P<kind>begin|repro) (?P<file>[^>]*?) -->\n(?P<body>.*?)<!-- bench:end -->", re.DOTALL
+    r"<!-- bench:(?P<kind>begin|repro|published) (?P<file>[^>]*?) -->\n(?P<body>.*?)<!-- bench:end -->", re.DOTALL
 )
 
 
@@ -117,9 +121,30 @@ def repro_body(results_files: str) -> str:
     return f"\n{head}\n\n{runs_table(runs)}\n"
 
 
+def published_body(published_file: str) -> str:
+    """What belongs between ``bench:published`` markers: each published figure, setting by setting."""
+    import reproduce
+
+    path = (ROOT / published_file).resolve()
+    if path != reproduce.PUBLISHED:
+        raise ValueError(f"{published_file}: the published figures are benchmarks/published.json")
+    doc = reproduce.published(path)
+    head = (
+        f"Each figure in two settings, measured {doc['date']} "
+        "(`benchmarks/published.json`; its peer B timed in the same rounds, the load as its benchmark began "
+        "and ended); a figure reproduces when its largest value is at most "
+        f"{reproduce.SPREAD:g} times its smallest. `make bench-check` puts a new run beside each."
+    )
+    return f"\n{head}\n\n{reproduce.summary_table(doc)}\n"
+
+
 def region(results_file: str, kind: str = "begin") -> str:
-    """The whole region, markers included, as it should stand (``kind`` "repro": several files)."""
-    body = repro_body(results_file) if kind == "repro" else region_body(results_file)
+    """The whole region, markers included, as it should stand (``kind`` "repro": several files;
+    "published": the published figures)."""
+    if kind == "published":
+        body = published_body(results_file)
+    else:
+        body = repro_body(results_file) if kind == "repro" else region_body(results_file)
     return f"<!-- bench:{kind} {results_file} -->\n{body}<!-- bench:end -->"
 
 

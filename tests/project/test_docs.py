@@ -6,6 +6,8 @@ them on the real files, and on small files written here to show each rule catche
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -190,4 +192,29 @@ def test_a_hand_edited_bench_table_is_caught(tmp_path: Path) -> None:
     doc.write_text(f"# Run\n\n{edited}\n", encoding="utf-8")
     assert len(list(dc.stale_bench_tables(doc))) == 1
     doc.write_text("<!-- bench:begin benchmarks/results/none.json -->\n<!-- bench:end -->\n", encoding="utf-8")
+    assert len(list(dc.stale_bench_tables(doc))) == 1
+
+
+def test_the_published_figures_are_summarised_from_their_runs(tmp_path: Path) -> None:
+    """benchmarks/published.json names each figure's runs; the README and docs/performance.md carry its
+    table (written by doc_table.py, so no ratio there is typed by hand), and reproduce.py puts a run beside it."""
+    marker = "<!-- bench:published benchmarks/published.json -->"
+    for doc in (dc.ROOT / "README.md", dc.ROOT / "docs" / "performance.md"):
+        assert marker in doc.read_text(encoding="utf-8"), f"{doc.name} summarises the published figures"
+    spec = importlib.util.spec_from_file_location("reproduce", dc.ROOT / "benchmarks" / "reproduce.py")
+    assert spec is not None and spec.loader is not None
+    reproduce = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reproduce)
+    published = reproduce.published()
+    assert published["figures"] and all(len(figure["runs"]) >= 2 for figure in published["figures"])
+    figure = published["figures"][0]
+    first = dc.ROOT / next(iter(figure["runs"].values()))
+    lines, _ = reproduce.check(json.loads(first.read_text(encoding="utf-8")), published)
+    row = next(line for line in lines if line.strip().startswith(figure["id"] + " "))
+    assert "not measured" not in row  # the run a figure came from holds it
+    region = dc.bench_tables().region("benchmarks/published.json", "published")
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"# Figures\n\n{region}\n", encoding="utf-8")
+    assert list(dc.stale_bench_tables(doc)) == []
+    doc.write_text(f"# Figures\n\n{region.replace('| yes (', '| no (', 1)}\n", encoding="utf-8")
     assert len(list(dc.stale_bench_tables(doc))) == 1
