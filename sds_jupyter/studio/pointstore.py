@@ -27,6 +27,7 @@ import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from sds_jupyter.errors import ElementError
 from sds_jupyter.stack import cache_dir
 from sds_jupyter.studio.keptfolders import KeptFolders, name_of
 from sds_jupyter.studio.pointindex import (
@@ -41,7 +42,16 @@ from sds_jupyter.studio.pointindex import (
 )
 from sds_jupyter.studio.pointparts import PointBatch
 
-__all__ = ["MEMORY_INDEX_POINTS", "POINTS_CACHE_BYTES", "POINTS_CACHE_ENV", "PointStore", "points_cache_dir"]
+__all__ = [
+    "MAX_MEMORY_INDEX_POINTS",
+    "MEMORY_INDEX_POINTS",
+    "MEMORY_POINTS_ENV",
+    "POINTS_CACHE_BYTES",
+    "POINTS_CACHE_ENV",
+    "PointStore",
+    "memory_index_points",
+    "points_cache_dir",
+]
 
 #: Where indexes are kept: a folder, or ``off`` to keep none. Unset: ``$XDG_CACHE_HOME/sds-jupyter/points``.
 POINTS_CACHE_ENV = "SDS_POINTS_CACHE"
@@ -51,8 +61,34 @@ POINTS_CACHE_BYTES = 8 * 1024**3
 #: The most points indexed in memory when no index can be written (about 26 bytes a point while it
 #: sorts: 8,000,000 points take about 210 MB, then 96 MB kept). A larger element shows its sample.
 MEMORY_INDEX_POINTS = 8_000_000
+#: The setting that changes it: a whole number of points from 0 (never index in memory) to
+#: :data:`MAX_MEMORY_INDEX_POINTS`. Unset or empty: :data:`MEMORY_INDEX_POINTS`.
+MEMORY_POINTS_ENV = "SDS_POINTS_MEMORY"
+#: The most it may be set to: 100,000,000 points take about 2.6 GB while they sort, 1.2 GB kept.
+MAX_MEMORY_INDEX_POINTS = 100_000_000
 
 _DEFAULT_SIZES = IndexSizes()
+
+
+def memory_index_points() -> int:
+    """The most points indexed in memory when the disk refuses an index: ``$SDS_POINTS_MEMORY``, else the default.
+
+    A value that is not a whole number from 0 to :data:`MAX_MEMORY_INDEX_POINTS` is refused in
+    one line (:class:`~sds_jupyter.errors.ElementError`), never read as another number.
+    """
+    text = os.environ.get(MEMORY_POINTS_ENV, "").strip()
+    if not text:
+        return MEMORY_INDEX_POINTS
+    try:
+        value = int(text) if text.isascii() else -1
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_MEMORY_INDEX_POINTS:
+        raise ElementError(
+            f"{MEMORY_POINTS_ENV}={text[:40]!r} is not a whole number of points from 0 to "
+            f"{MAX_MEMORY_INDEX_POINTS:,} (the most points indexed in memory when the disk refuses an index)."
+        )
+    return value
 
 
 def points_cache_dir() -> Path | None:
@@ -70,7 +106,7 @@ class PointStore:
         memory_points: int | None = None,
     ) -> None:
         #: The most points indexed in memory when the disk refuses an index (see :meth:`get`; None:
-        #: :data:`MEMORY_INDEX_POINTS`, read at each use).
+        #: :func:`memory_index_points`, read at each use).
         self._memory_points = memory_points
         chosen = None if folder is None else Path(os.path.abspath(folder))
         self._folders: KeptFolders[PointIndex] = KeptFolders(
@@ -79,7 +115,7 @@ class PointStore:
 
     @property
     def memory_points(self) -> int:
-        return MEMORY_INDEX_POINTS if self._memory_points is None else self._memory_points
+        return memory_index_points() if self._memory_points is None else self._memory_points
 
     @property
     def folder(self) -> Path | None:

@@ -22,9 +22,13 @@ import pytest
 import zarr
 from kit.points import SMALL, write_points
 
+from sds_jupyter.errors import ElementError
+from sds_jupyter.service import StackService
+from sds_jupyter.service.errormap import RequestError
+from sds_jupyter.service.requests import dispatch
 from sds_jupyter.studio.pointindex import PointsTooMany, build_point_index, memory_point_index, sample_index
 from sds_jupyter.studio.pointparts import open_points, point_batches, point_sample
-from sds_jupyter.studio.pointstore import PointStore
+from sds_jupyter.studio.pointstore import MEMORY_INDEX_POINTS, MEMORY_POINTS_ENV, PointStore, memory_index_points
 
 N = 20_000  # 200 KB of scratch records: past the 64 KiB a file may grow to
 
@@ -105,8 +109,12 @@ print(json.dumps(answers))
 """
 
 
-def _full_disk(element: Path, cache: Path, memory_points: int, retry_seconds: float = 3600.0) -> list[dict]:
+def _full_disk(
+    element: Path, cache: Path, memory_points: int, retry_seconds: float = 3600.0, setting: str | None = None
+) -> list[dict]:
     env = {**os.environ, "SDS_POINTS_CACHE": str(cache)}
+    if setting is not None:
+        env["SDS_POINTS_MEMORY"] = setting
     done = subprocess.run(
         [sys.executable, "-c", _FULL_DISK, str(element), str(memory_points), str(retry_seconds)],
         env=env,
@@ -160,11 +168,41 @@ def test_a_refused_build_is_tried_again_after_its_wait(tmp_path: Path, element: 
     assert _left(cache) == []
 
 
+def test_the_setting_bounds_what_memory_indexes(tmp_path: Path, element: Path) -> None:
+    """SDS_POINTS_MEMORY below the element's points (the default above them): the sample stays, and the reply says the setting's bound."""
+    cache = tmp_path / "points-cache"
+    first, again, *_ = _full_disk(element, cache, memory_points=N, setting=f"{N // 4}")
+    assert first["partial_reason"] == "building"
+    assert again["partial_reason"] == "refused" and again["memory_points"] == N // 4
+    assert _left(cache) == []
+
+
+@pytest.mark.parametrize("text", ["lots", "-1", "1e7", "8,000,000", "100000001", "\u0663"])
+def test_a_bad_memory_setting_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch, element: Path, text: str) -> None:
+    monkeypatch.setenv(MEMORY_POINTS_ENV, text)
+    with pytest.raises(
+        ElementError, match="SDS_POINTS_MEMORY=.* is not a whole number of points from 0 to 100,000,000"
+    ) as got:
+        memory_index_points()
+    assert "\n" not in str(got.value)
+    service = StackService(str(element))  # the points request says it at once, not when a disk first refuses
+    with pytest.raises(RequestError, match="SDS_POINTS_MEMORY="):
+        dispatch(service, "points", {"element": "transcripts", "sample": True})
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("", MEMORY_INDEX_POINTS), ("0", 0), (" 5000 ", 5_000), ("8_000_000", 8_000_000)]
+)
+def test_a_memory_setting_is_read(monkeypatch: pytest.MonkeyPatch, text: str, value: int) -> None:
+    monkeypatch.setenv(MEMORY_POINTS_ENV, text)
+    assert memory_index_points() == value == PointStore().memory_points
+
+
 _READ_ONLY = """
 import json, sys, zarr
 from kit.points import SMALL
 from sds_jupyter.studio.pointparts import open_points, point_batches
-from sds_jupyter.studio.pointstore import PointStore
+from sds_jupyter.studio.pointstore import MEMORY_INDEX_POINTS, MEMORY_POINTS_ENV, PointStore, memory_index_points
 root = zarr.open_group(sys.argv[2], mode="r")
 index = PointStore(sys.argv[1]).get("element-1", lambda: point_batches(root, open_points(root, "transcripts")), SMALL)
 print(json.dumps({"built": index.built, "n": index.n_points, "mapped": index.folder is not None}))

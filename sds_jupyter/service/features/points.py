@@ -40,7 +40,7 @@ from sds_jupyter.studio.pointparts import (
     point_sample,
     points_names,
 )
-from sds_jupyter.studio.pointstore import PointStore
+from sds_jupyter.studio.pointstore import PointStore, memory_index_points
 
 __all__ = [
     "MAX_TILE_GENES",
@@ -289,6 +289,10 @@ def points(
         if _checked_name(element) not in names:
             raise RequestError(f"No points element {element!r} in this version; it has: {', '.join(names) or 'none'}.")
         found = _element(session, version, element, coordinate_system)
+        try:
+            memory_index_points()  # a bad setting is said now, not when a disk first refuses an index
+        except ElementError as exc:
+            raise RequestError(str(exc)) from None
         refused: _Refused | None = None
         try:
             index = _ready(session, found) if sample else _whole(session, found)
