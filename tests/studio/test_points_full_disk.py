@@ -105,6 +105,7 @@ asked({"element": "transcripts"})
 asked(ask)  # past REFUSED_RETRY_SECONDS when it is 0: another build starts
 built()
 asked(ask)
+built()  # a build the last ask started ends (and removes its folder) before the process does
 print(json.dumps(answers))
 """
 
