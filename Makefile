@@ -32,6 +32,8 @@ demo: $(DEMO_DIR)/.built
 	$(VENV)/bin/jupyter lab --no-browser --ServerApp.root_dir="$(CURDIR)" \
 		--LabApp.default_url=/lab/tree/binder/demo.ipynb $(ALLOW_ROOT) $(LAB_ARGS)
 
+# pytest first, then vitest beside the flows: all three at once on 2 cores took longer (measured in
+# docs/contributing.md).
 test: test-python
 	$(MAKE) test-js
 
@@ -46,9 +48,10 @@ test-python: setup
 $(JS_DEPS): js/package-lock.json
 	cd js && npm ci
 
-# The front end: unit tests (vitest) beside the JupyterLab flows in the system Chromium. The flows
-# wait on the browser and the server far more than they compute, so vitest fits in beside them;
-# each target's output is printed whole when it ends.
+# The front end: unit tests (vitest) beside the JupyterLab flows in the system Chromium (four groups
+# of flows, each on its own server, side by side: package.json's test:ui). The flows wait on the
+# browser and the server more than they compute, so vitest fits in beside them; each target's
+# output is printed whole when it ends.
 test-js: setup $(JS_DEPS)
 	$(MAKE) -j2 --output-sync=target test-vitest test-ui
 

@@ -626,3 +626,55 @@ export async function setLayer(figure, name, on) {
   await (on ? box.check() : box.uncheck());
   await closeLayers(figure);
 }
+
+/**
+ * Click each export button of `figure`: SVG, PNG and PDF download the files the service draws
+ * (the renderer of `sds-jupyter export`), named `<prefix>-<figure id>` (the PNG `-300dpi.png`);
+ * the PNG has its 300 dpi written in (pHYs) and, for a canvas, is the print width (the
+ * figure's chip, in mm) at 300 dpi. Returns the SVG text and the names.
+ */
+export async function exportsOf(page, figure, prefix) {
+  const id = await figure.getAttribute('data-figure');
+  const title = await figure.locator('.sds-figure-title').innerText();
+  const chip = await figure.locator('.sds-chip').innerText();
+  const mm = Number(/([\d.]+) mm/.exec(chip)?.[1] ?? (/double/.test(chip) ? 183 : 89));
+  const save = async label => {
+    const button = figure.locator('.sds-figure-tools button', { hasText: label });
+    const download = await exportFile(button);
+    const bytes = readFileSync(await download.path());
+    // kept beside the screenshots, to look at
+    mkdirSync(join(SHOTS, 'exports'), { recursive: true });
+    writeFileSync(join(SHOTS, 'exports', download.suggestedFilename()), bytes);
+    return { name: download.suggestedFilename(), bytes };
+  };
+  const svg = await save(/^SVG$/);
+  const png = await save(/^PNG$/);
+  const pdf = await save(/^PDF$/);
+  assert.equal(svg.name, `${prefix}-${id}.svg`);
+  assert.equal(png.name, `${prefix}-${id}-300dpi.png`);
+  assert.equal(pdf.name, `${prefix}-${id}.pdf`);
+  assert.equal(pdf.bytes.subarray(0, 5).toString('latin1'), '%PDF-');
+  assert.equal(png.bytes.subarray(1, 4).toString('latin1'), 'PNG');
+  const phys = png.bytes.indexOf('pHYs');
+  assert.ok(phys > 0, 'the dpi written in the PNG');
+  assert.equal(png.bytes.readUInt32BE(phys + 4), 11811, '300 dpi in pixels per metre');
+  if ((await figure.getAttribute('class')).includes('sds-figure-canvas')) {
+    assert.equal(png.bytes.readUInt32BE(16), Math.round((mm / 25.4) * 300), `print width of ${mm} mm in pixels`);
+  }
+  return { svg: svg.bytes.toString('utf8'), title, names: { svg: svg.name, png: png.name, pdf: pdf.name } };
+}
+
+/** What an exported SVG holds, parsed by the browser as a reader would: its text, and its drawn shapes. */
+export async function svgSummary(page, svg) {
+  return page.evaluate(text => {
+    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+    if (doc.querySelector('parsererror') || doc.documentElement.nodeName !== 'svg') {
+      return { error: doc.querySelector('parsererror')?.textContent ?? doc.documentElement.nodeName };
+    }
+    return {
+      error: null,
+      texts: [...doc.querySelectorAll('text')].map(t => t.textContent.trim()),
+      shapes: doc.querySelectorAll('path').length
+    };
+  }, svg);
+}
