@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { compile } from 'vega-lite';
 import { ACTION_MESSAGE_MS, mountApp, type AppHandle } from '../app';
 import { columnOf, fitSpec } from '../app/shared/chart';
@@ -327,15 +327,23 @@ describe('action messages', () => {
     await settle();
     const button = el.querySelector<HTMLButtonElement>('[data-action="refresh"]')!;
     const msg = () => text(el.querySelector('.sds-action-msg'));
-    button.click();
-    await settle();
-    expect(msg()).toBe('Refreshed');
-    await new Promise(r => setTimeout(r, ACTION_MESSAGE_MS + 100));
-    expect(msg()).toBe('');
-    fail = true;
-    button.click();
-    await settle();
-    await new Promise(r => setTimeout(r, ACTION_MESSAGE_MS + 100));
-    expect(msg()).toBe('gone');
+    // the message's own timer, run on a fake clock: the test does not wait the 4 s it rests
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      button.click();
+      await vi.advanceTimersByTimeAsync(10);
+      expect(msg()).toBe('Refreshed');
+      await vi.advanceTimersByTimeAsync(ACTION_MESSAGE_MS - 100);
+      expect(msg()).toBe('Refreshed'); // not cleared early
+      await vi.advanceTimersByTimeAsync(200);
+      expect(msg()).toBe('');
+      fail = true;
+      button.click();
+      await vi.advanceTimersByTimeAsync(10);
+      await vi.advanceTimersByTimeAsync(ACTION_MESSAGE_MS + 100);
+      expect(msg()).toBe('gone');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
