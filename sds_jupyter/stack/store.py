@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, SupportsIndex
 
-from zarr.abc.store import ByteRequest
+from zarr.abc.store import ByteRequest, RangeByteRequest, SuffixByteRequest
 from zarr.core.buffer import Buffer
 
 from sds_jupyter.errors import BaseStoreError, StackChangedError
 from sds_jupyter.stack.caches import StackCaches, default_caches
-from sds_jupyter.stack.inflate import ChunkRules, check_chunk, check_stored_size
+from sds_jupyter.stack.inflate import ChunkRules, ShardLayout, check_chunk, check_shard_range, check_stored_size
 from sds_jupyter.stack.stack import Stack, Version
-from sds_jupyter.stack.storage.location import Location
+from sds_jupyter.stack.storage.location import Location, range_limits
 from sds_jupyter.stack.storage.paths import ancestors
 from sds_jupyter.stack.storage.rawstore import RawKeyStore
 from sds_jupyter.stack.storage.sources import FolderSource, Source, open_source
@@ -298,8 +298,21 @@ class StackStore(RawKeyStore):
         data = self.read_raw(key, byte_range)
         if data is None:
             return None
+        if rule.shard is not None and byte_range is not None and len(data) != rule.shard.index_bytes:
+            # a range of a shard: newer zarr reads neighbouring inner chunks in one range
+            # only a suffix needs the object's size to say where it starts
+            size = (self.size_raw(key) or 0) if isinstance(byte_range, SuffixByteRequest) else 2**63
+            start = range_limits(byte_range, size)[0]
+            return bytes(check_shard_range(rule, key, data, start, self._shard_index(key, rule.shard)))
         # a chunk the check decoded whole comes back in its codec's uncompressed framing: decompressed once
         return bytes(check_chunk(rule, key, data, ranged=byte_range is not None))
+
+    def _shard_index(self, key: str, shard: ShardLayout) -> bytes | None:
+        """Shard ``key``'s index of inner chunks, as zarr read it to plan its ranges (None if unreadable)."""
+        where: ByteRequest = (
+            SuffixByteRequest(shard.index_bytes) if shard.index_at_end else RangeByteRequest(0, shard.index_bytes)
+        )
+        return self.read_raw(key, where)
 
     def _cheap_size(self, key: str) -> int | None:
         """The stored size of ``key`` when it costs no request (None in object storage's base)."""

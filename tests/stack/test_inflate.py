@@ -22,6 +22,7 @@ import zarr
 import zarr.codecs.numcodecs as zn
 from kit.hostile import BOMB_BYTES, bomb_chunk, replace_chunk
 from kit.stackkit import write_version
+from zarr.abc.store import RangeByteRequest
 from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
 
 import sds_jupyter as sds
@@ -120,6 +121,38 @@ def test_a_sharded_array_reads_and_its_inflating_inner_chunks_are_refused(tmp_pa
         group["bomb"][:10]
     refusals = partial.value.exceptions if isinstance(partial.value, ExceptionGroup) else (partial.value,)
     assert [type(e) for e in refusals] == [InflationError] and "'bomb'" in str(refusals[0])
+
+
+def test_a_read_spanning_several_inner_chunks_of_a_shard_is_checked_chunk_by_chunk(tmp_path: Path) -> None:
+    """Newer zarr (3.2+) coalesces the inner chunks a read needs into one ranged read of the shard.
+
+    Seen with zarr 3.4.2: spatialdata 0.8 wrote X sharded, and a read of a few rows asked for one
+    range holding several inner chunks, which the check measured as one oversized chunk and refused
+    ("stored as 4,528,908 bytes, more than its 700,000 bytes of values could need"). Each inner
+    chunk inside a range is checked on its own; a range that holds an inflating one is still refused.
+    """
+    values = np.random.default_rng(0).random(16 * 8192)  # incompressible: a range of 3 chunks is 3 chunks' size
+
+    def write(root: zarr.Group) -> None:
+        root.create_array("honest", shape=(16 * 8192,), shards=(16 * 8192,), chunks=(8192,), dtype="f8")[:] = values
+        root.create_array("bomb", shape=(BOMB_VALUES,), shards=(BOMB_VALUES,), chunks=(2**14,), dtype="f8")[:] = 1.0
+        _declare(Path(str(root.store.root)) / "bomb" / "zarr.json", 1024, 1024, inner=128)
+
+    store = _stack_over(tmp_path, 3, write)
+    group = zarr.open_group(store, mode="r")
+    np.testing.assert_array_equal(group["honest"][100:33000], values[100:33000])  # inner chunks 0 to 4
+    np.testing.assert_array_equal(group["honest"][:], values)
+    # the store asked directly, as a coalescing zarr asks: one range over inner chunks 1 to 3
+    shard = store.read_raw("honest/c/0")
+    assert shard is not None
+    index = np.frombuffer(shard[-16 * 16 - 4 : -4], dtype="<u8").reshape(-1, 2)  # 16 inner chunks, then a CRC
+    start, end = int(index[1][0]), int(index[3][0] + index[3][1])
+
+    assert len(store.read_for_zarr("honest/c/0", RangeByteRequest(start, end))) == end - start
+    bomb_index = store.read_raw("bomb/c/0")
+    assert bomb_index is not None
+    with pytest.raises(InflationError, match="'bomb'"):
+        store.read_for_zarr("bomb/c/0", RangeByteRequest(0, len(bomb_index) - 8 * 16 - 4))
 
 
 def test_text_claiming_more_values_than_its_chunk_holds_is_refused(tmp_path: Path) -> None:

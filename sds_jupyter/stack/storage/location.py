@@ -51,6 +51,7 @@ __all__ = [
     "RemotePath",
     "is_url",
     "location_of",
+    "range_limits",
     "real_location",
 ]
 
@@ -160,7 +161,7 @@ class Location(ABC):
 # -- the local disk ----------------------------------------------------------------------
 
 
-def _range_limits(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
+def range_limits(byte_range: ByteRequest | None, size: int) -> tuple[int, int]:
     """``(start, end)`` of a zarr byte request within an object of ``size`` bytes."""
     if byte_range is None:
         return 0, size
@@ -192,7 +193,7 @@ def _read_regular(fd: int, path: str, byte_range: ByteRequest | None) -> bytes |
                 f"object {path} is a FIFO, socket or device, not a regular file; "
                 "refusing to read it (replace it with the real file)"
             )
-        start, end = _range_limits(byte_range, info.st_size)
+        start, end = range_limits(byte_range, info.st_size)
         return _pread_all(fd, start, end)
     finally:
         os.close(fd)
@@ -302,7 +303,7 @@ class LocalLocation(_LocalPath, Location):
             return None
         fd, info = opened
         try:
-            start, end = _range_limits(byte_range, info.st_size)
+            start, end = range_limits(byte_range, info.st_size)
             return _pread_all(fd, start, end)
         finally:
             os.close(fd)
