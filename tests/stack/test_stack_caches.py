@@ -217,7 +217,11 @@ NOT_CACHES = {
     ("ops", "_NAME_CHARS_EXTRA"),  # a constant set of characters
     ("partial", "_HELD"),  # lock files this process holds open while it writes
     ("store", "_LIVE_STACKS"),  # live stacks, so that a pickle unpickled here shares its stack
+    # a pure function's results (zarr's documents for a shape and dtype), no read behind them
+    ("encode", "_numeric_documents"),
 }
+#: Decorators that give a function a cache of its own (found like module-level mutables).
+_CACHING_DECORATORS = {"lru_cache", "cache", "cached_property"}
 _MUTABLE_CALLS = {
     "dict",
     "set",
@@ -243,6 +247,9 @@ def _module_level_mutables(folder: Path) -> set[tuple[str, str]]:
     found = set()
     for path in sorted(folder.rglob("*.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _caching(node):
+                found.add((path.stem, node.name))
+                continue
             if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -256,6 +263,16 @@ def _module_level_mutables(folder: Path) -> set[tuple[str, str]]:
             if mutable or call_name in _MUTABLE_CALLS:
                 found |= {(path.stem, name) for name in names}
     return found
+
+
+def _caching(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``function`` is decorated with a cache (``functools.lru_cache(...)``, ``@cache``, ...)."""
+    for decorator in function.decorator_list:
+        called = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = called.id if isinstance(called, ast.Name) else called.attr if isinstance(called, ast.Attribute) else ""
+        if name in _CACHING_DECORATORS:
+            return True
+    return False
 
 
 def test_no_module_of_the_stack_library_keeps_a_cache() -> None:

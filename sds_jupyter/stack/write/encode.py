@@ -12,8 +12,9 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 import zarr
@@ -164,7 +165,7 @@ def _write_numeric(store: Store, held: dict[str, Buffer], path: str, value: Any)
     documents = _numeric_documents(path, tuple(value.shape), value.dtype.str)
     own = f"{path}/zarr.json"
     if own in held:  # an array or group already there: zarr's own call says so, as before
-        zarr.create_array(store, name=path, shape=value.shape, dtype=value.dtype, attributes=_ARRAY_ATTRIBUTES)
+        zarr.create_array(store, name=path, shape=value.shape, dtype=value.dtype, attributes=dict(_ARRAY_ATTRIBUTES))
     for key, raw in documents:
         if key == own:
             held[key] = buffer.from_bytes(raw)
@@ -174,8 +175,8 @@ def _write_numeric(store: Store, held: dict[str, Buffer], path: str, value: Any)
     held[f"{path}/c/{'/'.join('0' * value.ndim)}"] = default_buffer_prototype().buffer.from_bytes(data)
 
 
-#: The attributes anndata's write_basic gives a numeric array.
-_ARRAY_ATTRIBUTES: dict[str, Any] = {"encoding-type": "array", "encoding-version": "0.2.0"}
+#: The attributes anndata's write_basic gives a numeric array (read-only: zarr is given copies).
+_ARRAY_ATTRIBUTES: Mapping[str, Any] = MappingProxyType({"encoding-type": "array", "encoding-version": "0.2.0"})
 
 
 @functools.lru_cache(maxsize=64)
