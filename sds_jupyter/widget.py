@@ -112,6 +112,10 @@ def _user_namespace() -> MutableMapping[str, Any] | None:
 
 _LOG = logging.getLogger("sds_jupyter.widget")
 
+#: Version folders left whose services are kept for views still showing them: a move is followed
+#: at once by the new folder's history, so the views of one or two folders back are all that ask.
+LEFT_KEPT = 2
+
 
 class VersionBrowser(anywidget.AnyWidget):
     """Browse a stack's versions, figures and results; bind any version's AnnData.
@@ -168,6 +172,8 @@ class VersionBrowser(anywidget.AnyWidget):
         self._storage_options = storage_options
         #: The version each AnnData this browser handed out was read from (by identity): a save goes there.
         self._read_from: dict[int, tuple[weakref.ref[Any], Stack]] = {}
+        #: Services of the folders left lately, by path, oldest first (see ``_request``).
+        self._left: dict[str, StackService] = {}
         top = 0 if self.service.error is not None else self.service.stack.depth
         super().__init__(_app_hash=_app_module()[0], **kwargs)
         self.set_trait("path", os.fspath(path))
@@ -325,6 +331,7 @@ class VersionBrowser(anywidget.AnyWidget):
 
     def _move_to(self, top: Path) -> None:
         """Browse the stack topped by ``top`` (a version just saved), bound and selected."""
+        self._leave()
         self.service = StackService(
             top, folders=self._folders, table=self.service.table_name, storage_options=self._storage_options
         )
@@ -354,11 +361,33 @@ class VersionBrowser(anywidget.AnyWidget):
         return handler(content)
 
     def _request(self, content: Mapping[str, Any]) -> Reply:
-        """One request of the table, dispatched as every transport does."""
+        """One request of the table, dispatched as every transport does, to the version it names.
+
+        Why a path: the front end moves the widget to another version folder before that folder's
+        history is shown, and meanwhile a view of the version left (a rested key, a tile, a poll)
+        still asks about it; asked of the new stack, a depth it lacks was an error on the page. Such
+        a view names its folder, and a folder left lately is still answered (:data:`LEFT_KEPT`).
+        """
         params = content.get("params") or {}
         if not isinstance(params, Mapping):
             raise RequestError("Request params must be an object.")
-        return dispatch(self.service, str(content.get("name")), params)
+        return dispatch(self._service_of(content.get("path")), str(content.get("name")), params)
+
+    def _service_of(self, path: Any) -> StackService:
+        """The service of version folder ``path``: the open one, or one left lately (None: the open one)."""
+        if path is None or path == self.path:
+            return self.service
+        left = self._left.get(path) if isinstance(path, str) else None
+        if left is None:
+            raise RequestError("This view shows a version the browser has left; it is redrawn with the one open now.")
+        return left
+
+    def _leave(self) -> None:
+        """Keep the open folder's service for the views still showing it (the last LEFT_KEPT folders)."""
+        self._left.pop(self.path, None)
+        self._left[self.path] = self.service
+        while len(self._left) > LEFT_KEPT:
+            self._left.pop(next(iter(self._left)))
 
     def _open_adata(self, content: Mapping[str, Any]) -> Reply:
         """Bind a version's table (the top when none is named) and say what was bound."""
@@ -375,6 +404,7 @@ class VersionBrowser(anywidget.AnyWidget):
             raise RequestError("open_version needs the version's folder.")
         held = self._bound_object()
         bound = self._source_of(held) if held is not None else None
+        self._leave()
         self.service = self.service.sibling(folder)
         self.set_trait("path", folder)
         self.selected = 0 if self.service.error is not None else self.service.stack.depth

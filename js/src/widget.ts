@@ -61,6 +61,22 @@ export class CommTransport implements Transport {
     return this.send({ type: 'request', name, params }) as Promise<Reply<Data<N>>>;
   }
 
+  /**
+   * A transport held to the version folder open now: when the widget moves on, the views of the
+   * folder left keep asking about it (the kernel keeps its last folders' services), as a panel's
+   * RestTransport does. A model without a path (an older kernel side) asks the folder open then.
+   */
+  pin(): Transport {
+    const path = this.model.get('path');
+    if (typeof path !== 'string' || !path) {
+      return this;
+    }
+    return {
+      request: <N extends RequestName>(name: N, params: Params<N>) =>
+        this.send({ type: 'request', name, params, path }) as Promise<Reply<Data<N>>>
+    };
+  }
+
   /** Send any message that the Python side answers with a `response`. */
   send(message: Ask): Promise<Reply<unknown>> {
     const id = ++this.next;

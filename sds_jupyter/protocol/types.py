@@ -812,6 +812,9 @@ class WidgetRequest(TypedDict):
     id: int
     name: str
     params: dict[str, Any]
+    path: NotRequired[str]
+    """The version folder the asking view shows, when the widget may have moved on since (a view of
+    the version left asks it, not the new one); none: the folder open now."""
 
 
 class WidgetOpenVersion(TypedDict):

@@ -173,6 +173,32 @@ def test_open_version_moves_to_another_version_of_the_folder(
     assert browser.service.history()["versions"][0]["dataset_id"] == "studio-1111"
 
 
+def test_a_view_of_the_folder_left_is_answered_from_that_folder(browser, studio_stack, recorded_messages) -> None:
+    """The front end moves before the new history is shown; a view of the version left asks about it by path."""
+    left = browser.path
+    assert browser.service.stack.depth == 2
+    deliver(browser, {"type": "open_version", "id": 1, "folder": str(studio_stack.datasets / "studio-1111")})
+    assert browser.service.stack.depth == 1
+    recorded_messages.clear()
+    # depth 2 exists only in the folder left: asked with its path it answers from there, unnamed it is refused
+    deliver(browser, {"type": "request", "id": 2, "name": "changes", "params": {"version": 2}, "path": left})
+    deliver(browser, {"type": "request", "id": 3, "name": "changes", "params": {"version": 2}})
+    deliver(browser, {"type": "request", "id": 4, "name": "history", "params": {}, "path": browser.path})
+    pinned, unnamed, current = widget_replies(recorded_messages)
+    assert pinned["ok"] and pinned["data"]["ops"], pinned
+    assert not unnamed["ok"] and "no version at depth 2" in unnamed["error"]["message"]
+    assert current["ok"] and current["data"]["top_depth"] == 1
+    # a folder never open here (or left too long ago) is not read: one line that says why
+    recorded_messages.clear()
+    deliver(browser, {"type": "request", "id": 5, "name": "history", "params": {}, "path": str(studio_stack.datasets)})
+    (refused,) = widget_replies(recorded_messages)
+    assert not refused["ok"] and "a version the browser has left" in refused["error"]["message"]
+    for n in range(widget_module.LEFT_KEPT + 1):  # moving back and forth keeps only the last folders
+        target = left if n % 2 == 0 else str(studio_stack.datasets / "studio-1111")
+        deliver(browser, {"type": "open_version", "id": 10 + n, "folder": target})
+    assert len(browser._left) <= widget_module.LEFT_KEPT
+
+
 def _state_updates(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [m["data"]["state"] for m in messages if m["msg_type"] == "comm_msg" and m["data"].get("method") == "update"]
 

@@ -97,6 +97,27 @@ describe('CommTransport', () => {
     expect([err.kind, err.message]).toEqual(['not-found', 'no figure x']);
   });
 
+  it('a pinned transport names the folder open when it was pinned, so its views keep asking it after a move', async () => {
+    const model = new FakeModel();
+    model.state = { path: 'datasets/v4' };
+    model.answer = m => [{ type: 'response', id: m.id as number, ok: true, data: {} }, []];
+    const t = new CommTransport(model as never);
+    const held = t.pin();
+    model.update('path', 'datasets/v3'); // the widget moved on (the kernel's state update)
+    await held.request('changes', { version: 4 });
+    await t.request('changes', { version: 3 });
+    await t.pin().request('history', {});
+    expect(model.sent.map(m => [m.name, m.path])).toEqual([
+      ['changes', 'datasets/v4'],
+      ['changes', undefined],
+      ['history', 'datasets/v3']
+    ]);
+    // a model without a path (an older kernel side) pins nothing: the folder open then answers
+    const old = new FakeModel();
+    const plain = new CommTransport(old as never);
+    expect(plain.pin()).toBe(plain);
+  });
+
   it('after a kernel restart, a request says to run the cell again', async () => {
     const model = new FakeModel();
     model.send = () => {

@@ -705,6 +705,7 @@ export type WidgetRequest = {
   id: number;
   name: string;
   params: Record<string, unknown>;
+  path?: string;
 };
 
 export type WidgetOpenVersion = {
