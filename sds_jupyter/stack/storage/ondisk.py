@@ -22,12 +22,14 @@ that never passed the checks.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import mmap
 import os
 import stat
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -228,26 +230,42 @@ def _prune(dir_fd: int) -> None:
         total -= size
 
 
-def read_private_json(dir_fd: int, name: str, max_bytes: int) -> dict[str, Any] | None:
-    """The JSON object in file ``name`` of the private folder ``dir_fd``, else None.
+@contextlib.contextmanager
+def _open_own(dir_fd: int, name: str, fits: Callable[[int], bool]) -> Iterator[tuple[int, int] | None]:
+    """File ``name`` of the private folder ``dir_fd`` as ``(descriptor, size)``, or None.
 
-    Why one reader: every record kept on disk (stack records, points indexes' metadata) is read
-    the same guarded way: no link followed, this user's regular file only, its size bounded
-    before a byte is read; anything else reads as absent, so the caller rebuilds instead of failing.
+    Why one opener: everything kept on disk is opened the same guarded way: no link followed,
+    this user's regular file only, and its size judged by ``fits`` before a byte is read.
+    Anything else reads as absent, so the caller rebuilds instead of failing.
     """
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
     except OSError:
-        return None
+        yield None
+        return
     try:
-        info = os.fstat(fd)
-        if not own_regular(info) or info.st_size > max_bytes:
-            return None
-        raw = os.pread(fd, info.st_size + 1, 0)
-    except OSError:
-        return None
+        try:
+            info = os.fstat(fd)
+        except OSError:
+            info = None
+        yield (fd, info.st_size) if info is not None and own_regular(info) and fits(info.st_size) else None
     finally:
         os.close(fd)
+
+
+def read_private_json(dir_fd: int, name: str, max_bytes: int) -> dict[str, Any] | None:
+    """The JSON object in file ``name`` of the private folder ``dir_fd`` (at most ``max_bytes``), else None.
+
+    Every record kept on disk (stack records, points indexes' metadata) is read this way.
+    """
+    with _open_own(dir_fd, name, lambda size: size <= max_bytes) as opened:
+        if opened is None:
+            return None
+        fd, size = opened
+        try:
+            raw = os.pread(fd, size + 1, 0)
+        except OSError:
+            return None
     try:
         value = json.loads(raw.decode("utf-8", "surrogatepass"))
     except (ValueError, RecursionError):
@@ -258,23 +276,17 @@ def read_private_json(dir_fd: int, name: str, max_bytes: int) -> dict[str, Any] 
 def map_private_array(dir_fd: int, name: str, dtype: str, n: int) -> np.ndarray | None:
     """File ``name`` of the private folder ``dir_fd`` as ``n`` values of ``dtype``, mapped read-only; else None.
 
-    Why one mapper: arrays kept on disk (points indexes, cell geometry) are opened the same
-    guarded way as :func:`read_private_json`: no link followed, this user's regular file of
-    exactly the size ``n`` values take; anything else reads as absent (the caller rebuilds).
+    Arrays kept on disk (points indexes, cell geometry) are opened as records are
+    (:func:`_open_own`), and only a file of exactly the size ``n`` values take is mapped.
     The mapping outlives the descriptor and the file's name: an eviction unlinks it, readers keep reading.
     """
-    try:
-        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not own_regular(info) or info.st_size != n * np.dtype(dtype).itemsize:
+    nbytes = n * np.dtype(dtype).itemsize
+    with _open_own(dir_fd, name, lambda size: size == nbytes) as opened:
+        if opened is None:
             return None
         if n == 0:
             return np.zeros(0, dtype=dtype)
-        return np.frombuffer(mmap.mmap(fd, info.st_size, access=mmap.ACCESS_READ), dtype=dtype)
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)
+        try:
+            return np.frombuffer(mmap.mmap(opened[0], nbytes, access=mmap.ACCESS_READ), dtype=dtype)
+        except (OSError, ValueError):
+            return None
