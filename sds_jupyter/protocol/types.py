@@ -182,6 +182,8 @@ class TreeData(TypedDict):
     nodes: list[TreeNode]
     base: BaseSummary | None
     notes: list[str]
+    missing_name: NotRequired[str]
+    """The folder map's name of the dataset missing below these versions, when it names it."""
 
 
 class Fingerprint(TypedDict):

@@ -38,10 +38,15 @@ def tree(session: Session) -> TreeData:
     if local is None or not versions:  # object storage: nothing is listed
         nodes = [_tree_node(session, v, versions) for v in versions]
         note = ["object storage is not listed: only the opened chain is shown"] if versions else []
-        return {"current": current, "nodes": nodes, "base": base, "notes": note}
-    return build_tree(
-        local, folders, current or "", end, base, session.folder_text, listed_beside(local), session.caches
-    )
+        reply: TreeData = {"current": current, "nodes": nodes, "base": base, "notes": note}
+    else:
+        reply = build_tree(
+            local, folders, current or "", end, base, session.folder_text, listed_beside(local), session.caches
+        )
+    missing_name = folders.name_of(session.partial.missing_id) if session.resolved is None and session.partial else None
+    if missing_name:  # the heading names what to attach as the folder map does, not by its ID alone
+        reply["missing_name"] = missing_name
+    return reply
 
 
 def _tree_node(session: Session, version: Any, versions: tuple[Any, ...]) -> TreeNode:

@@ -248,3 +248,11 @@ def test_a_link_among_the_entries_is_listed_in_full_every_time(datasets: Path) -
 
     time.sleep(locator.RACY_FINE_SECONDS * 2)
     assert scan_versions(datasets).proof is None
+
+
+def test_the_tree_names_a_missing_dataset_as_the_folder_map_does(datasets: Path) -> None:
+    """The sidebar's heading over a broken chain says what to attach in the words of the workspace."""
+    named = StackService(datasets / "orph2", folders={"gone-1": "Xenium breast section"}).tree()
+    assert named["missing_name"] == "Xenium breast section" and _ids(named) == {"orph", "orph2"}
+    assert "missing_name" not in StackService(datasets / "orph2").tree()
+    assert "missing_name" not in StackService(datasets / "v3", folders={"gone-1": "Xenium breast section"}).tree()

@@ -224,4 +224,18 @@ describe('a base is named alike in the sidebar and the panel', () => {
       expect(datasetName(base, 'the base')).toBe(said); // the panel's header and the history's base row
     }
   });
+
+  it("names a missing dataset by the folder map's name when the reply carries one, else by its ID", () => {
+    const node = { dataset_id: 'v1', parent: '0a1b2c3d', depth: 1, title: 't', folder: 'v1', changes: [] };
+    const nodes = [{ ...node, created_at: null, created_by: null }];
+    const above = (missing_name?: string): Tree => ({
+      current: null,
+      nodes,
+      base: null,
+      notes: [],
+      ...(missing_name ? { missing_name } : {})
+    });
+    expect(groupHeading(above('Xenium breast section'))).toBe('Above missing dataset Xenium breast section');
+    expect(groupHeading(above())).toBe('Above missing dataset 0a1b2c3d');
+  });
 });

@@ -90,7 +90,7 @@ export function groupHeading(tree: Tree): string {
     return `On base ${datasetName(tree.base, tree.base.path)}`;
   }
   const bottom = [...tree.nodes].sort((a, b) => a.depth - b.depth)[0];
-  return bottom?.parent ? `Above missing dataset ${bottom.parent}` : 'Versions';
+  return bottom?.parent ? `Above missing dataset ${tree.missing_name ?? bottom.parent}` : 'Versions';
 }
 
 const NO_HISTORY: History = { top_depth: 0, versions: [], base: null };

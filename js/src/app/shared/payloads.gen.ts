@@ -211,6 +211,7 @@ export type TreeData = {
   nodes: TreeNode[];
   base: BaseSummary | null;
   notes: string[];
+  missing_name?: string;
 };
 
 export type Fingerprint = {
