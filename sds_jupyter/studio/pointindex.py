@@ -46,6 +46,7 @@ __all__ = [
     "FULL_TILE_POINTS",
     "MAX_LEVEL",
     "TILE_POINTS",
+    "IndexShape",
     "IndexSizes",
     "PointIndex",
     "PointTile",
@@ -54,6 +55,7 @@ __all__ = [
     "memory_point_index",
     "open_point_index",
     "sample_index",
+    "shape_tile",
     "write_point_index",
 ]
 
@@ -243,6 +245,81 @@ class PointIndex:
         """Remove the files of an index no cache keeps now (they are removed anyway when it is dropped)."""
         if self._cleanup is not None:
             self._cleanup()
+
+
+@dataclass(frozen=True)
+class IndexShape:
+    """What the view knows of a whole index (its ``points`` reply): the square, the levels, the genes' order.
+
+    Why kept apart: a tile of a whole index dropped from memory that cannot be made again (the
+    disk refuses it, memory may not hold it) is answered from the element's sample
+    (:func:`shape_tile`), cut to the tile the view asked for and coded as its genes are.
+    """
+
+    origin: tuple[float, float]
+    side: float
+    level: int
+    genes: tuple[str, ...]
+    tile_points: int
+
+    @staticmethod
+    def of(index: PointIndex) -> IndexShape:
+        return IndexShape(index.origin, index.side, index.level, tuple(index.genes), index.tile_points)
+
+    @property
+    def nbytes(self) -> int:
+        return 64 + sum(64 + len(name) for name in self.genes)
+
+    def tile_bounds(self, level: int, column: int, row: int) -> list[float]:
+        if not 0 <= level <= self.level:
+            raise ElementError(f"Points level {level} is not in this index (levels 0 to {self.level}).")
+        count = 1 << level
+        if not (0 <= column < count and 0 <= row < count):
+            raise ElementError(f"Points tile ({column}, {row}) is outside level {level}'s {count} x {count} tiles.")
+        size = self.side / count
+        x0, y0 = self.origin[0] + column * size, self.origin[1] + row * size
+        return [x0, y0, x0 + size, y0 + size]
+
+
+def shape_tile(
+    sample: PointIndex, shape: IndexShape, level: int, column: int, row: int, genes: Sequence[str] | None
+) -> PointTile:
+    """Tile (``column``, ``row``) of ``level`` of the index ``shape`` describes, from ``sample``'s points only.
+
+    The sample's points inside the tile, its gene codes as ``shape``'s (the view colours by
+    those), at most ``shape.tile_points`` of them evenly spaced; always ``sampled``: a sample
+    never holds every point of a tile. A gene ``shape`` does not name is refused, as
+    :meth:`PointIndex.tile` refuses it.
+    """
+    bounds = shape.tile_bounds(level, column, row)
+    known = {name: code for code, name in enumerate(shape.genes)}
+    if genes is not None:
+        missing = [name for name in genes if name not in known]
+        if missing:
+            raise ElementError(f"No gene {shown(missing[0])} in these points; ask for genes the index lists.")
+    mapped = np.asarray([known.get(name, -1) for name in sample.genes], dtype=np.int64)
+    n_genes = len(sample.genes)
+    runs = (sample.offsets[:, 1:] - sample.offsets[:, :-1]).ravel() if n_genes else np.zeros(0, np.int64)
+    codes = np.repeat(np.tile(mapped, len(sample.offsets)), runs) if n_genes else np.full(sample.n_points, -1)
+    x, y = np.asarray(sample.x, dtype=np.float64), np.asarray(sample.y, dtype=np.float64)
+    keep = (codes >= 0) & (x >= bounds[0]) & (x < bounds[2]) & (y >= bounds[1]) & (y < bounds[3])
+    if genes is not None:
+        keep &= np.isin(codes, [known[name] for name in genes])
+    chosen = np.flatnonzero(keep)
+    total = len(chosen)
+    if total > shape.tile_points:
+        chosen = chosen[(np.arange(shape.tile_points) * total) // shape.tile_points]
+    return PointTile(
+        level,
+        column,
+        row,
+        bounds,
+        _steps(x[chosen], bounds[0], bounds[2]),
+        _steps(y[chosen], bounds[1], bounds[3]),
+        codes[chosen].astype(np.uint16),
+        total,
+        True,
+    )
 
 
 def _sample(lengths: np.ndarray, fraction: float) -> np.ndarray:

@@ -236,3 +236,84 @@ def test_a_read_only_cache_folder_still_serves_the_index_it_holds(tmp_path: Path
     done = subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"built": False, "n": N, "mapped": True}
+
+
+_DROPPED = """
+import json, resource, shutil, sys
+import numpy as np
+from sds_jupyter.service import StackService
+from sds_jupyter.service.requests import dispatch
+from sds_jupyter.service.features import points
+from sds_jupyter.stack.caches import StackCaches
+from sds_jupyter.studio import pointparts, pointstore
+from sds_jupyter.protocol.buffers import named_buffers
+from sds_jupyter.protocol.layouts import LAYOUTS
+pointparts.SAMPLE_POINTS = 2_000
+pointstore.MEMORY_INDEX_POINTS = int(sys.argv[3])
+service = StackService(sys.argv[1])
+whole = dispatch(service, "points", {"element": "transcripts"}).data["index"]  # built and kept on disk
+# the disk's entry goes (another process's eviction), the memory's too, and from now on no file grows past 64 KiB
+for entry in pointstore.PointStore(sys.argv[2]).folder.iterdir():
+    shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+points._indexes(service.session).clear()
+resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+def tile(service, level, x, y, genes=""):
+    params = {"element": "transcripts", "key": whole["key"], "level": level, "x": x, "y": y, "genes": genes}
+    reply = dispatch(service, "points_tile", params)
+    parts = {k: np.frombuffer(v, np.uint16) for k, v in named_buffers("points_tile", LAYOUTS["points_tile"], reply.data, reply.buffers).items()}
+    data = dict(reply.data)
+    bounds = data["bounds"]
+    data["xs"] = (bounds[0] + np.asarray(parts["x"], float) / 65535 * (bounds[2] - bounds[0])).tolist()
+    data["ys"] = (bounds[1] + np.asarray(parts["y"], float) / 65535 * (bounds[3] - bounds[1])).tolist()
+    data["genes"] = [whole["genes"][code]["name"] for code in parts["gene"]]
+    data["etag"], data["addressed"] = reply.etag, reply.addressed
+    return data
+level = whole["finest_level"]
+side = 1 << level
+tiles = [tile(service, level, x, y) for x in range(side) for y in range(side)]
+coarse = tile(service, 0, 0, 0, "G1,G3")
+sample = dispatch(service, "points", {"element": "transcripts", "sample": True}).data["index"]
+fresh = tile(StackService(sys.argv[1], caches=StackCaches()), level, 0, 0)  # a server that never answered with it
+print(json.dumps({"whole": whole, "tiles": tiles, "coarse": coarse, "sample": sample, "fresh": fresh}))
+"""
+
+
+def test_a_tile_of_a_dropped_index_the_disk_refuses_is_the_sample_in_it(tmp_path: Path, element: Path) -> None:
+    """The whole index was served from disk, then dropped from memory and the disk; the disk now refuses it and memory may not hold it.
+
+    Its tiles (the view still shows the whole index) answer the sample's points inside each
+    tile, coded as the whole index's genes, marked partial with the disk's reason, never kept
+    by the browser; ``points`` answers the same sample; a server that never answered with the
+    index answers an empty tile saying the same.
+    """
+    cache = tmp_path / "points-cache"
+    done = subprocess.run(
+        [sys.executable, "-c", _DROPPED, str(element), str(cache), str(N // 4)],
+        env={**os.environ, "SDS_POINTS_CACHE": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    whole, tiles, coarse, sample, fresh = (got[k] for k in ("whole", "tiles", "coarse", "sample", "fresh"))
+    assert not whole["partial"] and whole["n_points"] == N
+    assert sample["partial"] and sample["partial_reason"] == "refused" and sample["refused"] == os.strerror(errno.EFBIG)
+    for t in tiles:
+        assert t["key"] == whole["key"] and t["partial"] and t["sampled"]
+        assert t["partial_reason"] == "refused" and t["refused"] == os.strerror(errno.EFBIG)
+        assert t["etag"] and not t["addressed"]
+        x0, y0, x1, y1 = t["bounds"]
+        tol = (x1 - x0) / 65535
+        assert all(x0 - tol <= x <= x1 + tol for x in t["xs"]) and all(y0 - tol <= y <= y1 + tol for y in t["ys"])
+    # every point of the sample, once, in the tile holding it, under its own gene
+    assert sum(t["n"] for t in tiles) == sum(t["total"] for t in tiles) == sample["n_points"]
+    counts: dict[str, int] = {}
+    for t in tiles:
+        for name in t["genes"]:
+            counts[name] = counts.get(name, 0) + 1
+    assert counts == {g["name"]: g["count"] for g in sample["genes"] if g["count"]}
+    assert coarse["partial_reason"] == "refused" and set(coarse["genes"]) <= {"G1", "G3"}
+    assert coarse["total"] == sum(g["count"] for g in sample["genes"] if g["name"] in ("G1", "G3"))
+    assert fresh["partial"] and fresh["partial_reason"] == "refused" and fresh["n"] == 0
+    assert _left(cache) == []

@@ -159,6 +159,42 @@ describe('the transcripts layer while the element is indexed', () => {
     s.dispose();
   });
 
+  it('a tile of a whole index the server dropped and cannot make again: asks for the index anew and says why', async () => {
+    const s = layerStage([10, 90], [10, 90]);
+    const whole = { ...info(false), key: 'k-dropped' };
+    const sample = { ...refused(60), key: 'sample-k-dropped' };
+    const fake = server([whole, sample]).on('points_tile', p => {
+      const key = p.key ?? '';
+      const stand = key === whole.key; // the server's sample in the whole index's tile, marked so
+      const n = stand || key === sample.key ? 2 : 4;
+      const data: PointsTileData = {
+        key,
+        level: 0,
+        x: 0,
+        y: 0,
+        bounds: [0, 0, 100, 100],
+        n,
+        total: n,
+        sampled: n === 2,
+        partial: n === 2,
+        ...(stand ? { partial_reason: 'refused' as const, refused: 'No space left on device' } : {})
+      };
+      const steps = Uint16Array.from({ length: n }, (_, i) => (i + 1) * 10000);
+      return { data, buffers: [steps.buffer, steps.slice().buffer, Uint16Array.from({ length: n }, (_, i) => i % 2).buffer] };
+    });
+    const layer = new TranscriptsLayer(layerContext(fake, s), 'transcripts');
+    await layer.show(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(fake.callsOf('points')).toHaveLength(2); // the whole index, then (its tile was the sample) asked anew
+    expect((fake.callsOf('points_tile') as { key: string }[]).map(c => c.key)).toEqual(['k-dropped', 'sample-k-dropped']);
+    const line = layer.controls.querySelector('.sds-points-status')!;
+    expect(line.textContent).toContain('Showing a sample only');
+    expect(s.node.dataset.pointsPartial).toBe('true');
+    expect(s.node.dataset.pointsReason).toBe('refused');
+    expect(s.node.dataset.points).toBe('2');
+    s.dispose();
+  });
+
   it('turned off while the sample shows, it stops asking; turned on again, it asks anew', async () => {
     const s = layerStage([10, 90], [10, 90]);
     const fake = transport(1);

@@ -20,6 +20,7 @@ import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+import numpy as np
 import zarr
 
 from sds_jupyter.errors import ElementError
@@ -30,7 +31,7 @@ from sds_jupyter.protocol.types import PointsData, PointsInfo, PointsTileData
 from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.session import Session
 from sds_jupyter.stack import StackStore, node_identity
-from sds_jupyter.studio.pointindex import PointIndex, PointsTooMany, sample_index
+from sds_jupyter.studio.pointindex import IndexShape, PointIndex, PointsTooMany, sample_index, shape_tile
 from sds_jupyter.studio.pointparts import (
     GENE_COLORS,
     PointsElement,
@@ -47,6 +48,7 @@ __all__ = [
     "POINT_INDEX_BYTES",
     "REFUSED_RETRY_SECONDS",
     "SAMPLE_INDEX_BYTES",
+    "SHAPE_BYTES",
     "points",
     "points_tile",
 ]
@@ -61,6 +63,8 @@ SAMPLE_INDEX_BYTES = 256 * 1024**2
 REFUSED_RETRY_SECONDS = 60.0
 #: The most genes one tile request names (the view colours a few; "all" is the empty list).
 MAX_TILE_GENES = 64
+#: What the shapes of the whole indexes handed out may cost (a few KB each: their genes' names).
+SHAPE_BYTES = 16 * 1024**2
 #: Part of every key: a change of how the index is built gets new keys, never old entries.
 _FORMAT = "points-index-1"
 _NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
@@ -242,6 +246,11 @@ def _sample(session: Session, found: _Element) -> PointIndex:
         raise RequestError(str(exc)) from None
 
 
+def _shapes(session: Session) -> ByteLRU[IndexShape]:
+    """The shapes of the whole indexes this process answered ``points`` with, by key: their tiles, should the index go."""
+    return session.caches.derived("point-shape", SHAPE_BYTES)
+
+
 def _info(element: str, key: str, index: PointIndex, refused: _Refused | None = None) -> PointsInfo:
     info: PointsInfo = {
         "element": element,
@@ -305,6 +314,7 @@ def points(
             if refused is None:
                 _start(session, found)
         else:
+            _shapes(session).put(found.key, IndexShape.of(index))
             payload["index"] = _info(element, found.key, index)
     return payload
 
@@ -341,15 +351,18 @@ def points_tile(
     if not key:
         raise RequestError("The points_tile request needs the key of the points reply.")
     found = _element(session, version, _checked_name(element), coordinate_system)
+    refused: PointsTooMany | None = None
     if key == _SAMPLE + found.key:
         index = _sample(session, found)
     elif key == found.key:
         try:
-            index = _whole(session, found)
-        except PointsTooMany as exc:  # its index was dropped here and cannot be made again now
-            raise RequestError(f"{exc} Ask points again.") from None
+            index = _tile_index(session, found)
+        except PointsTooMany as exc:  # its index was dropped here and cannot be made again now: the sample
+            index, refused = _sample(session, found), exc
     else:
         raise RequestError(f"The points of {element!r} are not the ones key {key[:40]!r} names; ask points again.")
+    if refused is not None:
+        return _refused_tile(session, found, index, refused, key, level, x, y, genes)
     try:
         tile = index.tile(level, x, y, _genes(genes))
     except ElementError as exc:
@@ -367,3 +380,76 @@ def points_tile(
     }
     name = hashlib.sha256(f"{key}\n{level}\n{x}\n{y}\n{genes}".encode()).hexdigest()[:32]
     return Reply(payload, reply_buffers("points_tile", payload, [tile.x, tile.y, tile.gene]), etag=name, addressed=True)
+
+
+def _tile_index(session: Session, found: _Element) -> PointIndex:
+    """The whole index a tile's key names, made again if it was dropped; :class:`PointsTooMany` if that is refused.
+
+    A refusal is kept as a failed build, as a background build's is: until
+    :data:`REFUSED_RETRY_SECONDS` have passed, the next tiles (and ``points``) say it at once
+    instead of reading the element again for each tile.
+    """
+    build = _builds(session).peek(found.key)
+    if build is not None and build.done():
+        error = build.exception()
+        if isinstance(error, PointsTooMany) and time.monotonic() - build.ended < REFUSED_RETRY_SECONDS:
+            raise error
+    try:
+        return _whole(session, found)
+    except PointsTooMany as exc:
+        with _STARTING:
+            if _builds(session).peek(found.key) is None or _builds(session).peek(found.key) is build:
+                refused = _Build()
+                refused.ended = time.monotonic()
+                refused.set_exception(exc)
+                _builds(session).put(found.key, refused, 1)
+        raise
+
+
+def _refused_tile(
+    session: Session,
+    found: _Element,
+    sample: PointIndex,
+    refused: PointsTooMany,
+    key: str,
+    level: int,
+    x: int,
+    y: int,
+    genes: str,
+) -> Reply[PointsTileData]:
+    """A tile of a whole index dropped here that cannot be made again now: the sample's points in it.
+
+    Why not an error: the view asked for a tile of an index it was told is whole; the disk now
+    refuses it and memory may not hold it, so the sample is all there is, as ``points`` would
+    answer. The tile is cut from the sample to the whole index's tile (its shape, kept since
+    ``points`` answered with it), coded as its genes, and says ``partial`` and why, so the view
+    asks ``points`` again. Without the shape (a server that never answered with this index) the
+    tile is empty, saying the same. Never kept by the browser: it is not the tile its key names.
+    """
+    shape = _shapes(session).get(found.key)
+    chosen = _genes(genes)
+    try:
+        if shape is not None:
+            tile = shape_tile(sample, shape, level, x, y, chosen)
+            bounds, n, total = tile.bounds, len(tile.x), tile.total
+            buffers = [tile.x, tile.y, tile.gene]
+        else:
+            bounds, n, total = sample.bounds, 0, 0
+            buffers = [np.zeros(0, np.uint16)] * 3
+    except ElementError as exc:
+        raise RequestError(str(exc)) from None
+    payload: PointsTileData = {
+        "key": key,
+        "level": level,
+        "x": x,
+        "y": y,
+        "bounds": bounds,
+        "n": n,
+        "total": total,
+        "sampled": True,
+        "partial": True,
+        "partial_reason": "refused",
+        "refused": refused.refused or str(refused),
+    }
+    name = hashlib.sha256(f"{_SAMPLE}{key}\n{level}\n{x}\n{y}\n{genes}\n{shape}".encode()).hexdigest()[:32]
+    return Reply(payload, reply_buffers("points_tile", payload, buffers), etag=name)

@@ -291,6 +291,30 @@ export class TranscriptsLayer {
         this.drawFrom(tiles, wanted);
       }
     }
+    if (tiles.dropped && tiles === this.tiles) {
+      await this.askAgain();
+    }
+  }
+
+  /** The server dropped the whole index and answers its tiles from the sample: ask for the index anew (the sample, and why). */
+  private async askAgain(): Promise<void> {
+    const token = ++this.token;
+    this.tiles = null; // no tile of the dropped index is asked meanwhile
+    let info: PointsInfo | null;
+    try {
+      info = await this.ask();
+    } catch (err) {
+      this.status.textContent = TransportError.from(err).message;
+      return;
+    }
+    if (token !== this.token || !info) {
+      return;
+    }
+    this.info = info;
+    await this.setGenes(this.genes);
+    if (info.partial) {
+      void this.untilWhole(token);
+    }
   }
 
   private drawFrom(tiles: PointTileSet, wanted: ReturnType<typeof tilesInView>): void {

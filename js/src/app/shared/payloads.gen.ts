@@ -417,6 +417,8 @@ export type PointsTileData = {
   total: number;
   sampled: boolean;
   partial: boolean;
+  partial_reason?: 'refused';
+  refused?: string;
 };
 
 export type ExportData = {

@@ -78,6 +78,11 @@ export class KeyedCache<T extends Reply<unknown>> {
     return entry.reply;
   }
 
+  /** Forget the reply under `key` (one that must not be kept: it is not what its key names). */
+  drop(key: string): void {
+    this.entries.delete(key);
+  }
+
   clear(): void {
     this.entries.clear();
   }

@@ -97,6 +97,11 @@ export type PointTileLoader = (tile: TileAddress) => Promise<Reply<PointsTileDat
 export class PointTileSet {
   private readonly held = new Map<string, PointTile>();
   private readonly failed = new Set<string>();
+  /**
+   * Whether a tile came from the element's sample although `info` is whole: the server dropped
+   * that index and cannot make it again now (`partial_reason` "refused"); ask `points` again.
+   */
+  dropped = false;
 
   constructor(
     readonly info: PointsInfo,
@@ -117,6 +122,7 @@ export class PointTileSet {
       if (reply.status === 'fulfilled') {
         fresh ||= !this.held.has(addressKey(t));
         this.held.set(addressKey(t), decodeTile(reply.value));
+        this.dropped ||= reply.value.data.partial && !this.info.partial;
       } else {
         this.failed.add(addressKey(t));
       }
@@ -199,9 +205,17 @@ export function nearestPoint(drawing: PointsDrawing, x: number, y: number, reach
 /** A view's gatherer of one element's tiles for `genes` ("" every gene), through the page's cache. */
 export function pointTilesOf({ transport, version, system }: LayerSource, info: PointsInfo, genes: string[]): PointTileSet {
   const chosen = genes.join(',');
-  return new PointTileSet(info, t =>
-    pointTileCache.get(`${info.key}/${chosen}/${addressKey(t)}`, () =>
+  return new PointTileSet(info, t => {
+    const key = `${info.key}/${chosen}/${addressKey(t)}`;
+    const reply = pointTileCache.get(key, () =>
       transport.request('points_tile', { version, element: info.element, key: info.key, level: t.level, x: t.x, y: t.y, genes: chosen, coordinate_system: system })
-    )
-  );
+    );
+    // the sample standing in for a whole index the server dropped is not the tile its key names: not kept
+    return reply.then(r => {
+      if (r.data.partial && !info.partial) {
+        pointTileCache.drop(key);
+      }
+      return r;
+    });
+  });
 }
