@@ -39,6 +39,7 @@ import numpy as np
 
 from sds_jupyter.errors import InflationError, shown
 from sds_jupyter.limits import chunk_bound, with_headroom
+from sds_jupyter.lru import ByteLRU
 
 try:  # ISA-L inflates the same streams several times quicker
     from isal import isal_zlib as _zlib
@@ -76,6 +77,8 @@ _ZSTD_MAGIC: Final = 0xFD2FB528
 _UNSEEN: Final = object()
 #: Rules remembered per stack, at most (a stack has as many arrays as it has columns and levels).
 _MAX_RULES: Final = 1 << 14
+#: Bytes of shard indexes remembered per stack (16 bytes an inner chunk: a 4,096-chunk shard's is 64 KiB).
+SHARD_INDEX_BYTES: Final = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -525,6 +528,8 @@ class ChunkRules:
     def __init__(self) -> None:
         self._folders: dict[str, ChunkRule | str | None] = {}
         self._lock = threading.Lock()
+        #: Shard indexes by store key: a stack's objects never change, so neither do their indexes.
+        self._shard_indexes: ByteLRU[bytes] = ByteLRU(SHARD_INDEX_BYTES)
 
     def __reduce__(self) -> tuple[type[ChunkRules], tuple[()]]:
         """Pickled empty (a stack in object storage travels to Dask's workers): found again there."""
@@ -550,6 +555,26 @@ class ChunkRules:
             if found != "none":
                 return found if isinstance(found, ChunkRule) else None
         return None
+
+    def shard_index(self, key: str, shard: ShardLayout, read: Callable[[], bytes | None]) -> bytes | None:
+        """Shard ``key``'s index of inner chunks: remembered, else ``read()`` (None if unreadable).
+
+        Why: a range of a shard is checked against the shard's index (:func:`check_shard_range`),
+        and zarr reads a shard a range at a time (zarr 3.1 one inner chunk a range): reading the
+        index again for each range doubled the reads of a sharded array.
+        """
+        found = self._shard_indexes.get(key)
+        if found is not None:
+            return found
+        index = read()
+        if index is not None:
+            self.keep_shard_index(key, shard, index)
+        return index
+
+    def keep_shard_index(self, key: str, shard: ShardLayout, index: bytes) -> None:
+        """Remember shard ``key``'s index, read whole from where ``shard`` says it lies."""
+        if len(index) == shard.index_bytes:
+            self._shard_indexes.put(key, bytes(index), len(index))
 
     def learn(self, key: str, raw: bytes) -> None:
         """Remember the rule of a node whose metadata document ``key`` zarr just read (no read of its own)."""

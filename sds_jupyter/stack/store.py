@@ -138,6 +138,11 @@ def _rules_of(stack: Stack) -> ChunkRules:
     return rules
 
 
+def _index_request(shard: ShardLayout) -> ByteRequest:
+    """The range of a shard that holds its index of inner chunks, as zarr asks for it."""
+    return SuffixByteRequest(shard.index_bytes) if shard.index_at_end else RangeByteRequest(0, shard.index_bytes)
+
+
 def _index_of(stack: Stack) -> LayerIndex:
     """The stack's layer index: built once per resolved stack.
 
@@ -298,21 +303,20 @@ class StackStore(RawKeyStore):
         data = self.read_raw(key, byte_range)
         if data is None:
             return None
-        if rule.shard is not None and byte_range is not None and len(data) != rule.shard.index_bytes:
-            # a range of a shard: newer zarr reads neighbouring inner chunks in one range
-            # only a suffix needs the object's size to say where it starts
-            size = (self.size_raw(key) or 0) if isinstance(byte_range, SuffixByteRequest) else 2**63
-            start = range_limits(byte_range, size)[0]
-            return bytes(check_shard_range(rule, key, data, start, self._shard_index(key, rule.shard)))
+        shard = rule.shard
+        if shard is not None and byte_range is not None:
+            if byte_range == _index_request(shard):
+                # zarr reads the index before the ranges it plans by it: kept for checking them
+                rules.keep_shard_index(key, shard, data)
+            if len(data) != shard.index_bytes:
+                # a range of a shard: newer zarr reads neighbouring inner chunks in one range
+                # only a suffix needs the object's size to say where it starts
+                size = (self.size_raw(key) or 0) if isinstance(byte_range, SuffixByteRequest) else 2**63
+                start = range_limits(byte_range, size)[0]
+                index = rules.shard_index(key, shard, lambda: self.read_raw(key, _index_request(shard)))
+                return bytes(check_shard_range(rule, key, data, start, index))
         # a chunk the check decoded whole comes back in its codec's uncompressed framing: decompressed once
         return bytes(check_chunk(rule, key, data, ranged=byte_range is not None))
-
-    def _shard_index(self, key: str, shard: ShardLayout) -> bytes | None:
-        """Shard ``key``'s index of inner chunks, as zarr read it to plan its ranges (None if unreadable)."""
-        where: ByteRequest = (
-            SuffixByteRequest(shard.index_bytes) if shard.index_at_end else RangeByteRequest(0, shard.index_bytes)
-        )
-        return self.read_raw(key, where)
 
     def _cheap_size(self, key: str) -> int | None:
         """The stored size of ``key`` when it costs no request (None in object storage's base)."""

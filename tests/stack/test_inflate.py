@@ -22,7 +22,7 @@ import zarr
 import zarr.codecs.numcodecs as zn
 from kit.hostile import BOMB_BYTES, bomb_chunk, replace_chunk
 from kit.stackkit import write_version
-from zarr.abc.store import RangeByteRequest
+from zarr.abc.store import RangeByteRequest, SuffixByteRequest
 from zarr.codecs import BloscCodec, GzipCodec, ZstdCodec
 
 import sds_jupyter as sds
@@ -153,6 +153,51 @@ def test_a_read_spanning_several_inner_chunks_of_a_shard_is_checked_chunk_by_chu
     assert bomb_index is not None
     with pytest.raises(InflationError, match="'bomb'"):
         store.read_for_zarr("bomb/c/0", RangeByteRequest(0, len(bomb_index) - 8 * 16 - 4))
+
+
+def test_a_shard_read_a_range_at_a_time_reads_its_index_no_more_than_zarr_does(tmp_path: Path) -> None:
+    """The index a range of a shard is checked by is remembered per stack, not read again for each range.
+
+    zarr 3.1 reads a shard one inner chunk a range (3.2+ coalesces neighbours): each of those
+    ranges read the shard's index again to check it, doubling the reads of a sharded array.
+    """
+    values = np.random.default_rng(1).random(16 * 8192)
+
+    def write(root: zarr.Group) -> None:
+        root.create_array("honest", shape=(16 * 8192,), shards=(8 * 8192,), chunks=(8192,), dtype="f8")[:] = values
+        root.create_array("bomb", shape=(BOMB_VALUES,), shards=(BOMB_VALUES,), chunks=(2**14,), dtype="f8")[:] = 1.0
+        _declare(Path(str(root.store.root)) / "bomb" / "zarr.json", 1024, 1024, inner=128)
+
+    store = _stack_over(tmp_path, 3, write)
+    raw_reads: list[str] = []
+    zarr_reads: list[str] = []
+    read_raw, read_for_zarr = store.read_raw, store.read_for_zarr
+
+    def counting_raw(key: str, byte_range: Any = None) -> bytes | None:
+        raw_reads.append(key)
+        return read_raw(key, byte_range)
+
+    def counting_zarr(key: str, byte_range: Any = None) -> bytes | None:
+        zarr_reads.append(key)
+        return read_for_zarr(key, byte_range)
+
+    store.read_raw = counting_raw  # type: ignore[method-assign]
+    store.read_for_zarr = counting_zarr  # type: ignore[method-assign]
+    honest = zarr.open_group(store, mode="r")["honest"]
+    for start in range(0, 16 * 8192, 8192):
+        np.testing.assert_array_equal(honest[start : start + 8192], values[start : start + 8192])
+    np.testing.assert_array_equal(honest[5000:70000], values[5000:70000])  # inner chunks of both shards
+    chunk_reads = [key for key in raw_reads if "/c/" in key]
+    assert len(chunk_reads) == len([key for key in zarr_reads if "/c/" in key]), (chunk_reads, zarr_reads)
+
+    # a remembered index still checks every inner chunk of a range on its own
+    bomb_shard = read_raw("bomb/c/0")
+    assert bomb_shard is not None
+    index = store.read_for_zarr("bomb/c/0", SuffixByteRequest(8 * 16 + 4))
+    assert index is not None and len(index) == 8 * 16 + 4
+    for _ in range(2):
+        with pytest.raises(InflationError, match="'bomb'"):
+            store.read_for_zarr("bomb/c/0", RangeByteRequest(0, len(bomb_shard) - 8 * 16 - 4))
 
 
 def test_text_claiming_more_values_than_its_chunk_holds_is_refused(tmp_path: Path) -> None:
