@@ -30,6 +30,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ __all__ = [
     "FULL_TILE_POINTS",
     "MAX_LEVEL",
     "TILE_POINTS",
+    "BuildStopped",
     "IndexShape",
     "IndexSizes",
     "PointIndex",
@@ -386,11 +388,22 @@ def _surveyed(batch: PointBatch, survey: _Survey) -> np.ndarray:
     return records
 
 
-def _write_raw(batches: Iterable[PointBatch], path: Path) -> _Survey:
+class BuildStopped(Exception):  # noqa: N818 - it says what happened, as PointsTooMany does
+    """A build asked to stop (its process is ending) stopped between two of its parts; nothing of it is kept."""
+
+
+def _go_on(stop: threading.Event | None) -> None:
+    """Raise :class:`BuildStopped` if ``stop`` is set: checked between a build's parts (a batch, a chunk, a block)."""
+    if stop is not None and stop.is_set():
+        raise BuildStopped("The points index build stopped: its process is ending.")
+
+
+def _write_raw(batches: Iterable[PointBatch], path: Path, stop: threading.Event | None = None) -> _Survey:
     """Pass one: every finite point as (gene, x, y) records on disk, the bounds and gene names on the way."""
     survey = _Survey()
     with path.open("wb") as out:
         for batch in batches:
+            _go_on(stop)
             out.write(_surveyed(batch, survey).tobytes())
     return survey
 
@@ -455,7 +468,10 @@ class IndexSizes:
 
 
 def build_point_index(
-    batches: Iterable[PointBatch], where: str | Path | None = None, sizes: IndexSizes = IndexSizes()
+    batches: Iterable[PointBatch],
+    where: str | Path | None = None,
+    sizes: IndexSizes = IndexSizes(),
+    stop: threading.Event | None = None,
 ) -> PointIndex:
     """Index ``batches`` (a points element read by :func:`~sds_jupyter.studio.pointparts.point_batches`).
 
@@ -464,7 +480,7 @@ def build_point_index(
     """
     folder = Path(tempfile.mkdtemp(prefix="sds-points-", dir=where))
     try:
-        write_point_index(batches, folder, "", sizes)
+        write_point_index(batches, folder, "", sizes, stop)
         index = _opened(folder, "")
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
@@ -497,7 +513,10 @@ class PointsTooMany(ElementError):
 
 
 def memory_point_index(
-    batches: Iterable[PointBatch], sizes: IndexSizes = IndexSizes(), max_points: int | None = None
+    batches: Iterable[PointBatch],
+    sizes: IndexSizes = IndexSizes(),
+    max_points: int | None = None,
+    stop: threading.Event | None = None,
 ) -> PointIndex:
     """The index of ``batches`` built in memory, no file written: the same index as :func:`write_point_index`'s.
 
@@ -507,6 +526,7 @@ def memory_point_index(
     """
     survey, parts = _Survey(), []
     for batch in batches:
+        _go_on(stop)
         parts.append(_surveyed(batch, survey))
         if max_points is not None and survey.n > max_points:
             raise PointsTooMany(f"These points are more than {max_points:,}: too many to index in memory.")
@@ -566,14 +586,17 @@ def _opened(folder: Path, identity: str) -> PointIndex:
     return index
 
 
-def write_point_index(batches: Iterable[PointBatch], folder: Path, identity: str, sizes: IndexSizes) -> None:
+def write_point_index(
+    batches: Iterable[PointBatch], folder: Path, identity: str, sizes: IndexSizes, stop: threading.Event | None = None
+) -> None:
     """Write the index of ``batches`` into ``folder`` (empty, the caller's own): columns, offsets, then ``index.json``.
 
     ``identity`` is kept in ``index.json`` and compared by :func:`open_point_index`, so a
-    folder is only ever opened as the index of the element it was built from.
+    folder is only ever opened as the index of the element it was built from. ``stop``, once
+    set, ends the build at its next part with :class:`BuildStopped` (the caller removes the folder).
     """
     raw = folder / "raw.bin"
-    survey = _write_raw(batches, raw)
+    survey = _write_raw(batches, raw, stop)
     origin, side = _square(survey)
     histogram = np.zeros(4**MAX_LEVEL, dtype=np.int64)
     for records in _chunks(raw, _RAW, survey.n, sizes.chunk_points):
@@ -581,10 +604,11 @@ def write_point_index(batches: Iterable[PointBatch], folder: Path, identity: str
     level, block_level = _levels(histogram, sizes.full_tile_points, sizes.bucket_points, len(survey.genes))
     shift = 2 * (level - block_level)
     for records in _chunks(raw, _RAW, survey.n, sizes.chunk_points):
+        _go_on(stop)
         _scatter(records, _cell_codes(records, origin, side, level), shift, folder)
     raw.unlink()
     genes = _gene_names(survey)
-    offsets = _sort_blocks(folder, 4**block_level, len(genes), sizes)
+    offsets = _sort_blocks(folder, 4**block_level, len(genes), sizes, stop)
     (folder / "offsets").write_bytes(offsets.astype("<i8").tobytes())
     meta = {
         "format": INDEX_FORMAT,
@@ -669,7 +693,9 @@ def _scatter(records: np.ndarray, codes: np.ndarray, shift: int, folder: Path) -
                 out.write(bucket[start:end].tobytes())
 
 
-def _sort_blocks(folder: Path, n_blocks: int, n_genes: int, sizes: IndexSizes) -> np.ndarray:
+def _sort_blocks(
+    folder: Path, n_blocks: int, n_genes: int, sizes: IndexSizes, stop: threading.Event | None = None
+) -> np.ndarray:
     """Sort each block by gene then code into the three column files; where each block and gene starts.
 
     A block is sorted in runs of at most about ``bucket`` points (:func:`_sorted_runs`), so a
@@ -681,6 +707,7 @@ def _sort_blocks(folder: Path, n_blocks: int, n_genes: int, sizes: IndexSizes) -
     outputs = {name: (folder / name).open("wb") for name in ("codes", "x", "y")}
     try:
         for block in range(n_blocks):
+            _go_on(stop)
             start, counts = written, np.zeros(n_genes, dtype=np.int64)
             for records in _sorted_runs(folder / f"block-{block}.bin", sizes.bucket_points, sizes.chunk_points):
                 counts += np.bincount(records["gene"], minlength=n_genes)

@@ -24,6 +24,7 @@ aside, then deleted: a process still reading one keeps its mappings).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -143,7 +144,11 @@ class PointStore:
         return self._folders.kept(f"{identity}\n{sizes}", open_point_index)
 
     def get(
-        self, identity: str, batches: Callable[[], Iterable[PointBatch]], sizes: IndexSizes = _DEFAULT_SIZES
+        self,
+        identity: str,
+        batches: Callable[[], Iterable[PointBatch]],
+        sizes: IndexSizes = _DEFAULT_SIZES,
+        stop: threading.Event | None = None,
     ) -> PointIndex:
         """The index of the element ``identity`` names: opened if kept, else built from ``batches()`` and kept.
 
@@ -151,22 +156,24 @@ class PointStore:
         removed when dropped. When the disk refuses it (no space, a quota, a read-only or unusable
         folder, for the cache and the private folder alike), it is built in memory if it holds at
         most ``memory_points`` points, else :class:`~sds_jupyter.studio.pointindex.PointsTooMany`
-        is raised: the request does not fail, the view keeps the element's sample.
+        is raised: the request does not fail, the view keeps the element's sample. ``stop``, once
+        set, ends a build at its next part (:class:`~sds_jupyter.studio.pointindex.BuildStopped`),
+        its build folder removed.
         """
         identity = f"{identity}\n{sizes}"
         try:
             index, built = self._folders.get(
                 identity,
                 open_point_index,
-                lambda folder: write_point_index(batches(), folder, identity, sizes),
-                lambda: build_point_index(batches(), sizes=sizes),
+                lambda folder: write_point_index(batches(), folder, identity, sizes, stop),
+                lambda: build_point_index(batches(), sizes=sizes, stop=stop),
                 lambda index, _folder: removed_with(index),
             )
         except OSError as refused:
             # the disk refused it (full, over quota, read-only, a folder that cannot be used): built in
             # memory if it fits, else PointsTooMany (the view keeps its sample); a reading error comes again
             try:
-                index, built = memory_point_index(batches(), sizes, self.memory_points), True
+                index, built = memory_point_index(batches(), sizes, self.memory_points, stop), True
             except PointsTooMany:
                 why = refused.strerror or str(refused)
                 raise PointsTooMany(

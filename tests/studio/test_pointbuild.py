@@ -6,6 +6,7 @@ conversion writes them), so the reader's share of memory is one part whatever th
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tracemalloc
@@ -99,6 +100,47 @@ def test_a_build_killed_midway_leaves_no_index_that_is_served(tmp_path: Path) ->
     assert index.built and index.n_points == 20_000
     assert [p.name for p in cache.iterdir() if p.is_dir() and p.name.startswith(".")] == []  # the half one removed
     assert store.kept("element-1", SIZES) is not None
+
+
+_EXITS = """
+import sys, threading
+from sds_jupyter.service import StackService
+from sds_jupyter.service.requests import dispatch
+from sds_jupyter.service.features import points
+real, where, midway = points.point_batches, sys.argv[2], threading.Event()
+def batches(*args, **kwargs):  # the element's real stream, held at a point of the build until the process ends
+    for count, batch in enumerate(real(*args, **kwargs, rows=1_000)):
+        if where == "reading" and count == 1:
+            midway.set()
+            points._STOP.wait()
+        yield batch
+    if where == "sorting":  # every point read: the scatter and the sort are next
+        midway.set()
+        points._STOP.wait()
+points.point_batches = batches
+info = dispatch(StackService(sys.argv[1]), "points", {"element": "transcripts", "sample": True}).data["index"]
+assert info["partial"] and midway.wait(300)
+print("midway", flush=True)
+# the script ends here: the process exits with its index's build under way in a daemon thread
+"""
+
+
+@pytest.mark.parametrize("where", ["reading", "sorting"])
+def test_a_process_exiting_mid_build_stops_it_and_leaves_no_build_folder(tmp_path: Path, where: str) -> None:
+    """A server process ending while its background build reads the element, or sorts it: the build stops
+    at its next part and removes its folder; the process exits cleanly (no abort at shutdown)."""
+    element = write_points(tmp_path / "p.zarr", 20_000, seed=5)
+    cache = tmp_path / "points-cache"
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITS, str(element), where],
+        env={**os.environ, "SDS_POINTS_CACHE": str(cache)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0 and done.stdout == "midway\n", done.stderr[-2000:]
+    assert "Fatal Python error" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []  # no build folder, no index
 
 
 @pytest.mark.parametrize("points", [500, 5_000])

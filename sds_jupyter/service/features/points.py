@@ -13,6 +13,7 @@ running server, gets a new index and a new key.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import re
 import threading
@@ -31,7 +32,7 @@ from sds_jupyter.protocol.types import PointsData, PointsInfo, PointsTileData
 from sds_jupyter.service.errormap import RequestError
 from sds_jupyter.service.session import Session
 from sds_jupyter.stack import StackStore, node_identity
-from sds_jupyter.studio.pointindex import IndexShape, PointIndex, PointsTooMany, sample_index, shape_tile
+from sds_jupyter.studio.pointindex import BuildStopped, IndexShape, PointIndex, PointsTooMany, sample_index, shape_tile
 from sds_jupyter.studio.pointparts import (
     GENE_COLORS,
     PointsElement,
@@ -49,6 +50,7 @@ __all__ = [
     "REFUSED_RETRY_SECONDS",
     "SAMPLE_INDEX_BYTES",
     "SHAPE_BYTES",
+    "STOP_WAIT_SECONDS",
     "points",
     "points_tile",
 ]
@@ -71,6 +73,31 @@ _NAME = re.compile(r"[A-Za-z0-9._-]{1,200}")
 #: Before a sample's key: the key of the sample of the element whose index has the rest of the key.
 _SAMPLE = "sample-"
 _STARTING = threading.Lock()
+#: The most seconds a process that is ending waits for its background builds to stop (each stops
+#: at its next part: a row group read, a chunk scattered, a block sorted; about a second).
+STOP_WAIT_SECONDS = 60.0
+#: Set when the process ends: every build stops at its next part, its build folder removed.
+_STOP = threading.Event()
+_RUNNING: set[threading.Thread] = set()
+
+
+def _stop_builds() -> None:
+    """At exit: ask every background build to stop and wait for it (bounded), so none is cut midway.
+
+    Why: a build is a daemon thread (a server does not wait minutes for an index no one will
+    see), and the interpreter freezes daemon threads where they stand when it ends: that left a
+    ``.build-`` folder in the cache and could abort the exit (a thread in buffered I/O then).
+    ``atexit`` runs before that, while the threads still run.
+    """
+    _STOP.set()
+    deadline = time.monotonic() + STOP_WAIT_SECONDS
+    with _STARTING:
+        running = list(_RUNNING)
+    for thread in running:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(_stop_builds)
 
 
 def _indexes(session: Session) -> ByteLRU[PointIndex]:
@@ -109,7 +136,7 @@ class _Element:
 
     def build(self) -> PointIndex:
         """Its whole index: mapped from the disk's cache, else built there (one stream over the parts)."""
-        return PointStore().get(self.identity, lambda: point_batches(self.root, self.opened))
+        return PointStore().get(self.identity, lambda: point_batches(self.root, self.opened), stop=_STOP)
 
 
 def _element(session: Session, version: int | str | None, element: str, system: str) -> _Element:
@@ -212,9 +239,16 @@ def _start(session: Session, found: _Element) -> None:
             return
         build = _Build()
         _builds(session).put(found.key, build, 1)
-    threading.Thread(
+    thread = threading.Thread(
         target=_build, args=(session, found, build), name=f"sds-points-{found.key[:8]}", daemon=True
-    ).start()
+    )
+    with _STARTING:
+        if _STOP.is_set():  # the process is ending: no build starts
+            build.ended = time.monotonic()
+            build.set_exception(BuildStopped("The points index build stopped: its process is ending."))
+            return
+        _RUNNING.add(thread)
+    thread.start()
 
 
 def _build(session: Session, found: _Element, build: _Build) -> None:
@@ -224,6 +258,9 @@ def _build(session: Session, found: _Element, build: _Build) -> None:
     except BaseException as exc:  # handed to the request that asks next
         build.ended = time.monotonic()
         build.set_exception(exc)
+    finally:
+        with _STARTING:
+            _RUNNING.discard(threading.current_thread())
 
 
 def _samples(session: Session) -> ByteLRU[PointIndex]:
