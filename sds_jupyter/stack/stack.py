@@ -455,6 +455,7 @@ def _proofs(stack: Stack, reader: ManifestReader, began_ns: int) -> Proofs | Non
             info = seen.get(folder) or _lstat(folder)
             if info is None or not stat.S_ISDIR(info.st_mode):
                 return None
+            seen[folder] = info  # a version's data folder is proven below by this same lstat
             folders[folder] = (info.st_dev, info.st_ino)
             if folder == root_s:
                 break
