@@ -216,15 +216,36 @@ describe('JupyterLab version browser: the sidebar, Notebook 7, annotation and th
     await settled(page);
     // taller than five rows, and the user drags it taller (its corner)
     const tree = page.locator('.sds-tree');
-    const rowsShown = await tree.evaluate(el => Math.floor(el.clientHeight / el.querySelector('.sds-tree-row').getBoundingClientRect().height));
+    const treeRowsFit = await tree.evaluate(el => Math.floor(el.clientHeight / el.querySelector('.sds-tree-row').getBoundingClientRect().height));
     const rowsThere = await page.locator('.sds-tree-row').count();
-    assert.ok(rowsShown >= Math.min(rowsThere, 10), `${rowsShown} of ${rowsThere} rows shown`);
-    const tb = await tree.boundingBox();
-    await page.mouse.move(tb.x + tb.width - 3, tb.y + tb.height - 3);
-    await page.mouse.down();
-    await page.mouse.move(tb.x + tb.width - 3, tb.y + tb.height + 120, { steps: 6 });
-    await page.mouse.up();
+    assert.ok(treeRowsFit >= Math.min(rowsThere, 10), `${treeRowsFit} of ${rowsThere} rows shown`);
+    const dragTreeBy = async dy => {
+      const box = await tree.boundingBox();
+      await page.mouse.move(box.x + box.width - 3, box.y + box.height - 3);
+      await page.mouse.down();
+      await page.mouse.move(box.x + box.width - 3, box.y + box.height + dy, { steps: 6 });
+      await page.mouse.up();
+      return box;
+    };
+    const tb = await dragTreeBy(120);
     await until(async () => (await tree.boundingBox()).height, h => h > tb.height + 60, `the tree dragged taller than ${tb.height} px`);
+    // dragged far past the window's foot, the tree stops where the history keeps its rows: wide, then at 420 px (below)
+    await dragTreeBy(1500);
+    await settled(page);
+    // the history keeps two rows of its 72 px (a row whole however it is scrolled), and the tree stays taller than before
+    const historyKept = async () => {
+      await until(async () => (await page.locator('.sds-history').first().boundingBox()).height, h => h >= 143, 'the history two 72 px rows tall below a tree dragged tall');
+      await until(() => rowsShown(page, '.sds-history', '.sds-history-row'), n => n >= 1, 'a history row whole below a tree dragged tall');
+    };
+    await historyKept();
+    assert.ok((await tree.boundingBox()).height > tb.height + 60, 'the tree kept its drag');
+    await sizePanel(page, 420);
+    // a narrow panel's side is short: the tree keeps two rows whole, the history a row whole
+    await until(() => rowsShown(page, '.sds-tree', '.sds-tree-row'), n => n >= 2, 'two tree rows whole, dragged tall at 420 px');
+    await until(() => rowsShown(page, '.sds-history', '.sds-history-row'), n => n >= 1, 'a history row whole below a tree dragged tall at 420 px');
+    await shot(page, 'panel-tree-dragged-tall-420');
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await settled(page);
     // search matches the branch by a column it set, and says when nothing matches
     await page.locator('.sds-search').fill('column:clusters');
     await page.waitForFunction(() => [...document.querySelectorAll('.sds-tree-row .sds-tree-title')].some(t => t.textContent === 'Coarser clusters'), null, { timeout: 10000 });

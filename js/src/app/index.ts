@@ -12,11 +12,11 @@ import { divider } from './shared/divider';
 import { ContentsView } from './changes/contents';
 import { empty, errorBox, fill, h, loading } from './shared/dom';
 import { FiguresView } from './figures/figures';
-import { HistoryView, unreadable } from './history/history';
+import { HistoryView, ROW_HEIGHT as HISTORY_ROW_HEIGHT, unreadable } from './history/history';
 import { datasetName, plural } from './shared/format';
 import { ResultsView, resultCodeFor } from './results/results';
 import { tabKeyTarget } from './shared/tabs';
-import { TreeSection } from './history/tree';
+import { TREE_ROW_HEIGHT, TreeSection } from './history/tree';
 import { TransportError, pinned, type Transport } from './shared/transport';
 import { CirroBox } from './history/cirro';
 import type { History, Tree } from './shared/types';
@@ -293,6 +293,9 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     main
   );
   const split = divider(root, main, side);
+  const sideHeight = followHeight(side, '--sds-side-height');
+  side.style.setProperty('--sds-history-kept', `${KEPT_ROWS * HISTORY_ROW_HEIGHT}px`);
+  side.style.setProperty('--sds-tree-least', `${KEPT_ROWS * TREE_ROW_HEIGHT + 2}px`);
   main.append(split.node, detail);
   el.append(root);
   showBack(); // a restored way back shows at once
@@ -520,6 +523,7 @@ export function mountApp(el: HTMLElement, transport: Transport, options: AppOpti
     dispose() {
       clearTimeout(actionTimer);
       split.dispose();
+      sideHeight.disconnect();
       historyView.dispose();
       treeSection.dispose();
       figures.dispose();
@@ -555,4 +559,28 @@ export function versionKey(history: History, depth: number): string | null {
 function labelOf(history: History, depth: number): string {
   const v = history.versions.find(x => x.depth === depth);
   return `v${depth}${v?.title ? ` ${v.title}` : ''}`;
+}
+
+/** Rows of the history a tree dragged however tall leaves below it, and of the tree it always shows (tree.css). */
+const KEPT_ROWS = 2;
+
+/**
+ * Keep ``el``'s own height in its CSS variable ``name`` as it changes.
+ *
+ * Why: the versions side's tree is capped by it (tree.css), so a tree dragged however tall still
+ * leaves the history below it its least height. Its box is a <details>, which not every browser
+ * lets shrink as a flex item, so the cap is a length, not a flex rule.
+ */
+function followHeight(el: HTMLElement, name: string): { disconnect(): void } {
+  if (typeof ResizeObserver === 'undefined') {
+    return { disconnect: () => undefined };
+  }
+  const observer = new ResizeObserver(() => {
+    const height = el.clientHeight;
+    if (height > 0) {
+      el.style.setProperty(name, `${height}px`);
+    }
+  });
+  observer.observe(el);
+  return observer;
 }
