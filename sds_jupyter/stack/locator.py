@@ -86,9 +86,11 @@ def settled(*times_ns: int | float, now_ns: int | None = None) -> bool:
     rule off). A stamp in the future (a clock ahead) is never settled.
     """
     newest = max(times_ns)
+    now = time.time_ns() if now_ns is None else now_ns
+    if now - newest >= RACY_SECONDS * 1e9:
+        return True  # older than the longer window: settled whatever the clock's grain (the usual case)
     coarse = all(int(t) % 1_000_000_000 == 0 for t in times_ns)
     window = RACY_SECONDS if coarse else min(RACY_FINE_SECONDS, RACY_SECONDS)
-    now = time.time_ns() if now_ns is None else now_ns
     return now - newest >= window * 1e9
 
 
@@ -286,10 +288,11 @@ class ManifestReader:
             if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_MANIFEST_BYTES:
                 raise NotPlain(path)
             # Asked only now: the open proved no link on the way, which a cached path alone does not
-            known = self.manifests.parsed_as(path, identity(info))
+            file_identity = identity(info)
+            known = self.manifests.parsed_as(path, file_identity)
             if known is not None:
                 with self._lock:
-                    self._parsed[path], self._identity[path] = known, identity(info)
+                    self._parsed[path], self._identity[path] = known, file_identity
                 return known
             raw = os.pread(fd, info.st_size + 1, 0)
         finally:
@@ -301,9 +304,10 @@ class ManifestReader:
         except StackError:
             raise NotPlain(path) from None
         with self._lock:
-            self._read[path], self._stat[path], self._identity[path] = raw, info, identity(info)
+            self._read[path], self._stat[path], self._identity[path] = raw, info, file_identity
             self._read_at[path] = began
-        self.manifests.store(path, info, manifest, began)
+        if settled(info.st_mtime_ns, info.st_ctime_ns, now_ns=began):  # as ParsedManifests.store keeps it
+            self.manifests.keep(path, file_identity, manifest)
         return manifest
 
     def read_at(self, location: Location) -> int | None:

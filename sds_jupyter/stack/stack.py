@@ -701,6 +701,7 @@ def _plain_chain(
         manifest = locator.read_manifest(manifest_path)
     except StackError:
         raise NotPlain(top_id) from None
+    real_data_dir = manifest_path.parent
     while True:
         if len(chain) == MAX_DEPTH or str(manifest_path) in seen:
             raise NotPlain(dataset_id)
@@ -708,7 +709,6 @@ def _plain_chain(
         manifest_bytes += manifest.source_bytes
         if manifest_bytes > MAX_STACK_MANIFEST_BYTES:
             raise NotPlain(dataset_id)
-        real_data_dir = manifest_path.parent
         try:
             overlay_dir = real_data_dir.join(manifest.overlay, f"overlay folder of {dataset_id}")
             ref = CirroRef.parse(manifest.parent)
@@ -718,7 +718,7 @@ def _plain_chain(
         if not ref.names_manifest:
             break
         dataset_id = ref.dataset_id
-        folder, manifest_path, manifest = _plain_parent(ref, locator, root)
+        folder, real_data_dir, manifest_path, manifest = _plain_parent(ref, locator, root)
     try:
         base = _base_info(ref, locator.resolve(ref), locator)
     except StackError:
@@ -726,16 +726,26 @@ def _plain_chain(
     return Stack(versions=_versions(chain), base=base, datasets_dir=locator.datasets_dir, folders=folder_map)
 
 
-def _plain_parent(ref: CirroRef, locator: DatasetLocator, root: str) -> tuple[Location, Location, Manifest]:
-    """``(dataset folder, manifest location, manifest)`` of the version ``ref`` names, in the datasets
-    folder ``root``, tried in the order :meth:`DatasetLocator.candidate_folders` gives."""
+def _plain_parent(ref: CirroRef, locator: DatasetLocator, root: str) -> tuple[Location, Location, Location, Manifest]:
+    """``(dataset folder, data folder, manifest location, manifest)`` of the version ``ref`` names, in
+    the datasets folder ``root``, tried in the order :meth:`DatasetLocator.candidate_folders` gives.
+
+    The data folder is the dataset folder's own location when the manifest sits at its top (the
+    usual layout), as a stack loaded from its record shares them: one location made, not two."""
     names = [locator.folders[ref.dataset_id]] if ref.dataset_id in locator.folders else []
     for name in dict.fromkeys([*names, ref.dataset_id]):
         for place in dataset_places(ref.path):
             path = f"{root}/{name}/{place}"
             manifest = locator.reader.read_plain(path)
             if manifest is not None:
-                return real_location(f"{root}/{name}"), real_location(path), manifest
+                folder = real_location(f"{root}/{name}")
+                data_dir = os.path.dirname(path)
+                return (
+                    folder,
+                    folder if data_dir == str(folder) else real_location(data_dir),
+                    real_location(path),
+                    manifest,
+                )
     raise NotPlain(ref.dataset_id)  # elsewhere or nowhere: the careful walk looks in the fallbacks and says which
 
 
