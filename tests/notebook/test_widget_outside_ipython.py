@@ -14,18 +14,37 @@ from pathlib import Path
 
 pytest_plugins = ["kit.fixtures_service"]
 
-#: The process's script: the widget used as marimo uses it, what it answered printed as JSON.
-SCRIPT = """
-import json, sys
+#: What each script starts with: the widget module, with stand-ins for a front end not built (as
+#: kit/fixtures_service does), the stand-ins written to the folder named by the script's second argument.
+PRELUDE = """
+import sys
 from pathlib import Path
-import numpy as np
 from sds_jupyter import widget
 
 for attribute, name in (("_ESM_PATH", "widget.js"), ("_APP_PATH", "widget-app.js"), ("_CSS_PATH", "widget.css")):
-    if not getattr(widget, attribute).is_file():  # the front end not built: stand-ins, as tests/fixtures_service does
+    if not getattr(widget, attribute).is_file():
         stand_in = Path(sys.argv[2]) / name
         stand_in.write_text("export default { render() {} };" if name.endswith(".js") else "")
         setattr(widget, attribute, stand_in)
+"""
+
+
+def _run(script: str, version: Path, scratch: Path) -> subprocess.CompletedProcess[str]:
+    """``script`` after :data:`PRELUDE` in a plain Python process of its own (IPython never started)."""
+    return subprocess.run(
+        [sys.executable, "-c", PRELUDE + script, str(version), str(scratch)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+#: The process's script: the widget used as marimo uses it, what it answered printed as JSON.
+SCRIPT = """
+import json
+import numpy as np
+
 
 browser = widget.VersionBrowser(sys.argv[1])
 history = browser.answer({"type": "request", "name": "history", "params": {}}).data
@@ -44,13 +63,7 @@ print(json.dumps({
 
 
 def test_bind_outside_ipython_says_nothing_was_bound(studio_copy, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(studio_copy.v2), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = _run(SCRIPT, studio_copy.v2, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["ipython"] is False and seen["top_depth"] == 2
@@ -66,16 +79,8 @@ def test_bind_outside_ipython_says_nothing_was_bound(studio_copy, tmp_path: Path
 #: A kernel's first widget: the first figure's libraries not imported by making it, imported by the
 #: warming thread it starts (the server does the same when it loads the extension).
 WARM_SCRIPT = """
-import sys
-from pathlib import Path
-from sds_jupyter import widget
 from sds_jupyter.service import warm
 
-for attribute, name in (("_ESM_PATH", "widget.js"), ("_APP_PATH", "widget-app.js"), ("_CSS_PATH", "widget.css")):
-    if not getattr(widget, attribute).is_file():
-        stand_in = Path(sys.argv[2]) / name
-        stand_in.write_text("export default { render() {} };" if name.endswith(".js") else "")
-        setattr(widget, attribute, stand_in)
 
 before = [m for m in warm.WARM_MODULES if m in sys.modules]
 first = widget.VersionBrowser(sys.argv[1])
@@ -87,13 +92,7 @@ print(before, [m for m in warm.WARM_MODULES if m not in sys.modules], thread.nam
 
 
 def test_a_kernels_first_widget_warms_the_first_figures_libraries(studio_copy, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", WARM_SCRIPT, str(studio_copy.v2), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    done = _run(WARM_SCRIPT, studio_copy.v2, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     # none imported by making the widget's module, all of them once a widget was made; one thread for both widgets
     assert done.stdout.strip().splitlines()[-1] == "[] [] sds-jupyter-warm"
