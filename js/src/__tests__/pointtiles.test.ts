@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LEGEND_GENES, geneColors, legendEntries } from '../app/figures/transcripts';
-import { MAX_VIEW_TILES, PointTileSet, TILE_PX, decodeTile, levelFor, mergePoints, nearestPoint, tilesInView, type TileAddress } from '../app/spatial/pointtiles';
+import { MAX_VIEW_TILES, PointTileSet, TILE_PX, decodeTile, levelFor, mergePoints, nearestPoint, pointTilesOf, tilesInView, type TileAddress } from '../app/spatial/pointtiles';
+import { FakeTransport } from './fixtures';
 import type { Reply } from '../app/shared/transport';
 import type { PointsInfo, PointsTileData } from '../app/shared/types';
 
@@ -111,5 +112,29 @@ describe('tiles to points', () => {
     expect(entries.length).toBe(LEGEND_GENES);
     expect(entries[0].name).toBe('G29');
     expect(more).toBe(30 - LEGEND_GENES);
+  });
+});
+
+describe('a tile the server answers from the sample for a whole index it dropped', () => {
+  it('is drawn, marks the set dropped, and is not kept in the page cache under the whole index key', async () => {
+    const info: PointsInfo = { ...INFO, key: 'k-dropped-cache' };
+    let partial = true;
+    const fake = new FakeTransport().on('points_tile', p => {
+      const r = reply({ level: p.level ?? 0, x: p.x ?? 0, y: p.y ?? 0 }, [[10, 10]], [1]);
+      return { ...r, data: { ...r.data, key: info.key, sampled: partial, partial, ...(partial ? { partial_reason: 'refused' as const, refused: 'No space left on device' } : {}) } };
+    });
+    const source = { transport: fake, version: 3, system: '' };
+    const first = pointTilesOf(source, info, []);
+    await first.want([{ level: 0, x: 0, y: 0 }]);
+    expect(first.dropped).toBe(true);
+    expect(first.drawn([{ level: 0, x: 0, y: 0 }])[0].n).toBe(1);
+    partial = false; // the whole index is back: the tile is asked again, not the sample's answer kept
+    const again = pointTilesOf(source, info, []);
+    await again.want([{ level: 0, x: 0, y: 0 }]);
+    expect(fake.callsOf('points_tile')).toHaveLength(2);
+    expect(again.dropped).toBe(false);
+    const third = pointTilesOf(source, info, []);
+    await third.want([{ level: 0, x: 0, y: 0 }]);
+    expect(fake.callsOf('points_tile')).toHaveLength(2); // a whole index's tile is kept
   });
 });
