@@ -78,7 +78,8 @@ _STARTING = threading.Lock()
 STOP_WAIT_SECONDS = 60.0
 #: Set when the process ends: every build stops at its next part, its build folder removed.
 _STOP = threading.Event()
-_RUNNING: set[threading.Thread] = set()
+#: The names of the build threads begin so (the exit finds them by it: no registry to keep).
+_THREAD = "sds-points-"
 
 
 def _stop_builds() -> None:
@@ -89,11 +90,10 @@ def _stop_builds() -> None:
     ``.build-`` folder in the cache and could abort the exit (a thread in buffered I/O then).
     ``atexit`` runs before that, while the threads still run.
     """
-    _STOP.set()
+    with _STARTING:  # no build starts after this
+        _STOP.set()
     deadline = time.monotonic() + STOP_WAIT_SECONDS
-    with _STARTING:
-        running = list(_RUNNING)
-    for thread in running:
+    for thread in [t for t in threading.enumerate() if t.name.startswith(_THREAD)]:
         thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
@@ -240,15 +240,14 @@ def _start(session: Session, found: _Element) -> None:
         build = _Build()
         _builds(session).put(found.key, build, 1)
     thread = threading.Thread(
-        target=_build, args=(session, found, build), name=f"sds-points-{found.key[:8]}", daemon=True
+        target=_build, args=(session, found, build), name=f"{_THREAD}{found.key[:8]}", daemon=True
     )
     with _STARTING:
         if _STOP.is_set():  # the process is ending: no build starts
             build.ended = time.monotonic()
             build.set_exception(BuildStopped("The points index build stopped: its process is ending."))
             return
-        _RUNNING.add(thread)
-    thread.start()
+        thread.start()
 
 
 def _build(session: Session, found: _Element, build: _Build) -> None:
@@ -258,9 +257,6 @@ def _build(session: Session, found: _Element, build: _Build) -> None:
     except BaseException as exc:  # handed to the request that asks next
         build.ended = time.monotonic()
         build.set_exception(exc)
-    finally:
-        with _STARTING:
-            _RUNNING.discard(threading.current_thread())
 
 
 def _samples(session: Session) -> ByteLRU[PointIndex]:
