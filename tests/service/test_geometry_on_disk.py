@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -86,6 +87,14 @@ def unkept(large: Path) -> dict[str, Any]:
     return _first_tissue(large, "off")
 
 
+@pytest.fixture(scope="module")
+def built(large: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A geometry cache whose entry a first process built: each damage below is done to a copy."""
+    cache = tmp_path_factory.mktemp("built") / "geometry"
+    _first_tissue(large, cache)
+    return cache
+
+
 def test_a_second_process_maps_the_first_ones_entry_without_deriving_it_again(large, unkept, tmp_path) -> None:
     cache = tmp_path / "geometry"
     first = _first_tissue(large, cache)
@@ -146,9 +155,8 @@ def test_a_cache_folder_that_is_a_link_or_open_to_others_is_not_used(large, unke
         "grid-not-numbers",
     ],
 )
-def test_a_damaged_entry_is_rebuilt_and_never_served(large, unkept, tmp_path, damage) -> None:
-    cache = tmp_path / "geometry"
-    _first_tissue(large, cache)
+def test_a_damaged_entry_is_rebuilt_and_never_served(large, unkept, built, tmp_path, damage) -> None:
+    cache = Path(shutil.copytree(built, tmp_path / "geometry", symlinks=True))  # modes kept: 0700
     [entry] = _entries(cache)
     if damage == "truncated":
         with (entry / "x").open("r+b") as file:

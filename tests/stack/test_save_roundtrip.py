@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -67,11 +68,23 @@ def _as_anndata_reads_it(adata: anndata.AnnData) -> anndata.AnnData:
     return anndata.io.read_elem(group["t"])
 
 
+def _written_once(tmp_path_factory: pytest.TempPathFactory, name: str, adata: anndata.AnnData) -> Path:
+    """``adata`` written by anndata into a store of this worker's run (session scope: read only, copied)."""
+    folder = tmp_path_factory.mktemp(name) / "store.zarr"
+    _write_table(folder, adata)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def generated_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The generator's table written once per worker (anndata's write takes seconds; a copy, milliseconds)."""
+    return _written_once(tmp_path_factory, "generated", _generated(1))
+
+
 @pytest.fixture(params=["folder", "zip"])
-def generated_base(request: pytest.FixtureRequest, datasets: Path) -> Path:
+def generated_base(request: pytest.FixtureRequest, datasets: Path, generated_store: Path) -> Path:
     """A base store (a folder, or a .zarr.zip of it) whose table anndata's generator made."""
-    folder = datasets / "base-1" / "store.zarr"
-    _write_table(folder, _generated(1))
+    folder = Path(shutil.copytree(generated_store, datasets / "base-1" / "store.zarr"))
     if request.param == "folder":
         return folder
     zipped = folder.with_name("store.zarr.zip")
@@ -131,13 +144,17 @@ def _refused(base: Path, adata: anndata.AnnData, words: str, **details: object) 
     assert _folder_state(datasets) == before
 
 
-@pytest.fixture
-def plain_base(datasets: Path) -> Path:
+@pytest.fixture(scope="session")
+def plain_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     adata = _generated(1)
     adata.obs.index.name = "cell_id"  # anndata then stores the cell names as obs/cell_id
-    folder = datasets / "base-1" / "store.zarr"
-    _write_table(folder, adata)
-    return folder
+    return _written_once(tmp_path_factory, "plain", adata)
+
+
+@pytest.fixture
+def plain_base(datasets: Path, plain_store: Path) -> Path:
+    """The generator's table (its index named) in a base of the test's own datasets folder."""
+    return Path(shutil.copytree(plain_store, datasets / "base-1" / "store.zarr"))
 
 
 def test_a_mixed_type_column_is_refused_by_name(plain_base: Path) -> None:
