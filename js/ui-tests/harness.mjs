@@ -503,6 +503,24 @@ export async function narrowTo(page, width, height = 900) {
   await settled(page);
 }
 
+/**
+ * Drag the handle between the left sidebar `sidebar` (a selector) and the main area until the
+ * sidebar is `px` wide, as a user does (the mouse, in steps), and wait until it is within 30 px of
+ * that width and the page has settled. Answers the width reached.
+ */
+export async function dragSidebarTo(page, px, sidebar = '#sds-versions-sidebar') {
+  const handle = page.locator('#jp-main-split-panel > .lm-SplitPanel-handle').first();
+  const from = await handle.boundingBox();
+  const left = (await page.locator(sidebar).boundingBox()).x;
+  await page.mouse.move(from.x + from.width / 2, from.y + 200);
+  await page.mouse.down();
+  await page.mouse.move(left + px, from.y + 200, { steps: 8 });
+  await page.mouse.up();
+  const width = await until(async () => (await page.locator(sidebar).boundingBox()).width, w => Math.abs(w - px) < 30, `the sidebar dragged to ${px} px`);
+  await settled(page);
+  return width;
+}
+
 /** Switch JupyterLab's theme from the Settings menu, as a user does, and wait until the page wears it. */
 export async function useTheme(page, theme) {
   await page.locator('.lm-MenuBar-itemLabel', { hasText: 'Settings' }).click();

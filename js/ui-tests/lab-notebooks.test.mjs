@@ -1,12 +1,13 @@
 // UI flows around the panel in a real JupyterLab: opening versions from the file browser, notebooks
-// and the widget, the tree written live, a missing parent, a read-only workspace, Cirro. The Versions
-// sidebar, Notebook 7, annotation, the embedding and the issue 29 and 41 flows are in
-// lab-sidebar.test.mjs (a group of its own, on its own server, so the groups run side by side);
-// the shared set-up and steps are in harness.mjs.
+// and the widget, the tree written live, a read-only workspace, Cirro, and a save from a notebook
+// shown in a panel open beside it. The Versions sidebar, Notebook 7, annotation, the embedding and
+// the issue 29 and 41 flows are in lab-sidebar.test.mjs; a missing parent and the double-click
+// setting in lab-views.test.mjs (groups of their own, each on its own server, so the groups run
+// side by side); the shared set-up and steps are in harness.mjs.
 
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -20,7 +21,6 @@ import {
   crumbs,
   currentTab,
   freePort,
-  inThemes,
   item,
   layoutSaved,
   narrowTo,
@@ -42,7 +42,6 @@ import {
   top,
   until,
   useTheme,
-  wearsTheme,
   work
 } from './harness.mjs';
 
@@ -336,75 +335,6 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     assert.equal(await page.locator('.sds-new-versions').isHidden(), true);
     assert.deepEqual(page.errors, []);
     await page.close();
-  });
-
-  it('a missing parent: the versions that resolve, the break named, figures say why', async () => {
-    const name = top.split('/').pop();
-    cpSync(join(work, 'root', top), join(work, 'root', 'orphan', name), { recursive: true });
-    const page = await newPage();
-    await openListing(page, 'orphan');
-    await item(page, name).dblclick();
-    await page.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
-    assert.match(await page.locator('.sds-missing-row').innerText(), /^Dataset [0-9a-f-]+ below these versions is missing: add it to the workspace to read their data or Fetch from Cirro$/);
-    assert.equal(await page.locator('.sds-history-row').count(), 1);
-    // the version saved a figure, so it opens on Figures: each figure it saved needs the missing dataset
-    await page.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
-    await page.locator('.sds-tab[data-tab="changes"]').click();
-    await page.waitForSelector('.sds-changes .sds-note');
-    await page.waitForSelector('.sds-changes .sds-ops li');
-    await shot(page, 'panel-missing-parent');
-    await page.locator('.sds-tab[data-tab="figures"]').click();
-    await page.waitForFunction(() => /add it to the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
-    assert.deepEqual(page.errors, []);
-    await page.close();
-
-    // issue 29 item 5: two readable versions above the gap (the top and its parent; the versions below missing)
-    const chain = (await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(top)}`)).json()).versions;
-    const [upper, lower] = chain; // top first
-    cpSync(join(work, 'root', top), join(work, 'root', 'orphan2', name), { recursive: true });
-    cpSync(join(work, 'root', dirname(top), lower.dataset_id), join(work, 'root', 'orphan2', lower.dataset_id), { recursive: true });
-    const openGap = async p => {
-      await openListing(p, 'orphan2');
-      await item(p, name).dblclick();
-      await p.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
-      await p.waitForFunction(() => document.querySelectorAll('.sds-history-row').length === 2, null, { timeout: 30000 });
-    };
-    const gap = await newPage();
-    try {
-      await openGap(gap);
-      // the versions keep their own numbers (depth from the base, the missing ones counted)
-      assert.deepEqual(await gap.locator('.sds-history-row .sds-depth').allInnerTexts(), [`v${upper.depth}`, `v${lower.depth}`]);
-      assert.deepEqual(await gap.locator('.sds-history-row .sds-row-title').allInnerTexts(), [upper.title, lower.title]);
-      // said once, in plain words (the missing row), not in the library's words above
-      assert.equal(await gap.locator('.sds-banner').innerText(), '');
-      assert.doesNotMatch(await gap.locator('.sds-app').innerText(), /folder map|attach it|\bstack\b/);
-      // its figures say which dataset they need, never "no figures"
-      await gap.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
-      assert.doesNotMatch(await gap.locator('.sds-figures').innerText(), /has no figures/);
-      await shot(gap, 'issue29-missing-figures');
-      // Compare between the two readable versions: what the upper one saved, and why cells cannot be compared
-      await gap.locator('.sds-tab[data-tab="compare"]').click();
-      await gap.waitForSelector('.sds-compare-out .sds-compare-ops li', { timeout: 30000 });
-      const ops = await gap.locator('.sds-compare-out .sds-compare-ops li').allInnerTexts();
-      assert.ok(ops.length >= 1 && ops.every(o => o.startsWith(`v${upper.depth} `)), ops.join(' | '));
-      assert.match(await gap.locator('.sds-compare-out .sds-note').first().innerText(), /below these versions is missing/);
-      assert.equal(await gap.locator('.sds-compare-out .sds-error').count(), 0);
-      assert.deepEqual(await axeViolations(gap, '.sds-panel .sds-app'), [], 'Compare above the gap');
-      await shot(gap, 'issue29-missing-compare');
-      await sizePanel(gap, 420);
-      await shot(gap, 'issue29-missing-compare-420');
-      assert.deepEqual(gap.errors, []);
-    } finally {
-      await gap.close();
-    }
-    await inThemes(['dark'], async dark => {
-      await openGap(dark);
-      await dark.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
-      await wearsTheme(dark);
-      assert.deepEqual(await axeViolations(dark, '.sds-panel .sds-app'), [], 'a broken chain, dark');
-      await shot(dark, 'issue29-missing-figures-dark');
-      assert.deepEqual(dark.errors, []);
-    });
   });
 
   it('issue 26: datasets mounted read-only, %sds_save writes into the versions folder and the panel shows it live, not yet in Cirro', async t => {
@@ -711,6 +641,67 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     await item(page, name).click({ button: 'right' });
     assert.ok((await page.locator('.lm-Menu-itemLabel').allInnerTexts()).includes('Open version'));
     await page.keyboard.press('Escape');
+    await page.close();
+  });
+
+  it('a panel open in JupyterLab shows the version a notebook saves, as soon as its tab is chosen', async () => {
+    await putNotebook('save-to-panel.ipynb', [
+      `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)}`,
+      `adata.obs["panel_annotation"] = ["kept" if i % 3 else "flagged" for i in range(adata.n_obs)]\n%sds_save "Panel annotation" --message "saved from a notebook while the panel was open"`
+    ]);
+    const page = await newPage();
+    await openListing(page);
+    await item(page, top.split('/').pop()).dblclick();
+    await page.waitForSelector('.sds-tree-row', { timeout: 30000 });
+    const panelTab = (await currentTab(page).innerText()).trim();
+    assert.equal(await page.locator('.sds-new-versions').isHidden(), true);
+    // the notebook opens in a tab beside the panel (same page, no reload)
+    const output = await openAndSave(page, 'save-to-panel.ipynb', 'FAILED-save-to-panel');
+    assert.doesNotMatch(await output(), /rror/);
+    // back to the panel: the new version shows (that it asks at once, before the next tick,
+    // is livepoller.test.ts's job with the clock frozen; a wall clock here would only be flaky)
+    await page.locator('.lm-DockPanel .lm-TabBar-tab', { hasText: panelTab }).first().click();
+    await page.waitForSelector('.sds-panel .sds-new-versions:not([hidden])', { timeout: 30000 });
+    assert.equal(await page.locator('.sds-panel .sds-new-versions').innerText(), '1 new version');
+    const fresh = page.locator('.sds-panel .sds-tree-row', { hasText: 'Panel annotation' });
+    assert.equal(await fresh.evaluate(r => r.classList.contains('sds-tree-newer')), true);
+    assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'the panel with a new version');
+    await shot(page, 'save-to-panel-new');
+    // open it: (issue 29 item 2) the header, the selection in the history and in the tree, Changes
+    // and Compare all name the new version at once, with no click on its row
+    await page.locator('.sds-panel .sds-new-versions').click();
+    await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row .sds-row-title')?.textContent === 'Panel annotation', null, { timeout: 30000 });
+    await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row.sds-selected .sds-row-title')?.textContent === 'Panel annotation', null, { timeout: 30000 });
+    assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
+    assert.match(await page.locator('.sds-panel .sds-tree-row.sds-tree-selected').innerText(), /Panel annotation/);
+    await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
+    await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
+    const sentences = await page.locator('.sds-panel .sds-changes > .sds-ops > li').allInnerTexts();
+    assert.ok(sentences.some(t => /^Set obs panel_annotation \(categorical|^Set obs panel_annotation \(string/.test(t)), sentences.join(' | '));
+    assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'Changes of the saved version');
+    await shot(page, 'save-to-panel-changes');
+    await page.locator('.sds-panel .sds-tab[data-tab="compare"]').click();
+    await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-delta-obs')?.textContent ?? ''), null, { timeout: 30000 });
+    assert.match(await page.locator('.sds-panel .sds-headline').innerText(), /panel_annotation/);
+    assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'Compare of the saved version');
+    await shot(page, 'save-to-panel-compare');
+    await sizePanel(page, 420);
+    assert.match(await page.locator('.sds-panel .sds-headline').innerText(), /panel_annotation/);
+    await shot(page, 'save-to-panel-compare-420');
+    assert.deepEqual(page.errors, []);
+    // dark (the theme switched in place, from the Settings menu): the same version in header and selection
+    await page.setViewportSize({ width: 1400, height: 900 });
+    try {
+      await useTheme(page, 'JupyterLab Dark');
+      assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
+      assert.equal(await page.locator('.sds-panel .sds-history-row.sds-selected .sds-row-title').innerText(), 'Panel annotation');
+      await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
+      await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
+      assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'Changes of the saved version, dark');
+      await shot(page, 'save-to-panel-changes-dark');
+    } finally {
+      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
+    }
     await page.close();
   });
 });

@@ -1,7 +1,7 @@
 // UI flows around the panel in a real JupyterLab and Notebook 7, continued from lab-notebooks.test.mjs
 // on a server of its own (the groups run side by side): the Versions sidebar, the history and tree
-// in both themes and narrow, saves shown live, Notebook 7, annotation and the embedding, and the
-// issue 29 and 41 flows. The shared set-up and steps are in harness.mjs.
+// in both themes and narrow, Notebook 7, annotation and the embedding, and the issue 29 and 41
+// flows. The shared set-up and steps are in harness.mjs.
 
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -18,7 +18,7 @@ import {
   baseFolder,
   checkAxe,
   crumbs,
-  currentTab,
+  dragSidebarTo,
   inThemes,
   inViewCount,
   item,
@@ -26,13 +26,11 @@ import {
   narrowTo,
   newPage,
   notebookReady,
-  openAndSave,
   openListing,
   pollIntervals,
   putNotebook,
   python,
   runCell,
-  setSetting,
   settled,
   shot,
   sizePanel,
@@ -41,7 +39,6 @@ import {
   stopLab,
   top,
   until,
-  useTheme,
   wearsTheme,
   work
 } from './harness.mjs';
@@ -148,16 +145,7 @@ describe('JupyterLab version browser: the sidebar, Notebook 7, annotation and th
       await page.waitForFunction(() => document.querySelector('.lm-DockPanel .lm-TabBar-tab.lm-mod-current')?.textContent?.includes('Coarser clusters'), null, { timeout: 30000 });
       assert.equal(await page.locator('.lm-DockPanel .lm-TabBar-tab', { hasText: second }).count(), 1);
       // 420 px wide: the handle between the sidebar and the main area dragged; nothing scrolls sideways
-      const handle = page.locator('#jp-main-split-panel > .lm-SplitPanel-handle').first();
-      const from = await handle.boundingBox();
-      const left = (await page.locator(SIDEBAR).boundingBox()).x;
-      await page.mouse.move(from.x + from.width / 2, from.y + 200);
-      await page.mouse.down();
-      await page.mouse.move(left + 420, from.y + 200, { steps: 8 });
-      await page.mouse.up();
-      await settled(page);
-      const width = (await page.locator(SIDEBAR).boundingBox()).width;
-      assert.ok(Math.abs(width - 420) < 30, `sidebar ${width} px wide`);
+      await dragSidebarTo(page, 420, SIDEBAR);
       const overflow = await page.evaluate(s =>
         [document.querySelector(s), ...document.querySelectorAll(`${s} .sds-sidebar, ${s} .sds-tree`)]
           .filter(el => el.scrollWidth > el.clientWidth + 1)
@@ -267,81 +255,6 @@ describe('JupyterLab version browser: the sidebar, Notebook 7, annotation and th
       await narrowSideReads(dark, 'panel-tree-420-split-dark');
       assert.deepEqual(await axeViolations(dark, '.sds-side'), []);
     });
-  });
-
-  it('the setting turns the double-click interception off', async () => {
-    await setSetting('sds-jupyter:plugin', { openVersionsOnDoubleClick: false });
-    try {
-      const page = await newPage();
-      await openListing(page);
-      const name = top.split('/').pop();
-      await item(page, name).dblclick();
-      await page.waitForFunction(n => document.querySelector('.jp-BreadCrumbs')?.textContent?.includes(n), name);
-      assert.equal(await page.locator('.sds-app').count(), 0);
-      await page.close();
-    } finally {
-      await setSetting('sds-jupyter:plugin', { openVersionsOnDoubleClick: true });
-    }
-  });
-  it('a panel open in JupyterLab shows the version a notebook saves, as soon as its tab is chosen', async () => {
-    await putNotebook('save-to-panel.ipynb', [
-      `%load_ext sds_jupyter\n%sds_open ${JSON.stringify(top)}`,
-      `adata.obs["panel_annotation"] = ["kept" if i % 3 else "flagged" for i in range(adata.n_obs)]\n%sds_save "Panel annotation" --message "saved from a notebook while the panel was open"`
-    ]);
-    const page = await newPage();
-    await openListing(page);
-    await item(page, top.split('/').pop()).dblclick();
-    await page.waitForSelector('.sds-tree-row', { timeout: 30000 });
-    const panelTab = (await currentTab(page).innerText()).trim();
-    assert.equal(await page.locator('.sds-new-versions').isHidden(), true);
-    // the notebook opens in a tab beside the panel (same page, no reload)
-    const output = await openAndSave(page, 'save-to-panel.ipynb', 'FAILED-save-to-panel');
-    assert.doesNotMatch(await output(), /rror/);
-    // back to the panel: the new version shows (that it asks at once, before the next tick,
-    // is livepoller.test.ts's job with the clock frozen; a wall clock here would only be flaky)
-    await page.locator('.lm-DockPanel .lm-TabBar-tab', { hasText: panelTab }).first().click();
-    await page.waitForSelector('.sds-panel .sds-new-versions:not([hidden])', { timeout: 30000 });
-    assert.equal(await page.locator('.sds-panel .sds-new-versions').innerText(), '1 new version');
-    const fresh = page.locator('.sds-panel .sds-tree-row', { hasText: 'Panel annotation' });
-    assert.equal(await fresh.evaluate(r => r.classList.contains('sds-tree-newer')), true);
-    assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'the panel with a new version');
-    await shot(page, 'save-to-panel-new');
-    // open it: (issue 29 item 2) the header, the selection in the history and in the tree, Changes
-    // and Compare all name the new version at once, with no click on its row
-    await page.locator('.sds-panel .sds-new-versions').click();
-    await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row .sds-row-title')?.textContent === 'Panel annotation', null, { timeout: 30000 });
-    await page.waitForFunction(() => document.querySelector('.sds-panel .sds-history-row.sds-selected .sds-row-title')?.textContent === 'Panel annotation', null, { timeout: 30000 });
-    assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
-    assert.match(await page.locator('.sds-panel .sds-tree-row.sds-tree-selected').innerText(), /Panel annotation/);
-    await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
-    await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
-    const sentences = await page.locator('.sds-panel .sds-changes > .sds-ops > li').allInnerTexts();
-    assert.ok(sentences.some(t => /^Set obs panel_annotation \(categorical|^Set obs panel_annotation \(string/.test(t)), sentences.join(' | '));
-    assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'Changes of the saved version');
-    await shot(page, 'save-to-panel-changes');
-    await page.locator('.sds-panel .sds-tab[data-tab="compare"]').click();
-    await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-delta-obs')?.textContent ?? ''), null, { timeout: 30000 });
-    assert.match(await page.locator('.sds-panel .sds-headline').innerText(), /panel_annotation/);
-    assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'Compare of the saved version');
-    await shot(page, 'save-to-panel-compare');
-    await sizePanel(page, 420);
-    assert.match(await page.locator('.sds-panel .sds-headline').innerText(), /panel_annotation/);
-    await shot(page, 'save-to-panel-compare-420');
-    assert.deepEqual(page.errors, []);
-    // dark (the theme switched in place, from the Settings menu): the same version in header and selection
-    await page.setViewportSize({ width: 1400, height: 900 });
-    try {
-      await useTheme(page, 'JupyterLab Dark');
-      assert.equal(await page.locator('.sds-panel .sds-title-text').innerText(), 'Panel annotation');
-      assert.equal(await page.locator('.sds-panel .sds-history-row.sds-selected .sds-row-title').innerText(), 'Panel annotation');
-      await page.locator('.sds-panel .sds-tab[data-tab="changes"]').click();
-      await page.waitForFunction(() => /panel_annotation/.test(document.querySelector('.sds-panel .sds-changes')?.textContent ?? ''), null, { timeout: 30000 });
-      assert.deepEqual(await axeViolations(page, '.sds-panel .sds-app'), [], 'Changes of the saved version, dark');
-      await shot(page, 'save-to-panel-changes-dark');
-    } finally {
-      await setSetting('@jupyterlab/apputils-extension:themes', { theme: 'JupyterLab Light' });
-    }
-    await page.close();
   });
 
   describe('Jupyter Notebook 7', () => {
@@ -1045,15 +958,7 @@ print(save_version(${JSON.stringify(ownTop)}, adata, title=${JSON.stringify(LONG
       // the sidebar at 420 px: the same title whole, its group as tall as its rows
       await page.locator(`.jp-SideBar .lm-TabBar-tab[data-id="sds-versions-sidebar"]`).click();
       await page.locator(`${SIDEBAR} .sds-tree-row`, { hasText: 'Coarser clusters' }).waitFor({ timeout: 60000 });
-      const handle = page.locator('#jp-main-split-panel > .lm-SplitPanel-handle').first();
-      const from = await handle.boundingBox();
-      const left = (await page.locator(SIDEBAR).boundingBox()).x;
-      await page.mouse.move(from.x + from.width / 2, from.y + 200);
-      await page.mouse.down();
-      await page.mouse.move(left + 420, from.y + 200, { steps: 8 });
-      await page.mouse.up();
-      await until(async () => (await page.locator(SIDEBAR).boundingBox()).width, w => Math.abs(w - 420) < 30, 'the sidebar dragged to 420 px');
-      await settled(page);
+      await dragSidebarTo(page, 420, SIDEBAR);
       assert.deepEqual(await clipped(page, SIDEBAR), [], `the sidebar at 420 px (${tag})`);
       assert.ok(await graphFills(page, SIDEBAR), 'the sidebar graph fills every row');
       const group = await page.locator(`${SIDEBAR} .sds-tree`).first().evaluate(el => [el.clientHeight, [...el.querySelectorAll('.sds-tree-row')].reduce((end, r) => Math.max(end, r.offsetTop + r.offsetHeight), 0)]);

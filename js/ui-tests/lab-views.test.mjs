@@ -1,12 +1,13 @@
-// UI flows of the version panel's views in a real JupyterLab: history, figures, results, compare,
-// changes, contents, the spatial view in both render tiers, image tiles, outlines and transcripts.
+// UI flows of the version panel's views in a real JupyterLab: opening by double-click (and the
+// setting that turns it off), a missing parent, history, figures, results, compare, changes,
+// contents, the spatial view in both render tiers, image tiles, outlines and transcripts.
 // The narrow panels, the layers over the tissue, links and exports are in lab-layers.test.mjs (a
 // group of its own, on its own server, so the groups run side by side); the shared set-up and
 // steps are in harness.mjs.
 
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -51,6 +52,7 @@ import {
   until,
   useTheme,
   waitForTissue,
+  wearsTheme,
   work,
   xeniumDemo
 } from './harness.mjs';
@@ -242,6 +244,90 @@ describe('JupyterLab version browser: the views', { skip, timeout: 1800000 }, ()
     await shot(page, 'panel-history');
     assert.deepEqual(page.errors, []);
     await page.close();
+  });
+
+  it('the setting turns the double-click interception off', async () => {
+    await setSetting('sds-jupyter:plugin', { openVersionsOnDoubleClick: false });
+    try {
+      const page = await newPage();
+      await openListing(page);
+      const name = top.split('/').pop();
+      await item(page, name).dblclick();
+      await page.waitForFunction(n => document.querySelector('.jp-BreadCrumbs')?.textContent?.includes(n), name);
+      assert.equal(await page.locator('.sds-app').count(), 0);
+      await page.close();
+    } finally {
+      await setSetting('sds-jupyter:plugin', { openVersionsOnDoubleClick: true });
+    }
+  });
+
+  it('a missing parent: the versions that resolve, the break named, figures say why', async () => {
+    const name = top.split('/').pop();
+    cpSync(join(work, 'root', top), join(work, 'root', 'orphan', name), { recursive: true });
+    const page = await newPage();
+    await openListing(page, 'orphan');
+    await item(page, name).dblclick();
+    await page.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
+    assert.match(await page.locator('.sds-missing-row').innerText(), /^Dataset [0-9a-f-]+ below these versions is missing: add it to the workspace to read their data or Fetch from Cirro$/);
+    assert.equal(await page.locator('.sds-history-row').count(), 1);
+    // the version saved a figure, so it opens on Figures: each figure it saved needs the missing dataset
+    await page.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+    await page.locator('.sds-tab[data-tab="changes"]').click();
+    await page.waitForSelector('.sds-changes .sds-note');
+    await page.waitForSelector('.sds-changes .sds-ops li');
+    await shot(page, 'panel-missing-parent');
+    await page.locator('.sds-tab[data-tab="figures"]').click();
+    await page.waitForFunction(() => /add it to the workspace/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+    assert.deepEqual(page.errors, []);
+    await page.close();
+
+    // issue 29 item 5: two readable versions above the gap (the top and its parent; the versions below missing)
+    const chain = (await (await api(`/sds-jupyter/api/history?path=${encodeURIComponent(top)}`)).json()).versions;
+    const [upper, lower] = chain; // top first
+    cpSync(join(work, 'root', top), join(work, 'root', 'orphan2', name), { recursive: true });
+    cpSync(join(work, 'root', dirname(top), lower.dataset_id), join(work, 'root', 'orphan2', lower.dataset_id), { recursive: true });
+    const openGap = async p => {
+      await openListing(p, 'orphan2');
+      await item(p, name).dblclick();
+      await p.waitForSelector('.sds-missing-row:not([hidden])', { timeout: 30000 });
+      await p.waitForFunction(() => document.querySelectorAll('.sds-history-row').length === 2, null, { timeout: 30000 });
+    };
+    const gap = await newPage();
+    try {
+      await openGap(gap);
+      // the versions keep their own numbers (depth from the base, the missing ones counted)
+      assert.deepEqual(await gap.locator('.sds-history-row .sds-depth').allInnerTexts(), [`v${upper.depth}`, `v${lower.depth}`]);
+      assert.deepEqual(await gap.locator('.sds-history-row .sds-row-title').allInnerTexts(), [upper.title, lower.title]);
+      // said once, in plain words (the missing row), not in the library's words above
+      assert.equal(await gap.locator('.sds-banner').innerText(), '');
+      assert.doesNotMatch(await gap.locator('.sds-app').innerText(), /folder map|attach it|\bstack\b/);
+      // its figures say which dataset they need, never "no figures"
+      await gap.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+      assert.doesNotMatch(await gap.locator('.sds-figures').innerText(), /has no figures/);
+      await shot(gap, 'issue29-missing-figures');
+      // Compare between the two readable versions: what the upper one saved, and why cells cannot be compared
+      await gap.locator('.sds-tab[data-tab="compare"]').click();
+      await gap.waitForSelector('.sds-compare-out .sds-compare-ops li', { timeout: 30000 });
+      const ops = await gap.locator('.sds-compare-out .sds-compare-ops li').allInnerTexts();
+      assert.ok(ops.length >= 1 && ops.every(o => o.startsWith(`v${upper.depth} `)), ops.join(' | '));
+      assert.match(await gap.locator('.sds-compare-out .sds-note').first().innerText(), /below these versions is missing/);
+      assert.equal(await gap.locator('.sds-compare-out .sds-error').count(), 0);
+      assert.deepEqual(await axeViolations(gap, '.sds-panel .sds-app'), [], 'Compare above the gap');
+      await shot(gap, 'issue29-missing-compare');
+      await sizePanel(gap, 420);
+      await shot(gap, 'issue29-missing-compare-420');
+      assert.deepEqual(gap.errors, []);
+    } finally {
+      await gap.close();
+    }
+    await inThemes(['dark'], async dark => {
+      await openGap(dark);
+      await dark.waitForFunction(() => /needs dataset [0-9a-f-]+, which is missing/.test(document.querySelector('.sds-figures')?.textContent ?? ''), null, { timeout: 30000 });
+      await wearsTheme(dark);
+      assert.deepEqual(await axeViolations(dark, '.sds-panel .sds-app'), [], 'a broken chain, dark');
+      await shot(dark, 'issue29-missing-figures-dark');
+      assert.deepEqual(dark.errors, []);
+    });
   });
 
   it('figures, results and compare draw from the server', async () => {
