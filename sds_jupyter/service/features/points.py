@@ -484,5 +484,6 @@ def _refused_tile(
         "partial_reason": "refused",
         "refused": refused.refused or str(refused),
     }
-    name = hashlib.sha256(f"{_SAMPLE}{key}\n{level}\n{x}\n{y}\n{genes}\n{shape}".encode()).hexdigest()[:32]
+    known = shape is not None  # the shape is the whole key's: whether it is known is all it adds
+    name = hashlib.sha256(f"{_SAMPLE}{key}\n{level}\n{x}\n{y}\n{genes}\n{known}".encode()).hexdigest()[:32]
     return Reply(payload, reply_buffers("points_tile", payload, buffers), etag=name)
