@@ -193,3 +193,94 @@ def test_the_roots_a_save_writes_are_sliced(demo_top: Path, tmp_path: Path) -> N
 @pytest.mark.parametrize("raw", [b"", b"{}", b"[]", b"null", b'{"a":1}', b"\xef\xbb\xbf{}", b'{"a":1} '])
 def test_roots_without_an_index_or_not_json_decode_as_in_full(raw: bytes) -> None:
     _same(raw)
+
+
+# -- a decoded root kept on disk (issue 42: a new process's save need not decode it again) -----------
+
+
+def _garbled(record: dict[str, Any], text_length: int) -> list[dict[str, Any]]:
+    """Records of the wrong shape for a root of ``text_length`` characters: each must read as no record."""
+    bounds, paths = record["bounds"], record["paths"]
+    out = [
+        {**record, "form": "sds-jupyter root index record 0"},
+        {**record, "head": [1]},
+        {**record, "head": {**record["head"], "consolidated_metadata": {}}},
+        {**record, "bounds": bounds[:-1]},
+        {**record, "bounds": [float(b) for b in bounds]},
+        {**record, "bounds": [b + 1 for b in bounds]},  # slices not an object's text
+        {**record, "bounds": [*bounds[:-1], text_length + 1]},
+        {**record, "paths": [1 for _ in paths]},
+    ]
+    if len(paths) > 1:
+        out.append({**record, "paths": [paths[0], *paths[:-1]]})  # a path twice
+        out.append({**record, "bounds": [bounds[2], bounds[3], bounds[0], bounds[1], *bounds[4:]]})  # out of order
+    return out
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(head=_head, index=_index)
+def test_a_root_kept_on_disk_reads_back_as_it_decodes_and_a_garbled_record_is_not_used(
+    head: dict[str, Any], index: dict[str, Any]
+) -> None:
+    import tempfile
+
+    from sds_jupyter.stack import rootindex
+    from sds_jupyter.stack.storage.ondisk import DiskStacks
+
+    raw = _as_written(head, index).encode("utf-8", "surrogatepass")
+    expected = _outcome(CarriedIndex.decode, raw)
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rootindex, "DISK_MIN_BYTES", 0)
+        disk = DiskStacks(Path(folder) / "records")
+        assert _outcome(lambda r: rootindex.carried(r, None, disk), raw) == expected  # decoded, then kept
+        record = disk.load(rootindex.disk_key(raw))
+        sliced = _sliced(raw)
+        kept = sliced is not None and sliced.entries is not None
+        assert (record is not None) == (kept and all(t[:1] == "{" and t[-1:] == "}" for t in sliced.entries.values()))
+        if record is None:
+            return
+        patch.setattr(rootindex, "_sliced", None)  # read back from the record: no decode
+        assert _outcome(lambda r: rootindex.carried(r, None, disk), raw) == expected
+        patch.undo()
+        patch.setattr(rootindex, "DISK_MIN_BYTES", 0)
+        for garbled in _garbled(record, len(raw)):
+            disk.save(rootindex.disk_key(raw), garbled)
+            assert _outcome(lambda r: rootindex.carried(r, None, disk), raw) == expected
+
+
+def test_a_new_processs_save_reads_the_root_an_earlier_one_decoded_from_disk(
+    demo_top: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A save whose caches never saw the parent's root finds it decoded in this user's records (an open
+    of another process kept it) and writes the very root a save decoding it afresh writes."""
+    from sds_jupyter import open_anndata, save_version
+    from sds_jupyter.stack import rootindex
+    from sds_jupyter.stack.caches import StackCaches
+    from sds_jupyter.stack.storage.ondisk import DiskStacks
+
+    monkeypatch.setattr(rootindex, "DISK_MIN_BYTES", 0)  # the demo's root is small
+    shutil.copytree(demo_top.parent, tmp_path / "datasets", symlinks=True)
+    top = tmp_path / "datasets" / demo_top.name
+    records = tmp_path / "records"
+    adata = open_anndata(top, caches=StackCaches(disk=DiskStacks(records)))  # "another process": decodes, keeps
+    parent_root = _stack_root(top)
+    assert DiskStacks(records).load(rootindex.disk_key(parent_root)) is not None
+    adata.obs["score"] = np.full(adata.n_obs, 0.5)
+
+    afresh = save_version(top, adata, title="t", caches=StackCaches())  # decoded afresh, no records
+    expected = (afresh / "overlay" / "zarr.json").read_bytes()
+    shutil.rmtree(afresh)
+    decodes: list[bytes] = []
+    monkeypatch.setattr(rootindex, "_sliced", lambda raw, bounds=None: decodes.append(raw))
+    from_disk = save_version(top, adata, title="t", caches=StackCaches(disk=DiskStacks(records)))
+    assert (from_disk / "overlay" / "zarr.json").read_bytes() == expected
+    assert parent_root not in decodes
+
+
+def _stack_root(top: Path) -> bytes:
+    """The root document the stack topped by ``top`` composes."""
+    from sds_jupyter.stack import Stack, StackStore
+
+    raw = StackStore(Stack.resolve(top)).read_raw("zarr.json")
+    assert raw is not None
+    return raw

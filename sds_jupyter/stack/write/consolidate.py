@@ -115,7 +115,7 @@ def write_root_index(store: CopyOnWriteStore, caches: StackCaches | None = None)
     stack's root is decoded here, once.
     """
     cache = None if caches is None else caches.derived("root-indexes", ROOT_INDEX_CACHE_BYTES)
-    below = carried(store.below.read_raw(_ROOT) or b"{}", cache)
+    below = carried(store.below.read_raw(_ROOT) or b"{}", cache, None if caches is None else caches.disk)
     staged = store.staged.get(_ROOT)
     head = below.head if staged is None else CarriedIndex.decode(staged).head
     entries = _carried_entries(store, below)
