@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +62,10 @@ def _table() -> anndata.AnnData:
     return adata
 
 
-@pytest.fixture
-def hand_stack(datasets: Path) -> Path:
-    """A base with one table (written by anndata) and a version by hand adding obs 'score'."""
+@pytest.fixture(scope="session")
+def hand_datasets(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``hand_stack``'s datasets folder, written once per worker (read only: each test copies it)."""
+    datasets = tmp_path_factory.mktemp("hand") / "datasets"
     base = datasets / "base-1" / "store.zarr"
     root = zarr.open_group(base, mode="w", zarr_format=3)
     with anndata.settings.override(auto_shard_zarr_v3=False):  # one chunk file per array, as a reader expects
@@ -73,6 +75,15 @@ def hand_stack(datasets: Path) -> Path:
     files = {f"tables/table/obs/score/{k}": v for k, v in encode_element(np.linspace(0, 1, N_OBS)).items()}
     files["tables/table/obs/zarr.json"] = json.dumps(obs_doc).encode()
     write_version(datasets, "v-1", "cirro:::dataset:base-1/store.zarr", files, manifest={"depth": 1, "title": "Score"})
+    return datasets
+
+
+@pytest.fixture
+def hand_stack(datasets: Path, hand_datasets: Path) -> Path:
+    """A base with one table (written by anndata) and a version by hand adding obs 'score', in the
+    test's own datasets folder (a copy: anndata's write takes seconds, the copy milliseconds)."""
+    for dataset in ("base-1", "v-1"):
+        shutil.copytree(hand_datasets / dataset, datasets / dataset)
     return datasets / "v-1"
 
 
