@@ -130,7 +130,7 @@ def published_body(published_file: str) -> str:
         raise ValueError(f"{published_file}: the published figures are benchmarks/published.json")
     doc = reproduce.published(path)
     head = (
-        f"Each figure in two settings, measured {doc['date']} "
+        f"Each figure in at least two settings, measured {doc['date']} "
         "(`benchmarks/published.json`; its peer B timed in the same rounds, the load as its benchmark began "
         "and ended); a figure reproduces when its largest value is at most "
         f"{reproduce.SPREAD:g} times its smallest. `make bench-check` puts a new run beside each."
