@@ -139,8 +139,9 @@ function render({ model, el }: RenderProps): () => void {
   const host = document.createElement('div');
   host.className = 'sds-widget';
   el.append(host);
-  // a move in the tree changes `path` too; only a save from Python says "saved"
-  let moving = false;
+  // a move in the tree changes `path` too; only a save from Python says "saved". Moves can overlap
+  // (a click while the last one is answered): the count, not a flag, says whether any is under way
+  let moving = 0;
   const app = mountApp(host, transport, {
     // "Copy code" opens the path the browser shows now (a getter: a move or a save changes it)
     path: trait(model, 'path', '') ? () => trait(model, 'path', '') : undefined,
@@ -164,11 +165,11 @@ function render({ model, el }: RenderProps): () => void {
     },
     // a version chosen in the tree (or a new one) replaces the opened one in Python
     openVersion: async folder => {
-      moving = true;
+      moving++;
       try {
         await transport.send({ type: 'open_version', folder });
       } finally {
-        moving = false;
+        moving--;
       }
     },
     actions: [
@@ -190,7 +191,7 @@ function render({ model, el }: RenderProps): () => void {
   };
   // a version saved from Python: show the new history, its top selected
   const onPath = (): void => {
-    if (moving) {
+    if (moving > 0) {
       return; // the tree's own move: the app reloads the history itself
     }
     // read it first: the reload reselects the old version and syncs that back

@@ -206,11 +206,26 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     const branch = app.locator('.sds-tree-row:not(.sds-tree-chain):not(.sds-tree-current)').first();
     const title = (await branch.getAttribute('aria-label')) ?? '';
     const folder = await branch.getAttribute('data-id');
-    await branch.click();
-    await page.waitForFunction(id => document.querySelector('.jp-OutputArea .sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, folder, { timeout: 60000 });
+    // moved there and back and there again while the figures' requests are on their way: each view
+    // keeps asking the folder it shows (a pinned comm), so no reply of a folder left becomes an error
+    // (each click once the tree names where the widget is: a row's click moves only off the opened line)
+    const opened = await app.locator('.sds-tree-row.sds-tree-current').getAttribute('data-id');
+    const isCurrent = id => page.waitForFunction(id => document.querySelector('.jp-OutputArea .sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, id, { timeout: 60000 });
+    const figuresTab = app.locator('.sds-tab[data-tab="figures"]');
+    for (const id of [folder, opened, folder]) {
+      await figuresTab.click(); // its figures ask for cells, tiles and charts: the move comes while they do
+      await app.locator(`.sds-tree-row[data-id="${id}"]`).click();
+      await isCurrent(id);
+    }
+    // the figures in view drawn (one further down waits, lazily, to be scrolled to)
+    await figuresTab.click();
+    await page.waitForFunction(() => [...document.querySelectorAll('.jp-OutputArea .sds-figures .sds-figure')].some(f => f.querySelector('.sds-figure-body canvas, .sds-figure-body svg')), null, { timeout: 60000 });
+    await settled(page);
+    const errors = await app.locator('.sds-error').allInnerTexts();
+    assert.deepEqual(errors.filter(e => /no version at depth|has left/i.test(e)), [], `moved during requests: ${errors.join(' | ')}`);
     // the move's history has come back over the comm (its rows list the branch's chain) before the
     // line is read: a "saved" claim would be said on that reply's arrival
-    await page.waitForFunction(() => document.querySelector('.jp-OutputArea .sds-history-row.sds-selected') && !document.querySelector('.jp-OutputArea .sds-app .sds-loading'), null, { timeout: 60000 });
+    await page.waitForFunction(() => document.querySelector('.jp-OutputArea .sds-history-row.sds-selected') && !document.querySelector('.jp-OutputArea .sds-app .sds-loading:not(.sds-figures .sds-loading)'), null, { timeout: 60000 });
     await app.locator('.sds-tab[data-tab="results"]').click();
     await app.locator('.sds-results').waitFor({ timeout: 60000 });
     await page.waitForFunction(() => !document.querySelector('.jp-OutputArea .sds-results .sds-loading'), null, { timeout: 60000 });

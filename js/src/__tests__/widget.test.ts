@@ -257,6 +257,46 @@ describe('widget render', () => {
     expect(el.querySelector('.sds-copy-code')!.getAttribute('title')).toContain('VersionBrowser("/abs/datasets/b1")');
     cleanup();
   });
+
+  it('moves that overlap are no save either: the second move\'s path arriving after the first reply says nothing', async () => {
+    const model = new FakeModel();
+    model.state = { bound_name: 'adata', bound: 3, selected: 3, path: '../datasets/top' };
+    const node = (id: string, parent: string | null, depth: number) => ({
+      dataset_id: id, parent, depth, title: `T ${id}`, folder: `/abs/datasets/${id}`,
+      created_at: '2026-12-01T10:00:00Z', created_by: 'ana'
+    });
+    const nodes = [node('ds-3', 'ds-2', 3), node('b1', 'ds-1', 2), node('b2', 'ds-1', 2), node('ds-2', 'ds-1', 2), node('ds-1', null, 1)];
+    const moves: { id: number; folder: string }[] = [];
+    model.answer = m => {
+      const id = m.id as number;
+      const ok = (data: unknown): [unknown, DataView[]] => [{ type: 'response', id, ok: true, data }, []];
+      if (m.type === 'open_version') {
+        moves.push({ id, folder: m.folder as string }); // answered below, one at a time, as the kernel would
+        return null;
+      }
+      if (m.name === 'history') return ok(history(3));
+      if (m.name === 'tree') return ok({ current: 'ds-3', nodes, base: history(3).base, notes: [] });
+      if (m.name === 'fingerprint') return ok({ fingerprint: 'a' });
+      return ok({ ops: [], details: [], added: [], replaced: [], deleted: [] });
+    };
+    const el = document.createElement('div');
+    document.body.append(el);
+    const cleanup = widget.render({ model: model as never, el } as never);
+    await settle(10);
+    (el.querySelector('.sds-tree-row[data-id="b1"]') as HTMLElement).click();
+    (el.querySelector('.sds-tree-row[data-id="b2"]') as HTMLElement).click();
+    await settle(5);
+    expect(moves.map(m => m.folder)).toEqual(['/abs/datasets/b1', '/abs/datasets/b2']);
+    // the kernel takes the moves in order: each sets the path trait, then replies
+    for (const move of moves) {
+      model.update('path', move.folder);
+      model.handlers.forEach(h => h({ type: 'response', id: move.id, ok: true, data: { path: move.folder } }, []));
+      await settle(5);
+    }
+    await settle(20);
+    expect(text(el.querySelector('.sds-action-msg'))).not.toContain('saved from the notebook');
+    cleanup();
+  });
 });
 
 describe('widget entry (the small `_esm`)', () => {
