@@ -238,6 +238,13 @@ def orphan_version(tmp_path_factory: pytest.TempPathFactory, studio_stack: Studi
 
 
 @pytest.fixture(scope="session")
+def outside_datasets(tmp_path_factory: pytest.TempPathFactory, studio_stack: StudioStack) -> Path:
+    """A copy of the studio stack outside every server root, where the REST root's links out lead
+    (read only: a link out is refused before anything is read through it). Copied once per worker."""
+    return Path(shutil.copytree(studio_stack.datasets, tmp_path_factory.mktemp("outside") / "datasets"))
+
+
+@pytest.fixture(scope="session")
 def named_datasets(tmp_path_factory: pytest.TempPathFactory, studio_stack: StudioStack) -> tuple[Path, dict[str, str]]:
     """The studio stack with folders named for people, not IDs, and its folder map."""
     datasets = tmp_path_factory.mktemp("named") / "datasets"

@@ -20,13 +20,14 @@ def jp_server_config() -> dict[str, Any]:
 
 
 @pytest.fixture
-def root(jp_root_dir: Path, studio_stack, orphan_version, named_datasets, tmp_path: Path) -> Path:
-    """The server root: the studio stack, an orphan version, named datasets, and links out."""
+def root(jp_root_dir: Path, studio_stack, orphan_version, named_datasets, outside_datasets, tmp_path: Path) -> Path:
+    """The server root: the studio stack, an orphan version, named datasets, and links out (to
+    ``tmp_path/outside``, itself a link to ``outside_datasets``: a whole stack beside the root)."""
     shutil.copytree(studio_stack.datasets, jp_root_dir / "datasets")
     shutil.copytree(orphan_version.parent, jp_root_dir / "orphan")
     shutil.copytree(named_datasets[0], jp_root_dir / "named")
     outside = tmp_path / "outside"
-    shutil.copytree(studio_stack.datasets, outside)
+    outside.symlink_to(outside_datasets, target_is_directory=True)
     (jp_root_dir / "link-out").symlink_to(outside / "edit-2222", target_is_directory=True)
     (jp_root_dir / "escape").mkdir()
     for name in ("edit-2222", "studio-1111"):
