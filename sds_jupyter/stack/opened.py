@@ -22,10 +22,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from sds_jupyter.stack.caches import StackCaches, default_caches
 from sds_jupyter.stack.stack import Stack
@@ -218,6 +220,8 @@ def column_print(series: pd.Series) -> Hashable | None:
     a changed column without reading the stored one: floats are printed with
     ``-0.0`` as ``0.0`` and every NaN alike, categories by value.
     """
+    import pandas as pd  # here, not at the top: importing the stack needs no pandas
+
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         categories = dtype.categories
