@@ -208,13 +208,17 @@ describe('JupyterLab version browser: notebooks, the tree and the sidebar', { sk
     const folder = await branch.getAttribute('data-id');
     // moved there and back and there again while the figures' requests are on their way: each view
     // keeps asking the folder it shows (a pinned comm), so no reply of a folder left becomes an error
-    // (each click once the tree names where the widget is: a row's click moves only off the opened line)
+    // (each step once the tree names where the widget is; back by the Back button, as a row of the
+    // opened version's own line selects a depth instead of moving, and earlier flows may have saved
+    // the branch on top of the opened version)
     const opened = await app.locator('.sds-tree-row.sds-tree-current').getAttribute('data-id');
     const isCurrent = id => page.waitForFunction(id => document.querySelector('.jp-OutputArea .sds-tree-row.sds-tree-current')?.getAttribute('data-id') === id, id, { timeout: 60000 });
     const figuresTab = app.locator('.sds-tab[data-tab="figures"]');
-    for (const id of [folder, opened, folder]) {
+    const toBranch = () => app.locator(`.sds-tree-row[data-id="${folder}"]`).click();
+    const back = () => app.locator('.sds-back').click();
+    for (const [move, id] of [[toBranch, folder], [back, opened], [toBranch, folder]]) {
       await figuresTab.click(); // its figures ask for cells, tiles and charts: the move comes while they do
-      await app.locator(`.sds-tree-row[data-id="${id}"]`).click();
+      await move();
       await isCurrent(id);
     }
     // the figures in view drawn (one further down waits, lazily, to be scrolled to)

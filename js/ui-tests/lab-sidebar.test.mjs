@@ -157,7 +157,8 @@ describe('JupyterLab version browser: the sidebar, Notebook 7, annotation and th
       await page.locator('.jp-BreadCrumbs-home').click();
       await page.waitForFunction(() => document.querySelector('.jp-BreadCrumbs')?.textContent?.replace(/\s+/g, '') === '/');
       await tab(page).click();
-      await page.waitForFunction(s => document.querySelector(`${s} .sds-sidebar-status`)?.textContent === 'No versions in this folder.', SIDEBAR, { timeout: 30000 });
+      // (read until it says so: a failure names what it said instead)
+      await until(() => page.locator(`${SIDEBAR} .sds-sidebar-status`).textContent(), t => t === 'No versions in this folder.', 'the sidebar says the server root holds no versions');
       assert.equal(await page.locator(`${SIDEBAR} .sds-sidebar-where`).innerText(), 'in the server root');
       assert.deepEqual(page.errors, []);
     } finally {
