@@ -22,12 +22,10 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import pandas as pd
+import pandas as pd
 
 from sds_jupyter.stack.caches import StackCaches, default_caches
 from sds_jupyter.stack.stack import Stack
@@ -220,8 +218,6 @@ def column_print(series: pd.Series) -> Hashable | None:
     a changed column without reading the stored one: floats are printed with
     ``-0.0`` as ``0.0`` and every NaN alike, categories by value.
     """
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         categories = dtype.categories

@@ -342,15 +342,3 @@ def test_pip_install_without_extras_reads_a_stack(demo_top: Path, tmp_path: Path
     assert cli.returncode == 2 and cli.stdout == ""
     assert cli.stderr.endswith("which is not installed: pip install 'sds-jupyter[export]'\n")
     assert cli.stderr.count("\n") == 1
-
-
-def test_importing_the_package_or_the_stack_imports_no_pandas() -> None:
-    """A new process that opens a stack pays zarr's import, not pandas' as well (issue 42: importing
-    ``sds_jupyter.stack`` cost 0.70 s of CPU against zarr's 0.30 s and Icechunk's 0.31 s, pandas most of
-    the difference; now 0.45 s). Reading a table or saving one imports it when it is needed."""
-    probe = "import sys, {0}; print(sorted(m for m in ('pandas', 'anndata', 'scipy') if m in sys.modules))"
-    for module in ("sds_jupyter", "sds_jupyter.stack"):
-        done = subprocess.run(
-            [sys.executable, "-c", probe.format(module)], capture_output=True, text=True, check=True, timeout=120
-        )
-        assert done.stdout.strip() == "[]", (module, done.stdout)

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import zarr
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 from sds_jupyter.errors import StackError, WriteRefusedError, shown
 from sds_jupyter.jsontext import loads_bounded
@@ -115,8 +113,6 @@ class VersionOps:
 
     def set_obs(self, table: str, column: str, values: Any) -> None:
         """Add or replace an obs column (``set-obs``)."""
-        import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
         self._check_open()
         _check_name(column, "obs column")
         series = (
@@ -295,8 +291,6 @@ def _column_values(column: str, series: pd.Series) -> Any:
     An object column must hold strings only: anndata would write other values in a way it
     does not read back as they were (or not at all), so such a column is refused by name.
     """
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         _check_categories(f"obs column {column!r}", dtype.categories)
@@ -336,8 +330,6 @@ def _check_categories(what: str, categories: pd.Index) -> None:
 
 def _nullable_strings(dtype: Any) -> bool:
     """pandas' nullable string dtype (``"string"``, missing values as ``pd.NA``), anndata's nullable-string-array."""
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
     return isinstance(dtype, pd.StringDtype) and dtype.na_value is pd.NA
 
 
@@ -348,7 +340,6 @@ def _is_awkward(value: Any) -> bool:
 def _aligned_value(value: Any) -> Any:
     """An obsm value as anndata stores it: arrays, sparse matrices, data frames and awkward arrays as
     they are, anything else (a list, a dask array) as a numpy array."""
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
     import scipy.sparse
 
     if isinstance(value, (pd.DataFrame, np.ndarray)) or scipy.sparse.issparse(value) or _is_awkward(value):
@@ -357,8 +348,6 @@ def _aligned_value(value: Any) -> Any:
 
 
 def _kind_of(series: pd.Series) -> str:
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
     if isinstance(series.dtype, pd.CategoricalDtype):
         return "categorical"
     if pd.api.types.is_bool_dtype(series.dtype):
@@ -410,8 +399,6 @@ def _check_inner_names(value: Any, what: str) -> None:
     """Refuse names inside a value that anndata stores as nodes of their own (a data frame's columns
     and index name, a mapping's keys at any depth) when one is named like a metadata document: the
     node's document and the named child would be one file, and one of them would be lost."""
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
     if isinstance(value, pd.Categorical):
         _check_categories(what, value.categories)
     elif isinstance(value, pd.DataFrame):

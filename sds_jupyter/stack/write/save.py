@@ -15,12 +15,10 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    import pandas as pd
+import pandas as pd
 
 from sds_jupyter.errors import StackError
 from sds_jupyter.jsontext import JSONRefused, loads_spec
@@ -183,13 +181,9 @@ class _Parent:
         return self._obs
 
     def obs_names(self) -> pd.Index:
-        import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
         return pd.Index(self.record.obs_names) if self.record else self.obs().index
 
     def same_cells(self, names: pd.Index) -> bool:
-        import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
         if self.record is None:
             return bool(names.equals(self.obs().index))
         if self.record.same_names_held(names):
@@ -204,8 +198,6 @@ class _Parent:
         return list(self.record.columns) if self.record else [str(c) for c in self.obs().columns]
 
     def same_column(self, column: str, values: pd.Series) -> bool:
-        import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
         if self.record is not None:
             known = self.record.columns.get(column)
             exact = self.record.exact.get(column)
@@ -257,7 +249,6 @@ def _label(stack: Stack) -> str:
 
 def _check_in_memory(adata: Any) -> None:
     import anndata
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
 
     if not isinstance(adata, anndata.AnnData):
         raise StackError(f"save_version needs an AnnData, not {type(adata).__name__}")
@@ -498,8 +489,6 @@ def _diff_results(mine: Mapping[str, Any], parent: Mapping[str, Any], table: str
 
 def _result_parts(result_id: str, result: Any) -> tuple[dict[str, pd.DataFrame], dict[str, Any]] | str:
     """A result's tables and meta as the writer takes them, or why it cannot be saved."""
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
     if not isinstance(result, Mapping):
         return f"result {result_id!r} is a {type(result).__name__}; a result is a dict of tables and 'meta'"
     meta = result.get("meta")
@@ -521,8 +510,6 @@ def _result_parts(result_id: str, result: Any) -> tuple[dict[str, pd.DataFrame],
 
 def _same_value(a: Any, b: Any) -> bool:
     """Whether two uns/obsm/layer values would be saved as the same objects."""
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
     if isinstance(a, Mapping) or isinstance(b, Mapping):
         if not (isinstance(a, Mapping) and isinstance(b, Mapping)) or set(a) != set(b):
             return False
@@ -600,8 +587,6 @@ def _same_frame(a: pd.DataFrame, b: pd.DataFrame | None, *, check_index: bool) -
 
 def _same_series(a: pd.Series, b: pd.Series) -> bool:
     """Same kind, same categories in the same order, same values (NaN equal to NaN)."""
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
     if isinstance(a.dtype, pd.CategoricalDtype) or isinstance(b.dtype, pd.CategoricalDtype):
         if not (isinstance(a.dtype, pd.CategoricalDtype) and isinstance(b.dtype, pd.CategoricalDtype)):
             return False
@@ -620,6 +605,4 @@ def _same_series(a: pd.Series, b: pd.Series) -> bool:
 
 def _plain_strings(series: pd.Series) -> bool:
     """A column of strings, not categorical (object in pandas 2, ``str`` in pandas 3)."""
-    import pandas as pd  # here, not at the top: importing the stack needs no pandas
-
     return not isinstance(series.dtype, pd.CategoricalDtype) and pd.api.types.is_string_dtype(series)
