@@ -158,7 +158,13 @@ describe('JupyterLab version browser: the sidebar, Notebook 7, annotation and th
       await page.waitForFunction(() => document.querySelector('.jp-BreadCrumbs')?.textContent?.replace(/\s+/g, '') === '/');
       await tab(page).click();
       // (read until it says so: a failure names what it said instead)
-      await until(() => page.locator(`${SIDEBAR} .sds-sidebar-status`).textContent(), t => t === 'No versions in this folder.', 'the sidebar says the server root holds no versions');
+      try {
+        await until(() => page.locator(`${SIDEBAR} .sds-sidebar-status`).textContent(), t => t === 'No versions in this folder.', 'the sidebar says the server root holds no versions', 60000);
+      } catch (err) {
+        await shot(page, 'sidebar-root-failed');
+        const seen = await page.evaluate(s => ({ where: document.querySelector(`${s} .sds-sidebar-where`)?.textContent, shown: !!document.querySelector(s)?.checkVisibility?.(), crumbs: document.querySelector('.jp-BreadCrumbs')?.textContent }), SIDEBAR);
+        throw new Error(`${err.message}; the sidebar ${JSON.stringify(seen)}`);
+      }
       assert.equal(await page.locator(`${SIDEBAR} .sds-sidebar-where`).innerText(), 'in the server root');
       assert.deepEqual(page.errors, []);
     } finally {
