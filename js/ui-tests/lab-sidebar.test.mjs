@@ -163,7 +163,7 @@ describe('JupyterLab version browser: the sidebar, Notebook 7, annotation and th
       } catch (err) {
         await shot(page, 'sidebar-root-failed');
         const seen = await page.evaluate(s => ({ where: document.querySelector(`${s} .sds-sidebar-where`)?.textContent, shown: !!document.querySelector(s)?.checkVisibility?.(), crumbs: document.querySelector('.jp-BreadCrumbs')?.textContent }), SIDEBAR);
-        throw new Error(`${err.message}; the sidebar ${JSON.stringify(seen)}`);
+        throw new Error(`${err.message}; the sidebar ${JSON.stringify(seen)}`, { cause: err });
       }
       assert.equal(await page.locator(`${SIDEBAR} .sds-sidebar-where`).innerText(), 'in the server root');
       assert.deepEqual(page.errors, []);
