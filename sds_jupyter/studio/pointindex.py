@@ -489,14 +489,17 @@ def build_point_index(
 
 
 def sample_index(sample: PointSample) -> PointIndex:
-    """An index of ``sample`` (:func:`~sds_jupyter.studio.pointparts.point_sample`) in memory, marked partial.
+    """An index of ``sample`` (:func:`~sds_jupyter.studio.pointparts.point_sample`) in memory, partial unless it read every row.
 
     Why an index of its own: the view asks for its tiles as for any index (a few levels, every
     tile saying it is sampled) while the element's own index builds. Why in memory: it is small
     (at most ``SAMPLE_POINTS``), comes before anything else, and must come on a full disk too.
+    Why not partial when it holds every point (an element under ``SAMPLE_POINTS``): it is then
+    the index :func:`memory_point_index` builds of the whole element, and a view calling it a
+    sample ("60,000 of 60,000") would say something untrue.
     """
     index = memory_point_index(sample.batches)
-    index.partial, index.rows = True, sample.rows
+    index.partial, index.rows = index.n_points < sample.rows, sample.rows
     return index
 
 

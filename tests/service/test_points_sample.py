@@ -107,6 +107,25 @@ def test_the_first_ask_answers_a_sample_then_the_whole_index(xenium_top: Path, m
     assert _tile(service, first, 0)["partial"]
 
 
+def test_a_sample_holding_every_point_is_the_whole_index_and_builds_nothing(
+    xenium_top: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An element under the sample's size: the sample read every point, so it is not called a sample and no build starts."""
+    monkeypatch.setattr(pointparts, "SAMPLE_POINTS", 65_536)  # the default: above the demo's 45,000
+    started: list[str] = []
+    monkeypatch.setattr(feature, "point_batches", lambda *a, **k: started.append("build") or _REAL_BATCHES(*a, **k))
+    service = _fresh(xenium_top)
+    info = _ask(service)
+    assert not info["partial"] and "partial_reason" not in info
+    assert info["n_points"] == info["rows"] == 45_000
+    assert _builds() == [] and started == [] and feature._builds(service.session).keys() == []
+    side = 1 << info["finest_level"]
+    finest = [_tile(service, info, info["finest_level"], x, y) for x in range(side) for y in range(side)]
+    assert not any(t["partial"] or t["sampled"] for t in finest)
+    assert sum(t["n"] for t in finest) == 45_000
+    assert _ask(service) == info  # asked again: the same answer, still nothing built
+
+
 def test_the_sample_covers_the_tissue(xenium_top: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The sample is strided over the element: each quarter of the tissue holds about its share of it."""
     gate = threading.Event()

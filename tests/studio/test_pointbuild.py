@@ -107,6 +107,8 @@ import sys, threading
 from sds_jupyter.service import StackService
 from sds_jupyter.service.requests import dispatch
 from sds_jupyter.service.features import points
+from sds_jupyter.studio import pointparts
+pointparts.SAMPLE_POINTS = 2_000  # below the element's 20,000: a sample, with the whole index built behind it
 real, where, midway = points.point_batches, sys.argv[2], threading.Event()
 def batches(*args, **kwargs):  # the element's real stream, held at a point of the build until the process ends
     for count, batch in enumerate(real(*args, **kwargs, rows=1_000)):

@@ -343,8 +343,11 @@ def points(
         except PointsTooMany as exc:  # waited for: the disk refused its index and memory cannot hold it
             index, refused = None, _Refused(exc, 0.0)  # the next ask waits for another build
         if index is None:  # the sample first (it is quick), then the whole index's build behind it
-            payload["index"] = _info(element, _SAMPLE + found.key, _sample(session, found), refused)
-            if refused is None:
+            shown = _sample(session, found)
+            if not shown.partial:  # the sample read every point: nothing is left to build or to refuse
+                refused = None
+            payload["index"] = _info(element, _SAMPLE + found.key, shown, refused)
+            if refused is None and shown.partial:
                 _start(session, found)
         else:
             _shapes(session).put(found.key, IndexShape.of(index))
