@@ -52,6 +52,14 @@ class FakeModel {
 
 afterEach(() => document.body.replaceChildren());
 
+/** A row of the tree reply: version `id` at `depth` on `parent`, in a datasets folder of its own. */
+function node(id: string, parent: string | null, depth: number) {
+  return {
+    dataset_id: id, parent, depth, title: `T ${id}`, folder: `/abs/datasets/${id}`,
+    created_at: '2026-12-01T10:00:00Z', created_by: 'ana'
+  };
+}
+
 /** The widget rendered over a model bound as `name` (nothing bound yet, v2 selected), its history `at.depth` deep. */
 async function boundWidget(name: string, at: { depth: number }) {
   const model = new FakeModel();
@@ -218,10 +226,6 @@ describe('widget render', () => {
   it('a move in the tree is no save: no "saved" message, and Copy code names the version moved to', async () => {
     const model = new FakeModel();
     model.state = { bound_name: 'adata', bound: 3, selected: 3, path: '../datasets/top' };
-    const node = (id: string, parent: string | null, depth: number) => ({
-      dataset_id: id, parent, depth, title: `T ${id}`, folder: `/abs/datasets/${id}`,
-      created_at: '2026-12-01T10:00:00Z', created_by: 'ana'
-    });
     const nodes = [node('ds-3', 'ds-2', 3), node('b1', 'ds-1', 2), node('ds-2', 'ds-1', 2), node('ds-1', null, 1)];
     let current = 'ds-3';
     model.answer = m => {
@@ -261,10 +265,6 @@ describe('widget render', () => {
   it('moves that overlap are no save either: the second move\'s path arriving after the first reply says nothing', async () => {
     const model = new FakeModel();
     model.state = { bound_name: 'adata', bound: 3, selected: 3, path: '../datasets/top' };
-    const node = (id: string, parent: string | null, depth: number) => ({
-      dataset_id: id, parent, depth, title: `T ${id}`, folder: `/abs/datasets/${id}`,
-      created_at: '2026-12-01T10:00:00Z', created_by: 'ana'
-    });
     const nodes = [node('ds-3', 'ds-2', 3), node('b1', 'ds-1', 2), node('b2', 'ds-1', 2), node('ds-2', 'ds-1', 2), node('ds-1', null, 1)];
     const moves: { id: number; folder: string }[] = [];
     model.answer = m => {

@@ -217,6 +217,16 @@ export class TranscriptsLayer {
     return reply.data.index;
   }
 
+  /** {@link ask}, its failure said on the layer's line instead (then undefined: the caller stops asking). */
+  private async askOrSay(): Promise<PointsInfo | null | undefined> {
+    try {
+      return await this.ask();
+    } catch (err) {
+      this.status.textContent = TransportError.from(err).message;
+      return undefined;
+    }
+  }
+
   /**
    * Ask again until the whole index is ready, then draw from it (stops if the layer is asked anew):
    * every WHOLE_POLL_MS while it builds, only when the server will try again while it cannot keep it.
@@ -227,11 +237,8 @@ export class TranscriptsLayer {
       if (token !== this.token) {
         return;
       }
-      let info: PointsInfo | null;
-      try {
-        info = await this.ask();
-      } catch (err) {
-        this.status.textContent = TransportError.from(err).message;
+      const info = await this.askOrSay();
+      if (info === undefined) {
         return;
       }
       if (token === this.token && info && !info.partial) {
@@ -300,13 +307,7 @@ export class TranscriptsLayer {
   private async askAgain(): Promise<void> {
     const token = ++this.token;
     this.tiles = null; // no tile of the dropped index is asked meanwhile
-    let info: PointsInfo | null;
-    try {
-      info = await this.ask();
-    } catch (err) {
-      this.status.textContent = TransportError.from(err).message;
-      return;
-    }
+    const info = await this.askOrSay();
     if (token !== this.token || !info) {
       return;
     }
