@@ -157,6 +157,8 @@ describe('JupyterLab version browser: the sidebar, Notebook 7, annotation and th
       await page.locator('.jp-BreadCrumbs-home').click();
       await page.waitForFunction(() => document.querySelector('.jp-BreadCrumbs')?.textContent?.replace(/\s+/g, '') === '/');
       await tab(page).click();
+      // the tab's click has shown the sidebar (a failure here is the click, not the sidebar's reading)
+      await page.locator(SIDEBAR).waitFor({ state: 'visible', timeout: 30000 });
       // (read until it says so: a failure names what it said instead)
       try {
         await until(() => page.locator(`${SIDEBAR} .sds-sidebar-status`).textContent(), t => t === 'No versions in this folder.', 'the sidebar says the server root holds no versions', 60000);

@@ -7,7 +7,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { TransportError } from '../app/shared/transport';
 import type { Tree, TreeNode } from '../app/shared/types';
 import { datasetName } from '../app/shared/format';
-import { VersionsView, groupHeading, groupVersions, join, type SidebarSource } from '../lab/sidebar';
+import { Widget } from '@lumino/widgets';
+
+import { VersionsSidebar, VersionsView, groupHeading, groupVersions, join, type SidebarSource } from '../lab/sidebar';
 import type { VersionEntry } from '../lab/versions';
 import { NOW, settle } from './fixtures';
 
@@ -206,6 +208,30 @@ describe('the Versions sidebar', () => {
     expect(view.folder).toBe('datasets');
     expect(view.node.querySelectorAll('.sds-tree-row')).toHaveLength(5);
     view.dispose();
+  });
+});
+
+describe('the sidebar in the left area', () => {
+  it('reads the folder the file browser shows when it is shown, whatever the last follow said', async () => {
+    let browserAt = 'datasets';
+    const s = source();
+    const listed: string[] = [];
+    const sidebar = new VersionsSidebar({ ...s, list: async dir => (listed.push(dir), dir ? s.list(dir) : []) }, { open: () => undefined, now: () => NOW }, () => browserAt);
+    Widget.attach(sidebar, document.body);
+    sidebar.follow('datasets');
+    await settle(5);
+    expect(listed).toEqual(['datasets']);
+    sidebar.hide();
+    sidebar.follow('elsewhere'); // hidden: nothing is read
+    browserAt = ''; // the browser moved on, and no follow said so
+    await settle(5);
+    expect(listed).toEqual(['datasets']);
+    sidebar.show();
+    await settle(5);
+    expect(listed).toEqual(['datasets', '']);
+    expect(sidebar.view.folder).toBe('');
+    expect(sidebar.node.querySelector('.sds-sidebar-status')!.textContent).toBe('No versions in this folder.');
+    sidebar.dispose();
   });
 });
 

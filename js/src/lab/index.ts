@@ -314,13 +314,15 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
   optional: [ILayoutRestorer, ILabShell],
   activate: (app: JupyterFrontEnd, browser: FileBrowser, restorer: ILayoutRestorer | null, labShell: ILabShell | null) => {
     const contents = app.serviceManager.contents;
+    const here = () => contents.localPath(browser.model.path);
     const sidebar = new VersionsSidebar(
       {
         list: dir => listVersions(dir),
         tree: async version => (await new RestTransport(version).request('tree', {})).data
       },
       // the file browser's double-click opens a version with this same command
-      { open: folder => void app.commands.execute(CommandIDs.openVersion, { path: folder }) }
+      { open: folder => void app.commands.execute(CommandIDs.openVersion, { path: folder }) },
+      here
     );
     sidebar.title.icon = historyIcon;
     // the sidebar highlights the version the current panel shows, and follows it when it moves
@@ -343,7 +345,6 @@ const sidebarPlugin: JupyterFrontEndPlugin<void> = {
     labShell?.currentChanged.connect(followPanel);
     app.shell.add(sidebar, 'left', { rank: 150 });
     restorer?.add(sidebar, SIDEBAR_PLUGIN_ID);
-    const here = () => contents.localPath(browser.model.path);
     browser.model.pathChanged.connect(() => sidebar.follow(here()));
     // a refresh that changed the listing (a version saved, a folder removed) reads it again; the
     // browser's periodic refresh of an unchanged listing redraws nothing (the focus stays put)

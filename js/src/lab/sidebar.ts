@@ -264,7 +264,16 @@ export class VersionsSidebar extends Widget {
   readonly view: VersionsView;
   private wanted: string | null = null;
 
-  constructor(source: SidebarSource, opts: VersionsViewOptions) {
+  /**
+   * `here`: the folder the file browser shows now (from the server root). Shown, the sidebar reads
+   * it there and then rather than trusting the last `follow`: under load a path change can reach
+   * the browser's breadcrumbs before, or without, the signal that carries it here.
+   */
+  constructor(
+    source: SidebarSource,
+    opts: VersionsViewOptions,
+    private readonly here: () => string | null = () => null
+  ) {
     super();
     this.id = 'sds-versions-sidebar';
     this.addClass('sds-sidebar-panel');
@@ -284,6 +293,7 @@ export class VersionsSidebar extends Widget {
 
   protected onAfterShow(msg: Message): void {
     super.onAfterShow(msg);
+    this.wanted = this.here() ?? this.wanted;
     if (this.wanted !== null && this.view.folder !== this.wanted) {
       void this.view.load(this.wanted);
     }
