@@ -236,8 +236,8 @@ def _decoded(raw: bytes, disk: Any) -> CarriedIndex:
     earlier process had. Only a root the sliced decode takes is kept (its entries are slices of
     its text, so a record is their bounds), and only a large one.
     """
-    if disk is None or len(raw) < DISK_MIN_BYTES:
-        return CarriedIndex.decode(raw)
+    if disk is None or len(raw) < DISK_MIN_BYTES or disk.folder is None:
+        return CarriedIndex.decode(raw)  # no record to look up or keep (records off): no digest to take
     key = disk_key(raw)
     kept = _from_disk(raw, disk.load(key))
     if kept is not None:

@@ -169,6 +169,19 @@ def test_compact_facts_count_every_key_written_and_read_the_depth_as_text_depth(
     assert not compact_facts('{"a": 1}').written and not compact_facts('{"a":"\u00e9"}').written
 
 
+@given(text=st.text(alphabet=st.sampled_from(list('"{}[]:,ab\\ ')), max_size=200), mark=st.sampled_from(['"', "", "#"]))
+def test_strings_are_taken_out_by_numpy_as_by_splitting(text: str, mark: str) -> None:
+    """Large texts take their strings out by numpy (a deep stack's root): the same as every other part
+    of a split, for any text, an odd number of quotes included, so the facts read off it are the same."""
+    from sds_jupyter.jsontext import _outside_strings, _outside_strings_array
+
+    plain = text.replace("\\\\", "").replace('\\"', "")
+    split = mark.join(plain.split('"')[::2])
+    assert _outside_strings_array(plain.encode("ascii"), mark.encode("ascii")).decode("ascii") == split
+    big = text.replace("\\", "") * (32 * 1024 // max(len(text), 1) + 1)  # past the size numpy takes over at
+    assert _outside_strings(big, mark) == mark.join(big.split('"')[::2])
+
+
 def test_the_roots_a_save_writes_are_sliced(demo_top: Path, tmp_path: Path) -> None:
     """What the writer writes takes the sliced decode (else the save pays for the full one), and a chain
     of saves each decoding its parent's root afresh writes what the full decode would carry."""

@@ -96,7 +96,8 @@ def remove_stale_partials(parent: Path) -> list[Path]:
     except OSError:
         return removed
     for entry in entries:
-        if not _OWNER_NAME.fullmatch(entry.name):
+        # the suffix first: a datasets folder of 500 versions is 500 names the pattern need not try
+        if not entry.name.endswith(_OWNER) or not _OWNER_NAME.fullmatch(entry.name):
             continue
         owner_file = Path(entry.path)
         tmp = owner_file.with_name(entry.name[: -len(_OWNER)])
