@@ -492,10 +492,11 @@ class PointsTileData(TypedDict):
     sampled: bool
     #: From the sample of an index still building (``PointsInfo.partial``): never the whole at any zoom.
     partial: bool
-    #: Only on a tile of a whole index the server dropped and cannot make again now: ``refused``,
-    #: the tile holds the element's sample in it (the whole index's tile and gene codes); ask ``points`` again.
-    partial_reason: NotRequired[Literal["refused"]]
-    #: With ``partial_reason``: why the disk refused the index, in the system's words.
+    #: Only on a tile of a whole index the server dropped: ``building`` (made again in the background)
+    #: or ``refused`` (the disk refuses it now and memory may not hold it). The tile holds the
+    #: element's sample in it (the whole index's tile and gene codes); ask ``points`` again.
+    partial_reason: NotRequired[Literal["building", "refused"]]
+    #: With ``partial_reason`` ``refused``: why the disk refused the index, in the system's words.
     refused: NotRequired[str]
 
 

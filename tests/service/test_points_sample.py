@@ -8,6 +8,7 @@ background; these tests hold it at a gate (an Event its point stream waits on) s
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,6 +177,39 @@ def test_a_failed_build_is_said_once_and_leaves_no_index_behind(
     _build_ended()
     whole = _ask(service)
     assert not whole["partial"] and whole["n_points"] == 45_000
+
+
+def test_a_tile_of_an_index_dropped_here_and_on_disk_answers_the_sample_while_it_builds_again(
+    xenium_top: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole index was served, then evicted from memory and the disk: its next tile starts a build in the
+    background and answers the sample in that tile (``building``, never kept), not the index built inside the request."""
+    cache = Path(os.environ["SDS_POINTS_CACHE"])
+    service = _fresh(xenium_top)
+    whole = dispatch(service, "points", {"element": ELEMENT}).data["index"]
+    level, side = whole["finest_level"], 1 << whole["finest_level"]
+    kept = [_tile(service, whole, level, x, y) for x in range(side) for y in range(side)]
+    for entry in cache.iterdir():  # another process's eviction, then this one's
+        if entry.is_dir():
+            shutil.rmtree(entry)
+    feature._indexes(service.session).clear()
+    gate = threading.Event()
+    monkeypatch.setattr(feature, "point_batches", _gated(gate))
+    try:
+        params = {"element": ELEMENT, "key": whole["key"], "level": level, "x": 0, "y": 0}
+        stand_in = dispatch(service, "points_tile", params)
+        assert len(_builds()) == 1  # the build runs behind the reply, held at the gate
+        assert stand_in.data["partial"] and stand_in.data["partial_reason"] == "building"
+        assert "refused" not in stand_in.data and not stand_in.addressed
+        assert stand_in.data["key"] == whole["key"] and stand_in.data["n"] <= kept[0]["n"]
+        info = _ask(service)  # the view asks again, as the partial tile tells it to: the sample, one build
+        assert info["partial"] and info["partial_reason"] == "building" and len(_builds()) == 1
+    finally:
+        gate.set()
+    _build_ended()
+    assert _ask(service) == whole
+    again = [_tile(service, whole, level, x, y) for x in range(side) for y in range(side)]
+    assert again == kept and not any(t["partial"] for t in again)
 
 
 def test_without_sample_the_ask_waits_for_the_whole_index(xenium_top: Path) -> None:

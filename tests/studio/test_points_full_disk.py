@@ -239,7 +239,7 @@ def test_a_read_only_cache_folder_still_serves_the_index_it_holds(tmp_path: Path
 
 
 _DROPPED = """
-import json, resource, shutil, sys
+import json, resource, shutil, sys, threading
 import numpy as np
 from sds_jupyter.service import StackService
 from sds_jupyter.service.requests import dispatch
@@ -268,20 +268,30 @@ def tile(service, level, x, y, genes=""):
     data["genes"] = [whole["genes"][code]["name"] for code in parts["gene"]]
     data["etag"], data["addressed"] = reply.etag, reply.addressed
     return data
+def build_ended():  # the background build the first tile started: its thread's end is the condition
+    for thread in threading.enumerate():
+        if thread.name.startswith("sds-points-"):
+            thread.join(timeout=300)
 level = whole["finest_level"]
 side = 1 << level
+first = tile(service, level, 0, 0)  # starts the build again, in the background: the sample meanwhile
+build_ended()
 tiles = [tile(service, level, x, y) for x in range(side) for y in range(side)]
 coarse = tile(service, 0, 0, 0, "G1,G3")
 sample = dispatch(service, "points", {"element": "transcripts", "sample": True}).data["index"]
-fresh = tile(StackService(sys.argv[1], caches=StackCaches()), level, 0, 0)  # a server that never answered with it
-print(json.dumps({"whole": whole, "tiles": tiles, "coarse": coarse, "sample": sample, "fresh": fresh}))
+other = StackService(sys.argv[1], caches=StackCaches())  # a server that never answered with it
+fresh = [tile(other, level, 0, 0)]
+build_ended()
+fresh.append(tile(other, level, 0, 0))
+print(json.dumps({"whole": whole, "first": first, "tiles": tiles, "coarse": coarse, "sample": sample, "fresh": fresh}))
 """
 
 
 def test_a_tile_of_a_dropped_index_the_disk_refuses_is_the_sample_in_it(tmp_path: Path, element: Path) -> None:
     """The whole index was served from disk, then dropped from memory and the disk; the disk now refuses it and memory may not hold it.
 
-    Its tiles (the view still shows the whole index) answer the sample's points inside each
+    The first tile asked starts its build again in the background and answers the sample in it
+    (``building``); once that build is refused, its tiles (the view still shows the whole index) answer the sample's points inside each
     tile, coded as the whole index's genes, marked partial with the disk's reason, never kept
     by the browser; ``points`` answers the same sample; a server that never answered with the
     index answers an empty tile saying the same.
@@ -296,8 +306,14 @@ def test_a_tile_of_a_dropped_index_the_disk_refuses_is_the_sample_in_it(tmp_path
     )
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    whole, tiles, coarse, sample, fresh = (got[k] for k in ("whole", "tiles", "coarse", "sample", "fresh"))
+    whole, first, tiles, coarse, sample, fresh = (
+        got[k] for k in ("whole", "first", "tiles", "coarse", "sample", "fresh")
+    )
     assert not whole["partial"] and whole["n_points"] == N
+    # the first tile asked after the drop: built again in the background, the sample in it meanwhile
+    assert first["partial"] and first["partial_reason"] == "building" and "refused" not in first
+    assert first["key"] == whole["key"] and not first["addressed"] and first["etag"] != tiles[0]["etag"]
+    assert first["n"] == tiles[0]["n"] and first["xs"] == tiles[0]["xs"]
     assert sample["partial"] and sample["partial_reason"] == "refused" and sample["refused"] == os.strerror(errno.EFBIG)
     for t in tiles:
         assert t["key"] == whole["key"] and t["partial"] and t["sampled"]
@@ -315,5 +331,5 @@ def test_a_tile_of_a_dropped_index_the_disk_refuses_is_the_sample_in_it(tmp_path
     assert counts == {g["name"]: g["count"] for g in sample["genes"] if g["count"]}
     assert coarse["partial_reason"] == "refused" and set(coarse["genes"]) <= {"G1", "G3"}
     assert coarse["total"] == sum(g["count"] for g in sample["genes"] if g["name"] in ("G1", "G3"))
-    assert fresh["partial"] and fresh["partial_reason"] == "refused" and fresh["n"] == 0
+    assert [t["partial_reason"] for t in fresh] == ["building", "refused"] and [t["n"] for t in fresh] == [0, 0]
     assert _left(cache) == []

@@ -116,12 +116,15 @@ describe('tiles to points', () => {
 });
 
 describe('a tile the server answers from the sample for a whole index it dropped', () => {
-  it('is drawn, marks the set dropped, and is not kept in the page cache under the whole index key', async () => {
-    const info: PointsInfo = { ...INFO, key: 'k-dropped-cache' };
+  it.each([
+    ['building', {}],
+    ['refused', { refused: 'No space left on device' }]
+  ] as const)('(%s) is drawn, marks the set dropped, and is not kept in the page cache under the whole index key', async (reason, why) => {
+    const info: PointsInfo = { ...INFO, key: `k-dropped-cache-${reason}` };
     let partial = true;
     const fake = new FakeTransport().on('points_tile', p => {
       const r = reply({ level: p.level ?? 0, x: p.x ?? 0, y: p.y ?? 0 }, [[10, 10]], [1]);
-      return { ...r, data: { ...r.data, key: info.key, sampled: partial, partial, ...(partial ? { partial_reason: 'refused' as const, refused: 'No space left on device' } : {}) } };
+      return { ...r, data: { ...r.data, key: info.key, sampled: partial, partial, ...(partial ? { partial_reason: reason, ...why } : {}) } };
     });
     const source = { transport: fake, version: 3, system: '' };
     const first = pointTilesOf(source, info, []);

@@ -387,18 +387,18 @@ def points_tile(
     if not key:
         raise RequestError("The points_tile request needs the key of the points reply.")
     found = _element(session, version, _checked_name(element), coordinate_system)
-    refused: PointsTooMany | None = None
     if key == _SAMPLE + found.key:
         index = _sample(session, found)
     elif key == found.key:
         try:
-            index = _tile_index(session, found)
-        except PointsTooMany as exc:  # its index was dropped here and cannot be made again now: the sample
-            index, refused = _sample(session, found), exc
+            held = _tile_index(session, found)
+        except _Refused as exc:  # its index was dropped here and cannot be made again now: the sample
+            return _stand_in_tile(session, found, exc.too_many, key, level, x, y, genes)
+        if held is None:  # dropped here and on disk: built again in the background, the sample meanwhile
+            return _stand_in_tile(session, found, None, key, level, x, y, genes)
+        index = held
     else:
         raise RequestError(f"The points of {element!r} are not the ones key {key[:40]!r} names; ask points again.")
-    if refused is not None:
-        return _refused_tile(session, found, index, refused, key, level, x, y, genes)
     try:
         tile = index.tile(level, x, y, _genes(genes))
     except ElementError as exc:
@@ -418,50 +418,43 @@ def points_tile(
     return Reply(payload, reply_buffers("points_tile", payload, [tile.x, tile.y, tile.gene]), etag=name, addressed=True)
 
 
-def _tile_index(session: Session, found: _Element) -> PointIndex:
-    """The whole index a tile's key names, made again if it was dropped; :class:`PointsTooMany` if that is refused.
+def _tile_index(session: Session, found: _Element) -> PointIndex | None:
+    """The whole index a tile's key names if this process or the disk holds it; else None, its build started.
 
-    A refusal is kept as a failed build, as a background build's is: until
-    :data:`REFUSED_RETRY_SECONDS` have passed, the next tiles (and ``points``) say it at once
-    instead of reading the element again for each tile.
+    Why never built inside the tile's request: at tens of millions of points that takes tens of
+    seconds, with the view's tiles waiting on it. The sample answers meanwhile (marked partial,
+    so the view asks ``points`` again and follows the build as on a first visit). A build the
+    disk refused is :class:`_Refused` until :data:`REFUSED_RETRY_SECONDS` have passed, as for
+    ``points``, so each tile does not read the element again.
     """
-    build = _builds(session).peek(found.key)
-    if build is not None and build.done():
-        error = build.exception()
-        if isinstance(error, PointsTooMany) and time.monotonic() - build.ended < REFUSED_RETRY_SECONDS:
-            raise error
-    try:
-        return _whole(session, found)
-    except PointsTooMany as exc:
-        with _STARTING:
-            if _builds(session).peek(found.key) is None or _builds(session).peek(found.key) is build:
-                refused = _Build()
-                refused.ended = time.monotonic()
-                refused.set_exception(exc)
-                _builds(session).put(found.key, refused, 1)
-        raise
+    index = _ready(session, found)
+    if index is None:
+        _start(session, found)
+    return index
 
 
-def _refused_tile(
+def _stand_in_tile(
     session: Session,
     found: _Element,
-    sample: PointIndex,
-    refused: PointsTooMany,
+    refused: PointsTooMany | None,
     key: str,
     level: int,
     x: int,
     y: int,
     genes: str,
 ) -> Reply[PointsTileData]:
-    """A tile of a whole index dropped here that cannot be made again now: the sample's points in it.
+    """A tile of a whole index this process no longer holds: the sample's points in it, saying why.
 
-    Why not an error: the view asked for a tile of an index it was told is whole; the disk now
-    refuses it and memory may not hold it, so the sample is all there is, as ``points`` would
-    answer. The tile is cut from the sample to the whole index's tile (its shape, kept since
-    ``points`` answered with it), coded as its genes, and says ``partial`` and why, so the view
-    asks ``points`` again. Without the shape (a server that never answered with this index) the
-    tile is empty, saying the same. Never kept by the browser: it is not the tile its key names.
+    Why not an error: the view asked for a tile of an index it was told is whole. Either it is
+    being built again (``refused`` None: memory and disk dropped it) or the disk now refuses
+    it and memory may not hold it (``refused``), so the sample is all there is, as ``points``
+    would answer. The tile is cut from the sample to the whole index's tile (its shape, kept
+    since ``points`` answered with it), coded as its genes, and says ``partial`` and why, so
+    the view asks ``points`` again. Without the shape (a server that never answered with this
+    index) the tile is empty, saying the same. Never kept by the browser: it is not the tile
+    its key names.
     """
+    sample = _sample(session, found)
     shape = _shapes(session).get(found.key)
     chosen = _genes(genes)
     try:
@@ -484,9 +477,11 @@ def _refused_tile(
         "total": total,
         "sampled": True,
         "partial": True,
-        "partial_reason": "refused",
-        "refused": refused.refused or str(refused),
+        "partial_reason": "building" if refused is None else "refused",
     }
+    if refused is not None:
+        payload["refused"] = refused.refused or str(refused)
     known = shape is not None  # the shape is the whole key's: whether it is known is all it adds
-    name = hashlib.sha256(f"{_SAMPLE}{key}\n{level}\n{x}\n{y}\n{genes}\n{known}".encode()).hexdigest()[:32]
+    reason = payload["partial_reason"]
+    name = hashlib.sha256(f"{_SAMPLE}{key}\n{level}\n{x}\n{y}\n{genes}\n{known}\n{reason}".encode()).hexdigest()[:32]
     return Reply(payload, reply_buffers("points_tile", payload, buffers), etag=name)

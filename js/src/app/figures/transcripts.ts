@@ -13,7 +13,9 @@
  * ready, then draws from that (never a sample at full zoom). When the server cannot keep the
  * whole index (`partial_reason` "refused": its disk refused it and the element is too large to
  * index in memory), nothing is building: the layer says so and what to do, and asks again only
- * when the server will try another build (`retry_seconds`, else every REFUSED_POLL_MS).
+ * when the server will try another build (`retry_seconds`, else every REFUSED_POLL_MS). A whole
+ * index the server has since dropped answers its tiles from the sample, marked `partial`: the layer
+ * asks for the index anew and follows its build (or refusal) as on a first visit.
  */
 
 import { h } from '../shared/dom';

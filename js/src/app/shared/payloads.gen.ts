@@ -417,7 +417,7 @@ export type PointsTileData = {
   total: number;
   sampled: boolean;
   partial: boolean;
-  partial_reason?: 'refused';
+  partial_reason?: 'building' | 'refused';
   refused?: string;
 };
 

@@ -99,7 +99,8 @@ export class PointTileSet {
   private readonly failed = new Set<string>();
   /**
    * Whether a tile came from the element's sample although `info` is whole: the server dropped
-   * that index and cannot make it again now (`partial_reason` "refused"); ask `points` again.
+   * that index and builds it again (`partial_reason` "building") or cannot now ("refused"); ask
+   * `points` again.
    */
   dropped = false;
 
