@@ -232,3 +232,48 @@ def test_a_reader_that_leaves_early_gets_no_traceback(demo_top: Path, args: tupl
         os.close(write_end)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
     assert done.returncode == 141
+
+
+#: What the command line imports only in a command that reads a stack (each 0.1-0.3 s of CPU).
+_HEAVY = ("zarr", "numpy", "pandas", "anndata", "spatialdata", "scipy", "dask")
+
+_IMPORTS_OF = """
+import runpy, sys
+sys.argv = ["sds-jupyter", *sys.argv[1:]]
+try:
+    runpy.run_module("sds_jupyter", run_name="__main__")
+except SystemExit as exit:
+    code = exit.code
+heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {heavy!r})
+print(code, ",".join(heavy), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [(["--help"], 0), (["describe", "--help"], 0), (["describe", "--no-such-option"], 2), (["no-such-command"], 2)],
+)
+def test_help_and_a_refused_argument_import_no_data_library(args: list[str], status: int) -> None:
+    """`sds-jupyter --help` or a mistyped option answers in a few hundredths of a second, not after
+    importing zarr, numpy and pandas: the package and the command line load the stack on first use."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_OF.format(heavy=set(_HEAVY)), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    code, _, heavy = done.stderr.strip().splitlines()[-1].partition(" ")
+    assert (code, heavy) == (str(status), ""), done.stderr
+    assert "usage: sds-jupyter" in done.stdout + done.stderr
+
+
+def test_the_package_names_it_loads_on_first_use_are_the_stacks() -> None:
+    """`sds_jupyter.describe`, `.Stack`: the stack's own, imported when first asked for."""
+    code = (
+        "import sys, sds_jupyter\n"
+        "before = 'sds_jupyter.stack' in sys.modules\n"
+        "import sds_jupyter.stack as stack\n"
+        "print(before, sds_jupyter.describe is stack.describe, sds_jupyter.Stack is stack.Stack)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True", "True"]
