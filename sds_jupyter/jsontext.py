@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections import Counter
 from functools import cache
 from typing import Any, NamedTuple
@@ -203,7 +204,7 @@ def _outside_strings(text: str, mark: str = "") -> str:
     plain = text.replace("\\\\", "").replace('\\"', "") if "\\" in text else text
     if plain.isascii() and mark.isascii():
         raw = plain.encode("ascii")
-        if len(raw) >= _ARRAY_MIN_CHARS:
+        if len(raw) >= _ARRAY_MIN_CHARS and "numpy" in sys.modules:  # never imported for this alone
             return _outside_strings_array(raw, mark.encode("ascii")).decode("ascii")
         # split as bytes: about a third quicker than as text
         return mark.encode("ascii").join(raw.split(b'"')[::2]).decode("ascii")
@@ -223,7 +224,7 @@ def _outside_strings_array(raw: bytes, mark: bytes) -> bytes:
     mark's place) and drops its opening quote and contents, as joining every other part of a split does,
     for any number of quotes.
     """
-    import numpy as np  # loaded with every zarr root this is used on; not for the small documents
+    import numpy as np  # already loaded (zarr's, pandas'): a light process (the CLI's --help) splits instead
 
     codes = np.frombuffer(raw, np.uint8)
     quotes = codes == ord('"')
