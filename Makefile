@@ -48,8 +48,8 @@ test-python: setup
 $(JS_DEPS): js/package-lock.json
 	cd js && npm ci
 
-# The front end: unit tests (vitest) beside the JupyterLab flows in the system Chromium (four groups
-# of flows, each on its own server, side by side: package.json's test:ui). The flows wait on the
+# The front end: unit tests (vitest) beside the JupyterLab flows in the system Chromium (eight groups
+# of flows, each on its own server, four at a time: package.json's test:ui). The flows wait on the
 # browser and the server more than they compute, so vitest fits in beside them; each target's
 # output is printed whole when it ends.
 test-js: setup $(JS_DEPS)
