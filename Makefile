@@ -49,9 +49,10 @@ $(JS_DEPS): js/package-lock.json
 	cd js && npm ci
 
 # The front end: unit tests (vitest) beside the JupyterLab flows in the system Chromium (eight groups
-# of flows, each on its own server, four at a time: package.json's test:ui). The flows wait on the
-# browser and the server more than they compute, so vitest fits in beside them; each target's
-# output is printed whole when it ends.
+# of flows, each on its own server, four at a time: package.json's test:ui). One group alone waits
+# more than it computes; four at once keep both cores busy (Chromium's software WebGL most of all),
+# so more at once is slower, not faster (docs/contributing.md has the runs). vitest is small beside
+# them (about 40 s of CPU); each target's output is printed whole when it ends.
 test-js: setup $(JS_DEPS)
 	$(MAKE) -j2 --output-sync=target test-vitest test-ui
 
