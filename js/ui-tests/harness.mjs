@@ -273,6 +273,26 @@ export function xeniumDemo(folder, nCells, side) {
   return demo.top;
 }
 
+/**
+ * The issue 29 and 41 flows' own copy of the small demo under `nav29b`, with a plain folder and a
+ * corrupt version beside its versions: the folder name of its top version. Built once per file's
+ * server (the first flow that asks), whichever of those flows comes first.
+ */
+let nav29b = null;
+export function nav29bDemo() {
+  if (!nav29b) {
+    const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'nav29b')], { encoding: 'utf8' });
+    assert.equal(own.status, 0, own.stderr);
+    const datasets = join(work, 'root', 'nav29b', 'datasets');
+    mkdirSync(join(datasets, 'plain-folder'));
+    writeFileSync(join(datasets, 'plain-folder', 'notes.txt'), 'not a version');
+    mkdirSync(join(datasets, 'corrupt-version'));
+    writeFileSync(join(datasets, 'corrupt-version', 'layer.json'), '{"parent": ');
+    nav29b = own.stdout.trim().split('\n').pop().split('/').pop();
+  }
+  return nav29b;
+}
+
 /** Whether this run was narrowed to some flows by name (`--test-name-pattern`): then only what they ask for is built. */
 export const narrowed = process.execArgv.some(a => /^--test-(name|skip)-pattern|^--test-only/.test(a));
 

@@ -3,13 +3,10 @@
 // charts. The groups run side by side, each on its own server (package.json's test:ui); the shared
 // set-up and steps are in harness.mjs.
 
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  PYTHON,
   SHOTS,
   TOKEN,
   api,
@@ -22,6 +19,7 @@ import {
   inViewCount,
   item,
   narrowTo,
+  nav29bDemo,
   newPage,
   notebookReady,
   openListing,
@@ -548,21 +546,6 @@ describe('JupyterLab version browser: Notebook 7, annotation and the embedding',
     });
   });
 
-  // issue 29, the remaining items (nav29b): its own copy of the small demo, a plain folder and a corrupt version beside it
-  let nav29b = null;
-  function nav29bDemo() {
-    if (!nav29b) {
-      const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'nav29b')], { encoding: 'utf8' });
-      assert.equal(own.status, 0, own.stderr);
-      const datasets = join(work, 'root', 'nav29b', 'datasets');
-      mkdirSync(join(datasets, 'plain-folder'));
-      writeFileSync(join(datasets, 'plain-folder', 'notes.txt'), 'not a version');
-      mkdirSync(join(datasets, 'corrupt-version'));
-      writeFileSync(join(datasets, 'corrupt-version', 'layer.json'), '{"parent": ');
-      nav29b = own.stdout.trim().split('\n').pop().split('/').pop();
-    }
-    return nav29b;
-  }
 
   it('issue 29 (7b, 8b, 7d): a wide panel shows the whole tissue drawing; Figures charts never scroll sideways; Escape closes the overlays', async () => {
     const ownTop = nav29bDemo();

@@ -4,7 +4,7 @@
 // test:ui); the shared set-up and steps are in harness.mjs.
 
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -19,6 +19,7 @@ import {
   inThemes,
   item,
   layoutSaved,
+  nav29bDemo,
   newPage,
   openListing,
   pollIntervals,
@@ -258,21 +259,6 @@ describe('JupyterLab version browser: the sidebar, the history and the tree', { 
     });
   });
 
-  // issue 29, the remaining items (nav29b): its own copy of the small demo, a plain folder and a corrupt version beside it
-  let nav29b = null;
-  function nav29bDemo() {
-    if (!nav29b) {
-      const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'nav29b')], { encoding: 'utf8' });
-      assert.equal(own.status, 0, own.stderr);
-      const datasets = join(work, 'root', 'nav29b', 'datasets');
-      mkdirSync(join(datasets, 'plain-folder'));
-      writeFileSync(join(datasets, 'plain-folder', 'notes.txt'), 'not a version');
-      mkdirSync(join(datasets, 'corrupt-version'));
-      writeFileSync(join(datasets, 'corrupt-version', 'layer.json'), '{"parent": ');
-      nav29b = own.stdout.trim().split('\n').pop().split('/').pop();
-    }
-    return nav29b;
-  }
 
   it('issue 41 (4, 5, 6): the palette opens the selected folder; an unreadable layer.json says why; the sidebar follows the panel; Back survives a reload; same titles apart; the side folds at 420 px; light and dark, axe', async () => {
     const ownTop = nav29bDemo();
