@@ -324,8 +324,12 @@ def _annotation_free(signature: inspect.Signature) -> str:
 
 
 def _members(cls: type) -> Iterator[str]:
-    """The public methods and properties a class of the package defines (not zarr's or object's)."""
-    for name, _ in inspect.getmembers(cls):
+    """The public methods and properties a class of the package defines (not zarr's or object's).
+
+    Names come from ``dir``, not ``inspect.getmembers``: getting every attribute would run the
+    class properties of bases such as ipywidgets' ``Widget``, which warn that they are deprecated.
+    """
+    for name in sorted(dir(cls)):
         if name.startswith("_"):
             continue
         owner = next(k for k in cls.__mro__ if name in vars(k))
