@@ -345,10 +345,11 @@ def points(
         if index is None:  # the sample first (it is quick), then the whole index's build behind it
             shown = _sample(session, found)
             if not shown.partial:  # the sample read every point: nothing is left to build or to refuse
-                refused = None
-            payload["index"] = _info(element, _SAMPLE + found.key, shown, refused)
-            if refused is None and shown.partial:
-                _start(session, found)
+                payload["index"] = _info(element, _SAMPLE + found.key, shown)
+            else:
+                payload["index"] = _info(element, _SAMPLE + found.key, shown, refused)
+                if refused is None:
+                    _start(session, found)
         else:
             _shapes(session).put(found.key, IndexShape.of(index))
             payload["index"] = _info(element, found.key, index)
