@@ -12,7 +12,7 @@ same way, under the house rules of :mod:`sds_jupyter.stack.storage.ondisk`:
   asked for and that every file has the size its header implies; anything else is rebuilt.
 - Publishing: an entry is written in ``.build-<name>-<random>`` beside the others and renamed to
   ``<name>`` whole, so a reader sees a complete entry or none, and a crash leaves only a build
-  folder that the next publish removes. Two processes building the same entry take turns on
+  folder that the next build (of any entry) removes before it writes. Two processes building the same entry take turns on
   ``<name>.lock`` (``flock``): the second waits, then opens what the first published.
 - The entries together stay within ``max_bytes``, the least recently used removed first (renamed
   aside, then deleted: a process still reading one keeps its mappings).
@@ -166,13 +166,11 @@ class KeptFolders(Generic[T]):
     ) -> T:
         """Build in a fresh ``.build-`` folder, then rename it to ``name`` (held: the name's lock).
 
-        Build folders of ``name`` left by a process killed midway are removed first: holding the
-        name's lock, no other build of it is under way.
+        What processes killed midway left is removed first, so a disk they filled has room again:
+        build folders of ``name`` (holding the name's lock, no other build of it is under way), and
+        those of other names whose lock nobody holds.
         """
-        with os.scandir(dir_fd) as entries:
-            dead = [e.name for e in entries if e.name.startswith(f"{_BUILD}{name}-")]
-        for left in dead:
-            _remove(dir_fd, left)
+        _sweep(dir_fd, name)
         building = f"{_BUILD}{name}-{uuid.uuid4().hex}"
         os.mkdir(building, 0o700, dir_fd=dir_fd)
         try:
@@ -199,14 +197,15 @@ class KeptFolders(Generic[T]):
         return unkept(entry, folder / building)
 
     def _prune(self, dir_fd: int, keep: str) -> None:
-        """Remove leftovers of crashed builds, then the least recently used entries while over ``max_bytes``."""
+        """Remove locks left without an entry, then the least recently used entries while over ``max_bytes``.
+
+        (What crashed builds left was swept before this build: :func:`_sweep`.)
+        """
         kept: list[tuple[int, int, str]] = []
         with os.scandir(dir_fd) as entries:
             names = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
         for entry, is_dir in names:
-            if entry.startswith(_TRASH) or (entry.startswith(_BUILD) and not _held(dir_fd, _lock_of(entry))):
-                _remove(dir_fd, entry)
-            elif entry.endswith(_LOCKED) and not entry.startswith(".") and entry[: -len(_LOCKED)] not in dict(names):
+            if entry.endswith(_LOCKED) and not entry.startswith(".") and entry[: -len(_LOCKED)] not in dict(names):
                 _drop_lock(dir_fd, entry)
             elif is_dir and not entry.startswith("."):
                 try:
@@ -221,6 +220,20 @@ class KeptFolders(Generic[T]):
             if entry != keep:
                 _remove(dir_fd, entry)
                 total -= size
+
+
+def _sweep(dir_fd: int, held_name: str = "") -> None:
+    """Remove what killed processes left: ``.trash-`` folders, and ``.build-`` folders no build holds.
+
+    ``held_name``: an entry whose lock this process holds, so its build folders are dead (a
+    second ``flock`` of that lock from here would fail as if another process held it).
+    """
+    with os.scandir(dir_fd) as entries:
+        names = [entry.name for entry in entries if entry.name.startswith((_TRASH, _BUILD))]
+    for entry in names:
+        ours = bool(held_name) and entry.startswith(f"{_BUILD}{held_name}-")
+        if entry.startswith(_TRASH) or ours or (entry.startswith(_BUILD) and not _held(dir_fd, _lock_of(entry))):
+            _remove(dir_fd, entry)
 
 
 def _lock_of(building: str) -> str:

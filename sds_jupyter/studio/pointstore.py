@@ -15,7 +15,7 @@ not used: the index is built in a private temporary folder instead and removed w
 The folder, publishing, locking and eviction are :mod:`sds_jupyter.studio.keptfolders`'s (shared
 with the cell geometry kept on disk). Publishing: an index is written in ``.build-<name>-<random>`` beside the others and renamed to
 ``<name>`` whole, so a reader sees a complete index or none, and a crash leaves only a build
-folder that the next publish removes. Two processes building the same element take turns
+folder that the next build removes. Two processes building the same element take turns
 on ``<name>.lock`` (``flock``): the second waits, then opens what the first published. The
 indexes together stay within ``max_bytes``, the least recently used removed first (renamed
 aside, then deleted: a process still reading one keeps its mappings).

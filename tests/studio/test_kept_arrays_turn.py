@@ -101,3 +101,33 @@ def test_a_second_process_waits_for_the_first_ones_turn_then_finds_its_entry(tmp
         turn.fill({"by": "first"}, {"x": np.zeros(1, dtype="<f4")})
     out, _ = other.communicate(timeout=300)
     assert other.returncode == 0 and out.strip() == "first"
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["published", "too-large-to-keep"])
+def test_a_build_sweeps_what_killed_builds_of_any_entry_left_but_not_a_build_under_way(
+    tmp_path: Path, kept: bool
+) -> None:
+    """A killed build's folder (of any entry) goes before the next build, kept or not, so a disk it filled has room again."""
+    import fcntl
+
+    from sds_jupyter.studio.keptarrays import ArrayStore
+    from sds_jupyter.studio.keptfolders import name_of
+
+    folder = _folder(tmp_path)
+    store = ArrayStore(lambda: None, folder, max_bytes=1 << 20 if kept else 16)
+    dead_other = folder / ".build-0123abcd-dead"  # another entry's, its process killed: nobody holds its lock
+    dead_same = folder / f".build-{name_of(IDENTITY)}-dead"
+    alive = folder / ".build-4567ef01-alive"  # another entry's build under way: its lock is held
+    for left in (dead_other, dead_same, alive):
+        left.mkdir(mode=0o700)
+        (left / "x.bin").write_bytes(b"\0" * 1024)
+    lock = os.open(folder / "4567ef01.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # its own open file: the store's check cannot take it either
+        with store.claim(IDENTITY) as turn:
+            made = turn.fill({}, {"x": np.zeros(64, dtype="<f4")})
+        assert (made.source == "built") and (made.folder is not None) == kept
+        assert not dead_other.exists() and not dead_same.exists()
+        assert alive.is_dir() and (alive / "x.bin").stat().st_size == 1024
+    finally:
+        os.close(lock)
