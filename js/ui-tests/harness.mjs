@@ -327,6 +327,24 @@ export async function inViewCount(figure) {
   return Number(await figure.getAttribute('data-in-view'));
 }
 
+/**
+ * A view that changes nothing costs nothing: once deck stage `stage` (a locator) has drawn and the
+ * page is still, its frame loop rests (no animation frame asked for), and over one of the tree's
+ * poll intervals it runs no loop frame and draws no frame. `what` names the case in a failure.
+ */
+export async function idleDrawsNothing(stage, what) {
+  const page = stage.page();
+  const loop = () => stage.evaluate(el => ({ ...el.closest('.sds-spatial').sdsSpatial.stage.loop, frames: el.dataset.frames }));
+  try {
+    await page.waitForFunction(el => el.closest('.sds-spatial').sdsSpatial.stage.loop?.resting === true, await stage.elementHandle(), { timeout: 30000, polling: 100 });
+  } catch {
+    assert.fail(`${what}: the frame loop of a still view never rests: ${JSON.stringify(await loop())}`);
+  }
+  const before = await loop();
+  await pollIntervals(1);
+  assert.deepEqual(await loop(), before, `${what}: a still view ran its frame loop or drew`);
+}
+
 /** Wait until a tissue is drawn: a deck stage is live (`extra` narrows it, e.g. `[data-tile-levels="5"]`). */
 export async function waitForTissue(page, extra = '') {
   await page.waitForSelector(`.sds-deck-stage[data-live="true"]${extra}`, { timeout: 90000 });

@@ -4,7 +4,7 @@
  * canvas, its layers made by one factory per data kind (layers/).
  */
 
-import { Deck, OrthographicView, type Layer } from '@deck.gl/core';
+import { Deck, OrthographicView, type DeckProps, type Layer } from '@deck.gl/core';
 
 import type { ViewState } from './camera';
 import { deviceRatio } from '../shared/dom';
@@ -28,9 +28,90 @@ export type DeckHandlers = {
   onError(err: Error): void;
 };
 
+/** Animation frames in a row with nothing to draw after which a deck's frame loop rests (about half a second). */
+export const REST_AFTER_FRAMES = 30;
+
+/** What can change a drawing from the page's side: a deck whose loop rests wakes on each. */
+const WAKING_EVENTS = ['pointerdown', 'pointermove', 'pointerup', 'pointerleave', 'pointercancel', 'wheel', 'click', 'dblclick', 'touchstart'];
+
+/**
+ * A Deck whose frame loop rests while nothing changes. deck.gl's loop runs on every animation
+ * frame for as long as the deck lives, asking each time whether anything needs drawing: an open
+ * view that changed nothing took the page's renderer about 6 % of a core and the GPU process 2 %
+ * (software WebGL, headless Chromium), a laptop's battery on every open figure. After
+ * REST_AFTER_FRAMES frames in a row with nothing to draw, no layer loading and no drag, the loop
+ * stops; it starts again on anything that can change the drawing: new props (layers, camera), an
+ * explicit redraw, a pointer or wheel event on the canvas (hover picking and the controller run in
+ * the loop), a resize of the canvas. `resting` says which (tests read it).
+ */
+export class RestingDeck extends Deck<OrthographicView> {
+  /** Loop frames in a row that drew nothing (class fields are set after Deck's constructor). */
+  private quiet = 0;
+  /** Whether the loop is stopped now. */
+  resting = false;
+  /** Loop frames run so far (tests: none while resting). */
+  ticks = 0;
+  private readonly wakeUp = (): void => this.wake();
+  private readonly watched: HTMLCanvasElement | null;
+
+  constructor(props: DeckProps<OrthographicView> & { canvas: HTMLCanvasElement }) {
+    // a resize (luma's observer of the canvas, device pixels included) draws on the next frame
+    const self: { deck?: RestingDeck } = {};
+    super({ ...props, deviceProps: { ...props.deviceProps, onResize: () => self.deck?.wake() } });
+    self.deck = this;
+    this.watched = props.canvas;
+    for (const type of WAKING_EVENTS) {
+      this.watched.addEventListener(type, this.wakeUp, { capture: true, passive: true });
+    }
+  }
+
+  /** Start the loop again if it rests (and the deck still lives). */
+  wake(): void {
+    this.quiet = 0;
+    if (this.resting && this.animationLoop) {
+      this.resting = false;
+      void this.animationLoop.start();
+    }
+  }
+
+  override setProps(props: Partial<DeckProps<OrthographicView>>): void {
+    super.setProps(props);
+    this.wake();
+  }
+
+  /**
+   * Deck's loop calls this every frame with no reason; a reason is an explicit draw. A loop frame
+   * that had nothing to draw counts towards resting; anything drawn, loading or dragged resets it.
+   */
+  override redraw(reason?: string): void {
+    if (reason !== undefined) {
+      this.wake();
+      super.redraw(reason);
+      return;
+    }
+    this.ticks++;
+    const due = this.needsRedraw({ clearRedrawFlags: false });
+    super.redraw();
+    const loading = this.layerManager?.getLayers().some(layer => !layer.isLoaded) ?? false;
+    if (due || loading || this.cursorState.isDragging) {
+      this.quiet = 0;
+    } else if (++this.quiet >= REST_AFTER_FRAMES && this.animationLoop) {
+      this.resting = true;
+      this.animationLoop.stop();
+    }
+  }
+
+  override finalize(): void {
+    for (const type of WAKING_EVENTS) {
+      this.watched?.removeEventListener(type, this.wakeUp, { capture: true });
+    }
+    super.finalize();
+  }
+}
+
 /** One deck.gl instance on `canvas`: created when the figure is on screen, finalized when it leaves. */
 export class DeckView {
-  private deck: Deck<OrthographicView>;
+  private deck: RestingDeck;
 
   /** Device pixels a CSS pixel in the drawing buffer (at most 2). */
   private readonly pixelRatio = deviceRatio();
@@ -51,7 +132,7 @@ export class DeckView {
     private readonly handlers: DeckHandlers
   ) {
     const picking = options.pickRadius !== undefined;
-    this.deck = new Deck<OrthographicView>({
+    this.deck = new RestingDeck({
       canvas,
       width: '100%',
       height: '100%',
@@ -130,6 +211,11 @@ export class DeckView {
 
   redraw(): void {
     this.deck.redraw('sds');
+  }
+
+  /** Whether the deck's frame loop rests (nothing to draw), and how many loop frames it ran: tests read them. */
+  get loop(): { resting: boolean; ticks: number } {
+    return { resting: this.deck.resting, ticks: this.deck.ticks };
   }
 
   finalize(): void {

@@ -204,6 +204,11 @@ export class SpatialStage {
     return this.deck !== null;
   }
 
+  /** The deck's frame loop (null: no deck): whether it rests, and the frames it ran (the flows read them). */
+  get loop(): { resting: boolean; ticks: number } | null {
+    return this.deck?.loop ?? null;
+  }
+
   get range(): [number, number] {
     const [w, hgt] = this.size;
     return zoomRange(this.payload.bounds, w || 1, hgt || 1, this.cells.cellExtent());
