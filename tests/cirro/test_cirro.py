@@ -1,6 +1,8 @@
 """Upload to and fetch from Cirro through the real ``cirro`` SDK, against the stand-in of ``cirro_standin.py``.
 
-The SDK is not mocked: it talks HTTPS to the stand-in's endpoints and S3 to its moto server.
+The SDK is not mocked: it talks HTTPS to the stand-in's endpoints and S3 to its moto server. The
+command line runs in this process (``run_cli``) where what it does is checked; upload and fetch each
+keep tests in a real process (a refusal in one line, a killed fetch, the read-only mount).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ pytest.importorskip("jwt")
 pytest.importorskip("moto")
 from kit.cirro_standin import PROJECT, StandIn, running  # noqa: E402
 from kit.cirro_standin import download_as_a_colleague as _download_as_a_colleague  # noqa: E402
+from kit.command import cli_process, run_cli  # noqa: E402
 from kit.rest import jp_server_config  # noqa: F401 - fixture
 
 from sds_jupyter import open_anndata, save_version  # noqa: E402
@@ -62,18 +65,13 @@ def _save(on: Path, column: str, title: str, into: Path) -> Path:
     return save_version(on, adata, title=title, into=into)
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, "-m", "sds_jupyter", *args], capture_output=True, text=True, env=env)
-
-
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_the_cli_uploads_a_saved_version_as_a_cirro_dataset(cirro: StandIn, workspace: dict) -> None:
     saved = _save(workspace["top"], "note", "Margins reviewed", workspace["versions"])
-    result = _cli("upload", str(saved))
+    result = run_cli("upload", str(saved))
     assert result.returncode == 0, result.stderr
     [dataset_id] = cirro.datasets
     assert result.stdout.strip() == f"uploaded {saved} as Cirro dataset {dataset_id}"
@@ -87,7 +85,7 @@ def test_the_cli_uploads_a_saved_version_as_a_cirro_dataset(cirro: StandIn, work
         f"cirro:::dataset:{workspace['top_id']}/layer.json"
     )
 
-    again = _cli("upload", str(saved))  # recorded: a second upload is refused, in one line
+    again = run_cli("upload", str(saved))  # recorded: a second upload is refused, in one line
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "already in Cirro" in again.stderr
     assert len(cirro.datasets) == 1
 
@@ -114,7 +112,7 @@ def test_a_version_on_a_not_yet_uploaded_one_resolves_once_both_are_in_cirro(
     colleague = tmp_path / "colleague"
     _download_as_a_colleague(cirro, second_id, colleague / second_id)
     monkeypatch.setenv("SDS_VERSIONS_DIR", str(tmp_path / "colleague-versions"))
-    result = _cli("fetch", str(colleague / second_id))
+    result = run_cli("fetch", str(colleague / second_id))
     assert result.returncode == 0, result.stderr
     cache = Path(os.environ["SDS_CIRRO_CACHE"])
     assert f"fetched {cache / first_id}" in result.stdout
@@ -123,7 +121,7 @@ def test_a_version_on_a_not_yet_uploaded_one_resolves_once_both_are_in_cirro(
     assert list(theirs.obs["first"]) == list(mine.obs["first"]) and list(theirs.obs["second"]) == list(
         mine.obs["second"]
     )
-    assert _cli("fetch", str(colleague / second_id)).stdout.strip() == "nothing missing"
+    assert run_cli("fetch", str(colleague / second_id)).stdout.strip() == "nothing missing"
 
 
 def test_browser_upload_sends_the_selected_version(cirro: StandIn, workspace: dict) -> None:
@@ -174,7 +172,7 @@ def test_a_fetch_folder_inside_the_mounted_datasets_is_refused(
         (orphan / "layer.json").read_text().replace(workspace["top_id"], "0000-not-attached")
     )
     monkeypatch.setenv("SDS_CIRRO_CACHE", str(workspace["datasets"] / "cache"))
-    result = _cli("fetch", str(orphan))
+    result = run_cli("fetch", str(orphan))
     assert result.returncode == 2 and result.stderr.count("\n") == 1
     assert "inside the datasets folder" in result.stderr and not (workspace["datasets"] / "cache").exists()
 
@@ -184,7 +182,7 @@ def test_an_unreachable_cirro_is_one_line_in_the_users_words(
 ) -> None:
     saved = _save(workspace["top"], "note", "Note", workspace["versions"])
     monkeypatch.setenv("CIRRO_BASE_URL", "localhost:9")  # the discard port: nothing listens
-    result = _cli("upload", str(saved))
+    result = cli_process("upload", str(saved))  # the upload's test in a real process (and fetch's below)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith(
         "sds-jupyter: error: connecting to Cirro failed: Cirro at localhost:9 cannot be reached; "
@@ -199,7 +197,7 @@ def test_a_bad_token_says_to_sign_in_again(cirro: StandIn, workspace: dict, monk
     """Issue 41, item 2: not "DecodeError: Not enough segments"."""
     saved = _save(workspace["top"], "note", "Note", workspace["versions"])
     monkeypatch.setenv("CIRRO_ACCESS_TOKEN", "not-a-token")
-    result = _cli("upload", str(saved))
+    result = run_cli("upload", str(saved))
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert "Cirro did not accept your sign-in" in result.stderr and "CIRRO_ACCESS_TOKEN" in result.stderr
     assert "DecodeError" not in result.stderr and "segments" not in result.stderr
@@ -211,7 +209,7 @@ def test_no_project_chosen_is_said_with_what_to_do(
 ) -> None:
     saved = _save(workspace["top"], "note", "Note", workspace["versions"])
     monkeypatch.delenv("CIRRO_PROJECT_ID")
-    result = _cli("upload", str(saved))
+    result = run_cli("upload", str(saved))
     assert result.returncode == 2
     assert (
         result.stderr
@@ -361,7 +359,9 @@ def test_the_panel_says_a_cirro_failure_in_the_users_words(
 def test_a_failed_upload_removes_the_half_made_dataset_and_records_nothing(cirro: StandIn, workspace: dict) -> None:
     saved = _save(workspace["top"], "note", "Note", workspace["versions"])
     cirro.bucket = "a-bucket-that-does-not-exist"
-    result = _cli("upload", str(saved))
+    # A real process: in this one the SDK's S3 calls meet moto's hooks (imported for the stand-in), and
+    # it retries each failed file ten times, waiting up to a minute between (about 4 min in all).
+    result = cli_process("upload", str(saved))
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("sds-jupyter: error: uploading the overlay failed") and "Traceback" not in result.stderr

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.command import run_cli
 from kit.workspace import magic_save_command, read_only_mount, tree_hash, workspace_layout
 
 from sds_jupyter import Stack, check, open_anndata, save_version
@@ -91,12 +91,9 @@ def test_a_save_into_a_folder_that_cannot_be_made_is_refused_in_one_line(workspa
 def test_the_cli_describes_and_checks_a_saved_version(workspace: dict) -> None:
     top, versions = workspace["top"], workspace["versions"]
     saved = save_version(top, _edited(top), title="Note", into=versions)
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     printed = {}
     for command in ("describe", "check"):
-        result = subprocess.run(
-            [sys.executable, "-m", "sds_jupyter", command, str(saved)], capture_output=True, text=True, env=env
-        )
+        result = run_cli(command, str(saved))
         assert result.returncode == 0, result.stderr
         printed[command] = result.stdout
     assert "Note" in printed["describe"]

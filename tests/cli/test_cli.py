@@ -1,4 +1,9 @@
-"""The command line: output people read, and one-line refusals with exit status 2."""
+"""The command line: output people read, and one-line refusals with exit status 2.
+
+What a command does is checked through its entry function in this process (``run_cli``); each
+subcommand keeps a test in a real process (``cli_process``): a refusal or a finding from a new
+Python, with its exit status and no traceback, as are the pipe and the imports below.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit.command import cli_process, run_cli
 from kit.stackkit import write_base, write_version
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
-    return subprocess.run(
-        [sys.executable, "-m", "sds_jupyter", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})},
-        check=False,
-    )
-
-
 def test_describe_lists_versions_top_first_then_the_base(demo_top: Path) -> None:
-    result = cli("describe", str(demo_top))
+    result = run_cli("describe", str(demo_top))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "4 version(s), top first:"
@@ -38,7 +32,7 @@ def test_describe_lists_versions_top_first_then_the_base(demo_top: Path) -> None
 
 
 def test_describe_json(demo_top: Path) -> None:
-    result = cli("describe", "--json", str(demo_top))
+    result = run_cli("describe", "--json", str(demo_top))
     info = json.loads(result.stdout)
     assert [v["depth"] for v in info["versions"]] == [4, 3, 2, 1]
     assert info["versions"][0]["dataset_id"] == demo_top.name
@@ -46,14 +40,14 @@ def test_describe_json(demo_top: Path) -> None:
 
 
 def test_check_passes_on_the_demo(demo_top: Path) -> None:
-    result = cli("check", str(demo_top))
+    result = run_cli("check", str(demo_top))
     assert result.returncode == 0 and result.stdout.strip().endswith("ok")
 
 
 def test_check_finds_an_inconsistent_stack(datasets: Path) -> None:
     base = write_base(datasets, "base", {"t/zarr.json": b'{"zarr_format":3,"node_type":"group","attributes":{}}'})
     write_version(datasets, "v1", base, {"t/x": b"1"}, manifest={"files": [{"key": "t/x", "size": 99}], "depth": 4})
-    result = cli("check", str(datasets / "v1"))
+    result = cli_process("check", str(datasets / "v1"))
     assert result.returncode == 1
     assert "t/x is 1 bytes, listed as 99" in result.stdout
     assert "says depth 4" in result.stdout
@@ -61,7 +55,7 @@ def test_check_finds_an_inconsistent_stack(datasets: Path) -> None:
 
 
 def test_flatten_writes_the_store(demo_top: Path, tmp_path: Path) -> None:
-    result = cli("flatten", str(demo_top), str(tmp_path / "out.zarr"))
+    result = cli_process("flatten", str(demo_top), str(tmp_path / "out.zarr"))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "out.zarr" / "zarr.json").is_file()
 
@@ -70,11 +64,11 @@ def test_folders_option_takes_the_folder_map(datasets: Path, tmp_path: Path) -> 
     write_base(datasets, "0d13", {}, name="s.zarr")
     (datasets / "0d13").rename(datasets / "Pancreas")
     write_version(datasets, "v1", "cirro:::dataset:0d13/s.zarr", {"k": b"1"})
-    assert cli("describe", str(datasets / "v1")).returncode == 1  # the base is missing without the map
-    result = cli("describe", "--folders", '{"0d13": "Pancreas"}', str(datasets / "v1"))
+    assert run_cli("describe", str(datasets / "v1")).returncode == 1  # the base is missing without the map
+    result = run_cli("describe", "--folders", '{"0d13": "Pancreas"}', str(datasets / "v1"))
     assert result.returncode == 0, result.stderr
     assert "Pancreas (dataset 0d13))" in result.stdout.splitlines()[-1]  # named as the folder map names it
-    env_result = cli("describe", str(datasets / "v1"), env={"SDS_CIRRO_DATASETS": '{"0d13": "Pancreas"}'})
+    env_result = run_cli("describe", str(datasets / "v1"), env={"SDS_CIRRO_DATASETS": '{"0d13": "Pancreas"}'})
     assert env_result.returncode == 0
 
 
@@ -101,7 +95,7 @@ def test_refusals_are_one_line_and_exit_2(datasets: Path, make, words: str) -> N
     commands = (["check"], ["flatten"]) if words == "gone-1234" else (["describe"], ["check"], ["flatten"])
     for command in commands:
         args = [*command, str(datasets / "v1")] + ([str(datasets.parent / "out")] if command == ["flatten"] else [])
-        result = cli(*args)
+        result = run_cli(*args)
         assert result.returncode == 2
         assert result.stdout == ""
         assert result.stderr.count("\n") == 1 and words in result.stderr
@@ -114,7 +108,7 @@ def test_describe_above_a_missing_parent_lists_what_resolves_and_names_what_is_m
     write_version(datasets, "v2", "cirro:::dataset:v1/layer.json", {"k": b"2"}, manifest={"title": "Types"})
     write_version(datasets, "v3", "cirro:::dataset:v2/layer.json", {"k": b"3"}, manifest={"title": "Regions"})
     shutil.rmtree(datasets / "v1")
-    result = cli("describe", str(datasets / "v3"))
+    result = run_cli("describe", str(datasets / "v3"))
     assert result.returncode == 1 and result.stderr == "", result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "2 version(s) resolve, top first, above a missing dataset:"
@@ -122,22 +116,22 @@ def test_describe_above_a_missing_parent_lists_what_resolves_and_names_what_is_m
     assert [line.split("  dataset ")[0] for line in lines if line.startswith("  [")] == ["  [3] Regions", "  [2] Types"]
     missing = next(line for line in lines if line.startswith("  missing: "))
     assert missing.startswith("  missing: dataset v1: dataset v1 is not in ") and "attach it" in missing
-    info = json.loads(cli("describe", "--json", str(datasets / "v3")).stdout)
+    info = json.loads(run_cli("describe", "--json", str(datasets / "v3")).stdout)
     assert [v["dataset_id"] for v in info["versions"]] == ["v3", "v2"] and info["base"] is None
     assert info["missing"]["dataset_id"] == "v1"
 
 
 def test_bad_folder_map_json_is_one_line(demo_top: Path) -> None:
-    result = cli("describe", "--folders", "{oops", str(demo_top))
+    result = cli_process("describe", "--folders", "{oops", str(demo_top))
     assert result.returncode == 2 and "not valid JSON" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_demo_builds_a_stack(tmp_path: Path) -> None:
-    result = cli("demo", "--small", str(tmp_path / "demo"))
+    result = run_cli("demo", "--small", str(tmp_path / "demo"))
     assert result.returncode == 0, result.stderr
     top = Path(result.stdout.strip())
     assert (top / "layer.json").is_file()
-    assert cli("check", str(top)).returncode == 0
+    assert run_cli("check", str(top)).returncode == 0
 
 
 def test_demo_cells_sizes_the_xenium_demo(tmp_path: Path) -> None:
@@ -146,7 +140,7 @@ def test_demo_cells_sizes_the_xenium_demo(tmp_path: Path) -> None:
     from sds_jupyter.demo.xenium import IMAGE, SHAPES
     from sds_jupyter.stack import Stack
 
-    result = cli("demo", "--cells", "800", "--side", "512", str(tmp_path / "demo"))
+    result = run_cli("demo", "--cells", "800", "--side", "512", str(tmp_path / "demo"))
     assert result.returncode == 0, result.stderr
     sdata = spatialdata.read_zarr(str(Stack.resolve(Path(result.stdout.strip())).base.path))
     assert sdata.tables["table"].n_obs == 800 and len(sdata.shapes[SHAPES]) == 800
@@ -163,7 +157,7 @@ def test_demo_cells_sizes_the_xenium_demo(tmp_path: Path) -> None:
     ],
 )
 def test_demo_sizes_refused_in_one_line(tmp_path: Path, args: list[str], words: str) -> None:
-    result = cli("demo", *args, str(tmp_path / "demo"))
+    result = cli_process("demo", *args, str(tmp_path / "demo"))
     assert result.returncode == 2 and words in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "demo").exists()
 
@@ -171,7 +165,7 @@ def test_demo_sizes_refused_in_one_line(tmp_path: Path, args: list[str], words: 
 @pytest.mark.parametrize("suffix", ["svg", "png", "pdf"])
 def test_export_draws_a_saved_figure(demo_top: Path, tmp_path: Path, suffix: str) -> None:
     out = tmp_path / f"fig.{suffix}"
-    result = cli("export", str(demo_top), "fig-nhood", str(out))
+    result = run_cli("export", str(demo_top), "fig-nhood", str(out))
     assert result.returncode == 0, result.stderr
     head = out.read_bytes()[:8]
     assert {
@@ -182,7 +176,7 @@ def test_export_draws_a_saved_figure(demo_top: Path, tmp_path: Path, suffix: str
 
 
 def test_export_of_a_missing_figure_is_one_line(demo_top: Path, tmp_path: Path) -> None:
-    result = cli("export", "--version", "1", str(demo_top), "fig-nhood", str(tmp_path / "x.svg"))
+    result = cli_process("export", "--version", "1", str(demo_top), "fig-nhood", str(tmp_path / "x.svg"))
     assert result.returncode == 2 and "Traceback" not in result.stderr and result.stderr.count("\n") == 1
 
 
@@ -191,7 +185,7 @@ def test_export_draws_every_tissue_figure_of_the_demo(demo_top: Path, tmp_path: 
     """The issue's failure was a raw TypeError for the tissue (canvas) figures; each now draws."""
     for figure in ("fig-clusters", "fig-regions"):
         out = tmp_path / f"{figure}.{suffix}"
-        result = cli("export", "--dpi", "120", "--view", "0,0,256,256", str(demo_top), figure, str(out))
+        result = run_cli("export", "--dpi", "120", "--view", "0,0,256,256", str(demo_top), figure, str(out))
         assert result.returncode == 0 and result.stdout == f"wrote {out}\n", result.stderr
         assert out.stat().st_size > 1000
     if suffix == "png":
@@ -207,7 +201,7 @@ def test_export_draws_every_tissue_figure_of_the_demo(demo_top: Path, tmp_path: 
 )
 def test_export_refusals_are_one_line(demo_top: Path, tmp_path: Path, args: list[str], says: str) -> None:
     figure = "fig-none" if not args else "fig-clusters"
-    result = cli("export", *args, str(demo_top), figure, str(tmp_path / "x.png"))
+    result = run_cli("export", *args, str(demo_top), figure, str(tmp_path / "x.png"))
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and says in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "x.png").exists()
 
