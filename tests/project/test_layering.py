@@ -70,10 +70,12 @@ def _tool(name: str) -> Path:
 
 
 def test_the_stack_library_passes_ruff_and_mypy() -> None:
-    """The strictly kept part of the tree stays so in CI; `make lint` checks the whole tree."""
+    """The strictly kept part of the tree stays so in CI; `make lint` checks the whole tree.
+
+    mypy runs with the options `make lint` gives it (the modules the stack imports are checked too),
+    so after `make lint`, as in CI, it reads lint's cache: 0.3 s of CPU instead of 9 s cold.
+    """
     ruff = subprocess.run([_tool("ruff"), "check", "sds_jupyter/stack"], cwd=ROOT, capture_output=True, text=True)
     assert ruff.returncode == 0, ruff.stdout[-4000:]
-    mypy = subprocess.run(
-        [_tool("mypy"), "--follow-imports=silent", "sds_jupyter/stack"], cwd=ROOT, capture_output=True, text=True
-    )
+    mypy = subprocess.run([_tool("mypy"), "sds_jupyter/stack"], cwd=ROOT, capture_output=True, text=True)
     assert mypy.returncode == 0, mypy.stdout[-4000:]
