@@ -18,7 +18,10 @@ files as one argument, as the marker names them). The published figures (``bench
 which ``reproduce.py`` checks a new run against) are summarised between
 
     <!-- bench:published benchmarks/published.json -->
-    <!-- bench:end --> ``tests/project/test_docs.py`` fails when the table differs
+    <!-- bench:end -->
+
+(``bench:quoted`` instead: the figures quoted, without the table of those whose runs disagree;
+the README's short form). ``tests/project/test_docs.py`` fails when the table differs
 from what its file gives, so nobody edits a figure by hand (see docs/contributing.md).
 """
 
@@ -36,7 +39,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import fmt_short_time as _time  # noqa: E402
 
 REGION = re.compile(
-    r"<!-- bench:(?P<kind>begin|repro|published) (?P<file>[^>]*?) -->\n(?P<body>.*?)<!-- bench:end -->", re.DOTALL
+    r"<!-- bench:(?P<kind>begin|repro|published|quoted) (?P<file>[^>]*?) -->\n(?P<body>.*?)<!-- bench:end -->",
+    re.DOTALL,
 )
 
 
@@ -121,8 +125,9 @@ def repro_body(results_files: str) -> str:
     return f"\n{head}\n\n{runs_table(runs)}\n"
 
 
-def published_body(published_file: str) -> str:
-    """What belongs between ``bench:published`` markers: each published figure, setting by setting."""
+def published_body(published_file: str, ranges: bool = True) -> str:
+    """What belongs between ``bench:published`` markers: each published figure, setting by setting
+    (``ranges=False``, for ``bench:quoted``: only the figures whose runs agree)."""
     import reproduce
 
     path = (ROOT / published_file).resolve()
@@ -135,14 +140,14 @@ def published_body(published_file: str) -> str:
         "and ended); a figure reproduces when its largest value is at most "
         f"{reproduce.SPREAD:g} times its smallest. `make bench-check` puts a new run beside each."
     )
-    return f"\n{head}\n\n{reproduce.summary_table(doc)}\n"
+    return f"\n{head}\n\n{reproduce.summary_table(doc, ranges=ranges)}\n"
 
 
 def region(results_file: str, kind: str = "begin") -> str:
     """The whole region, markers included, as it should stand (``kind`` "repro": several files;
-    "published": the published figures)."""
-    if kind == "published":
-        body = published_body(results_file)
+    "published": the published figures; "quoted": those of them whose runs agree)."""
+    if kind in ("published", "quoted"):
+        body = published_body(results_file, ranges=kind == "published")
     else:
         body = repro_body(results_file) if kind == "repro" else region_body(results_file)
     return f"<!-- bench:{kind} {results_file} -->\n{body}<!-- bench:end -->"
