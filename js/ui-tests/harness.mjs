@@ -10,10 +10,10 @@
 //   SDS_PYTHON=/path/to/python  CHROMIUM=/usr/bin/chromium   to override the defaults
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 
@@ -281,14 +281,13 @@ export function xeniumDemo(folder, nCells, side) {
 let nav29b = null;
 export function nav29bDemo() {
   if (!nav29b) {
-    const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'nav29b')], { encoding: 'utf8' });
-    assert.equal(own.status, 0, own.stderr);
+    const ownTop = smallDemo('nav29b');
     const datasets = join(work, 'root', 'nav29b', 'datasets');
     mkdirSync(join(datasets, 'plain-folder'));
     writeFileSync(join(datasets, 'plain-folder', 'notes.txt'), 'not a version');
     mkdirSync(join(datasets, 'corrupt-version'));
     writeFileSync(join(datasets, 'corrupt-version', 'layer.json'), '{"parent": ');
-    nav29b = own.stdout.trim().split('\n').pop().split('/').pop();
+    nav29b = ownTop.split('/').pop();
   }
   return nav29b;
 }
@@ -568,16 +567,113 @@ export async function useTheme(page, theme) {
   await settled(page);
 }
 
-/** Build the small demo, start JupyterLab on it and launch Chromium: each flow file's `before`. */
+/**
+ * Where the small demo's builds are kept between the groups of a run (and runs soon after):
+ * `small-<digest>-<built at, ms>/` holding the demo under `root/` and its top version's path
+ * inside it in `top`. The digest is of what the build reads: the Python, every installed
+ * distribution's version, and the sds_jupyter package's Python sources (wherever that Python
+ * imports it from).
+ */
+const KEPT = join(tmpdir(), 'sds-ui-demos');
+/** A kept build older than this is not used (its versions would say they were made long ago); one older than twice this is removed. */
+const KEPT_FOR_MS = 3600_000;
+const DIGEST = [
+  'import hashlib, importlib.metadata as md, pathlib, sys',
+  'import sds_jupyter',
+  'h = hashlib.sha256(sys.version.encode())',
+  'for d in sorted(f"{x.metadata[\'Name\']}=={x.version}" for x in md.distributions()):',
+  '    h.update(d.encode() + b"\\0")',
+  'pkg = pathlib.Path(sds_jupyter.__file__).parent',
+  'for p in sorted(pkg.rglob("*.py")):',
+  '    h.update(str(p.relative_to(pkg)).encode() + b"\\0" + p.read_bytes())',
+  'print(h.hexdigest()[:24])'
+].join('\n');
+
+/** The kept small demo this run copies: its `root` folder and top version's path inside it. */
+let keptSmall = null;
+
+/**
+ * The small demo (`sds-jupyter demo --small`, 26 cells, about 5 s of CPU to build) is built once
+ * for every group of a run, not once a group and again for each flow's own copy (twelve builds a
+ * run before): the first group to ask builds it under KEPT while the others wait (a lock folder
+ * made atomically, its builder's pid inside; a lock whose builder is gone is taken over), then each
+ * copies it. The build is the same every time but for its versions' times (dataset IDs are
+ * derived, no path is written in), so a copy is what a build would have written.
+ */
+async function keepSmallDemo() {
+  const digest = python(DIGEST);
+  mkdirSync(KEPT, { recursive: true });
+  const lock = join(KEPT, `small-${digest}.lock`);
+  for (;;) {
+    const now = Date.now();
+    const builds = readdirSync(KEPT)
+      .map(name => ({ name, at: Number(/^small-[0-9a-f]+-(\d+)$/.exec(name)?.[1] ?? NaN) }))
+      .filter(b => Number.isFinite(b.at));
+    const fresh = builds.filter(b => b.name.startsWith(`small-${digest}-`) && now - b.at < KEPT_FOR_MS).sort((a, b) => b.at - a.at)[0];
+    if (fresh) {
+      const dir = join(KEPT, fresh.name);
+      return { root: join(dir, 'root'), top: readFileSync(join(dir, 'top'), 'utf8') };
+    }
+    try {
+      mkdirSync(lock);
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      // another group builds it: wait for the build, unless its builder is gone
+      let holder = NaN;
+      try {
+        holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+      } catch {
+        // the lock is being made: its pid comes next
+      }
+      if (Number.isInteger(holder) && holder > 0 && !alive(holder)) rmSync(lock, { recursive: true, force: true });
+      await new Promise(r => setTimeout(r, 200));
+      continue;
+    }
+    try {
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      for (const b of builds) {
+        if (now - b.at > 2 * KEPT_FOR_MS) rmSync(join(KEPT, b.name), { recursive: true, force: true });
+      }
+      const building = join(KEPT, `building-${digest}-${process.pid}`);
+      rmSync(building, { recursive: true, force: true });
+      const demo = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(building, 'root')], { encoding: 'utf8' });
+      assert.equal(demo.status, 0, demo.stderr);
+      writeFileSync(join(building, 'top'), relative(join(building, 'root'), demo.stdout.trim().split('\n').pop()));
+      renameSync(building, join(KEPT, `small-${digest}-${Date.now()}`));
+    } finally {
+      rmSync(lock, { recursive: true, force: true });
+    }
+  }
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}
+
+/**
+ * A copy of the small demo under the server root's `folder` ('' for the root itself), as
+ * `sds-jupyter demo --small` would write it there: answers the path of its top version.
+ */
+export function smallDemo(folder) {
+  assert.ok(keptSmall, 'startLab keeps the small demo first');
+  cpSync(keptSmall.root, join(work, 'root', folder), { recursive: true });
+  return join(work, 'root', folder, keptSmall.top);
+}
+
+/** Copy the small demo, start JupyterLab on it and launch Chromium: each flow file's `before`. */
 export async function startLab() {
   work = mkdtempSync(join(tmpdir(), 'sds-ui-'));
   // No "get notified about news?" toast over the screenshots.
   const notification = join(work, 'config', 'lab', 'user-settings', '@jupyterlab', 'apputils-extension');
   mkdirSync(notification, { recursive: true });
   writeFileSync(join(notification, 'notification.jupyterlab-settings'), JSON.stringify({ fetchNews: 'false' }));
-  const demo = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root')], { encoding: 'utf8' });
-  assert.equal(demo.status, 0, demo.stderr);
-  const topPath = demo.stdout.trim().split('\n').pop();
+  keptSmall = await keepSmallDemo();
+  const topPath = smallDemo('');
   top = topPath.slice(join(work, 'root').length + 1);
   const layer = JSON.parse(readFileSync(join(topPath, 'layer.json'), 'utf8'));
   assert.ok(layer, 'the top version has a layer.json');

@@ -3,13 +3,11 @@
 // lab-annotation.test.mjs. The groups run side by side, each on its own server (package.json's
 // test:ui); the shared set-up and steps are in harness.mjs.
 
-import { spawnSync } from 'node:child_process';
 import { cpSync } from 'node:fs';
 import { join } from 'node:path';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import {
-  PYTHON,
   SHOTS,
   TOKEN,
   api,
@@ -28,6 +26,7 @@ import {
   shot,
   sizePanel,
   skip,
+  smallDemo,
   startLab,
   stopLab,
   top,
@@ -87,9 +86,7 @@ describe('JupyterLab version browser: the sidebar, the history and the tree', { 
       await settled(page);
     };
     // its own copy of the small demo: earlier flows add versions (and branch tops) to the shared one
-    const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'sidebar')], { encoding: 'utf8' });
-    assert.equal(own.status, 0, own.stderr);
-    const ownTop = own.stdout.trim().split('\n').pop().slice(join(work, 'root').length + 1);
+    const ownTop = smallDemo('sidebar').slice(join(work, 'root').length + 1);
     const page = await newPage();
     await openListing(page, 'sidebar/datasets');
     await showSidebar(page);
@@ -379,9 +376,7 @@ describe('JupyterLab version browser: the sidebar, the history and the tree', { 
 
   it('issue 41 (1, 2): a long title is read whole in the tree, the history and the sidebar (its row grows, the graph joins up); no tag is ever cut, at 1,400 and 420 px; light and dark, axe', async () => {
     const LONG = 'Tumour margin regions redrawn after the second pathology review of the invasive front, with the immune infiltrate marked';
-    const own = spawnSync(PYTHON, ['-m', 'sds_jupyter', 'demo', '--small', join(work, 'root', 'long41')], { encoding: 'utf8' });
-    assert.equal(own.status, 0, own.stderr);
-    const ownTop = own.stdout.trim().split('\n').pop();
+    const ownTop = smallDemo('long41');
     const saved = python(`
 from sds_jupyter import open_anndata, save_version
 adata = open_anndata(${JSON.stringify(ownTop)})
