@@ -10,8 +10,10 @@ process's imports and caches) call :func:`cli_process` and keep at least one per
 
 What :func:`run_cli` holds apart, as a new process would have it: the environment (``env``, a value
 of None removes the variable; ``PYTHONWARNINGS=ignore`` as :func:`cli_process` sets, so warnings are
-ignored), the working folder (``cwd``), stdin (``stdin``, empty by default), stdout and stderr (read
-back as text), ``sys.argv``, and ``SystemExit`` (turned into the return code, as the interpreter does).
+ignored), the working folder (``cwd``), stdin (``stdin``, empty by default), stdout and stderr (text
+streams over bytes in the locale's encoding, strict on stdout and ``backslashreplace`` on stderr as
+Python sets a pipe's, read back as ``text=True`` reads a pipe), ``sys.argv``, and ``SystemExit``
+(turned into the return code, as the interpreter does).
 An exception ``main`` lets out is printed as the interpreter would (a traceback, status 1), so a
 test asserting "no traceback" holds the same either way. The stack library's in-memory caches of
 the process (``default_caches()``) are emptied before each call, so a command reads afresh as a new
@@ -28,6 +30,7 @@ handler would print it in a new process. The process's one export worker
 from __future__ import annotations
 
 import io
+import locale
 import logging
 import os
 import subprocess
@@ -83,7 +86,10 @@ def run_cli(
     from sds_jupyter.cli import main
 
     argv = [os.fspath(arg) for arg in args]
-    out, err = io.StringIO(), io.StringIO()
+    # Text streams over bytes, as a pipe's are: strict UTF-8 on stdout, backslashreplace on stderr.
+    encoding = locale.getpreferredencoding(False)
+    out = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="strict", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding=encoding, errors="backslashreplace", write_through=True)
     last_resort = logging.StreamHandler(err)
     last_resort.setLevel(logging.WARNING)
     root = logging.getLogger()
@@ -112,10 +118,18 @@ def run_cli(
             code = 1
         finally:
             root.removeHandler(last_resort)
-    return subprocess.CompletedProcess(["sds-jupyter", *argv], code, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(["sds-jupyter", *argv], code, _text(out, encoding), _text(err, encoding))
 
 
-def _status(code: object, err: io.StringIO) -> int:
+def _text(stream: io.TextIOWrapper, encoding: str) -> str:
+    """What was written, decoded as ``subprocess.run(..., text=True)`` decodes a pipe."""
+    stream.flush()
+    raw = stream.buffer
+    assert isinstance(raw, io.BytesIO)
+    return raw.getvalue().decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _status(code: object, err: io.TextIOWrapper) -> int:
     """The exit status the interpreter gives ``SystemExit(code)``: None is 0, text is printed and 1."""
     if code is None:
         return 0
