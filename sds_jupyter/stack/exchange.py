@@ -135,6 +135,25 @@ def _status_of(exc: BaseException) -> int | None:
     return int(match[1]) if match else None
 
 
+#: The characters kept of a listed failure's line: its end, where the SDK puts the reason after the paths.
+_CAUSE_CHARS = 200
+
+
+def _first_words(exc: BaseException) -> str:
+    """The SDK's message on one line: its first line, and the first cause when that line only leads to a list.
+
+    Why: a transfer failure reads "Failed to upload 4 of 4 files:" then one line per file, so the
+    first line alone says that it failed but not why (a missing bucket, a refused key).
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith(":") and len(lines) > 1:
+        cause = lines[1] if len(lines[1]) <= _CAUSE_CHARS else "…" + lines[1][-_CAUSE_CHARS:]  # its end says why
+        return f"{lines[0][:-1]}; the first: {cause}"
+    return lines[0]
+
+
 def in_users_words(exc: BaseException) -> str:
     """Why an SDK call failed, as a person can act on it: the cause and what to do next.
 
@@ -142,7 +161,7 @@ def in_users_words(exc: BaseException) -> str:
     127.0.0.1:9, please check your configuration") name its internals, not the fix.
     """
     names = {cls.__name__ for cls in type(exc).__mro__}
-    text = (str(exc).strip().splitlines() or [""])[0]
+    text = _first_words(exc)
     status = _status_of(exc)
     where = os.environ.get("CIRRO_BASE_URL") or "the address in the Cirro SDK's configuration"
     if names & _LOGIN_REFUSED or status == 401:
@@ -160,7 +179,7 @@ def in_users_words(exc: BaseException) -> str:
         return "Cirro does not know that project or dataset; choose another project, or check the dataset's ID"
     if "BadRequestException" in names:
         return f"Cirro refused the request ({text[:160]}); check the project and the data type (SDS_CIRRO_PROCESS)"
-    said = f" (Cirro said: {text[:160]})" if text else ""
+    said = f" (Cirro said: {text[:400]})" if text else ""
     return f"Cirro could not do it{said}; try again, and if it keeps failing tell your Cirro administrator"
 
 

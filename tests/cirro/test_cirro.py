@@ -365,6 +365,7 @@ def test_a_failed_upload_removes_the_half_made_dataset_and_records_nothing(cirro
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("sds-jupyter: error: uploading the overlay failed") and "Traceback" not in result.stderr
+    assert "bucket does not exist" in last, last  # why it failed (S3's reason, after the paths), not only that it did
     assert cirro.datasets == {} and len(cirro.deleted) == 1
     assert not (workspace["versions"] / ".sds-uploaded").exists()
 
