@@ -192,7 +192,23 @@ describe('JupyterLab version browser: Notebook 7, annotation and the embedding',
     // a rectangle dragged over the left half, then a polygon clicked around the middle (drawn last: it wins);
     // the drawing is measured once the tool is chosen (choosing it may scroll the panel)
     await figure.locator('.sds-tool-rectangle').click();
-    await overlay.scrollIntoViewIfNeeded();
+    try {
+      await overlay.scrollIntoViewIfNeeded({ timeout: 30000 });
+    } catch (error) {
+      // seen once under load (CI 16): the overlay stayed "not visible" for 30 s; say what the page showed
+      await shot(page, 'FAILED-annotate-overlay');
+      const state = await overlay.evaluate(el => {
+        const stage = el.parentElement;
+        const box = r => (r ? `${Math.round(r.width)}x${Math.round(r.height)}@${Math.round(r.x)},${Math.round(r.y)}` : 'none');
+        return {
+          overlay: `${getComputedStyle(el).display} ${box(el.getBoundingClientRect())}`,
+          stage: stage ? `${stage.className} ${getComputedStyle(stage).display} ${box(stage.getBoundingClientRect())}` : 'detached',
+          panelHidden: document.querySelector('.sds-annotate')?.hidden,
+          activeTab: document.querySelector('.jp-mod-current .lm-TabBar-tabLabel, .lm-TabBar-tab.jp-mod-current .lm-TabBar-tabLabel')?.textContent ?? '?'
+        };
+      }).catch(e => `unreadable: ${e.message}`);
+      throw new Error(`${error.message}\nthe page: ${JSON.stringify(state)}`, { cause: error });
+    }
     const box = await overlay.boundingBox();
     await page.mouse.move(box.x + 2, box.y + 2);
     await page.mouse.down();
